@@ -1,0 +1,1084 @@
+/*
+ * emit.c - the C backend driver.
+ *
+ * Layout of a generated NAME.c, top to bottom:
+ *   1. a banner (rlopt version, model, options) and includes (stdint, string,
+ *      math, stdio, stdlib),
+ *   2. dtype helpers actually needed (half/bfloat16 conversion, ...),
+ *   3. constants: one static array per constant tensor a kernel reads, named
+ *      after the ONNX value, or an offset into the side file NAME.weights,
+ *   4. one kernel per executed node, `k<N>_<node name>`, each with a comment
+ *      naming the ONNX node, op, and shapes,
+ *   5. NAME_init / NAME_free (workspace, side file), NAME_run (typed entry)
+ *      and NAME_run_v (generic entry used by `rlopt run`).
+ *
+ * Nodes whose outputs inference already evaluated (shape arithmetic and
+ * other small constant computations) are not executed: their outputs are
+ * constants. Intermediate tensors share one workspace; each gets an offset
+ * from a first-fit plan over live ranges (a value lives from its producer to
+ * its last consumer), so peak memory is the widest cut, not the sum.
+ *
+ * Output is deterministic: iteration is in graph order, floats are printed
+ * with enough digits to round-trip (%.9g / %.17g), and nothing depends on
+ * addresses, time or the environment.
+ */
+#include "emit.h"
+
+#include "frontends/onnx/onnx.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RL_WEIGHTS_DEFAULT_MAX (64ll << 20)
+#define RL_ALIGN 64
+
+/* ---- text buffer -------------------------------------------------------- */
+
+void rl_buf_printf(struct rl_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	for (;;) {
+		size_t room = b->cap - b->len;
+		va_start(ap, fmt);
+		int n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? room : 0, fmt, ap);
+		va_end(ap);
+		RL_ASSERT(n >= 0);
+		if (b->s && (size_t)n < room) {
+			b->len += (size_t)n;
+			return;
+		}
+		size_t ncap = b->cap ? b->cap * 2 : 4096;
+		while (ncap < b->len + (size_t)n + 1)
+			ncap *= 2;
+		b->s = realloc(b->s, ncap);
+		RL_ASSERT(b->s);
+		b->cap = ncap;
+	}
+}
+
+void rl_buf_free(struct rl_buf *b)
+{
+	free(b->s);
+	memset(b, 0, sizeof(*b));
+}
+
+void cg_line(struct rl_cgen *cg, const char *fmt, ...)
+{
+	char tmp[4096];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(tmp, sizeof(tmp), fmt, ap);
+	va_end(ap);
+	rl_buf_printf(&cg->body, "%*s%s\n", 4 * (cg->indent + 1), "", tmp);
+}
+
+enum rl_status cg_error(struct rl_cgen *cg, uint32_t node, const char *fmt, ...)
+{
+	char msg[400];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return rl_graph_error(cg->g, &cg->g->nodes[node], RL_ERR_UNSUPPORTED, "%s", msg);
+}
+
+/* ---- dtypes in C -------------------------------------------------------- */
+
+const char *cg_ctype(enum rl_dtype t)
+{
+	switch (t) {
+	case RL_DT_FLOAT: return "float";
+	case RL_DT_DOUBLE: return "double";
+	case RL_DT_FLOAT16: case RL_DT_BFLOAT16: case RL_DT_UINT16: return "uint16_t";
+	case RL_DT_INT8: return "int8_t";
+	case RL_DT_UINT8: case RL_DT_BOOL: return "uint8_t";
+	case RL_DT_INT16: return "int16_t";
+	case RL_DT_INT32: return "int32_t";
+	case RL_DT_INT64: return "int64_t";
+	case RL_DT_UINT32: return "uint32_t";
+	case RL_DT_UINT64: return "uint64_t";
+	default: return "uint8_t";
+	}
+}
+
+const char *cg_comptype(enum rl_dtype t)
+{
+	if (t == RL_DT_FLOAT16 || t == RL_DT_BFLOAT16)
+		return "float";
+	return cg_ctype(t);
+}
+
+static char *rot_buf(void)
+{
+	static char bufs[16][512];
+	static int k;
+	k = (k + 1) % 16;
+	return bufs[k];
+}
+
+const char *cg_load(struct rl_cgen *cg, enum rl_dtype t, const char *e)
+{
+	char *b = rot_buf();
+	if (t == RL_DT_FLOAT16) {
+		cg->need_half = 1;
+		snprintf(b, 512, "rl_h2f(%s)", e);
+	} else if (t == RL_DT_BFLOAT16) {
+		cg->need_bf16 = 1;
+		snprintf(b, 512, "rl_b2f(%s)", e);
+	} else {
+		snprintf(b, 512, "%s", e);
+	}
+	return b;
+}
+
+const char *cg_store(struct rl_cgen *cg, enum rl_dtype t, const char *e)
+{
+	char *b = rot_buf();
+	if (t == RL_DT_FLOAT16) {
+		cg->need_half = 1;
+		snprintf(b, 512, "rl_f2h(%s)", e);
+	} else if (t == RL_DT_BFLOAT16) {
+		cg->need_bf16 = 1;
+		snprintf(b, 512, "rl_f2b(%s)", e);
+	} else if (t == RL_DT_BOOL) {
+		snprintf(b, 512, "(uint8_t)((%s) != 0)", e);
+	} else {
+		snprintf(b, 512, "(%s)(%s)", cg_ctype(t), e);
+	}
+	return b;
+}
+
+static void fmt_double(char *b, size_t n, double x, bool single)
+{
+	if (isnan(x))
+		snprintf(b, n, "%s", single ? "NAN" : "(double)NAN");
+	else if (isinf(x))
+		snprintf(b, n, "%s%s", x < 0 ? "-" : "", single ? "INFINITY" : "(double)INFINITY");
+	else {
+		char t[64];
+		snprintf(t, sizeof(t), single ? "%.9g" : "%.17g", x);
+		/* make sure it reads as a floating literal */
+		bool has = strpbrk(t, ".eEn") != NULL;
+		snprintf(b, n, "%s%s%s", t, has ? "" : ".0", single ? "f" : "");
+	}
+}
+
+const char *cg_lit(enum rl_dtype t, double x)
+{
+	char *b = rot_buf();
+	if (rl_dtype_is_float(t)) {
+		fmt_double(b, 512, x, t != RL_DT_DOUBLE);
+	} else if (t == RL_DT_UINT64) {
+		snprintf(b, 512, "UINT64_C(%llu)", (unsigned long long)x);
+	} else if (t == RL_DT_INT64) {
+		if (x <= -9.2e18)
+			snprintf(b, 512, "INT64_MIN");
+		else
+			snprintf(b, 512, "INT64_C(%lld)", (long long)x);
+	} else {
+		snprintf(b, 512, "(%s)%lld", cg_ctype(t), (long long)x);
+	}
+	return b;
+}
+
+/* ---- broadcast loops ---------------------------------------------------- */
+
+int64_t cg_strides(const struct rl_shape *s, int64_t *strides)
+{
+	int64_t n = 1;
+	for (int i = s->rank - 1; i >= 0; i--) {
+		strides[i] = n;
+		n *= s->d[i].v;
+	}
+	return n;
+}
+
+int cg_bcast_open(struct rl_cgen *cg, const struct rl_shape *out, int n,
+                  const struct rl_shape *const *ins)
+{
+	int r = out->rank;
+	int64_t dims[RL_MAX_RANK + 1];
+	int64_t st[17][RL_MAX_RANK + 1]; /* per input strides in output dims */
+	RL_ASSERT(n <= 16);
+	for (int d = 0; d < r; d++)
+		dims[d] = out->d[d].v;
+	for (int k = 0; k < n; k++) {
+		int64_t s[RL_MAX_RANK];
+		cg_strides(ins[k], s);
+		int off = r - ins[k]->rank;
+		for (int d = 0; d < r; d++) {
+			int dk = d - off;
+			st[k][d] = (dk < 0 || ins[k]->d[dk].v == 1) ? 0 : s[dk];
+		}
+	}
+	/* merge dim d into d+1 when every operand is contiguous across them */
+	int m = 0;
+	int64_t md[RL_MAX_RANK + 1], ms[17][RL_MAX_RANK + 1];
+	for (int d = 0; d < r; d++) {
+		if (dims[d] == 1)
+			continue; /* size-1 dims contribute nothing */
+		bool merge = m > 0;
+		for (int k = 0; merge && k < n; k++)
+			merge = ms[k][m - 1] == st[k][d] * dims[d];
+		if (merge) {
+			md[m - 1] *= dims[d];
+			for (int k = 0; k < n; k++)
+				ms[k][m - 1] = st[k][d];
+		} else {
+			md[m] = dims[d];
+			for (int k = 0; k < n; k++)
+				ms[k][m] = st[k][d];
+			m++;
+		}
+	}
+	if (m == 0) { /* scalar */
+		cg_line(cg, "{");
+		cg->indent++;
+		cg_line(cg, "const size_t o = 0;");
+		for (int k = 0; k < n; k++)
+			cg_line(cg, "const size_t i%d = 0;", k);
+		return 1;
+	}
+	int64_t ostr[RL_MAX_RANK + 1];
+	int64_t acc = 1;
+	for (int d = m - 1; d >= 0; d--) {
+		ostr[d] = acc;
+		acc *= md[d];
+	}
+	for (int d = 0; d < m; d++) {
+		cg_line(cg, "for (size_t j%d = 0; j%d < %lld; j%d++) {", d, d, (long long)md[d], d);
+		cg->indent++;
+	}
+	char e[1024];
+	size_t p = 0;
+	for (int d = 0; d < m; d++)
+		p += (size_t)snprintf(e + p, sizeof(e) - p, "%sj%d * %lld", d ? " + " : "", d,
+		                      (long long)ostr[d]);
+	cg_line(cg, "const size_t o = %s;", e);
+	for (int k = 0; k < n; k++) {
+		p = 0;
+		e[0] = 0;
+		for (int d = 0; d < m; d++)
+			if (ms[k][d])
+				p += (size_t)snprintf(e + p, sizeof(e) - p, "%sj%d * %lld", p ? " + " : "",
+				                      d, (long long)ms[k][d]);
+		cg_line(cg, "const size_t i%d = %s;", k, p ? e : "0");
+	}
+	cg_line(cg, "(void)o;");
+	for (int k = 0; k < n; k++)
+		cg_line(cg, "(void)i%d;", k);
+	return m;
+}
+
+void cg_loops_close(struct rl_cgen *cg, int depth)
+{
+	for (int d = 0; d < depth; d++) {
+		cg->indent--;
+		cg_line(cg, "}");
+	}
+}
+
+/* ---- dispatch ----------------------------------------------------------- */
+
+typedef enum rl_status (*emit_fn)(struct rl_cgen *, uint32_t);
+typedef bool (*supports_fn)(enum rl_op);
+
+static const emit_fn family_emit[RL_FAM_COUNT_] = {
+	[RL_FAM_ELEMWISE] = rl_emit_c_elemwise, [RL_FAM_MATMUL] = rl_emit_c_matmul,
+	[RL_FAM_CONV] = rl_emit_c_conv,         [RL_FAM_POOL] = rl_emit_c_pool,
+	[RL_FAM_NORM] = rl_emit_c_norm,         [RL_FAM_REDUCE] = rl_emit_c_reduce,
+	[RL_FAM_SHAPE] = rl_emit_c_shape,       [RL_FAM_CONST] = rl_emit_c_const,
+};
+static const supports_fn family_supports[RL_FAM_COUNT_] = {
+	[RL_FAM_ELEMWISE] = rl_emit_c_elemwise_supports,
+	[RL_FAM_MATMUL] = rl_emit_c_matmul_supports,
+	[RL_FAM_CONV] = rl_emit_c_conv_supports,
+	[RL_FAM_POOL] = rl_emit_c_pool_supports,
+	[RL_FAM_NORM] = rl_emit_c_norm_supports,
+	[RL_FAM_REDUCE] = rl_emit_c_reduce_supports,
+	[RL_FAM_SHAPE] = rl_emit_c_shape_supports,
+	[RL_FAM_CONST] = rl_emit_c_const_supports,
+};
+
+bool rl_emit_c_supports(enum rl_op op)
+{
+	return op < RL_OP_COUNT_ && family_supports[rl_op_table[op].family](op);
+}
+
+/* ---- the driver --------------------------------------------------------- */
+
+enum storage {
+	ST_NONE,      /* not needed at run time */
+	ST_INPUT,     /* caller's input pointer */
+	ST_OUTPUT,    /* caller's output pointer */
+	ST_CONST,     /* static array or side-file offset */
+	ST_WORKSPACE, /* offset in the workspace */
+};
+
+struct vinfo {
+	enum storage st;
+	int io;            /* input/output position */
+	int64_t off;       /* workspace or side-file offset */
+	bool in_side;      /* constant lives in the side file */
+	char cname[80];    /* C identifier for constants */
+	int64_t first, last; /* live range in executed-node positions */
+};
+
+struct driver {
+	struct rl_graph *g;
+	const char *prefix;
+	struct vinfo *vi;
+	bool *exec;          /* node executes at run time */
+	int64_t ws_size;
+	int64_t side_size;
+	struct rl_buf c, h, kernels;
+	unsigned char *side; /* side file bytes */
+	struct rl_cgen cg;
+};
+
+static void sanitize(const char *in, char *out, size_t n)
+{
+	size_t k = 0;
+	for (const char *p = in; *p && k + 1 < n; p++)
+		out[k++] = isalnum((unsigned char)*p) ? *p : '_';
+	out[k] = 0;
+	if (!k || isdigit((unsigned char)out[0])) {
+		memmove(out + 1, out, k + 1 < n ? k + 1 : n - 1);
+		out[0] = '_';
+		out[n - 1] = 0;
+	}
+}
+
+/* C comment text: no terminator can sneak in through a name */
+static const char *ctext(const char *s)
+{
+	char *b = rot_buf();
+	size_t k = 0;
+	for (const char *p = s; *p && k < 200; p++) {
+		char c = *p;
+		if (c == '*' && p[1] == '/')
+			c = '_';
+		if ((unsigned char)c < 32 || (unsigned char)c > 126)
+			c = '?';
+		b[k++] = c;
+	}
+	b[k] = 0;
+	return b;
+}
+
+static bool value_needed_const(struct driver *d, uint32_t v)
+{
+	return rl_value_is_const(d->g, v);
+}
+
+/* Which nodes run, and where every value lives. */
+static enum rl_status plan(struct driver *d)
+{
+	struct rl_graph *g = d->g;
+	d->vi = calloc(g->nvalues + 1, sizeof(*d->vi));
+	d->exec = calloc(g->nnodes + 1, sizeof(*d->exec));
+	RL_ASSERT(d->vi && d->exec);
+	for (uint32_t v = 0; v < g->nvalues; v++) {
+		d->vi[v].first = -1;
+		d->vi[v].last = -1;
+	}
+	for (uint32_t i = 0; i < g->ninputs; i++) {
+		d->vi[g->inputs[i]].st = ST_INPUT;
+		d->vi[g->inputs[i]].io = (int)i;
+	}
+	/* static shapes everywhere it matters */
+	for (uint32_t v = 0; v < g->nvalues; v++) {
+		const struct rl_value *val = &g->values[v];
+		if (!val->nuses && !(val->flags & (RL_VAL_OUTPUT | RL_VAL_INPUT)))
+			continue;
+		if (!rl_shape_is_static(&val->shape)) {
+			char sb[128];
+			const char *sym = NULL;
+			for (int k = 0; k < val->shape.rank; k++)
+				if (val->shape.d[k].v < 0)
+					sym = val->shape.d[k].sym;
+			return rl_graph_error(g, val->producer == RL_NONE ? NULL
+			                                                   : &g->nodes[val->producer],
+			                      RL_ERR_SHAPE,
+			                      "value '%s' has shape %s with unbound dimension '%s'; "
+			                      "bind it with --batch N, --dim %s=N or --shape NAME=DIMS",
+			                      val->name, rl_shape_str(&val->shape, sb, sizeof(sb)),
+			                      sym ? sym : "?", sym ? sym : "SYM");
+		}
+		if (!rl_dtype_is_numeric(val->dtype))
+			return rl_graph_error(g, NULL, RL_ERR_UNSUPPORTED,
+			                      "value '%s' has dtype %s, which the C backend "
+			                      "does not compute on", val->name,
+			                      rl_dtype_name(val->dtype));
+	}
+	/* executed nodes: in order, unless every output is already known */
+	int64_t pos = 0;
+	for (uint32_t k = 0; k < g->norder; k++) {
+		uint32_t i = g->order[k];
+		struct rl_node *n = &g->nodes[i];
+		bool all_const = n->nout > 0;
+		for (int o = 0; o < n->nout; o++)
+			if (n->out[o] != RL_NONE && !rl_value_is_const(g, n->out[o]))
+				all_const = false;
+		if (all_const)
+			continue;
+		if (!rl_emit_c_supports(n->op))
+			return rl_graph_error(g, n, RL_ERR_UNSUPPORTED,
+			                      "the C backend does not implement %s yet",
+			                      rl_op_table[n->op].name);
+		d->exec[i] = true;
+		for (int o = 0; o < n->nout; o++) {
+			uint32_t v = n->out[o];
+			if (v == RL_NONE)
+				continue;
+			if (d->vi[v].first < 0)
+				d->vi[v].first = pos;
+			if (d->vi[v].last < pos)
+				d->vi[v].last = pos;
+		}
+		for (int q = 0; q < n->nin; q++) {
+			uint32_t v = n->in[q];
+			if (v == RL_NONE)
+				continue;
+			if (d->vi[v].first < 0)
+				d->vi[v].first = pos;
+			d->vi[v].last = pos;
+		}
+		pos++;
+	}
+	/* graph outputs: the first listing of a produced value writes to the
+	 * caller's buffer directly; repeats and inputs/constants are copied */
+	for (uint32_t i = 0; i < g->noutputs; i++) {
+		uint32_t v = g->outputs[i];
+		struct vinfo *vi = &d->vi[v];
+		if (vi->st == ST_NONE && g->values[v].producer != RL_NONE &&
+		    d->exec[g->values[v].producer]) {
+			vi->st = ST_OUTPUT;
+			vi->io = (int)i;
+		}
+		vi->last = pos; /* alive to the end */
+	}
+	/* constants read by executed nodes or listed as outputs */
+	int64_t const_bytes = 0;
+	for (uint32_t v = 0; v < g->nvalues; v++) {
+		if (!value_needed_const(d, v) || d->vi[v].st != ST_NONE)
+			continue;
+		if (d->vi[v].first < 0 && !(g->values[v].flags & RL_VAL_OUTPUT))
+			continue;
+		d->vi[v].st = ST_CONST;
+		const_bytes += (int64_t)g->values[v].nbytes;
+	}
+	/* workspace: first fit over live ranges, values in order of birth */
+	uint32_t *ws = malloc((g->nvalues + 1) * sizeof(*ws));
+	uint32_t nws = 0;
+	for (uint32_t k = 0; k < g->norder; k++) {
+		struct rl_node *n = &g->nodes[g->order[k]];
+		if (!d->exec[g->order[k]])
+			continue;
+		for (int o = 0; o < n->nout; o++) {
+			uint32_t v = n->out[o];
+			if (v != RL_NONE && d->vi[v].st == ST_NONE) {
+				d->vi[v].st = ST_WORKSPACE;
+				ws[nws++] = v;
+			}
+		}
+	}
+	uint32_t *active = malloc((nws + 1) * sizeof(*active));
+	uint32_t nact = 0;
+	d->ws_size = 0;
+	for (uint32_t a = 0; a < nws; a++) {
+		uint32_t v = ws[a];
+		struct vinfo *vi = &d->vi[v];
+		int64_t need = ((int64_t)g->values[v].nbytes + RL_ALIGN - 1) / RL_ALIGN * RL_ALIGN;
+		if (need == 0)
+			need = RL_ALIGN;
+		/* drop allocations that died before this one is born */
+		uint32_t k2 = 0;
+		for (uint32_t q = 0; q < nact; q++)
+			if (d->vi[active[q]].last >= vi->first)
+				active[k2++] = active[q];
+		nact = k2;
+		/* sort active by offset (small set: insertion sort) */
+		for (uint32_t q = 1; q < nact; q++)
+			for (uint32_t r = q; r > 0 && d->vi[active[r - 1]].off > d->vi[active[r]].off; r--) {
+				uint32_t t = active[r];
+				active[r] = active[r - 1];
+				active[r - 1] = t;
+			}
+		int64_t off = 0;
+		for (uint32_t q = 0; q < nact; q++) {
+			struct vinfo *o2 = &d->vi[active[q]];
+			int64_t oend = o2->off + (((int64_t)g->values[active[q]].nbytes + RL_ALIGN - 1) /
+			                          RL_ALIGN * RL_ALIGN);
+			if (oend == o2->off)
+				oend += RL_ALIGN;
+			if (off + need <= o2->off)
+				break;
+			if (oend > off)
+				off = oend;
+		}
+		vi->off = off;
+		if (off + need > d->ws_size)
+			d->ws_size = off + need;
+		active[nact++] = v;
+	}
+	free(active);
+	free(ws);
+	return const_bytes >= 0 ? RL_OK : RL_ERR_INVALID;
+}
+
+static void emit_const_array(struct driver *d, uint32_t v)
+{
+	struct rl_graph *g = d->g;
+	const struct rl_value *val = &g->values[v];
+	struct vinfo *vi = &d->vi[v];
+	int64_t ne = rl_shape_numel(&val->shape);
+	char shp[128];
+	rl_buf_printf(&d->c, "/* %s: %s[%s] */\n", ctext(val->name), rl_dtype_name(val->dtype),
+	              rl_shape_str(&val->shape, shp, sizeof(shp)));
+	rl_buf_printf(&d->c, "static const %s %s[%lld] __attribute__((aligned(%d))) = {",
+	              cg_ctype(val->dtype), vi->cname, (long long)(ne ? ne : 1), RL_ALIGN);
+	if (ne == 0)
+		rl_buf_printf(&d->c, "0");
+	for (int64_t i = 0; i < ne; i++) {
+		if (i % 8 == 0)
+			rl_buf_printf(&d->c, "\n    ");
+		char b[64];
+		switch (val->dtype) {
+		case RL_DT_FLOAT:
+			fmt_double(b, sizeof(b), ((const float *)val->data)[i], true);
+			break;
+		case RL_DT_DOUBLE:
+			fmt_double(b, sizeof(b), ((const double *)val->data)[i], false);
+			break;
+		case RL_DT_FLOAT16: case RL_DT_BFLOAT16: case RL_DT_UINT16:
+			snprintf(b, sizeof(b), "0x%04x", ((const uint16_t *)val->data)[i]);
+			break;
+		case RL_DT_UINT64:
+			snprintf(b, sizeof(b), "UINT64_C(%llu)",
+			         (unsigned long long)((const uint64_t *)val->data)[i]);
+			break;
+		case RL_DT_INT64: {
+			int64_t x = ((const int64_t *)val->data)[i];
+			if (x == INT64_MIN)
+				snprintf(b, sizeof(b), "INT64_MIN");
+			else
+				snprintf(b, sizeof(b), "INT64_C(%lld)", (long long)x);
+			break;
+		}
+		case RL_DT_INT32: {
+			int32_t x = ((const int32_t *)val->data)[i];
+			if (x == INT32_MIN)
+				snprintf(b, sizeof(b), "INT32_MIN");
+			else
+				snprintf(b, sizeof(b), "%d", x);
+			break;
+		}
+		case RL_DT_UINT32:
+			snprintf(b, sizeof(b), "%uu", ((const uint32_t *)val->data)[i]);
+			break;
+		default:
+			snprintf(b, sizeof(b), "%lld", (long long)rl_value_get_int(g, v, i));
+			break;
+		}
+		rl_buf_printf(&d->c, "%s%s", b, i + 1 < ne ? ", " : "");
+	}
+	rl_buf_printf(&d->c, "\n};\n");
+}
+
+/* C expression for a value's pointer inside NAME_run_v */
+static void value_ptr(struct driver *d, uint32_t v, bool out, char *b, size_t n)
+{
+	if (v == RL_NONE) {
+		snprintf(b, n, "NULL");
+		return;
+	}
+	const struct rl_value *val = &d->g->values[v];
+	struct vinfo *vi = &d->vi[v];
+	const char *ct = cg_ctype(val->dtype);
+	switch (vi->st) {
+	case ST_INPUT:
+		snprintf(b, n, "(const %s *)in[%d]", ct, vi->io);
+		break;
+	case ST_OUTPUT:
+		snprintf(b, n, "(%s *)out[%d]", ct, vi->io);
+		break;
+	case ST_CONST:
+		if (vi->in_side)
+			snprintf(b, n, "(const %s *)(%s_weights + %lld)", ct, d->prefix,
+			         (long long)vi->off);
+		else
+			snprintf(b, n, "%s", vi->cname);
+		break;
+	case ST_WORKSPACE:
+		snprintf(b, n, "(%s%s *)(%s_ws + %lld)", out ? "" : "const ", ct, d->prefix,
+		         (long long)vi->off);
+		break;
+	default:
+		snprintf(b, n, "NULL");
+	}
+}
+
+static enum rl_status emit_kernels(struct driver *d)
+{
+	struct rl_graph *g = d->g;
+	for (uint32_t k = 0; k < g->norder; k++) {
+		uint32_t i = g->order[k];
+		if (!d->exec[i])
+			continue;
+		struct rl_node *n = &g->nodes[i];
+		char kname[96], sn[64];
+		sanitize(n->name, sn, 48);
+		snprintf(kname, sizeof(kname), "k%u_%s", k, sn);
+		d->cg.body.len = 0;
+		if (d->cg.body.s)
+			d->cg.body.s[0] = 0;
+		d->cg.indent = 0;
+		enum rl_status st = family_emit[rl_op_table[n->op].family](&d->cg, i);
+		if (st != RL_OK)
+			return st;
+		/* signature and comment */
+		rl_buf_printf(&d->kernels, "/* node '%s' (%s)", ctext(n->name), rl_op_table[n->op].name);
+		for (int q = 0; q < n->nin; q++) {
+			char sb[128];
+			if (n->in[q] == RL_NONE)
+				continue;
+			rl_buf_printf(&d->kernels, "%s X%d %s[%s]", q ? "," : ":", q,
+			              rl_dtype_name(g->values[n->in[q]].dtype),
+			              rl_shape_str(&g->values[n->in[q]].shape, sb, sizeof(sb)));
+		}
+		for (int q = 0; q < n->nout; q++) {
+			char sb[128];
+			if (n->out[q] == RL_NONE)
+				continue;
+			rl_buf_printf(&d->kernels, "%s Y%d %s[%s]", q ? "," : " ->", q,
+			              rl_dtype_name(g->values[n->out[q]].dtype),
+			              rl_shape_str(&g->values[n->out[q]].shape, sb, sizeof(sb)));
+		}
+		rl_buf_printf(&d->kernels, " */\nstatic void %s(", kname);
+		bool first = true;
+		for (int q = 0; q < n->nin; q++) {
+			enum rl_dtype dt = n->in[q] == RL_NONE ? RL_DT_FLOAT : g->values[n->in[q]].dtype;
+			rl_buf_printf(&d->kernels, "%sconst %s *restrict X%d", first ? "" : ", ",
+			              cg_ctype(dt), q);
+			first = false;
+		}
+		for (int q = 0; q < n->nout; q++) {
+			enum rl_dtype dt = n->out[q] == RL_NONE ? RL_DT_FLOAT : g->values[n->out[q]].dtype;
+			rl_buf_printf(&d->kernels, "%s%s *restrict Y%d", first ? "" : ", ",
+			              cg_ctype(dt), q);
+			first = false;
+		}
+		if (first)
+			rl_buf_printf(&d->kernels, "void");
+		rl_buf_printf(&d->kernels, ")\n{\n");
+		for (int q = 0; q < n->nin; q++)
+			rl_buf_printf(&d->kernels, "    (void)X%d;\n", q);
+		for (int q = 0; q < n->nout; q++)
+			rl_buf_printf(&d->kernels, "    (void)Y%d;\n", q);
+		rl_buf_printf(&d->kernels, "%s}\n\n", d->cg.body.s ? d->cg.body.s : "");
+	}
+	return RL_OK;
+}
+
+static const char half_helpers[] =
+	"static inline float rl_h2f(uint16_t h)\n"
+	"{\n"
+	"    uint32_t s = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, b;\n"
+	"    if (e == 0) {\n"
+	"        if (m == 0) {\n"
+	"            b = s;\n"
+	"        } else {\n"
+	"            int k = -1;\n"
+	"            do { k++; m <<= 1; } while (!(m & 0x400u));\n"
+	"            b = s | ((uint32_t)(112 - k) << 23) | ((m & 0x3ffu) << 13);\n"
+	"        }\n"
+	"    } else if (e == 31) {\n"
+	"        b = s | 0x7f800000u | (m << 13);\n"
+	"    } else {\n"
+	"        b = s | ((e + 112u) << 23) | (m << 13);\n"
+	"    }\n"
+	"    float f;\n"
+	"    memcpy(&f, &b, 4);\n"
+	"    return f;\n"
+	"}\n\n"
+	"static inline uint16_t rl_f2h(float f)\n"
+	"{\n"
+	"    uint32_t x;\n"
+	"    memcpy(&x, &f, 4);\n"
+	"    uint32_t s = (x >> 16) & 0x8000u, a = x & 0x7fffffffu;\n"
+	"    if (a >= 0x7f800000u) return (uint16_t)(s | 0x7c00u | (a > 0x7f800000u ? 0x200u : 0u));\n"
+	"    if (a >= 0x477ff000u) return (uint16_t)(s | 0x7c00u);\n"
+	"    if (a < 0x38800000u) {\n"
+	"        if (a < 0x33000000u) return (uint16_t)s;\n"
+	"        uint32_t e = a >> 23, m = (a & 0x7fffffu) | 0x800000u;\n"
+	"        int sh = 126 - (int)e;\n"
+	"        uint32_t hm = m >> sh, rem = m & ((1u << sh) - 1u), half = 1u << (sh - 1);\n"
+	"        if (rem > half || (rem == half && (hm & 1u))) hm++;\n"
+	"        return (uint16_t)(s | hm);\n"
+	"    }\n"
+	"    uint32_t h = (a >> 13) - (112u << 10), rem = a & 0x1fffu;\n"
+	"    if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) h++;\n"
+	"    return (uint16_t)(s | h);\n"
+	"}\n\n";
+
+static const char bf16_helpers[] =
+	"static inline float rl_b2f(uint16_t h)\n"
+	"{\n"
+	"    uint32_t b = (uint32_t)h << 16;\n"
+	"    float f;\n"
+	"    memcpy(&f, &b, 4);\n"
+	"    return f;\n"
+	"}\n\n"
+	"static inline uint16_t rl_f2b(float f)\n"
+	"{\n"
+	"    uint32_t x;\n"
+	"    memcpy(&x, &f, 4);\n"
+	"    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u);\n"
+	"    x += 0x7fffu + ((x >> 16) & 1u);\n"
+	"    return (uint16_t)(x >> 16);\n"
+	"}\n\n";
+
+static void dims_list(const struct rl_shape *s, char *b, size_t n)
+{
+	size_t p = 0;
+	b[0] = 0;
+	for (int i = 0; i < s->rank; i++)
+		p += (size_t)snprintf(b + p, n - p, "%s%lld", i ? ", " : "", (long long)s->d[i].v);
+	if (!s->rank)
+		snprintf(b, n, "0");
+}
+
+static enum rl_status write_files(struct driver *d, const char *c_path,
+                                  const char *h_path, const char *w_path,
+                                  char *err, size_t errlen)
+{
+	enum rl_status st = rl_write_file_atomic(h_path, d->h.s, d->h.len, err, errlen);
+	if (st != RL_OK)
+		return st;
+	if (d->side_size) {
+		st = rl_write_file_atomic(w_path, d->side, (size_t)d->side_size, err, errlen);
+		if (st != RL_OK) {
+			remove(h_path);
+			return st;
+		}
+	}
+	st = rl_write_file_atomic(c_path, d->c.s, d->c.len, err, errlen);
+	if (st != RL_OK) {
+		remove(h_path);
+		if (d->side_size)
+			remove(w_path);
+	}
+	return st;
+}
+
+enum rl_status rl_emit_c(struct rl_graph *g, const struct rl_cgen_opts *o,
+                         const char *c_path, char *err, size_t errlen)
+{
+	struct driver d = {.g = g};
+	d.cg.g = g;
+	enum rl_status st;
+	char prefix[64], hbase[512], h_path[4096], w_path[4096], wbase[512];
+	long long wmax = o && o->weights_max >= 0 ? o->weights_max : RL_WEIGHTS_DEFAULT_MAX;
+	g->err[0] = 0;
+
+	/* names: NAME.c -> NAME.h, NAME.weights, prefix NAME */
+	size_t cl = strlen(c_path);
+	if (cl < 3 || strcmp(c_path + cl - 2, ".c") != 0) {
+		snprintf(err, errlen, "%s: the C output must end in .c", c_path);
+		return RL_ERR_IO;
+	}
+	snprintf(h_path, sizeof(h_path), "%.*s.h", (int)(cl - 2), c_path);
+	snprintf(w_path, sizeof(w_path), "%.*s.weights", (int)(cl - 2), c_path);
+	const char *slash = strrchr(c_path, '/');
+	const char *base = slash ? slash + 1 : c_path;
+	snprintf(hbase, sizeof(hbase), "%.*s.h", (int)(strlen(base) - 2), base);
+	snprintf(wbase, sizeof(wbase), "%.*s.weights", (int)(strlen(base) - 2), base);
+	if (o && o->prefix) {
+		sanitize(o->prefix, prefix, sizeof(prefix));
+	} else {
+		char tmp[64];
+		snprintf(tmp, sizeof(tmp), "%.*s", (int)(strlen(base) - 2), base);
+		sanitize(tmp, prefix, sizeof(prefix));
+	}
+	d.prefix = prefix;
+
+	if (!g->norder && g->nnodes)
+		if ((st = rl_graph_toposort(g)) != RL_OK)
+			goto fail;
+	if ((st = plan(&d)) != RL_OK)
+		goto fail;
+
+	/* constants: names, and which go to the side file */
+	int64_t total_const = 0;
+	for (uint32_t v = 0; v < g->nvalues; v++)
+		if (d.vi[v].st == ST_CONST)
+			total_const += (int64_t)g->values[v].nbytes;
+	bool use_side = total_const > wmax;
+	uint32_t ncst = 0;
+	for (uint32_t v = 0; v < g->nvalues; v++) {
+		struct vinfo *vi = &d.vi[v];
+		if (vi->st != ST_CONST)
+			continue;
+		char sn[56];
+		sanitize(g->values[v].name, sn, sizeof(sn));
+		snprintf(vi->cname, sizeof(vi->cname), "c%u_%s", ncst++, sn);
+		if (use_side && g->values[v].nbytes >= 1024) {
+			vi->in_side = true;
+			vi->off = 16 + d.side_size; /* after the 16-byte header */
+			d.side_size += ((int64_t)g->values[v].nbytes + RL_ALIGN - 1) / RL_ALIGN * RL_ALIGN;
+		}
+	}
+	if (d.side_size) {
+		int64_t total = 16 + d.side_size;
+		d.side = calloc(1, (size_t)total);
+		if (!d.side) {
+			st = rl_graph_error(g, NULL, RL_ERR_NOMEM, "out of memory for the weights file");
+			goto fail;
+		}
+		memcpy(d.side, "RLWTS001", 8);
+		memcpy(d.side + 8, &total, 8);
+		for (uint32_t v = 0; v < g->nvalues; v++)
+			if (d.vi[v].in_side)
+				memcpy(d.side + d.vi[v].off, g->values[v].data, g->values[v].nbytes);
+		d.side_size = total;
+	}
+
+	if ((st = emit_kernels(&d)) != RL_OK)
+		goto fail;
+
+	/* ---- the .c file ---- */
+	rl_buf_printf(&d.c, "/*\n * %s - generated by rlopt %s from %s.\n", base, RL_VERSION,
+	              ctext(g->path));
+	rl_buf_printf(&d.c, " * Do not edit: regenerate instead. Self-contained C11; link with -lm.\n");
+	rl_buf_printf(&d.c, " * %u kernels, %lld bytes of workspace, %lld bytes of constants%s.\n */\n",
+	              0u, (long long)d.ws_size, (long long)total_const,
+	              d.side_size ? " (large ones in the side file)" : "");
+	/* count kernels for the banner (patched in place: same width) */
+	unsigned nk = 0;
+	for (uint32_t i = 0; i < g->nnodes; i++)
+		nk += d.exec[i];
+	{
+		char *p = strstr(d.c.s, " * 0 kernels");
+		if (p) {
+			char tmp[64];
+			snprintf(tmp, sizeof(tmp), " * %u kernels", nk);
+			/* rebuild the banner line with the real count */
+			struct rl_buf nb = {0};
+			rl_buf_printf(&nb, "%.*s%s%s", (int)(p - d.c.s), d.c.s, tmp, p + strlen(" * 0 kernels"));
+			rl_buf_free(&d.c);
+			d.c = nb;
+		}
+	}
+	rl_buf_printf(&d.c, "#include \"%s\"\n\n", hbase);
+	rl_buf_printf(&d.c, "#include <math.h>\n#include <stdint.h>\n#include <stdio.h>\n"
+	                    "#include <stdlib.h>\n#include <string.h>\n\n");
+	if (d.cg.need_half)
+		rl_buf_printf(&d.c, "%s", half_helpers);
+	if (d.cg.need_bf16)
+		rl_buf_printf(&d.c, "%s", bf16_helpers);
+	for (uint32_t v = 0; v < g->nvalues; v++)
+		if (d.vi[v].st == ST_CONST && !d.vi[v].in_side)
+			emit_const_array(&d, v);
+	rl_buf_printf(&d.c, "\nstatic unsigned char *%s_ws;      /* workspace, %lld bytes */\n",
+	              prefix, (long long)d.ws_size);
+	rl_buf_printf(&d.c, "static unsigned char *%s_weights; /* side file, %lld bytes */\n\n",
+	              prefix, (long long)d.side_size);
+	rl_buf_printf(&d.c, "%s", d.kernels.s ? d.kernels.s : "");
+
+	/* init / free */
+	rl_buf_printf(&d.c, "int %s_init(const char *weights_path)\n{\n", prefix);
+	rl_buf_printf(&d.c, "    if (%s_ws)\n        return 0;\n", prefix);
+	if (d.side_size) {
+		rl_buf_printf(&d.c,
+		              "    if (!weights_path)\n        weights_path = \"%s\";\n"
+		              "    FILE *f = fopen(weights_path, \"rb\");\n"
+		              "    if (!f)\n        return -1;\n"
+		              "    %s_weights = aligned_alloc(%d, %lldu);\n"
+		              "    size_t got = %s_weights ? fread(%s_weights, 1, %lldu, f) : 0;\n"
+		              "    int extra = fgetc(f);\n"
+		              "    fclose(f);\n"
+		              "    if (got != %lldu || extra != EOF || memcmp(%s_weights, \"RLWTS001\", 8) != 0) {\n"
+		              "        free(%s_weights);\n        %s_weights = NULL;\n        return -1;\n    }\n",
+		              wbase, prefix, RL_ALIGN,
+		              (long long)((d.side_size + RL_ALIGN - 1) / RL_ALIGN * RL_ALIGN), prefix,
+		              prefix, (long long)d.side_size, (long long)d.side_size, prefix, prefix,
+		              prefix);
+	} else {
+		rl_buf_printf(&d.c, "    (void)weights_path;\n");
+	}
+	rl_buf_printf(&d.c, "    %s_ws = aligned_alloc(%d, %lldu);\n", prefix, RL_ALIGN,
+	              (long long)(d.ws_size ? d.ws_size : RL_ALIGN));
+	rl_buf_printf(&d.c, "    return %s_ws ? 0 : -1;\n}\n\n", prefix);
+	rl_buf_printf(&d.c, "void %s_free(void)\n{\n    free(%s_ws);\n    %s_ws = NULL;\n"
+	                    "    free(%s_weights);\n    %s_weights = NULL;\n}\n\n",
+	              prefix, prefix, prefix, prefix, prefix);
+
+	/* run_v */
+	rl_buf_printf(&d.c, "int %s_run_v(const void *const *in, void *const *out)\n{\n", prefix);
+	rl_buf_printf(&d.c, "    (void)in;\n    (void)out;\n");
+	rl_buf_printf(&d.c, "    if (!%s_ws && %s_init(NULL) != 0)\n        return -1;\n", prefix, prefix);
+	for (uint32_t k = 0; k < g->norder; k++) {
+		uint32_t i = g->order[k];
+		if (!d.exec[i])
+			continue;
+		struct rl_node *n = &g->nodes[i];
+		char sn[64], b[256];
+		sanitize(n->name, sn, 48);
+		rl_buf_printf(&d.c, "    k%u_%s(", k, sn);
+		bool first = true;
+		for (int q = 0; q < n->nin; q++) {
+			value_ptr(&d, n->in[q], false, b, sizeof(b));
+			rl_buf_printf(&d.c, "%s%s", first ? "" : ", ", b);
+			first = false;
+		}
+		for (int q = 0; q < n->nout; q++) {
+			value_ptr(&d, n->out[q], true, b, sizeof(b));
+			rl_buf_printf(&d.c, "%s%s", first ? "" : ", ", b);
+			first = false;
+		}
+		rl_buf_printf(&d.c, ");\n");
+	}
+	/* outputs not written in place: copies */
+	for (uint32_t i = 0; i < g->noutputs; i++) {
+		uint32_t v = g->outputs[i];
+		if (d.vi[v].st == ST_OUTPUT && d.vi[v].io == (int)i)
+			continue;
+		char b[256];
+		value_ptr(&d, v, false, b, sizeof(b));
+		if (d.vi[v].st == ST_OUTPUT)
+			snprintf(b, sizeof(b), "out[%d]", d.vi[v].io);
+		rl_buf_printf(&d.c, "    memcpy(out[%u], %s, %zu);\n", i, b, g->values[v].nbytes);
+	}
+	rl_buf_printf(&d.c, "    return 0;\n}\n\n");
+
+	/* typed run */
+	rl_buf_printf(&d.c, "int %s_run(", prefix);
+	for (uint32_t i = 0; i < g->ninputs; i++) {
+		const struct rl_value *val = &g->values[g->inputs[i]];
+		char sn[64];
+		sanitize(val->name, sn, sizeof(sn));
+		rl_buf_printf(&d.c, "%sconst %s *%s", i ? ", " : "", cg_ctype(val->dtype), sn);
+	}
+	for (uint32_t i = 0; i < g->noutputs; i++) {
+		const struct rl_value *val = &g->values[g->outputs[i]];
+		char sn[64];
+		sanitize(val->name, sn, sizeof(sn));
+		rl_buf_printf(&d.c, "%s%s *%s%s", i || g->ninputs ? ", " : "", cg_ctype(val->dtype),
+		              sn, g->values[g->outputs[i]].flags & RL_VAL_INPUT ? "_out" : "");
+	}
+	rl_buf_printf(&d.c, ")\n{\n    const void *in[%u] = {", g->ninputs + 1);
+	for (uint32_t i = 0; i < g->ninputs; i++) {
+		char sn[64];
+		sanitize(g->values[g->inputs[i]].name, sn, sizeof(sn));
+		rl_buf_printf(&d.c, "%s%s", i ? ", " : "", sn);
+	}
+	if (!g->ninputs)
+		rl_buf_printf(&d.c, "NULL");
+	rl_buf_printf(&d.c, "};\n    void *out[%u] = {", g->noutputs + 1);
+	for (uint32_t i = 0; i < g->noutputs; i++) {
+		char sn[64];
+		sanitize(g->values[g->outputs[i]].name, sn, sizeof(sn));
+		rl_buf_printf(&d.c, "%s%s%s", i ? ", " : "", sn,
+		              g->values[g->outputs[i]].flags & RL_VAL_INPUT ? "_out" : "");
+	}
+	rl_buf_printf(&d.c, "};\n    return %s_run_v(in, out);\n}\n\n", prefix);
+
+	/* io tables */
+	for (int io = 0; io < 2; io++) {
+		uint32_t cnt = io ? g->noutputs : g->ninputs;
+		const uint32_t *list = io ? g->outputs : g->inputs;
+		const char *what = io ? "outputs" : "inputs";
+		for (uint32_t i = 0; i < cnt; i++) {
+			char b[256];
+			dims_list(&g->values[list[i]].shape, b, sizeof(b));
+			rl_buf_printf(&d.c, "static const long long %s_%s_dims%u[] = {%s};\n", prefix,
+			              what, i, b);
+		}
+		rl_buf_printf(&d.c, "const struct %s_tensor_info %s_%s[%u] = {\n", prefix, prefix, what,
+		              cnt ? cnt : 1);
+		for (uint32_t i = 0; i < cnt; i++) {
+			const struct rl_value *val = &g->values[list[i]];
+			rl_buf_printf(&d.c, "    {\"%s\", \"%s\", %d, %d, %s_%s_dims%u, %lldll, %zuu},\n",
+			              ctext(val->name), rl_dtype_name(val->dtype), (int)val->dtype,
+			              val->shape.rank, prefix, what, i,
+			              (long long)rl_shape_numel(&val->shape), val->nbytes ? val->nbytes
+			              : (size_t)rl_shape_numel(&val->shape) * rl_dtype_size(val->dtype));
+		}
+		if (!cnt)
+			rl_buf_printf(&d.c, "    {\"\", \"\", 0, 0, NULL, 0, 0},\n");
+		rl_buf_printf(&d.c, "};\n");
+	}
+
+	/* ---- the header ---- */
+	char guard[80], upper[64];
+	snprintf(upper, sizeof(upper), "%s", prefix);
+	for (char *p = upper; *p; p++)
+		*p = (char)toupper((unsigned char)*p);
+	snprintf(guard, sizeof(guard), "%s_H", upper);
+	rl_buf_printf(&d.h, "/*\n * %s - generated by rlopt %s from %s.\n *\n", hbase, RL_VERSION,
+	              ctext(g->path));
+	rl_buf_printf(&d.h, " * Call %s_init() once (it allocates the workspace%s), then %s_run()\n"
+	                    " * as often as needed, and %s_free() at the end. Not thread-safe: one\n"
+	                    " * run at a time per process. Returns 0 on success, -1 on failure.\n",
+	              prefix, d.side_size ? " and reads the weights file" : "", prefix, prefix);
+	for (uint32_t i = 0; i < g->ninputs; i++) {
+		const struct rl_value *val = &g->values[g->inputs[i]];
+		char sb[128];
+		rl_buf_printf(&d.h, " *   input  %u: %s %s[%s]\n", i, ctext(val->name),
+		              rl_dtype_name(val->dtype), rl_shape_str(&val->shape, sb, sizeof(sb)));
+	}
+	for (uint32_t i = 0; i < g->noutputs; i++) {
+		const struct rl_value *val = &g->values[g->outputs[i]];
+		char sb[128];
+		rl_buf_printf(&d.h, " *   output %u: %s %s[%s]\n", i, ctext(val->name),
+		              rl_dtype_name(val->dtype), rl_shape_str(&val->shape, sb, sizeof(sb)));
+	}
+	rl_buf_printf(&d.h, " * float16 and bfloat16 tensors are passed as uint16_t bit patterns.\n */\n");
+	rl_buf_printf(&d.h, "#ifndef %s\n#define %s\n\n#include <stdint.h>\n\n", guard, guard);
+	rl_buf_printf(&d.h, "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n");
+	rl_buf_printf(&d.h, "#define %s_NUM_INPUTS %u\n#define %s_NUM_OUTPUTS %u\n\n", upper, g->ninputs,
+	              upper, g->noutputs);
+	rl_buf_printf(&d.h, "struct %s_tensor_info {\n    const char *name;\n    const char *dtype;\n"
+	                    "    int onnx_dtype;\n    int rank;\n    const long long *dims;\n"
+	                    "    long long numel;\n    unsigned long nbytes;\n};\n", prefix);
+	rl_buf_printf(&d.h, "extern const struct %s_tensor_info %s_inputs[];\n", prefix, prefix);
+	rl_buf_printf(&d.h, "extern const struct %s_tensor_info %s_outputs[];\n\n", prefix, prefix);
+	rl_buf_printf(&d.h, "/* weights_path: %s; NULL for the default. */\n",
+	              d.side_size ? "the side file NAME.weights" : "unused (weights are embedded)");
+	rl_buf_printf(&d.h, "int %s_init(const char *weights_path);\nvoid %s_free(void);\n", prefix, prefix);
+	rl_buf_printf(&d.h, "/* inputs and outputs in the order of the tables above */\n");
+	rl_buf_printf(&d.h, "int %s_run_v(const void *const *in, void *const *out);\n", prefix);
+	rl_buf_printf(&d.h, "int %s_run(", prefix);
+	for (uint32_t i = 0; i < g->ninputs; i++) {
+		const struct rl_value *val = &g->values[g->inputs[i]];
+		char sn[64];
+		sanitize(val->name, sn, sizeof(sn));
+		rl_buf_printf(&d.h, "%sconst %s *%s", i ? ", " : "", cg_ctype(val->dtype), sn);
+	}
+	for (uint32_t i = 0; i < g->noutputs; i++) {
+		const struct rl_value *val = &g->values[g->outputs[i]];
+		char sn[64];
+		sanitize(val->name, sn, sizeof(sn));
+		rl_buf_printf(&d.h, "%s%s *%s%s", i || g->ninputs ? ", " : "", cg_ctype(val->dtype), sn,
+		              val->flags & RL_VAL_INPUT ? "_out" : "");
+	}
+	rl_buf_printf(&d.h, ");\n\n#ifdef __cplusplus\n}\n#endif\n\n#endif /* %s */\n", guard);
+
+	st = write_files(&d, c_path, h_path, w_path, err, errlen);
+	goto done;
+fail:
+	snprintf(err, errlen, "%s", g->err[0] ? g->err : "code generation failed");
+done:
+	free(d.vi);
+	free(d.exec);
+	free(d.side);
+	rl_buf_free(&d.c);
+	rl_buf_free(&d.h);
+	rl_buf_free(&d.kernels);
+	rl_buf_free(&d.cg.body);
+	return st;
+}

@@ -1,0 +1,120 @@
+/*
+ * emit.h - the C backend: a graph with static shapes to one .c and one .h.
+ *
+ * Public entry: rl_emit_c(). Everything below the line is the interface
+ * between the driver (emit.c: buffers, weights, the run function, the file
+ * layout) and the per-family kernel emitters (emit_<family>.c), which only
+ * write the body of one kernel function per node.
+ *
+ * A kernel is `static void k<N>_<node name>(const T0 *restrict X0, ...,
+ * U0 *restrict Y0, ...)`: inputs are X0.., outputs Y0.. (absent optional
+ * inputs are passed as NULL and named too), all shapes are compile-time
+ * constants, and the emitter writes loops with literal bounds. Half and
+ * bfloat16 tensors are stored as uint16_t and computed in float through the
+ * rl_h2f/rl_f2h/rl_b2f/rl_f2b helpers the driver emits when needed.
+ */
+#ifndef RL_EMIT_C_H
+#define RL_EMIT_C_H
+
+#include <stdarg.h>
+
+#include "ir.h"
+
+struct rl_cgen_opts {
+	const char *prefix;   /* symbol prefix; NULL: from the .c file name */
+	long long weights_max; /* bytes of constants embedded before a side file
+	                          is used; <0 for the default (64 MiB) */
+};
+
+/*
+ * Write C_PATH (NAME.c), NAME.h beside it and, when constants exceed
+ * weights_max, NAME.weights. All or nothing: temporary files renamed at the
+ * end. The graph must be inferred and verified; every shape must be static
+ * (else RL_ERR_SHAPE naming the value and the flag to use).
+ */
+enum rl_status rl_emit_c(struct rl_graph *g, const struct rl_cgen_opts *o,
+                         const char *c_path, char *err, size_t errlen);
+
+/* Ops the C backend can emit (for `rlopt ops`). */
+bool rl_emit_c_supports(enum rl_op op);
+
+/* ---- emitter interface -------------------------------------------------- */
+
+/* A growable text buffer. */
+struct rl_buf {
+	char *s;
+	size_t len, cap;
+};
+void rl_buf_printf(struct rl_buf *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void rl_buf_free(struct rl_buf *b);
+
+struct rl_cgen {
+	struct rl_graph *g;
+	struct rl_buf body;     /* kernel body being written */
+	int indent;             /* current indent level for cg_line */
+	unsigned need_half : 1; /* emit half helpers */
+	unsigned need_bf16 : 1; /* emit bfloat16 helpers */
+	unsigned need_erf : 1;
+	int tmp;                /* counter for unique local names */
+	char err[512];
+};
+
+/* Append one indented line to the kernel body. */
+void cg_line(struct rl_cgen *cg, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* C storage type of a dtype: "float", "int64_t", "uint16_t" (half), ... */
+const char *cg_ctype(enum rl_dtype t);
+/* Compute type: float for half/bfloat16/float, double, or the integer type. */
+const char *cg_comptype(enum rl_dtype t);
+/* Expression converting storage expression `e` of dtype t to its compute
+ * type (marks helpers as needed); returns a pointer into a rotating buffer. */
+const char *cg_load(struct rl_cgen *cg, enum rl_dtype t, const char *e);
+/* Expression converting compute-type expression `e` to storage of dtype t. */
+const char *cg_store(struct rl_cgen *cg, enum rl_dtype t, const char *e);
+/* Literal of value x in compute type of t ("1.5f", "3", "(int64_t)-2"). */
+const char *cg_lit(enum rl_dtype t, double x);
+
+/*
+ * Broadcast loops: open loops over the static shape `out`, and define, in the
+ * innermost body, `o` (flat output index) and `i0`..`i<n-1>` (flat index of
+ * each input under numpy broadcasting; ins[k] may have lower rank). Adjacent
+ * dims are merged where every operand allows it, so a plain same-shape op is
+ * one loop the compiler vectorizes. Returns the depth for cg_loops_close.
+ */
+int cg_bcast_open(struct rl_cgen *cg, const struct rl_shape *out, int n,
+                  const struct rl_shape *const *ins);
+void cg_loops_close(struct rl_cgen *cg, int depth);
+/* Strides (in elements) of a static row-major shape; returns numel. */
+int64_t cg_strides(const struct rl_shape *s, int64_t *strides);
+
+/* Report a user-facing error for the node (unsupported attribute, ...). */
+enum rl_status cg_error(struct rl_cgen *cg, uint32_t node, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Shorthands for the node's values. */
+static inline const struct rl_value *cg_in(struct rl_cgen *cg, uint32_t node, int i)
+{
+	uint32_t v = rl_node_in(&cg->g->nodes[node], i);
+	return v == RL_NONE ? NULL : &cg->g->values[v];
+}
+static inline const struct rl_value *cg_out(struct rl_cgen *cg, uint32_t node, int i)
+{
+	const struct rl_node *n = &cg->g->nodes[node];
+	return i < n->nout && n->out[i] != RL_NONE ? &cg->g->values[n->out[i]] : NULL;
+}
+
+/*
+ * Family emitters: write the body of node's kernel into cg->body.
+ * Return RL_OK, or RL_ERR_UNSUPPORTED via cg_error for a case not handled.
+ * Each family file also defines rl_emit_c_<family>_supports(op).
+ */
+#define RL_FAMILY_EMITTERS(X) \
+	X(elemwise) X(matmul) X(conv) X(pool) X(norm) X(reduce) X(shape) X(const)
+#define X(fam) \
+	enum rl_status rl_emit_c_##fam(struct rl_cgen *cg, uint32_t node); \
+	bool rl_emit_c_##fam##_supports(enum rl_op op);
+RL_FAMILY_EMITTERS(X)
+#undef X
+
+#endif /* RL_EMIT_C_H */

@@ -1,0 +1,383 @@
+/*
+ * onnx_write.c - IR back to an ONNX ModelProto, and TensorProto files.
+ *
+ * The writer builds protobuf-c messages that point at the graph's own
+ * strings and tensor bytes (nothing is copied until protobuf-c packs), packs
+ * them into one buffer and writes it atomically. Constants without a producer
+ * become initializers (raw_data); constants that inference evaluated keep
+ * their producing node, so load-write-load gives the same graph. Every typed
+ * intermediate is listed in value_info so the written model carries rlopt's
+ * inferred shapes.
+ */
+#include "frontends/onnx/onnx.h"
+#include "onnx.pb-c.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+enum rl_status rl_write_file_atomic(const char *path, const void *data,
+                                    size_t len, char *err, size_t errlen)
+{
+	size_t pl = strlen(path);
+	char *tmp = malloc(pl + 16);
+	if (!tmp) {
+		snprintf(err, errlen, "%s: out of memory", path);
+		return RL_ERR_NOMEM;
+	}
+	snprintf(tmp, pl + 16, "%s.tmpXXXXXX", path);
+	int fd = mkstemp(tmp);
+	if (fd < 0) {
+		snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
+		free(tmp);
+		return RL_ERR_IO;
+	}
+	const char *p = data;
+	size_t left = len;
+	while (left) {
+		ssize_t w = write(fd, p, left);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			snprintf(err, errlen, "%s: write failed: %s", path, strerror(errno));
+			close(fd);
+			unlink(tmp);
+			free(tmp);
+			return RL_ERR_IO;
+		}
+		p += w;
+		left -= (size_t)w;
+	}
+	/* mkstemp makes 0600; give the file the usual permissions */
+	mode_t um = umask(0);
+	umask(um);
+	fchmod(fd, 0666 & ~um);
+	if (close(fd) != 0 || rename(tmp, path) != 0) {
+		snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
+		unlink(tmp);
+		free(tmp);
+		return RL_ERR_IO;
+	}
+	free(tmp);
+	return RL_OK;
+}
+
+/* ---- building messages -------------------------------------------------- */
+
+struct wctx {
+	const struct rl_graph *g;
+	void **allocs; /* everything malloc'd for the messages */
+	size_t nallocs, cap;
+	bool oom;
+};
+
+static void *walloc(struct wctx *w, size_t n)
+{
+	void *p = calloc(1, n ? n : 1);
+	if (!p) {
+		w->oom = true;
+		return NULL;
+	}
+	if (w->nallocs == w->cap) {
+		w->cap = w->cap ? 2 * w->cap : 256;
+		void **na = realloc(w->allocs, w->cap * sizeof(void *));
+		if (!na) {
+			free(p);
+			w->oom = true;
+			return NULL;
+		}
+		w->allocs = na;
+	}
+	w->allocs[w->nallocs++] = p;
+	return p;
+}
+
+static Onnx__TensorProto *make_tensor(struct wctx *w, uint32_t v, const char *name)
+{
+	const struct rl_value *val = &w->g->values[v];
+	Onnx__TensorProto *t = walloc(w, sizeof(*t));
+	if (!t)
+		return NULL;
+	onnx__tensor_proto__init(t);
+	t->name = (char *)name;
+	t->has_data_type = 1;
+	t->data_type = (int32_t)val->dtype;
+	t->n_dims = (size_t)(val->shape.rank > 0 ? val->shape.rank : 0);
+	t->dims = walloc(w, (t->n_dims + 1) * sizeof(int64_t));
+	if (!t->dims)
+		return NULL;
+	for (size_t i = 0; i < t->n_dims; i++)
+		t->dims[i] = val->shape.d[i].v;
+	t->has_raw_data = 1;
+	t->raw_data.len = val->nbytes;
+	t->raw_data.data = (uint8_t *)val->data;
+	return t;
+}
+
+static Onnx__TypeProto *make_type(struct wctx *w, const struct rl_value *val)
+{
+	Onnx__TypeProto *tp = walloc(w, sizeof(*tp));
+	Onnx__TypeProto__Tensor *tt = walloc(w, sizeof(*tt));
+	if (!tp || !tt)
+		return NULL;
+	onnx__type_proto__init(tp);
+	onnx__type_proto__tensor__init(tt);
+	tp->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+	tp->tensor_type = tt;
+	tt->has_elem_type = 1;
+	tt->elem_type = (int32_t)val->dtype;
+	if (val->shape.rank < 0)
+		return tp;
+	Onnx__TensorShapeProto *sp = walloc(w, sizeof(*sp));
+	if (!sp)
+		return NULL;
+	onnx__tensor_shape_proto__init(sp);
+	sp->n_dim = (size_t)val->shape.rank;
+	sp->dim = walloc(w, (sp->n_dim + 1) * sizeof(*sp->dim));
+	if (!sp->dim)
+		return NULL;
+	for (int i = 0; i < val->shape.rank; i++) {
+		Onnx__TensorShapeProto__Dimension *d = walloc(w, sizeof(*d));
+		if (!d)
+			return NULL;
+		onnx__tensor_shape_proto__dimension__init(d);
+		if (val->shape.d[i].v >= 0) {
+			d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+			d->dim_value = val->shape.d[i].v;
+		} else if (val->shape.d[i].sym) {
+			d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+			d->dim_param = (char *)val->shape.d[i].sym;
+		}
+		sp->dim[i] = d;
+	}
+	tt->shape = sp;
+	return tp;
+}
+
+static Onnx__ValueInfoProto *make_vi(struct wctx *w, uint32_t v)
+{
+	const struct rl_value *val = &w->g->values[v];
+	Onnx__ValueInfoProto *vi = walloc(w, sizeof(*vi));
+	if (!vi)
+		return NULL;
+	onnx__value_info_proto__init(vi);
+	vi->name = (char *)val->name;
+	if (val->dtype != RL_DT_UNDEFINED)
+		vi->type = make_type(w, val);
+	return vi;
+}
+
+static Onnx__AttributeProto *make_attr(struct wctx *w, const struct rl_attr *a)
+{
+	Onnx__AttributeProto *ap = walloc(w, sizeof(*ap));
+	if (!ap)
+		return NULL;
+	onnx__attribute_proto__init(ap);
+	ap->name = (char *)a->name;
+	ap->has_type = 1;
+	switch (a->kind) {
+	case RL_ATTR_FLOAT:
+		ap->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
+		ap->has_f = 1;
+		ap->f = (float)a->f;
+		break;
+	case RL_ATTR_INT:
+		ap->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+		ap->has_i = 1;
+		ap->i = a->i;
+		break;
+	case RL_ATTR_STRING:
+		ap->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
+		ap->has_s = 1;
+		ap->s.data = (uint8_t *)a->s;
+		ap->s.len = (size_t)a->n;
+		break;
+	case RL_ATTR_TENSOR:
+		ap->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR;
+		ap->t = make_tensor(w, a->tensor, "");
+		break;
+	case RL_ATTR_FLOATS:
+		ap->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS;
+		ap->n_floats = (size_t)a->n;
+		ap->floats = walloc(w, ((size_t)a->n + 1) * sizeof(float));
+		if (!ap->floats)
+			return NULL;
+		for (int i = 0; i < a->n; i++)
+			ap->floats[i] = (float)a->floats[i];
+		break;
+	case RL_ATTR_INTS:
+		ap->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
+		ap->n_ints = (size_t)a->n;
+		ap->ints = a->ints;
+		break;
+	case RL_ATTR_STRINGS:
+		ap->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS;
+		ap->n_strings = (size_t)a->n;
+		ap->strings = walloc(w, ((size_t)a->n + 1) * sizeof(ProtobufCBinaryData));
+		if (!ap->strings)
+			return NULL;
+		for (int i = 0; i < a->n; i++) {
+			ap->strings[i].data = (uint8_t *)a->strs[i];
+			ap->strings[i].len = strlen(a->strs[i]);
+		}
+		break;
+	default:
+		return NULL; /* subgraphs never reach a loaded graph */
+	}
+	return ap;
+}
+
+enum rl_status rl_onnx_write(const struct rl_graph *g, const char *path,
+                             char *err, size_t errlen)
+{
+	struct wctx w = {.g = g};
+	enum rl_status st = RL_OK;
+	Onnx__ModelProto m;
+	Onnx__GraphProto gp;
+	onnx__model_proto__init(&m);
+	onnx__graph_proto__init(&gp);
+	m.has_ir_version = 1;
+	/* IR 3 wants initializers listed as inputs; we write IR >= 4 instead */
+	m.ir_version = g->ir_version < 4 ? 4 : g->ir_version;
+	m.producer_name = "rlopt";
+	m.producer_version = RL_VERSION;
+	m.graph = &gp;
+	gp.name = (char *)(g->graph_name && *g->graph_name ? g->graph_name : "rlopt");
+
+	/* opsets: keep the model's; make sure the default domain is there */
+	int nops = g->nopsets;
+	bool has_default = false;
+	for (int i = 0; i < nops; i++)
+		has_default |= !*g->opset_domains[i] || !strcmp(g->opset_domains[i], "ai.onnx");
+	m.opset_import = walloc(&w, (size_t)(nops + 1) * sizeof(*m.opset_import));
+	for (int i = 0; m.opset_import && i < nops + !has_default; i++) {
+		Onnx__OperatorSetIdProto *o = walloc(&w, sizeof(*o));
+		if (!o)
+			break;
+		onnx__operator_set_id_proto__init(o);
+		o->domain = (char *)(i < nops ? g->opset_domains[i] : "");
+		o->has_version = 1;
+		o->version = i < nops ? g->opset_versions[i] : g->opset;
+		m.opset_import[m.n_opset_import++] = o;
+	}
+
+	/* nodes, in topological order when known */
+	uint32_t nlive = 0;
+	for (uint32_t i = 0; i < g->nnodes; i++)
+		nlive += !g->nodes[i].dead;
+	gp.node = walloc(&w, (nlive + 1) * sizeof(*gp.node));
+	bool use_order = g->norder == nlive && nlive;
+	for (uint32_t k = 0; gp.node && k < g->nnodes; k++) {
+		uint32_t idx = use_order ? (k < g->norder ? g->order[k] : RL_NONE) : k;
+		if (idx == RL_NONE)
+			break;
+		const struct rl_node *n = &g->nodes[idx];
+		if (n->dead)
+			continue;
+		Onnx__NodeProto *np = walloc(&w, sizeof(*np));
+		if (!np)
+			break;
+		onnx__node_proto__init(np);
+		np->name = (char *)n->name;
+		np->op_type = (char *)rl_op_table[n->op].name;
+		np->domain = (char *)(n->domain ? n->domain : "");
+		np->n_input = (size_t)n->nin;
+		np->input = walloc(&w, ((size_t)n->nin + 1) * sizeof(char *));
+		np->n_output = (size_t)n->nout;
+		np->output = walloc(&w, ((size_t)n->nout + 1) * sizeof(char *));
+		if (!np->input || !np->output)
+			break;
+		for (int i = 0; i < n->nin; i++)
+			np->input[i] = (char *)(n->in[i] == RL_NONE ? "" : g->values[n->in[i]].name);
+		for (int i = 0; i < n->nout; i++)
+			np->output[i] = (char *)(n->out[i] == RL_NONE ? "" : g->values[n->out[i]].name);
+		np->attribute = walloc(&w, ((size_t)n->nattrs + 1) * sizeof(*np->attribute));
+		for (int i = 0; np->attribute && i < n->nattrs; i++) {
+			Onnx__AttributeProto *ap = make_attr(&w, &n->attrs[i]);
+			if (ap)
+				np->attribute[np->n_attribute++] = ap;
+		}
+		gp.node[gp.n_node++] = np;
+	}
+
+	/* initializers: constants nothing produces and no attribute owns */
+	bool *attr_owned = calloc(g->nvalues + 1, 1);
+	if (!attr_owned)
+		w.oom = true;
+	for (uint32_t i = 0; attr_owned && i < g->nnodes; i++)
+		for (int k = 0; !g->nodes[i].dead && k < g->nodes[i].nattrs; k++)
+			if (g->nodes[i].attrs[k].kind == RL_ATTR_TENSOR)
+				attr_owned[g->nodes[i].attrs[k].tensor] = true;
+	gp.initializer = walloc(&w, (g->nvalues + 1) * sizeof(*gp.initializer));
+	gp.value_info = walloc(&w, (g->nvalues + 1) * sizeof(*gp.value_info));
+	for (uint32_t v = 0; attr_owned && gp.initializer && gp.value_info && v < g->nvalues; v++) {
+		const struct rl_value *val = &g->values[v];
+		if (attr_owned[v])
+			continue;
+		if ((val->flags & RL_VAL_CONST) && val->producer == RL_NONE) {
+			if (val->nuses || (val->flags & RL_VAL_OUTPUT))
+				gp.initializer[gp.n_initializer++] = make_tensor(&w, v, val->name);
+		} else if (val->producer != RL_NONE && !(val->flags & RL_VAL_OUTPUT) &&
+		           val->dtype != RL_DT_UNDEFINED) {
+			gp.value_info[gp.n_value_info++] = make_vi(&w, v);
+		}
+	}
+	free(attr_owned);
+	gp.input = walloc(&w, (g->ninputs + 1) * sizeof(*gp.input));
+	for (uint32_t i = 0; gp.input && i < g->ninputs; i++)
+		gp.input[gp.n_input++] = make_vi(&w, g->inputs[i]);
+	gp.output = walloc(&w, (g->noutputs + 1) * sizeof(*gp.output));
+	for (uint32_t i = 0; gp.output && i < g->noutputs; i++)
+		gp.output[gp.n_output++] = make_vi(&w, g->outputs[i]);
+
+	if (w.oom) {
+		snprintf(err, errlen, "%s: out of memory", path);
+		st = RL_ERR_NOMEM;
+	} else {
+		size_t len = onnx__model_proto__get_packed_size(&m);
+		uint8_t *buf = malloc(len ? len : 1);
+		if (!buf) {
+			snprintf(err, errlen, "%s: out of memory", path);
+			st = RL_ERR_NOMEM;
+		} else {
+			onnx__model_proto__pack(&m, buf);
+			st = rl_write_file_atomic(path, buf, len, err, errlen);
+			free(buf);
+		}
+	}
+	for (size_t i = 0; i < w.nallocs; i++)
+		free(w.allocs[i]);
+	free(w.allocs);
+	return st;
+}
+
+enum rl_status rl_tensor_write(const char *path, const struct rl_tensor *t,
+                               char *err, size_t errlen)
+{
+	Onnx__TensorProto tp;
+	onnx__tensor_proto__init(&tp);
+	int64_t dims[RL_MAX_RANK];
+	for (int i = 0; i < t->shape.rank; i++)
+		dims[i] = t->shape.d[i].v;
+	tp.n_dims = (size_t)(t->shape.rank > 0 ? t->shape.rank : 0);
+	tp.dims = dims;
+	tp.has_data_type = 1;
+	tp.data_type = (int32_t)t->dtype;
+	tp.name = t->name ? t->name : "";
+	tp.has_raw_data = 1;
+	tp.raw_data.data = t->data;
+	tp.raw_data.len = t->nbytes;
+	size_t len = onnx__tensor_proto__get_packed_size(&tp);
+	uint8_t *buf = malloc(len ? len : 1);
+	if (!buf) {
+		snprintf(err, errlen, "%s: out of memory", path);
+		return RL_ERR_NOMEM;
+	}
+	onnx__tensor_proto__pack(&tp, buf);
+	enum rl_status st = rl_write_file_atomic(path, buf, len, err, errlen);
+	free(buf);
+	return st;
+}

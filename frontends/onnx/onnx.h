@@ -1,0 +1,53 @@
+/*
+ * onnx.h - ONNX ModelProto <-> IR, and TensorProto files.
+ *
+ * The reader turns a model file into a struct rl_graph: nodes, initializers
+ * (every encoding), external data (mmap'd, never copied, confined to the
+ * model's folder), Constant nodes, value_info and symbolic dims. It checks
+ * structure (unknown operators, dangling names, duplicate producers, input
+ * counts) but not shapes: call rl_graph_infer() for that.
+ *
+ * The writer turns a graph back into a ModelProto that onnx.checker accepts.
+ */
+#ifndef RL_ONNX_H
+#define RL_ONNX_H
+
+#include "ir.h"
+
+/*
+ * Load a model. On success *gp is the graph (free with rl_graph_free).
+ * On failure returns the status, *gp is NULL and err holds one line naming
+ * the file, the node where there is one, and the reason.
+ */
+enum rl_status rl_onnx_load(const char *path, struct rl_graph **gp, char *err,
+                            size_t errlen);
+/* Load from memory; `path` names it in messages and its folder is where
+ * external data is looked for. The buffer must outlive the call only. */
+enum rl_status rl_onnx_load_buffer(const void *buf, size_t len,
+                                   const char *path, struct rl_graph **gp,
+                                   char *err, size_t errlen);
+
+/* Write the graph as a ModelProto (temporary file, renamed on success). */
+enum rl_status rl_onnx_write(const struct rl_graph *g, const char *path,
+                             char *err, size_t errlen);
+
+/* A tensor read from or written to a TensorProto file (.pb). */
+struct rl_tensor {
+	char *name;          /* malloc'd, may be "" */
+	enum rl_dtype dtype;
+	struct rl_shape shape;
+	void *data;          /* malloc'd, numel * dtype size bytes */
+	size_t nbytes;
+};
+enum rl_status rl_tensor_read(const char *path, struct rl_tensor *t, char *err,
+                              size_t errlen);
+enum rl_status rl_tensor_write(const char *path, const struct rl_tensor *t,
+                               char *err, size_t errlen);
+void rl_tensor_free(struct rl_tensor *t);
+
+/* Write `len` bytes to path atomically: a temporary file in the same folder,
+ * renamed over path on success; nothing is left behind on failure. */
+enum rl_status rl_write_file_atomic(const char *path, const void *data,
+                                    size_t len, char *err, size_t errlen);
+
+#endif /* RL_ONNX_H */

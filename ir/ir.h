@@ -1,0 +1,371 @@
+/*
+ * ir.h - rlopt's intermediate representation.
+ *
+ * A model is one struct rl_graph. The graph owns an arena from which every
+ * name, attribute, shape symbol and small array is allocated; the whole graph
+ * is freed at once with rl_graph_free(). Values and nodes live in two growable
+ * arrays and refer to each other by 32-bit index, never by pointer, so the
+ * arrays can grow while passes hold indices (QBE's Ref, not ggml's pointers).
+ *
+ * Weight bytes are borrowed: a constant value's data points into the mmap'd
+ * model file, an mmap'd external-data file, or memory the graph owns (folded
+ * or quantized tensors, decoded typed-field initializers). The graph records
+ * every mapping and owned block and releases them in rl_graph_free().
+ *
+ * Shapes are static where known. A dim is either a number (>= 0) or a named
+ * symbol (`batch`, `seq`) until bound with rl_graph_bind_dim(); shape
+ * inference propagates symbols through ops that pass a dim along unchanged.
+ *
+ * Errors a user can cause (bad model, unsupported op) are reported through
+ * rl_graph_error(): one line, naming the file, the node and the reason, kept
+ * in g->err and returned as RL_ERR_*. Our own bugs are RL_ASSERT (abort with
+ * file and line). Library code never calls exit().
+ */
+#ifndef RL_IR_H
+#define RL_IR_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define RL_VERSION "0.1.0"
+
+/* ---- status and asserts ------------------------------------------------ */
+
+enum rl_status {
+	RL_OK = 0,          /* success */
+	RL_ERR_IO,          /* file missing, unreadable or unwritable */
+	RL_ERR_PARSE,       /* not a valid protobuf / XML */
+	RL_ERR_INVALID,     /* structurally wrong model (cycles, dangling names) */
+	RL_ERR_UNSUPPORTED, /* valid ONNX that rlopt does not handle */
+	RL_ERR_SHAPE,       /* shapes or dtypes that do not fit the operator */
+	RL_ERR_NOMEM,       /* allocation failed */
+};
+
+#define RL_ASSERT(c)                                                          \
+	do {                                                                  \
+		if (!(c))                                                     \
+			rl_assert_fail(#c, __FILE__, __LINE__);               \
+	} while (0)
+_Noreturn void rl_assert_fail(const char *expr, const char *file, int line);
+
+/* ---- dtypes (numbers equal ONNX TensorProto.DataType) ------------------ */
+
+enum rl_dtype {
+	RL_DT_UNDEFINED = 0,  /* unknown or not yet inferred */
+	RL_DT_FLOAT = 1,      /* float32 */
+	RL_DT_UINT8 = 2,      /* uint8 */
+	RL_DT_INT8 = 3,       /* int8 */
+	RL_DT_UINT16 = 4,     /* uint16 */
+	RL_DT_INT16 = 5,      /* int16 */
+	RL_DT_INT32 = 6,      /* int32 */
+	RL_DT_INT64 = 7,      /* int64 */
+	RL_DT_STRING = 8,     /* string: loaded, never computed on */
+	RL_DT_BOOL = 9,       /* bool, one byte */
+	RL_DT_FLOAT16 = 10,   /* IEEE half */
+	RL_DT_DOUBLE = 11,    /* float64 */
+	RL_DT_UINT32 = 12,    /* uint32 */
+	RL_DT_UINT64 = 13,    /* uint64 */
+	RL_DT_COMPLEX64 = 14, /* unsupported for compute */
+	RL_DT_COMPLEX128 = 15,/* unsupported for compute */
+	RL_DT_BFLOAT16 = 16,  /* bfloat16 */
+	RL_DT_COUNT_ = 17,    /* first number rlopt does not know (fp8, int4, ...) */
+};
+
+size_t rl_dtype_size(enum rl_dtype t);     /* bytes per element; 0 if unknown */
+const char *rl_dtype_name(enum rl_dtype t); /* "float32", "int64", ... */
+bool rl_dtype_is_float(enum rl_dtype t);   /* float16/bfloat16/float/double */
+bool rl_dtype_is_int(enum rl_dtype t);     /* signed or unsigned integers */
+bool rl_dtype_is_signed(enum rl_dtype t);
+/* A dtype rlopt can compute on (everything but string and complex). */
+bool rl_dtype_is_numeric(enum rl_dtype t);
+/* Parse "float32"/"f32"/"int64"...; RL_DT_UNDEFINED if unknown. */
+enum rl_dtype rl_dtype_parse(const char *s);
+
+/* half and bfloat16 conversions, round-to-nearest-even */
+float rl_half_to_float(uint16_t h);
+uint16_t rl_float_to_half(float f);
+float rl_bf16_to_float(uint16_t h);
+uint16_t rl_float_to_bf16(float f);
+
+/* ---- shapes ------------------------------------------------------------- */
+
+#define RL_MAX_RANK 8
+#define RL_DIM_SYMBOLIC (-1) /* dim whose size is a named symbol */
+
+struct rl_dim {
+	int64_t v;       /* size >= 0, or RL_DIM_SYMBOLIC */
+	const char *sym; /* symbol name when v == RL_DIM_SYMBOLIC, else NULL */
+};
+
+struct rl_shape {
+	int rank;                   /* -1: rank unknown */
+	struct rl_dim d[RL_MAX_RANK];
+};
+
+bool rl_shape_is_static(const struct rl_shape *s);
+/* element count of a static shape; -1 if not static or overflowing */
+int64_t rl_shape_numel(const struct rl_shape *s);
+bool rl_shape_equal(const struct rl_shape *a, const struct rl_shape *b);
+/* "1x3x224x224", "batchx128", "scalar", "?"; returns buf */
+char *rl_shape_str(const struct rl_shape *s, char *buf, size_t n);
+void rl_shape_set(struct rl_shape *s, int rank, const int64_t *dims);
+
+/* ---- operators (generated from ops.def) --------------------------------- */
+
+enum rl_family {
+	RL_FAM_ELEMWISE, /* pointwise, with broadcasting */
+	RL_FAM_MATMUL,   /* MatMul, Gemm */
+	RL_FAM_CONV,     /* Conv, ConvTranspose */
+	RL_FAM_POOL,     /* windowed and global pooling */
+	RL_FAM_NORM,     /* normalizations, softmax family */
+	RL_FAM_REDUCE,   /* reductions along axes */
+	RL_FAM_SHAPE,    /* data movement and shape computation */
+	RL_FAM_CONST,    /* value generators */
+	RL_FAM_COUNT_,
+};
+
+enum {
+	RL_OPF_UNARY = 1 << 0,    /* one tensor in, same shape out */
+	RL_OPF_BINARY = 1 << 1,   /* two tensors, multidirectional broadcast */
+	RL_OPF_VARIADIC = 1 << 2, /* n tensors, multidirectional broadcast */
+	RL_OPF_TERNARY = 1 << 3,  /* Where */
+	RL_OPF_CMP = 1 << 4,      /* output is bool */
+	RL_OPF_LOGIC = 1 << 5,    /* inputs and output are bool */
+	RL_OPF_TRANS = 1 << 6,    /* transcendental: costs RL_FLOPS_TRANS */
+	RL_OPF_WEIGHTED = 1 << 7, /* has a weight input (index 1) */
+	RL_OPF_VIEW = 1 << 8,     /* output is input's bytes reinterpreted */
+	RL_OPF_GATHER = 1 << 9,   /* data-dependent (gathered) reads */
+};
+
+enum rl_op {
+#define RL_OP(name, fam, imin, imax, omin, omax, flags) RL_OP_##name,
+#include "ops.def"
+#undef RL_OP
+	RL_OP_COUNT_,
+};
+
+struct rl_op_info {
+	const char *name;
+	enum rl_family family;
+	int in_min, in_max, out_min, out_max;
+	unsigned flags;
+};
+extern const struct rl_op_info rl_op_table[RL_OP_COUNT_];
+/* ONNX op_type (default domain) to op; returns RL_OP_COUNT_ if unknown. */
+enum rl_op rl_op_lookup(const char *op_type);
+const char *rl_family_name(enum rl_family f);
+
+/* ---- attributes --------------------------------------------------------- */
+
+enum rl_attr_kind {
+	RL_ATTR_FLOAT,   /* f */
+	RL_ATTR_INT,     /* i */
+	RL_ATTR_STRING,  /* s (n bytes, NUL-terminated copy) */
+	RL_ATTR_TENSOR,  /* t: value index of an arena-held constant (Constant) */
+	RL_ATTR_FLOATS,  /* floats[n] */
+	RL_ATTR_INTS,    /* ints[n] */
+	RL_ATTR_STRINGS, /* strs[n] */
+	RL_ATTR_GRAPH,   /* subgraph: recorded, not supported */
+	RL_ATTR_OTHER,   /* sparse tensors, type protos: recorded, not supported */
+};
+
+struct rl_attr {
+	const char *name;
+	enum rl_attr_kind kind;
+	int n;           /* element count for lists, byte count for strings */
+	int64_t i;
+	double f;
+	const char *s;
+	int64_t *ints;
+	double *floats;
+	const char **strs;
+	uint32_t tensor; /* RL_ATTR_TENSOR: a value holding the tensor */
+};
+
+/* ---- values and nodes --------------------------------------------------- */
+
+#define RL_NONE UINT32_MAX /* absent optional input / no producer */
+
+enum {
+	RL_VAL_INPUT = 1 << 0,  /* graph input */
+	RL_VAL_OUTPUT = 1 << 1, /* graph output */
+	RL_VAL_CONST = 1 << 2,  /* has data (initializer or folded) */
+	RL_VAL_EXTERNAL = 1 << 3, /* data lives in an external file (mmap) */
+};
+
+struct rl_value {
+	const char *name;
+	enum rl_dtype dtype;
+	struct rl_shape shape;
+	uint32_t producer;  /* node index, RL_NONE for inputs and constants */
+	uint32_t *uses;     /* consumer node indices, one entry per use */
+	uint32_t nuses, cap_uses;
+	const void *data;   /* RL_VAL_CONST: numel * dtype_size bytes */
+	size_t nbytes;
+	unsigned flags;
+};
+
+/* Annotations that passes attach to a node (cost model, fusion, ...). */
+struct rl_cost {
+	double flops;      /* arithmetic operations; a multiply-add counts 2 */
+	double bytes;      /* bytes moved at main-memory level, unfused */
+	double intensity;  /* flops / bytes */
+	double time_s;     /* predicted time */
+	int bound;         /* enum rl_bound (cost.h) */
+};
+
+struct rl_node {
+	enum rl_op op;
+	const char *name;   /* ONNX node name, or a generated "<op>_<idx>" */
+	const char *domain; /* "" for the default ONNX domain */
+	int opset;          /* opset version of the node's domain */
+	uint32_t *in;       /* value indices; RL_NONE for an omitted optional */
+	uint32_t *out;
+	int nin, nout;
+	struct rl_attr *attrs;
+	int nattrs;
+	bool dead;          /* removed; skipped everywhere, dropped by compact */
+	struct rl_cost cost;
+	int32_t group;      /* fusion group id, -1 if none */
+};
+
+/* ---- the graph ---------------------------------------------------------- */
+
+struct rl_arena; /* opaque, see graph.c */
+
+struct rl_graph {
+	struct rl_arena *arena;
+	struct rl_value *values;
+	uint32_t nvalues, cap_values;
+	struct rl_node *nodes;
+	uint32_t nnodes, cap_nodes;
+	uint32_t *inputs;  /* graph inputs (non-constant), in model order */
+	uint32_t ninputs;
+	uint32_t *outputs; /* graph outputs, in model order */
+	uint32_t noutputs;
+	uint32_t *order;   /* topological order of live nodes (rl_graph_toposort) */
+	uint32_t norder;
+
+	/* model metadata, kept for the writer */
+	int64_t ir_version;
+	const char *graph_name;
+	const char *producer_name;
+	int nopsets;
+	const char **opset_domains;
+	int64_t *opset_versions;
+	int opset;           /* default-domain opset version */
+
+	const char *path;    /* model file, for messages */
+	const char *dir;     /* the model's folder, for external data */
+
+	char err[1024];      /* last user-facing error, one line */
+
+	/* resources released by rl_graph_free */
+	struct rl_mapping *maps;
+	struct rl_cleanup *cleanups;
+	void **owned;
+	uint32_t nowned, cap_owned;
+	void *name_index;    /* name -> value hash (graph.c) */
+};
+
+struct rl_graph *rl_graph_new(void);
+void rl_graph_free(struct rl_graph *g);
+
+/* arena allocation: zeroed, freed with the graph */
+void *rl_arena_alloc(struct rl_graph *g, size_t n);
+char *rl_arena_strdup(struct rl_graph *g, const char *s);
+char *rl_arena_strndup(struct rl_graph *g, const char *s, size_t n);
+/* heap block owned by the graph (large tensors); freed with the graph */
+void *rl_graph_own(struct rl_graph *g, size_t n);
+/* record an mmap to unmap at free */
+void rl_graph_add_mapping(struct rl_graph *g, void *addr, size_t len);
+/* call fn(arg) at free (e.g. the unpacked protobuf that constants borrow) */
+void rl_graph_add_cleanup(struct rl_graph *g, void (*fn)(void *), void *arg);
+
+/* Record a user-facing error. node may be NULL. Returns status. */
+enum rl_status rl_graph_error(struct rl_graph *g, const struct rl_node *node,
+                              enum rl_status st, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* values */
+uint32_t rl_graph_add_value(struct rl_graph *g, const char *name,
+                            enum rl_dtype dt, const struct rl_shape *shape);
+/* value by name; RL_NONE if none */
+uint32_t rl_graph_find_value(const struct rl_graph *g, const char *name);
+/* attach constant data (borrowed) */
+void rl_value_set_data(struct rl_graph *g, uint32_t v, const void *data,
+                       size_t nbytes);
+static inline bool rl_value_is_const(const struct rl_graph *g, uint32_t v)
+{
+	return v != RL_NONE && (g->values[v].flags & RL_VAL_CONST);
+}
+
+/* nodes: creating a node wires producer and use lists */
+uint32_t rl_graph_add_node(struct rl_graph *g, enum rl_op op, const char *name,
+                           const uint32_t *in, int nin, const uint32_t *out,
+                           int nout);
+void rl_node_set_input(struct rl_graph *g, uint32_t node, int slot, uint32_t v);
+/* every use of `from` (node inputs and graph outputs) now reads `to` */
+void rl_graph_replace_uses(struct rl_graph *g, uint32_t from, uint32_t to);
+/* mark a node dead and detach it from its inputs' use lists */
+void rl_graph_remove_node(struct rl_graph *g, uint32_t node);
+/* drop dead nodes and unreferenced non-io values; renumbers indices */
+void rl_graph_compact(struct rl_graph *g);
+/* recompute g->order; fails with RL_ERR_INVALID naming a node on a cycle */
+enum rl_status rl_graph_toposort(struct rl_graph *g);
+/* structural checks: bounds, use lists, single producer, acyclic, dtypes and
+ * shapes present and consistent with producers */
+enum rl_status rl_graph_verify(struct rl_graph *g);
+
+/* attributes */
+const struct rl_attr *rl_node_attr(const struct rl_node *n, const char *name);
+int64_t rl_node_attr_int(const struct rl_node *n, const char *name, int64_t def);
+double rl_node_attr_float(const struct rl_node *n, const char *name, double def);
+const char *rl_node_attr_str(const struct rl_node *n, const char *name,
+                             const char *def);
+/* ints attribute; returns count or -1 if absent */
+int rl_node_attr_ints(const struct rl_node *n, const char *name,
+                      const int64_t **out);
+struct rl_attr *rl_node_add_attr(struct rl_graph *g, uint32_t node,
+                                 const char *name, enum rl_attr_kind kind);
+
+/* Input slot i of node n, or RL_NONE when absent/omitted. */
+static inline uint32_t rl_node_in(const struct rl_node *n, int i)
+{
+	return i < n->nin ? n->in[i] : RL_NONE;
+}
+
+/* ---- constant data helpers ---------------------------------------------- */
+
+/* Read element i of a constant as int64 / double (any numeric dtype). */
+int64_t rl_value_get_int(const struct rl_graph *g, uint32_t v, int64_t i);
+double rl_value_get_float(const struct rl_graph *g, uint32_t v, int64_t i);
+/* Read a constant 1-D integer tensor (shape/axes inputs) into out[max];
+ * returns count, or -1 if not constant / too long / not integer. */
+int rl_value_get_ints(const struct rl_graph *g, uint32_t v, int64_t *out,
+                      int max);
+
+/* ---- shape inference (ir/infer.c and ir/fam_*.c) ------------------------ */
+
+/* Bind every dim whose symbol is `sym` (or, with sym NULL, every symbolic dim
+ * at axis 0 of a graph input, the batch) to `size`. Returns dims bound. */
+int rl_graph_bind_dim(struct rl_graph *g, const char *sym, int64_t size);
+/* Bind a graph input's full shape. */
+enum rl_status rl_graph_bind_input(struct rl_graph *g, const char *name,
+                                   const struct rl_shape *s);
+/* Infer dtypes and shapes of every node output in topological order. Small
+ * integer shape computations (Shape, Gather, Concat, ... on constants) are
+ * evaluated so that Reshape/Expand/Slice targets become static. */
+enum rl_status rl_graph_infer(struct rl_graph *g);
+
+/* Multidirectional (numpy) broadcast of a and b into out. */
+bool rl_shape_broadcast(const struct rl_shape *a, const struct rl_shape *b,
+                        struct rl_shape *out);
+
+/* ---- IR dump ------------------------------------------------------------ */
+void rl_graph_dump(const struct rl_graph *g, FILE *f);
+
+#endif /* RL_IR_H */

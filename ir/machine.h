@@ -1,0 +1,115 @@
+/*
+ * machine.h - a machine profile: what the roofline is drawn from.
+ *
+ * Loaded from hw/<name>.xml (frontends/machine/machine.c, libxml2, validated
+ * against hw/machine.xsd) or written by `rlopt probe`. All rates are in SI
+ * units: FLOP/s (or OP/s for integer types), bytes/s, bytes, seconds.
+ *
+ * Memory levels are ordered from the closest to the compute units (registers
+ * or L1 / shared memory) to main or device memory, which is always last.
+ * The baseline cost model prices every tensor at the last level; passes that
+ * arrange reuse (fusion, tiling) may price at a closer level.
+ */
+#ifndef RL_MACHINE_H
+#define RL_MACHINE_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+enum rl_prec {
+	RL_PREC_FP64, /* double */
+	RL_PREC_FP32, /* float */
+	RL_PREC_TF32, /* tensor-float-32 matrix units */
+	RL_PREC_FP16, /* half */
+	RL_PREC_BF16, /* bfloat16 */
+	RL_PREC_FP8,  /* e4m3 / e5m2 */
+	RL_PREC_INT8, /* int8 dot products */
+	RL_PREC_INT4, /* int4 */
+	RL_PREC_COUNT_,
+};
+const char *rl_prec_name(enum rl_prec p); /* "fp32", ... (XML attribute) */
+/* Inverse of rl_prec_name; false for an unknown name. */
+bool rl_prec_from_name(const char *s, enum rl_prec *p);
+
+#define RL_MAX_MEM_LEVELS 8
+
+struct rl_mem_level {
+	char name[32];      /* "L1", "L2", "L3", "smem", "HBM3e", "DRAM" */
+	double capacity;    /* bytes (total across the chip) */
+	double read_bw;     /* bytes/s, sustained read */
+	double write_bw;    /* bytes/s, sustained write (= read_bw if not given) */
+};
+
+struct rl_machine {
+	char name[64];      /* "h200" */
+	char desc[128];     /* "NVIDIA H200 SXM 141GB" */
+	char kind[8];       /* "gpu" or "cpu" */
+	int cores;          /* SMs on a GPU, cores on a CPU */
+	/* peak rates, 0 where the part has no such unit */
+	double peak_vector[RL_PREC_COUNT_]; /* SIMT / SIMD units, FLOP/s */
+	double peak_matrix[RL_PREC_COUNT_]; /* tensor cores / AMX / matrix units */
+	int nlevels;
+	struct rl_mem_level level[RL_MAX_MEM_LEVELS]; /* last = main memory */
+	/* fraction of a level's bandwidth reached by an access pattern, (0,1] */
+	double eff_contiguous;
+	double eff_strided;
+	double eff_gather;
+	double launch_latency;  /* s per kernel launch or function call */
+	bool has_sparse24;      /* 2:4 structured sparsity in matrix units */
+	char source[256];       /* file it came from, for messages */
+};
+
+/* Best peak for a precision: the matrix unit if present, else vector. */
+double rl_machine_peak(const struct rl_machine *m, enum rl_prec p, bool matrix);
+/* Machine balance at main memory for fp32: peak FLOP/s over bytes/s. */
+double rl_machine_balance(const struct rl_machine *m, enum rl_prec p);
+static inline const struct rl_mem_level *
+rl_machine_dram(const struct rl_machine *m)
+{
+	return &m->level[m->nlevels - 1];
+}
+
+/*
+ * Load and validate a profile. `spec` is a shipped name ("h200"), resolved in
+ * the hw directory (rl_machine_hw_dir()), or a path ending in ".xml".
+ * On error returns false and writes a one-line message (file, line, reason)
+ * to err.
+ */
+bool rl_machine_load(const char *spec, struct rl_machine *m, char *err,
+                     size_t errlen);
+/* Write a profile as schema-valid XML (used by probe). */
+bool rl_machine_write(const struct rl_machine *m, const char *path,
+                      const char *comment, char *err, size_t errlen);
+/* Directory holding shipped profiles: $RLOPT_HW_DIR, else the one compiled
+ * in (the source tree's hw/ or the install prefix). */
+const char *rl_machine_hw_dir(void);
+/* List shipped profiles (name, description) to f. */
+void rl_machine_list(FILE *f);
+/* The default profile name: "host" when ~/.config/rlopt/host.xml (or
+ * $RLOPT_HOST_PROFILE) exists, else "generic-cpu". */
+const char *rl_machine_default(void);
+/* Where the "host" profile lives: $RLOPT_HOST_PROFILE, else
+ * $HOME/.config/rlopt/host.xml. False when neither can be formed or it does
+ * not fit in buf. The file need not exist (probe writes it). */
+bool rl_machine_host_path(char *buf, size_t len);
+/* The checks the schema cannot express (finite, non-absurd magnitudes, an fp32
+ * peak, main memory the largest level, ...), on a filled-in struct. Loading
+ * runs them with line numbers; rl_machine_write runs them before writing. */
+bool rl_machine_check(const struct rl_machine *m, char *err, size_t errlen);
+
+/*
+ * Measure this machine (frontends/machine/probe.c): streaming read, write and
+ * copy bandwidth per cache level and main memory, single- and all-core FMA
+ * rates, strided and gathered read efficiency, per-call overhead. Takes about
+ * 10-15 s on a small machine, under 30 s anywhere. Fills m as a "host" cpu
+ * profile (all-core figures), one line per measurement to log (may be NULL).
+ * Returns false with a one-line message in err if it could not measure.
+ */
+bool rl_probe_run(struct rl_machine *m, FILE *log, char *err, size_t errlen);
+/* The same, also writing to comment (if not NULL) a multi-line account of how
+ * each number was obtained (threads, working sets, the single-core figures
+ * that the struct has no room for), meant as rl_machine_write's comment. */
+bool rl_probe_run_ex(struct rl_machine *m, FILE *log, char *comment,
+                     size_t commentlen, char *err, size_t errlen);
+
+#endif /* RL_MACHINE_H */

@@ -1,0 +1,81 @@
+/*
+ * cli.h - shared pieces of the `rlopt` command line (tools/ only).
+ *
+ * Exit codes (documented in README and --help):
+ *   0  success
+ *   1  usage error (unknown flag, missing argument, bad flag value)
+ *   2  bad or unsupported input (model, profile, tensor file, output path)
+ *   3  `rlopt diff --fail-on-slowdown` found a slowdown
+ *   4  the generated program failed to compile, crashed or timed out (run)
+ */
+#ifndef RL_CLI_H
+#define RL_CLI_H
+
+#include "ir.h"
+#include "machine.h"
+
+enum {
+	RL_EXIT_OK = 0,
+	RL_EXIT_USAGE = 1,
+	RL_EXIT_INPUT = 2,
+	RL_EXIT_SLOWDOWN = 3,
+	RL_EXIT_RUNTIME = 4,
+};
+
+#define RL_MAX_BIND 32
+
+/* Options shared by every subcommand that loads a model. */
+struct rl_cli_opts {
+	int batch;                 /* --batch N (first of a list); -1 unset */
+	int64_t batches[16];       /* --batch 1,8,64 */
+	int nbatches;
+	struct {
+		const char *name;
+		struct rl_shape shape;
+	} shapes[RL_MAX_BIND];     /* --shape NAME=1x3x224x224 */
+	int nshapes;
+	struct {
+		const char *sym;
+		int64_t v;
+	} dims[RL_MAX_BIND];       /* --dim SYMBOL=N */
+	int ndims;
+	const char *hw;            /* --hw NAME|FILE.xml */
+	int opt_level;             /* -O0 / -O1 / -O2 */
+	const char *passes;        /* --passes a,b,c */
+	const char *dump_after;    /* --dump-after PASS */
+	bool remarks;              /* --remarks */
+	const char *report;        /* --report FILE */
+	const char *format;        /* --format text|json|svg|html */
+	long long weights_max;     /* --weights-max BYTES (C backend side file) */
+	bool verbose;
+};
+
+void rl_cli_opts_init(struct rl_cli_opts *o);
+/*
+ * Try to consume one shared option at argv[*i]. Returns 1 if consumed (and
+ * advances *i past its value), 0 if not a shared option, -1 on a usage error
+ * (message printed).
+ */
+int rl_cli_parse_common(struct rl_cli_opts *o, int argc, char **argv, int *i);
+/* Parse "1x3x224x224"; false on garbage. */
+bool rl_cli_parse_dims(const char *s, struct rl_shape *out);
+/* Parse "1,8,64"; false on garbage. */
+bool rl_cli_parse_list(const char *s, int64_t *out, int max, int *n);
+
+/* Load, bind (--batch, --shape, --dim), infer, verify. Prints the error and
+ * returns NULL on failure. */
+struct rl_graph *rl_cli_load(const char *path, const struct rl_cli_opts *o,
+                             bool need_static);
+
+/* Same, binding symbolic input dims from tensors (rlopt run). */
+struct rl_tensor;
+struct rl_graph *rl_cli_load_ex(const char *path, const struct rl_cli_opts *o,
+                                bool need_static, const struct rl_tensor *in,
+                                int nin);
+/* The folder of an output path must exist; prints the error. */
+bool rl_cli_check_out_dir(const char *path);
+
+int rl_cmd_run(int argc, char **argv);
+int rl_cmd_report(int argc, char **argv);
+
+#endif /* RL_CLI_H */

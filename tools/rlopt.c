@@ -1,0 +1,490 @@
+/*
+ * rlopt.c - the command line: argument parsing and subcommand dispatch.
+ *
+ * Everything a library user would need lives in the library; this file only
+ * turns flags into calls and statuses into messages and exit codes (see
+ * cli.h for the codes).
+ */
+#include "cli.h"
+
+#include "backends/c/emit.h"
+#include "frontends/onnx/onnx.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static const char usage_text[] =
+	"usage: rlopt MODEL.onnx -o OUT.c [options]     generate C (OUT.c, OUT.h)\n"
+	"       rlopt MODEL.onnx -o OUT.onnx [options]  write the (optimized) model\n"
+	"       rlopt run MODEL.onnx -i IN.pb... -d OUTDIR [options]\n"
+	"                                 generate, compile with $CC, run, write OUTDIR/output_K.pb\n"
+	"       rlopt report MODEL.onnx [options]  per-node table\n"
+	"       rlopt ops                 list the supported ONNX operators\n"
+	"       rlopt hw                  list the shipped machine profiles\n"
+	"       rlopt probe -o FILE.xml   measure this machine, write a profile\n"
+	"       rlopt --help | --version\n"
+	"\n"
+	"options:\n"
+	"  -o FILE               output file (.c, .onnx; report: .txt .json .svg .html)\n"
+	"  --batch N             bind every batch-like symbolic dim to N\n"
+	"  --shape NAME=DIMS     bind input NAME to DIMS, e.g. --shape x=1x3x224x224\n"
+	"  --dim SYM=N           bind the symbolic dim SYM to N\n"
+	"  --hw NAME|FILE.xml    machine profile (see `rlopt hw`)\n"
+	"  --weights-max BYTES   embed constants up to this size, else NAME.weights (64 MiB)\n"
+	"  -O0 | -O1 | -O2       optimization level (default -O2)\n"
+	"  -v                    verbose\n"
+	"\n"
+	"exit codes: 0 success, 1 usage error, 2 bad or unsupported input,\n"
+	"            3 diff found a slowdown (--fail-on-slowdown),\n"
+	"            4 the generated program failed to compile, crashed or timed out (run)\n";
+
+static void usage_error(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "rlopt: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\nTry 'rlopt --help'.\n");
+}
+
+void rl_cli_opts_init(struct rl_cli_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->batch = -1;
+	o->opt_level = 2;
+	o->weights_max = -1;
+}
+
+bool rl_cli_parse_dims(const char *s, struct rl_shape *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!*s)
+		return false;
+	if (strcmp(s, "scalar") == 0)
+		return true;
+	const char *p = s;
+	while (*p) {
+		if (out->rank == RL_MAX_RANK)
+			return false;
+		char *end;
+		errno = 0;
+		long long v = strtoll(p, &end, 10);
+		if (end == p || errno || v < 0 || v > (1ll << 40))
+			return false;
+		out->d[out->rank++].v = v;
+		if (*end == 'x' || *end == ',')
+			p = end + 1;
+		else if (*end == 0)
+			p = end;
+		else
+			return false;
+		if ((*end == 'x' || *end == ',') && !*p)
+			return false;
+	}
+	return true;
+}
+
+bool rl_cli_parse_list(const char *s, int64_t *out, int max, int *n)
+{
+	*n = 0;
+	const char *p = s;
+	if (!*p)
+		return false;
+	while (*p) {
+		if (*n == max)
+			return false;
+		char *end;
+		errno = 0;
+		long long v = strtoll(p, &end, 10);
+		if (end == p || errno || v <= 0 || v > (1ll << 30))
+			return false;
+		out[(*n)++] = v;
+		if (*end == ',') {
+			p = end + 1;
+			if (!*p)
+				return false;
+		} else if (*end) {
+			return false;
+		} else {
+			p = end;
+		}
+	}
+	return true;
+}
+
+static const char *optval(int argc, char **argv, int *i, const char *flag)
+{
+	const char *a = argv[*i];
+	size_t fl = strlen(flag);
+	if (strncmp(a, flag, fl) == 0 && a[fl] == '=')
+		return a + fl + 1;
+	if (strcmp(a, flag) == 0) {
+		if (*i + 1 >= argc) {
+			usage_error("option %s needs a value", flag);
+			return NULL;
+		}
+		return argv[++*i];
+	}
+	return NULL;
+}
+
+static bool is_flag(const char *a, const char *flag)
+{
+	size_t fl = strlen(flag);
+	return strcmp(a, flag) == 0 || (strncmp(a, flag, fl) == 0 && a[fl] == '=');
+}
+
+int rl_cli_parse_common(struct rl_cli_opts *o, int argc, char **argv, int *i)
+{
+	const char *a = argv[*i], *v;
+	if (is_flag(a, "--batch")) {
+		if (!(v = optval(argc, argv, i, "--batch")))
+			return -1;
+		if (!rl_cli_parse_list(v, o->batches, 16, &o->nbatches)) {
+			usage_error("--batch wants N or a list N,N,... of positive integers, not '%s'", v);
+			return -1;
+		}
+		o->batch = (int)o->batches[0];
+		return 1;
+	}
+	if (is_flag(a, "--shape")) {
+		if (!(v = optval(argc, argv, i, "--shape")))
+			return -1;
+		const char *eq = strrchr(v, '=');
+		if (!eq || eq == v || o->nshapes == RL_MAX_BIND ||
+		    !rl_cli_parse_dims(eq + 1, &o->shapes[o->nshapes].shape)) {
+			usage_error("--shape wants NAME=DIMS such as x=1x3x224x224, not '%s'", v);
+			return -1;
+		}
+		o->shapes[o->nshapes++].name = strndup(v, (size_t)(eq - v));
+		return 1;
+	}
+	if (is_flag(a, "--dim")) {
+		if (!(v = optval(argc, argv, i, "--dim")))
+			return -1;
+		const char *eq = strrchr(v, '=');
+		char *end;
+		long long n = eq ? strtoll(eq + 1, &end, 10) : -1;
+		if (!eq || eq == v || n < 0 || *end || o->ndims == RL_MAX_BIND) {
+			usage_error("--dim wants SYMBOL=N, not '%s'", v);
+			return -1;
+		}
+		o->dims[o->ndims].sym = strndup(v, (size_t)(eq - v));
+		o->dims[o->ndims++].v = n;
+		return 1;
+	}
+	if (is_flag(a, "--hw")) {
+		if (!(o->hw = optval(argc, argv, i, "--hw")))
+			return -1;
+		return 1;
+	}
+	if (is_flag(a, "--weights-max")) {
+		if (!(v = optval(argc, argv, i, "--weights-max")))
+			return -1;
+		char *end;
+		o->weights_max = strtoll(v, &end, 10);
+		if (*end || o->weights_max < 0) {
+			usage_error("--weights-max wants a byte count, not '%s'", v);
+			return -1;
+		}
+		return 1;
+	}
+	if (is_flag(a, "--passes")) {
+		if (!(o->passes = optval(argc, argv, i, "--passes")))
+			return -1;
+		return 1;
+	}
+	if (is_flag(a, "--dump-after")) {
+		if (!(o->dump_after = optval(argc, argv, i, "--dump-after")))
+			return -1;
+		return 1;
+	}
+	if (is_flag(a, "--report")) {
+		if (!(o->report = optval(argc, argv, i, "--report")))
+			return -1;
+		return 1;
+	}
+	if (is_flag(a, "--format")) {
+		if (!(o->format = optval(argc, argv, i, "--format")))
+			return -1;
+		return 1;
+	}
+	if (strcmp(a, "-O0") == 0 || strcmp(a, "-O1") == 0 || strcmp(a, "-O2") == 0) {
+		o->opt_level = a[2] - '0';
+		return 1;
+	}
+	if (strcmp(a, "--remarks") == 0) {
+		o->remarks = true;
+		return 1;
+	}
+	if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) {
+		o->verbose = true;
+		return 1;
+	}
+	return 0;
+}
+
+static bool looks_batch(const char *sym)
+{
+	static const char *names[] = {"batch", "batch_size", "N", "n", "B", "b", "bs",
+	                              "unk__0", "None", "dynamic_batch"};
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcmp(sym, names[i]) == 0)
+			return true;
+	return strstr(sym, "batch") != NULL;
+}
+
+struct rl_graph *rl_cli_load(const char *path, const struct rl_cli_opts *o,
+                             bool need_static)
+{
+	return rl_cli_load_ex(path, o, need_static, NULL, 0);
+}
+
+struct rl_graph *rl_cli_load_ex(const char *path, const struct rl_cli_opts *o,
+                                bool need_static, const struct rl_tensor *in,
+                                int nin)
+{
+	char err[1024];
+	struct rl_graph *g;
+	if (rl_onnx_load(path, &g, err, sizeof(err)) != RL_OK) {
+		fprintf(stderr, "rlopt: %s\n", err);
+		return NULL;
+	}
+	for (int i = 0; i < o->nshapes; i++) {
+		if (rl_graph_bind_input(g, o->shapes[i].name, &o->shapes[i].shape) != RL_OK)
+			goto fail;
+	}
+	for (int i = 0; i < o->ndims; i++)
+		rl_graph_bind_dim(g, o->dims[i].sym, o->dims[i].v);
+	/* inputs given as tensors bind their own shapes (rlopt run) */
+	for (int i = 0; in && i < nin && (uint32_t)i < g->ninputs; i++) {
+		struct rl_value *v = &g->values[g->inputs[i]];
+		if (v->dtype != in[i].dtype) {
+			rl_graph_error(g, NULL, RL_ERR_SHAPE, "input %d ('%s'): the tensor file holds %s, "
+			               "the model wants %s", i, v->name, rl_dtype_name(in[i].dtype),
+			               rl_dtype_name(v->dtype));
+			goto fail;
+		}
+		bool ok = v->shape.rank == in[i].shape.rank;
+		for (int d = 0; ok && d < v->shape.rank; d++)
+			ok = v->shape.d[d].v < 0 || v->shape.d[d].v == in[i].shape.d[d].v;
+		if (!ok) {
+			char a[128], b[128];
+			rl_graph_error(g, NULL, RL_ERR_SHAPE, "input %d ('%s'): the tensor file has "
+			               "shape %s, the model wants %s", i, v->name,
+			               rl_shape_str(&in[i].shape, a, sizeof(a)),
+			               rl_shape_str(&v->shape, b, sizeof(b)));
+			goto fail;
+		}
+		for (int d = 0; d < v->shape.rank; d++)
+			if (v->shape.d[d].v < 0 && v->shape.d[d].sym)
+				rl_graph_bind_dim(g, v->shape.d[d].sym, in[i].shape.d[d].v);
+	}
+	if (o->batch > 0) {
+		/* every dim whose symbol reads like a batch, and any symbolic axis 0
+		 * of an input */
+		const char *syms[64];
+		int ns = 0;
+		for (uint32_t k = 0; k < g->ninputs; k++) {
+			struct rl_value *v = &g->values[g->inputs[k]];
+			for (int d = 0; d < v->shape.rank; d++) {
+				const char *s = v->shape.d[d].sym;
+				if (v->shape.d[d].v >= 0 || !s)
+					continue;
+				if ((d == 0 || looks_batch(s)) && ns < 64)
+					syms[ns++] = s;
+			}
+		}
+		for (int k = 0; k < ns; k++)
+			rl_graph_bind_dim(g, syms[k], o->batch);
+	}
+	if (rl_graph_infer(g) != RL_OK || rl_graph_verify(g) != RL_OK)
+		goto fail;
+	if (need_static) {
+		for (uint32_t k = 0; k < g->ninputs; k++) {
+			struct rl_value *v = &g->values[g->inputs[k]];
+			for (int d = 0; d < v->shape.rank; d++)
+				if (v->shape.d[d].v < 0) {
+					char sb[128];
+					rl_graph_error(g, NULL, RL_ERR_SHAPE,
+					               "input '%s' has shape %s with unbound dimension "
+					               "'%s'; bind it with --batch N, --dim %s=N or "
+					               "--shape %s=DIMS", v->name,
+					               rl_shape_str(&v->shape, sb, sizeof(sb)),
+					               v->shape.d[d].sym, v->shape.d[d].sym, v->name);
+					goto fail;
+				}
+		}
+	}
+	return g;
+fail:
+	fprintf(stderr, "rlopt: %s\n", g->err);
+	rl_graph_free(g);
+	return NULL;
+}
+
+/* The output folder must exist: a pipeline that typos a path gets an error,
+ * not a folder created for it. */
+bool rl_cli_check_out_dir(const char *path)
+{
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s", path);
+	char *slash = strrchr(dir, '/');
+	if (!slash)
+		return true;
+	if (slash == dir)
+		return true;
+	*slash = 0;
+	struct stat st;
+	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "rlopt: %s: output folder '%s' does not exist\n", path, dir);
+		return false;
+	}
+	return true;
+}
+
+static bool ends_with(const char *s, const char *suf)
+{
+	size_t a = strlen(s), b = strlen(suf);
+	return a >= b && strcmp(s + a - b, suf) == 0;
+}
+
+static int cmd_main(int argc, char **argv)
+{
+	struct rl_cli_opts o;
+	rl_cli_opts_init(&o);
+	const char *model = NULL, *out = NULL;
+	for (int i = 1; i < argc; i++) {
+		int r = rl_cli_parse_common(&o, argc, argv, &i);
+		if (r < 0)
+			return RL_EXIT_USAGE;
+		if (r > 0)
+			continue;
+		const char *v;
+		if (is_flag(argv[i], "-o")) {
+			if (!(v = optval(argc, argv, &i, "-o")))
+				return RL_EXIT_USAGE;
+			out = v;
+		} else if (argv[i][0] == '-' && argv[i][1]) {
+			usage_error("unknown option '%s'", argv[i]);
+			return RL_EXIT_USAGE;
+		} else if (!model) {
+			model = argv[i];
+		} else {
+			usage_error("unexpected argument '%s'", argv[i]);
+			return RL_EXIT_USAGE;
+		}
+	}
+	if (!model) {
+		usage_error("%s", "no model given");
+		return RL_EXIT_USAGE;
+	}
+	if (!out) {
+		usage_error("%s", "no output given: use -o OUT.c (or -o OUT.onnx)");
+		return RL_EXIT_USAGE;
+	}
+	if (!ends_with(out, ".c") && !ends_with(out, ".onnx")) {
+		usage_error("output '%s' must end in .c or .onnx", out);
+		return RL_EXIT_USAGE;
+	}
+	if (!rl_cli_check_out_dir(out))
+		return RL_EXIT_INPUT;
+	bool to_c = ends_with(out, ".c");
+	struct rl_graph *g = rl_cli_load(model, &o, to_c);
+	if (!g)
+		return RL_EXIT_INPUT;
+	char err[1024];
+	enum rl_status st;
+	if (to_c) {
+		struct rl_cgen_opts co = {.prefix = NULL, .weights_max = o.weights_max};
+		st = rl_emit_c(g, &co, out, err, sizeof(err));
+	} else {
+		st = rl_onnx_write(g, out, err, sizeof(err));
+	}
+	if (st != RL_OK) {
+		fprintf(stderr, "rlopt: %s\n", err);
+		rl_graph_free(g);
+		return RL_EXIT_INPUT;
+	}
+	if (o.verbose)
+		fprintf(stderr, "rlopt: wrote %s\n", out);
+	rl_graph_free(g);
+	return RL_EXIT_OK;
+}
+
+static int cmd_ops(void)
+{
+	for (int i = 0; i < RL_OP_COUNT_; i++)
+		if (rl_emit_c_supports((enum rl_op)i))
+			printf("%s\n", rl_op_table[i].name);
+	return RL_EXIT_OK;
+}
+
+static int cmd_hw(void)
+{
+	rl_machine_list(stdout);
+	return RL_EXIT_OK;
+}
+
+static int cmd_probe(int argc, char **argv)
+{
+	const char *out = NULL;
+	for (int i = 1; i < argc; i++) {
+		const char *v;
+		if (is_flag(argv[i], "-o")) {
+			if (!(v = optval(argc, argv, &i, "-o")))
+				return RL_EXIT_USAGE;
+			out = v;
+		} else {
+			usage_error("unknown argument '%s' for probe", argv[i]);
+			return RL_EXIT_USAGE;
+		}
+	}
+	if (!out) {
+		usage_error("%s", "probe needs -o FILE.xml");
+		return RL_EXIT_USAGE;
+	}
+	if (!rl_cli_check_out_dir(out))
+		return RL_EXIT_INPUT;
+	struct rl_machine m;
+	char err[512];
+	if (!rl_probe_run(&m, stdout, err, sizeof(err))) {
+		fprintf(stderr, "rlopt: probe: %s\n", err);
+		return RL_EXIT_INPUT;
+	}
+	if (!rl_machine_write(&m, out, "measured by rlopt probe", err, sizeof(err))) {
+		fprintf(stderr, "rlopt: %s\n", err);
+		return RL_EXIT_INPUT;
+	}
+	printf("probe: wrote %s\n", out);
+	return RL_EXIT_OK;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fputs(usage_text, stderr);
+		return RL_EXIT_USAGE;
+	}
+	const char *c = argv[1];
+	if (strcmp(c, "--help") == 0 || strcmp(c, "-h") == 0 || strcmp(c, "help") == 0) {
+		fputs(usage_text, stdout);
+		return RL_EXIT_OK;
+	}
+	if (strcmp(c, "--version") == 0) {
+		printf("rlopt %s\n", RL_VERSION);
+		return RL_EXIT_OK;
+	}
+	if (strcmp(c, "run") == 0)
+		return rl_cmd_run(argc - 1, argv + 1);
+	if (strcmp(c, "report") == 0)
+		return rl_cmd_report(argc - 1, argv + 1);
+	if (strcmp(c, "ops") == 0)
+		return cmd_ops();
+	if (strcmp(c, "hw") == 0)
+		return cmd_hw();
+	if (strcmp(c, "probe") == 0)
+		return cmd_probe(argc - 1, argv + 1);
+	return cmd_main(argc, argv);
+}
