@@ -361,6 +361,20 @@ enum rl_status rl_graph_bind_input(struct rl_graph *g, const char *name,
  * evaluated so that Reshape/Expand/Slice targets become static. */
 enum rl_status rl_graph_infer(struct rl_graph *g);
 
+/* ---- added by the shape-inference owner (ir/eval.c) -------------------- */
+/* Evaluate `node` at compile time when every present input is constant (for
+ * Shape and Size: when the input shape is static), the op is a small shape
+ * computation or elementwise op (Shape, Size, Gather, Concat, Slice, Squeeze,
+ * Unsqueeze, Reshape, Flatten, Cast, CastLike, Identity, Add, Sub, Mul, Div,
+ * Mod, Neg, Abs, Sqrt, Floor, Ceil, Equal, Less, Greater, Not, And, Or,
+ * Where, Min, Max, Range, ConstantOfShape, Expand, Transpose, Tile,
+ * ReduceSum/Prod/Max/Min, Constant), the output has at most 65536 elements
+ * and no input more than 1M. The outputs must already be inferred. On
+ * success the output gets graph-owned (or the input's borrowed) data and
+ * RL_VAL_CONST, and keeps its producer. Returns true if it evaluated. */
+bool rl_eval_node(struct rl_graph *g, uint32_t node);
+/* ---- end of additions --------------------------------------------------- */
+
 /* Multidirectional (numpy) broadcast of a and b into out. */
 bool rl_shape_broadcast(const struct rl_shape *a, const struct rl_shape *b,
                         struct rl_shape *out);

@@ -10,7 +10,7 @@ build=${RLOPT_BUILD:-$here/build}
 pkgs=(build-essential cmake pkg-config clang
       libprotobuf-c-dev protobuf-c-compiler libonnx-dev
       libxml2-dev libxml2-utils libxxhash-dev libcriterion-dev liblapacke-dev
-      python3 python3-venv python3-pip)
+      python3 python3-venv python3-pip libclang-rt-14-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -369,6 +369,13 @@ static const char *ctext(const char *s)
 	return b;
 }
 
+/* Bytes of a value's tensor (nbytes is only set on constants). */
+static int64_t value_bytes(const struct rl_graph *g, uint32_t v)
+{
+	int64_t ne = rl_shape_numel(&g->values[v].shape);
+	return ne > 0 ? ne * (int64_t)rl_dtype_size(g->values[v].dtype) : 0;
+}
+
 static bool value_needed_const(struct driver *d, uint32_t v)
 {
 	return rl_value_is_const(d->g, v);
@@ -492,7 +499,7 @@ static enum rl_status plan(struct driver *d)
 	for (uint32_t a = 0; a < nws; a++) {
 		uint32_t v = ws[a];
 		struct vinfo *vi = &d->vi[v];
-		int64_t need = ((int64_t)g->values[v].nbytes + RL_ALIGN - 1) / RL_ALIGN * RL_ALIGN;
+		int64_t need = (value_bytes(g, v) + RL_ALIGN - 1) / RL_ALIGN * RL_ALIGN;
 		if (need == 0)
 			need = RL_ALIGN;
 		/* drop allocations that died before this one is born */
@@ -511,7 +518,7 @@ static enum rl_status plan(struct driver *d)
 		int64_t off = 0;
 		for (uint32_t q = 0; q < nact; q++) {
 			struct vinfo *o2 = &d->vi[active[q]];
-			int64_t oend = o2->off + (((int64_t)g->values[active[q]].nbytes + RL_ALIGN - 1) /
+			int64_t oend = o2->off + ((value_bytes(g, active[q]) + RL_ALIGN - 1) /
 			                          RL_ALIGN * RL_ALIGN);
 			if (oend == o2->off)
 				oend += RL_ALIGN;
@@ -951,7 +958,7 @@ enum rl_status rl_emit_c(struct rl_graph *g, const struct rl_cgen_opts *o,
 		value_ptr(&d, v, false, b, sizeof(b));
 		if (d.vi[v].st == ST_OUTPUT)
 			snprintf(b, sizeof(b), "out[%d]", d.vi[v].io);
-		rl_buf_printf(&d.c, "    memcpy(out[%u], %s, %zu);\n", i, b, g->values[v].nbytes);
+		rl_buf_printf(&d.c, "    memcpy(out[%u], %s, %lld);\n", i, b, (long long)value_bytes(g, v));
 	}
 	rl_buf_printf(&d.c, "    return 0;\n}\n\n");
 

@@ -1,0 +1,825 @@
+/*
+ * emit_elemwise.c - C kernels for the elementwise family: unary math and
+ * activations, casts, binary arithmetic/comparison/logic with numpy
+ * broadcasting, the variadic Min/Max/Sum/Mean and Where.
+ *
+ * Every kernel is one loop nest over the output (cg_bcast_open merges
+ * contiguous dims, so a same-shape op is a single loop that vectorizes).
+ * Each element is loaded into its compute type (float for float16, bfloat16
+ * and float32, double for float64, the integer type itself otherwise), the
+ * op is applied to the locals `a` (and `b`), and the result is converted to
+ * the output's storage type.
+ *
+ * Numerics follow the ONNX reference implementation (onnx/reference/ops):
+ * - NaN propagates through Min/Max/Relu/Clip/HardSigmoid like numpy's
+ *   minimum/maximum/clip, so comparisons are written to keep a NaN operand;
+ * - integer Div truncates toward zero, integer Mod (fmod=0) takes the sign
+ *   of the divisor like Python, and a zero divisor gives 0 instead of a trap;
+ * - signed integer Add/Sub/Mul/Neg wrap like numpy (computed in unsigned);
+ * - Pow's result has the base's dtype (np.power(a, b).astype(a.dtype));
+ * - Cast from a float to an integer truncates like numpy's astype (narrow
+ *   integers go through int32/int64 so out-of-range values wrap, not trap).
+ */
+#include "emit.h"
+
+#include <math.h>
+#include <string.h>
+
+/* ---- small helpers ------------------------------------------------------ */
+
+/* Rotating buffers for expressions built here (cg_load/cg_store have their
+ * own; expressions nest at most a few deep). */
+static char *ebuf(void)
+{
+	static char bufs[8][1024];
+	static int k;
+	k = (k + 1) % 8;
+	return bufs[k];
+}
+
+/* libm name for the compute type of dt: "expf" for float, "exp" for double */
+static const char *mf(enum rl_dtype dt, const char *name)
+{
+	char *b = ebuf();
+	snprintf(b, 1024, "%s%s", name, dt == RL_DT_DOUBLE ? "" : "f");
+	return b;
+}
+
+/* Literal in the compute type of a float dtype */
+static const char *flit(enum rl_dtype dt, double x)
+{
+	return cg_lit(dt == RL_DT_DOUBLE ? RL_DT_DOUBLE : RL_DT_FLOAT, x);
+}
+
+static bool is_signed_int(enum rl_dtype t)
+{
+	return rl_dtype_is_int(t) && rl_dtype_is_signed(t);
+}
+
+static bool is_unsigned_int(enum rl_dtype t)
+{
+	return rl_dtype_is_int(t) && !rl_dtype_is_signed(t);
+}
+
+/* Unsigned type wide enough to do wrapping integer arithmetic for t. */
+static const char *wrap_type(enum rl_dtype t)
+{
+	return rl_dtype_size(t) == 8 ? "uint64_t" : "uint32_t";
+}
+
+/* Exact C literal for an integer constant of dtype t. */
+static const char *ilit(enum rl_dtype t, int64_t x)
+{
+	char *b = ebuf();
+	if (t == RL_DT_UINT64)
+		snprintf(b, 1024, "UINT64_C(%llu)", (unsigned long long)x);
+	else if (t == RL_DT_INT64 && x == INT64_MIN)
+		snprintf(b, 1024, "INT64_MIN");
+	else if (t == RL_DT_INT64)
+		snprintf(b, 1024, "INT64_C(%lld)", (long long)x);
+	else if (t == RL_DT_UINT32)
+		snprintf(b, 1024, "%lluu", (unsigned long long)(uint32_t)x);
+	else if (t == RL_DT_INT32 && x == INT32_MIN)
+		snprintf(b, 1024, "INT32_MIN");
+	else
+		snprintf(b, 1024, "%lld", (long long)x);
+	return b;
+}
+
+/* Literal for element 0 of constant value v, in the compute type of dt. */
+static const char *const_lit(struct rl_cgen *cg, uint32_t v, enum rl_dtype dt)
+{
+	if (rl_dtype_is_float(dt))
+		return flit(dt, rl_value_get_float(cg->g, v, 0));
+	return ilit(dt, rl_value_get_int(cg->g, v, 0));
+}
+
+static int64_t numel(const struct rl_value *v)
+{
+	return rl_shape_numel(&v->shape);
+}
+
+/* Open `for (size_t o = 0; o < n; o++) {` over a flat tensor. */
+static void flat_open(struct rl_cgen *cg, int64_t n)
+{
+	cg_line(cg, "for (size_t o = 0; o < %lld; o++) {", (long long)n);
+	cg->indent++;
+}
+
+static void block_close(struct rl_cgen *cg)
+{
+	cg->indent--;
+	cg_line(cg, "}");
+}
+
+/* ---- unary ops ---------------------------------------------------------- */
+
+static bool float_only(enum rl_op op)
+{
+	switch (op) {
+	case RL_OP_Sqrt: case RL_OP_Reciprocal: case RL_OP_Exp: case RL_OP_Log:
+	case RL_OP_Tanh: case RL_OP_Sigmoid: case RL_OP_LeakyRelu: case RL_OP_Elu:
+	case RL_OP_Selu: case RL_OP_Celu: case RL_OP_HardSigmoid: case RL_OP_HardSwish:
+	case RL_OP_ThresholdedRelu: case RL_OP_Softplus: case RL_OP_Softsign:
+	case RL_OP_Mish: case RL_OP_Gelu: case RL_OP_Erf: case RL_OP_Floor:
+	case RL_OP_Ceil: case RL_OP_Round: case RL_OP_Sin: case RL_OP_Cos:
+	case RL_OP_Tan: case RL_OP_Asin: case RL_OP_Acos: case RL_OP_Atan:
+	case RL_OP_Sinh: case RL_OP_Cosh: case RL_OP_Asinh: case RL_OP_Acosh:
+	case RL_OP_Atanh: case RL_OP_IsNaN: case RL_OP_IsInf:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/*
+ * Write into e the expression for unary op on the local `a` (compute type of
+ * dt); statements it needs first (temporaries) are written with cg_line.
+ * Returns false (with *why set) for a dtype or attribute not handled.
+ */
+static bool unary_expr(struct rl_cgen *cg, const struct rl_node *n, enum rl_dtype dt,
+                       char *e, size_t len, const char **why)
+{
+	const char *ct = cg_comptype(dt);
+	bool isf = rl_dtype_is_float(dt);
+#define L(x) flit(dt, (x))
+#define ATTR(name, def) rl_node_attr_float(n, name, def)
+	if (float_only(n->op) && !isf) {
+		*why = "defined for floating-point inputs only";
+		return false;
+	}
+	switch (n->op) {
+	case RL_OP_Abs:
+		if (isf)
+			snprintf(e, len, "%s(a)", mf(dt, "fabs"));
+		else if (is_signed_int(dt))
+			snprintf(e, len, "a < 0 ? (%s)0 - (%s)a : (%s)a", wrap_type(dt),
+			         wrap_type(dt), wrap_type(dt));
+		else
+			snprintf(e, len, "a");
+		return true;
+	case RL_OP_Neg:
+		if (isf)
+			snprintf(e, len, "-a");
+		else if (is_signed_int(dt))
+			snprintf(e, len, "(%s)0 - (%s)a", wrap_type(dt), wrap_type(dt));
+		else {
+			*why = "defined for signed inputs only";
+			return false;
+		}
+		return true;
+	case RL_OP_Sqrt: snprintf(e, len, "%s(a)", mf(dt, "sqrt")); return true;
+	case RL_OP_Exp: snprintf(e, len, "%s(a)", mf(dt, "exp")); return true;
+	case RL_OP_Log: snprintf(e, len, "%s(a)", mf(dt, "log")); return true;
+	case RL_OP_Tanh: snprintf(e, len, "%s(a)", mf(dt, "tanh")); return true;
+	case RL_OP_Sin: snprintf(e, len, "%s(a)", mf(dt, "sin")); return true;
+	case RL_OP_Cos: snprintf(e, len, "%s(a)", mf(dt, "cos")); return true;
+	case RL_OP_Tan: snprintf(e, len, "%s(a)", mf(dt, "tan")); return true;
+	case RL_OP_Asin: snprintf(e, len, "%s(a)", mf(dt, "asin")); return true;
+	case RL_OP_Acos: snprintf(e, len, "%s(a)", mf(dt, "acos")); return true;
+	case RL_OP_Atan: snprintf(e, len, "%s(a)", mf(dt, "atan")); return true;
+	case RL_OP_Sinh: snprintf(e, len, "%s(a)", mf(dt, "sinh")); return true;
+	case RL_OP_Cosh: snprintf(e, len, "%s(a)", mf(dt, "cosh")); return true;
+	case RL_OP_Asinh: snprintf(e, len, "%s(a)", mf(dt, "asinh")); return true;
+	case RL_OP_Acosh: snprintf(e, len, "%s(a)", mf(dt, "acosh")); return true;
+	case RL_OP_Atanh: snprintf(e, len, "%s(a)", mf(dt, "atanh")); return true;
+	case RL_OP_Erf: snprintf(e, len, "%s(a)", mf(dt, "erf")); return true;
+	case RL_OP_Floor: snprintf(e, len, "%s(a)", mf(dt, "floor")); return true;
+	case RL_OP_Ceil: snprintf(e, len, "%s(a)", mf(dt, "ceil")); return true;
+	case RL_OP_Round: /* half to even: the default rounding mode */
+		snprintf(e, len, "%s(a)", mf(dt, "nearbyint"));
+		return true;
+	case RL_OP_Reciprocal: snprintf(e, len, "%s / a", L(1)); return true;
+	case RL_OP_Sigmoid:
+		snprintf(e, len, "%s / (%s + %s(-a))", L(1), L(1), mf(dt, "exp"));
+		return true;
+	case RL_OP_Relu: /* a < 0 keeps a NaN, like np.maximum */
+		if (isf)
+			snprintf(e, len, "a < %s ? %s : a", L(0), L(0));
+		else if (is_signed_int(dt))
+			snprintf(e, len, "a < 0 ? 0 : a");
+		else
+			snprintf(e, len, "a");
+		return true;
+	case RL_OP_LeakyRelu:
+		snprintf(e, len, "a > %s ? a : %s * a", L(0), L(ATTR("alpha", 0.01)));
+		return true;
+	case RL_OP_ThresholdedRelu:
+		snprintf(e, len, "a > %s ? a : %s", L(ATTR("alpha", 1.0)), L(0));
+		return true;
+	case RL_OP_Elu:
+		snprintf(e, len, "a > %s ? a : %s * %s(a)", L(0), L(ATTR("alpha", 1.0)),
+		         mf(dt, "expm1"));
+		return true;
+	case RL_OP_Selu: {
+		double alpha = ATTR("alpha", 1.67326319217681884765625);
+		double gamma = ATTR("gamma", 1.05070102214813232421875);
+		snprintf(e, len, "a > %s ? %s * a : %s * (%s * %s(a) - %s)", L(0), L(gamma), L(gamma),
+		         L(alpha), mf(dt, "exp"), L(alpha));
+		return true;
+	}
+	case RL_OP_Celu: {
+		/* max(0,a) + min(0, alpha*(exp(a/alpha)-1)): one of the two is 0 */
+		double alpha = ATTR("alpha", 1.0);
+		snprintf(e, len, "a > %s ? a : %s * %s(a / %s)", L(0), L(alpha), mf(dt, "expm1"),
+		         L(alpha));
+		return true;
+	}
+	case RL_OP_HardSigmoid:
+		cg_line(cg, "const %s t = %s * a + %s;", ct, L(ATTR("alpha", 0.2)), L(ATTR("beta", 0.5)));
+		snprintf(e, len, "t < %s ? %s : (t > %s ? %s : t)", L(0), L(0), L(1), L(1));
+		return true;
+	case RL_OP_HardSwish:
+		cg_line(cg, "const %s t = a / %s + %s;", ct, L(6), L(0.5));
+		snprintf(e, len, "a * (t < %s ? %s : (t > %s ? %s : t))", L(0), L(0), L(1), L(1));
+		return true;
+	case RL_OP_Softplus: /* log(1 + exp(a)) without overflow */
+		snprintf(e, len, "a > %s ? a + %s(%s(-a)) : %s(%s(a))", L(0), mf(dt, "log1p"),
+		         mf(dt, "exp"), mf(dt, "log1p"), mf(dt, "exp"));
+		return true;
+	case RL_OP_Softsign:
+		snprintf(e, len, "a / (%s + %s(a))", L(1), mf(dt, "fabs"));
+		return true;
+	case RL_OP_Mish: /* a * tanh(softplus(a)) */
+		cg_line(cg, "const %s sp = a > %s ? a + %s(%s(-a)) : %s(%s(a));", ct, L(0),
+		        mf(dt, "log1p"), mf(dt, "exp"), mf(dt, "log1p"), mf(dt, "exp"));
+		snprintf(e, len, "a * %s(sp)", mf(dt, "tanh"));
+		return true;
+	case RL_OP_Gelu: {
+		const char *ap = rl_node_attr_str(n, "approximate", "none");
+		if (strcmp(ap, "none") == 0) {
+			snprintf(e, len, "%s * a * (%s + %s(a * %s))", L(0.5), L(1), mf(dt, "erf"),
+			         L(0.70710678118654752440));
+		} else if (strcmp(ap, "tanh") == 0) {
+			snprintf(e, len, "%s * a * (%s + %s(%s * (a + %s * a * a * a)))", L(0.5), L(1),
+			         mf(dt, "tanh"), L(0.79788456080286535588), L(0.044715));
+		} else {
+			*why = "approximate must be 'none' or 'tanh'";
+			return false;
+		}
+		return true;
+	}
+	case RL_OP_Sign:
+		if (isf) /* NaN stays NaN, like np.sign */
+			snprintf(e, len, "a > %s ? %s : (a < %s ? %s : a)", L(0), L(1), L(0), L(-1));
+		else if (is_signed_int(dt))
+			snprintf(e, len, "(a > 0) - (a < 0)");
+		else
+			snprintf(e, len, "a > 0");
+		return true;
+	case RL_OP_IsNaN:
+		snprintf(e, len, "isnan(a)");
+		return true;
+	case RL_OP_IsInf: {
+		bool pos = rl_node_attr_int(n, "detect_positive", 1) != 0;
+		bool neg = rl_node_attr_int(n, "detect_negative", 1) != 0;
+		if (pos && neg)
+			snprintf(e, len, "isinf(a)");
+		else if (pos)
+			snprintf(e, len, "a == INFINITY");
+		else if (neg)
+			snprintf(e, len, "a == -INFINITY");
+		else
+			snprintf(e, len, "0");
+		return true;
+	}
+	case RL_OP_Not:
+		if (dt != RL_DT_BOOL) {
+			*why = "defined for bool inputs only";
+			return false;
+		}
+		snprintf(e, len, "!a");
+		return true;
+	case RL_OP_BitwiseNot:
+		if (!rl_dtype_is_int(dt)) {
+			*why = "defined for integer inputs only";
+			return false;
+		}
+		snprintf(e, len, "~a");
+		return true;
+	case RL_OP_Shrink: {
+		double lambd = ATTR("lambd", 0.5), bias = ATTR("bias", 0.0);
+		if (isf) {
+			snprintf(e, len, "a < %s ? a + %s : (a > %s ? a - %s : %s)", L(-lambd), L(bias),
+			         L(lambd), L(bias), L(0));
+		} else {
+			/* integers: computed in double, truncated back like astype */
+			cg_line(cg, "const double t = (double)a;");
+			snprintf(e, len, "t < %s ? t + %s : (t > %s ? t - %s : 0.0)",
+			         cg_lit(RL_DT_DOUBLE, -lambd), cg_lit(RL_DT_DOUBLE, bias),
+			         cg_lit(RL_DT_DOUBLE, lambd), cg_lit(RL_DT_DOUBLE, bias));
+		}
+		return true;
+	}
+	default:
+		*why = "not a unary op";
+		return false;
+	}
+#undef L
+#undef ATTR
+}
+
+static enum rl_status emit_unary(struct rl_cgen *cg, uint32_t node)
+{
+	const struct rl_node *n = &cg->g->nodes[node];
+	const struct rl_value *x = cg_in(cg, node, 0), *y = cg_out(cg, node, 0);
+	char e[1024];
+	const char *why = NULL;
+	int64_t ne = numel(y);
+	cg_line(cg, "/* %s, elementwise over %lld values */", rl_op_table[n->op].name,
+	        (long long)ne);
+	if (ne == 0)
+		return RL_OK;
+	flat_open(cg, ne);
+	cg_line(cg, "const %s a = %s;", cg_comptype(x->dtype), cg_load(cg, x->dtype, "X0[o]"));
+	if (!unary_expr(cg, n, x->dtype, e, sizeof(e), &why))
+		return cg_error(cg, node, "%s on %s: %s", rl_op_table[n->op].name,
+		                rl_dtype_name(x->dtype), why);
+	cg_line(cg, "Y0[o] = %s;", cg_store(cg, y->dtype, e));
+	block_close(cg);
+	return RL_OK;
+}
+
+/* ---- copies: Identity, Dropout (inference) ------------------------------ */
+
+static void emit_copy(struct rl_cgen *cg, const struct rl_value *y)
+{
+	if (y->nbytes || numel(y) > 0)
+		cg_line(cg, "memcpy(Y0, X0, %zu);",
+		        (size_t)numel(y) * rl_dtype_size(y->dtype));
+}
+
+static enum rl_status emit_dropout(struct rl_cgen *cg, uint32_t node)
+{
+	const struct rl_node *n = &cg->g->nodes[node];
+	const struct rl_value *y = cg_out(cg, node, 0), *mask = cg_out(cg, node, 1);
+	uint32_t ratio = rl_node_in(n, 1), train = rl_node_in(n, 2);
+	/* Y = X unless training_mode may be true with a nonzero ratio: then the
+	 * output depends on a random mask, which we do not reproduce */
+	if (n->opset >= 12 && train != RL_NONE) {
+		bool training = !rl_value_is_const(cg->g, train) ||
+		                rl_value_get_int(cg->g, train, 0) != 0;
+		bool zero_ratio = ratio != RL_NONE && rl_value_is_const(cg->g, ratio) &&
+		                  rl_value_get_float(cg->g, ratio, 0) == 0.0;
+		if (training && !zero_ratio)
+			return cg_error(cg, node, "Dropout: training_mode is %s and ratio is not a "
+			                          "constant 0 (random masks are not supported)",
+			                rl_value_is_const(cg->g, train) ? "true" : "not a constant");
+	}
+	cg_line(cg, "/* Dropout at inference: Y = X%s */", mask ? ", mask all true" : "");
+	emit_copy(cg, y);
+	if (mask && numel(mask) > 0) {
+		int64_t ne = numel(mask);
+		if (rl_dtype_size(mask->dtype) == 1) {
+			cg_line(cg, "memset(Y1, 1, %lld);", (long long)ne);
+		} else {
+			flat_open(cg, ne);
+			cg_line(cg, "Y1[o] = %s;", cg_store(cg, mask->dtype, flit(mask->dtype, 1)));
+			block_close(cg);
+		}
+	}
+	return RL_OK;
+}
+
+/* ---- Cast / CastLike ---------------------------------------------------- */
+
+/* Expression converting element expression `x` of dtype `from` to the
+ * storage of dtype `to`. */
+static const char *cast_expr(struct rl_cgen *cg, enum rl_dtype from, enum rl_dtype to,
+                             const char *x)
+{
+	const char *v = cg_load(cg, from, x);
+	char *b = ebuf();
+	if (from == to) {
+		snprintf(b, 1024, "%s", x);
+	} else if (to == RL_DT_FLOAT16 || to == RL_DT_BFLOAT16) {
+		char t[1024];
+		snprintf(t, sizeof(t), "(float)%s", v);
+		snprintf(b, 1024, "%s", cg_store(cg, to, from == RL_DT_FLOAT || from == RL_DT_FLOAT16 ||
+		                                          from == RL_DT_BFLOAT16 ? v : t));
+	} else if (rl_dtype_is_int(to) && rl_dtype_is_float(from)) {
+		/* truncation toward zero; narrow types through a wider signed
+		 * integer so out-of-range values wrap as numpy's astype does */
+		size_t sz = rl_dtype_size(to);
+		if (sz <= 2)
+			snprintf(b, 1024, "(%s)(int32_t)%s", cg_ctype(to), v);
+		else if (to == RL_DT_UINT32)
+			snprintf(b, 1024, "(uint32_t)(int64_t)%s", v);
+		else
+			snprintf(b, 1024, "(%s)%s", cg_ctype(to), v);
+	} else {
+		snprintf(b, 1024, "%s", cg_store(cg, to, v));
+	}
+	return b;
+}
+
+static enum rl_status emit_cast(struct rl_cgen *cg, uint32_t node)
+{
+	const struct rl_node *n = &cg->g->nodes[node];
+	const struct rl_value *x = cg_in(cg, node, 0), *y = cg_out(cg, node, 0);
+	enum rl_dtype to = y->dtype;
+	if (n->op == RL_OP_Cast) {
+		int64_t t = rl_node_attr_int(n, "to", (int64_t)y->dtype);
+		if (t <= 0 || t >= RL_DT_COUNT_ || !rl_dtype_is_numeric((enum rl_dtype)t))
+			return cg_error(cg, node, "Cast to ONNX dtype %lld is not supported",
+			                (long long)t);
+		to = (enum rl_dtype)t;
+	}
+	if (!rl_dtype_is_numeric(x->dtype) || !rl_dtype_is_numeric(to) || to != y->dtype)
+		return cg_error(cg, node, "%s from %s to %s is not supported", rl_op_table[n->op].name,
+		                rl_dtype_name(x->dtype), rl_dtype_name(to));
+	int64_t ne = numel(y);
+	cg_line(cg, "/* %s %s -> %s */", rl_op_table[n->op].name, rl_dtype_name(x->dtype),
+	        rl_dtype_name(to));
+	if (x->dtype == to) {
+		emit_copy(cg, y);
+		return RL_OK;
+	}
+	if (ne == 0)
+		return RL_OK;
+	flat_open(cg, ne);
+	cg_line(cg, "Y0[o] = %s;", cast_expr(cg, x->dtype, to, "X0[o]"));
+	block_close(cg);
+	return RL_OK;
+}
+
+/* ---- Clip --------------------------------------------------------------- */
+
+static enum rl_status emit_clip(struct rl_cgen *cg, uint32_t node)
+{
+	const struct rl_node *n = &cg->g->nodes[node];
+	const struct rl_value *x = cg_in(cg, node, 0), *y = cg_out(cg, node, 0);
+	enum rl_dtype dt = x->dtype;
+	const char *ct = cg_comptype(dt);
+	bool has_lo = false, has_hi = false;
+	int64_t ne = numel(y);
+	if (!rl_dtype_is_float(dt) && !rl_dtype_is_int(dt))
+		return cg_error(cg, node, "Clip on %s is not supported", rl_dtype_name(dt));
+	cg_line(cg, "/* Clip: Y = min(max(X, lo), hi); a NaN passes through */");
+	if (n->opset < 11) {
+		const struct rl_attr *lo = rl_node_attr(n, "min"), *hi = rl_node_attr(n, "max");
+		if (!rl_dtype_is_float(dt))
+			return cg_error(cg, node, "Clip before opset 11 is defined for floats only");
+		if (lo) {
+			cg_line(cg, "const %s lo = %s;", ct, flit(dt, lo->f));
+			has_lo = true;
+		}
+		if (hi) {
+			cg_line(cg, "const %s hi = %s;", ct, flit(dt, hi->f));
+			has_hi = true;
+		}
+	} else {
+		for (int k = 1; k <= 2; k++) {
+			uint32_t v = rl_node_in(n, k);
+			const char *nm = k == 1 ? "lo" : "hi";
+			if (v == RL_NONE)
+				continue;
+			const struct rl_value *val = &cg->g->values[v];
+			if (val->dtype != dt)
+				return cg_error(cg, node, "Clip: %s has dtype %s, input is %s",
+				                k == 1 ? "min" : "max", rl_dtype_name(val->dtype),
+				                rl_dtype_name(dt));
+			if (numel(val) != 1)
+				return cg_error(cg, node, "Clip: %s must be a scalar",
+				                k == 1 ? "min" : "max");
+			if (rl_value_is_const(cg->g, v))
+				cg_line(cg, "const %s %s = %s;", ct, nm, const_lit(cg, v, dt));
+			else
+				cg_line(cg, "const %s %s = %s;", ct, nm,
+				        cg_load(cg, dt, k == 1 ? "X1[0]" : "X2[0]"));
+			if (k == 1)
+				has_lo = true;
+			else
+				has_hi = true;
+		}
+	}
+	if (ne == 0)
+		return RL_OK;
+	flat_open(cg, ne);
+	cg_line(cg, "%s v = %s;", ct, cg_load(cg, dt, "X0[o]"));
+	if (has_lo)
+		cg_line(cg, "v = v < lo ? lo : v;");
+	if (has_hi)
+		cg_line(cg, "v = v > hi ? hi : v;");
+	cg_line(cg, "Y0[o] = %s;", cg_store(cg, dt, "v"));
+	block_close(cg);
+	return RL_OK;
+}
+
+/* ---- binary ops --------------------------------------------------------- */
+
+/* Expression for a + b, a - b or a * b in dtype dt without signed overflow
+ * (numpy wraps; C would be undefined). */
+static void arith(enum rl_dtype dt, char opch, char *e, size_t len)
+{
+	bool wrap = dt == RL_DT_INT32 || dt == RL_DT_INT64 || (opch == '*' && dt == RL_DT_UINT16);
+	if (rl_dtype_is_int(dt) && wrap)
+		snprintf(e, len, "(%s)a %c (%s)b", wrap_type(dt), opch, wrap_type(dt));
+	else
+		snprintf(e, len, "a %c b", opch);
+}
+
+/*
+ * Binary op on locals `a` (dtype da) and `b` (dtype db); the result is
+ * stored as dtype dy. May write statements first. False with *why when the
+ * combination is not handled.
+ */
+static bool binary_expr(struct rl_cgen *cg, const struct rl_node *n, enum rl_dtype da,
+                        enum rl_dtype db, enum rl_dtype dy, char *e, size_t len,
+                        const char **why)
+{
+	bool isf = rl_dtype_is_float(da), isi = rl_dtype_is_int(da);
+	const char *ct = cg_comptype(da);
+	(void)dy;
+	if (n->op != RL_OP_Pow && da != db) {
+		*why = "inputs have different dtypes";
+		return false;
+	}
+	switch (n->op) {
+	case RL_OP_Add: case RL_OP_Sub: case RL_OP_Mul:
+		if (!isf && !isi) {
+			*why = "defined for numbers only";
+			return false;
+		}
+		arith(da, n->op == RL_OP_Add ? '+' : n->op == RL_OP_Sub ? '-' : '*', e, len);
+		return true;
+	case RL_OP_Div:
+		if (isf) {
+			snprintf(e, len, "a / b");
+		} else if (is_signed_int(da)) {
+			/* C truncates toward zero like the reference; b = 0 gives 0,
+			 * b = -1 negates with wraparound instead of trapping */
+			snprintf(e, len, "b == 0 ? 0 : (b == -1 ? (%s)0 - (%s)a : (%s)(a / b))",
+			         wrap_type(da), wrap_type(da), wrap_type(da));
+		} else if (isi) {
+			snprintf(e, len, "b == 0 ? 0 : a / b");
+		} else {
+			*why = "defined for numbers only";
+			return false;
+		}
+		return true;
+	case RL_OP_Mod: {
+		bool fm = rl_node_attr_int(n, "fmod", 0) != 0;
+		if (isf) {
+			/* the reference uses np.fmod for floats whatever fmod says,
+			 * with NaN mapped to 0 when fmod = 0 */
+			if (fm) {
+				snprintf(e, len, "%s(a, b)", mf(da, "fmod"));
+			} else {
+				cg_line(cg, "const %s r = %s(a, b);", ct, mf(da, "fmod"));
+				snprintf(e, len, "isnan(r) ? %s : r", flit(da, 0));
+			}
+		} else if (is_signed_int(da)) {
+			/* C's % has the dividend's sign (fmod = 1); Python's
+			 * (fmod = 0) has the divisor's: fix up when they differ */
+			cg_line(cg, "%s r = b == 0 || b == -1 ? 0 : (%s)(a %% b);", ct, ct);
+			if (!fm) {
+				cg_line(cg, "if (r != 0 && (r < 0) != (b < 0))");
+				cg_line(cg, "    r = (%s)(r + b);", ct);
+			}
+			snprintf(e, len, "r");
+		} else if (isi) {
+			snprintf(e, len, "b == 0 ? 0 : a %% b");
+		} else {
+			*why = "defined for numbers only";
+			return false;
+		}
+		return true;
+	}
+	case RL_OP_Pow:
+		if (isf && rl_dtype_is_float(db)) {
+			if (da == RL_DT_DOUBLE || db == RL_DT_DOUBLE)
+				snprintf(e, len, "pow((double)a, (double)b)");
+			else
+				snprintf(e, len, "powf(a, b)");
+		} else if (isf && rl_dtype_is_int(db)) {
+			snprintf(e, len, "%s(a, (%s)b)", mf(da, "pow"), ct);
+		} else if (isi && rl_dtype_is_float(db)) {
+			/* np.power(int, float) is computed in double, then astype */
+			snprintf(e, len, "pow((double)a, (double)b)");
+		} else if (isi && rl_dtype_is_int(db)) {
+			/* exponentiation by squaring, wrapping like numpy; a negative
+			 * exponent gives the truncated 1 / a^|b| */
+			const char *w = wrap_type(da);
+			cg_line(cg, "%s r = 1, p = (%s)a;", w, w);
+			if (is_signed_int(db)) {
+				cg_line(cg, "if (b < 0) {");
+				cg_line(cg, "    r = p == 1 ? 1 : (p == (%s)-1 ? ((b & 1) ? (%s)-1 : 1) : 0);", w,
+				        w);
+				cg_line(cg, "} else {");
+				cg->indent++;
+			}
+			cg_line(cg, "for (uint64_t k = (uint64_t)b; k != 0; k >>= 1) {");
+			cg_line(cg, "    if (k & 1)");
+			cg_line(cg, "        r *= p;");
+			cg_line(cg, "    p *= p;");
+			cg_line(cg, "}");
+			if (is_signed_int(db)) {
+				cg->indent--;
+				cg_line(cg, "}");
+			}
+			snprintf(e, len, "r");
+		} else {
+			*why = "unsupported dtype combination";
+			return false;
+		}
+		return true;
+	case RL_OP_PRelu:
+		if (!isf && !isi) {
+			*why = "defined for numbers only";
+			return false;
+		}
+		if (is_unsigned_int(da)) {
+			snprintf(e, len, "a");
+		} else {
+			char m[256];
+			arith(da, '*', m, sizeof(m));
+			snprintf(e, len, "a > 0 ? a : %s", m);
+		}
+		return true;
+	case RL_OP_BitShift: {
+		const char *dir = rl_node_attr_str(n, "direction", "");
+		int bits = (int)rl_dtype_size(da) * 8;
+		if (!is_unsigned_int(da)) {
+			*why = "defined for unsigned integers only";
+			return false;
+		}
+		/* shifting by the width or more gives 0, like numpy */
+		if (strcmp(dir, "LEFT") == 0)
+			snprintf(e, len, "b < %d ? (%s)a << b : 0", bits, wrap_type(da));
+		else if (strcmp(dir, "RIGHT") == 0)
+			snprintf(e, len, "b < %d ? a >> b : 0", bits);
+		else {
+			*why = "direction must be LEFT or RIGHT";
+			return false;
+		}
+		return true;
+	}
+	case RL_OP_BitwiseAnd: case RL_OP_BitwiseOr: case RL_OP_BitwiseXor:
+		if (!isi) {
+			*why = "defined for integers only";
+			return false;
+		}
+		snprintf(e, len, "a %s b", n->op == RL_OP_BitwiseAnd ? "&" :
+		                           n->op == RL_OP_BitwiseOr ? "|" : "^");
+		return true;
+	case RL_OP_Equal: snprintf(e, len, "a == b"); return true;
+	case RL_OP_Less: snprintf(e, len, "a < b"); return true;
+	case RL_OP_LessOrEqual: snprintf(e, len, "a <= b"); return true;
+	case RL_OP_Greater: snprintf(e, len, "a > b"); return true;
+	case RL_OP_GreaterOrEqual: snprintf(e, len, "a >= b"); return true;
+	case RL_OP_And: case RL_OP_Or: case RL_OP_Xor:
+		if (da != RL_DT_BOOL) {
+			*why = "defined for bool inputs only";
+			return false;
+		}
+		snprintf(e, len, "a %s b", n->op == RL_OP_And ? "&" : n->op == RL_OP_Or ? "|" : "^");
+		return true;
+	default:
+		*why = "not a binary op";
+		return false;
+	}
+}
+
+static enum rl_status emit_binary(struct rl_cgen *cg, uint32_t node)
+{
+	const struct rl_node *n = &cg->g->nodes[node];
+	const struct rl_value *a = cg_in(cg, node, 0), *b = cg_in(cg, node, 1);
+	const struct rl_value *y = cg_out(cg, node, 0);
+	const struct rl_shape *ins[2] = {&a->shape, &b->shape};
+	char e[1024];
+	const char *why = NULL;
+	cg_line(cg, "/* %s with numpy broadcasting */", rl_op_table[n->op].name);
+	if (numel(y) == 0)
+		return RL_OK;
+	int depth = cg_bcast_open(cg, &y->shape, 2, ins);
+	cg_line(cg, "const %s a = %s;", cg_comptype(a->dtype), cg_load(cg, a->dtype, "X0[i0]"));
+	cg_line(cg, "const %s b = %s;", cg_comptype(b->dtype), cg_load(cg, b->dtype, "X1[i1]"));
+	if (!binary_expr(cg, n, a->dtype, b->dtype, y->dtype, e, sizeof(e), &why))
+		return cg_error(cg, node, "%s on %s and %s: %s", rl_op_table[n->op].name,
+		                rl_dtype_name(a->dtype), rl_dtype_name(b->dtype), why);
+	cg_line(cg, "Y0[o] = %s;", cg_store(cg, y->dtype, e));
+	cg_loops_close(cg, depth);
+	return RL_OK;
+}
+
+/* ---- variadic Min/Max/Sum/Mean ------------------------------------------ */
+
+static enum rl_status emit_variadic(struct rl_cgen *cg, uint32_t node)
+{
+	const struct rl_node *n = &cg->g->nodes[node];
+	const struct rl_value *y = cg_out(cg, node, 0);
+	enum rl_dtype dt = y->dtype;
+	const char *ct = cg_comptype(dt);
+	const struct rl_shape *ins[16];
+	int nin = n->nin;
+	bool isf = rl_dtype_is_float(dt);
+	if (nin < 1 || nin > 16)
+		return cg_error(cg, node, "%s with %d inputs is not supported (1 to 16)",
+		                rl_op_table[n->op].name, nin);
+	if ((n->op == RL_OP_Sum || n->op == RL_OP_Mean) ? !isf : !(isf || rl_dtype_is_int(dt)))
+		return cg_error(cg, node, "%s on %s is not supported", rl_op_table[n->op].name,
+		                rl_dtype_name(dt));
+	for (int k = 0; k < nin; k++) {
+		const struct rl_value *x = cg_in(cg, node, k);
+		if (!x || x->dtype != dt)
+			return cg_error(cg, node, "%s: input %d is missing or not %s",
+			                rl_op_table[n->op].name, k, rl_dtype_name(dt));
+		ins[k] = &x->shape;
+	}
+	cg_line(cg, "/* %s of %d inputs with numpy broadcasting%s */", rl_op_table[n->op].name, nin,
+	        isf && (n->op == RL_OP_Min || n->op == RL_OP_Max) ? "; NaN propagates" : "");
+	if (numel(y) == 0)
+		return RL_OK;
+	int depth = cg_bcast_open(cg, &y->shape, nin, ins);
+	cg_line(cg, "%s v = %s;", ct, cg_load(cg, dt, "X0[i0]"));
+	for (int k = 1; k < nin; k++) {
+		char x[32];
+		snprintf(x, sizeof(x), "X%d[i%d]", k, k);
+		cg_line(cg, "const %s x%d = %s;", ct, k, cg_load(cg, dt, x));
+		switch (n->op) {
+		case RL_OP_Min: case RL_OP_Max: {
+			const char *cmp = n->op == RL_OP_Min ? "<" : ">";
+			if (isf)
+				cg_line(cg, "v = x%d %s v || isnan(x%d) ? x%d : v;", k, cmp, k, k);
+			else
+				cg_line(cg, "v = x%d %s v ? x%d : v;", k, cmp, k);
+			break;
+		}
+		default:
+			cg_line(cg, "v += x%d;", k);
+			break;
+		}
+	}
+	if (n->op == RL_OP_Mean && nin > 1)
+		cg_line(cg, "v /= %s;", flit(dt, nin));
+	cg_line(cg, "Y0[o] = %s;", cg_store(cg, dt, "v"));
+	cg_loops_close(cg, depth);
+	return RL_OK;
+}
+
+/* ---- Where -------------------------------------------------------------- */
+
+static enum rl_status emit_where(struct rl_cgen *cg, uint32_t node)
+{
+	const struct rl_value *c = cg_in(cg, node, 0), *a = cg_in(cg, node, 1),
+	                      *b = cg_in(cg, node, 2), *y = cg_out(cg, node, 0);
+	const struct rl_shape *ins[3] = {&c->shape, &a->shape, &b->shape};
+	if (c->dtype != RL_DT_BOOL || a->dtype != y->dtype || b->dtype != y->dtype)
+		return cg_error(cg, node, "Where: condition must be bool and both branches %s",
+		                rl_dtype_name(y->dtype));
+	cg_line(cg, "/* Where: Y = C ? A : B with numpy broadcasting */");
+	if (numel(y) == 0)
+		return RL_OK;
+	int depth = cg_bcast_open(cg, &y->shape, 3, ins);
+	cg_line(cg, "Y0[o] = X0[i0] ? X1[i1] : X2[i2];");
+	cg_loops_close(cg, depth);
+	return RL_OK;
+}
+
+/* ---- dispatch ----------------------------------------------------------- */
+
+bool rl_emit_c_elemwise_supports(enum rl_op op)
+{
+	return op < RL_OP_COUNT_ && rl_op_table[op].family == RL_FAM_ELEMWISE;
+}
+
+enum rl_status rl_emit_c_elemwise(struct rl_cgen *cg, uint32_t node)
+{
+	const struct rl_node *n = &cg->g->nodes[node];
+	const struct rl_value *y = cg_out(cg, node, 0);
+	if (!y)
+		return cg_error(cg, node, "%s: missing output", rl_op_table[n->op].name);
+	for (int k = 0; k < n->nin; k++) {
+		const struct rl_value *x = cg_in(cg, node, k);
+		if (x && !rl_dtype_is_numeric(x->dtype))
+			return cg_error(cg, node, "%s on %s is not supported", rl_op_table[n->op].name,
+			                rl_dtype_name(x->dtype));
+	}
+	if (!cg_in(cg, node, 0) && n->op != RL_OP_Constant)
+		return cg_error(cg, node, "%s: missing input", rl_op_table[n->op].name);
+	switch (n->op) {
+	case RL_OP_Identity:
+		cg_line(cg, "/* Identity */");
+		emit_copy(cg, y);
+		return RL_OK;
+	case RL_OP_Dropout:
+		return emit_dropout(cg, node);
+	case RL_OP_Cast: case RL_OP_CastLike:
+		return emit_cast(cg, node);
+	case RL_OP_Clip:
+		return emit_clip(cg, node);
+	case RL_OP_Where:
+		return emit_where(cg, node);
+	default:
+		break;
+	}
+	unsigned fl = rl_op_table[n->op].flags;
+	if (fl & RL_OPF_UNARY)
+		return emit_unary(cg, node);
+	if (fl & RL_OPF_BINARY)
+		return emit_binary(cg, node);
+	if (fl & RL_OPF_VARIADIC)
+		return emit_variadic(cg, node);
+	return cg_error(cg, node, "%s is not an elementwise op", rl_op_table[n->op].name);
+}

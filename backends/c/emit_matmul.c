@@ -1,0 +1,514 @@
+/*
+ * emit_matmul.c - C kernels for MatMul and Gemm.
+ *
+ * Both become one row-major product Y[M,N] (+)= A'[M,K] B'[K,N] per batch
+ * entry, written in i-k-j order: a group of four rows of A' shares each
+ * streamed row of B', and the innermost loop runs over contiguous output
+ * columns with a literal trip count, so compilers vectorize it at -O2. Wide
+ * outputs are cut into column blocks that stay in L1 while K is swept.
+ * float32 accumulates in float, float64 in double; integers wrap like numpy
+ * (the arithmetic runs in the unsigned type of the same width, or uint32
+ * for 8/16-bit); float16 and bfloat16 accumulate a row block in a float
+ * array on the stack and round once at the end.
+ *
+ * Gemm with transB (B stored N x K, the usual layout of fully connected
+ * weights) is a set of dot products instead: both operands are contiguous
+ * in k, and eight independent partial sums let the compiler vectorize.
+ *
+ * MatMul follows numpy: a 1-D A is a row [1,K], a 1-D B a column [K,1] (the
+ * added dim is dropped from Y), and batch dims broadcast.
+ */
+#include "emit.h"
+
+#include <string.h>
+
+#define MM_MR 4      /* rows of A' sharing one streamed row of B' */
+#define MM_JB 256    /* column block when N is wide */
+#define MM_JB_MIN 512 /* N above which columns are blocked */
+#define MM_LANES 8   /* partial sums of a dot product */
+
+bool rl_emit_c_matmul_supports(enum rl_op op)
+{
+	return op == RL_OP_MatMul || op == RL_OP_Gemm;
+}
+
+/* How the element types are computed. */
+struct mm_types {
+	enum rl_dtype dt;
+	const char *st;   /* storage type */
+	const char *acc;  /* accumulator / arithmetic type */
+	bool wrap;        /* integer: arithmetic in an unsigned type */
+	bool narrow;      /* float16 / bfloat16: stored as uint16_t */
+};
+
+static bool mm_types_init(struct mm_types *t, enum rl_dtype dt)
+{
+	memset(t, 0, sizeof(*t));
+	t->dt = dt;
+	t->st = cg_ctype(dt);
+	switch (dt) {
+	case RL_DT_FLOAT: t->acc = "float"; break;
+	case RL_DT_DOUBLE: t->acc = "double"; break;
+	case RL_DT_FLOAT16: case RL_DT_BFLOAT16: t->acc = "float"; t->narrow = true; break;
+	case RL_DT_INT8: case RL_DT_UINT8: case RL_DT_INT16: case RL_DT_UINT16:
+	case RL_DT_INT32: case RL_DT_UINT32:
+		t->acc = "uint32_t"; t->wrap = true; break;
+	case RL_DT_INT64: case RL_DT_UINT64:
+		t->acc = "uint64_t"; t->wrap = true; break;
+	default: return false;
+	}
+	return true;
+}
+
+/* Description of one product, everything known at generation time. */
+struct mm_desc {
+	int64_t M, K, N;
+	int64_t a_rs, a_ks;   /* A'(i,k) = a[i*a_rs + k*a_ks] */
+	bool trans_b;         /* B'(k,j) = b[j*K + k] instead of b[k*N + j] */
+	double alpha;
+	/* initial value: none (zero), or beta * C with strides */
+	bool has_c;
+	double beta;
+	int64_t c_rs, c_cs;   /* C(i,j) = c[i*c_rs + j*c_cs] */
+};
+
+static void line_open(struct rl_cgen *cg, const char *s)
+{
+	cg_line(cg, "%s", s);
+	cg->indent++;
+}
+
+static void line_close(struct rl_cgen *cg)
+{
+	cg->indent--;
+	cg_line(cg, "}");
+}
+
+/* "v" scaled by alpha in the accumulator type (alpha == 1: v itself). */
+static const char *scaled(const struct mm_types *t, double alpha, const char *v, char *b,
+                          size_t n)
+{
+	if (alpha == 1.0)
+		snprintf(b, n, "%s", v);
+	else
+		snprintf(b, n, "%s * %s", cg_lit(t->dt == RL_DT_DOUBLE ? RL_DT_DOUBLE : RL_DT_FLOAT,
+		                                  alpha), v);
+	return b;
+}
+
+/* Expression of the initial output value at C(i,j) (strings for the indices). */
+static void init_expr(struct rl_cgen *cg, const struct mm_types *t, const struct mm_desc *d,
+                      const char *ri, const char *cj, char *b, size_t n)
+{
+	if (!d->has_c || d->beta == 0.0) {
+		snprintf(b, n, "0");
+		return;
+	}
+	char idx[160];
+	if (d->c_rs && d->c_cs)
+		snprintf(idx, sizeof(idx), "(%s) * %lld + %s", ri, (long long)d->c_rs, cj);
+	else if (d->c_rs)
+		snprintf(idx, sizeof(idx), "(%s) * %lld", ri, (long long)d->c_rs);
+	else if (d->c_cs)
+		snprintf(idx, sizeof(idx), "%s", cj);
+	else
+		snprintf(idx, sizeof(idx), "0");
+	char e[200];
+	snprintf(e, sizeof(e), "c[%s]", idx);
+	const char *v = cg_load(cg, t->dt, e);
+	if (d->beta == 1.0 || t->wrap)
+		snprintf(b, n, "(%s)%s", t->acc, v);
+	else
+		snprintf(b, n, "%s * (%s)%s",
+		         cg_lit(t->dt == RL_DT_DOUBLE ? RL_DT_DOUBLE : RL_DT_FLOAT, d->beta), t->acc, v);
+}
+
+/* A'(r,k) as an expression */
+static void a_elem(const struct mm_desc *d, const char *r, const char *k, char *b, size_t n)
+{
+	if (d->a_ks == 1)
+		snprintf(b, n, "a[(%s) * %lld + %s]", r, (long long)d->a_rs, k);
+	else if (d->a_rs == 1)
+		snprintf(b, n, "a[%s + %s * %lld]", r, k, (long long)d->a_ks);
+	else
+		snprintf(b, n, "a[(%s) * %lld + %s * %lld]", r, (long long)d->a_rs, k,
+		         (long long)d->a_ks);
+}
+
+/*
+ * i-k-j product for float/double/integers, accumulating in y itself. Rows in
+ * groups of MM_MR, then single rows; columns [j0, j0 + jn) per call.
+ */
+static void emit_ikj_cols(struct rl_cgen *cg, const struct mm_types *t, const struct mm_desc *d,
+                          int rows, const char *rbase, const char *jofs, int64_t jn)
+{
+	char b[512], a[400], ini[300];
+	/* row pointers into y */
+	for (int r = 0; r < rows; r++)
+		cg_line(cg, "%s *restrict y%d = y + (%s + %d) * %lld + %s;", t->st, r, rbase, r,
+		        (long long)d->N, jofs);
+	/* initial values */
+	snprintf(b, sizeof(b), "for (size_t j = 0; j < %lld; j++) {", (long long)jn);
+	line_open(cg, b);
+	for (int r = 0; r < rows; r++) {
+		char ri[64], cj[64];
+		snprintf(ri, sizeof(ri), "%s + %d", rbase, r);
+		snprintf(cj, sizeof(cj), "%s + j", jofs);
+		init_expr(cg, t, d, ri, cj, ini, sizeof(ini));
+		cg_line(cg, "y%d[j] = (%s)(%s);", r, t->st, ini);
+	}
+	line_close(cg);
+	snprintf(b, sizeof(b), "for (size_t k = 0; k < %lld; k++) {", (long long)d->K);
+	line_open(cg, b);
+	for (int r = 0; r < rows; r++) {
+		char ae[200], rr[64];
+		snprintf(rr, sizeof(rr), "%s + %d", rbase, r);
+		a_elem(d, rr, "k", ae, sizeof(ae));
+		if (t->wrap)
+			snprintf(a, sizeof(a), "(%s)%s", t->acc, ae);
+		else
+			scaled(t, d->alpha, ae, a, sizeof(a));
+		cg_line(cg, "const %s a%d = %s;", t->acc, r, a);
+	}
+	cg_line(cg, "const %s *restrict br = b + k * %lld + %s;", t->st, (long long)d->N, jofs);
+	snprintf(b, sizeof(b), "for (size_t j = 0; j < %lld; j++) {", (long long)jn);
+	line_open(cg, b);
+	if (t->wrap) {
+		cg_line(cg, "const %s bv = (%s)br[j];", t->acc, t->acc);
+		for (int r = 0; r < rows; r++)
+			cg_line(cg, "y%d[j] = (%s)((%s)y%d[j] + a%d * bv);", r, t->st, t->acc, r, r);
+	} else {
+		cg_line(cg, "const %s bv = br[j];", t->acc);
+		for (int r = 0; r < rows; r++)
+			cg_line(cg, "y%d[j] += a%d * bv;", r, r);
+	}
+	line_close(cg);
+	line_close(cg);
+}
+
+/* One group of `rows` rows starting at row expression rbase, all columns. */
+static void emit_ikj_rows(struct rl_cgen *cg, const struct mm_types *t, const struct mm_desc *d,
+                          int rows, const char *rbase)
+{
+	int64_t N = d->N;
+	if (N <= MM_JB_MIN) {
+		line_open(cg, "{");
+		emit_ikj_cols(cg, t, d, rows, rbase, "0", N);
+		line_close(cg);
+		return;
+	}
+	int64_t nfull = N / MM_JB, tail = N % MM_JB;
+	char b[200];
+	snprintf(b, sizeof(b), "for (size_t jb = 0; jb < %lld; jb += %d) {",
+	         (long long)(nfull * MM_JB), MM_JB);
+	line_open(cg, b);
+	emit_ikj_cols(cg, t, d, rows, rbase, "jb", MM_JB);
+	line_close(cg);
+	if (tail) {
+		line_open(cg, "{");
+		snprintf(b, sizeof(b), "%lld", (long long)(nfull * MM_JB));
+		emit_ikj_cols(cg, t, d, rows, rbase, b, tail);
+		line_close(cg);
+	}
+}
+
+static void emit_ikj(struct rl_cgen *cg, const struct mm_types *t, const struct mm_desc *d)
+{
+	int64_t M = d->M, m4 = M / MM_MR * MM_MR;
+	char b[200];
+	if (m4 > 0) {
+		snprintf(b, sizeof(b), "for (size_t r = 0; r < %lld; r += %d) {", (long long)m4, MM_MR);
+		line_open(cg, b);
+		emit_ikj_rows(cg, t, d, MM_MR, "r");
+		line_close(cg);
+	}
+	if (M > m4) {
+		snprintf(b, sizeof(b), "for (size_t r = %lld; r < %lld; r++) {", (long long)m4,
+		         (long long)M);
+		line_open(cg, b);
+		emit_ikj_rows(cg, t, d, 1, "r");
+		line_close(cg);
+	}
+}
+
+/*
+ * float16/bfloat16: one row at a time, a float block of columns on the stack
+ * accumulates the row, rounded to the storage type once.
+ */
+static void emit_narrow_cols(struct rl_cgen *cg, const struct mm_types *t,
+                             const struct mm_desc *d, const char *jofs, int64_t jn)
+{
+	char b[512], ini[300], ae[200], cj[64];
+	cg_line(cg, "float acc[%lld];", (long long)jn);
+	snprintf(cj, sizeof(cj), "%s + j", jofs);
+	init_expr(cg, t, d, "r", cj, ini, sizeof(ini));
+	snprintf(b, sizeof(b), "for (size_t j = 0; j < %lld; j++)", (long long)jn);
+	cg_line(cg, "%s", b);
+	cg_line(cg, "    acc[j] = %s;", ini);
+	snprintf(b, sizeof(b), "for (size_t k = 0; k < %lld; k++) {", (long long)d->K);
+	line_open(cg, b);
+	a_elem(d, "r", "k", ae, sizeof(ae));
+	char sc[300];
+	cg_line(cg, "const float av = %s;", scaled(t, d->alpha, cg_load(cg, t->dt, ae), sc, sizeof(sc)));
+	if (d->trans_b)
+		cg_line(cg, "const %s *restrict br = b + k;", t->st);
+	else
+		cg_line(cg, "const %s *restrict br = b + k * %lld + %s;", t->st, (long long)d->N, jofs);
+	snprintf(b, sizeof(b), "for (size_t j = 0; j < %lld; j++)", (long long)jn);
+	cg_line(cg, "%s", b);
+	if (d->trans_b) {
+		char be[100];
+		snprintf(be, sizeof(be), "br[(%s + j) * %lld]", jofs, (long long)d->K);
+		cg_line(cg, "    acc[j] += av * %s;", cg_load(cg, t->dt, be));
+	} else {
+		cg_line(cg, "    acc[j] += av * %s;", cg_load(cg, t->dt, "br[j]"));
+	}
+	line_close(cg);
+	snprintf(b, sizeof(b), "for (size_t j = 0; j < %lld; j++)", (long long)jn);
+	cg_line(cg, "%s", b);
+	cg_line(cg, "    y[r * %lld + %s + j] = %s;", (long long)d->N, jofs,
+	        cg_store(cg, t->dt, "acc[j]"));
+}
+
+static void emit_narrow(struct rl_cgen *cg, const struct mm_types *t, const struct mm_desc *d)
+{
+	char b[200];
+	snprintf(b, sizeof(b), "for (size_t r = 0; r < %lld; r++) {", (long long)d->M);
+	line_open(cg, b);
+	int64_t N = d->N;
+	if (N <= MM_JB_MIN) {
+		emit_narrow_cols(cg, t, d, "0", N);
+	} else {
+		int64_t nfull = N / MM_JB, tail = N % MM_JB;
+		snprintf(b, sizeof(b), "for (size_t jb = 0; jb < %lld; jb += %d) {",
+		         (long long)(nfull * MM_JB), MM_JB);
+		line_open(cg, b);
+		emit_narrow_cols(cg, t, d, "jb", MM_JB);
+		line_close(cg);
+		if (tail) {
+			line_open(cg, "{");
+			snprintf(b, sizeof(b), "%lld", (long long)(nfull * MM_JB));
+			emit_narrow_cols(cg, t, d, b, tail);
+			line_close(cg);
+		}
+	}
+	line_close(cg);
+}
+
+/*
+ * transB with float/double/integers: Y(r,j) = init + alpha * dot(A'(r,:),
+ * B[j,:]); MM_LANES partial sums over k keep the loop vectorizable.
+ */
+static void emit_dots(struct rl_cgen *cg, const struct mm_types *t, const struct mm_desc *d)
+{
+	char b[512], ae[200], ini[300];
+	int64_t K = d->K, k8 = K / MM_LANES * MM_LANES;
+	snprintf(b, sizeof(b), "for (size_t r = 0; r < %lld; r++) {", (long long)d->M);
+	line_open(cg, b);
+	bool a_contig = d->a_ks == 1;
+	if (a_contig)
+		cg_line(cg, "const %s *restrict ar = a + r * %lld;", t->st, (long long)d->a_rs);
+	snprintf(b, sizeof(b), "for (size_t j = 0; j < %lld; j++) {", (long long)d->N);
+	line_open(cg, b);
+	cg_line(cg, "const %s *restrict bj = b + j * %lld;", t->st, (long long)K);
+	const char *ak = "ar[k]";
+	if (!a_contig) {
+		a_elem(d, "r", "k", ae, sizeof(ae));
+		ak = ae;
+	}
+	char prod[400];
+	if (t->wrap)
+		snprintf(prod, sizeof(prod), "(%s)%s * (%s)bj[k]", t->acc, ak, t->acc);
+	else
+		snprintf(prod, sizeof(prod), "%s * bj[k]", ak);
+	cg_line(cg, "%s s = 0;", t->acc);
+	if (k8 > 0 && a_contig) {
+		cg_line(cg, "%s part[%d] = {0};", t->acc, MM_LANES);
+		snprintf(b, sizeof(b), "for (size_t k0 = 0; k0 < %lld; k0 += %d)", (long long)k8,
+		         MM_LANES);
+		cg_line(cg, "%s", b);
+		cg_line(cg, "    for (size_t l = 0; l < %d; l++)", MM_LANES);
+		if (t->wrap)
+			cg_line(cg, "        part[l] += (%s)ar[k0 + l] * (%s)bj[k0 + l];", t->acc, t->acc);
+		else
+			cg_line(cg, "        part[l] += ar[k0 + l] * bj[k0 + l];");
+		cg_line(cg, "for (size_t l = 0; l < %d; l++)", MM_LANES);
+		cg_line(cg, "    s += part[l];");
+		if (K > k8) {
+			snprintf(b, sizeof(b), "for (size_t k = %lld; k < %lld; k++)", (long long)k8,
+			         (long long)K);
+			cg_line(cg, "%s", b);
+			cg_line(cg, "    s += %s;", prod);
+		}
+	} else {
+		snprintf(b, sizeof(b), "for (size_t k = 0; k < %lld; k++)", (long long)K);
+		cg_line(cg, "%s", b);
+		cg_line(cg, "    s += %s;", prod);
+	}
+	init_expr(cg, t, d, "r", "j", ini, sizeof(ini));
+	char sc[200];
+	if (t->wrap)
+		cg_line(cg, "y[r * %lld + j] = (%s)(%s + s);", (long long)d->N, t->st, ini);
+	else
+		cg_line(cg, "y[r * %lld + j] = %s + %s;", (long long)d->N, ini,
+		        scaled(t, d->alpha, "s", sc, sizeof(sc)));
+	line_close(cg);
+	line_close(cg);
+}
+
+static void emit_product(struct rl_cgen *cg, const struct mm_types *t, const struct mm_desc *d)
+{
+	if (d->M == 0 || d->N == 0)
+		return;
+	if (t->narrow)
+		emit_narrow(cg, t, d);
+	else if (d->trans_b)
+		emit_dots(cg, t, d);
+	else
+		emit_ikj(cg, t, d);
+}
+
+static enum rl_status emit_matmul(struct rl_cgen *cg, uint32_t node)
+{
+	const struct rl_value *A = cg_in(cg, node, 0), *B = cg_in(cg, node, 1);
+	const struct rl_value *Y = cg_out(cg, node, 0);
+	struct mm_types t;
+	if (!mm_types_init(&t, A->dtype) || B->dtype != A->dtype || Y->dtype != A->dtype)
+		return cg_error(cg, node, "MatMul on %s x %s is not supported",
+		                rl_dtype_name(A->dtype), rl_dtype_name(B->dtype));
+	const struct rl_shape *sa = &A->shape, *sb = &B->shape, *sy = &Y->shape;
+	if (sa->rank < 1 || sb->rank < 1)
+		return cg_error(cg, node, "MatMul needs operands of rank >= 1");
+	struct mm_desc d = {.alpha = 1.0};
+	struct rl_shape ba = {0}, bb = {0}, by = {0};
+	if (sa->rank == 1) {
+		d.M = 1;
+		d.K = sa->d[0].v;
+	} else {
+		d.M = sa->d[sa->rank - 2].v;
+		d.K = sa->d[sa->rank - 1].v;
+		ba.rank = sa->rank - 2;
+		memcpy(ba.d, sa->d, sizeof(struct rl_dim) * (size_t)ba.rank);
+	}
+	int64_t kb;
+	if (sb->rank == 1) {
+		kb = sb->d[0].v;
+		d.N = 1;
+	} else {
+		kb = sb->d[sb->rank - 2].v;
+		d.N = sb->d[sb->rank - 1].v;
+		bb.rank = sb->rank - 2;
+		memcpy(bb.d, sb->d, sizeof(struct rl_dim) * (size_t)bb.rank);
+	}
+	if (kb != d.K)
+		return cg_error(cg, node, "MatMul inner dims differ (%lld vs %lld)", (long long)d.K,
+		                (long long)kb);
+	by.rank = sy->rank - (sa->rank > 1) - (sb->rank > 1);
+	if (by.rank < 0 || (by.rank != (ba.rank > bb.rank ? ba.rank : bb.rank)))
+		return cg_error(cg, node, "MatMul output rank %d does not fit its operands", sy->rank);
+	memcpy(by.d, sy->d, sizeof(struct rl_dim) * (size_t)by.rank);
+	for (int i = 0; i < by.rank; i++) {
+		int ia = i - (by.rank - ba.rank), ib = i - (by.rank - bb.rank);
+		int64_t va = ia >= 0 ? ba.d[ia].v : 1, vb = ib >= 0 ? bb.d[ib].v : 1;
+		if ((va != 1 && va != by.d[i].v) || (vb != 1 && vb != by.d[i].v))
+			return cg_error(cg, node, "MatMul batch dims do not broadcast to the output");
+	}
+	d.a_rs = d.K;
+	d.a_ks = 1;
+	if (rl_shape_numel(sy) == 0)
+		return RL_OK;
+	cg_line(cg, "/* MatMul: [%lld x %lld] x [%lld x %lld] per batch entry, i-k-j order */",
+	        (long long)d.M, (long long)d.K, (long long)d.K, (long long)d.N);
+	if (d.K == 0) {
+		cg_line(cg, "for (size_t q = 0; q < %lld; q++)", (long long)rl_shape_numel(sy));
+		cg_line(cg, "    Y0[q] = %s;", cg_store(cg, t.dt, "0"));
+		return RL_OK;
+	}
+	const struct rl_shape *ins[2] = {&ba, &bb};
+	int depth = cg_bcast_open(cg, &by, 2, ins);
+	cg_line(cg, "const %s *restrict a = X0 + i0 * %lld;", t.st, (long long)(d.M * d.K));
+	cg_line(cg, "const %s *restrict b = X1 + i1 * %lld;", t.st, (long long)(d.K * d.N));
+	cg_line(cg, "%s *restrict y = Y0 + o * %lld;", t.st, (long long)(d.M * d.N));
+	emit_product(cg, &t, &d);
+	cg_loops_close(cg, depth);
+	return RL_OK;
+}
+
+static enum rl_status emit_gemm(struct rl_cgen *cg, uint32_t node)
+{
+	const struct rl_node *n = &cg->g->nodes[node];
+	const struct rl_value *A = cg_in(cg, node, 0), *B = cg_in(cg, node, 1);
+	const struct rl_value *C = cg_in(cg, node, 2), *Y = cg_out(cg, node, 0);
+	struct mm_types t;
+	if (!mm_types_init(&t, A->dtype) || B->dtype != A->dtype || Y->dtype != A->dtype ||
+	    (C && C->dtype != A->dtype))
+		return cg_error(cg, node, "Gemm on %s is not supported", rl_dtype_name(A->dtype));
+	if (A->shape.rank != 2 || B->shape.rank != 2 || Y->shape.rank != 2)
+		return cg_error(cg, node, "Gemm needs 2-D A and B");
+	bool ta = rl_node_attr_int(n, "transA", 0) != 0;
+	bool tb = rl_node_attr_int(n, "transB", 0) != 0;
+	struct mm_desc d;
+	memset(&d, 0, sizeof(d));
+	d.alpha = rl_node_attr_float(n, "alpha", 1.0);
+	d.beta = rl_node_attr_float(n, "beta", 1.0);
+	d.M = ta ? A->shape.d[1].v : A->shape.d[0].v;
+	d.K = ta ? A->shape.d[0].v : A->shape.d[1].v;
+	int64_t kb = tb ? B->shape.d[1].v : B->shape.d[0].v;
+	d.N = tb ? B->shape.d[0].v : B->shape.d[1].v;
+	if (kb != d.K || Y->shape.d[0].v != d.M || Y->shape.d[1].v != d.N)
+		return cg_error(cg, node, "Gemm shapes do not agree");
+	d.a_rs = ta ? 1 : d.K;
+	d.a_ks = ta ? d.M : 1;
+	d.trans_b = tb;
+	if (C) {
+		const struct rl_shape *sc = &C->shape;
+		d.has_c = true;
+		if (sc->rank > 2)
+			return cg_error(cg, node, "Gemm C of rank %d", sc->rank);
+		int64_t cr = sc->rank == 2 ? sc->d[0].v : 1;
+		int64_t cc = sc->rank >= 1 ? sc->d[sc->rank - 1].v : 1;
+		if ((cr != 1 && cr != d.M) || (cc != 1 && cc != d.N))
+			return cg_error(cg, node, "Gemm C does not broadcast to [%lld x %lld]",
+			                (long long)d.M, (long long)d.N);
+		d.c_rs = cr == 1 ? 0 : cc;
+		d.c_cs = cc == 1 ? 0 : 1;
+	}
+	if (t.wrap && (d.alpha != 1.0 || (d.has_c && d.beta != 1.0 && d.beta != 0.0)))
+		return cg_error(cg, node, "integer Gemm with alpha or beta other than 1 is not supported");
+	if (d.M == 0 || d.N == 0)
+		return RL_OK;
+	cg_line(cg, "/* Gemm: Y = %g * A%s[%lld x %lld] x B%s[%lld x %lld]%s */", d.alpha,
+	        ta ? "'" : "", (long long)d.M, (long long)d.K, tb ? "'" : "", (long long)d.K,
+	        (long long)d.N, d.has_c && d.beta != 0.0 ? " + beta * C" : "");
+	cg_line(cg, "const %s *restrict a = X0;", t.st);
+	cg_line(cg, "const %s *restrict b = X1;", t.st);
+	if (d.has_c)
+		cg_line(cg, "const %s *restrict c = X2;", t.st);
+	cg_line(cg, "%s *restrict y = Y0;", t.st);
+	if (d.K == 0) {
+		/* empty sum: only beta * C */
+		char ini[300];
+		cg_line(cg, "for (size_t r = 0; r < %lld; r++)", (long long)d.M);
+		cg_line(cg, "    for (size_t j = 0; j < %lld; j++)", (long long)d.N);
+		init_expr(cg, &t, &d, "r", "j", ini, sizeof(ini));
+		cg_line(cg, "        y[r * %lld + j] = %s;", (long long)d.N, cg_store(cg, t.dt, ini));
+		if (d.has_c)
+			cg_line(cg, "(void)c;");
+		cg_line(cg, "(void)a;");
+		cg_line(cg, "(void)b;");
+		return RL_OK;
+	}
+	if (d.has_c && d.beta == 0.0)
+		cg_line(cg, "(void)c;");
+	emit_product(cg, &t, &d);
+	return RL_OK;
+}
+
+enum rl_status rl_emit_c_matmul(struct rl_cgen *cg, uint32_t node)
+{
+	switch (cg->g->nodes[node].op) {
+	case RL_OP_MatMul: return emit_matmul(cg, node);
+	case RL_OP_Gemm: return emit_gemm(cg, node);
+	default: return cg_error(cg, node, "not a matmul-family operator");
+	}
+}

@@ -1,0 +1,552 @@
+/*
+ * emit_norm.c - C kernels for the norm family: BatchNormalization,
+ * LayerNormalization, InstanceNormalization, LRN, Softmax, LogSoftmax and
+ * Hardmax.
+ *
+ * All of them work on floats only (float16 and bfloat16 computed in float,
+ * float64 in double). The normalizations fold their per-channel algebra into
+ * one multiply-add per element, y = x * a + b, with a and b computed once per
+ * channel (inference BatchNormalization) or once per normalized row (the
+ * statistics-based ones: two passes for mean and variance, then the apply).
+ *
+ * Softmax-like ops see the input as [outer, D, inner] and normalize along D.
+ * Before opset 13 the input is coerced to 2-D at `axis` (inner = 1, D = the
+ * product of the trailing dims); from 13 the op runs along one axis. With
+ * inner = 1 every row is contiguous and the kernel uses scalars; otherwise it
+ * walks tiles of up to RL_NORM_TILE neighbouring rows at once, with one
+ * running max and sum per lane, so every inner loop is contiguous. The max is
+ * subtracted before exp, as numerically stable softmax requires.
+ *
+ * BatchNormalization in training mode (opset >= 14, training_mode=1) uses
+ * the batch's own mean and (population) variance, as the ONNX reference
+ * does, and writes the running mean and variance when they are requested.
+ * Before opset 14 only the inference form (a single output) is emitted.
+ */
+#include "emit.h"
+
+#include <string.h>
+
+#define RL_NORM_TILE 256 /* lanes of a tiled softmax */
+
+static int64_t numel(const struct rl_value *v)
+{
+	return rl_shape_numel(&v->shape);
+}
+
+static const char *mfn(const char *ct, const char *f)
+{
+	static char b[8][16];
+	static int k;
+	k = (k + 1) % 8;
+	snprintf(b[k], sizeof(b[k]), "%s%s", f, strcmp(ct, "float") == 0 ? "f" : "");
+	return b[k];
+}
+
+/* compute-type literal */
+static const char *lit(const char *ct, double x)
+{
+	return cg_lit(strcmp(ct, "double") == 0 ? RL_DT_DOUBLE : RL_DT_FLOAT, x);
+}
+
+/* load of element `e` of input k as compute type (a copy, safe to keep) */
+static const char *ld(struct rl_cgen *cg, enum rl_dtype dt, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static const char *ld(struct rl_cgen *cg, enum rl_dtype dt, const char *fmt, ...)
+{
+	static char b[8][256];
+	static int k;
+	char e[192];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(e, sizeof(e), fmt, ap);
+	va_end(ap);
+	k = (k + 1) % 8;
+	snprintf(b[k], sizeof(b[k]), "%s", cg_load(cg, dt, e));
+	return b[k];
+}
+
+static enum rl_status need_float(struct rl_cgen *cg, uint32_t node, const struct rl_value *v)
+{
+	if (!rl_dtype_is_float(v->dtype))
+		return cg_error(cg, node, "%s needs a float input, not %s",
+		                rl_op_table[cg->g->nodes[node].op].name, rl_dtype_name(v->dtype));
+	return RL_OK;
+}
+
+/* ---- BatchNormalization -------------------------------------------------- */
+
+static enum rl_status emit_batchnorm(struct rl_cgen *cg, uint32_t node)
+{
+	const struct rl_node *n = &cg->g->nodes[node];
+	const struct rl_value *x = cg_in(cg, node, 0), *y = cg_out(cg, node, 0);
+	enum rl_dtype dt = x->dtype;
+	const char *ct = cg_comptype(dt);
+	if (x->shape.rank < 2)
+		return cg_error(cg, node, "input must have rank >= 2 (N, C, ...)");
+	int64_t N = x->shape.d[0].v, C = x->shape.d[1].v, S = 1;
+	for (int d = 2; d < x->shape.rank; d++)
+		S *= x->shape.d[d].v;
+	for (int k = 1; k < 5; k++) {
+		const struct rl_value *p = cg_in(cg, node, k);
+		if (!p)
+			return cg_error(cg, node, "input %d is missing", k);
+		if (numel(p) != C)
+			return cg_error(cg, node, "input %d has %lld elements, expected one per channel "
+			                "(%lld)%s", k, (long long)numel(p), (long long)C,
+			                n->opset < 9 ? " (spatial=0 is not supported)" : "");
+		if (!rl_dtype_is_float(p->dtype))
+			return cg_error(cg, node, "input %d must be float", k);
+	}
+	bool train = n->opset >= 14 && rl_node_attr_int(n, "training_mode", 0);
+	const struct rl_value *rm = NULL, *rv = NULL;
+	if (train) {
+		rm = cg_out(cg, node, 1);
+		rv = cg_out(cg, node, 2);
+	} else {
+		for (int k = 1; k < n->nout; k++)
+			if (cg_out(cg, node, k))
+				return cg_error(cg, node, "training outputs (output %d) are only supported "
+				                "with training_mode=1 from opset 14", k);
+	}
+	double eps = rl_node_attr_float(n, "epsilon", 1e-5);
+	double mom = rl_node_attr_float(n, "momentum", 0.9);
+	if (numel(y) == 0) {
+		cg_line(cg, "/* empty output */");
+		return RL_OK;
+	}
+	enum rl_dtype sdt = cg_in(cg, node, 1)->dtype, bdt = cg_in(cg, node, 2)->dtype;
+	enum rl_dtype mdt = cg_in(cg, node, 3)->dtype, vdt = cg_in(cg, node, 4)->dtype;
+	cg_line(cg, "/* y = (x - mean) / sqrt(var + eps) * scale + B, folded per channel into "
+	        "y = x * a + b%s */", train ? "; mean and var from the batch" : "");
+	cg_line(cg, "for (size_t c = 0; c < %lld; c++) {", (long long)C);
+	cg->indent++;
+	const char *mean = NULL, *var = NULL;
+	if (train) {
+		int64_t cnt = N * S;
+		cg_line(cg, "double sum = 0.0, sq = 0.0;");
+		cg_line(cg, "for (size_t n = 0; n < %lld; n++)", (long long)N);
+		cg_line(cg, "    for (size_t s = 0; s < %lld; s++)", (long long)S);
+		cg_line(cg, "        sum += (double)%s;", ld(cg, dt, "X0[(n * %lld + c) * %lld + s]",
+		                                          (long long)C, (long long)S));
+		cg_line(cg, "const double mu = sum / %lld.0;", (long long)cnt);
+		cg_line(cg, "for (size_t n = 0; n < %lld; n++)", (long long)N);
+		cg_line(cg, "    for (size_t s = 0; s < %lld; s++) {", (long long)S);
+		cg_line(cg, "        const double d = (double)%s - mu;",
+		        ld(cg, dt, "X0[(n * %lld + c) * %lld + s]", (long long)C, (long long)S));
+		cg_line(cg, "        sq += d * d;");
+		cg_line(cg, "    }");
+		cg_line(cg, "const double va = sq / %lld.0;", (long long)cnt);
+		mean = "mu";
+		var = "va";
+	}
+	/* a and b of the channel */
+	if (train) {
+		cg_line(cg, "const %s a = (%s)(%s / sqrt(%s + %s));", ct, ct, ld(cg, sdt, "X1[c]"), var,
+		        cg_lit(RL_DT_DOUBLE, eps));
+		cg_line(cg, "const %s b = (%s)(%s - %s * (double)a);", ct, ct, ld(cg, bdt, "X2[c]"),
+		        mean);
+	} else {
+		cg_line(cg, "const %s a = %s / %s(%s + %s);", ct, ld(cg, sdt, "X1[c]"), mfn(ct, "sqrt"),
+		        ld(cg, vdt, "X4[c]"), lit(ct, eps));
+		cg_line(cg, "const %s b = %s - %s * a;", ct, ld(cg, bdt, "X2[c]"), ld(cg, mdt, "X3[c]"));
+	}
+	bool nl = N > 1;
+	if (nl) {
+		cg_line(cg, "for (size_t n = 0; n < %lld; n++) {", (long long)N);
+		cg->indent++;
+		cg_line(cg, "const size_t base = (n * %lld + c) * %lld;", (long long)C, (long long)S);
+	} else {
+		cg_line(cg, "const size_t base = c * %lld;", (long long)S);
+	}
+	char e[128];
+	snprintf(e, sizeof(e), "%s * a + b", ld(cg, dt, "X0[base + s]"));
+	cg_line(cg, "for (size_t s = 0; s < %lld; s++)", (long long)S);
+	cg_line(cg, "    Y0[base + s] = %s;", cg_store(cg, y->dtype, e));
+	if (nl) {
+		cg->indent--;
+		cg_line(cg, "}");
+	}
+	if (train) {
+		char b[256];
+		if (rm) {
+			snprintf(b, sizeof(b), "%s * %s + mu * %s", ld(cg, mdt, "X3[c]"),
+			         cg_lit(RL_DT_DOUBLE, mom), cg_lit(RL_DT_DOUBLE, 1.0 - mom));
+			cg_line(cg, "Y1[c] = %s; /* running mean */", cg_store(cg, rm->dtype, b));
+		}
+		if (rv) {
+			snprintf(b, sizeof(b), "%s * %s + va * %s", ld(cg, vdt, "X4[c]"),
+			         cg_lit(RL_DT_DOUBLE, mom), cg_lit(RL_DT_DOUBLE, 1.0 - mom));
+			cg_line(cg, "Y2[c] = %s; /* running variance */", cg_store(cg, rv->dtype, b));
+		}
+	}
+	cg->indent--;
+	cg_line(cg, "}");
+	return RL_OK;
+}
+
+/* ---- LayerNormalization and InstanceNormalization ------------------------- */
+
+/* Mean and inverse std of the D elements at X0[base ...]: defines mean, inv. */
+static void emit_row_stats(struct rl_cgen *cg, enum rl_dtype dt, const char *ct, int64_t D,
+                           double eps)
+{
+	cg_line(cg, "%s sum = 0;", ct);
+	cg_line(cg, "for (size_t i = 0; i < %lld; i++)", (long long)D);
+	cg_line(cg, "    sum += %s;", ld(cg, dt, "X0[base + i]"));
+	cg_line(cg, "const %s mean = sum / %s;", ct, lit(ct, (double)D));
+	cg_line(cg, "%s sq = 0;", ct);
+	cg_line(cg, "for (size_t i = 0; i < %lld; i++) {", (long long)D);
+	cg_line(cg, "    const %s d = %s - mean;", ct, ld(cg, dt, "X0[base + i]"));
+	cg_line(cg, "    sq += d * d;");
+	cg_line(cg, "}");
+	cg_line(cg, "const %s inv = %s / %s(sq / %s + %s);", ct, lit(ct, 1.0), mfn(ct, "sqrt"),
+	        lit(ct, (double)D), lit(ct, eps));
+}
+
+static enum rl_status emit_layernorm(struct rl_cgen *cg, uint32_t node)
+{
+	const struct rl_node *n = &cg->g->nodes[node];
+	const struct rl_value *x = cg_in(cg, node, 0), *y = cg_out(cg, node, 0);
+	const struct rl_value *sc = cg_in(cg, node, 1), *bi = cg_in(cg, node, 2);
+	enum rl_dtype dt = x->dtype;
+	int r = x->shape.rank;
+	int64_t axis = rl_node_attr_int(n, "axis", -1);
+	if (axis < 0)
+		axis += r;
+	if (axis < 0 || axis >= r)
+		return cg_error(cg, node, "axis %lld is out of range for rank %d",
+		                (long long)rl_node_attr_int(n, "axis", -1), r);
+	if (!sc)
+		return cg_error(cg, node, "Scale is missing");
+	const char *ct = dt == RL_DT_DOUBLE || rl_node_attr_int(n, "stash_type", 1) == 11
+	                         ? "double" : "float";
+	double eps = rl_node_attr_float(n, "epsilon", 1e-5);
+	int64_t R = 1, D = 1;
+	struct rl_shape ns = {.rank = r - (int)axis};
+	for (int d = 0; d < r; d++) {
+		if (d < axis)
+			R *= x->shape.d[d].v;
+		else {
+			D *= x->shape.d[d].v;
+			ns.d[d - axis] = x->shape.d[d];
+		}
+	}
+	if (sc->shape.rank > ns.rank || (bi && bi->shape.rank > ns.rank))
+		return cg_error(cg, node, "Scale and B must broadcast to the normalized shape");
+	struct rl_shape chk;
+	if (!rl_shape_broadcast(&ns, &sc->shape, &chk) || !rl_shape_equal(&chk, &ns) ||
+	    (bi && (!rl_shape_broadcast(&ns, &bi->shape, &chk) || !rl_shape_equal(&chk, &ns))))
+		return cg_error(cg, node, "Scale and B must broadcast to the normalized shape");
+	const struct rl_value *ym = cg_out(cg, node, 1), *yi = cg_out(cg, node, 2);
+	if (numel(y) == 0 || D == 0) {
+		cg_line(cg, "/* empty output */");
+		return RL_OK;
+	}
+	cg_line(cg, "/* %lld rows of %lld: y = (x - mean) / sqrt(var + eps) * Scale + B */",
+	        (long long)R, (long long)D);
+	cg_line(cg, "for (size_t r = 0; r < %lld; r++) {", (long long)R);
+	cg->indent++;
+	cg_line(cg, "const size_t base = r * %lld;", (long long)D);
+	emit_row_stats(cg, dt, ct, D, eps);
+	if (ym)
+		cg_line(cg, "Y1[r] = %s;", cg_store(cg, ym->dtype, "mean"));
+	if (yi)
+		cg_line(cg, "Y2[r] = %s;", cg_store(cg, yi->dtype, "inv"));
+	const struct rl_shape *ins[3] = {&ns, &sc->shape, bi ? &bi->shape : NULL};
+	int depth = cg_bcast_open(cg, &ns, bi ? 3 : 2, ins);
+	char e[512];
+	snprintf(e, sizeof(e), "(%s - mean) * inv * %s%s%s", ld(cg, dt, "X0[base + o]"),
+	         ld(cg, sc->dtype, "X1[i1]"), bi ? " + " : "", bi ? ld(cg, bi->dtype, "X2[i2]") : "");
+	cg_line(cg, "Y0[base + o] = %s;", cg_store(cg, y->dtype, e));
+	cg_loops_close(cg, depth);
+	cg->indent--;
+	cg_line(cg, "}");
+	return RL_OK;
+}
+
+static enum rl_status emit_instancenorm(struct rl_cgen *cg, uint32_t node)
+{
+	const struct rl_node *n = &cg->g->nodes[node];
+	const struct rl_value *x = cg_in(cg, node, 0), *y = cg_out(cg, node, 0);
+	enum rl_dtype dt = x->dtype;
+	const char *ct = cg_comptype(dt);
+	if (x->shape.rank < 2)
+		return cg_error(cg, node, "input must have rank >= 2 (N, C, ...)");
+	int64_t N = x->shape.d[0].v, C = x->shape.d[1].v, S = 1;
+	for (int d = 2; d < x->shape.rank; d++)
+		S *= x->shape.d[d].v;
+	for (int k = 1; k < 3; k++)
+		if (!cg_in(cg, node, k) || numel(cg_in(cg, node, k)) != C)
+			return cg_error(cg, node, "input %d must have one element per channel", k);
+	double eps = rl_node_attr_float(n, "epsilon", 1e-5);
+	if (numel(y) == 0 || S == 0) {
+		cg_line(cg, "/* empty output */");
+		return RL_OK;
+	}
+	cg_line(cg, "/* per (n, c): y = (x - mean) / sqrt(var + eps) * scale[c] + B[c] */");
+	cg_line(cg, "for (size_t n = 0; n < %lld; n++) {", (long long)N);
+	cg_line(cg, "    for (size_t c = 0; c < %lld; c++) {", (long long)C);
+	cg->indent += 2;
+	cg_line(cg, "const size_t base = (n * %lld + c) * %lld;", (long long)C, (long long)S);
+	emit_row_stats(cg, dt, ct, S, eps);
+	cg_line(cg, "const %s a = inv * %s;", ct, ld(cg, cg_in(cg, node, 1)->dtype, "X1[c]"));
+	cg_line(cg, "const %s b = %s - mean * a;", ct, ld(cg, cg_in(cg, node, 2)->dtype, "X2[c]"));
+	char e[256];
+	snprintf(e, sizeof(e), "%s * a + b", ld(cg, dt, "X0[base + i]"));
+	cg_line(cg, "for (size_t i = 0; i < %lld; i++)", (long long)S);
+	cg_line(cg, "    Y0[base + i] = %s;", cg_store(cg, y->dtype, e));
+	cg->indent -= 2;
+	cg_line(cg, "    }");
+	cg_line(cg, "}");
+	return RL_OK;
+}
+
+/* ---- LRN ----------------------------------------------------------------- */
+
+static enum rl_status emit_lrn(struct rl_cgen *cg, uint32_t node)
+{
+	const struct rl_node *n = &cg->g->nodes[node];
+	const struct rl_value *x = cg_in(cg, node, 0), *y = cg_out(cg, node, 0);
+	enum rl_dtype dt = x->dtype;
+	const char *ct = cg_comptype(dt);
+	if (x->shape.rank < 2)
+		return cg_error(cg, node, "input must have rank >= 2 (N, C, ...)");
+	int64_t size = rl_node_attr_int(n, "size", 0);
+	if (size <= 0)
+		return cg_error(cg, node, "LRN needs a positive 'size'");
+	double alpha = rl_node_attr_float(n, "alpha", 1e-4);
+	double beta = rl_node_attr_float(n, "beta", 0.75);
+	double bias = rl_node_attr_float(n, "bias", 1.0);
+	int64_t N = x->shape.d[0].v, C = x->shape.d[1].v, S = 1;
+	for (int d = 2; d < x->shape.rank; d++)
+		S *= x->shape.d[d].v;
+	if (numel(y) == 0) {
+		cg_line(cg, "/* empty output */");
+		return RL_OK;
+	}
+	int64_t before = (size - 1) / 2, after = size / 2; /* floor and ceil of (size-1)/2 */
+	int64_t tile = S < RL_NORM_TILE ? S : RL_NORM_TILE;
+	bool tiled = S > tile;
+	cg_line(cg, "/* y = x / (bias + alpha/size * sum of x^2 over channels [c-%lld, c+%lld])"
+	        "^beta */", (long long)before, (long long)after);
+	cg_line(cg, "for (size_t n = 0; n < %lld; n++) {", (long long)N);
+	cg_line(cg, "    for (size_t c = 0; c < %lld; c++) {", (long long)C);
+	cg->indent += 2;
+	cg_line(cg, "const size_t lo = c < %lld ? 0 : c - %lld;", (long long)before,
+	        (long long)before);
+	cg_line(cg, "const size_t hi = c + %lld < %lld ? c + %lld : %lld;", (long long)after,
+	        (long long)C, (long long)after, (long long)(C - 1));
+	const char *w = "w", *cs = " + s0";
+	char wl[32];
+	if (tiled) {
+		cg_line(cg, "for (size_t s0 = 0; s0 < %lld; s0 += %lld) {", (long long)S,
+		        (long long)tile);
+		cg->indent++;
+		cg_line(cg, "const size_t w = %lld - s0 < %lld ? %lld - s0 : %lld;", (long long)S,
+		        (long long)tile, (long long)S, (long long)tile);
+	} else {
+		snprintf(wl, sizeof(wl), "%lld", (long long)S);
+		w = wl;
+		cs = "";
+	}
+	cg_line(cg, "%s acc[%lld];", ct, (long long)tile);
+	cg_line(cg, "for (size_t t = 0; t < %s; t++) acc[t] = 0;", w);
+	cg_line(cg, "for (size_t i = lo; i <= hi; i++) {");
+	cg_line(cg, "    const size_t src = (n * %lld + i) * %lld%s;", (long long)C, (long long)S, cs);
+	cg_line(cg, "    for (size_t t = 0; t < %s; t++) {", w);
+	cg_line(cg, "        const %s v = %s;", ct, ld(cg, dt, "X0[src + t]"));
+	cg_line(cg, "        acc[t] += v * v;");
+	cg_line(cg, "    }");
+	cg_line(cg, "}");
+	cg_line(cg, "const size_t dst = (n * %lld + c) * %lld%s;", (long long)C, (long long)S, cs);
+	char e[256];
+	snprintf(e, sizeof(e), "%s / %s(%s + %s * acc[t], %s)", ld(cg, dt, "X0[dst + t]"),
+	         mfn(ct, "pow"), lit(ct, bias), lit(ct, alpha / (double)size), lit(ct, beta));
+	cg_line(cg, "for (size_t t = 0; t < %s; t++)", w);
+	cg_line(cg, "    Y0[dst + t] = %s;", cg_store(cg, y->dtype, e));
+	if (tiled) {
+		cg->indent--;
+		cg_line(cg, "}");
+	}
+	cg->indent -= 2;
+	cg_line(cg, "    }");
+	cg_line(cg, "}");
+	return RL_OK;
+}
+
+/* ---- Softmax, LogSoftmax, Hardmax ----------------------------------------- */
+
+static enum rl_status emit_softmax(struct rl_cgen *cg, uint32_t node)
+{
+	const struct rl_node *n = &cg->g->nodes[node];
+	const struct rl_value *x = cg_in(cg, node, 0), *y = cg_out(cg, node, 0);
+	enum rl_dtype dt = x->dtype;
+	const char *ct = cg_comptype(dt);
+	int r = x->shape.rank;
+	bool v13 = n->opset >= 13;
+	int64_t axis = rl_node_attr_int(n, "axis", v13 ? -1 : 1);
+	if (axis < 0)
+		axis += r;
+	if (r == 0 ? axis != 0 : (axis < 0 || axis >= r))
+		return cg_error(cg, node, "axis %lld is out of range for rank %d",
+		                (long long)rl_node_attr_int(n, "axis", v13 ? -1 : 1), r);
+	int64_t outer = 1, D = 1, inner = 1;
+	for (int d = 0; d < r; d++) {
+		int64_t v = x->shape.d[d].v;
+		if (d < axis)
+			outer *= v;
+		else if (d == axis || !v13)
+			D *= v;
+		else
+			inner *= v;
+	}
+	if (numel(y) == 0) {
+		cg_line(cg, "/* empty output */");
+		return RL_OK;
+	}
+	const char *opn = rl_op_table[n->op].name;
+	cg_line(cg, "/* %s over %lld elements (stride %lld) for %lld x %lld rows%s */", opn,
+	        (long long)D, (long long)inner, (long long)outer, (long long)inner,
+	        n->op == RL_OP_Hardmax ? "" : "; the row max is subtracted before exp");
+	/* names that let one code path serve scalar rows and tiled lanes */
+	bool vec = inner > 1;
+	int64_t tile = inner < RL_NORM_TILE ? inner : RL_NORM_TILE;
+	bool tiled = inner > tile;
+	const char *M = vec ? "m[t]" : "m", *S = vec ? "s[t]" : "s", *B = vec ? "bi[t]" : "bi";
+	char lane[64] = "", xi[96], x0[96];
+	if (tiled)
+		snprintf(lane, sizeof(lane), "for (size_t t = 0; t < w; t++) ");
+	else if (vec)
+		snprintf(lane, sizeof(lane), "for (size_t t = 0; t < %lld; t++) ", (long long)inner);
+	const char *tc = tiled ? " + c" : "";
+	bool lo = outer > 1;
+	if (lo) {
+		cg_line(cg, "for (size_t a = 0; a < %lld; a++) {", (long long)outer);
+		cg->indent++;
+		cg_line(cg, "const size_t b = a * %lld;", (long long)(D * inner));
+	} else {
+		cg_line(cg, "const size_t b = 0;");
+	}
+	if (tiled) {
+		cg_line(cg, "for (size_t c = 0; c < %lld; c += %lld) {", (long long)inner,
+		        (long long)tile);
+		cg->indent++;
+		cg_line(cg, "const size_t w = %lld - c < %lld ? %lld - c : %lld;", (long long)inner,
+		        (long long)tile, (long long)inner, (long long)tile);
+	}
+	snprintf(x0, sizeof(x0), "X0[b%s%s]", tc, vec ? " + t" : "");
+	snprintf(xi, sizeof(xi), vec ? "X0[b + d * %lld%s + t]" : "X0[b + d]", (long long)inner, tc);
+	/* pass 1: the max (and its first index for Hardmax) */
+	if (vec) {
+		cg_line(cg, "%s m[%lld];", ct, (long long)tile);
+		cg_line(cg, "%sm[t] = %s;", lane, cg_load(cg, dt, x0));
+		if (n->op == RL_OP_Hardmax) {
+			cg_line(cg, "size_t bi[%lld];", (long long)tile);
+			cg_line(cg, "%sbi[t] = 0;", lane);
+		}
+	} else {
+		cg_line(cg, "%s m = %s;", ct, cg_load(cg, dt, x0));
+		if (n->op == RL_OP_Hardmax)
+			cg_line(cg, "size_t bi = 0;");
+	}
+	if (D > 1) {
+		cg_line(cg, "for (size_t d = 1; d < %lld; d++) {", (long long)D);
+		cg->indent++;
+		cg_line(cg, "%s{", lane);
+		cg_line(cg, "    const %s v = %s;", ct, cg_load(cg, dt, xi));
+		if (n->op == RL_OP_Hardmax)
+			cg_line(cg, "    if (v > %s) { %s = v; %s = d; }", M, M, B);
+		else
+			cg_line(cg, "    if (v > %s) %s = v;", M, M);
+		cg_line(cg, "}");
+		cg->indent--;
+		cg_line(cg, "}");
+	}
+	if (n->op == RL_OP_Hardmax)
+		cg_line(cg, "(void)m;");
+	char yi[96];
+	snprintf(yi, sizeof(yi), vec ? "Y0[b + d * %lld%s + t]" : "Y0[b + d]", (long long)inner, tc);
+	bool same = strcmp(ct, cg_ctype(y->dtype)) == 0; /* Y0 can hold exp() */
+	if (n->op == RL_OP_Hardmax) {
+		cg_line(cg, "for (size_t d = 0; d < %lld; d++)", (long long)D);
+		char one[64], zero[64];
+		snprintf(one, sizeof(one), "%s", cg_store(cg, y->dtype, lit(ct, 1)));
+		snprintf(zero, sizeof(zero), "%s", cg_store(cg, y->dtype, lit(ct, 0)));
+		cg_line(cg, "    %s%s = d == %s ? %s : %s;", lane, yi, B, one, zero);
+	} else {
+		if (vec) {
+			cg_line(cg, "%s s[%lld];", ct, (long long)tile);
+			cg_line(cg, "%ss[t] = 0;", lane);
+		} else {
+			cg_line(cg, "%s s = 0;", ct);
+		}
+		cg_line(cg, "for (size_t d = 0; d < %lld; d++) {", (long long)D);
+		cg->indent++;
+		cg_line(cg, "%s{", lane);
+		cg_line(cg, "    const %s e = %s(%s - %s);", ct, mfn(ct, "exp"), cg_load(cg, dt, xi), M);
+		if (n->op == RL_OP_Softmax && same)
+			cg_line(cg, "    %s = e;", yi);
+		cg_line(cg, "    %s += e;", S);
+		cg_line(cg, "}");
+		cg->indent--;
+		cg_line(cg, "}");
+		char e[256];
+		if (n->op == RL_OP_Softmax) {
+			cg_line(cg, "%s%s = %s / %s;", lane, S, lit(ct, 1), S);
+			if (same)
+				snprintf(e, sizeof(e), "%s * %s", yi, S);
+			else
+				snprintf(e, sizeof(e), "%s(%s - %s) * %s", mfn(ct, "exp"), cg_load(cg, dt, xi),
+				         M, S);
+		} else {
+			cg_line(cg, "%s%s = %s(%s);", lane, S, mfn(ct, "log"), S);
+			snprintf(e, sizeof(e), "%s - %s - %s", cg_load(cg, dt, xi), M, S);
+		}
+		cg_line(cg, "for (size_t d = 0; d < %lld; d++)", (long long)D);
+		cg_line(cg, "    %s%s = %s;", lane, yi, cg_store(cg, y->dtype, e));
+	}
+	if (tiled) {
+		cg->indent--;
+		cg_line(cg, "}");
+	}
+	if (lo) {
+		cg->indent--;
+		cg_line(cg, "}");
+	}
+	return RL_OK;
+}
+
+/* ---- dispatch ------------------------------------------------------------ */
+
+bool rl_emit_c_norm_supports(enum rl_op op)
+{
+	switch (op) {
+	case RL_OP_BatchNormalization: case RL_OP_LayerNormalization:
+	case RL_OP_InstanceNormalization: case RL_OP_LRN: case RL_OP_Softmax:
+	case RL_OP_LogSoftmax: case RL_OP_Hardmax:
+		return true;
+	default:
+		return false;
+	}
+}
+
+enum rl_status rl_emit_c_norm(struct rl_cgen *cg, uint32_t node)
+{
+	const struct rl_node *n = &cg->g->nodes[node];
+	const struct rl_value *x = cg_in(cg, node, 0);
+	if (!x || !cg_out(cg, node, 0))
+		return cg_error(cg, node, "missing input or output");
+	enum rl_status st = need_float(cg, node, x);
+	if (st != RL_OK)
+		return st;
+	switch (n->op) {
+	case RL_OP_BatchNormalization: return emit_batchnorm(cg, node);
+	case RL_OP_LayerNormalization: return emit_layernorm(cg, node);
+	case RL_OP_InstanceNormalization: return emit_instancenorm(cg, node);
+	case RL_OP_LRN: return emit_lrn(cg, node);
+	case RL_OP_Softmax: case RL_OP_LogSoftmax: case RL_OP_Hardmax:
+		return emit_softmax(cg, node);
+	default:
+		return cg_error(cg, node, "%s is not a norm-family op", rl_op_table[n->op].name);
+	}
+}

@@ -1,0 +1,223 @@
+/*
+ * fam_norm.c - shape and dtype inference for normalizations and the
+ * row-wise softmax family.
+ *
+ * - BatchNormalization: Y is X; scale, B, mean, var are 1-D of C entries.
+ *   Before opset 14 the optional outputs are mean, var, saved_mean,
+ *   saved_var (all [C]); from 14 they are running_mean and running_var.
+ *   From opset 15 the statistics may have their own dtype (T2), which the
+ *   mean/var outputs take.
+ * - LayerNormalization (17): Y is X; the optional Mean and InvStdDev are X's
+ *   shape with the normalized axes [axis, rank) set to 1, in the stash_type
+ *   dtype (float by default).
+ * - InstanceNormalization, LRN: Y is X.
+ * - Softmax, LogSoftmax, Hardmax: Y is X. Before opset 13 the input is
+ *   coerced to 2-D at `axis` (default 1) for the computation; from 13 the
+ *   op works along `axis` (default -1). The shape is the same either way;
+ *   the axis is validated against the rank.
+ */
+#include "infer_impl.h"
+
+/* A parameter that must be 1-D with `c` entries. */
+static enum rl_status need_vec(struct rl_graph *g, uint32_t node, int slot,
+                               struct rl_dim c, const char *what)
+{
+	struct rl_node *n = &g->nodes[node];
+	struct rl_value *v = rl_infer_in(g, n, slot);
+	if (!v || v->shape.rank < 0)
+		return RL_OK;
+	if (v->shape.rank == 1 && !rl_dim_differ(v->shape.d[0], c))
+		return RL_OK;
+	char b[RL_SSTR];
+	if (c.v >= 0)
+		return rl_graph_error(g, n, RL_ERR_SHAPE,
+		                      "%s '%s' has shape %s; expected %lld (one per channel)",
+		                      what, v->name, rl_sstr(&v->shape, b), (long long)c.v);
+	return rl_graph_error(g, n, RL_ERR_SHAPE, "%s '%s' has shape %s; expected 1-D",
+	                      what, v->name, rl_sstr(&v->shape, b));
+}
+
+static enum rl_status infer_batchnorm(struct rl_graph *g, uint32_t node)
+{
+	struct rl_node *n = &g->nodes[node];
+	struct rl_value *x = rl_infer_in(g, n, 0);
+	static const char *what[5] = {"X", "scale", "B", "mean", "var"};
+	enum rl_status st = RL_OK;
+	for (int i = 0; i < 5 && st == RL_OK; i++)
+		st = rl_infer_dtype_in(g, node, i, RL_TC_FLOAT);
+	if (st == RL_OK && n->opset < 15)
+		for (int i = 1; i < 5 && st == RL_OK; i++)
+			st = rl_infer_dtype_same(g, node, 0, i);
+	if (st == RL_OK)
+		st = rl_infer_dtype_same(g, node, 1, 2);
+	if (st == RL_OK)
+		st = rl_infer_dtype_same(g, node, 3, 4);
+	if (st != RL_OK)
+		return st;
+	char b[RL_SSTR];
+	if (x->shape.rank >= 0 && x->shape.rank < 2)
+		return rl_graph_error(g, n, RL_ERR_SHAPE,
+		                      "input of shape %s needs rank >= 2 (N x C x ...)",
+		                      rl_sstr(&x->shape, b));
+	struct rl_dim c = x->shape.rank >= 2 ? x->shape.d[1] : (struct rl_dim){RL_DIM_SYMBOLIC, NULL};
+	for (int i = 1; i < 5 && st == RL_OK; i++)
+		st = need_vec(g, node, i, c, what[i]);
+	if (st != RL_OK)
+		return st;
+	st = rl_infer_set(g, node, 0, x->dtype, &x->shape);
+	/* the statistics outputs are [C]; take C from scale when X lacks it */
+	struct rl_shape vs = {.rank = 1};
+	vs.d[0] = c;
+	if (c.v < 0 && rl_infer_in(g, n, 1)->shape.rank == 1)
+		vs.d[0] = rl_infer_in(g, n, 1)->shape.d[0];
+	enum rl_dtype sdt = rl_infer_in(g, n, 3)->dtype;
+	for (int k = 1; k < n->nout && st == RL_OK; k++)
+		st = rl_infer_set(g, node, k, sdt, &vs);
+	return st;
+}
+
+static enum rl_status infer_layernorm(struct rl_graph *g, uint32_t node)
+{
+	struct rl_node *n = &g->nodes[node];
+	struct rl_value *x = rl_infer_in(g, n, 0);
+	enum rl_status st = rl_infer_dtype_in(g, node, 0, RL_TC_FLOAT);
+	if (st == RL_OK)
+		st = rl_infer_dtype_in(g, node, 1, RL_TC_FLOAT);
+	if (st == RL_OK)
+		st = rl_infer_dtype_same(g, node, 1, 2);
+	if (st != RL_OK)
+		return st;
+	int64_t stash = rl_node_attr_int(n, "stash_type", RL_DT_FLOAT);
+	if (stash != RL_DT_FLOAT && stash != RL_DT_DOUBLE && stash != RL_DT_FLOAT16 &&
+	    stash != RL_DT_BFLOAT16)
+		return rl_graph_error(g, n, RL_ERR_SHAPE,
+		                      "stash_type %lld is not a floating-point dtype",
+		                      (long long)stash);
+	const struct rl_shape *sx = &x->shape;
+	char bx[RL_SSTR], bs[RL_SSTR];
+	struct rl_shape stat = {.rank = -1};
+	if (sx->rank >= 0) {
+		int axis;
+		int64_t a = rl_node_attr_int(n, "axis", -1);
+		if (!rl_axis_norm(a, sx->rank, false, &axis))
+			return rl_graph_error(g, n, RL_ERR_SHAPE,
+			                      "axis %lld is out of range for input %s",
+			                      (long long)a, rl_sstr(sx, bx));
+		/* Scale and B broadcast unidirectionally to X[axis:] */
+		struct rl_shape tail = {.rank = sx->rank - axis};
+		for (int i = axis; i < sx->rank; i++)
+			tail.d[i - axis] = sx->d[i];
+		for (int k = 1; k < 3; k++) {
+			struct rl_value *p = rl_infer_in(g, n, k);
+			if (!p || p->shape.rank < 0)
+				continue;
+			struct rl_shape bc;
+			bool ok = p->shape.rank <= tail.rank &&
+			          rl_shape_broadcast(&tail, &p->shape, &bc) &&
+			          bc.rank == tail.rank;
+			for (int i = 0; ok && i < tail.rank; i++)
+				ok = !rl_dim_differ(bc.d[i], tail.d[i]);
+			if (!ok)
+				return rl_graph_error(g, n, RL_ERR_SHAPE,
+				                      "%s of shape %s does not broadcast to the "
+				                      "normalized dims %s of %s", k == 1 ? "Scale" : "B",
+				                      rl_sstr(&p->shape, bs), rl_sstr(&tail, bx),
+				                      x->name);
+		}
+		stat = *sx;
+		for (int i = axis; i < sx->rank; i++)
+			stat.d[i] = rl_dim_num(1);
+	}
+	st = rl_infer_set(g, node, 0, x->dtype, sx);
+	if (st == RL_OK)
+		st = rl_infer_set(g, node, 1, (enum rl_dtype)stash, &stat);
+	if (st == RL_OK)
+		st = rl_infer_set(g, node, 2, (enum rl_dtype)stash, &stat);
+	return st;
+}
+
+static enum rl_status infer_instnorm(struct rl_graph *g, uint32_t node)
+{
+	struct rl_node *n = &g->nodes[node];
+	struct rl_value *x = rl_infer_in(g, n, 0);
+	enum rl_status st = RL_OK;
+	for (int i = 0; i < 3 && st == RL_OK; i++) {
+		st = rl_infer_dtype_in(g, node, i, RL_TC_FLOAT);
+		if (st == RL_OK)
+			st = rl_infer_dtype_same(g, node, 0, i);
+	}
+	if (st != RL_OK)
+		return st;
+	char b[RL_SSTR];
+	if (x->shape.rank >= 0 && x->shape.rank < 3)
+		return rl_graph_error(g, n, RL_ERR_SHAPE,
+		                      "input of shape %s needs rank >= 3 (N x C x spatial)",
+		                      rl_sstr(&x->shape, b));
+	struct rl_dim c = x->shape.rank >= 2 ? x->shape.d[1] : (struct rl_dim){RL_DIM_SYMBOLIC, NULL};
+	st = need_vec(g, node, 1, c, "scale");
+	if (st == RL_OK)
+		st = need_vec(g, node, 2, c, "B");
+	if (st != RL_OK)
+		return st;
+	return rl_infer_set(g, node, 0, x->dtype, &x->shape);
+}
+
+static enum rl_status infer_lrn(struct rl_graph *g, uint32_t node)
+{
+	struct rl_node *n = &g->nodes[node];
+	struct rl_value *x = rl_infer_in(g, n, 0);
+	enum rl_status st = rl_infer_dtype_in(g, node, 0, RL_TC_FLOAT);
+	if (st != RL_OK)
+		return st;
+	const struct rl_attr *sz = rl_node_attr(n, "size");
+	if (!sz || sz->kind != RL_ATTR_INT || sz->i < 1)
+		return rl_graph_error(g, n, RL_ERR_SHAPE,
+		                      "attribute 'size' is missing or not positive");
+	char b[RL_SSTR];
+	if (x->shape.rank >= 0 && x->shape.rank < 2)
+		return rl_graph_error(g, n, RL_ERR_SHAPE,
+		                      "input of shape %s needs rank >= 2 (N x C x ...)",
+		                      rl_sstr(&x->shape, b));
+	return rl_infer_set(g, node, 0, x->dtype, &x->shape);
+}
+
+static enum rl_status infer_softmax(struct rl_graph *g, uint32_t node)
+{
+	struct rl_node *n = &g->nodes[node];
+	struct rl_value *x = rl_infer_in(g, n, 0);
+	enum rl_status st = rl_infer_dtype_in(g, node, 0, RL_TC_FLOAT);
+	if (st != RL_OK)
+		return st;
+	if (x->shape.rank >= 0) {
+		/* before 13: coerced to 2-D at axis (default 1); from 13: one axis
+		 * (default -1), in [-r, r-1]. */
+		int64_t a = rl_node_attr_int(n, "axis", n->opset < 13 ? 1 : -1);
+		int axis;
+		char b[RL_SSTR];
+		/* the pre-13 coercion splits at axis, so axis == rank is a valid
+		 * split point there (everything in the row dim) */
+		bool ok = rl_axis_norm(a, x->shape.rank, n->opset < 13, &axis);
+		if (!ok)
+			return rl_graph_error(g, n, RL_ERR_SHAPE,
+			                      "axis %lld is out of range for input %s",
+			                      (long long)a, rl_sstr(&x->shape, b));
+	}
+	return rl_infer_set(g, node, 0, x->dtype, &x->shape);
+}
+
+enum rl_status rl_infer_norm(struct rl_graph *g, uint32_t node)
+{
+	switch (g->nodes[node].op) {
+	case RL_OP_BatchNormalization: return infer_batchnorm(g, node);
+	case RL_OP_LayerNormalization: return infer_layernorm(g, node);
+	case RL_OP_InstanceNormalization: return infer_instnorm(g, node);
+	case RL_OP_LRN: return infer_lrn(g, node);
+	case RL_OP_Softmax:
+	case RL_OP_LogSoftmax:
+	case RL_OP_Hardmax:
+		return infer_softmax(g, node);
+	default:
+		return rl_graph_error(g, &g->nodes[node], RL_ERR_UNSUPPORTED,
+		                      "no norm shape rule for this operator");
+	}
+}

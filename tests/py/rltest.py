@@ -1,0 +1,235 @@
+"""Shared helpers for rlopt's Python test drivers (no pytest).
+
+Each driver is a plain script run by ctest as
+    <venv python> tests/py/test_X.py --rlopt PATH --source DIR --build DIR [flags]
+and ends with one line, exactly ``N passed, N failed, N skipped``; it exits
+non-zero when anything failed. This module holds what the drivers share:
+the argument parser, locating the ONNX test data shipped in the onnx wheel,
+TensorProto .pb files, subprocesses with timeouts, and array comparison with
+numpy.testing.assert_allclose semantics.
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+# ---- arguments ------------------------------------------------------------
+
+
+def make_parser(description):
+    """The flags every driver takes; add driver-specific ones to the result."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--rlopt", default=None, help="path of the rlopt executable")
+    ap.add_argument("--source", default=os.path.normpath(os.path.join(here, "..", "..")),
+                    help="rlopt source tree (default: %(default)s)")
+    ap.add_argument("--build", default=None, help="rlopt build tree (informational)")
+    ap.add_argument("-v", "--verbose", action="store_true", help="print every test and skip")
+    return ap
+
+
+# ---- ONNX test data -------------------------------------------------------
+
+
+def onnx_data_dir():
+    """The backend test data that ships inside the onnx wheel."""
+    d = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data")
+    if not os.path.isdir(d):
+        raise FileNotFoundError(f"onnx backend test data not found at {d}")
+    return d
+
+
+def read_pb(path):
+    """Read a TensorProto .pb file; returns (name, numpy array)."""
+    t = onnx.TensorProto()
+    with open(path, "rb") as f:
+        t.ParseFromString(f.read())
+    return t.name, numpy_helper.to_array(t)
+
+
+def write_pb(path, arr, name=""):
+    """Write a numpy array as a TensorProto .pb file (atomically)."""
+    t = numpy_helper.from_array(np.asarray(arr), name)
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(t.SerializeToString())
+    os.replace(tmp, path)
+
+
+def graph_inputs(model):
+    """Graph inputs that are real inputs (not initializers), in order."""
+    inits = {i.name for i in model.graph.initializer}
+    return [vi for vi in model.graph.input if vi.name not in inits]
+
+
+def dtype_name(elem_type):
+    """ONNX TensorProto.DataType number -> lower-case name ('float', 'int64', ...)."""
+    try:
+        return onnx.TensorProto.DataType.Name(elem_type).lower()
+    except ValueError:
+        return f"dtype{elem_type}"
+
+
+# ---- subprocesses ---------------------------------------------------------
+
+
+class RunResult:
+    def __init__(self, cmd, returncode, stdout, stderr, timed_out, seconds):
+        self.cmd = cmd
+        self.returncode = returncode
+        self.stdout = stdout
+        self.stderr = stderr
+        self.timed_out = timed_out
+        self.seconds = seconds
+
+    @property
+    def ok(self):
+        return not self.timed_out and self.returncode == 0
+
+    def describe(self, max_lines=8):
+        """One-paragraph account of a failed run: exit status, then stderr's first lines."""
+        if self.timed_out:
+            head = f"timed out after {self.seconds:.0f} s"
+        elif self.returncode is None:
+            head = "could not start"
+        elif self.returncode < 0:
+            head = f"killed by signal {-self.returncode}"
+        else:
+            head = f"exit status {self.returncode}"
+        text = (self.stderr or "").strip() or (self.stdout or "").strip()
+        lines = text.splitlines()
+        body = "\n".join("    " + ln for ln in lines[:max_lines])
+        if len(lines) > max_lines:
+            body += f"\n    ... ({len(lines) - max_lines} more lines)"
+        return head + ("\n" + body if body else "")
+
+
+def run(cmd, timeout, cwd=None, env=None):
+    """Run cmd (a list) with a timeout, capturing text output; never raises for
+    a non-zero exit or a timeout."""
+    t0 = time.monotonic()
+    try:
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd,
+                             env=env, text=True, errors="replace", start_new_session=True)
+    except OSError as e:
+        return RunResult(cmd, None, "", f"{cmd[0]}: {e}", False, 0.0)
+    try:
+        out, err = p.communicate(timeout=timeout)
+        return RunResult(cmd, p.returncode, out, err, False, time.monotonic() - t0)
+    except subprocess.TimeoutExpired:
+        # kill the whole process group the child leads (it may have spawned a
+        # compiler or the compiled program), then collect what it printed
+        try:
+            os.killpg(p.pid, 9)
+        except OSError:
+            p.kill()
+        out, err = p.communicate()
+        return RunResult(cmd, p.returncode, out, err, True, time.monotonic() - t0)
+
+
+# ---- comparison -----------------------------------------------------------
+
+
+def _is_exact(dt):
+    return dt == np.bool_ or np.issubdtype(dt, np.integer)
+
+
+def _as_float64(a):
+    # float16 is a numpy type; bfloat16 and float8 come from ml_dtypes and
+    # convert with astype as well
+    return np.asarray(a).astype(np.float64)
+
+
+def compare(actual, expected, rtol=1e-3, atol=1e-7):
+    """Compare like numpy.testing.assert_allclose(actual, expected, rtol, atol)
+    with equal_nan=True: |a - e| <= atol + rtol * |e| elementwise, NaN where the
+    other has NaN, +-inf exactly where the other has the same inf. Shapes and
+    dtypes must match exactly; bool and integer arrays must be equal.
+
+    Returns (ok, message, max_abs_err, max_rel_err); message is "" when ok.
+    """
+    actual = np.asarray(actual)
+    expected = np.asarray(expected)
+    if actual.shape != expected.shape:
+        return False, f"shape {list(actual.shape)} != expected {list(expected.shape)}", None, None
+    if actual.dtype != expected.dtype:
+        return False, f"dtype {actual.dtype} != expected {expected.dtype}", None, None
+    if actual.size == 0:
+        return True, "", 0.0, 0.0
+    if actual.dtype == object:
+        ok = bool(np.array_equal(actual, expected))
+        return ok, "" if ok else "values differ", None, None
+    if _is_exact(actual.dtype):
+        bad = actual != expected
+        nbad = int(np.count_nonzero(bad))
+        if expected.dtype == np.bool_:
+            diff = bad.astype(np.float64)
+        else:
+            diff = np.abs(actual.astype(np.float64) - expected.astype(np.float64))
+        max_abs = float(diff.max())
+        if nbad == 0:
+            return True, "", 0.0, 0.0
+        idx = np.unravel_index(int(np.argmax(bad)), bad.shape)
+        return (False, f"{nbad}/{actual.size} elements differ (exact compare); first at "
+                f"{list(map(int, idx))}: got {actual[idx].item()!r}, expected {expected[idx].item()!r}",
+                max_abs, None)
+
+    a = _as_float64(actual)
+    e = _as_float64(expected)
+    a_nan, e_nan = np.isnan(a), np.isnan(e)
+    a_inf, e_inf = np.isinf(a), np.isinf(e)
+    finite = ~(a_nan | e_nan | a_inf | e_inf)
+    bad = (a_nan != e_nan) | ((a_inf | e_inf) & ~(a_nan | e_nan) & (a != e))
+    with np.errstate(invalid="ignore", over="ignore"):
+        diff = np.where(finite, np.abs(a - e), 0.0)
+        tol = atol + rtol * np.abs(np.where(finite, e, 0.0))
+        rel = np.where(finite & (e != 0), diff / np.where(e != 0, np.abs(e), 1.0), 0.0)
+    bad |= finite & (diff > tol)
+    max_abs = float(diff.max())
+    max_rel = float(rel.max())
+    nbad = int(np.count_nonzero(bad))
+    if nbad == 0:
+        return True, "", max_abs, max_rel
+    idx = np.unravel_index(int(np.argmax(bad)), bad.shape)
+    return (False, f"{nbad}/{actual.size} elements outside rtol={rtol:g} atol={atol:g}; "
+            f"max abs err {max_abs:.3g}, max rel err {max_rel:.3g}; first at "
+            f"{list(map(int, idx))}: got {a[idx].item()!r}, expected {e[idx].item()!r}", max_abs, max_rel)
+
+
+# ---- results --------------------------------------------------------------
+
+
+class Tally:
+    """Counts results and prints the final summary line."""
+
+    def __init__(self):
+        self.passed = 0
+        self.failed = 0
+        self.skipped = 0
+
+    def add(self, status):
+        if status == "pass":
+            self.passed += 1
+        elif status == "fail":
+            self.failed += 1
+        elif status == "skip":
+            self.skipped += 1
+        else:
+            raise ValueError(status)
+
+    def summary_line(self):
+        return f"{self.passed} passed, {self.failed} failed, {self.skipped} skipped"
+
+    def finish(self, min_pass=None):
+        """Print the final line and return the exit status for sys.exit."""
+        short = min_pass is not None and self.passed < min_pass
+        if short:
+            print(f"only {self.passed} tests passed, fewer than --min-pass {min_pass}")
+        print(self.summary_line(), flush=True)
+        return 1 if self.failed or short else 0
