@@ -7,7 +7,7 @@ every run (opset 17, IR version 8, no timestamps, no value_info).
 
   gpt_block.onnx          GPT-style decoder block: x [1,16,64] -> y [1,16,64]
                           (d_model 64, 4 heads, d_ff 256, causal mask, erf GELU)
-  mlp.onnx                batch-1 MLP: x [1,512] -> Gemm/MatMul/Gemm -> softmax [1,10]
+  mlp.onnx                batch-1 MLP: x [1,256] -> Gemm/MatMul/Gemm -> softmax [1,10]
   resnet_small.onnx       small residual CNN: x [1,3,32,32] -> logits [1,10]
   elementwise_chain.onnx  10 elementwise ops over x [4194304] (memory-bound)
   tiny_mlp_dynamic.onnx   x [batch,8] -> MatMul+Add+Relu -> y [batch,4]
@@ -143,20 +143,20 @@ def gpt_block():
 
 def mlp():
     b = Builder(seed=2)
-    h = b.op("Gemm", ["x", b.weight("fc1.weight", (1024, 512), 512, gain=np.sqrt(2)),
-                      b.bias("fc1.bias", 1024)], name="fc1", transB=1)
+    h = b.op("Gemm", ["x", b.weight("fc1.weight", (512, 256), 256, gain=np.sqrt(2)),
+                      b.bias("fc1.bias", 512)], name="fc1", transB=1)
     h = b.op("Relu", [h], name="fc1.relu")
-    h = b.op("MatMul", [h, b.weight("fc2.weight", (1024, 1024), 1024, gain=np.sqrt(2))], name="fc2.matmul")
-    h = b.op("Add", [h, b.bias("fc2.bias", 1024)], name="fc2.add")
+    h = b.op("MatMul", [h, b.weight("fc2.weight", (512, 512), 512, gain=np.sqrt(2))], name="fc2.matmul")
+    h = b.op("Add", [h, b.bias("fc2.bias", 512)], name="fc2.add")
     h = b.op("Relu", [h], name="fc2.relu")
-    h = b.op("Gemm", [h, b.weight("fc3.weight", (10, 1024), 1024), b.bias("fc3.bias", 10)],
+    h = b.op("Gemm", [h, b.weight("fc3.weight", (10, 512), 512), b.bias("fc3.bias", 10)],
              name="fc3", transB=1)
     b.op("Softmax", [h], outputs="y", name="softmax", axis=-1)
     return b.model(
         "mlp",
-        [helper.make_tensor_value_info("x", F32, [1, 512])],
+        [helper.make_tensor_value_info("x", F32, [1, 256])],
         [helper.make_tensor_value_info("y", F32, [1, 10])],
-        "Batch-1 MLP 512-1024-1024-10: memory-bound weight streaming.",
+        "Batch-1 MLP 256-512-512-10: memory-bound weight streaming.",
     )
 
 

@@ -20,6 +20,16 @@
 #include <math.h>
 #include <string.h>
 
+/* A tensor attribute must name a typed constant value. */
+static bool tensor_attr_ok(const struct rl_graph *g, const struct rl_attr *a)
+{
+	if (a->kind != RL_ATTR_TENSOR || a->tensor >= g->nvalues)
+		return false;
+	const struct rl_value *t = &g->values[a->tensor];
+	return (t->flags & RL_VAL_CONST) && t->dtype != RL_DT_UNDEFINED &&
+	       t->dtype < RL_DT_COUNT_ && rl_shape_is_static(&t->shape);
+}
+
 static enum rl_status infer_constant(struct rl_graph *g, uint32_t node)
 {
 	struct rl_node *n = &g->nodes[node];
@@ -45,7 +55,7 @@ static enum rl_status infer_constant(struct rl_graph *g, uint32_t node)
 		return rl_graph_error(g, n, RL_ERR_UNSUPPORTED,
 		                      "sparse constant tensors are not supported");
 	if (strcmp(nm, "value") == 0) {
-		if (found->kind != RL_ATTR_TENSOR || found->tensor >= g->nvalues)
+		if (!tensor_attr_ok(g, found))
 			return rl_graph_error(g, n, RL_ERR_INVALID,
 			                      "attribute 'value' does not hold a tensor");
 		const struct rl_value *t = &g->values[found->tensor];
@@ -77,7 +87,7 @@ static enum rl_status infer_const_of_shape(struct rl_graph *g, uint32_t node)
 	const struct rl_attr *va = rl_node_attr(n, "value");
 	char b[RL_SSTR];
 	if (va) {
-		if (va->kind != RL_ATTR_TENSOR || va->tensor >= g->nvalues)
+		if (!tensor_attr_ok(g, va))
 			return rl_graph_error(g, n, RL_ERR_INVALID,
 			                      "attribute 'value' does not hold a tensor");
 		const struct rl_value *t = &g->values[va->tensor];

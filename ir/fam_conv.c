@@ -6,21 +6,25 @@
  * Layout is ONNX's: X is N x C x D1..Dn; Conv's W is M x C/group x k1..kn,
  * ConvTranspose's W is C x M/group x k1..kn. Output sizes per spatial axis,
  * with the dilated kernel ek = (k-1)*d + 1:
- *   explicit pads:  floor((in + pb + pe - ek) / s) + 1   (ceil for pools
+ *   explicit pads:  (in + pb + pe - ek) / s + 1, dividing as C does (ceil for pools
  *                   with ceil_mode, dropping a last window that would start
  *                   inside the end padding, as the ONNX reference and
  *                   onnxruntime do)
  *   SAME_UPPER/LOWER: ceil(in / s);  VALID: explicit pads of zero
- *   transposed:     s*(in-1) + output_padding + ek - pb - pe, or in*s with
- *                   SAME, or output_shape when given.
+ *   transposed:     s*(in-1) + output_padding + ek - pb - pe; with SAME
+ *                   min(in*s, s*(in-1) + output_padding + ek) (padding is
+ *                   never negative; onnxruntime's rule, which the ONNX
+ *                   text's plain in*s glosses over); output_shape when given.
  * Pads together with a SAME/VALID auto_pad are only accepted when all zero.
  */
 #include "infer_impl.h"
 
 #include <string.h>
 
-/* Bounds that keep (k-1)*d + 1 and s*(in-1) far from int64 overflow. */
-#define RL_WIN_MAX ((int64_t)1 << 31)
+/* Bound on kernel, stride, dilation, output_padding and group: with dims
+ * <= 2^40 it keeps (k-1)*d + 1, s*(in-1) and channels*group far from int64
+ * overflow, and no real model comes near it. */
+#define RL_WIN_MAX ((int64_t)1 << 20)
 
 static enum rl_status read_list(struct rl_graph *g, uint32_t node,
                                 const char *name, int want, int64_t def,
@@ -132,20 +136,23 @@ enum rl_status rl_window_out(struct rl_graph *g, uint32_t node,
 		*out = rl_dim_num((x + s - 1) / s);
 		return RL_OK;
 	}
-	int64_t ek = (k - 1) * d + 1, tot = x + pb + pe;
-	if (tot < ek)
-		return rl_graph_error(g, &g->nodes[node], RL_ERR_SHAPE,
-		                      "spatial axis %d: input size %lld (%lld with padding) is "
-		                      "smaller than the kernel extent %lld", i, (long long)x,
-		                      (long long)tot, (long long)ek);
-	int64_t q = tot - ek, o;
+	/* q may be negative when the padded input is shorter than the kernel
+	 * extent. ONNX's own inference and onnxruntime both divide with C's
+	 * truncation there (a window hanging over the end still counts while
+	 * q > -s), so this does too; only a negative size is an error. */
+	int64_t ek = (k - 1) * d + 1, tot = x + pb + pe, q = tot - ek, o;
 	if (w->ceil_mode) {
-		o = (q + s - 1) / s + 1;
-		if ((o - 1) * s >= x + pb)
+		o = (q >= 0 ? (q + s - 1) / s : q / s) + 1;
+		if (o > 0 && (o - 1) * s >= x + pb)
 			o--; /* the last window would start in the end padding */
 	} else {
 		o = q / s + 1;
 	}
+	if (o < 0)
+		return rl_graph_error(g, &g->nodes[node], RL_ERR_SHAPE,
+		                      "spatial axis %d: input size %lld (%lld with padding) is "
+		                      "smaller than the kernel extent %lld", i, (long long)x,
+		                      (long long)tot, (long long)ek);
 	*out = rl_dim_num(o);
 	return RL_OK;
 }
@@ -177,8 +184,8 @@ static enum rl_status infer_conv(struct rl_graph *g, uint32_t node, bool transpo
 		return rl_infer_set(g, node, 0, x->dtype, &out);
 	int nsp = sx->rank - 2;
 	int64_t group = rl_node_attr_int(n, "group", 1);
-	if (group < 1)
-		return rl_graph_error(g, n, RL_ERR_SHAPE, "group %lld must be >= 1",
+	if (group < 1 || group > RL_WIN_MAX)
+		return rl_graph_error(g, n, RL_ERR_SHAPE, "group %lld must be in [1, 2^20]",
 		                      (long long)group);
 	struct rl_dim c = sx->d[1];
 	struct rl_dim cin = transposed ? sw->d[0] : sw->d[1];
@@ -244,6 +251,18 @@ static enum rl_status infer_conv(struct rl_graph *g, uint32_t node, bool transpo
 			if (o < 0 || o > RL_DIM_LIMIT)
 				return rl_graph_error(g, n, RL_ERR_SHAPE,
 				                      "output_shape entry %d is %lld", i, (long long)o);
+			/* it implies pads s*(in-1) + op + ek - o; onnxruntime takes
+			 * them as 0 when negative and accepts the shape while the
+			 * input size still comes back, i.e. o < full + s */
+			struct rl_dim in = sx->d[2 + i];
+			if (in.v >= 0 && w.k[i] >= 0) {
+				int64_t full = w.s[i] * (in.v - 1) + opad[i] + (w.k[i] - 1) * w.d[i] + 1;
+				if (o > full + w.s[i] - 1)
+					return rl_graph_error(g, n, RL_ERR_SHAPE,
+					                      "output_shape entry %d is %lld but input size "
+					                      "%lld gives at most %lld", i, (long long)o,
+					                      (long long)in.v, (long long)(full + w.s[i] - 1));
+			}
 			out.d[2 + i] = rl_dim_num(o);
 		}
 		return rl_infer_set(g, node, 0, x->dtype, &out);
@@ -260,8 +279,10 @@ static enum rl_status infer_conv(struct rl_graph *g, uint32_t node, bool transpo
 			out.d[2 + i] = keeps ? in : rl_dim_unk(g, node, 0, 2 + i);
 			continue;
 		}
-		int64_t o = same ? in.v * s
-		                 : s * (in.v - 1) + opad[i] + (k - 1) * w.d[i] + 1 - pb - pe;
+		/* SAME pads toward in*s, but padding is never negative, so a
+		 * kernel narrower than the stride gives less (onnxruntime's rule) */
+		int64_t full = s * (in.v - 1) + opad[i] + (k - 1) * w.d[i] + 1;
+		int64_t o = same ? (full < in.v * s ? full : in.v * s) : full - pb - pe;
 		if (o < 0)
 			return rl_graph_error(g, n, RL_ERR_SHAPE,
 			                      "spatial axis %d: output size would be %lld", i,

@@ -16,14 +16,16 @@
 
 #include <string.h>
 
-/* The dtype class a unary op accepts. */
-static enum rl_tc unary_tc(enum rl_op op)
+/* The dtype class a unary op accepts at opset v. */
+static enum rl_tc unary_tc(enum rl_op op, int v)
 {
 	switch (op) {
+	case RL_OP_Relu:
+		return v < 14 ? RL_TC_FLOAT : RL_TC_SIGNED; /* ints from 14 */
 	case RL_OP_Abs: case RL_OP_Sign: case RL_OP_Erf: case RL_OP_Shrink:
 	case RL_OP_Clip:
 		return RL_TC_NUM;
-	case RL_OP_Neg: case RL_OP_Relu:
+	case RL_OP_Neg:
 		return RL_TC_SIGNED;
 	case RL_OP_Not:
 		return RL_TC_BOOL;
@@ -75,7 +77,7 @@ static enum rl_status infer_unary(struct rl_graph *g, uint32_t node)
 {
 	struct rl_node *n = &g->nodes[node];
 	struct rl_value *x = rl_infer_in(g, n, 0);
-	enum rl_status st = rl_infer_dtype_in(g, node, 0, unary_tc(n->op));
+	enum rl_status st = rl_infer_dtype_in(g, node, 0, unary_tc(n->op, n->opset));
 	if (st != RL_OK)
 		return st;
 	enum rl_dtype dt = x->dtype;
@@ -184,7 +186,10 @@ static enum rl_status infer_binary(struct rl_graph *g, uint32_t node)
 static enum rl_status infer_variadic(struct rl_graph *g, uint32_t node)
 {
 	struct rl_node *n = &g->nodes[node];
-	enum rl_tc tc = n->op == RL_OP_Mean ? RL_TC_FLOAT : RL_TC_NUM;
+	/* Sum and Mean are float-only; Min and Max take integers from 12 */
+	enum rl_tc tc = n->op == RL_OP_Sum || n->op == RL_OP_Mean || n->opset < 12
+	                        ? RL_TC_FLOAT
+	                        : RL_TC_NUM;
 	struct rl_value *x0 = rl_infer_in(g, n, 0);
 	struct rl_shape out = x0->shape;
 	for (int i = 0; i < n->nin; i++) {

@@ -194,9 +194,9 @@ static enum rl_status infer_softmax(struct rl_graph *g, uint32_t node)
 		int64_t a = rl_node_attr_int(n, "axis", n->opset < 13 ? 1 : -1);
 		int axis;
 		char b[RL_SSTR];
-		/* the pre-13 coercion splits at axis, so axis == rank is a valid
-		 * split point there (everything in the row dim) */
-		bool ok = rl_axis_norm(a, x->shape.rank, n->opset < 13, &axis);
+		/* opsets 1-10 coerce at a split point, where axis == rank is
+		 * valid; 11 and later take [-r, r-1] */
+		bool ok = rl_axis_norm(a, x->shape.rank, n->opset < 11, &axis);
 		if (!ok)
 			return rl_graph_error(g, n, RL_ERR_SHAPE,
 			                      "axis %lld is out of range for input %s",

@@ -513,6 +513,10 @@ static enum rl_status infer_split(struct rl_graph *g, uint32_t node)
 			                    (long long)sum, axis, rl_sstr(sx, b), (long long)dim.v);
 			goto done;
 		}
+	} else if (cnt == RL_LIST_ABSENT && !numo && n->opset >= 18) {
+		st = rl_graph_error(g, n, RL_ERR_SHAPE,
+		                    "Split-%d needs the split input or num_outputs", n->opset);
+		goto done;
 	} else if (cnt == RL_LIST_ABSENT && dim.v >= 0) {
 		if (numo) { /* Split-18: ceil-sized chunks, the last one smaller */
 			int64_t chunk = (dim.v + nout - 1) / nout;
@@ -988,7 +992,8 @@ static enum rl_status infer_depth_space(struct rl_graph *g, uint32_t node)
 	const struct rl_shape *sx = &x->shape;
 	char b[RL_SSTR];
 	const struct rl_attr *ba = rl_node_attr(n, "blocksize");
-	if (!ba || ba->kind != RL_ATTR_INT || ba->i < 1 || ba->i > (1 << 20))
+	/* <= 2^10 keeps blocksize^2 * dim (dim <= 2^40) inside int64 */
+	if (!ba || ba->kind != RL_ATTR_INT || ba->i < 1 || ba->i > (1 << 10))
 		return rl_graph_error(g, n, RL_ERR_SHAPE,
 		                      "attribute 'blocksize' is missing or invalid");
 	int64_t bs = ba->i;

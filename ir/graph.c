@@ -456,6 +456,9 @@ void rl_graph_compact(struct rl_graph *g)
 		for (int k = 0; k < n->nout; k++)
 			if (n->out[k] != RL_NONE)
 				keep[n->out[k]] = true;
+		for (int k = 0; k < n->nattrs; k++)
+			if (n->attrs[k].kind == RL_ATTR_TENSOR)
+				keep[n->attrs[k].tensor] = true;
 		nmap[i] = nn++;
 	}
 	uint32_t nv = 0;

@@ -352,7 +352,7 @@ int rl_infer_list(struct rl_graph *g, uint32_t node, const char *attr,
 			                     "attribute '%s' must be a list of integers", attr);
 			return RL_LIST_ERROR;
 		}
-		if (a->n > max) {
+		if (a->n > max || a->n < 0 || (a->n > 0 && !a->ints)) {
 			*st = rl_graph_error(g, n, RL_ERR_SHAPE,
 			                     "attribute '%s' has %d entries, at most %d fit",
 			                     attr, a->n, max);
@@ -500,6 +500,15 @@ static enum rl_status check_node(struct rl_graph *g, uint32_t node)
 			return rl_graph_error(g, n, RL_ERR_UNSUPPORTED,
 			                      "input %d '%s' has rank %d; rlopt handles rank <= %d",
 			                      i, val->name, val->shape.rank, RL_MAX_RANK);
+		/* the families do dim arithmetic in int64: bounded dims keep
+		 * every product of a dim with an attribute (<= 2^20) in range */
+		for (int d = 0; d < val->shape.rank; d++) {
+			int64_t dv = val->shape.d[d].v;
+			if ((dv < 0 && dv != RL_DIM_SYMBOLIC) || dv > RL_DIM_LIMIT)
+				return rl_graph_error(g, n, RL_ERR_SHAPE,
+				                      "input %d '%s' has dimension %lld on axis %d",
+				                      i, val->name, (long long)dv, d);
+		}
 	}
 	for (int i = 0; i < n->nout; i++)
 		if (n->out[i] != RL_NONE && n->out[i] >= g->nvalues)

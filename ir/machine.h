@@ -100,10 +100,11 @@ bool rl_machine_check(const struct rl_machine *m, char *err, size_t errlen);
 /*
  * Measure this machine (frontends/machine/probe.c): streaming read, write and
  * copy bandwidth per cache level and main memory, single- and all-core FMA
- * rates, strided and gathered read efficiency, per-call overhead. Takes about
- * 10-15 s on a small machine, under 30 s anywhere. Fills m as a "host" cpu
- * profile (all-core figures), one line per measurement to log (may be NULL).
- * Returns false with a one-line message in err if it could not measure.
+ * rates, strided and gathered read efficiency, per-call overhead. Takes a
+ * few seconds on an idle machine, longer on a busy one, under 30 s. Fills m
+ * as a "host" cpu profile (all-core figures; m->source left empty), one line
+ * per measurement to log (may be NULL). Returns false with a one-line
+ * message in err if it could not measure.
  */
 bool rl_probe_run(struct rl_machine *m, FILE *log, char *err, size_t errlen);
 /* The same, also writing to comment (if not NULL) a multi-line account of how

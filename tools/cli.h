@@ -72,6 +72,13 @@ struct rl_tensor;
 struct rl_graph *rl_cli_load_ex(const char *path, const struct rl_cli_opts *o,
                                 bool need_static, const struct rl_tensor *in,
                                 int nin);
+/* Run the pass pipeline per -O/--passes/--dump-after/--remarks, on the
+ * machine from --hw (or the default). Prints the error; returns false. */
+struct rl_pass_ctx;
+bool rl_cli_optimize(struct rl_graph *g, const struct rl_cli_opts *o,
+                     struct rl_machine *m, struct rl_pass_ctx *ctx);
+/* Load the --hw profile (or the default); prints the error. */
+bool rl_cli_machine(const struct rl_cli_opts *o, struct rl_machine *m);
 /* The folder of an output path must exist; prints the error. */
 bool rl_cli_check_out_dir(const char *path);
 

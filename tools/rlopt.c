@@ -9,6 +9,7 @@
 
 #include "backends/c/emit.h"
 #include "frontends/onnx/onnx.h"
+#include "passes/pass.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -24,7 +25,8 @@ static const char usage_text[] =
 	"       rlopt report MODEL.onnx [options]  per-node table\n"
 	"       rlopt ops                 list the supported ONNX operators\n"
 	"       rlopt hw                  list the shipped machine profiles\n"
-	"       rlopt probe -o FILE.xml   measure this machine, write a profile\n"
+	"       rlopt probe [-o FILE.xml] measure this machine, write a profile\n"
+	"                                 (default ~/.config/rlopt/host.xml, then the default --hw)\n"
 	"       rlopt --help | --version\n"
 	"\n"
 	"options:\n"
@@ -34,7 +36,10 @@ static const char usage_text[] =
 	"  --dim SYM=N           bind the symbolic dim SYM to N\n"
 	"  --hw NAME|FILE.xml    machine profile (see `rlopt hw`)\n"
 	"  --weights-max BYTES   embed constants up to this size, else NAME.weights (64 MiB)\n"
-	"  -O0 | -O1 | -O2       optimization level (default -O2)\n"
+	"  -O0 | -O1 | -O2       optimization level (default -O2): -O0 none, -O1 cleanup, -O2 all\n"
+	"  --passes a,b,c        run exactly these passes, in this order\n"
+	"  --dump-after PASS     print the graph after PASS\n"
+	"  --remarks             print every decision the passes took or declined\n"
 	"  -v                    verbose\n"
 	"\n"
 	"exit codes: 0 success, 1 usage error, 2 bad or unsupported input,\n"
@@ -324,6 +329,34 @@ fail:
 	return NULL;
 }
 
+bool rl_cli_machine(const struct rl_cli_opts *o, struct rl_machine *m)
+{
+	char err[1024];
+	const char *spec = o->hw ? o->hw : rl_machine_default();
+	if (!rl_machine_load(spec, m, err, sizeof(err))) {
+		fprintf(stderr, "rlopt: %s\n", err);
+		return false;
+	}
+	return true;
+}
+
+bool rl_cli_optimize(struct rl_graph *g, const struct rl_cli_opts *o,
+                     struct rl_machine *m, struct rl_pass_ctx *ctx)
+{
+	if (!rl_cli_machine(o, m))
+		return false;
+	rl_pass_ctx_init(ctx, m, o->opt_level);
+	ctx->dump_after = o->dump_after;
+	ctx->dump = stdout;
+	if (rl_pipeline_run(g, ctx, o->passes) != RL_OK) {
+		fprintf(stderr, "rlopt: %s\n", g->err);
+		return false;
+	}
+	if (o->remarks)
+		rl_remarks_print(ctx, stderr);
+	return true;
+}
+
 /* The output folder must exist: a pipeline that typos a path gets an error,
  * not a folder created for it. */
 bool rl_cli_check_out_dir(const char *path)
@@ -396,6 +429,14 @@ static int cmd_main(int argc, char **argv)
 		return RL_EXIT_INPUT;
 	char err[1024];
 	enum rl_status st;
+	struct rl_machine m;
+	struct rl_pass_ctx ctx;
+	if (!rl_cli_optimize(g, &o, &m, &ctx)) {
+		rl_pass_ctx_free(&ctx);
+		rl_graph_free(g);
+		return RL_EXIT_INPUT;
+	}
+	rl_pass_ctx_free(&ctx);
 	if (to_c) {
 		struct rl_cgen_opts co = {.prefix = NULL, .weights_max = o.weights_max};
 		st = rl_emit_c(g, &co, out, err, sizeof(err));
@@ -430,6 +471,7 @@ static int cmd_hw(void)
 static int cmd_probe(int argc, char **argv)
 {
 	const char *out = NULL;
+	char host[4096];
 	for (int i = 1; i < argc; i++) {
 		const char *v;
 		if (is_flag(argv[i], "-o")) {
@@ -442,18 +484,31 @@ static int cmd_probe(int argc, char **argv)
 		}
 	}
 	if (!out) {
-		usage_error("%s", "probe needs -o FILE.xml");
-		return RL_EXIT_USAGE;
+		/* the default: the host profile that --hw host and the default use */
+		if (!rl_machine_host_path(host, sizeof(host))) {
+			usage_error("%s", "probe: no home folder; use -o FILE.xml");
+			return RL_EXIT_USAGE;
+		}
+		char dir[4096];
+		snprintf(dir, sizeof(dir), "%s", host);
+		for (char *p = dir + 1; *p; p++)
+			if (*p == '/') {
+				*p = 0;
+				mkdir(dir, 0755);
+				*p = '/';
+			}
+		out = host;
 	}
 	if (!rl_cli_check_out_dir(out))
 		return RL_EXIT_INPUT;
 	struct rl_machine m;
 	char err[512];
-	if (!rl_probe_run(&m, stdout, err, sizeof(err))) {
-		fprintf(stderr, "rlopt: probe: %s\n", err);
+	static char comment[4096];
+	if (!rl_probe_run_ex(&m, stdout, comment, sizeof(comment), err, sizeof(err))) {
+		fprintf(stderr, "rlopt: %s\n", err);
 		return RL_EXIT_INPUT;
 	}
-	if (!rl_machine_write(&m, out, "measured by rlopt probe", err, sizeof(err))) {
+	if (!rl_machine_write(&m, out, comment, err, sizeof(err))) {
 		fprintf(stderr, "rlopt: %s\n", err);
 		return RL_EXIT_INPUT;
 	}

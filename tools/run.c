@@ -14,6 +14,7 @@
 
 #include "backends/c/emit.h"
 #include "frontends/onnx/onnx.h"
+#include "passes/pass.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -217,6 +218,14 @@ int rl_cmd_run(int argc, char **argv)
 	g = rl_cli_load_ex(model, &o, true, tin, nin);
 	if (!g)
 		goto out;
+	{
+		struct rl_machine m;
+		struct rl_pass_ctx ctx;
+		bool ok = rl_cli_optimize(g, &o, &m, &ctx);
+		rl_pass_ctx_free(&ctx);
+		if (!ok)
+			goto out;
+	}
 	if ((uint32_t)nin != g->ninputs) {
 		fprintf(stderr, "rlopt: %s: the model has %u input%s, %d given with -i\n", model,
 		        g->ninputs, g->ninputs == 1 ? "" : "s", nin);

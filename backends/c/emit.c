@@ -427,10 +427,23 @@ static enum rl_status plan(struct driver *d)
 		uint32_t i = g->order[k];
 		struct rl_node *n = &g->nodes[i];
 		bool all_const = n->nout > 0;
-		for (int o = 0; o < n->nout; o++)
-			if (n->out[o] != RL_NONE && !rl_value_is_const(g, n->out[o]))
+		double in_bytes = 0, out_bytes = 0;
+		for (int o = 0; o < n->nout; o++) {
+			if (n->out[o] == RL_NONE)
+				continue;
+			if (!rl_value_is_const(g, n->out[o]))
 				all_const = false;
-		if (all_const)
+			out_bytes += (double)g->values[n->out[o]].nbytes;
+		}
+		for (int q = 0; q < n->nin; q++)
+			if (n->in[q] != RL_NONE)
+				in_bytes += (double)g->values[n->in[q]].nbytes;
+		/* a known value is embedded, unless it is big and its inputs small
+		 * (ConstantOfShape, Expand, Range filling weights): running the node
+		 * costs less than a source file full of literals */
+		bool inflating = out_bytes > 16384 && out_bytes > 4 * in_bytes &&
+		                 rl_emit_c_supports(n->op);
+		if (all_const && !inflating)
 			continue;
 		if (!rl_emit_c_supports(n->op))
 			return rl_graph_error(g, n, RL_ERR_UNSUPPORTED,
@@ -473,6 +486,8 @@ static enum rl_status plan(struct driver *d)
 	for (uint32_t v = 0; v < g->nvalues; v++) {
 		if (!value_needed_const(d, v) || d->vi[v].st != ST_NONE)
 			continue;
+		if (g->values[v].producer != RL_NONE && d->exec[g->values[v].producer])
+			continue; /* computed at run time after all */
 		if (d->vi[v].first < 0 && !(g->values[v].flags & RL_VAL_OUTPUT))
 			continue;
 		d->vi[v].st = ST_CONST;
@@ -692,7 +707,7 @@ static enum rl_status emit_kernels(struct driver *d)
 }
 
 static const char half_helpers[] =
-	"static inline float rl_h2f(uint16_t h)\n"
+	"static inline __attribute__((unused)) float rl_h2f(uint16_t h)\n"
 	"{\n"
 	"    uint32_t s = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, b;\n"
 	"    if (e == 0) {\n"
@@ -712,7 +727,7 @@ static const char half_helpers[] =
 	"    memcpy(&f, &b, 4);\n"
 	"    return f;\n"
 	"}\n\n"
-	"static inline uint16_t rl_f2h(float f)\n"
+	"static inline __attribute__((unused)) uint16_t rl_f2h(float f)\n"
 	"{\n"
 	"    uint32_t x;\n"
 	"    memcpy(&x, &f, 4);\n"
@@ -733,14 +748,14 @@ static const char half_helpers[] =
 	"}\n\n";
 
 static const char bf16_helpers[] =
-	"static inline float rl_b2f(uint16_t h)\n"
+	"static inline __attribute__((unused)) float rl_b2f(uint16_t h)\n"
 	"{\n"
 	"    uint32_t b = (uint32_t)h << 16;\n"
 	"    float f;\n"
 	"    memcpy(&f, &b, 4);\n"
 	"    return f;\n"
 	"}\n\n"
-	"static inline uint16_t rl_f2b(float f)\n"
+	"static inline __attribute__((unused)) uint16_t rl_f2b(float f)\n"
 	"{\n"
 	"    uint32_t x;\n"
 	"    memcpy(&x, &f, 4);\n"

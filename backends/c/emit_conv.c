@@ -28,6 +28,7 @@
 
 #define CONV_MB 4        /* output channels per block */
 #define CONV_ROW_MAX 8192 /* longest padded input row kept on the stack */
+#define CONV_PLANE_MAX 4096 /* elements of the stack planes in plane mode */
 
 bool rl_emit_c_conv_supports(enum rl_op op)
 {
@@ -274,6 +275,124 @@ static void emit_conv2d(struct rl_cgen *cg, const char *T, const struct conv2d *
 	line_close(cg); /* n */
 }
 
+/*
+ * Plane mode for small output planes: the input channel is first copied to
+ * a zero-padded (or, for a strided 1x1, subsampled) plane xp on the stack
+ * with row pitch WP, and the block's outputs accumulate in stack planes of
+ * the same pitch. Each kernel tap is then one contiguous sweep over the
+ * whole plane, acc[t] += w * xp[t + tap offset], instead of many short rows;
+ * the WP - OW extra columns per row are computed and dropped.
+ */
+struct conv_plane {
+	int64_t HP, WP;  /* padded/subsampled plane */
+	int64_t xpn;     /* xp elements: HP*WP plus the last tap's overhang */
+	int64_t plane;   /* accumulator elements: OH*WP */
+	bool subsample;  /* 1x1 with strides: xp[r][q] = x[r*SH][q*SW] */
+};
+
+static bool conv_plane_plan(const struct conv2d *p, struct conv_plane *q)
+{
+	memset(q, 0, sizeof(*q));
+	if (p->SH == 1 && p->SW == 1) {
+		q->WP = p->OW + (p->KW - 1) * p->DW;
+		q->HP = p->OH + (p->KH - 1) * p->DH;
+		q->xpn = q->HP * q->WP + (p->KW - 1) * p->DW;
+	} else if (p->KH == 1 && p->KW == 1) {
+		q->subsample = true;
+		q->WP = p->OW;
+		q->HP = p->OH;
+		q->xpn = q->HP * q->WP;
+	} else {
+		return false;
+	}
+	q->plane = p->OH * q->WP;
+	return CONV_MB * q->plane <= CONV_PLANE_MAX && q->xpn <= CONV_PLANE_MAX;
+}
+
+static void emit_conv_plane(struct rl_cgen *cg, const char *T, const struct conv2d *p,
+                            const struct conv_plane *q)
+{
+	int64_t CG = p->C / p->G, MG = p->M / p->G;
+	int mb = MG % CONV_MB == 0 ? CONV_MB : MG % 2 == 0 ? 2 : 1;
+	int64_t kk = p->KH * p->KW;
+	char lines[CONV_MB + 1][200];
+	const char *body[CONV_MB + 1];
+	for (int r = 0; r <= CONV_MB; r++)
+		body[r] = lines[r];
+
+	line_open(cg, "for (size_t n = 0; n < %lld; n++) {", p->N, 0);
+	line_open(cg, "for (size_t mo = 0; mo < %lld; mo += %lld) {", p->M, mb);
+	if (p->G > 1)
+		cg_line(cg, "const size_t g = mo / %lld;", (long long)MG);
+	else
+		cg_line(cg, "const size_t g = 0;");
+	for (int r = 0; r < mb; r++)
+		cg_line(cg, "%s acc%d[%lld];", T, r, (long long)q->plane);
+	for (int r = 0; r < mb; r++)
+		snprintf(lines[r], sizeof(lines[r]), "acc%d[t] = 0;", r);
+	emit_split_loop(cg, "t", q->plane, body, mb);
+	line_open(cg, "for (size_t c = 0; c < %lld; c++) {", CG, 0);
+	cg_line(cg, "const %s *restrict xc = X0 + (n * %lld + g * %lld + c) * %lld;", T,
+	        (long long)p->C, (long long)CG, (long long)(p->H * p->W));
+	cg_line(cg, "%s xp[%lld];", T, (long long)q->xpn);
+	if (q->subsample) {
+		cg_line(cg, "for (size_t r = 0; r < %lld; r++)", (long long)q->HP);
+		cg_line(cg, "    for (size_t s = 0; s < %lld; s++)", (long long)q->WP);
+		cg_line(cg, "        xp[r * %lld + s] = xc[r * %lld + s * %lld];", (long long)q->WP,
+		        (long long)(p->SH * p->W), (long long)p->SW);
+	} else {
+		/* rows [r0, r1) and columns [s0, s1) of xp hold input; the rest is 0 */
+		int64_t r0 = p->PT, r1 = p->PT + p->H, s0 = p->PL, s1 = p->PL + p->W;
+		if (r1 > q->HP)
+			r1 = q->HP;
+		if (s1 > q->WP)
+			s1 = q->WP;
+		bool full = r0 == 0 && s0 == 0 && r1 == q->HP && s1 == q->WP && q->xpn == q->HP * q->WP;
+		if (!full) {
+			snprintf(lines[0], sizeof(lines[0]), "xp[t] = 0;");
+			emit_split_loop(cg, "t", q->xpn, body, 1);
+		}
+		if (r1 > r0 && s1 > s0) {
+			cg_line(cg, "for (size_t r = %lld; r < %lld; r++)", (long long)r0, (long long)r1);
+			cg_line(cg, "    for (size_t s = %lld; s < %lld; s++)", (long long)s0, (long long)s1);
+			cg_line(cg, "        xp[r * %lld + s] = xc[(r - %lld) * %lld + s - %lld];",
+			        (long long)q->WP, (long long)r0, (long long)p->W, (long long)s0);
+		}
+	}
+	cg_line(cg, "const %s *restrict wc = X1 + (mo * %lld + c) * %lld;", T, (long long)CG,
+	        (long long)kk);
+	line_open(cg, "for (size_t kh = 0; kh < %lld; kh++) {", p->KH, 0);
+	line_open(cg, "for (size_t kw = 0; kw < %lld; kw++) {", p->KW, 0);
+	for (int r = 0; r < mb; r++)
+		cg_line(cg, "const %s w%d = wc[%lld + kh * %lld + kw];", T, r, (long long)(r * CG * kk),
+		        (long long)p->KW);
+	cg_line(cg, "const %s *xs = xp + kh * %lld + kw * %lld;", T,
+	        (long long)(p->DH * q->WP), (long long)p->DW);
+	snprintf(lines[0], sizeof(lines[0]), "const %s xv = xs[t];", T);
+	for (int r = 0; r < mb; r++)
+		snprintf(lines[r + 1], sizeof(lines[r + 1]), "acc%d[t] += w%d * xv;", r, r);
+	emit_split_loop(cg, "t", q->plane, body, mb + 1);
+	line_close(cg); /* kw */
+	line_close(cg); /* kh */
+	line_close(cg); /* c */
+	/* drop the pitch columns, add the bias */
+	line_open(cg, "for (size_t oh = 0; oh < %lld; oh++) {", p->OH, 0);
+	for (int r = 0; r < mb; r++) {
+		if (p->bias)
+			snprintf(lines[r], sizeof(lines[r]),
+			         "Y0[((n * %lld + mo + %d) * %lld + oh) * %lld + ow] = acc%d[oh * %lld + ow] + X2[mo + %d];",
+			         (long long)p->M, r, (long long)p->OH, (long long)p->OW, r, (long long)q->WP, r);
+		else
+			snprintf(lines[r], sizeof(lines[r]),
+			         "Y0[((n * %lld + mo + %d) * %lld + oh) * %lld + ow] = acc%d[oh * %lld + ow];",
+			         (long long)p->M, r, (long long)p->OH, (long long)p->OW, r, (long long)q->WP);
+	}
+	emit_split_loop(cg, "ow", p->OW, body, mb);
+	line_close(cg); /* oh */
+	line_close(cg); /* mo */
+	line_close(cg); /* n */
+}
+
 /* Flat index expression sum(var_i * stride_i) over nsp axes. */
 static void flat_expr(char *b, size_t n, const char *var, int nsp, const int64_t *dims)
 {
@@ -449,9 +568,13 @@ enum rl_status rl_emit_c_conv(struct rl_cgen *cg, uint32_t node)
 		fast = false;
 	}
 	char sh[64];
+	struct conv_plane pl;
 	if (transposed) {
 		cg_line(cg, "/* ConvTranspose, gather form: y[o] = b + sum x[i] * w[k] over o = i*s + k*d - pads */");
 		emit_gather(cg, node, true, &w, N, C, M, G, B != NULL);
+	} else if (fast && !pointwise && conv_plane_plan(&p, &pl)) {
+		cg_line(cg, "/* Conv, plane mode: each input channel padded into a stack plane; every kernel tap is one contiguous sweep accumulating into blocks of output channels */");
+		emit_conv_plane(cg, cg_ctype(dt), &p, &pl);
 	} else if (fast) {
 		snprintf(sh, sizeof(sh), "%s", pointwise ? "1x1 as a GEMM over channels, " : "");
 		cg_line(cg, "/* Conv, direct: %sblocks of output channels; each (zero-padded) input row is streamed into the block's output rows */",

@@ -349,24 +349,10 @@ static void emit_copy(struct rl_cgen *cg, const struct rl_value *y)
 		        (size_t)numel(y) * rl_dtype_size(y->dtype));
 }
 
-static enum rl_status emit_dropout(struct rl_cgen *cg, uint32_t node)
+/* Y = X and, when asked for, a mask of ones (bool, or T before opset 10). */
+static void dropout_identity(struct rl_cgen *cg, const struct rl_value *y,
+                             const struct rl_value *mask)
 {
-	const struct rl_node *n = &cg->g->nodes[node];
-	const struct rl_value *y = cg_out(cg, node, 0), *mask = cg_out(cg, node, 1);
-	uint32_t ratio = rl_node_in(n, 1), train = rl_node_in(n, 2);
-	/* Y = X unless training_mode may be true with a nonzero ratio: then the
-	 * output depends on a random mask, which we do not reproduce */
-	if (n->opset >= 12 && train != RL_NONE) {
-		bool training = !rl_value_is_const(cg->g, train) ||
-		                rl_value_get_int(cg->g, train, 0) != 0;
-		bool zero_ratio = ratio != RL_NONE && rl_value_is_const(cg->g, ratio) &&
-		                  rl_value_get_float(cg->g, ratio, 0) == 0.0;
-		if (training && !zero_ratio)
-			return cg_error(cg, node, "Dropout: training_mode is %s and ratio is not a "
-			                          "constant 0 (random masks are not supported)",
-			                rl_value_is_const(cg->g, train) ? "true" : "not a constant");
-	}
-	cg_line(cg, "/* Dropout at inference: Y = X%s */", mask ? ", mask all true" : "");
 	emit_copy(cg, y);
 	if (mask && numel(mask) > 0) {
 		int64_t ne = numel(mask);
@@ -378,6 +364,74 @@ static enum rl_status emit_dropout(struct rl_cgen *cg, uint32_t node)
 			block_close(cg);
 		}
 	}
+}
+
+/*
+ * Dropout. At inference (no training_mode, or a constant false, or a
+ * constant ratio of 0) it is a copy. When training_mode may be true at run
+ * time, the kernel checks it and the ratio, and drops values with a
+ * splitmix64 generator seeded from the `seed` attribute: a valid random
+ * mask, though not numpy's.
+ */
+static enum rl_status emit_dropout(struct rl_cgen *cg, uint32_t node)
+{
+	const struct rl_node *n = &cg->g->nodes[node];
+	const struct rl_value *x = cg_in(cg, node, 0);
+	const struct rl_value *y = cg_out(cg, node, 0), *mask = cg_out(cg, node, 1);
+	uint32_t ratio = rl_node_in(n, 1), train = rl_node_in(n, 2);
+	bool training = false;
+	if (n->opset >= 12 && train != RL_NONE) {
+		training = !rl_value_is_const(cg->g, train) || rl_value_get_int(cg->g, train, 0) != 0;
+		if (ratio != RL_NONE && rl_value_is_const(cg->g, ratio) &&
+		    rl_value_get_float(cg->g, ratio, 0) == 0.0)
+			training = false;
+	}
+	if (!training) {
+		cg_line(cg, "/* Dropout at inference: Y = X%s */", mask ? ", mask all true" : "");
+		dropout_identity(cg, y, mask);
+		return RL_OK;
+	}
+	if (!rl_dtype_is_float(x->dtype) || (mask && mask->dtype != RL_DT_BOOL))
+		return cg_error(cg, node, "Dropout in training mode on %s is not supported",
+		                rl_dtype_name(x->dtype));
+	int64_t ne = numel(y);
+	const char *ct = cg_comptype(x->dtype);
+	cg_line(cg, "/* Dropout: a copy unless training_mode is true and ratio > 0; then");
+	cg_line(cg, " * Y = mask * X / (1 - ratio) with a splitmix64 mask */");
+	const struct rl_value *rv = ratio == RL_NONE ? NULL : &cg->g->values[ratio];
+	if (!rv)
+		cg_line(cg, "const float ratio = 0.5f;");
+	else if (rl_value_is_const(cg->g, ratio))
+		cg_line(cg, "const float ratio = %s;",
+		        flit(RL_DT_FLOAT, rl_value_get_float(cg->g, ratio, 0)));
+	else
+		cg_line(cg, "const float ratio = (float)%s;", cg_load(cg, rv->dtype, "X1[0]"));
+	if (rl_value_is_const(cg->g, train))
+		cg_line(cg, "const int training = 1;");
+	else
+		cg_line(cg, "const int training = X2[0] != 0;");
+	cg_line(cg, "if (!training || ratio == 0.0f) {");
+	cg->indent++;
+	dropout_identity(cg, y, mask);
+	cg_line(cg, "return;");
+	block_close(cg);
+	if (ne == 0)
+		return RL_OK;
+	cg_line(cg, "static uint64_t state = UINT64_C(%llu);",
+	        (unsigned long long)rl_node_attr_int(n, "seed", 0));
+	cg_line(cg, "const %s scale = %s / (%s - (%s)ratio);", ct, flit(x->dtype, 1),
+	        flit(x->dtype, 1), ct);
+	flat_open(cg, ne);
+	cg_line(cg, "uint64_t z = (state += UINT64_C(0x9e3779b97f4a7c15));");
+	cg_line(cg, "z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);");
+	cg_line(cg, "z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);");
+	cg_line(cg, "z ^= z >> 31;");
+	cg_line(cg, "const int keep = (float)(z >> 40) * 0x1p-24f >= ratio;");
+	cg_line(cg, "const %s a = %s;", ct, cg_load(cg, x->dtype, "X0[o]"));
+	cg_line(cg, "Y0[o] = %s;", cg_store(cg, y->dtype, "keep ? a * scale : 0"));
+	if (mask)
+		cg_line(cg, "Y1[o] = (uint8_t)keep;");
+	block_close(cg);
 	return RL_OK;
 }
 
@@ -455,7 +509,8 @@ static enum rl_status emit_clip(struct rl_cgen *cg, uint32_t node)
 	int64_t ne = numel(y);
 	if (!rl_dtype_is_float(dt) && !rl_dtype_is_int(dt))
 		return cg_error(cg, node, "Clip on %s is not supported", rl_dtype_name(dt));
-	cg_line(cg, "/* Clip: Y = min(max(X, lo), hi); a NaN passes through */");
+	cg_line(cg, "/* Clip: Y = min(max(X, lo), hi)%s */",
+	        rl_dtype_is_float(dt) ? "; a NaN passes through" : "");
 	if (n->opset < 11) {
 		const struct rl_attr *lo = rl_node_attr(n, "min"), *hi = rl_node_attr(n, "max");
 		if (!rl_dtype_is_float(dt))
@@ -634,7 +689,7 @@ static bool binary_expr(struct rl_cgen *cg, const struct rl_node *n, enum rl_dty
 		} else {
 			char m[256];
 			arith(da, '*', m, sizeof(m));
-			snprintf(e, len, "a > 0 ? a : %s", m);
+			snprintf(e, len, "a > 0 ? a : (%s)(%s)", ct, m);
 		}
 		return true;
 	case RL_OP_BitShift: {
@@ -681,6 +736,31 @@ static bool binary_expr(struct rl_cgen *cg, const struct rl_node *n, enum rl_dty
 	}
 }
 
+/* What a reader of the kernel should know about the integer semantics. */
+static const char *binary_note(const struct rl_node *n, enum rl_dtype da, enum rl_dtype db)
+{
+	if (!rl_dtype_is_int(da))
+		return n->op == RL_OP_Mod && rl_node_attr_int(n, "fmod", 0) == 0
+		       ? ": fmod, NaN mapped to 0 like the ONNX reference" : "";
+	switch (n->op) {
+	case RL_OP_Div:
+		return ": truncates toward zero; x / 0 = 0";
+	case RL_OP_Mod:
+		return rl_node_attr_int(n, "fmod", 0)
+		       ? ": C remainder (sign of the dividend); x % 0 = 0"
+		       : ": Python remainder (sign of the divisor); x % 0 = 0";
+	case RL_OP_Pow:
+		return rl_dtype_is_int(db) ? ": power by squaring, wrapping on overflow"
+		                           : ": computed in double, truncated";
+	case RL_OP_BitShift:
+		return ": a shift by the bit width or more gives 0";
+	case RL_OP_Add: case RL_OP_Sub: case RL_OP_Mul:
+		return da == RL_DT_INT32 || da == RL_DT_INT64 ? ": wraps on overflow" : "";
+	default:
+		return "";
+	}
+}
+
 static enum rl_status emit_binary(struct rl_cgen *cg, uint32_t node)
 {
 	const struct rl_node *n = &cg->g->nodes[node];
@@ -689,7 +769,8 @@ static enum rl_status emit_binary(struct rl_cgen *cg, uint32_t node)
 	const struct rl_shape *ins[2] = {&a->shape, &b->shape};
 	char e[1024];
 	const char *why = NULL;
-	cg_line(cg, "/* %s with numpy broadcasting */", rl_op_table[n->op].name);
+	cg_line(cg, "/* %s with numpy broadcasting%s */", rl_op_table[n->op].name,
+	        binary_note(n, a->dtype, b->dtype));
 	if (numel(y) == 0)
 		return RL_OK;
 	int depth = cg_bcast_open(cg, &y->shape, 2, ins);

@@ -108,6 +108,7 @@ struct red {
 	const char *acc;  /* accumulator C type */
 	bool fl;          /* float input */
 	int64_t cnt;      /* elements per output */
+	const char *cnt_expr; /* C expression for cnt when known only at run time */
 };
 
 static const char *int_min(enum rl_dtype t)
@@ -201,7 +202,13 @@ static const char *red_final(const struct red *r, const char *a, const char *m)
 	const char *acc = r->acc;
 	switch (r->op) {
 	case RL_OP_ReduceMean:
-		if (r->fl)
+		if (r->cnt_expr && r->fl)
+			snprintf(b, sizeof(b), "%s / (%s)%s", a, acc, r->cnt_expr);
+		else if (r->cnt_expr)
+			snprintf(b, sizeof(b), "%s ? %s%s / (%s)%s : 0", r->cnt_expr,
+			         rl_dtype_is_signed(r->dt) ? "(int64_t)" : "", a,
+			         rl_dtype_is_signed(r->dt) ? "int64_t" : "uint64_t", r->cnt_expr);
+		else if (r->fl)
 			snprintf(b, sizeof(b), "%s / %s", a, cg_lit(strcmp(acc, "double") ? RL_DT_FLOAT
 			                                                                    : RL_DT_DOUBLE,
 			                                            (double)r->cnt));
@@ -229,7 +236,8 @@ static const char *red_final(const struct red *r, const char *a, const char *m)
 }
 
 /* Read the axes; fills reduced[] and returns RL_OK or an error. */
-static enum rl_status red_axes(struct rl_cgen *cg, uint32_t node, bool *reduced, bool *noop)
+static enum rl_status red_axes(struct rl_cgen *cg, uint32_t node, bool *reduced, bool *noop,
+                               bool *runtime)
 {
 	const struct rl_node *n = &cg->g->nodes[node];
 	int r = cg_in(cg, node, 0)->shape.rank;
@@ -247,10 +255,19 @@ static enum rl_status red_axes(struct rl_cgen *cg, uint32_t node, bool *reduced,
 			na = 0;
 	} else {
 		uint32_t v = rl_node_in(n, 1);
-		if (v != RL_NONE) {
-			if (!rl_value_is_const(cg->g, v))
-				return cg_error(cg, node, "input 'axes' is not a constant at generation "
-				                "time; the C backend needs it to plan the loops");
+		*runtime = false;
+		if (v != RL_NONE && !rl_value_is_const(cg->g, v)) {
+			const struct rl_value *av = &cg->g->values[v];
+			if (numel(av) > 0) {
+				if (av->shape.rank != 1 || numel(av) > RL_MAX_RANK ||
+				    (av->dtype != RL_DT_INT64 && av->dtype != RL_DT_INT32))
+					return cg_error(cg, node, "'axes' must be a 1-D integer list of at "
+					                "most %d", RL_MAX_RANK);
+				*runtime = true;
+				return RL_OK;
+			}
+			/* an empty list, known from its static shape */
+		} else if (v != RL_NONE) {
 			na = rl_value_get_ints(cg->g, v, axes, RL_MAX_RANK);
 			if (na < 0)
 				return cg_error(cg, node, "'axes' must be a 1-D integer list of at most %d",
@@ -312,6 +329,119 @@ static int red_groups(const struct rl_shape *s, const bool *reduced, struct grou
 	return m;
 }
 
+/* Walk the input once in order with the output offset `o` following the kept
+ * coordinates (ost[d] = 0 on reduced dims); `stmt` runs per element i. */
+static void emit_walk(struct rl_cgen *cg, int r, int64_t nin, const char *stmt)
+{
+	cg_line(cg, "{");
+	cg->indent++;
+	cg_line(cg, "size_t idx[%d] = {0}, o = 0;", r);
+	cg_line(cg, "for (size_t i = 0; i < %lld; i++) {", (long long)nin);
+	cg_line(cg, "    %s", stmt);
+	cg_line(cg, "    for (size_t d = %d; d-- > 0;) { /* next coordinate */", r);
+	cg_line(cg, "        o += ost[d];");
+	cg_line(cg, "        if (++idx[d] < dims[d])");
+	cg_line(cg, "            break;");
+	cg_line(cg, "        o -= ost[d] * dims[d];");
+	cg_line(cg, "        idx[d] = 0;");
+	cg_line(cg, "    }");
+	cg_line(cg, "}");
+	cg->indent--;
+	cg_line(cg, "}");
+}
+
+/*
+ * axes given as a non-constant input: the output shape is static but which
+ * dims it keeps is decided at run time. One pass over the input in memory
+ * order accumulates into a per-output array; if the axes disagree with the
+ * static output shape the output is zeroed rather than overrun.
+ */
+static enum rl_status emit_reduce_runtime(struct rl_cgen *cg, uint32_t node, struct red *R)
+{
+	const struct rl_node *n = &cg->g->nodes[node];
+	const struct rl_value *x = cg_in(cg, node, 0), *y = cg_out(cg, node, 0);
+	const struct rl_value *av = cg_in(cg, node, 1);
+	int r = x->shape.rank;
+	int64_t nin = numel(x), nout = numel(y);
+	if (r == 0)
+		return cg_error(cg, node, "axes given for a scalar input");
+	if (nout == 0) {
+		cg_line(cg, "/* empty output */");
+		return RL_OK;
+	}
+	const char *acc = R->acc;
+	bool lse = n->op == RL_OP_ReduceLogSumExp;
+	R->cnt_expr = "cnt";
+	char dl[256];
+	size_t p = 0;
+	for (int d = 0; d < r; d++)
+		p += (size_t)snprintf(dl + p, sizeof(dl) - p, "%s%lld", d ? ", " : "",
+		                      (long long)x->shape.d[d].v);
+	cg_line(cg, "/* %s with axes known only at run time: one pass over the input, "
+	        "accumulating per output */", rl_op_table[n->op].name);
+	cg_line(cg, "static const size_t dims[%d] = {%s};", r, dl);
+	cg_line(cg, "unsigned char red[%d] = {0};", r);
+	cg_line(cg, "for (size_t i = 0; i < %lld; i++) {", (long long)numel(av));
+	cg_line(cg, "    int64_t a = (int64_t)X1[i];");
+	cg_line(cg, "    if (a < 0)");
+	cg_line(cg, "        a += %d;", r);
+	cg_line(cg, "    if (a >= 0 && a < %d)", r);
+	cg_line(cg, "        red[a] = 1;");
+	cg_line(cg, "}");
+	cg_line(cg, "size_t ost[%d], cnt = 1, nout = 1;", r);
+	cg_line(cg, "for (size_t d = %d; d-- > 0;) {", r);
+	cg_line(cg, "    ost[d] = red[d] ? 0 : nout;");
+	cg_line(cg, "    if (red[d])");
+	cg_line(cg, "        cnt *= dims[d];");
+	cg_line(cg, "    else");
+	cg_line(cg, "        nout *= dims[d];");
+	cg_line(cg, "}");
+	cg_line(cg, "if (nout != %lld) { /* axes disagree with the static output shape */",
+	        (long long)nout);
+	cg_line(cg, "    memset(Y0, 0, %lld * sizeof(%s));", (long long)nout, cg_ctype(y->dtype));
+	cg_line(cg, "    return;");
+	cg_line(cg, "}");
+	cg_line(cg, "(void)cnt;");
+	cg_line(cg, "(void)ost;");
+	cg_line(cg, "static %s acc[%lld];", acc, (long long)nout);
+	cg_line(cg, "for (size_t o = 0; o < %lld; o++)", (long long)nout);
+	cg_line(cg, "    acc[o] = %s;", red_init(R));
+	if (lse) {
+		cg_line(cg, "static %s mx[%lld];", acc, (long long)nout);
+		cg_line(cg, "for (size_t o = 0; o < %lld; o++)", (long long)nout);
+		cg_line(cg, "    mx[o] = -INFINITY;");
+	}
+	if (nin > 0) {
+		char stmt[512];
+		if (lse) {
+			snprintf(stmt, sizeof(stmt), "{ const %s v = %s; if (v > mx[o] && !isinf(v)) "
+			         "mx[o] = v; }", acc, R->fl ? cg_load(cg, R->dt, "X0[i]") : "X0[i]");
+			emit_walk(cg, r, nin, stmt);
+			snprintf(stmt, sizeof(stmt), "acc[o] += %s(%s - mx[o]);", mfn(acc, "exp"),
+			         R->fl ? cg_load(cg, R->dt, "X0[i]") : "X0[i]");
+			emit_walk(cg, r, nin, stmt);
+		} else {
+			/* red_step writes one line; capture it */
+			size_t mark = cg->body.len;
+			int ind = cg->indent;
+			cg->indent = 0;
+			red_step(cg, R, "acc[o]", "X0[i]");
+			cg->indent = ind;
+			char *line = cg->body.s + mark;
+			while (*line == ' ')
+				line++;
+			snprintf(stmt, sizeof(stmt), "%s", line);
+			stmt[strcspn(stmt, "\n")] = 0;
+			cg->body.len = mark;
+			cg->body.s[mark] = 0;
+			emit_walk(cg, r, nin, stmt);
+		}
+	}
+	cg_line(cg, "for (size_t o = 0; o < %lld; o++)", (long long)nout);
+	cg_line(cg, "    Y0[o] = %s;", cg_store(cg, y->dtype, red_final(R, "acc[o]", "mx[o]")));
+	return RL_OK;
+}
+
 static enum rl_status emit_reduce_op(struct rl_cgen *cg, uint32_t node)
 {
 	const struct rl_node *n = &cg->g->nodes[node];
@@ -330,10 +460,12 @@ static enum rl_status emit_reduce_op(struct rl_cgen *cg, uint32_t node)
 		R.acc = "double";
 	else
 		R.acc = "uint64_t";
-	bool reduced[RL_MAX_RANK], noop;
-	enum rl_status st = red_axes(cg, node, reduced, &noop);
+	bool reduced[RL_MAX_RANK], noop = false, runtime = false;
+	enum rl_status st = red_axes(cg, node, reduced, &noop, &runtime);
 	if (st != RL_OK)
 		return st;
+	if (runtime)
+		return emit_reduce_runtime(cg, node, &R);
 	int64_t nout = 1;
 	for (int d = 0; d < x->shape.rank; d++)
 		if (!reduced[d])

@@ -324,6 +324,137 @@ static enum rl_status emit_split(struct rl_cgen *cg, uint32_t node)
 	return RL_OK;
 }
 
+/* numbers as a C initializer list */
+static void ints_list(char *b, size_t n, const int64_t *v, int k)
+{
+	size_t p = 0;
+	b[0] = 0;
+	for (int i = 0; i < k; i++)
+		p += (size_t)snprintf(b + p, n - p, "%s%lld", i ? ", " : "", (long long)v[i]);
+}
+
+static bool is_runtime(struct rl_cgen *cg, uint32_t node, int slot)
+{
+	uint32_t v = rl_node_in(&cg->g->nodes[node], slot);
+	return v != RL_NONE && !rl_value_is_const(cg->g, v) && numel(&cg->g->values[v]) > 0;
+}
+
+/*
+ * Slice whose starts/ends/axes/steps are inputs known only at run time (the
+ * output shape is still static): the kernel resolves start and step per axis
+ * with the spec's clamping, checks the lengths against the static output
+ * shape (zeros if they disagree, never an out-of-bounds read), then copies
+ * with run-time strides.
+ */
+static enum rl_status emit_slice_runtime(struct rl_cgen *cg, uint32_t node)
+{
+	const struct rl_node *nd = &cg->g->nodes[node];
+	const struct rl_value *x = cg_in(cg, node, 0), *y = cg_out(cg, node, 0);
+	int r = x->shape.rank;
+	const struct rl_value *sv = cg_in(cg, node, 1), *ev = cg_in(cg, node, 2);
+	const struct rl_value *av = cg_in(cg, node, 3), *pv = cg_in(cg, node, 4);
+	if (!sv || !ev)
+		return cg_error(cg, node, "starts and ends are required");
+	int64_t ns = numel(sv);
+	if (numel(ev) != ns || (av && numel(av) != ns) || (pv && numel(pv) != ns) || ns > r)
+		return cg_error(cg, node, "starts, ends, axes and steps differ in length");
+	if (r == 0)
+		return cg_error(cg, node, "cannot slice a scalar");
+	if (numel(y) == 0) {
+		cg_line(cg, "/* empty output */");
+		return RL_OK;
+	}
+	int64_t dims[RL_MAX_RANK], xs[RL_MAX_RANK], ys[RL_MAX_RANK], one[RL_MAX_RANK];
+	char dl[256], ol[256], il[256];
+	for (int d = 0; d < r; d++) {
+		dims[d] = x->shape.d[d].v;
+		one[d] = 1;
+	}
+	cg_strides(&x->shape, xs);
+	cg_strides(&y->shape, ys);
+	ints_list(dl, sizeof(dl), dims, r);
+	for (int d = 0; d < r; d++)
+		dims[d] = y->shape.d[d].v;
+	ints_list(ol, sizeof(ol), dims, r);
+	cg_line(cg, "/* starts/ends%s%s arrive at run time; the output shape is static */",
+	        av ? "/axes" : "", pv ? "/steps" : "");
+	cg_line(cg, "static const int64_t dims[%d] = {%s}, want[%d] = {%s};", r, dl, r, ol);
+	ints_list(il, sizeof(il), one, r);
+	cg_line(cg, "int64_t st[%d] = {0}, sp[%d] = {%s}, ln[%d] = {%s};", r, r, il, r, dl);
+	cg_line(cg, "for (size_t i = 0; i < %lld; i++) {", (long long)ns);
+	cg->indent++;
+	if (av) {
+		cg_line(cg, "int64_t a = (int64_t)X3[i];");
+		cg_line(cg, "if (a < 0)");
+		cg_line(cg, "    a += %d;", r);
+		cg_line(cg, "if (a < 0 || a >= %d)", r);
+		cg_line(cg, "    continue;");
+	} else {
+		cg_line(cg, "const int64_t a = (int64_t)i;");
+	}
+	cg_line(cg, "const int64_t n = dims[a], p = %s;", pv ? "(int64_t)X4[i]" : "1");
+	cg_line(cg, "int64_t s = (int64_t)X1[i], e = (int64_t)X2[i];");
+	cg_line(cg, "if (p == 0)");
+	cg_line(cg, "    continue;");
+	cg_line(cg, "if (s < 0)");
+	cg_line(cg, "    s += n;");
+	cg_line(cg, "if (e < 0)");
+	cg_line(cg, "    e += n;");
+	cg_line(cg, "if (p > 0) {");
+	cg_line(cg, "    s = s < 0 ? 0 : s > n ? n : s;");
+	cg_line(cg, "    e = e < 0 ? 0 : e > n ? n : e;");
+	cg_line(cg, "    ln[a] = e > s ? (e - s + p - 1) / p : 0;");
+	cg_line(cg, "} else {");
+	cg_line(cg, "    s = s < 0 ? 0 : s > n - 1 ? n - 1 : s;");
+	cg_line(cg, "    e = e < -1 ? -1 : e > n - 1 ? n - 1 : e;");
+	cg_line(cg, "    ln[a] = s > e ? (s - e - p - 1) / -p : 0;");
+	cg_line(cg, "}");
+	cg_line(cg, "st[a] = s;");
+	cg_line(cg, "sp[a] = p;");
+	cg->indent--;
+	cg_line(cg, "}");
+	cg_line(cg, "int64_t base = 0;");
+	cg_line(cg, "for (size_t d = 0; d < %d; d++) {", r);
+	cg_line(cg, "    if (ln[d] != want[d]) { /* disagrees with the static output shape */");
+	cg_line(cg, "        memset(Y0, 0, %lld * sizeof(%s));", (long long)numel(y),
+	        cg_ctype(y->dtype));
+	cg_line(cg, "        return;");
+	cg_line(cg, "    }");
+	cg_line(cg, "}");
+	char xprev[32] = "base";
+	int depth = 0, last = -1;
+	for (int d = 0; d < r; d++)
+		cg_line(cg, "base += st[%d] * %lld;", d, (long long)xs[d]);
+	for (int d = 0; d < r; d++)
+		if (y->shape.d[d].v > 1)
+			last = d;
+	if (last < 0) {
+		cg_line(cg, "Y0[0] = X0[base];");
+		return RL_OK;
+	}
+	char yprev[32] = "0";
+	for (int d = 0; d <= last; d++) {
+		if (y->shape.d[d].v == 1)
+			continue;
+		cg_line(cg, "for (size_t j%d = 0; j%d < %lld; j%d++) {", d, d,
+		        (long long)y->shape.d[d].v, d);
+		cg->indent++;
+		depth++;
+		if (d == last)
+			break;
+		cg_line(cg, "const int64_t xo%d = %s + (int64_t)j%d * sp[%d] * %lld;", d, xprev, d, d,
+		        (long long)xs[d]);
+		cg_line(cg, "const size_t yo%d = %s + j%d * %lld;", d, yprev, d, (long long)ys[d]);
+		snprintf(xprev, sizeof(xprev), "xo%d", d);
+		snprintf(yprev, sizeof(yprev), "yo%d", d);
+	}
+	cg_line(cg, "Y0[%s + j%d] = X0[%s + (int64_t)j%d * sp[%d] * %lld];", yprev, last, xprev,
+	        last, last, (long long)xs[last]);
+	cg_loops_close(cg, depth);
+	(void)nd;
+	return RL_OK;
+}
+
 static enum rl_status emit_slice(struct rl_cgen *cg, uint32_t node)
 {
 	const struct rl_node *nd = &cg->g->nodes[node];
@@ -350,6 +481,9 @@ static enum rl_status emit_slice(struct rl_cgen *cg, uint32_t node)
 			memcpy(axes, p, (size_t)na * sizeof(*p));
 		nst = -1;
 	} else {
+		for (int k = 1; k <= 4; k++)
+			if (is_runtime(cg, node, k))
+				return emit_slice_runtime(cg, node);
 		if ((ns = const_ints(cg, node, 1, starts, RL_MAX_RANK)) < 0)
 			return list_error(cg, node, ns == -1 ? -3 : ns, "starts");
 		if ((ne = const_ints(cg, node, 2, ends, RL_MAX_RANK)) < 0)
@@ -650,6 +784,122 @@ static int64_t pad_src(const char *mode, int64_t s, int64_t n)
 	return m >= n ? p - m : m;
 }
 
+/* C statements mapping int64_t `s` (source coordinate, may be outside
+ * [0, n)) into range for a non-constant pad mode. */
+static void pad_map_stmt(struct rl_cgen *cg, const char *mode, int64_t n)
+{
+	if (mode[0] == 'e')
+		cg_line(cg, "s = s < 0 ? 0 : s >= %lld ? %lld : s;", (long long)n, (long long)(n - 1));
+	else if (mode[0] == 'w')
+		cg_line(cg, "s = ((s %% %lld) + %lld) %% %lld;", (long long)n, (long long)n,
+		        (long long)n);
+	else if (n == 1)
+		cg_line(cg, "s = 0;");
+	else {
+		int64_t p = 2 * (n - 1);
+		cg_line(cg, "s = ((s %% %lld) + %lld) %% %lld;", (long long)p, (long long)p,
+		        (long long)p);
+		cg_line(cg, "s = s >= %lld ? %lld - s : s;", (long long)n, (long long)p);
+	}
+}
+
+/*
+ * Pad whose pads (or axes) arrive at run time; the output shape is static.
+ * The kernel reads the leading pads, checks begin + input + end against the
+ * static output dims (zeros if they disagree), then maps every output
+ * coordinate to its source.
+ */
+static enum rl_status emit_pad_runtime(struct rl_cgen *cg, uint32_t node, const char *mode,
+                                       const char *cv)
+{
+	const struct rl_value *x = cg_in(cg, node, 0), *y = cg_out(cg, node, 0);
+	const struct rl_value *pv = cg_in(cg, node, 1), *av = cg_in(cg, node, 3);
+	const char *ct = cg_ctype(x->dtype);
+	int r = x->shape.rank;
+	int64_t nax = av ? numel(av) : r;
+	if (numel(pv) != 2 * nax || nax > r)
+		return cg_error(cg, node, "%lld pads for %lld axes", (long long)numel(pv),
+		                (long long)nax);
+	if (numel(y) == 0) {
+		cg_line(cg, "/* empty output */");
+		return RL_OK;
+	}
+	if (r == 0) {
+		cg_line(cg, "Y0[0] = X0[0];");
+		return RL_OK;
+	}
+	bool cmode = mode[0] == 'c';
+	if (!cmode && numel(x) == 0)
+		return cg_error(cg, node, "mode '%s' cannot pad an empty input", mode);
+	int64_t xd[RL_MAX_RANK], yd[RL_MAX_RANK], xs[RL_MAX_RANK], ys[RL_MAX_RANK];
+	char xl[256], yl[256];
+	for (int d = 0; d < r; d++) {
+		xd[d] = x->shape.d[d].v;
+		yd[d] = y->shape.d[d].v;
+	}
+	cg_strides(&x->shape, xs);
+	cg_strides(&y->shape, ys);
+	ints_list(xl, sizeof(xl), xd, r);
+	ints_list(yl, sizeof(yl), yd, r);
+	cg_line(cg, "/* pads%s arrive at run time; the output shape is static */", av ? "/axes" : "");
+	cg_line(cg, "static const int64_t xd[%d] = {%s}, yd[%d] = {%s};", r, xl, r, yl);
+	cg_line(cg, "int64_t pb[%d] = {0}, pt[%d] = {0};", r, r);
+	cg_line(cg, "for (size_t i = 0; i < %lld; i++) {", (long long)nax);
+	cg->indent++;
+	if (av) {
+		cg_line(cg, "int64_t a = (int64_t)X3[i];");
+		cg_line(cg, "if (a < 0)");
+		cg_line(cg, "    a += %d;", r);
+		cg_line(cg, "if (a < 0 || a >= %d)", r);
+		cg_line(cg, "    continue;");
+	} else {
+		cg_line(cg, "const int64_t a = (int64_t)i;");
+	}
+	cg_line(cg, "pb[a] = (int64_t)X1[i];");
+	cg_line(cg, "pt[a] = pb[a] + (int64_t)X1[i + %lld];", (long long)nax);
+	cg->indent--;
+	cg_line(cg, "}");
+	cg_line(cg, "for (size_t d = 0; d < %d; d++) {", r);
+	cg_line(cg, "    if (xd[d] + pt[d] != yd[d]) { /* disagrees with the static output shape */");
+	cg_line(cg, "        memset(Y0, 0, %lld * sizeof(%s));", (long long)numel(y), ct);
+	cg_line(cg, "        return;");
+	cg_line(cg, "    }");
+	cg_line(cg, "}");
+	if (cmode) {
+		cg_line(cg, "const %s cv = %s; /* the pad value */", ct, cv);
+		cg_line(cg, "(void)cv;");
+	}
+	char xprev[32] = "0", yprev[32] = "0";
+	for (int d = 0; d < r; d++) {
+		cg_line(cg, "for (size_t j%d = 0; j%d < %lld; j%d++) {", d, d, (long long)yd[d], d);
+		cg->indent++;
+		cg_line(cg, "int64_t s = (int64_t)j%d - pb[%d];", d, d);
+		if (d < r - 1) {
+			cg_line(cg, "const size_t yo%d = %s + j%d * %lld;", d, yprev, d, (long long)ys[d]);
+			if (cmode) {
+				cg_line(cg, "if (s < 0 || s >= %lld) {", (long long)xd[d]);
+				cg_line(cg, "    for (size_t t = 0; t < %lld; t++) Y0[yo%d + t] = cv;",
+				        (long long)ys[d], d);
+				cg_line(cg, "    continue;");
+				cg_line(cg, "}");
+			} else {
+				pad_map_stmt(cg, mode, xd[d]);
+			}
+			cg_line(cg, "const int64_t xo%d = %s + s * %lld;", d, xprev, (long long)xs[d]);
+			snprintf(xprev, sizeof(xprev), "xo%d", d);
+			snprintf(yprev, sizeof(yprev), "yo%d", d);
+		} else if (cmode) {
+			cg_line(cg, "Y0[%s + j%d] = s >= 0 && s < %lld ? X0[%s + s] : cv;", yprev, d,
+			        (long long)xd[d], xprev);
+		} else {
+			pad_map_stmt(cg, mode, xd[d]);
+			cg_line(cg, "Y0[%s + j%d] = X0[%s + s];", yprev, d, xprev);
+		}
+	}
+	cg_loops_close(cg, r);
+	return RL_OK;
+}
+
 static enum rl_status emit_pad(struct rl_cgen *cg, uint32_t node)
 {
 	const struct rl_node *nd = &cg->g->nodes[node];
@@ -674,19 +924,19 @@ static enum rl_status emit_pad(struct rl_cgen *cg, uint32_t node)
 		double v = rl_node_attr_float(nd, "value", 0.0);
 		snprintf(cv, sizeof(cv), "%s", cg_store(cg, x->dtype, cg_lit(x->dtype, v)));
 	} else {
+		uint32_t vc = rl_node_in(nd, 2);
+		if (vc == RL_NONE || numel(&cg->g->values[vc]) == 0)
+			snprintf(cv, sizeof(cv), "0");
+		else if (rl_value_is_const(cg->g, vc))
+			snprintf(cv, sizeof(cv), "%s", storage_lit(cg, x->dtype, vc));
+		else
+			snprintf(cv, sizeof(cv), "X2[0]");
+		if (is_runtime(cg, node, 1) || (nd->opset >= 18 && is_runtime(cg, node, 3)))
+			return emit_pad_runtime(cg, node, mode, cv);
 		npad = const_ints(cg, node, 1, raw, 2 * RL_MAX_RANK);
 		if (npad < 0)
 			return npad == -2 ? list_error(cg, node, -2, "pads")
 			                  : cg_error(cg, node, "'pads' must be a constant 1-D int64 list");
-		uint32_t vc = rl_node_in(nd, 2);
-		if (vc == RL_NONE)
-			snprintf(cv, sizeof(cv), "0");
-		else if (rl_value_is_const(cg->g, vc) && numel(&cg->g->values[vc]) >= 1)
-			snprintf(cv, sizeof(cv), "%s", storage_lit(cg, x->dtype, vc));
-		else if (numel(&cg->g->values[vc]) == 0)
-			snprintf(cv, sizeof(cv), "0");
-		else
-			snprintf(cv, sizeof(cv), "X2[0]");
 		if (nd->opset >= 18) {
 			na = const_ints(cg, node, 3, axes, RL_MAX_RANK);
 			if (na < -1)

@@ -10,7 +10,7 @@
  * a `..` that climbs out, or a symlink pointing outside is refused.
  *
  * Checks made here, each a one-line error naming file, node and reason:
- * empty or unparsable files, a missing graph, ir_version outside 3..11,
+ * empty or unparsable files, a missing graph, ir_version outside 3..13,
  * unknown operators (all of them listed at once), input counts outside the
  * operator table's range, names nothing produces, two producers of one name,
  * negative or overflowing dims, and bad external data. Cycles and shapes are
@@ -506,8 +506,8 @@ static enum rl_status build_graph(struct rl_graph *g, const Onnx__ModelProto *m)
 	if (!m->graph)
 		FAIL(RL_ERR_INVALID, NULL, "the model has no graph");
 	const Onnx__GraphProto *gp = m->graph;
-	if (!m->has_ir_version || m->ir_version < 3 || m->ir_version > 11)
-		FAIL(RL_ERR_UNSUPPORTED, NULL, "ir_version %lld is not supported (3 to 11 are)",
+	if (!m->has_ir_version || m->ir_version < 3 || m->ir_version > 13)
+		FAIL(RL_ERR_UNSUPPORTED, NULL, "ir_version %lld is not supported (3 to 13 are)",
 		     (long long)m->ir_version);
 	g->ir_version = m->ir_version;
 	g->graph_name = rl_arena_strdup(g, gp->name ? gp->name : "");

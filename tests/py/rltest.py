@@ -185,7 +185,8 @@ def compare(actual, expected, rtol=1e-3, atol=1e-7):
     a_nan, e_nan = np.isnan(a), np.isnan(e)
     a_inf, e_inf = np.isinf(a), np.isinf(e)
     finite = ~(a_nan | e_nan | a_inf | e_inf)
-    bad = (a_nan != e_nan) | ((a_inf | e_inf) & ~(a_nan | e_nan) & (a != e))
+    nonfinite_bad = (a_nan != e_nan) | ((a_inf | e_inf) & ~(a_nan | e_nan) & (a != e))
+    bad = nonfinite_bad.copy()
     with np.errstate(invalid="ignore", over="ignore"):
         diff = np.where(finite, np.abs(a - e), 0.0)
         tol = atol + rtol * np.abs(np.where(finite, e, 0.0))
@@ -197,8 +198,10 @@ def compare(actual, expected, rtol=1e-3, atol=1e-7):
     if nbad == 0:
         return True, "", max_abs, max_rel
     idx = np.unravel_index(int(np.argmax(bad)), bad.shape)
-    return (False, f"{nbad}/{actual.size} elements outside rtol={rtol:g} atol={atol:g}; "
-            f"max abs err {max_abs:.3g}, max rel err {max_rel:.3g}; first at "
+    nf = int(np.count_nonzero(nonfinite_bad))
+    nf_text = f" ({nf} NaN/inf mismatches)" if nf else ""
+    return (False, f"{nbad}/{actual.size} elements outside rtol={rtol:g} atol={atol:g}{nf_text}; "
+            f"max abs err {max_abs:.3g}, max rel err {max_rel:.3g} (finite elements); first at "
             f"{list(map(int, idx))}: got {a[idx].item()!r}, expected {e[idx].item()!r}", max_abs, max_rel)
 
 

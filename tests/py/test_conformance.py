@@ -35,10 +35,10 @@ import shlex
 import shutil
 import sys
 import tempfile
-import threading
 
 import onnx
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import rltest  # noqa: E402
 
@@ -303,15 +303,15 @@ def run_test(t, args, extra, tmp_root):
 # ---- report --------------------------------------------------------------------
 
 
-def print_table(tests, title_cols=("passed", "failed", "skipped")):
+def print_table(tests, columns=(("pass", "passed"), ("fail", "failed"), ("skip", "skipped"))):
     rows = collections.OrderedDict()
     for t in sorted(tests, key=lambda t: t.op):
-        r = rows.setdefault(t.op, {"pass": 0, "fail": 0, "skip": 0})
+        r = rows.setdefault(t.op, collections.Counter())
         r[t.status] += 1
     w = max([len("operator")] + [len(op) for op in rows])
-    print(f"{'operator':<{w}}  {title_cols[0]:>7} {title_cols[1]:>7} {title_cols[2]:>7}")
+    print(f"{'operator':<{w}}" + "".join(f" {title:>7}" for _, title in columns))
     for op, r in rows.items():
-        print(f"{op:<{w}}  {r['pass']:>7} {r['fail']:>7} {r['skip']:>7}")
+        print(f"{op:<{w}}" + "".join(f" {r[status]:>7}" for status, _ in columns))
     print()
 
 
@@ -404,7 +404,7 @@ def main():
         if args.count_only:
             auto = [t for t in tests if not t.missing and not t.bad_dtypes]
             print()
-            print_table(tests, ("run", "-", "skipped"))
+            print_table(tests, (("pass", "run"), ("skip", "skipped")))
             print_skip_reasons(tests)
             print(f"{len(auto)} of {len(tests)} tests use only supported operators and dtypes; "
                   f"{len(to_run)} remain after {os.path.basename(skips_path)}")
@@ -416,17 +416,15 @@ def main():
         sys.exit("test_conformance: --rlopt is required to run tests")
 
     tmp_root = tempfile.mkdtemp(prefix="rlopt-conformance.")
-    lock = threading.Lock()
     try:
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
             futs = [pool.submit(run_test, t, args, extra, tmp_root) for t in to_run]
             for fut in concurrent.futures.as_completed(futs):
                 t = fut.result()
-                with lock:
-                    if t.status == "fail":
-                        print(f"FAIL {t.name} [{t.op}]: {t.reason}", flush=True)
-                    elif args.verbose:
-                        print(f"PASS {t.name}", flush=True)
+                if t.status == "fail":
+                    print(f"FAIL {t.name} [{t.op}]: {t.reason}", flush=True)
+                elif args.verbose:
+                    print(f"PASS {t.name}", flush=True)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         raise

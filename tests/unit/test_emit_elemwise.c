@@ -105,7 +105,7 @@ static char *emit_and_compile(struct rl_graph *g)
 	snprintf(path, sizeof(path), "%s/m.c", dir);
 	st = rl_emit_c(g, NULL, path, err, sizeof(err));
 	cr_assert_eq(st, RL_OK, "emit failed: %s", err);
-	int rc = sh("cd '%s' && cc -std=c11 -Wall -Wextra -Werror -O2 -c m.c -o m.o 2> cc.log"
+	int rc = sh("cd '%s' && ${CC:-cc} -std=c11 -Wall -Wextra -Werror -O2 -c m.c -o m.o 2> cc.log"
 	            " || { cat cc.log >&2; exit 1; }", dir);
 	cr_assert_eq(rc, 0, "generated C in %s does not compile cleanly", dir);
 	return dir;
@@ -246,7 +246,7 @@ static char *run_model(struct rl_graph *g, const char *main_src)
 	char path[4200];
 	snprintf(path, sizeof(path), "%s/main.c", dir);
 	cr_assert_eq(tu_write(path, main_src, strlen(main_src)), 0);
-	int rc = sh("cd '%s' && cc -std=c11 -Wall -Wextra -Werror -O2 main.c m.o -lm -o run 2> cc.log"
+	int rc = sh("cd '%s' && ${CC:-cc} -std=c11 -Wall -Wextra -Werror -O2 main.c m.o -lm -o run 2> cc.log"
 	            " && ./run > out.txt || { cat cc.log >&2; exit 1; }", dir);
 	cr_assert_eq(rc, 0, "building or running the program in %s failed", dir);
 	snprintf(path, sizeof(path), "%s/out.txt", dir);

@@ -1,0 +1,90 @@
+/*
+ * pass.h - the pass pipeline.
+ *
+ * Every pass has one signature and its own file (passes/<name>.c):
+ *
+ *   enum rl_status rl_pass_NAME(struct rl_graph *g, struct rl_pass_ctx *ctx);
+ *
+ * The pipeline is one table in pipeline.c, in order; -O0 runs nothing, -O1
+ * the cleanup passes, -O2 everything, and --passes a,b,c an explicit list.
+ * The verifier runs between passes when ctx->verify is set (tests, debug
+ * builds, --verify). --dump-after NAME prints the graph after that pass.
+ *
+ * Every decision a pass takes or declines is a remark: pass, node(s),
+ * verdict, and the numbers behind it (bytes and predicted time before and
+ * after). The report is built from remarks; nothing is decided in the report.
+ */
+#ifndef RL_PASS_H
+#define RL_PASS_H
+
+#include <stdio.h>
+
+#include "cost.h"
+#include "ir.h"
+#include "machine.h"
+
+struct rl_remark {
+	const char *pass;     /* static string: the pass name */
+	char node[160];       /* node name(s), comma separated */
+	char verdict[24];     /* "applied", "rejected", "folded", "removed", ... */
+	char msg[320];        /* one line: the reason, with numbers */
+	double bytes_before, bytes_after; /* -1 when not meaningful */
+	double time_before, time_after;   /* seconds, -1 when not meaningful */
+};
+
+struct rl_pass_ctx {
+	const struct rl_machine *machine; /* for passes that price (may be NULL) */
+	int opt_level;          /* 0, 1, 2 */
+	bool verify;            /* run rl_graph_verify between passes */
+	const char *dump_after; /* pass name, or NULL */
+	FILE *dump;             /* where --dump-after writes (stdout) */
+	struct rl_remark *remarks;
+	uint32_t nremarks, cap_remarks;
+	/* folding limit: never materialize a constant larger than this */
+	int64_t fold_max_bytes;
+	/* totals the report quotes */
+	double bytes_saved_dedupe;
+	double bytes_saved_fusion;
+};
+
+typedef enum rl_status (*rl_pass_fn)(struct rl_graph *g, struct rl_pass_ctx *ctx);
+
+struct rl_pass_info {
+	const char *name;  /* as in --passes and --dump-after */
+	rl_pass_fn fn;
+	int min_level;     /* lowest -O level that runs it */
+	const char *what;  /* one line for --help */
+};
+
+/* The pipeline, in order, terminated by a NULL name. */
+extern const struct rl_pass_info rl_pipeline[];
+
+void rl_pass_ctx_init(struct rl_pass_ctx *ctx, const struct rl_machine *m,
+                      int opt_level);
+void rl_pass_ctx_free(struct rl_pass_ctx *ctx);
+
+/*
+ * Run the pipeline: the passes for ctx->opt_level, or the comma-separated
+ * list `only` (an unknown name is RL_ERR_INVALID with the known names in
+ * g->err). Re-infers shapes after every pass that changed the graph.
+ */
+enum rl_status rl_pipeline_run(struct rl_graph *g, struct rl_pass_ctx *ctx,
+                               const char *only);
+
+/* Record a remark. node may be NULL; pass the numbers or -1. */
+void rl_remark(struct rl_pass_ctx *ctx, const char *pass, const char *node,
+               const char *verdict, double bytes_before, double bytes_after,
+               double time_before, double time_after, const char *fmt, ...)
+	__attribute__((format(printf, 9, 10)));
+/* Print remarks, one per line. */
+void rl_remarks_print(const struct rl_pass_ctx *ctx, FILE *f);
+
+/* The passes (one file each). */
+enum rl_status rl_pass_fold(struct rl_graph *g, struct rl_pass_ctx *ctx);
+enum rl_status rl_pass_cse(struct rl_graph *g, struct rl_pass_ctx *ctx);
+enum rl_status rl_pass_dedupe(struct rl_graph *g, struct rl_pass_ctx *ctx);
+enum rl_status rl_pass_dce(struct rl_graph *g, struct rl_pass_ctx *ctx);
+enum rl_status rl_pass_roofline(struct rl_graph *g, struct rl_pass_ctx *ctx);
+enum rl_status rl_pass_fuse(struct rl_graph *g, struct rl_pass_ctx *ctx);
+
+#endif /* RL_PASS_H */
