@@ -283,13 +283,32 @@ def kernel_table(c_path):
     return {m.group(4): (m.group(1), m.group(2), m.group(3)) for m in pat.finditer(text)}
 
 
-def profile(args, name, c, upper, weights, work, top=12):
-    """perf with DWARF call graphs on a -fno-inline build, so each kernel is its
-    own symbol and the libm calls it makes count towards it (inclusive time)"""
+def kernel_flops(op, shapes):
+    """2 * MACs of a Conv/MatMul/Gemm kernel from its comment's shapes
+    ("X0 float32[1x16x32x32], X1 float32[32x16x3x3] -> Y0 float32[1x32x16x16]");
+    0 for other ops (Gemm assumed without transA)"""
+    dims = {m.group(1): [int(d) for d in m.group(2).split("x") if d]
+            for m in re.finditer(r"(\w+) \w+\[([\dx]*)\]", shapes)}
+    y, x0, x1 = dims.get("Y0"), dims.get("X0"), dims.get("X1")
+    if not y or not x0:
+        return 0
+    ny = int(np.prod(y, dtype=np.int64))
+    if op == "Conv" and x1:
+        return 2 * ny * int(np.prod(x1[1:], dtype=np.int64))
+    if op in ("MatMul", "Gemm"):
+        return 2 * ny * x0[-1]
+    return 0
+
+
+def profile(args, name, c, upper, weights, work, run_s, top=12):
+    """perf with DWARF call graphs on a build where each kernel is its own
+    symbol (-fno-inline; no clones, -fno-ipa-cp; and no identical-code folding,
+    -fno-ipa-icf, which would merge same-shape kernels into one), so the libm
+    calls a kernel makes count towards it (inclusive time)"""
     if not shutil.which("perf"):
         print("  (perf not found: no profile)")
         return
-    exe = build(args, name, c, upper, work, args.variant_list[0], extra=["-g", "-fno-inline", "-fno-ipa-cp"])
+    exe = build(args, name, c, upper, work, args.variant_list[0], extra=["-g", "-fno-inline", "-fno-ipa-cp", "-fno-ipa-icf"])
     data = os.path.join(work, name + ".perf.data")
     cmd = ["perf", "record", "-q", "--call-graph", "dwarf", "-F", "499", "-o", data, "--", exe,
            "--seconds", "2"] + (["--weights", weights] if weights else [])
@@ -314,6 +333,10 @@ def profile(args, name, c, upper, weights, work, top=12):
         base = sym.split(".")[0]
         if base in kt:
             per_kernel[base] = max(per_kernel.get(base, 0.0), pct)
+    # kernels do not nest: their inclusive times plus run_v's own add up to
+    # the run (run_v's inclusive figure is lower when DWARF unwinding through a
+    # big stack frame fails, so it is not the denominator)
+    run = sum(per_kernel.values()) + self_.get(f"{name}_run_v", 0.0)
     rows, by_op = [], {}
     for base, pct in per_kernel.items():
         node, op, shapes = kt[base]
@@ -323,9 +346,13 @@ def profile(args, name, c, upper, weights, work, top=12):
     rows.sort(key=lambda x: -x[0])
     glue = 100.0 * self_.get(f"{name}_run_v", 0.0) / run
     print(f"  profile of {name}_run_v (perf, -fno-inline build; inclusive share of run time, "
-          f"libm calls included):")
+          f"libm calls included; GFLOP/s = the kernel's MatMul/Gemm/Conv FLOPs over its share "
+          f"of the thread-CPU median {fmt_s(run_s)}):")
+    print(f"    {'share':>6}  {'kernel':<24} {'op':<18} {'GFLOP/s':>7}  shapes")
     for share, sym, op, shapes in rows[:top]:
-        print(f"    {share:5.1f}%  {sym:<28} {op:<18} {shapes[:100]}")
+        fl = kernel_flops(op, shapes)
+        rate = f"{fl / (share / 100.0 * run_s) / 1e9:7.1f}" if fl and share > 0 else f"{'':7}"
+        print(f"    {share:5.1f}%  {sym:<24} {op:<18} {rate}  {shapes[:100]}")
     print(f"    ({len(rows)} kernels sampled; {name}_run_v itself {glue:.1f}%)")
     print("    by operator: " + ", ".join(f"{op} {p:.1f}%" for op, p in
                                          sorted(by_op.items(), key=lambda x: -x[1])[:10]))
@@ -410,19 +437,20 @@ def bench_model(args, name, path, work, limits):
         t_ort = ort1.time(3)["median_s"]
         slowest = max(list(est.values()) + [t_ort])
         n = max(3, min(100000, int(math.ceil(args.seconds / max(slowest, 1e-7)))))
-    sides = [f"ours[{v}]" for v in exes] + ["ORT-1t", f"ORT-{nthreads}t"]
+    nt = f"ORT-{nthreads}t" if nthreads > 1 else "ORT-all(1t)"  # a distinct key on 1 CPU
+    sides = [f"ours[{v}]" for v in exes] + ["ORT-1t", nt]
     per_round = {s: [] for s in sides}
     for _ in range(args.rounds):
         for v, exe in exes.items():
             per_round[f"ours[{v}]"].append(harness(exe, weights, ["--runs", str(n), "--warmup", "1"], d))
         per_round["ORT-1t"].append(ort1.time(n))
-        per_round[f"ORT-{nthreads}t"].append(ortn.time(n))
+        per_round[nt].append(ortn.time(n))
     best = {s: {k: min(r[k] for r in rs) for k in ("median_s", "min_s", "cpu_median_s", "cpu_min_s")}
             for s, rs in per_round.items()}
 
     ours = best[f"ours[{args.variant_list[0]}]"]["median_s"]
     o1 = best["ORT-1t"]["median_s"]
-    on = best[f"ORT-{nthreads}t"]["median_s"]
+    on = best[nt]["median_s"]
     print(f"  {n} runs per side, {args.rounds} interleaved rounds; best of the rounds' medians "
           f"(wall clock); min = fastest single run")
     w = max(len(s) for s in sides)
@@ -430,7 +458,7 @@ def bench_model(args, name, path, work, limits):
           f"{'/ ORT-' + str(nthreads) + 't':>8}")
     for s in sides:
         b = best[s]
-        cpu = fmt_s(b["cpu_median_s"]) if not s.startswith(f"ORT-{nthreads}t") or nthreads == 1 else "-"
+        cpu = fmt_s(b["cpu_median_s"]) if s != nt or nthreads == 1 else "-"
         print(f"  {s:<{w}}  {fmt_s(b['median_s']):>10}  {fmt_s(b['min_s']):>10}  {cpu:>10}  "
               f"{b['median_s'] / o1:>8.2f}  {b['median_s'] / on:>8.2f}")
     res = {"name": name, "n": n, "ours": ours, "ort1": o1, "ortn": on, "ok": ok, "best": best,
@@ -455,11 +483,13 @@ def bench_model(args, name, path, work, limits):
               f"{fmt_s(t_mem)}; {flops / 1e9:.3f} GFLOP (MatMul/Gemm/Conv) at "
               f"{limits['fma_gflops']:.1f} GFLOP/s = {fmt_s(t_flop)}; limit {fmt_s(lim)} "
               f"({res['bound']}-bound)")
+        cpu_o1 = best["ORT-1t"]["cpu_median_s"]
         print(f"  ours/limit {ours / lim:.1f}x (wall), {cpu_ours / lim:.1f}x (thread CPU); "
-              f"ORT-1t/limit {o1 / lim:.1f}x")
+              f"ORT-1t/limit {o1 / lim:.1f}x (wall), {cpu_o1 / lim:.1f}x (thread CPU)")
     if args.profile or (ours / o1 > args.profile_over):
         try:
-            profile(args, name, c, upper, weights, d)
+            profile(args, name, c, upper, weights, d,
+                    best[f"ours[{args.variant_list[0]}]"]["cpu_median_s"])
         except BenchError as e:
             print(f"  (profile failed: {e})")
     return res
@@ -511,12 +541,23 @@ def main():
     failed = []
     results = []
     try:
+        try:
+            models = model_paths(args, work)
+        except BenchError as e:
+            print(f"bench_ort.py: {e}", file=sys.stderr)
+            return 1
         limits = None
         if not args.no_limit:
-            limits, text = machine_limits(work, args.cc)
-            print("machine limits (bench/stream_limit.c, one core):\n" +
-                  "".join("  " + ln + "\n" for ln in text.splitlines()), end="")
-        for name, path in model_paths(args, work):
+            try:
+                limits, text = machine_limits(work, args.cc)
+            except BenchError as e:
+                print(f"FAIL machine limits: {e}", flush=True)
+                failed.append("stream_limit")
+                limits, text = None, ""
+            if limits:
+                print("machine limits (bench/stream_limit.c, one core):\n" +
+                      "".join("  " + ln + "\n" for ln in text.splitlines()), end="")
+        for name, path in models:
             try:
                 r = bench_model(args, name, path, work, limits)
                 results.append(r)

@@ -28,7 +28,9 @@
  * Build: cc -O2 -march=native bench/stream_limit.c -o stream_limit
  * (-march=native matters: without it the FMA loop is SSE mul+add.)
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* sysconf(_SC_LEVEL3_CACHE_SIZE) */
+#endif
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -73,6 +73,12 @@ struct rl_cost_total {
 void rl_cost_graph(struct rl_graph *g, const struct rl_machine *m,
                    struct rl_cost_total *t);
 
+/* The balance a node is classified against: peak FLOP/s for prec (matrix
+ * unit when matrix) over main-memory read bandwidth times the contiguous
+ * access efficiency, in FLOP/byte. A node of lower intensity is memory-bound
+ * (up to the read/write bandwidth split and its own access pattern). */
+double rl_cost_balance(const struct rl_machine *m, enum rl_prec prec, bool matrix);
+
 /* Per-family counters, in ir/fam_<family>.c. */
 #define X(fam) \
 	bool rl_count_##fam(const struct rl_graph *g, uint32_t node, struct rl_counts *c);

@@ -831,9 +831,14 @@ static bool eval_constant(struct rl_graph *g, struct rl_node *n)
 	if (y->flags & RL_VAL_CONST)
 		return true; /* a Constant keeps its tensor across runs */
 	if ((a = rl_node_attr(n, "value"))) {
-		if (a->kind != RL_ATTR_TENSOR || !input_ok(g, a->tensor))
+		if (a->kind != RL_ATTR_TENSOR || a->tensor >= g->nvalues ||
+		    !rl_value_is_const(g, a->tensor))
 			return false;
 		const struct rl_value *t = &g->values[a->tensor];
+		size_t need = (size_t)numel_of(t) * rl_dtype_size(t->dtype);
+		if (numel_of(t) < 0 || !rl_dtype_size(t->dtype) || (need && !t->data) ||
+		    t->nbytes < need)
+			return false;
 		if (t->dtype != y->dtype || !rl_shape_equal(&t->shape, &y->shape))
 			return false;
 		rl_value_set_data(g, ov, t->data,
@@ -851,10 +856,10 @@ static bool eval_constant(struct rl_graph *g, struct rl_node *n)
 		((float *)p)[0] = (float)a->f;
 	else if ((a = rl_node_attr(n, "value_int")) && ne == 1)
 		((int64_t *)p)[0] = a->i;
-	else if ((a = rl_node_attr(n, "value_floats")) && a->n == ne)
+	else if ((a = rl_node_attr(n, "value_floats")) && a->n == ne && a->floats)
 		for (int64_t i = 0; i < ne; i++)
 			((float *)p)[i] = (float)a->floats[i];
-	else if ((a = rl_node_attr(n, "value_ints")) && a->n == ne)
+	else if ((a = rl_node_attr(n, "value_ints")) && a->n == ne && a->ints)
 		memcpy(p, a->ints, (size_t)ne * sizeof(int64_t));
 	else {
 		free(p);
@@ -903,11 +908,13 @@ bool rl_eval_node(struct rl_graph *g, uint32_t node)
 		return false;
 	uint32_t ov = n->out[0];
 	const struct rl_value *y = &g->values[ov];
+	/* a Constant borrows its tensor whatever its size (exporters put
+	 * weights in Constant nodes too) */
+	if (n->op == RL_OP_Constant)
+		return eval_constant(g, n);
 	int64_t ne = rl_shape_numel(&y->shape);
 	if (ne < 0 || ne > RL_EVAL_MAX_OUT || !rl_dtype_size(y->dtype))
 		return false;
-	if (n->op == RL_OP_Constant)
-		return eval_constant(g, n);
 	if (n->op == RL_OP_Shape || n->op == RL_OP_Size)
 		return eval_shape_of(g, n);
 	for (int i = 0; i < n->nin; i++)
@@ -988,7 +995,8 @@ void rl_eval_symbolic(struct rl_graph *g, uint32_t node)
 		return;
 	uint32_t ov = n->out[0];
 	struct rl_value *y = &g->values[ov];
-	if (!rl_dtype_is_int(y->dtype) || y->shape.rank > 1 || y->shape.rank < 0)
+	if ((!rl_dtype_is_int(y->dtype) && y->dtype != RL_DT_BOOL) || y->shape.rank > 1 ||
+	    y->shape.rank < 0)
 		return;
 	int64_t yn = rl_shape_numel(&y->shape);
 	if (yn < 0 || yn > RL_SYMVEC_MAX)
@@ -1071,6 +1079,46 @@ void rl_eval_symbolic(struct rl_graph *g, uint32_t node)
 		nr = na > nb ? na : nb;
 		for (int i = 0; i < nr; i++)
 			r[i] = sym_bin(g, node, i, n->op, a[na == 1 ? 0 : i], b[nb == 1 ? 0 : i]);
+		break;
+	}
+	case RL_OP_Equal: {
+		/* torch's expand(-1) exports Where(Equal(shape, -1), 1, shape):
+		 * a symbolic size is never negative, so that Equal is decided */
+		int na = rl_infer_symints(g, n->in[0], a, RL_SYMVEC_MAX);
+		int nb = rl_infer_symints(g, n->in[1], b, RL_SYMVEC_MAX);
+		if (na < 0 || nb < 0 || (na != nb && na != 1 && nb != 1))
+			return;
+		nr = na > nb ? na : nb;
+		for (int i = 0; i < nr; i++) {
+			struct rl_symint x1 = a[na == 1 ? 0 : i], x2 = b[nb == 1 ? 0 : i];
+			if (!x1.sym && !x2.sym)
+				r[i] = (struct rl_symint){x1.v == x2.v, NULL};
+			else if ((x1.sym && !x2.sym && x2.v < 0) || (x2.sym && !x1.sym && x1.v < 0))
+				r[i] = (struct rl_symint){0, NULL};
+			else if (x1.sym && x2.sym && strcmp(x1.sym, x2.sym) == 0 &&
+			         strncmp(x1.sym, "unk_", 4) != 0)
+				r[i] = (struct rl_symint){1, NULL};
+			else
+				r[i] = sym_unk(g, node, i);
+		}
+		break;
+	}
+	case RL_OP_Where: {
+		struct rl_symint c[RL_SYMVEC_MAX];
+		int nc = rl_infer_symints(g, n->in[0], c, RL_SYMVEC_MAX);
+		int na = rl_infer_symints(g, n->in[1], a, RL_SYMVEC_MAX);
+		int nb = rl_infer_symints(g, n->in[2], b, RL_SYMVEC_MAX);
+		if (nc < 0 || na < 0 || nb < 0)
+			return;
+		nr = nc > na ? nc : na;
+		nr = nr > nb ? nr : nb;
+		if ((nc != nr && nc != 1) || (na != nr && na != 1) || (nb != nr && nb != 1))
+			return;
+		for (int i = 0; i < nr; i++) {
+			struct rl_symint ci = c[nc == 1 ? 0 : i];
+			r[i] = ci.sym ? sym_unk(g, node, i) : ci.v ? a[na == 1 ? 0 : i]
+			                                          : b[nb == 1 ? 0 : i];
+		}
 		break;
 	}
 	default:

@@ -254,3 +254,34 @@ enum rl_status rl_infer_const(struct rl_graph *g, uint32_t node)
 		                      "no generator shape rule for this operator");
 	}
 }
+
+/* ---- cost ---------------------------------------------------------------- */
+/*
+ * Generators read no tensor data (their inputs are a shape, scalars, or, for
+ * EyeLike, only the input's shape) and write their output once:
+ *   Constant          0 bytes, 0 FLOPs: the data is in the program image;
+ *                     its consumers are charged for reading it
+ *   ConstantOfShape   write numel(Y) elements, 0 FLOPs
+ *   EyeLike           write numel(Y) elements, 0 FLOPs
+ *   Range             write numel(Y) elements, one add each: numel(Y) FLOPs
+ */
+#include "cost_impl.h"
+
+bool rl_count_const(const struct rl_graph *g, uint32_t node, struct rl_counts *c)
+{
+	const struct rl_node *n = &g->nodes[node];
+	c->bytes_read = c->weight_bytes = 0;
+	c->flops = 0;
+	switch (n->op) {
+	case RL_OP_Constant:
+		c->bytes_write = 0;
+		return true;
+	case RL_OP_ConstantOfShape: case RL_OP_EyeLike:
+		return true;
+	case RL_OP_Range:
+		c->flops = rl_cnt_out(g, n, 0);
+		return true;
+	default:
+		return false;
+	}
+}

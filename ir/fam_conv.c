@@ -137,9 +137,10 @@ enum rl_status rl_window_out(struct rl_graph *g, uint32_t node,
 		return RL_OK;
 	}
 	/* q may be negative when the padded input is shorter than the kernel
-	 * extent. ONNX's own inference and onnxruntime both divide with C's
-	 * truncation there (a window hanging over the end still counts while
-	 * q > -s), so this does too; only a negative size is an error. */
+	 * extent. For pools, ONNX's own inference and onnxruntime both divide
+	 * with C's truncation there (a window hanging over the end still counts
+	 * while q > -s), so this does too and only a negative size is an
+	 * error; Conv needs the padded input to span the kernel. */
 	int64_t ek = (k - 1) * d + 1, tot = x + pb + pe, q = tot - ek, o;
 	if (w->ceil_mode) {
 		o = (q >= 0 ? (q + s - 1) / s : q / s) + 1;
@@ -148,7 +149,7 @@ enum rl_status rl_window_out(struct rl_graph *g, uint32_t node,
 	} else {
 		o = q / s + 1;
 	}
-	if (o < 0)
+	if (o < 0 || (w->must_cover && q < 0))
 		return rl_graph_error(g, &g->nodes[node], RL_ERR_SHAPE,
 		                      "spatial axis %d: input size %lld (%lld with padding) is "
 		                      "smaller than the kernel extent %lld", i, (long long)x,
@@ -224,6 +225,7 @@ static enum rl_status infer_conv(struct rl_graph *g, uint32_t node, bool transpo
 	st = rl_window_read(g, node, nsp, sw, &w);
 	if (st != RL_OK)
 		return st;
+	w.must_cover = true;
 	out.rank = sx->rank;
 	out.d[0] = sx->d[0];
 	out.d[1] = mout;
@@ -283,7 +285,7 @@ static enum rl_status infer_conv(struct rl_graph *g, uint32_t node, bool transpo
 		 * kernel narrower than the stride gives less (onnxruntime's rule) */
 		int64_t full = s * (in.v - 1) + opad[i] + (k - 1) * w.d[i] + 1;
 		int64_t o = same ? (full < in.v * s ? full : in.v * s) : full - pb - pe;
-		if (o < 0)
+		if (o <= 0)
 			return rl_graph_error(g, n, RL_ERR_SHAPE,
 			                      "spatial axis %d: output size would be %lld", i,
 			                      (long long)o);
@@ -301,4 +303,39 @@ enum rl_status rl_infer_conv(struct rl_graph *g, uint32_t node)
 		return rl_graph_error(g, &g->nodes[node], RL_ERR_UNSUPPORTED,
 		                      "no conv shape rule for this operator");
 	}
+}
+
+/* ---- cost ---------------------------------------------------------------- */
+/*
+ * Conv (W is M x C/group x k1..kn): each output element is a dot product over
+ * its group's C/group channels and the kernel window, padding included (the
+ * emitted loops skip padded taps, but every runtime we compare with counts
+ * them, and the difference is at the border only):
+ *   MACs = numel(Y) * (C/group) * k1*..*kn = numel(Y) * numel(W) / M
+ * ConvTranspose (W is C x M/group x k1..kn): each input element scatters into
+ * its group's M/group channels over the window:
+ *   MACs = numel(X) * (M/group) * k1*..*kn = numel(X) * numel(W) / C
+ * FLOPs = 2 * MACs, plus numel(Y) for the bias add when B is given.
+ * Strides and dilations change numel(Y), not the per-element work. Bytes are
+ * the baseline: X, W and B read once, Y written once (no im2col copy).
+ */
+#include "cost_impl.h"
+
+bool rl_count_conv(const struct rl_graph *g, uint32_t node, struct rl_counts *c)
+{
+	const struct rl_node *n = &g->nodes[node];
+	double wn = rl_cnt_in(g, n, 1), lead = rl_cnt_dim(g, n, 1, 0);
+	if (lead <= 0) {
+		c->macs = 0; /* empty weight: nothing to multiply */
+	} else if (n->op == RL_OP_Conv) {
+		c->macs = rl_cnt_out(g, n, 0) * (wn / lead);
+	} else if (n->op == RL_OP_ConvTranspose) {
+		c->macs = rl_cnt_in(g, n, 0) * (wn / lead);
+	} else {
+		return false;
+	}
+	c->flops = 2 * c->macs;
+	if (rl_node_in(n, 2) != RL_NONE)
+		c->flops += rl_cnt_out(g, n, 0);
+	return true;
 }

@@ -256,3 +256,56 @@ enum rl_status rl_infer_elemwise(struct rl_graph *g, uint32_t node)
 	return rl_graph_error(g, &g->nodes[node], RL_ERR_UNSUPPORTED,
 	                      "no elementwise shape rule for this operator");
 }
+
+/* ---- cost ---------------------------------------------------------------- */
+/*
+ * FLOPs of a pointwise op are a fixed count per OUTPUT element (so a
+ * broadcast input is not charged per use; its bytes are the baseline's, read
+ * once at its own size: [8,1,16] + [4,1] -> [8,4,16] reads 512 + 16 bytes
+ * and writes 2048 for 512 FLOPs):
+ *   transcendental ops (RL_OPF_TRANS: Exp, Tanh, Sigmoid, Gelu, Erf, Pow,
+ *   Softplus, ...)                        RL_FLOPS_TRANS, whatever small
+ *                                         arithmetic surrounds the one call
+ *   Identity, Cast, CastLike, Dropout     0 (data movement)
+ *   Clip (max then min), LeakyRelu (compare, multiply), PRelu, Shrink    2
+ *   Softsign x/(1+|x|)                    3
+ *   HardSigmoid max(0, min(1, a*x+b))     4 (multiply-add = 2, clamp = 2)
+ *   HardSwish x*HardSigmoid(x)            5
+ *   Sum/Min/Max of k inputs               k-1;  Mean of k inputs: k (k>1)
+ *   everything else (add, compare, logic, Where, Relu, Floor, ...)      1
+ * Identity is a view: it moves no bytes (the emitter aliases its buffer).
+ */
+#include "cost_impl.h"
+
+static double elemwise_flops_per_elem(const struct rl_node *n)
+{
+	switch (n->op) {
+	case RL_OP_Identity: case RL_OP_Cast: case RL_OP_CastLike: case RL_OP_Dropout:
+		return 0;
+	case RL_OP_Clip: case RL_OP_LeakyRelu: case RL_OP_PRelu: case RL_OP_Shrink:
+		return 2;
+	case RL_OP_Softsign:
+		return 3;
+	case RL_OP_HardSigmoid:
+		return 4;
+	case RL_OP_HardSwish:
+		return 5;
+	case RL_OP_Sum: case RL_OP_Min: case RL_OP_Max:
+		return n->nin - 1;
+	case RL_OP_Mean:
+		return n->nin > 1 ? n->nin : 0;
+	default:
+		return rl_op_table[n->op].flags & RL_OPF_TRANS ? RL_FLOPS_TRANS : 1;
+	}
+}
+
+bool rl_count_elemwise(const struct rl_graph *g, uint32_t node, struct rl_counts *c)
+{
+	const struct rl_node *n = &g->nodes[node];
+	if (n->op == RL_OP_Identity) {
+		c->bytes_read = c->bytes_write = c->weight_bytes = 0;
+		return true;
+	}
+	c->flops = elemwise_flops_per_elem(n) * rl_cnt_out(g, n, 0);
+	return true;
+}

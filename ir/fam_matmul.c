@@ -118,3 +118,44 @@ enum rl_status rl_infer_matmul(struct rl_graph *g, uint32_t node)
 		                      "no matmul shape rule for this operator");
 	}
 }
+
+/* ---- cost ---------------------------------------------------------------- */
+/*
+ * MatMul: every output element is a K-long dot product, so
+ *   MACs = numel(Y) * K,  FLOPs = 2 * MACs
+ * with K the last dim of A (of the 1-D A itself); numel(Y) already holds the
+ * broadcast batch dims and drops promoted axes, so [2,1,M,K] x [3,K,N] counts
+ * 2*3*M*N*K MACs.
+ * Gemm, Y = alpha * op(A) op(B) + beta * C with Y of M x N:
+ *   MACs = M*N*K,  FLOPs = 2*M*N*K + M*N (alpha != 1) + M*N (C present)
+ *                                   + M*N (C present and beta != 1)
+ * Bytes are the baseline: A, B (the weight) and C read once, Y written once.
+ */
+#include "cost_impl.h"
+
+bool rl_count_matmul(const struct rl_graph *g, uint32_t node, struct rl_counts *c)
+{
+	const struct rl_node *n = &g->nodes[node];
+	double mn = rl_cnt_out(g, n, 0), k;
+	uint32_t a = rl_node_in(n, 0);
+	int ra = g->values[a].shape.rank;
+	if (n->op == RL_OP_MatMul) {
+		k = rl_cnt_dim(g, n, 0, ra - 1);
+		c->macs = mn * k;
+		c->flops = 2 * c->macs;
+		return true;
+	}
+	if (n->op != RL_OP_Gemm || ra != 2)
+		return false;
+	k = rl_cnt_dim(g, n, 0, rl_node_attr_int(n, "transA", 0) ? 0 : 1);
+	c->macs = mn * k;
+	c->flops = 2 * c->macs;
+	if (rl_node_attr_float(n, "alpha", 1.0) != 1.0)
+		c->flops += mn;
+	if (rl_node_in(n, 2) != RL_NONE) {
+		c->flops += mn;
+		if (rl_node_attr_float(n, "beta", 1.0) != 1.0)
+			c->flops += mn;
+	}
+	return true;
+}

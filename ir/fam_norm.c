@@ -2,7 +2,8 @@
  * fam_norm.c - shape and dtype inference for normalizations and the
  * row-wise softmax family.
  *
- * - BatchNormalization: Y is X; scale, B, mean, var are 1-D of C entries.
+ * - BatchNormalization: Y is X; scale, B, mean, var are 1-D of C entries
+ *   (shaped like X without N under opset 7's spatial=0).
  *   Before opset 14 the optional outputs are mean, var, saved_mean,
  *   saved_var (all [C]); from 14 they are running_mean and running_var.
  *   From opset 15 the statistics may have their own dtype (T2), which the
@@ -60,8 +61,24 @@ static enum rl_status infer_batchnorm(struct rl_graph *g, uint32_t node)
 		                      "input of shape %s needs rank >= 2 (N x C x ...)",
 		                      rl_sstr(&x->shape, b));
 	struct rl_dim c = x->shape.rank >= 2 ? x->shape.d[1] : (struct rl_dim){RL_DIM_SYMBOLIC, NULL};
-	for (int i = 1; i < 5 && st == RL_OK; i++)
-		st = need_vec(g, node, i, c, what[i]);
+	/* BatchNormalization-7 with spatial=0 keeps statistics per activation:
+	 * the parameters are shaped like X[1:] rather than [C] */
+	bool per_activation = n->opset < 9 && rl_node_attr_int(n, "spatial", 1) == 0;
+	for (int i = 1; i < 5 && st == RL_OK; i++) {
+		struct rl_value *p = rl_infer_in(g, n, i);
+		if (!per_activation) {
+			st = need_vec(g, node, i, c, what[i]);
+			continue;
+		}
+		bool ok = p->shape.rank < 0 || x->shape.rank < 0 ||
+		          p->shape.rank == x->shape.rank - 1;
+		for (int d = 0; ok && p->shape.rank >= 0 && d < p->shape.rank; d++)
+			ok = !rl_dim_differ(p->shape.d[d], x->shape.d[d + 1]);
+		if (!ok)
+			st = rl_graph_error(g, n, RL_ERR_SHAPE,
+			                    "%s '%s' has shape %s; spatial=0 needs X's shape "
+			                    "without N", what[i], p->name, rl_sstr(&p->shape, b));
+	}
 	if (st != RL_OK)
 		return st;
 	st = rl_infer_set(g, node, 0, x->dtype, &x->shape);
@@ -70,6 +87,8 @@ static enum rl_status infer_batchnorm(struct rl_graph *g, uint32_t node)
 	vs.d[0] = c;
 	if (c.v < 0 && rl_infer_in(g, n, 1)->shape.rank == 1)
 		vs.d[0] = rl_infer_in(g, n, 1)->shape.d[0];
+	if (per_activation)
+		vs = rl_infer_in(g, n, 1)->shape;
 	enum rl_dtype sdt = rl_infer_in(g, n, 3)->dtype;
 	for (int k = 1; k < n->nout && st == RL_OK; k++)
 		st = rl_infer_set(g, node, k, sdt, &vs);
@@ -82,7 +101,7 @@ static enum rl_status infer_layernorm(struct rl_graph *g, uint32_t node)
 	struct rl_value *x = rl_infer_in(g, n, 0);
 	enum rl_status st = rl_infer_dtype_in(g, node, 0, RL_TC_FLOAT);
 	if (st == RL_OK)
-		st = rl_infer_dtype_in(g, node, 1, RL_TC_FLOAT);
+		st = rl_infer_dtype_same(g, node, 0, 1);
 	if (st == RL_OK)
 		st = rl_infer_dtype_same(g, node, 1, 2);
 	if (st != RL_OK)
@@ -219,5 +238,89 @@ enum rl_status rl_infer_norm(struct rl_graph *g, uint32_t node)
 	default:
 		return rl_graph_error(g, &g->nodes[node], RL_ERR_UNSUPPORTED,
 		                      "no norm shape rule for this operator");
+	}
+}
+
+/* ---- cost ---------------------------------------------------------------- */
+/*
+ * With n = numel(X), r the number of rows (groups normalized together) and
+ * T = RL_FLOPS_TRANS:
+ *   Softmax     n * (4 + T)          max, subtract, exp, sum, divide per elem
+ *   LogSoftmax  n * (4 + T) + r * T  the same with the divide replaced by a
+ *                                    subtract, plus one log per row
+ *   Hardmax     n                    one compare per element
+ *   LayerNormalization  n * (6 + [B]) + r * (3 + T)
+ *               per element: mean add, center, square-add (2), normalize,
+ *               scale, and the bias add when B is given; per row: two
+ *               divides (mean, variance), + epsilon, one rsqrt
+ *   InstanceNormalization  n * 7 + N*C * (3 + T)  (LayerNorm per (n, c))
+ *   BatchNormalization (inference)  2n + p * (4 + T)
+ *               y = x * a + b with, per channel (p = numel(scale)),
+ *               a = scale / sqrt(var + eps) and b = B - mean * a
+ *   LRN         n * (2 * size + 3 + T)  size multiply-adds of squares, scale
+ *               and bias (2), one pow, one divide
+ * Rows: Softmax family before opset 13 coerces X to 2-D at `axis` (default
+ * 1), so a row is X[axis:]; from 13 a row is X[axis] (default -1).
+ * LayerNormalization's rows are X[:axis] (axis default -1). Bytes are the
+ * baseline (X and the parameters read once, Y and the optional statistics
+ * written once).
+ */
+#include "cost_impl.h"
+
+/* Elements per row from axis on (through the end when to_end), so rows = n / it. */
+static double norm_row_len(const struct rl_value *x, int64_t axis, bool to_end)
+{
+	int r = x->shape.rank;
+	if (r <= 0)
+		return 1;
+	if (axis < 0)
+		axis += r;
+	if (axis < 0)
+		axis = 0;
+	if (axis > r)
+		axis = r;
+	double len = 1;
+	for (int i = (int)axis; i < r && (to_end || i == axis); i++)
+		len *= (double)x->shape.d[i].v;
+	return len;
+}
+
+bool rl_count_norm(const struct rl_graph *g, uint32_t node, struct rl_counts *c)
+{
+	const struct rl_node *n = &g->nodes[node];
+	const struct rl_value *x = &g->values[rl_node_in(n, 0)];
+	double ne = rl_cnt_numel(g, rl_node_in(n, 0)), t = RL_FLOPS_TRANS;
+	switch (n->op) {
+	case RL_OP_Softmax:
+	case RL_OP_LogSoftmax: {
+		bool old = n->opset < 13;
+		double len = norm_row_len(x, rl_node_attr_int(n, "axis", old ? 1 : -1), old);
+		double rows = len > 0 ? ne / len : 0;
+		c->flops = ne * (4 + t) + (n->op == RL_OP_LogSoftmax ? rows * t : 0);
+		return true;
+	}
+	case RL_OP_Hardmax:
+		c->flops = ne;
+		return true;
+	case RL_OP_LayerNormalization: {
+		double len = norm_row_len(x, rl_node_attr_int(n, "axis", -1), true);
+		double rows = len > 0 ? ne / len : 0;
+		bool bias = rl_node_in(n, 2) != RL_NONE;
+		c->flops = ne * (6 + (bias ? 1 : 0)) + rows * (3 + t);
+		return true;
+	}
+	case RL_OP_InstanceNormalization: {
+		double inst = rl_cnt_dim(g, n, 0, 0) * rl_cnt_dim(g, n, 0, 1);
+		c->flops = ne * 7 + inst * (3 + t);
+		return true;
+	}
+	case RL_OP_BatchNormalization:
+		c->flops = 2 * ne + rl_cnt_in(g, n, 1) * (4 + t);
+		return true;
+	case RL_OP_LRN:
+		c->flops = ne * (2 * (double)rl_node_attr_int(n, "size", 1) + 3 + t);
+		return true;
+	default:
+		return false;
 	}
 }

@@ -87,3 +87,58 @@ enum rl_status rl_infer_pool(struct rl_graph *g, uint32_t node)
 		                      "no pool shape rule for this operator");
 	}
 }
+
+/* ---- cost ---------------------------------------------------------------- */
+/*
+ * With K = k1*..*kn the window size (kernel_shape) and every window tap
+ * counted, padding included:
+ *   MaxPool            numel(Y) * K          (one compare per tap)
+ *   AveragePool        numel(Y) * (K + 1)    (K adds, one divide)
+ *   LpPool  p = 1      numel(Y) * 2K         (abs, add)
+ *           p = 2      numel(Y) * (2K + T)   (multiply-add, one sqrt)
+ *           other p    numel(Y) * ((T + 1) K + T)  (pow, add; the root)
+ *   GlobalAveragePool  numel(X) + numel(Y)   (adds, one divide per channel)
+ *   GlobalMaxPool      numel(X)
+ * where T = RL_FLOPS_TRANS. Bytes are the baseline: X read once (overlapping
+ * windows re-read from cache), Y (and MaxPool's Indices) written once.
+ */
+#include "cost_impl.h"
+
+bool rl_count_pool(const struct rl_graph *g, uint32_t node, struct rl_counts *c)
+{
+	const struct rl_node *n = &g->nodes[node];
+	double x = rl_cnt_in(g, n, 0), y = rl_cnt_out(g, n, 0);
+	if (n->op == RL_OP_GlobalAveragePool) {
+		c->flops = x + y;
+		return true;
+	}
+	if (n->op == RL_OP_GlobalMaxPool) {
+		c->flops = x;
+		return true;
+	}
+	const int64_t *ks;
+	int nk = rl_node_attr_ints(n, "kernel_shape", &ks);
+	double k = 1;
+	for (int i = 0; i < nk; i++)
+		k *= (double)ks[i];
+	switch (n->op) {
+	case RL_OP_MaxPool:
+		c->flops = y * k;
+		return true;
+	case RL_OP_AveragePool:
+		c->flops = y * (k + 1);
+		return true;
+	case RL_OP_LpPool: {
+		int64_t p = rl_node_attr_int(n, "p", 2);
+		if (p == 1)
+			c->flops = y * 2 * k;
+		else if (p == 2)
+			c->flops = y * (2 * k + RL_FLOPS_TRANS);
+		else
+			c->flops = y * ((RL_FLOPS_TRANS + 1) * k + RL_FLOPS_TRANS);
+		return true;
+	}
+	default:
+		return false;
+	}
+}

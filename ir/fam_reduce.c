@@ -161,3 +161,49 @@ enum rl_status rl_infer_reduce(struct rl_graph *g, uint32_t node)
 		                      "no reduce shape rule for this operator");
 	}
 }
+
+/* ---- cost ---------------------------------------------------------------- */
+/*
+ * With n = numel(X), m = numel(Y) and T = RL_FLOPS_TRANS (one accumulate per
+ * input element, the identity start value not counted separately):
+ *   ReduceSum, ReduceMax, ReduceMin, ReduceProd, ArgMax, ArgMin   n
+ *   ReduceMean        n + m         (adds, one divide per output)
+ *   ReduceL1          2n            (abs, add)
+ *   ReduceSumSquare   2n            (multiply-add)
+ *   ReduceL2          2n + m*T      (multiply-add, one sqrt per output)
+ *   ReduceLogSum      n + m*T       (adds, one log per output)
+ *   ReduceLogSumExp   n*(3 + T) + m*(1 + T)
+ *                     max, subtract, exp, add per input; log, add back the
+ *                     max per output
+ * Bytes are the baseline (X read once, Y written once).
+ */
+#include "cost_impl.h"
+
+bool rl_count_reduce(const struct rl_graph *g, uint32_t node, struct rl_counts *c)
+{
+	const struct rl_node *n = &g->nodes[node];
+	double x = rl_cnt_in(g, n, 0), y = rl_cnt_out(g, n, 0), t = RL_FLOPS_TRANS;
+	switch (n->op) {
+	case RL_OP_ReduceSum: case RL_OP_ReduceMax: case RL_OP_ReduceMin:
+	case RL_OP_ReduceProd: case RL_OP_ArgMax: case RL_OP_ArgMin:
+		c->flops = x;
+		return true;
+	case RL_OP_ReduceMean:
+		c->flops = x + y;
+		return true;
+	case RL_OP_ReduceL1: case RL_OP_ReduceSumSquare:
+		c->flops = 2 * x;
+		return true;
+	case RL_OP_ReduceL2:
+		c->flops = 2 * x + y * t;
+		return true;
+	case RL_OP_ReduceLogSum:
+		c->flops = x + y * t;
+		return true;
+	case RL_OP_ReduceLogSumExp:
+		c->flops = x * (3 + t) + y * (1 + t);
+		return true;
+	default:
+		return false;
+	}
+}

@@ -520,10 +520,15 @@ static enum rl_status infer_split(struct rl_graph *g, uint32_t node)
 	} else if (cnt == RL_LIST_ABSENT && dim.v >= 0) {
 		if (numo) { /* Split-18: ceil-sized chunks, the last one smaller */
 			int64_t chunk = (dim.v + nout - 1) / nout;
-			for (int k = 0; k < nout; k++) {
-				int64_t left = dim.v - chunk * k;
-				sizes[k] = left < 0 ? 0 : left < chunk ? left : chunk;
+			if (chunk * (nout - 1) > dim.v) {
+				st = rl_graph_error(g, n, RL_ERR_SHAPE,
+				                    "axis %d of %s (size %lld) does not split into %d "
+				                    "chunks of %lld", axis, rl_sstr(sx, b),
+				                    (long long)dim.v, nout, (long long)chunk);
+				goto done;
 			}
+			for (int k = 0; k < nout; k++)
+				sizes[k] = k < nout - 1 ? chunk : dim.v - chunk * (nout - 1);
 		} else {
 			if (dim.v % nout != 0) {
 				st = rl_graph_error(g, n, RL_ERR_SHAPE,
@@ -1086,5 +1091,71 @@ enum rl_status rl_infer_shape(struct rl_graph *g, uint32_t node)
 	default:
 		return rl_graph_error(g, &g->nodes[node], RL_ERR_UNSUPPORTED,
 		                      "no shape rule for this operator");
+	}
+}
+
+/* ---- cost ---------------------------------------------------------------- */
+/*
+ * Data movement: 0 FLOPs for every operator here. What changes is the bytes:
+ *   Reshape, Flatten, Squeeze, Unsqueeze  views: 0 bytes (the emitter aliases)
+ *   Shape, Size        read no data (the shape is known); write the output
+ *   Gather             read the indices and only the gathered elements
+ *                      (numel(Y) of them), write Y; access gathered
+ *   GatherElements     the same, numel(Y) = numel(indices)
+ *   Slice              read only the elements it keeps (numel(Y)), write Y
+ *   Transpose, DepthToSpace, SpaceToDepth  baseline bytes, access strided
+ *   Expand, Tile, Pad, Split, Trilu        read the data input (input 0)
+ *                      once, write the outputs; the small shape, repeats,
+ *                      pads, split and k inputs are not charged
+ *   Concat             baseline (every input read once, Y written once)
+ * weight_bytes keeps the part of the reads that comes from constants.
+ */
+#include "cost_impl.h"
+
+/* Reads are `bytes` of input `slot`'s data (weight bytes if it is constant). */
+static void shape_read(const struct rl_graph *g, const struct rl_node *n, int slot,
+                       double bytes, struct rl_counts *c)
+{
+	c->bytes_read += bytes;
+	if (rl_value_is_const(g, rl_node_in(n, slot)))
+		c->weight_bytes += bytes;
+}
+
+bool rl_count_shape(const struct rl_graph *g, uint32_t node, struct rl_counts *c)
+{
+	const struct rl_node *n = &g->nodes[node];
+	c->flops = 0;
+	if (rl_op_table[n->op].flags & RL_OPF_VIEW) {
+		c->bytes_read = c->bytes_write = c->weight_bytes = 0;
+		return true;
+	}
+	uint32_t x = rl_node_in(n, 0);
+	double esz = (double)rl_dtype_size(g->values[x].dtype);
+	switch (n->op) {
+	case RL_OP_Shape: case RL_OP_Size:
+		c->bytes_read = c->weight_bytes = 0;
+		return true;
+	case RL_OP_Gather: case RL_OP_GatherElements:
+		c->bytes_read = c->weight_bytes = 0;
+		shape_read(g, n, 1, rl_cnt_bytes(g, rl_node_in(n, 1)), c);
+		shape_read(g, n, 0, rl_cnt_out(g, n, 0) * esz, c);
+		c->access = RL_ACCESS_GATHER;
+		return true;
+	case RL_OP_Slice:
+		c->bytes_read = c->weight_bytes = 0;
+		shape_read(g, n, 0, rl_cnt_out(g, n, 0) * esz, c);
+		return true;
+	case RL_OP_Transpose: case RL_OP_DepthToSpace: case RL_OP_SpaceToDepth:
+		c->access = RL_ACCESS_STRIDED;
+		return true;
+	case RL_OP_Expand: case RL_OP_Tile: case RL_OP_Pad: case RL_OP_Split:
+	case RL_OP_Trilu:
+		c->bytes_read = c->weight_bytes = 0;
+		shape_read(g, n, 0, rl_cnt_bytes(g, x), c);
+		return true;
+	case RL_OP_Concat:
+		return true;
+	default:
+		return false;
 	}
 }

@@ -139,50 +139,63 @@ void rl_graph_add_mapping(struct rl_graph *g, void *addr, size_t len)
 
 /* ---- name index --------------------------------------------------------- */
 
+struct rl_name_slot {
+	uint32_t v1;   /* value index + 1; 0 = empty */
+	uint32_t hash; /* low bits of the name's hash: most misses skip strcmp */
+};
+
 struct rl_name_index {
-	uint32_t *slots; /* value index + 1; 0 = empty */
-	uint32_t cap;    /* power of two */
+	struct rl_name_slot *slots;
+	uint32_t cap; /* power of two */
 	uint32_t count;
 };
 
-static uint64_t name_hash(const char *s)
+static uint32_t name_hash(const char *s)
 {
-	return XXH3_64bits(s, strlen(s));
+	return (uint32_t)XXH3_64bits(s, strlen(s));
 }
 
-static void index_insert(struct rl_graph *g, uint32_t v);
+static void index_insert_h(struct rl_graph *g, uint32_t v, uint32_t hash);
 
 static void index_grow(struct rl_graph *g)
 {
 	struct rl_name_index *ix = g->name_index;
-	uint32_t *old = ix->slots, oldcap = ix->cap;
+	struct rl_name_slot *old = ix->slots;
+	uint32_t oldcap = ix->cap;
 	ix->cap = oldcap ? oldcap * 2 : 1024;
 	ix->slots = calloc(ix->cap, sizeof(*ix->slots));
 	RL_ASSERT(ix->slots);
 	ix->count = 0;
 	for (uint32_t i = 0; i < oldcap; i++)
-		if (old[i])
-			index_insert(g, old[i] - 1);
+		if (old[i].v1)
+			index_insert_h(g, old[i].v1 - 1, old[i].hash);
 	free(old);
 }
 
-static void index_insert(struct rl_graph *g, uint32_t v)
+static void index_insert_h(struct rl_graph *g, uint32_t v, uint32_t hash)
 {
 	struct rl_name_index *ix = g->name_index;
 	if ((ix->count + 1) * 2 > ix->cap)
 		index_grow(g);
 	uint32_t mask = ix->cap - 1;
-	uint32_t h = (uint32_t)name_hash(g->values[v].name) & mask;
-	while (ix->slots[h]) {
+	uint32_t h = hash & mask;
+	while (ix->slots[h].v1) {
 		/* a later value with the same name replaces the earlier one */
-		if (strcmp(g->values[ix->slots[h] - 1].name, g->values[v].name) == 0) {
-			ix->slots[h] = v + 1;
+		if (ix->slots[h].hash == hash &&
+		    strcmp(g->values[ix->slots[h].v1 - 1].name, g->values[v].name) == 0) {
+			ix->slots[h].v1 = v + 1;
 			return;
 		}
 		h = (h + 1) & mask;
 	}
-	ix->slots[h] = v + 1;
+	ix->slots[h].v1 = v + 1;
+	ix->slots[h].hash = hash;
 	ix->count++;
+}
+
+static void index_insert(struct rl_graph *g, uint32_t v)
+{
+	index_insert_h(g, v, name_hash(g->values[v].name));
 }
 
 uint32_t rl_graph_find_value(const struct rl_graph *g, const char *name)
@@ -191,10 +204,11 @@ uint32_t rl_graph_find_value(const struct rl_graph *g, const char *name)
 	if (!ix->cap || !name)
 		return RL_NONE;
 	uint32_t mask = ix->cap - 1;
-	uint32_t h = (uint32_t)name_hash(name) & mask;
-	while (ix->slots[h]) {
-		uint32_t v = ix->slots[h] - 1;
-		if (strcmp(g->values[v].name, name) == 0)
+	uint32_t hash = name_hash(name);
+	uint32_t h = hash & mask;
+	while (ix->slots[h].v1) {
+		uint32_t v = ix->slots[h].v1 - 1;
+		if (ix->slots[h].hash == hash && strcmp(g->values[v].name, name) == 0)
 			return v;
 		h = (h + 1) & mask;
 	}

@@ -73,7 +73,8 @@ int rl_infer_symints(const struct rl_graph *g, uint32_t v,
 		return -1;
 	const struct rl_value *val = &g->values[v];
 	if (val->flags & RL_VAL_CONST) {
-		if (!rl_dtype_is_int(val->dtype) || val->shape.rank > 1 || !val->data)
+		if ((!rl_dtype_is_int(val->dtype) && val->dtype != RL_DT_BOOL) ||
+		    val->shape.rank > 1 || !val->data)
 			return -1;
 		int64_t ne = rl_shape_numel(&val->shape);
 		if (ne < 0 || ne > max ||
@@ -114,13 +115,6 @@ struct rl_dim rl_dim_unk(struct rl_graph *g, uint32_t node, int out, int axis)
 bool rl_dim_is_unk(const struct rl_dim *d)
 {
 	return d->v < 0 && (!d->sym || strncmp(d->sym, "unk_", 4) == 0);
-}
-
-bool rl_dim_same(struct rl_dim a, struct rl_dim b)
-{
-	if (a.v >= 0 || b.v >= 0)
-		return a.v == b.v;
-	return a.sym && b.sym && strcmp(a.sym, b.sym) == 0;
 }
 
 struct rl_dim rl_dim_prod(struct rl_graph *g, uint32_t node, int out, int axis,

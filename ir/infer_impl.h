@@ -58,8 +58,6 @@ static inline bool rl_dim_differ(struct rl_dim a, struct rl_dim b)
 {
 	return a.v >= 0 && b.v >= 0 && a.v != b.v;
 }
-/* Known to be equal: same number, or the same symbol name. */
-bool rl_dim_same(struct rl_dim a, struct rl_dim b);
 /* Product of dims: static when all are, the one symbol when the rest are 1,
  * else unknown (named for node/out/axis). */
 struct rl_dim rl_dim_prod(struct rl_graph *g, uint32_t node, int out, int axis,
@@ -131,8 +129,8 @@ struct rl_symint {
 	int64_t v;       /* the number when sym is NULL */
 	const char *sym; /* symbol name of an unknown but non-negative size */
 };
-/* Elements of value v when known: constant data (any integer dtype, rank
- * <= 1), or what the symbolic tracker recorded during this inference run.
+/* Elements of value v when known: constant data (an integer or bool dtype,
+ * rank <= 1), or what the symbolic tracker recorded during this run.
  * Returns the count, or -1 when unknown or longer than max. */
 int rl_infer_symints(const struct rl_graph *g, uint32_t v,
                      struct rl_symint *out, int max);
@@ -142,7 +140,9 @@ void rl_infer_track(uint32_t v, const struct rl_symint *e, int n);
  * or outside a run), so evaluation can reuse an identical block. */
 const void *rl_infer_prev_data(uint32_t v, size_t *nbytes);
 /* Symbolic evaluation of shape arithmetic (eval.c): when node computes a
- * small integer tensor from Shape outputs, record its elements. */
+ * small integer tensor from Shape outputs (Gather, Concat, Slice, views,
+ * Cast, Add/Sub/Mul/Div, Equal, Where), record its elements, or attach
+ * them as constant data when they all come out as numbers. */
 void rl_eval_symbolic(struct rl_graph *g, uint32_t node);
 
 /* ---- plans shared between inference and evaluation ---------------------- */
@@ -167,7 +167,7 @@ enum rl_status rl_slice_plan(struct rl_graph *g, uint32_t node,
 struct rl_reduce_plan {
 	bool known;               /* false: axes input not constant */
 	bool noop;                /* empty axes with noop_with_empty_axes=1 */
-	bool keepdims;
+	bool keepdims;            /* reduced axes stay as 1 */
 	int naxes_input;          /* count of axes given (for rank when unknown) */
 	bool axis[RL_MAX_RANK];   /* reduced axes when known */
 };
@@ -196,8 +196,9 @@ struct rl_window {
 	int64_t d[RL_MAX_RANK];    /* dilations */
 	int64_t pb[RL_MAX_RANK];   /* explicit pads at the start */
 	int64_t pe[RL_MAX_RANK];   /* explicit pads at the end */
-	enum rl_autopad autopad;
+	enum rl_autopad autopad;   /* pb/pe apply only with RL_PAD_NOTSET */
 	bool ceil_mode;            /* pools: ceil instead of floor */
+	bool must_cover;           /* Conv: the padded input must span the kernel */
 };
 /* Read kernel_shape (else the weight's trailing dims when w is non-NULL),
  * strides, dilations, pads, auto_pad and ceil_mode, validating lengths and

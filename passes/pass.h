@@ -30,6 +30,8 @@ struct rl_remark {
 	char msg[320];        /* one line: the reason, with numbers */
 	double bytes_before, bytes_after; /* -1 when not meaningful */
 	double time_before, time_after;   /* seconds, -1 when not meaningful */
+	double flops_before, flops_after; /* -1 when not meaningful (set after
+	                                     rl_remark by passes that price) */
 };
 
 struct rl_pass_ctx {
@@ -42,9 +44,16 @@ struct rl_pass_ctx {
 	uint32_t nremarks, cap_remarks;
 	/* folding limit: never materialize a constant larger than this */
 	int64_t fold_max_bytes;
+	/* the result is written back as ONNX (-o OUT.onnx), whose writer keeps
+	 * the model's opset imports: rewrites may then only introduce operators
+	 * that exist at the model's default-domain opset (see patterns.c) */
+	bool onnx_out;
 	/* totals the report quotes */
 	double bytes_saved_dedupe;
 	double bytes_saved_fusion;
+	/* rewrite judge and --factorize (passes/judge.c, passes/factorize.c) */
+	bool factorize;         /* --factorize: apply accepted factorizations */
+	double max_rel_error;   /* --max-rel-error: Frobenius bound (1e-2) */
 };
 
 typedef enum rl_status (*rl_pass_fn)(struct rl_graph *g, struct rl_pass_ctx *ctx);
@@ -83,8 +92,16 @@ void rl_remarks_print(const struct rl_pass_ctx *ctx, FILE *f);
 enum rl_status rl_pass_fold(struct rl_graph *g, struct rl_pass_ctx *ctx);
 enum rl_status rl_pass_cse(struct rl_graph *g, struct rl_pass_ctx *ctx);
 enum rl_status rl_pass_dedupe(struct rl_graph *g, struct rl_pass_ctx *ctx);
+enum rl_status rl_pass_patterns(struct rl_graph *g, struct rl_pass_ctx *ctx);
 enum rl_status rl_pass_dce(struct rl_graph *g, struct rl_pass_ctx *ctx);
 enum rl_status rl_pass_roofline(struct rl_graph *g, struct rl_pass_ctx *ctx);
 enum rl_status rl_pass_fuse(struct rl_graph *g, struct rl_pass_ctx *ctx);
+enum rl_status rl_pass_judge(struct rl_graph *g, struct rl_pass_ctx *ctx);
+enum rl_status rl_pass_factorize(struct rl_graph *g, struct rl_pass_ctx *ctx);
+
+/* The report's "rewrite verdicts" section, built from the judge's remarks
+ * (passes/judge.c): counts by verdict, then "fewer FLOPs, but slower" with
+ * the limit that binds before and after, then the speedups. */
+void rl_judge_print(const struct rl_pass_ctx *ctx, FILE *f);
 
 #endif /* RL_PASS_H */

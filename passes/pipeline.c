@@ -12,7 +12,15 @@
 #include <string.h>
 
 const struct rl_pass_info rl_pipeline[] = {
+	{"fold", rl_pass_fold, 1, "fold constants; fold BatchNormalization into Conv/Gemm/MatMul weights"},
+	{"dedupe", rl_pass_dedupe, 1, "merge identical initializers (XXH3-128 over dtype, shape, bytes)"},
+	{"cse", rl_pass_cse, 1, "merge nodes with the same op, attributes and inputs (XXH3-64)"},
+	{"patterns", rl_pass_patterns, 2, "written-out LayerNorm, GELU (erf, tanh) and Softmax to one op"},
 	{"dce", rl_pass_dce, 1, "remove dead nodes, Identity, and inference-time Dropout"},
+	{"judge", rl_pass_judge, 2, "price low-rank, Tucker-2/CP, depthwise-separable, sparse, grouped rewrites of weighted nodes (remarks only)"},
+	{"factorize", rl_pass_factorize, 2, "with --factorize: apply the low-rank / Tucker-2 rewrites that are >= 10% faster and accurate"},
+	{"roofline", rl_pass_roofline, 2, "price every node on the machine; remark its bound (memory, compute, latency)"},
+	{"fuse", rl_pass_fuse, 2, "fuse elementwise chains and MatMul/Gemm/Conv epilogues when it moves fewer bytes"},
 	{NULL, NULL, 0, NULL},
 };
 
@@ -24,6 +32,7 @@ void rl_pass_ctx_init(struct rl_pass_ctx *ctx, const struct rl_machine *m,
 	ctx->opt_level = opt_level;
 	ctx->dump = stdout;
 	ctx->fold_max_bytes = 1 << 20;
+	ctx->max_rel_error = 1e-2;
 #ifndef NDEBUG
 	ctx->verify = true;
 #endif
@@ -58,6 +67,7 @@ void rl_remark(struct rl_pass_ctx *ctx, const char *pass, const char *node,
 	r->bytes_after = bytes_after;
 	r->time_before = time_before;
 	r->time_after = time_after;
+	r->flops_before = r->flops_after = -1;
 }
 
 void rl_remarks_print(const struct rl_pass_ctx *ctx, FILE *f)

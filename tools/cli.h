@@ -47,6 +47,9 @@ struct rl_cli_opts {
 	const char *report;        /* --report FILE */
 	const char *format;        /* --format text|json|svg|html */
 	long long weights_max;     /* --weights-max BYTES (C backend side file) */
+	bool onnx_out;             /* the result is written as ONNX (-o OUT.onnx) */
+	bool factorize;            /* --factorize: apply accepted factorizations */
+	double max_rel_error;      /* --max-rel-error E (default 1e-2) */
 	bool verbose;
 };
 
@@ -84,5 +87,6 @@ bool rl_cli_check_out_dir(const char *path);
 
 int rl_cmd_run(int argc, char **argv);
 int rl_cmd_report(int argc, char **argv);
+int rl_cmd_diff(int argc, char **argv);
 
 #endif /* RL_CLI_H */

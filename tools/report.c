@@ -1,73 +1,160 @@
 /*
- * report.c - `rlopt report MODEL.onnx`: the per-node table.
+ * report.c - `rlopt report MODEL.onnx [--hw H] [--batch B[,B...]]
+ *            [--format text|json|svg|html] [-o FILE]`.
  *
- * One row per node in topological order: name, op, input and output shapes
- * with dtypes. The roofline columns (FLOPs, bytes, intensity, bound, time)
- * come from the cost model once it is attached (backends/report).
+ * Loads the model once per batch of the sweep (binding the symbolic batch
+ * dims exactly as the main command's --batch does), prices every binding
+ * on the machine, derives for each weighted node the batch at which it
+ * crosses the machine balance, and renders the report (backends/report).
+ * The model is reported as loaded: no passes run (the main form's --report
+ * FILE reports the optimized graph with the passes' remarks).
+ *
+ * Without --batch, a model whose batch is symbolic is priced at batch 1 and
+ * says so. The format comes from --format, else from -o's extension (.txt
+ * .json .svg .html), else text on standard output. Errors: a bad flag or
+ * format is a usage error (1); a bad model or profile is 2; nothing is
+ * written in either case.
  */
 #include "cli.h"
 
+#include "backends/report/report.h"
+
+#include <stdlib.h>
 #include <string.h>
 
-static void shapes_of(const struct rl_graph *g, const uint32_t *vals, int n,
-                      char *b, size_t len)
+/* Some graph input's shape differs between the two loads: --batch binds. */
+static bool inputs_differ(const struct rl_graph *a, const struct rl_graph *b)
 {
-	size_t p = 0;
-	b[0] = 0;
-	for (int i = 0; i < n && p < len; i++) {
-		char sb[128];
-		if (vals[i] == RL_NONE) {
-			p += (size_t)snprintf(b + p, len - p, "%s_", i ? ", " : "");
-			continue;
-		}
-		const struct rl_value *v = &g->values[vals[i]];
-		p += (size_t)snprintf(b + p, len - p, "%s%s", i ? ", " : "",
-		                      rl_shape_str(&v->shape, sb, sizeof(sb)));
-	}
+	if (a->ninputs != b->ninputs)
+		return true;
+	for (uint32_t i = 0; i < a->ninputs; i++)
+		if (!rl_shape_equal(&a->values[a->inputs[i]].shape, &b->values[b->inputs[i]].shape))
+			return true;
+	return false;
+}
+
+static void usage(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "rlopt: report: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\nTry 'rlopt --help'.\n");
 }
 
 int rl_cmd_report(int argc, char **argv)
 {
 	struct rl_cli_opts o;
 	rl_cli_opts_init(&o);
-	const char *model = NULL;
+	const char *model = NULL, *out = NULL;
 	for (int i = 1; i < argc; i++) {
 		int r = rl_cli_parse_common(&o, argc, argv, &i);
 		if (r < 0)
 			return RL_EXIT_USAGE;
 		if (r > 0)
 			continue;
-		if (argv[i][0] == '-' && argv[i][1]) {
-			fprintf(stderr, "rlopt: report: unknown option '%s'\nTry 'rlopt --help'.\n",
-			        argv[i]);
+		const char *a = argv[i];
+		if (strcmp(a, "-o") == 0 || strncmp(a, "-o=", 3) == 0) {
+			if (a[2] == '=') {
+				out = a + 3;
+			} else if (i + 1 < argc) {
+				out = argv[++i];
+			} else {
+				usage("%s", "option -o needs a value");
+				return RL_EXIT_USAGE;
+			}
+			continue;
+		}
+		if (a[0] == '-' && a[1]) {
+			usage("unknown option '%s'", a);
 			return RL_EXIT_USAGE;
 		}
 		if (model) {
-			fprintf(stderr, "rlopt: report: unexpected argument '%s'\n", argv[i]);
+			usage("unexpected argument '%s'", a);
 			return RL_EXIT_USAGE;
 		}
-		model = argv[i];
+		model = a;
 	}
 	if (!model) {
-		fprintf(stderr, "rlopt: report: no model given\n");
+		usage("%s", "no model given");
 		return RL_EXIT_USAGE;
 	}
-	struct rl_graph *g = rl_cli_load(model, &o, false);
-	if (!g)
-		return RL_EXIT_INPUT;
-	printf("%-32s %-20s %-9s %-40s %s\n", "node", "op", "dtype", "inputs", "outputs");
-	for (uint32_t k = 0; k < g->norder; k++) {
-		const struct rl_node *n = &g->nodes[g->order[k]];
-		char ins[512], outs[512];
-		shapes_of(g, n->in, n->nin, ins, sizeof(ins));
-		shapes_of(g, n->out, n->nout, outs, sizeof(outs));
-		const char *dt = n->nout && n->out[0] != RL_NONE
-		                 ? rl_dtype_name(g->values[n->out[0]].dtype) : "-";
-		printf("%-32.32s %-20s %-9s %-40s %s\n", n->name, rl_op_table[n->op].name, dt, ins,
-		       outs);
+	enum rl_report_format fmt = RL_REPORT_TEXT;
+	if (o.format) {
+		if (!rl_report_format_parse(o.format, &fmt)) {
+			usage("--format wants text, json, svg or html, not '%s'", o.format);
+			return RL_EXIT_USAGE;
+		}
+	} else if (out && !rl_report_format_from_path(out, &fmt)) {
+		usage("cannot tell the format of '%s': use .txt, .json, .svg or .html, or --format",
+		      out);
+		return RL_EXIT_USAGE;
 	}
-	printf("%u nodes, %u inputs, %u outputs, opset %d\n", g->norder, g->ninputs,
-	       g->noutputs, g->opset);
-	rl_graph_free(g);
-	return RL_EXIT_OK;
+	if (out && strcmp(out, "-") != 0 && !rl_cli_check_out_dir(out))
+		return RL_EXIT_INPUT;
+
+	struct rl_machine m;
+	if (!rl_cli_machine(&o, &m))
+		return RL_EXIT_INPUT;
+
+	/* one binding per batch; without --batch, batch 1 for a symbolic batch */
+	int64_t one = 1;
+	const int64_t *batches = o.nbatches ? o.batches : &one;
+	int nb = o.nbatches ? o.nbatches : 1;
+	struct rl_graph *gs[17] = {NULL};
+	struct rl_report_series series[16];
+	struct rl_report_crossing *cross = NULL;
+	int ncross = 0, rc = RL_EXIT_INPUT;
+	for (int i = 0; i < nb; i++) {
+		struct rl_cli_opts c = o;
+		c.batch = (int)batches[i];
+		if (!(gs[i] = rl_cli_load(model, &c, false)))
+			goto done;
+		series[i].g = gs[i];
+		series[i].batch = batches[i];
+	}
+	/* a second binding to derive the crossings from: the first batch of the
+	 * list that differs from the first, else twice the first */
+	int second = -1;
+	for (int i = 1; i < nb && second < 0; i++)
+		if (batches[i] != batches[0])
+			second = i;
+	int64_t b2 = second >= 0 ? batches[second] : 2 * batches[0];
+	struct rl_graph *g2 = second >= 0 ? gs[second] : NULL;
+	if (!g2) {
+		struct rl_cli_opts c = o;
+		c.batch = (int)b2;
+		if (!(g2 = gs[16] = rl_cli_load(model, &c, false)))
+			goto done;
+	}
+	const char *note = NULL;
+	if (inputs_differ(gs[0], g2)) {
+		ncross = rl_report_crossings(gs[0], batches[0], g2, b2, &m, &cross);
+		if (ncross < 0)
+			ncross = 0;
+		if (!o.nbatches)
+			note = "the symbolic batch is bound to 1: choose with --batch N or sweep with "
+			       "--batch 1,8,64";
+	} else {
+		for (int i = 0; i < nb; i++)
+			series[i].batch = 0;
+		if (o.nbatches)
+			note = "the model has no symbolic batch dimension: --batch changes nothing";
+	}
+	struct rl_report rep = {
+		.model = model, .m = &m, .series = series, .nseries = nb,
+		.cross = cross, .ncross = ncross, .ctx = NULL, .note = note,
+	};
+	char err[1024];
+	if (!rl_report_write(&rep, fmt, out, err, sizeof(err))) {
+		fprintf(stderr, "rlopt: %s\n", err);
+		goto done;
+	}
+	if (o.verbose && out)
+		fprintf(stderr, "rlopt: wrote %s\n", out);
+	rc = RL_EXIT_OK;
+done:
+	free(cross);
+	for (int i = 0; i < 17; i++)
+		if (gs[i])
+			rl_graph_free(gs[i]);
+	return rc;
 }

@@ -8,6 +8,7 @@
 #include "cli.h"
 
 #include "backends/c/emit.h"
+#include "backends/report/report.h"
 #include "frontends/onnx/onnx.h"
 #include "passes/pass.h"
 
@@ -22,7 +23,8 @@ static const char usage_text[] =
 	"       rlopt MODEL.onnx -o OUT.onnx [options]  write the (optimized) model\n"
 	"       rlopt run MODEL.onnx -i IN.pb... -d OUTDIR [options]\n"
 	"                                 generate, compile with $CC, run, write OUTDIR/output_K.pb\n"
-	"       rlopt report MODEL.onnx [options]  per-node table\n"
+	"       rlopt report MODEL.onnx [--batch B[,B...]] [--format F] [-o FILE]\n"
+	"                                 roofline report: per-node FLOPs, bytes, bound, time\n"
 	"       rlopt ops                 list the supported ONNX operators\n"
 	"       rlopt hw                  list the shipped machine profiles\n"
 	"       rlopt probe [-o FILE.xml] measure this machine, write a profile\n"
@@ -31,7 +33,11 @@ static const char usage_text[] =
 	"\n"
 	"options:\n"
 	"  -o FILE               output file (.c, .onnx; report: .txt .json .svg .html)\n"
+	"  --report FILE         also write the roofline report of the optimized graph\n"
+	"                        (.txt .json .svg .html), with the passes' remarks\n"
+	"  --format F            report format: text, json, svg or html\n"
 	"  --batch N             bind every batch-like symbolic dim to N\n"
+	"                        (report: a list 1,8,64 sweeps the batch)\n"
 	"  --shape NAME=DIMS     bind input NAME to DIMS, e.g. --shape x=1x3x224x224\n"
 	"  --dim SYM=N           bind the symbolic dim SYM to N\n"
 	"  --hw NAME|FILE.xml    machine profile (see `rlopt hw`)\n"
@@ -40,6 +46,9 @@ static const char usage_text[] =
 	"  --passes a,b,c        run exactly these passes, in this order\n"
 	"  --dump-after PASS     print the graph after PASS\n"
 	"  --remarks             print every decision the passes took or declined\n"
+	"  --factorize           apply low-rank / Tucker-2 factorizations the judge accepts\n"
+	"                        (predicted speedup >= 10% and weight error under --max-rel-error)\n"
+	"  --max-rel-error E     relative Frobenius error bound for --factorize (default 1e-2)\n"
 	"  -v                    verbose\n"
 	"\n"
 	"exit codes: 0 success, 1 usage error, 2 bad or unsupported input,\n"
@@ -59,6 +68,7 @@ void rl_cli_opts_init(struct rl_cli_opts *o)
 	o->batch = -1;
 	o->opt_level = 2;
 	o->weights_max = -1;
+	o->max_rel_error = 1e-2;
 }
 
 bool rl_cli_parse_dims(const char *s, struct rl_shape *out)
@@ -219,6 +229,22 @@ int rl_cli_parse_common(struct rl_cli_opts *o, int argc, char **argv, int *i)
 		o->opt_level = a[2] - '0';
 		return 1;
 	}
+	if (strcmp(a, "--factorize") == 0) {
+		o->factorize = true;
+		return 1;
+	}
+	if (is_flag(a, "--max-rel-error")) {
+		if (!(v = optval(argc, argv, i, "--max-rel-error")))
+			return -1;
+		char *end;
+		errno = 0;
+		o->max_rel_error = strtod(v, &end);
+		if (end == v || *end || errno || !(o->max_rel_error > 0 && o->max_rel_error < 1)) {
+			usage_error("--max-rel-error wants a number in (0, 1), not '%s'", v);
+			return -1;
+		}
+		return 1;
+	}
 	if (strcmp(a, "--remarks") == 0) {
 		o->remarks = true;
 		return 1;
@@ -348,6 +374,9 @@ bool rl_cli_optimize(struct rl_graph *g, const struct rl_cli_opts *o,
 	rl_pass_ctx_init(ctx, m, o->opt_level);
 	ctx->dump_after = o->dump_after;
 	ctx->dump = stdout;
+	ctx->onnx_out = o->onnx_out;
+	ctx->factorize = o->factorize;
+	ctx->max_rel_error = o->max_rel_error;
 	if (rl_pipeline_run(g, ctx, o->passes) != RL_OK) {
 		fprintf(stderr, "rlopt: %s\n", g->err);
 		return false;
@@ -423,7 +452,20 @@ static int cmd_main(int argc, char **argv)
 	}
 	if (!rl_cli_check_out_dir(out))
 		return RL_EXIT_INPUT;
+	/* --report FILE: the format from --format, else FILE's extension */
+	enum rl_report_format rfmt = RL_REPORT_TEXT;
+	if (o.report) {
+		if (o.format ? !rl_report_format_parse(o.format, &rfmt)
+		             : !rl_report_format_from_path(o.report, &rfmt)) {
+			usage_error("--report: cannot tell the format of '%s': use .txt, .json, .svg "
+			            "or .html (or --format text|json|svg|html)", o.format ? o.format : o.report);
+			return RL_EXIT_USAGE;
+		}
+		if (!rl_cli_check_out_dir(o.report))
+			return RL_EXIT_INPUT;
+	}
 	bool to_c = ends_with(out, ".c");
+	o.onnx_out = !to_c;
 	struct rl_graph *g = rl_cli_load(model, &o, to_c);
 	if (!g)
 		return RL_EXIT_INPUT;
@@ -436,6 +478,19 @@ static int cmd_main(int argc, char **argv)
 		rl_graph_free(g);
 		return RL_EXIT_INPUT;
 	}
+	char *rbuf = NULL;
+	size_t rlen = 0;
+	if (o.report) {
+		struct rl_report_series se = {.batch = o.batch > 0 ? o.batch : 0, .g = g};
+		struct rl_report rep = {.model = model, .m = &m, .series = &se, .nseries = 1,
+		                        .ctx = &ctx};
+		if (!rl_report_render(&rep, rfmt, &rbuf, &rlen, err, sizeof(err))) {
+			fprintf(stderr, "rlopt: %s\n", err);
+			rl_pass_ctx_free(&ctx);
+			rl_graph_free(g);
+			return RL_EXIT_INPUT;
+		}
+	}
 	rl_pass_ctx_free(&ctx);
 	if (to_c) {
 		struct rl_cgen_opts co = {.prefix = NULL, .weights_max = o.weights_max};
@@ -443,6 +498,9 @@ static int cmd_main(int argc, char **argv)
 	} else {
 		st = rl_onnx_write(g, out, err, sizeof(err));
 	}
+	if (st == RL_OK && rbuf)
+		st = rl_write_file_atomic(o.report, rbuf, rlen, err, sizeof(err));
+	free(rbuf);
 	if (st != RL_OK) {
 		fprintf(stderr, "rlopt: %s\n", err);
 		rl_graph_free(g);
@@ -535,6 +593,8 @@ int main(int argc, char **argv)
 		return rl_cmd_run(argc - 1, argv + 1);
 	if (strcmp(c, "report") == 0)
 		return rl_cmd_report(argc - 1, argv + 1);
+	if (strcmp(c, "diff") == 0)
+		return rl_cmd_diff(argc - 1, argv + 1);
 	if (strcmp(c, "ops") == 0)
 		return cmd_ops();
 	if (strcmp(c, "hw") == 0)

@@ -327,11 +327,23 @@ struct vinfo {
 	int64_t first, last; /* live range in executed-node positions */
 };
 
+/* One kernel: a single node, or a fused group. */
+struct unit {
+	uint32_t node;       /* the node; for a group its first node in g->order */
+	int32_t grp;         /* index in driver.grps, -1 for a single node */
+	uint32_t k;          /* kernel number: g->order position of `node` */
+};
+
 struct driver {
 	struct rl_graph *g;
 	const char *prefix;
 	struct vinfo *vi;
 	bool *exec;          /* node executes at run time */
+	struct rl_cgen_group *grps; /* fused groups that passed the checks */
+	uint32_t ngrps;
+	int32_t *grp_of;     /* node -> index in grps, -1 */
+	struct unit *units;  /* kernels in the order they run */
+	uint32_t nunits;
 	int64_t ws_size;
 	int64_t side_size;
 	struct rl_buf c, h, kernels;
@@ -381,6 +393,311 @@ static bool value_needed_const(struct driver *d, uint32_t v)
 	return rl_value_is_const(d->g, v);
 }
 
+/* ---- fused groups ------------------------------------------------------- */
+
+static bool is_anchor_op(enum rl_op op)
+{
+	return op == RL_OP_MatMul || op == RL_OP_Gemm || op == RL_OP_Conv;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* v is produced by a node of the group being checked (marked with `tag`) */
+static bool made_inside(const struct rl_graph *g, const uint32_t *mark, uint32_t tag, uint32_t v)
+{
+	uint32_t p = g->values[v].producer;
+	return p != RL_NONE && mark[p] == tag;
+}
+
+/*
+ * Check group `nodes` (in g->order order) again and fill in its kernel
+ * interface; false leaves its nodes as single kernels. The pass decided the
+ * group, but the driver is what has to be right: every node executes, the
+ * elementwise nodes have one output of one shared shape and an expression,
+ * an anchor feeds only the group and is fed by nothing in it, and no path
+ * leaves the group and comes back (else no single position could run it).
+ */
+static bool group_check(struct driver *d, const uint32_t *nodes, int nn, const uint32_t *pos,
+                        uint32_t *mark, uint32_t *seen, uint32_t tag, struct rl_cgen_group *out)
+{
+	struct rl_graph *g = d->g;
+	uint32_t anchor = RL_NONE;
+	const struct rl_shape *shape = NULL;
+	if (nn < 2)
+		return false;
+	for (int j = 0; j < nn; j++)
+		mark[nodes[j]] = tag;
+	for (int j = 0; j < nn; j++) {
+		const struct rl_node *n = &g->nodes[nodes[j]];
+		if (!d->exec[nodes[j]] || n->nout < 1 || n->out[0] == RL_NONE)
+			return false;
+		for (int o = 1; o < n->nout; o++)
+			if (n->out[o] != RL_NONE)
+				return false;
+		const struct rl_value *y = &g->values[n->out[0]];
+		if (rl_value_is_const(g, n->out[0]))
+			return false;
+		if (is_anchor_op(n->op)) {
+			if (anchor != RL_NONE)
+				return false;
+			anchor = nodes[j];
+			for (int q = 0; q < n->nin; q++)
+				if (n->in[q] != RL_NONE && made_inside(g, mark, tag, n->in[q]))
+					return false;
+			if (y->flags & RL_VAL_OUTPUT)
+				return false;
+			for (uint32_t u = 0; u < y->nuses; u++)
+				if (mark[y->uses[u]] != tag)
+					return false;
+		} else if (!cg_elemwise_has_expr(n->op) || n->nin > 16) {
+			return false;
+		}
+		if (shape && !rl_shape_equal(shape, &y->shape))
+			return false;
+		shape = &y->shape;
+	}
+	/* outputs: values used outside or graph outputs; inputs: the anchor's in
+	 * slot order, then every other tensor read, once, constants scalars
+	 * excepted (they become literals) */
+	int nout = 0, nin = 0, cap = 0;
+	for (int j = 0; j < nn; j++)
+		cap += g->nodes[nodes[j]].nin;
+	out->in = malloc(((size_t)cap + 1) * sizeof(uint32_t));
+	out->out = malloc(((size_t)nn + 1) * sizeof(uint32_t));
+	out->nodes = malloc(((size_t)nn + 1) * sizeof(uint32_t));
+	RL_ASSERT(out->in && out->out && out->nodes);
+	out->anchor = anchor;
+	out->nnodes = 0;
+	if (anchor != RL_NONE) {
+		const struct rl_node *a = &g->nodes[anchor];
+		out->nodes[out->nnodes++] = anchor;
+		for (int q = 0; q < a->nin; q++)
+			out->in[nin++] = a->in[q];
+	}
+	int first_ext = nin;
+	for (int j = 0; j < nn; j++) {
+		const struct rl_node *n = &g->nodes[nodes[j]];
+		if (nodes[j] == anchor)
+			continue;
+		out->nodes[out->nnodes++] = nodes[j];
+		for (int q = 0; q < n->nin; q++) {
+			uint32_t v = n->in[q];
+			if (v == RL_NONE || made_inside(g, mark, tag, v) ||
+			    (n->op == RL_OP_CastLike && q == 1))
+				continue;
+			if (rl_value_is_const(g, v) && g->values[v].data &&
+			    rl_shape_numel(&g->values[v].shape) == 1)
+				continue;
+			bool dup = false;
+			for (int k = first_ext; k < nin && !dup; k++)
+				dup = out->in[k] == v;
+			if (!dup)
+				out->in[nin++] = v;
+		}
+	}
+	for (int j = 0; j < nn; j++) {
+		const struct rl_node *n = &g->nodes[nodes[j]];
+		const struct rl_value *y = &g->values[n->out[0]];
+		bool ext = (y->flags & RL_VAL_OUTPUT) != 0;
+		for (uint32_t u = 0; u < y->nuses && !ext; u++)
+			ext = mark[y->uses[u]] != tag;
+		if (ext)
+			out->out[nout++] = n->out[0];
+	}
+	out->nin = nin;
+	out->nout = nout;
+	bool ok = nout > 0 && nin - first_ext <= 16;
+	if (ok && anchor != RL_NONE)
+		ok = nout == 1 && g->values[out->out[0]].dtype ==
+		                  g->values[g->nodes[anchor].out[0]].dtype;
+	/* convex: walk back from the inputs' producers; reaching the group again
+	 * means a path through an outside node. Nodes before the group's first
+	 * cannot be on such a path. */
+	uint32_t minpos = UINT32_MAX;
+	for (int j = 0; j < nn; j++)
+		if (pos[nodes[j]] < minpos)
+			minpos = pos[nodes[j]];
+	uint32_t *stack = NULL;
+	size_t sp = 0, scap = 0;
+	for (int j = 0; ok && j < nn; j++) {
+		const struct rl_node *n = &g->nodes[nodes[j]];
+		for (int q = 0; q < n->nin; q++) {
+			uint32_t v = n->in[q];
+			uint32_t p = v == RL_NONE ? RL_NONE : g->values[v].producer;
+			if (p == RL_NONE || mark[p] == tag || seen[p] == tag || pos[p] < minpos)
+				continue;
+			seen[p] = tag;
+			if (sp == scap) {
+				scap = scap ? 2 * scap : 64;
+				stack = realloc(stack, scap * sizeof(*stack));
+				RL_ASSERT(stack);
+			}
+			stack[sp++] = p;
+		}
+	}
+	while (ok && sp > 0) {
+		const struct rl_node *n = &g->nodes[stack[--sp]];
+		for (int q = 0; q < n->nin && ok; q++) {
+			uint32_t v = n->in[q];
+			uint32_t p = v == RL_NONE ? RL_NONE : g->values[v].producer;
+			if (p == RL_NONE || seen[p] == tag || pos[p] < minpos)
+				continue;
+			if (mark[p] == tag) {
+				ok = false;
+				break;
+			}
+			seen[p] = tag;
+			if (sp == scap) {
+				scap = scap ? 2 * scap : 64;
+				stack = realloc(stack, scap * sizeof(*stack));
+				RL_ASSERT(stack);
+			}
+			stack[sp++] = p;
+		}
+	}
+	free(stack);
+	if (!ok) {
+		free(out->in);
+		free(out->out);
+		free(out->nodes);
+		memset(out, 0, sizeof(*out));
+	}
+	return ok;
+}
+
+/* Collect the groups passes/fuse.c marked (node->group >= 0) and keep the
+ * ones that check out. */
+static void groups_collect(struct driver *d)
+{
+	struct rl_graph *g = d->g;
+	d->grp_of = malloc(((size_t)g->nnodes + 1) * sizeof(*d->grp_of));
+	RL_ASSERT(d->grp_of);
+	for (uint32_t i = 0; i < g->nnodes; i++)
+		d->grp_of[i] = -1;
+	/* (group id, position) of every executed grouped node, sorted */
+	uint64_t *key = malloc(((size_t)g->norder + 1) * sizeof(*key));
+	uint32_t *pos = malloc(((size_t)g->nnodes + 1) * sizeof(*pos));
+	RL_ASSERT(key && pos);
+	uint32_t nk = 0;
+	for (uint32_t i = 0; i < g->nnodes; i++)
+		pos[i] = UINT32_MAX;
+	for (uint32_t k = 0; k < g->norder; k++) {
+		uint32_t i = g->order[k];
+		pos[i] = k;
+		if (g->nodes[i].group >= 0 && d->exec[i])
+			key[nk++] = (uint64_t)(uint32_t)g->nodes[i].group << 32 | k;
+	}
+	if (nk == 0) {
+		free(key);
+		free(pos);
+		return;
+	}
+	qsort(key, nk, sizeof(*key), cmp_u64);
+	uint32_t *mark = calloc((size_t)g->nnodes + 1, sizeof(*mark));
+	uint32_t *seen = calloc((size_t)g->nnodes + 1, sizeof(*seen));
+	uint32_t *nodes = malloc(((size_t)nk + 1) * sizeof(*nodes));
+	d->grps = calloc((size_t)nk + 1, sizeof(*d->grps));
+	RL_ASSERT(mark && seen && nodes && d->grps);
+	uint32_t tag = 0;
+	for (uint32_t a = 0; a < nk;) {
+		uint32_t id = (uint32_t)(key[a] >> 32), b = a;
+		int nn = 0;
+		while (b < nk && (uint32_t)(key[b] >> 32) == id)
+			nodes[nn++] = g->order[(uint32_t)key[b++]];
+		struct rl_cgen_group *gr = &d->grps[d->ngrps];
+		if (group_check(d, nodes, nn, pos, mark, seen, ++tag, gr)) {
+			gr->id = (int32_t)id;
+			for (int j = 0; j < gr->nnodes; j++)
+				d->grp_of[gr->nodes[j]] = (int32_t)d->ngrps;
+			d->ngrps++;
+		}
+		a = b;
+	}
+	free(mark);
+	free(seen);
+	free(nodes);
+	free(key);
+	free(pos);
+}
+
+/*
+ * The order kernels run in: g->order, except that a group runs as one unit
+ * once every producer of its inputs has run (a depth-first walk over units;
+ * groups are convex, so this never meets a cycle). Without groups this is
+ * g->order itself.
+ */
+static void schedule(struct driver *d)
+{
+	struct rl_graph *g = d->g;
+	uint32_t *kpos = malloc(((size_t)g->nnodes + 1) * sizeof(*kpos));
+	bool *done = calloc((size_t)g->nnodes + d->ngrps + 1, sizeof(*done));
+	d->units = malloc(((size_t)g->norder + 1) * sizeof(*d->units));
+	RL_ASSERT(kpos && done && d->units);
+	for (uint32_t k = 0; k < g->norder; k++)
+		kpos[g->order[k]] = k;
+	/* a unit is a node index, or nnodes + group index */
+	struct frame {
+		uint32_t unit;
+		int idx; /* next input to look at, over the unit's inputs */
+	} *st = malloc(((size_t)g->norder + d->ngrps + 1) * sizeof(*st));
+	RL_ASSERT(st);
+	for (uint32_t k = 0; k < g->norder; k++) {
+		uint32_t i = g->order[k];
+		if (!d->exec[i])
+			continue;
+		uint32_t u0 = d->grp_of[i] >= 0 ? g->nnodes + (uint32_t)d->grp_of[i] : i;
+		if (done[u0])
+			continue;
+		size_t sp = 0;
+		st[sp++] = (struct frame){u0, 0};
+		done[u0] = true; /* on the stack: a cycle would be a bug in group_check */
+		while (sp > 0) {
+			struct frame *f = &st[sp - 1];
+			const struct rl_cgen_group *gr = f->unit >= g->nnodes ? &d->grps[f->unit - g->nnodes]
+			                                                      : NULL;
+			int nin = gr ? gr->nin : g->nodes[f->unit].nin;
+			uint32_t next = RL_NONE;
+			while (f->idx < nin && next == RL_NONE) {
+				uint32_t v = gr ? gr->in[f->idx] : g->nodes[f->unit].in[f->idx];
+				f->idx++;
+				uint32_t p = v == RL_NONE ? RL_NONE : g->values[v].producer;
+				if (p == RL_NONE || !d->exec[p])
+					continue;
+				uint32_t pu = d->grp_of[p] >= 0 ? g->nnodes + (uint32_t)d->grp_of[p] : p;
+				if (!done[pu])
+					next = pu;
+			}
+			if (next != RL_NONE) {
+				done[next] = true;
+				st[sp++] = (struct frame){next, 0};
+				continue;
+			}
+			/* every input is ready: this unit runs now */
+			struct unit *un = &d->units[d->nunits++];
+			if (gr) {
+				uint32_t first = gr->nodes[0];
+				for (int j = 1; j < gr->nnodes; j++)
+					if (kpos[gr->nodes[j]] < kpos[first])
+						first = gr->nodes[j];
+				un->node = first;
+				un->grp = (int32_t)(f->unit - g->nnodes);
+			} else {
+				un->node = f->unit;
+				un->grp = -1;
+			}
+			un->k = kpos[un->node];
+			sp--;
+		}
+	}
+	free(st);
+	free(done);
+	free(kpos);
+}
+
 /* Which nodes run, and where every value lives. */
 static enum rl_status plan(struct driver *d)
 {
@@ -422,7 +739,6 @@ static enum rl_status plan(struct driver *d)
 			                      rl_dtype_name(val->dtype));
 	}
 	/* executed nodes: in order, unless every output is already known */
-	int64_t pos = 0;
 	for (uint32_t k = 0; k < g->norder; k++) {
 		uint32_t i = g->order[k];
 		struct rl_node *n = &g->nodes[i];
@@ -450,8 +766,19 @@ static enum rl_status plan(struct driver *d)
 			                      "the C backend does not implement %s yet",
 			                      rl_op_table[n->op].name);
 		d->exec[i] = true;
-		for (int o = 0; o < n->nout; o++) {
-			uint32_t v = n->out[o];
+	}
+	/* fused groups, then the order kernels run in */
+	groups_collect(d);
+	schedule(d);
+	/* live ranges, in kernel positions */
+	int64_t pos = 0;
+	for (uint32_t u = 0; u < d->nunits; u++) {
+		const struct unit *un = &d->units[u];
+		const struct rl_cgen_group *gr = un->grp >= 0 ? &d->grps[un->grp] : NULL;
+		const struct rl_node *n = &g->nodes[un->node];
+		int nout = gr ? gr->nout : n->nout, nin = gr ? gr->nin : n->nin;
+		for (int o = 0; o < nout; o++) {
+			uint32_t v = gr ? gr->out[o] : n->out[o];
 			if (v == RL_NONE)
 				continue;
 			if (d->vi[v].first < 0)
@@ -459,8 +786,8 @@ static enum rl_status plan(struct driver *d)
 			if (d->vi[v].last < pos)
 				d->vi[v].last = pos;
 		}
-		for (int q = 0; q < n->nin; q++) {
-			uint32_t v = n->in[q];
+		for (int q = 0; q < nin; q++) {
+			uint32_t v = gr ? gr->in[q] : n->in[q];
 			if (v == RL_NONE)
 				continue;
 			if (d->vi[v].first < 0)
@@ -496,12 +823,13 @@ static enum rl_status plan(struct driver *d)
 	/* workspace: first fit over live ranges, values in order of birth */
 	uint32_t *ws = malloc((g->nvalues + 1) * sizeof(*ws));
 	uint32_t nws = 0;
-	for (uint32_t k = 0; k < g->norder; k++) {
-		struct rl_node *n = &g->nodes[g->order[k]];
-		if (!d->exec[g->order[k]])
-			continue;
-		for (int o = 0; o < n->nout; o++) {
-			uint32_t v = n->out[o];
+	for (uint32_t u = 0; u < d->nunits; u++) {
+		const struct unit *un = &d->units[u];
+		const struct rl_cgen_group *gr = un->grp >= 0 ? &d->grps[un->grp] : NULL;
+		const struct rl_node *n = &g->nodes[un->node];
+		int nout = gr ? gr->nout : n->nout;
+		for (int o = 0; o < nout; o++) {
+			uint32_t v = gr ? gr->out[o] : n->out[o];
 			if (v != RL_NONE && d->vi[v].st == ST_NONE) {
 				d->vi[v].st = ST_WORKSPACE;
 				ws[nws++] = v;
@@ -644,52 +972,114 @@ static void value_ptr(struct driver *d, uint32_t v, bool out, char *b, size_t n)
 	}
 }
 
+/* Kernel name: k<N>_<node name>, or k<N>_fused_<first>__<last> for a group. */
+static void kernel_name(struct driver *d, const struct unit *un, char *b, size_t n)
+{
+	struct rl_graph *g = d->g;
+	char sn[64];
+	if (un->grp < 0) {
+		sanitize(g->nodes[un->node].name, sn, 48);
+		snprintf(b, n, "k%u_%s", un->k, sn);
+		return;
+	}
+	const struct rl_cgen_group *gr = &d->grps[un->grp];
+	char s2[64];
+	sanitize(g->nodes[gr->nodes[0]].name, sn, 28);
+	sanitize(g->nodes[gr->nodes[gr->nnodes - 1]].name, s2, 28);
+	snprintf(b, n, "k%u_fused_%.28s__%.28s", un->k, sn, s2);
+}
+
+/* The comment above a fused kernel: what it replaced, then its interface. */
+static void group_comment(struct driver *d, const struct rl_cgen_group *gr)
+{
+	struct rl_graph *g = d->g;
+	char sb[128];
+	if (gr->anchor != RL_NONE) {
+		const struct rl_node *a = &g->nodes[gr->anchor];
+		rl_buf_printf(&d->kernels, "/* fused: %s '%s' with its epilogue in the output loop; "
+		              "replaces %d ONNX nodes:\n", rl_op_table[a->op].name, ctext(a->name),
+		              gr->nnodes);
+	} else {
+		const struct rl_value *y = &g->values[gr->out[0]];
+		rl_buf_printf(&d->kernels, "/* fused: %d elementwise ONNX nodes in one pass over "
+		              "%s[%s]:\n", gr->nnodes, rl_dtype_name(y->dtype),
+		              rl_shape_str(&y->shape, sb, sizeof(sb)));
+	}
+	for (int j = 0; j < gr->nnodes; j++) {
+		const struct rl_node *n = &g->nodes[gr->nodes[j]];
+		rl_buf_printf(&d->kernels, " *   '%s' (%s)\n", ctext(n->name), rl_op_table[n->op].name);
+	}
+	rl_buf_printf(&d->kernels, " *");
+	for (int q = 0; q < gr->nin; q++) {
+		if (gr->in[q] == RL_NONE)
+			continue;
+		const struct rl_value *v = &g->values[gr->in[q]];
+		rl_buf_printf(&d->kernels, "%s X%d %s[%s] '%s'", q ? "," : "", q, rl_dtype_name(v->dtype),
+		              rl_shape_str(&v->shape, sb, sizeof(sb)), ctext(v->name));
+	}
+	for (int q = 0; q < gr->nout; q++) {
+		const struct rl_value *v = &g->values[gr->out[q]];
+		rl_buf_printf(&d->kernels, "%s Y%d %s[%s] '%s'", q ? "," : " ->", q,
+		              rl_dtype_name(v->dtype), rl_shape_str(&v->shape, sb, sizeof(sb)),
+		              ctext(v->name));
+	}
+	rl_buf_printf(&d->kernels, "\n */\n");
+}
+
 static enum rl_status emit_kernels(struct driver *d)
 {
 	struct rl_graph *g = d->g;
-	for (uint32_t k = 0; k < g->norder; k++) {
-		uint32_t i = g->order[k];
-		if (!d->exec[i])
-			continue;
+	for (uint32_t u = 0; u < d->nunits; u++) {
+		const struct unit *un = &d->units[u];
+		const struct rl_cgen_group *gr = un->grp >= 0 ? &d->grps[un->grp] : NULL;
+		uint32_t i = un->node;
 		struct rl_node *n = &g->nodes[i];
-		char kname[96], sn[64];
-		sanitize(n->name, sn, 48);
-		snprintf(kname, sizeof(kname), "k%u_%s", k, sn);
+		char kname[128];
+		kernel_name(d, un, kname, sizeof(kname));
 		d->cg.body.len = 0;
 		if (d->cg.body.s)
 			d->cg.body.s[0] = 0;
 		d->cg.indent = 0;
-		enum rl_status st = family_emit[rl_op_table[n->op].family](&d->cg, i);
+		enum rl_status st = gr ? rl_emit_c_fused(&d->cg, gr)
+		                       : family_emit[rl_op_table[n->op].family](&d->cg, i);
 		if (st != RL_OK)
 			return st;
 		/* signature and comment */
-		rl_buf_printf(&d->kernels, "/* node '%s' (%s)", ctext(n->name), rl_op_table[n->op].name);
-		for (int q = 0; q < n->nin; q++) {
-			char sb[128];
-			if (n->in[q] == RL_NONE)
-				continue;
-			rl_buf_printf(&d->kernels, "%s X%d %s[%s]", q ? "," : ":", q,
-			              rl_dtype_name(g->values[n->in[q]].dtype),
-			              rl_shape_str(&g->values[n->in[q]].shape, sb, sizeof(sb)));
+		int nin = gr ? gr->nin : n->nin, nout = gr ? gr->nout : n->nout;
+		const uint32_t *ins = gr ? gr->in : n->in, *outs = gr ? gr->out : n->out;
+		if (gr) {
+			group_comment(d, gr);
+		} else {
+			rl_buf_printf(&d->kernels, "/* node '%s' (%s)", ctext(n->name),
+			              rl_op_table[n->op].name);
+			for (int q = 0; q < n->nin; q++) {
+				char sb[128];
+				if (n->in[q] == RL_NONE)
+					continue;
+				rl_buf_printf(&d->kernels, "%s X%d %s[%s]", q ? "," : ":", q,
+				              rl_dtype_name(g->values[n->in[q]].dtype),
+				              rl_shape_str(&g->values[n->in[q]].shape, sb, sizeof(sb)));
+			}
+			for (int q = 0; q < n->nout; q++) {
+				char sb[128];
+				if (n->out[q] == RL_NONE)
+					continue;
+				rl_buf_printf(&d->kernels, "%s Y%d %s[%s]", q ? "," : " ->", q,
+				              rl_dtype_name(g->values[n->out[q]].dtype),
+				              rl_shape_str(&g->values[n->out[q]].shape, sb, sizeof(sb)));
+			}
+			rl_buf_printf(&d->kernels, " */\n");
 		}
-		for (int q = 0; q < n->nout; q++) {
-			char sb[128];
-			if (n->out[q] == RL_NONE)
-				continue;
-			rl_buf_printf(&d->kernels, "%s Y%d %s[%s]", q ? "," : " ->", q,
-			              rl_dtype_name(g->values[n->out[q]].dtype),
-			              rl_shape_str(&g->values[n->out[q]].shape, sb, sizeof(sb)));
-		}
-		rl_buf_printf(&d->kernels, " */\nstatic void %s(", kname);
+		rl_buf_printf(&d->kernels, "static void %s(", kname);
 		bool first = true;
-		for (int q = 0; q < n->nin; q++) {
-			enum rl_dtype dt = n->in[q] == RL_NONE ? RL_DT_FLOAT : g->values[n->in[q]].dtype;
+		for (int q = 0; q < nin; q++) {
+			enum rl_dtype dt = ins[q] == RL_NONE ? RL_DT_FLOAT : g->values[ins[q]].dtype;
 			rl_buf_printf(&d->kernels, "%sconst %s *restrict X%d", first ? "" : ", ",
 			              cg_ctype(dt), q);
 			first = false;
 		}
-		for (int q = 0; q < n->nout; q++) {
-			enum rl_dtype dt = n->out[q] == RL_NONE ? RL_DT_FLOAT : g->values[n->out[q]].dtype;
+		for (int q = 0; q < nout; q++) {
+			enum rl_dtype dt = outs[q] == RL_NONE ? RL_DT_FLOAT : g->values[outs[q]].dtype;
 			rl_buf_printf(&d->kernels, "%s%s *restrict Y%d", first ? "" : ", ",
 			              cg_ctype(dt), q);
 			first = false;
@@ -697,9 +1087,9 @@ static enum rl_status emit_kernels(struct driver *d)
 		if (first)
 			rl_buf_printf(&d->kernels, "void");
 		rl_buf_printf(&d->kernels, ")\n{\n");
-		for (int q = 0; q < n->nin; q++)
+		for (int q = 0; q < nin; q++)
 			rl_buf_printf(&d->kernels, "    (void)X%d;\n", q);
-		for (int q = 0; q < n->nout; q++)
+		for (int q = 0; q < nout; q++)
 			rl_buf_printf(&d->kernels, "    (void)Y%d;\n", q);
 		rl_buf_printf(&d->kernels, "%s}\n\n", d->cg.body.s ? d->cg.body.s : "");
 	}
@@ -762,6 +1152,30 @@ static const char bf16_helpers[] =
 	"    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u);\n"
 	"    x += 0x7fffu + ((x >> 16) & 1u);\n"
 	"    return (uint16_t)(x >> 16);\n"
+	"}\n\n";
+
+/* tanh for float: Eigen's rational approximation (ptanh_float), within a
+ * few ulp of tanhf (relative error about 1e-7 near 0, where it is x times
+ * 1 - 1.3e-7), and free of branches and calls so loops over it vectorize;
+ * NaN passes through, -0 stays -0, |x| > 7.9 gives +-1. */
+static const char tanh_helper[] =
+	"static inline __attribute__((unused)) float rl_tanhf(float x)\n"
+	"{\n"
+	"    const float c = 7.90531110763549805f;\n"
+	"    const float y = x < -c ? -c : (x > c ? c : x);\n"
+	"    const float y2 = y * y;\n"
+	"    float p = -2.76076847742355e-16f;\n"
+	"    p = p * y2 + 2.00018790482477e-13f;\n"
+	"    p = p * y2 + -8.60467152213735e-11f;\n"
+	"    p = p * y2 + 5.12229709037114e-08f;\n"
+	"    p = p * y2 + 1.48572235717979e-05f;\n"
+	"    p = p * y2 + 6.37261928875436e-04f;\n"
+	"    p = p * y2 + 4.89352455891786e-03f;\n"
+	"    float q = 1.19825839466702e-06f;\n"
+	"    q = q * y2 + 1.18534705686654e-04f;\n"
+	"    q = q * y2 + 2.26843463243900e-03f;\n"
+	"    q = q * y2 + 4.89352518554385e-03f;\n"
+	"    return y * p / q;\n"
 	"}\n\n";
 
 static void dims_list(const struct rl_shape *s, char *b, size_t n)
@@ -880,9 +1294,7 @@ enum rl_status rl_emit_c(struct rl_graph *g, const struct rl_cgen_opts *o,
 	              0u, (long long)d.ws_size, (long long)total_const,
 	              d.side_size ? " (large ones in the side file)" : "");
 	/* count kernels for the banner (patched in place: same width) */
-	unsigned nk = 0;
-	for (uint32_t i = 0; i < g->nnodes; i++)
-		nk += d.exec[i];
+	unsigned nk = d.nunits;
 	{
 		char *p = strstr(d.c.s, " * 0 kernels");
 		if (p) {
@@ -902,6 +1314,8 @@ enum rl_status rl_emit_c(struct rl_graph *g, const struct rl_cgen_opts *o,
 		rl_buf_printf(&d.c, "%s", half_helpers);
 	if (d.cg.need_bf16)
 		rl_buf_printf(&d.c, "%s", bf16_helpers);
+	if (d.cg.need_tanh)
+		rl_buf_printf(&d.c, "%s", tanh_helper);
 	for (uint32_t v = 0; v < g->nvalues; v++)
 		if (d.vi[v].st == ST_CONST && !d.vi[v].in_side)
 			emit_const_array(&d, v);
@@ -943,22 +1357,22 @@ enum rl_status rl_emit_c(struct rl_graph *g, const struct rl_cgen_opts *o,
 	rl_buf_printf(&d.c, "int %s_run_v(const void *const *in, void *const *out)\n{\n", prefix);
 	rl_buf_printf(&d.c, "    (void)in;\n    (void)out;\n");
 	rl_buf_printf(&d.c, "    if (!%s_ws && %s_init(NULL) != 0)\n        return -1;\n", prefix, prefix);
-	for (uint32_t k = 0; k < g->norder; k++) {
-		uint32_t i = g->order[k];
-		if (!d.exec[i])
-			continue;
-		struct rl_node *n = &g->nodes[i];
-		char sn[64], b[256];
-		sanitize(n->name, sn, 48);
-		rl_buf_printf(&d.c, "    k%u_%s(", k, sn);
+	for (uint32_t u = 0; u < d.nunits; u++) {
+		const struct unit *un = &d.units[u];
+		const struct rl_cgen_group *gr = un->grp >= 0 ? &d.grps[un->grp] : NULL;
+		struct rl_node *n = &g->nodes[un->node];
+		char kname[128], b[256];
+		kernel_name(&d, un, kname, sizeof(kname));
+		rl_buf_printf(&d.c, "    %s(", kname);
 		bool first = true;
-		for (int q = 0; q < n->nin; q++) {
-			value_ptr(&d, n->in[q], false, b, sizeof(b));
+		int nin = gr ? gr->nin : n->nin, nout = gr ? gr->nout : n->nout;
+		for (int q = 0; q < nin; q++) {
+			value_ptr(&d, gr ? gr->in[q] : n->in[q], false, b, sizeof(b));
 			rl_buf_printf(&d.c, "%s%s", first ? "" : ", ", b);
 			first = false;
 		}
-		for (int q = 0; q < n->nout; q++) {
-			value_ptr(&d, n->out[q], true, b, sizeof(b));
+		for (int q = 0; q < nout; q++) {
+			value_ptr(&d, gr ? gr->out[q] : n->out[q], true, b, sizeof(b));
 			rl_buf_printf(&d.c, "%s%s", first ? "" : ", ", b);
 			first = false;
 		}
@@ -1095,6 +1509,14 @@ enum rl_status rl_emit_c(struct rl_graph *g, const struct rl_cgen_opts *o,
 fail:
 	snprintf(err, errlen, "%s", g->err[0] ? g->err : "code generation failed");
 done:
+	for (uint32_t q = 0; q < d.ngrps; q++) {
+		free(d.grps[q].nodes);
+		free(d.grps[q].in);
+		free(d.grps[q].out);
+	}
+	free(d.grps);
+	free(d.grp_of);
+	free(d.units);
 	free(d.vi);
 	free(d.exec);
 	free(d.side);

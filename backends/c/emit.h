@@ -49,6 +49,8 @@ void rl_buf_printf(struct rl_buf *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void rl_buf_free(struct rl_buf *b);
 
+struct rl_cgen_group; /* below */
+
 struct rl_cgen {
 	struct rl_graph *g;
 	struct rl_buf body;     /* kernel body being written */
@@ -56,8 +58,13 @@ struct rl_cgen {
 	unsigned need_half : 1; /* emit half helpers */
 	unsigned need_bf16 : 1; /* emit bfloat16 helpers */
 	unsigned need_erf : 1;
+	unsigned need_tanh : 1; /* emit rl_tanhf (the elementwise table's tanh) */
 	int tmp;                /* counter for unique local names */
 	char err[512];
+	/* set by emit_fused.c while the anchor of an epilogue group is written:
+	 * the anchor's emitter calls cg_epilogue() on every run of final outputs */
+	const struct rl_cgen_group *epi;
+	int epi_calls;          /* cg_epilogue() calls made for the current kernel */
 };
 
 /* Append one indented line to the kernel body. */
@@ -103,6 +110,61 @@ static inline const struct rl_value *cg_out(struct rl_cgen *cg, uint32_t node, i
 	const struct rl_node *n = &cg->g->nodes[node];
 	return i < n->nout && n->out[i] != RL_NONE ? &cg->g->values[n->out[i]] : NULL;
 }
+
+/*
+ * Elementwise ops as per-element C expressions (emit_elemwise.c): the one
+ * table that both the single-op kernels and the fused kernels use (a CUDA
+ * emitter would override entries where it must). in[k] is input k's value in
+ * its compute type (cg_comptype), an identifier or a literal since an
+ * expression may use it twice, NULL for an absent optional input. The result
+ * is written to e in the compute type the op produces; storing it with
+ * cg_store of the output's dtype gives exactly what the single-op kernel
+ * stores. Statements the op needs first are written with cg_line; their
+ * temporaries end in `tag` so several ops can share one scope. False, with
+ * *why, for a dtype or attribute the C backend does not handle.
+ */
+bool cg_elemwise_expr(struct rl_cgen *cg, uint32_t node, const char *const *in,
+                      const char *tag, char *e, size_t len, const char **why);
+/* Ops cg_elemwise_expr handles: the elementwise family except Dropout. */
+bool cg_elemwise_has_expr(enum rl_op op);
+
+/*
+ * A fused group as the driver hands it to emit_fused.c (passes/fuse.c sets
+ * node->group; the driver checks each group again and emits one kernel).
+ * Elementwise group: one loop nest over the shape every node produces.
+ * Epilogue group: the anchor (MatMul, Gemm or Conv) is written by its own
+ * emitter with its output going straight to Y0, and the elementwise nodes
+ * run inside its output loop through cg_epilogue().
+ */
+struct rl_cgen_group {
+	int32_t id;           /* node->group */
+	uint32_t *nodes;      /* topological order; the anchor first if any */
+	int nnodes;
+	uint32_t anchor;      /* RL_NONE for an elementwise group */
+	uint32_t *in;         /* the kernel's X0..: the anchor's inputs in slot
+	                         order (RL_NONE kept), then the other external
+	                         tensors; scalar constants become literals */
+	int nin;
+	uint32_t *out;        /* the kernel's Y0..: values used outside the group
+	                         or graph outputs */
+	int nout;
+};
+
+/* Write the body of a fused group's kernel into cg->body. */
+enum rl_status rl_emit_c_fused(struct rl_cgen *cg, const struct rl_cgen_group *grp);
+
+/*
+ * Epilogue hook for the MatMul/Gemm/Conv emitters: when cg->epi is set,
+ * write code that applies the group's elementwise nodes in place to the run
+ * of n outputs at `y` (a pointer expression to the anchor's storage type),
+ * whose first element has flat index `base` (an expression) in the output.
+ * The run must lie inside one aligned block of `span` elements (span divides
+ * the output's element count: a row of a product, an output row of a
+ * convolution). Does nothing when cg->epi is NULL, so unfused kernels are
+ * unchanged.
+ */
+void cg_epilogue(struct rl_cgen *cg, const char *y, const char *base, int64_t n,
+                 int64_t span);
 
 /*
  * Family emitters: write the body of node's kernel into cg->body.

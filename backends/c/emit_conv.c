@@ -270,6 +270,17 @@ static void emit_conv2d(struct rl_cgen *cg, const char *T, const struct conv2d *
 	line_close(cg); /* kw */
 	line_close(cg); /* kh */
 	line_close(cg); /* c */
+	/* the block's output rows are final: a fused epilogue runs on them now */
+	if (cg->epi) {
+		char yr[260], base[200];
+		cg_line(cg, "for (size_t er = 0; er < %d; er++) {", mb);
+		cg->indent++;
+		snprintf(base, sizeof(base), "((n * %lld + mo + er) * %lld + oh) * %lld",
+		         (long long)p->M, (long long)p->OH, (long long)p->OW);
+		snprintf(yr, sizeof(yr), "Y0 + %s", base);
+		cg_epilogue(cg, yr, base, p->OW, p->OW);
+		line_close(cg);
+	}
 	line_close(cg); /* oh */
 	line_close(cg); /* mo */
 	line_close(cg); /* n */
@@ -388,6 +399,16 @@ static void emit_conv_plane(struct rl_cgen *cg, const char *T, const struct conv
 			         (long long)p->M, r, (long long)p->OH, (long long)p->OW, r, (long long)q->WP);
 	}
 	emit_split_loop(cg, "ow", p->OW, body, mb);
+	if (cg->epi) {
+		char yr[260], base[200];
+		cg_line(cg, "for (size_t er = 0; er < %d; er++) {", mb);
+		cg->indent++;
+		snprintf(base, sizeof(base), "((n * %lld + mo + er) * %lld + oh) * %lld",
+		         (long long)p->M, (long long)p->OH, (long long)p->OW);
+		snprintf(yr, sizeof(yr), "Y0 + %s", base);
+		cg_epilogue(cg, yr, base, p->OW, p->OW);
+		line_close(cg);
+	}
 	line_close(cg); /* oh */
 	line_close(cg); /* mo */
 	line_close(cg); /* n */
@@ -491,6 +512,12 @@ static void emit_gather(struct rl_cgen *cg, uint32_t node, bool transposed,
 	flat_expr(e, sizeof(e), "o", nsp, w->out);
 	cg_line(cg, "Y0[(n * %lld + mo) * %lld + %s] = %s;", (long long)M, (long long)os, e,
 	        cg_store(cg, dt, "acc"));
+	if (cg->epi) {
+		char yr[1300], base[1200];
+		snprintf(base, sizeof(base), "(n * %lld + mo) * %lld + %s", (long long)M, (long long)os, e);
+		snprintf(yr, sizeof(yr), "Y0 + %s", base);
+		cg_epilogue(cg, yr, base, 1, 1);
+	}
 	for (int i = 0; i < nsp; i++) {
 		cg->indent--;
 		cg_line(cg, "}");

@@ -132,13 +132,41 @@ static bool float_only(enum rl_op op)
 	}
 }
 
+/* Unary ops that are one libm call in the compute type: "sqrt" is sqrtf for
+ * float, float16 and bfloat16, sqrt for double. Round is half to even, the
+ * default rounding mode's nearbyint. */
+static const struct {
+	enum rl_op op;
+	const char *fn;
+} libm_unary[] = {
+	{RL_OP_Sqrt, "sqrt"},   {RL_OP_Exp, "exp"},     {RL_OP_Log, "log"},
+	{RL_OP_Sin, "sin"},     {RL_OP_Cos, "cos"},     {RL_OP_Tan, "tan"},
+	{RL_OP_Asin, "asin"},   {RL_OP_Acos, "acos"},   {RL_OP_Atan, "atan"},
+	{RL_OP_Sinh, "sinh"},   {RL_OP_Cosh, "cosh"},   {RL_OP_Asinh, "asinh"},
+	{RL_OP_Acosh, "acosh"}, {RL_OP_Atanh, "atanh"}, {RL_OP_Erf, "erf"},
+	{RL_OP_Floor, "floor"}, {RL_OP_Ceil, "ceil"},   {RL_OP_Round, "nearbyint"},
+};
+
+/* tanh in the compute type: the vectorizable rational approximation the
+ * driver emits as rl_tanhf for float (a few ulp, like onnxruntime's MLAS),
+ * libm's tanh for double. */
+static const char *tanh_fn(struct rl_cgen *cg, enum rl_dtype dt)
+{
+	if (dt == RL_DT_DOUBLE)
+		return "tanh";
+	cg->need_tanh = 1;
+	return "rl_tanhf";
+}
+
 /*
- * Write into e the expression for unary op on the local `a` (compute type of
- * dt); statements it needs first (temporaries) are written with cg_line.
- * Returns false (with *why set) for a dtype or attribute not handled.
+ * Write into e the expression for unary op n on `a`, an expression in the
+ * compute type of dt (an identifier or literal: it may be used twice).
+ * Statements it needs first (temporaries, named with `tag` appended) are
+ * written with cg_line. Returns false (with *why set) for a dtype or
+ * attribute not handled.
  */
 static bool unary_expr(struct rl_cgen *cg, const struct rl_node *n, enum rl_dtype dt,
-                       char *e, size_t len, const char **why)
+                       const char *a, const char *tag, char *e, size_t len, const char **why)
 {
 	const char *ct = cg_comptype(dt);
 	bool isf = rl_dtype_is_float(dt);
@@ -148,111 +176,103 @@ static bool unary_expr(struct rl_cgen *cg, const struct rl_node *n, enum rl_dtyp
 		*why = "defined for floating-point inputs only";
 		return false;
 	}
+	for (size_t i = 0; i < sizeof(libm_unary) / sizeof(libm_unary[0]); i++) {
+		if (libm_unary[i].op == n->op) {
+			snprintf(e, len, "%s(%s)", mf(dt, libm_unary[i].fn), a);
+			return true;
+		}
+	}
 	switch (n->op) {
+	case RL_OP_Identity:
+		snprintf(e, len, "%s", a);
+		return true;
 	case RL_OP_Abs:
 		if (isf)
-			snprintf(e, len, "%s(a)", mf(dt, "fabs"));
+			snprintf(e, len, "%s(%s)", mf(dt, "fabs"), a);
 		else if (is_signed_int(dt))
-			snprintf(e, len, "a < 0 ? (%s)0 - (%s)a : (%s)a", wrap_type(dt),
-			         wrap_type(dt), wrap_type(dt));
+			snprintf(e, len, "%s < 0 ? (%s)0 - (%s)%s : (%s)%s", a, wrap_type(dt),
+			         wrap_type(dt), a, wrap_type(dt), a);
 		else
-			snprintf(e, len, "a");
+			snprintf(e, len, "%s", a);
 		return true;
 	case RL_OP_Neg:
 		if (isf)
-			snprintf(e, len, "-a");
+			snprintf(e, len, "-%s", a);
 		else if (is_signed_int(dt))
-			snprintf(e, len, "(%s)0 - (%s)a", wrap_type(dt), wrap_type(dt));
+			snprintf(e, len, "(%s)0 - (%s)%s", wrap_type(dt), wrap_type(dt), a);
 		else {
 			*why = "defined for signed inputs only";
 			return false;
 		}
 		return true;
-	case RL_OP_Sqrt: snprintf(e, len, "%s(a)", mf(dt, "sqrt")); return true;
-	case RL_OP_Exp: snprintf(e, len, "%s(a)", mf(dt, "exp")); return true;
-	case RL_OP_Log: snprintf(e, len, "%s(a)", mf(dt, "log")); return true;
-	case RL_OP_Tanh: snprintf(e, len, "%s(a)", mf(dt, "tanh")); return true;
-	case RL_OP_Sin: snprintf(e, len, "%s(a)", mf(dt, "sin")); return true;
-	case RL_OP_Cos: snprintf(e, len, "%s(a)", mf(dt, "cos")); return true;
-	case RL_OP_Tan: snprintf(e, len, "%s(a)", mf(dt, "tan")); return true;
-	case RL_OP_Asin: snprintf(e, len, "%s(a)", mf(dt, "asin")); return true;
-	case RL_OP_Acos: snprintf(e, len, "%s(a)", mf(dt, "acos")); return true;
-	case RL_OP_Atan: snprintf(e, len, "%s(a)", mf(dt, "atan")); return true;
-	case RL_OP_Sinh: snprintf(e, len, "%s(a)", mf(dt, "sinh")); return true;
-	case RL_OP_Cosh: snprintf(e, len, "%s(a)", mf(dt, "cosh")); return true;
-	case RL_OP_Asinh: snprintf(e, len, "%s(a)", mf(dt, "asinh")); return true;
-	case RL_OP_Acosh: snprintf(e, len, "%s(a)", mf(dt, "acosh")); return true;
-	case RL_OP_Atanh: snprintf(e, len, "%s(a)", mf(dt, "atanh")); return true;
-	case RL_OP_Erf: snprintf(e, len, "%s(a)", mf(dt, "erf")); return true;
-	case RL_OP_Floor: snprintf(e, len, "%s(a)", mf(dt, "floor")); return true;
-	case RL_OP_Ceil: snprintf(e, len, "%s(a)", mf(dt, "ceil")); return true;
-	case RL_OP_Round: /* half to even: the default rounding mode */
-		snprintf(e, len, "%s(a)", mf(dt, "nearbyint"));
-		return true;
-	case RL_OP_Reciprocal: snprintf(e, len, "%s / a", L(1)); return true;
+	case RL_OP_Tanh: snprintf(e, len, "%s(%s)", tanh_fn(cg, dt), a); return true;
+	case RL_OP_Reciprocal: snprintf(e, len, "%s / %s", L(1), a); return true;
 	case RL_OP_Sigmoid:
-		snprintf(e, len, "%s / (%s + %s(-a))", L(1), L(1), mf(dt, "exp"));
+		snprintf(e, len, "%s / (%s + %s(-%s))", L(1), L(1), mf(dt, "exp"), a);
 		return true;
 	case RL_OP_Relu: /* a < 0 keeps a NaN, like np.maximum */
 		if (isf)
-			snprintf(e, len, "a < %s ? %s : a", L(0), L(0));
+			snprintf(e, len, "%s < %s ? %s : %s", a, L(0), L(0), a);
 		else if (is_signed_int(dt))
-			snprintf(e, len, "a < 0 ? 0 : a");
+			snprintf(e, len, "%s < 0 ? 0 : %s", a, a);
 		else
-			snprintf(e, len, "a");
+			snprintf(e, len, "%s", a);
 		return true;
 	case RL_OP_LeakyRelu:
-		snprintf(e, len, "a > %s ? a : %s * a", L(0), L(ATTR("alpha", 0.01)));
+		snprintf(e, len, "%s > %s ? %s : %s * %s", a, L(0), a, L(ATTR("alpha", 0.01)), a);
 		return true;
 	case RL_OP_ThresholdedRelu:
-		snprintf(e, len, "a > %s ? a : %s", L(ATTR("alpha", 1.0)), L(0));
+		snprintf(e, len, "%s > %s ? %s : %s", a, L(ATTR("alpha", 1.0)), a, L(0));
 		return true;
 	case RL_OP_Elu:
-		snprintf(e, len, "a > %s ? a : %s * %s(a)", L(0), L(ATTR("alpha", 1.0)),
-		         mf(dt, "expm1"));
+		snprintf(e, len, "%s > %s ? %s : %s * %s(%s)", a, L(0), a, L(ATTR("alpha", 1.0)),
+		         mf(dt, "expm1"), a);
 		return true;
 	case RL_OP_Selu: {
 		double alpha = ATTR("alpha", 1.67326319217681884765625);
 		double gamma = ATTR("gamma", 1.05070102214813232421875);
-		snprintf(e, len, "a > %s ? %s * a : %s * (%s * %s(a) - %s)", L(0), L(gamma), L(gamma),
-		         L(alpha), mf(dt, "exp"), L(alpha));
+		snprintf(e, len, "%s > %s ? %s * %s : %s * (%s * %s(%s) - %s)", a, L(0), L(gamma), a,
+		         L(gamma), L(alpha), mf(dt, "exp"), a, L(alpha));
 		return true;
 	}
 	case RL_OP_Celu: {
 		/* max(0,a) + min(0, alpha*(exp(a/alpha)-1)): one of the two is 0 */
 		double alpha = ATTR("alpha", 1.0);
-		snprintf(e, len, "a > %s ? a : %s * %s(a / %s)", L(0), L(alpha), mf(dt, "expm1"),
-		         L(alpha));
+		snprintf(e, len, "%s > %s ? %s : %s * %s(%s / %s)", a, L(0), a, L(alpha),
+		         mf(dt, "expm1"), a, L(alpha));
 		return true;
 	}
 	case RL_OP_HardSigmoid:
-		cg_line(cg, "const %s t = %s * a + %s;", ct, L(ATTR("alpha", 0.2)), L(ATTR("beta", 0.5)));
-		snprintf(e, len, "t < %s ? %s : (t > %s ? %s : t)", L(0), L(0), L(1), L(1));
+		cg_line(cg, "const %s t%s = %s * %s + %s;", ct, tag, L(ATTR("alpha", 0.2)), a,
+		        L(ATTR("beta", 0.5)));
+		snprintf(e, len, "t%s < %s ? %s : (t%s > %s ? %s : t%s)", tag, L(0), L(0), tag, L(1),
+		         L(1), tag);
 		return true;
 	case RL_OP_HardSwish:
-		cg_line(cg, "const %s t = a / %s + %s;", ct, L(6), L(0.5));
-		snprintf(e, len, "a * (t < %s ? %s : (t > %s ? %s : t))", L(0), L(0), L(1), L(1));
+		cg_line(cg, "const %s t%s = %s / %s + %s;", ct, tag, a, L(6), L(0.5));
+		snprintf(e, len, "%s * (t%s < %s ? %s : (t%s > %s ? %s : t%s))", a, tag, L(0), L(0), tag,
+		         L(1), L(1), tag);
 		return true;
 	case RL_OP_Softplus: /* log(1 + exp(a)) without overflow */
-		snprintf(e, len, "a > %s ? a + %s(%s(-a)) : %s(%s(a))", L(0), mf(dt, "log1p"),
-		         mf(dt, "exp"), mf(dt, "log1p"), mf(dt, "exp"));
+		snprintf(e, len, "%s > %s ? %s + %s(%s(-%s)) : %s(%s(%s))", a, L(0), a,
+		         mf(dt, "log1p"), mf(dt, "exp"), a, mf(dt, "log1p"), mf(dt, "exp"), a);
 		return true;
 	case RL_OP_Softsign:
-		snprintf(e, len, "a / (%s + %s(a))", L(1), mf(dt, "fabs"));
+		snprintf(e, len, "%s / (%s + %s(%s))", a, L(1), mf(dt, "fabs"), a);
 		return true;
 	case RL_OP_Mish: /* a * tanh(softplus(a)) */
-		cg_line(cg, "const %s sp = a > %s ? a + %s(%s(-a)) : %s(%s(a));", ct, L(0),
-		        mf(dt, "log1p"), mf(dt, "exp"), mf(dt, "log1p"), mf(dt, "exp"));
-		snprintf(e, len, "a * %s(sp)", mf(dt, "tanh"));
+		cg_line(cg, "const %s sp%s = %s > %s ? %s + %s(%s(-%s)) : %s(%s(%s));", ct, tag, a,
+		        L(0), a, mf(dt, "log1p"), mf(dt, "exp"), a, mf(dt, "log1p"), mf(dt, "exp"), a);
+		snprintf(e, len, "%s * %s(sp%s)", a, mf(dt, "tanh"), tag);
 		return true;
 	case RL_OP_Gelu: {
 		const char *ap = rl_node_attr_str(n, "approximate", "none");
 		if (strcmp(ap, "none") == 0) {
-			snprintf(e, len, "%s * a * (%s + %s(a * %s))", L(0.5), L(1), mf(dt, "erf"),
+			snprintf(e, len, "%s * %s * (%s + %s(%s * %s))", L(0.5), a, L(1), mf(dt, "erf"), a,
 			         L(0.70710678118654752440));
 		} else if (strcmp(ap, "tanh") == 0) {
-			snprintf(e, len, "%s * a * (%s + %s(%s * (a + %s * a * a * a)))", L(0.5), L(1),
-			         mf(dt, "tanh"), L(0.79788456080286535588), L(0.044715));
+			snprintf(e, len, "%s * %s * (%s + %s(%s * (%s + %s * %s * %s * %s)))", L(0.5), a,
+			         L(1), mf(dt, "tanh"), L(0.79788456080286535588), a, L(0.044715), a, a, a);
 		} else {
 			*why = "approximate must be 'none' or 'tanh'";
 			return false;
@@ -261,24 +281,25 @@ static bool unary_expr(struct rl_cgen *cg, const struct rl_node *n, enum rl_dtyp
 	}
 	case RL_OP_Sign:
 		if (isf) /* NaN stays NaN, like np.sign */
-			snprintf(e, len, "a > %s ? %s : (a < %s ? %s : a)", L(0), L(1), L(0), L(-1));
+			snprintf(e, len, "%s > %s ? %s : (%s < %s ? %s : %s)", a, L(0), L(1), a, L(0),
+			         L(-1), a);
 		else if (is_signed_int(dt))
-			snprintf(e, len, "(a > 0) - (a < 0)");
+			snprintf(e, len, "(%s > 0) - (%s < 0)", a, a);
 		else
-			snprintf(e, len, "a > 0");
+			snprintf(e, len, "%s > 0", a);
 		return true;
 	case RL_OP_IsNaN:
-		snprintf(e, len, "isnan(a)");
+		snprintf(e, len, "isnan(%s)", a);
 		return true;
 	case RL_OP_IsInf: {
 		bool pos = rl_node_attr_int(n, "detect_positive", 1) != 0;
 		bool neg = rl_node_attr_int(n, "detect_negative", 1) != 0;
 		if (pos && neg)
-			snprintf(e, len, "isinf(a)");
+			snprintf(e, len, "isinf(%s)", a);
 		else if (pos)
-			snprintf(e, len, "a == INFINITY");
+			snprintf(e, len, "%s == INFINITY", a);
 		else if (neg)
-			snprintf(e, len, "a == -INFINITY");
+			snprintf(e, len, "%s == -INFINITY", a);
 		else
 			snprintf(e, len, "0");
 		return true;
@@ -288,26 +309,26 @@ static bool unary_expr(struct rl_cgen *cg, const struct rl_node *n, enum rl_dtyp
 			*why = "defined for bool inputs only";
 			return false;
 		}
-		snprintf(e, len, "!a");
+		snprintf(e, len, "!%s", a);
 		return true;
 	case RL_OP_BitwiseNot:
 		if (!rl_dtype_is_int(dt)) {
 			*why = "defined for integer inputs only";
 			return false;
 		}
-		snprintf(e, len, "~a");
+		snprintf(e, len, "~%s", a);
 		return true;
 	case RL_OP_Shrink: {
 		double lambd = ATTR("lambd", 0.5), bias = ATTR("bias", 0.0);
 		if (isf) {
-			snprintf(e, len, "a < %s ? a + %s : (a > %s ? a - %s : %s)", L(-lambd), L(bias),
-			         L(lambd), L(bias), L(0));
+			snprintf(e, len, "%s < %s ? %s + %s : (%s > %s ? %s - %s : %s)", a, L(-lambd), a,
+			         L(bias), a, L(lambd), a, L(bias), L(0));
 		} else {
 			/* integers: computed in double, truncated back like astype */
-			cg_line(cg, "const double t = (double)a;");
-			snprintf(e, len, "t < %s ? t + %s : (t > %s ? t - %s : 0.0)",
-			         cg_lit(RL_DT_DOUBLE, -lambd), cg_lit(RL_DT_DOUBLE, bias),
-			         cg_lit(RL_DT_DOUBLE, lambd), cg_lit(RL_DT_DOUBLE, bias));
+			cg_line(cg, "const double t%s = (double)%s;", tag, a);
+			snprintf(e, len, "t%s < %s ? t%s + %s : (t%s > %s ? t%s - %s : 0.0)", tag,
+			         cg_lit(RL_DT_DOUBLE, -lambd), tag, cg_lit(RL_DT_DOUBLE, bias), tag,
+			         cg_lit(RL_DT_DOUBLE, lambd), tag, cg_lit(RL_DT_DOUBLE, bias));
 		}
 		return true;
 	}
@@ -332,7 +353,7 @@ static enum rl_status emit_unary(struct rl_cgen *cg, uint32_t node)
 		return RL_OK;
 	flat_open(cg, ne);
 	cg_line(cg, "const %s a = %s;", cg_comptype(x->dtype), cg_load(cg, x->dtype, "X0[o]"));
-	if (!unary_expr(cg, n, x->dtype, e, sizeof(e), &why))
+	if (!unary_expr(cg, n, x->dtype, "a", "", e, sizeof(e), &why))
 		return cg_error(cg, node, "%s on %s: %s", rl_op_table[n->op].name,
 		                rl_dtype_name(x->dtype), why);
 	cg_line(cg, "Y0[o] = %s;", cg_store(cg, y->dtype, e));
@@ -437,16 +458,13 @@ static enum rl_status emit_dropout(struct rl_cgen *cg, uint32_t node)
 
 /* ---- Cast / CastLike ---------------------------------------------------- */
 
-/* Expression converting element expression `x` of dtype `from` to the
- * storage of dtype `to`. */
-static const char *cast_expr(struct rl_cgen *cg, enum rl_dtype from, enum rl_dtype to,
-                             const char *x)
+/* Expression converting `v`, an expression in the compute type of `from`,
+ * to the storage of dtype `to`. */
+static const char *cast_comp(struct rl_cgen *cg, enum rl_dtype from, enum rl_dtype to,
+                             const char *v)
 {
-	const char *v = cg_load(cg, from, x);
 	char *b = ebuf();
-	if (from == to) {
-		snprintf(b, 1024, "%s", x);
-	} else if (to == RL_DT_FLOAT16 || to == RL_DT_BFLOAT16) {
+	if (to == RL_DT_FLOAT16 || to == RL_DT_BFLOAT16) {
 		char t[1024];
 		snprintf(t, sizeof(t), "(float)%s", v);
 		snprintf(b, 1024, "%s", cg_store(cg, to, from == RL_DT_FLOAT || from == RL_DT_FLOAT16 ||
@@ -465,6 +483,41 @@ static const char *cast_expr(struct rl_cgen *cg, enum rl_dtype from, enum rl_dty
 		snprintf(b, 1024, "%s", cg_store(cg, to, v));
 	}
 	return b;
+}
+
+/* Expression converting element expression `x` (storage) of dtype `from` to
+ * the storage of dtype `to`. */
+static const char *cast_expr(struct rl_cgen *cg, enum rl_dtype from, enum rl_dtype to,
+                             const char *x)
+{
+	if (from == to) {
+		char *b = ebuf();
+		snprintf(b, 1024, "%s", x);
+		return b;
+	}
+	return cast_comp(cg, from, to, cg_load(cg, from, x));
+}
+
+/* Target dtype of a Cast/CastLike node; RL_DT_UNDEFINED (with *why) if the
+ * C backend cannot compute it. */
+static enum rl_dtype cast_target(struct rl_cgen *cg, uint32_t node, const char **why)
+{
+	const struct rl_node *n = &cg->g->nodes[node];
+	const struct rl_value *x = cg_in(cg, node, 0), *y = cg_out(cg, node, 0);
+	enum rl_dtype to = y->dtype;
+	if (n->op == RL_OP_Cast) {
+		int64_t t = rl_node_attr_int(n, "to", (int64_t)y->dtype);
+		if (t <= 0 || t >= RL_DT_COUNT_ || !rl_dtype_is_numeric((enum rl_dtype)t)) {
+			*why = "target dtype not supported";
+			return RL_DT_UNDEFINED;
+		}
+		to = (enum rl_dtype)t;
+	}
+	if (!rl_dtype_is_numeric(x->dtype) || !rl_dtype_is_numeric(to) || to != y->dtype) {
+		*why = "dtype combination not supported";
+		return RL_DT_UNDEFINED;
+	}
+	return to;
 }
 
 static enum rl_status emit_cast(struct rl_cgen *cg, uint32_t node)
@@ -499,64 +552,112 @@ static enum rl_status emit_cast(struct rl_cgen *cg, uint32_t node)
 
 /* ---- Clip --------------------------------------------------------------- */
 
+/*
+ * The bounds of a Clip node: for opset < 11 literals from the attributes
+ * written to lo/hi (empty when absent), from opset 11 the present inputs 1
+ * and 2 (*has_lo and *has_hi; lo and hi are left to the caller). False with *why for a
+ * dtype or bound that is not handled.
+ */
+static bool clip_bounds(struct rl_cgen *cg, const struct rl_node *n, enum rl_dtype dt,
+                        char *lo, char *hi, size_t len, bool *has_lo, bool *has_hi,
+                        const char **why)
+{
+	*has_lo = *has_hi = false;
+	lo[0] = hi[0] = 0;
+	if (!rl_dtype_is_float(dt) && !rl_dtype_is_int(dt)) {
+		*why = "dtype not supported";
+		return false;
+	}
+	if (n->opset < 11) {
+		const struct rl_attr *alo = rl_node_attr(n, "min"), *ahi = rl_node_attr(n, "max");
+		if (!rl_dtype_is_float(dt)) {
+			*why = "Clip before opset 11 is defined for floats only";
+			return false;
+		}
+		if (alo) {
+			snprintf(lo, len, "%s", flit(dt, alo->f));
+			*has_lo = true;
+		}
+		if (ahi) {
+			snprintf(hi, len, "%s", flit(dt, ahi->f));
+			*has_hi = true;
+		}
+		return true;
+	}
+	for (int k = 1; k <= 2; k++) {
+		uint32_t v = rl_node_in(n, k);
+		if (v == RL_NONE)
+			continue;
+		const struct rl_value *val = &cg->g->values[v];
+		if (val->dtype != dt) {
+			*why = k == 1 ? "min has another dtype than the input"
+			              : "max has another dtype than the input";
+			return false;
+		}
+		if (numel(val) != 1) {
+			*why = k == 1 ? "min must be a scalar" : "max must be a scalar";
+			return false;
+		}
+		*(k == 1 ? has_lo : has_hi) = true;
+	}
+	return true;
+}
+
+/* min(max(a, lo), hi) with either bound optional (NULL); a NaN passes
+ * through because each comparison is false for it. */
+static void clip_expr(struct rl_cgen *cg, enum rl_dtype dt, const char *a, const char *lo,
+                      const char *hi, const char *tag, char *e, size_t len)
+{
+	if (lo && hi) {
+		cg_line(cg, "const %s c%s = %s < %s ? %s : %s;", cg_comptype(dt), tag, a, lo, lo, a);
+		snprintf(e, len, "c%s > %s ? %s : c%s", tag, hi, hi, tag);
+	} else if (lo) {
+		snprintf(e, len, "%s < %s ? %s : %s", a, lo, lo, a);
+	} else if (hi) {
+		snprintf(e, len, "%s > %s ? %s : %s", a, hi, hi, a);
+	} else {
+		snprintf(e, len, "%s", a);
+	}
+}
+
 static enum rl_status emit_clip(struct rl_cgen *cg, uint32_t node)
 {
 	const struct rl_node *n = &cg->g->nodes[node];
 	const struct rl_value *x = cg_in(cg, node, 0), *y = cg_out(cg, node, 0);
 	enum rl_dtype dt = x->dtype;
 	const char *ct = cg_comptype(dt);
-	bool has_lo = false, has_hi = false;
+	bool has_lo, has_hi;
+	char lo[128], hi[128], e[1024];
+	const char *why = NULL;
 	int64_t ne = numel(y);
-	if (!rl_dtype_is_float(dt) && !rl_dtype_is_int(dt))
-		return cg_error(cg, node, "Clip on %s is not supported", rl_dtype_name(dt));
+	if (!clip_bounds(cg, n, dt, lo, hi, sizeof(lo), &has_lo, &has_hi, &why))
+		return cg_error(cg, node, "Clip on %s: %s", rl_dtype_name(dt), why);
 	cg_line(cg, "/* Clip: Y = min(max(X, lo), hi)%s */",
 	        rl_dtype_is_float(dt) ? "; a NaN passes through" : "");
 	if (n->opset < 11) {
-		const struct rl_attr *lo = rl_node_attr(n, "min"), *hi = rl_node_attr(n, "max");
-		if (!rl_dtype_is_float(dt))
-			return cg_error(cg, node, "Clip before opset 11 is defined for floats only");
-		if (lo) {
-			cg_line(cg, "const %s lo = %s;", ct, flit(dt, lo->f));
-			has_lo = true;
-		}
-		if (hi) {
-			cg_line(cg, "const %s hi = %s;", ct, flit(dt, hi->f));
-			has_hi = true;
-		}
+		if (has_lo)
+			cg_line(cg, "const %s lo = %s;", ct, lo);
+		if (has_hi)
+			cg_line(cg, "const %s hi = %s;", ct, hi);
 	} else {
 		for (int k = 1; k <= 2; k++) {
 			uint32_t v = rl_node_in(n, k);
-			const char *nm = k == 1 ? "lo" : "hi";
 			if (v == RL_NONE)
 				continue;
-			const struct rl_value *val = &cg->g->values[v];
-			if (val->dtype != dt)
-				return cg_error(cg, node, "Clip: %s has dtype %s, input is %s",
-				                k == 1 ? "min" : "max", rl_dtype_name(val->dtype),
-				                rl_dtype_name(dt));
-			if (numel(val) != 1)
-				return cg_error(cg, node, "Clip: %s must be a scalar",
-				                k == 1 ? "min" : "max");
+			const char *nm = k == 1 ? "lo" : "hi";
 			if (rl_value_is_const(cg->g, v))
 				cg_line(cg, "const %s %s = %s;", ct, nm, const_lit(cg, v, dt));
 			else
 				cg_line(cg, "const %s %s = %s;", ct, nm,
 				        cg_load(cg, dt, k == 1 ? "X1[0]" : "X2[0]"));
-			if (k == 1)
-				has_lo = true;
-			else
-				has_hi = true;
 		}
 	}
 	if (ne == 0)
 		return RL_OK;
 	flat_open(cg, ne);
-	cg_line(cg, "%s v = %s;", ct, cg_load(cg, dt, "X0[o]"));
-	if (has_lo)
-		cg_line(cg, "v = v < lo ? lo : v;");
-	if (has_hi)
-		cg_line(cg, "v = v > hi ? hi : v;");
-	cg_line(cg, "Y0[o] = %s;", cg_store(cg, dt, "v"));
+	cg_line(cg, "const %s a = %s;", ct, cg_load(cg, dt, "X0[o]"));
+	clip_expr(cg, dt, "a", has_lo ? "lo" : NULL, has_hi ? "hi" : NULL, "", e, sizeof(e));
+	cg_line(cg, "Y0[o] = %s;", cg_store(cg, dt, e));
 	block_close(cg);
 	return RL_OK;
 }
@@ -565,23 +666,24 @@ static enum rl_status emit_clip(struct rl_cgen *cg, uint32_t node)
 
 /* Expression for a + b, a - b or a * b in dtype dt without signed overflow
  * (numpy wraps; C would be undefined). */
-static void arith(enum rl_dtype dt, char opch, char *e, size_t len)
+static void arith(enum rl_dtype dt, char opch, const char *a, const char *b, char *e, size_t len)
 {
 	bool wrap = dt == RL_DT_INT32 || dt == RL_DT_INT64 || (opch == '*' && dt == RL_DT_UINT16);
 	if (rl_dtype_is_int(dt) && wrap)
-		snprintf(e, len, "(%s)a %c (%s)b", wrap_type(dt), opch, wrap_type(dt));
+		snprintf(e, len, "(%s)%s %c (%s)%s", wrap_type(dt), a, opch, wrap_type(dt), b);
 	else
-		snprintf(e, len, "a %c b", opch);
+		snprintf(e, len, "%s %c %s", a, opch, b);
 }
 
 /*
- * Binary op on locals `a` (dtype da) and `b` (dtype db); the result is
- * stored as dtype dy. May write statements first. False with *why when the
- * combination is not handled.
+ * Binary op on `a` (dtype da) and `b` (dtype db), expressions in their
+ * compute types (identifiers or literals); the result is stored as dtype
+ * dy. May write statements first (temporaries named with `tag` appended).
+ * False with *why when the combination is not handled.
  */
 static bool binary_expr(struct rl_cgen *cg, const struct rl_node *n, enum rl_dtype da,
-                        enum rl_dtype db, enum rl_dtype dy, char *e, size_t len,
-                        const char **why)
+                        enum rl_dtype db, enum rl_dtype dy, const char *a, const char *b,
+                        const char *tag, char *e, size_t len, const char **why)
 {
 	bool isf = rl_dtype_is_float(da), isi = rl_dtype_is_int(da);
 	const char *ct = cg_comptype(da);
@@ -596,18 +698,18 @@ static bool binary_expr(struct rl_cgen *cg, const struct rl_node *n, enum rl_dty
 			*why = "defined for numbers only";
 			return false;
 		}
-		arith(da, n->op == RL_OP_Add ? '+' : n->op == RL_OP_Sub ? '-' : '*', e, len);
+		arith(da, n->op == RL_OP_Add ? '+' : n->op == RL_OP_Sub ? '-' : '*', a, b, e, len);
 		return true;
 	case RL_OP_Div:
 		if (isf) {
-			snprintf(e, len, "a / b");
+			snprintf(e, len, "%s / %s", a, b);
 		} else if (is_signed_int(da)) {
 			/* C truncates toward zero like the reference; b = 0 gives 0,
 			 * b = -1 negates with wraparound instead of trapping */
-			snprintf(e, len, "b == 0 ? 0 : (b == -1 ? (%s)0 - (%s)a : (%s)(a / b))",
-			         wrap_type(da), wrap_type(da), wrap_type(da));
+			snprintf(e, len, "%s == 0 ? 0 : (%s == -1 ? (%s)0 - (%s)%s : (%s)(%s / %s))", b, b,
+			         wrap_type(da), wrap_type(da), a, wrap_type(da), a, b);
 		} else if (isi) {
-			snprintf(e, len, "b == 0 ? 0 : a / b");
+			snprintf(e, len, "%s == 0 ? 0 : %s / %s", b, a, b);
 		} else {
 			*why = "defined for numbers only";
 			return false;
@@ -619,22 +721,23 @@ static bool binary_expr(struct rl_cgen *cg, const struct rl_node *n, enum rl_dty
 			/* the reference uses np.fmod for floats whatever fmod says,
 			 * with NaN mapped to 0 when fmod = 0 */
 			if (fm) {
-				snprintf(e, len, "%s(a, b)", mf(da, "fmod"));
+				snprintf(e, len, "%s(%s, %s)", mf(da, "fmod"), a, b);
 			} else {
-				cg_line(cg, "const %s r = %s(a, b);", ct, mf(da, "fmod"));
-				snprintf(e, len, "isnan(r) ? %s : r", flit(da, 0));
+				cg_line(cg, "const %s r%s = %s(%s, %s);", ct, tag, mf(da, "fmod"), a, b);
+				snprintf(e, len, "isnan(r%s) ? %s : r%s", tag, flit(da, 0), tag);
 			}
 		} else if (is_signed_int(da)) {
 			/* C's % has the dividend's sign (fmod = 1); Python's
 			 * (fmod = 0) has the divisor's: fix up when they differ */
-			cg_line(cg, "%s r = b == 0 || b == -1 ? 0 : (%s)(a %% b);", ct, ct);
+			cg_line(cg, "%s r%s = %s == 0 || %s == -1 ? 0 : (%s)(%s %% %s);", ct, tag, b, b, ct,
+			        a, b);
 			if (!fm) {
-				cg_line(cg, "if (r != 0 && (r < 0) != (b < 0))");
-				cg_line(cg, "    r = (%s)(r + b);", ct);
+				cg_line(cg, "if (r%s != 0 && (r%s < 0) != (%s < 0))", tag, tag, b);
+				cg_line(cg, "    r%s = (%s)(r%s + %s);", tag, ct, tag, b);
 			}
-			snprintf(e, len, "r");
+			snprintf(e, len, "r%s", tag);
 		} else if (isi) {
-			snprintf(e, len, "b == 0 ? 0 : a %% b");
+			snprintf(e, len, "%s == 0 ? 0 : %s %% %s", b, a, b);
 		} else {
 			*why = "defined for numbers only";
 			return false;
@@ -644,36 +747,37 @@ static bool binary_expr(struct rl_cgen *cg, const struct rl_node *n, enum rl_dty
 	case RL_OP_Pow:
 		if (isf && rl_dtype_is_float(db)) {
 			if (da == RL_DT_DOUBLE || db == RL_DT_DOUBLE)
-				snprintf(e, len, "pow((double)a, (double)b)");
+				snprintf(e, len, "pow((double)%s, (double)%s)", a, b);
 			else
-				snprintf(e, len, "powf(a, b)");
+				snprintf(e, len, "powf(%s, %s)", a, b);
 		} else if (isf && rl_dtype_is_int(db)) {
-			snprintf(e, len, "%s(a, (%s)b)", mf(da, "pow"), ct);
+			snprintf(e, len, "%s(%s, (%s)%s)", mf(da, "pow"), a, ct, b);
 		} else if (isi && rl_dtype_is_float(db)) {
 			/* np.power(int, float) is computed in double, then astype */
-			snprintf(e, len, "pow((double)a, (double)b)");
+			snprintf(e, len, "pow((double)%s, (double)%s)", a, b);
 		} else if (isi && rl_dtype_is_int(db)) {
 			/* exponentiation by squaring, wrapping like numpy; a negative
 			 * exponent gives the truncated 1 / a^|b| */
 			const char *w = wrap_type(da);
-			cg_line(cg, "%s r = 1, p = (%s)a;", w, w);
+			cg_line(cg, "%s r%s = 1, p%s = (%s)%s;", w, tag, tag, w, a);
 			if (is_signed_int(db)) {
-				cg_line(cg, "if (b < 0) {");
-				cg_line(cg, "    r = p == 1 ? 1 : (p == (%s)-1 ? ((b & 1) ? (%s)-1 : 1) : 0);", w,
-				        w);
+				cg_line(cg, "if (%s < 0) {", b);
+				cg_line(cg, "    r%s = p%s == 1 ? 1 : (p%s == (%s)-1 ? ((%s & 1) ? (%s)-1 : 1) : 0);",
+				        tag, tag, tag, w, b, w);
 				cg_line(cg, "} else {");
 				cg->indent++;
 			}
-			cg_line(cg, "for (uint64_t k = (uint64_t)b; k != 0; k >>= 1) {");
-			cg_line(cg, "    if (k & 1)");
-			cg_line(cg, "        r *= p;");
-			cg_line(cg, "    p *= p;");
+			cg_line(cg, "for (uint64_t k%s = (uint64_t)%s; k%s != 0; k%s >>= 1) {", tag, b, tag,
+			        tag);
+			cg_line(cg, "    if (k%s & 1)", tag);
+			cg_line(cg, "        r%s *= p%s;", tag, tag);
+			cg_line(cg, "    p%s *= p%s;", tag, tag);
 			cg_line(cg, "}");
 			if (is_signed_int(db)) {
 				cg->indent--;
 				cg_line(cg, "}");
 			}
-			snprintf(e, len, "r");
+			snprintf(e, len, "r%s", tag);
 		} else {
 			*why = "unsupported dtype combination";
 			return false;
@@ -685,11 +789,11 @@ static bool binary_expr(struct rl_cgen *cg, const struct rl_node *n, enum rl_dty
 			return false;
 		}
 		if (is_unsigned_int(da)) {
-			snprintf(e, len, "a");
+			snprintf(e, len, "%s", a);
 		} else {
 			char m[256];
-			arith(da, '*', m, sizeof(m));
-			snprintf(e, len, "a > 0 ? a : (%s)(%s)", ct, m);
+			arith(da, '*', a, b, m, sizeof(m));
+			snprintf(e, len, "%s > 0 ? %s : (%s)(%s)", a, a, ct, m);
 		}
 		return true;
 	case RL_OP_BitShift: {
@@ -701,9 +805,9 @@ static bool binary_expr(struct rl_cgen *cg, const struct rl_node *n, enum rl_dty
 		}
 		/* shifting by the width or more gives 0, like numpy */
 		if (strcmp(dir, "LEFT") == 0)
-			snprintf(e, len, "b < %d ? (%s)a << b : 0", bits, wrap_type(da));
+			snprintf(e, len, "%s < %d ? (%s)%s << %s : 0", b, bits, wrap_type(da), a, b);
 		else if (strcmp(dir, "RIGHT") == 0)
-			snprintf(e, len, "b < %d ? a >> b : 0", bits);
+			snprintf(e, len, "%s < %d ? %s >> %s : 0", b, bits, a, b);
 		else {
 			*why = "direction must be LEFT or RIGHT";
 			return false;
@@ -715,20 +819,21 @@ static bool binary_expr(struct rl_cgen *cg, const struct rl_node *n, enum rl_dty
 			*why = "defined for integers only";
 			return false;
 		}
-		snprintf(e, len, "a %s b", n->op == RL_OP_BitwiseAnd ? "&" :
-		                           n->op == RL_OP_BitwiseOr ? "|" : "^");
+		snprintf(e, len, "%s %s %s", a, n->op == RL_OP_BitwiseAnd ? "&" :
+		                                n->op == RL_OP_BitwiseOr ? "|" : "^", b);
 		return true;
-	case RL_OP_Equal: snprintf(e, len, "a == b"); return true;
-	case RL_OP_Less: snprintf(e, len, "a < b"); return true;
-	case RL_OP_LessOrEqual: snprintf(e, len, "a <= b"); return true;
-	case RL_OP_Greater: snprintf(e, len, "a > b"); return true;
-	case RL_OP_GreaterOrEqual: snprintf(e, len, "a >= b"); return true;
+	case RL_OP_Equal: snprintf(e, len, "%s == %s", a, b); return true;
+	case RL_OP_Less: snprintf(e, len, "%s < %s", a, b); return true;
+	case RL_OP_LessOrEqual: snprintf(e, len, "%s <= %s", a, b); return true;
+	case RL_OP_Greater: snprintf(e, len, "%s > %s", a, b); return true;
+	case RL_OP_GreaterOrEqual: snprintf(e, len, "%s >= %s", a, b); return true;
 	case RL_OP_And: case RL_OP_Or: case RL_OP_Xor:
 		if (da != RL_DT_BOOL) {
 			*why = "defined for bool inputs only";
 			return false;
 		}
-		snprintf(e, len, "a %s b", n->op == RL_OP_And ? "&" : n->op == RL_OP_Or ? "|" : "^");
+		snprintf(e, len, "%s %s %s", a, n->op == RL_OP_And ? "&" : n->op == RL_OP_Or ? "|" : "^",
+		         b);
 		return true;
 	default:
 		*why = "not a binary op";
@@ -776,7 +881,7 @@ static enum rl_status emit_binary(struct rl_cgen *cg, uint32_t node)
 	int depth = cg_bcast_open(cg, &y->shape, 2, ins);
 	cg_line(cg, "const %s a = %s;", cg_comptype(a->dtype), cg_load(cg, a->dtype, "X0[i0]"));
 	cg_line(cg, "const %s b = %s;", cg_comptype(b->dtype), cg_load(cg, b->dtype, "X1[i1]"));
-	if (!binary_expr(cg, n, a->dtype, b->dtype, y->dtype, e, sizeof(e), &why))
+	if (!binary_expr(cg, n, a->dtype, b->dtype, y->dtype, "a", "b", "", e, sizeof(e), &why))
 		return cg_error(cg, node, "%s on %s and %s: %s", rl_op_table[n->op].name,
 		                rl_dtype_name(a->dtype), rl_dtype_name(b->dtype), why);
 	cg_line(cg, "Y0[o] = %s;", cg_store(cg, y->dtype, e));
@@ -785,6 +890,38 @@ static enum rl_status emit_binary(struct rl_cgen *cg, uint32_t node)
 }
 
 /* ---- variadic Min/Max/Sum/Mean ------------------------------------------ */
+
+/* Min/Max/Sum/Mean of in[0..nin) in dtype dt; Min/Max go through a running
+ * temporary so that a NaN operand wins like np.minimum/np.maximum. */
+static bool variadic_expr(struct rl_cgen *cg, const struct rl_node *n, enum rl_dtype dt,
+                          const char *const *in, int nin, const char *tag, char *e,
+                          size_t len, const char **why)
+{
+	bool isf = rl_dtype_is_float(dt);
+	if ((n->op == RL_OP_Sum || n->op == RL_OP_Mean) ? !isf : !(isf || rl_dtype_is_int(dt))) {
+		*why = "dtype not supported";
+		return false;
+	}
+	if (n->op == RL_OP_Min || n->op == RL_OP_Max) {
+		const char *cmp = n->op == RL_OP_Min ? "<" : ">";
+		cg_line(cg, "%s m%s = %s;", cg_comptype(dt), tag, in[0]);
+		for (int k = 1; k < nin; k++) {
+			if (isf)
+				cg_line(cg, "m%s = %s %s m%s || isnan(%s) ? %s : m%s;", tag, in[k], cmp, tag,
+				        in[k], in[k], tag);
+			else
+				cg_line(cg, "m%s = %s %s m%s ? %s : m%s;", tag, in[k], cmp, tag, in[k], tag);
+		}
+		snprintf(e, len, "m%s", tag);
+		return true;
+	}
+	size_t p = (size_t)snprintf(e, len, "%s", nin > 1 && n->op == RL_OP_Mean ? "(" : "");
+	for (int k = 0; k < nin && p < len; k++)
+		p += (size_t)snprintf(e + p, len - p, "%s%s", k ? " + " : "", in[k]);
+	if (nin > 1 && n->op == RL_OP_Mean && p < len)
+		snprintf(e + p, len - p, ") / %s", flit(dt, nin));
+	return true;
+}
 
 static enum rl_status emit_variadic(struct rl_cgen *cg, uint32_t node)
 {
@@ -813,28 +950,19 @@ static enum rl_status emit_variadic(struct rl_cgen *cg, uint32_t node)
 	if (numel(y) == 0)
 		return RL_OK;
 	int depth = cg_bcast_open(cg, &y->shape, nin, ins);
-	cg_line(cg, "%s v = %s;", ct, cg_load(cg, dt, "X0[i0]"));
-	for (int k = 1; k < nin; k++) {
+	char names[16][8], e[1024];
+	const char *in[16];
+	const char *why = NULL;
+	for (int k = 0; k < nin; k++) {
 		char x[32];
 		snprintf(x, sizeof(x), "X%d[i%d]", k, k);
+		snprintf(names[k], sizeof(names[k]), "x%d", k);
+		in[k] = names[k];
 		cg_line(cg, "const %s x%d = %s;", ct, k, cg_load(cg, dt, x));
-		switch (n->op) {
-		case RL_OP_Min: case RL_OP_Max: {
-			const char *cmp = n->op == RL_OP_Min ? "<" : ">";
-			if (isf)
-				cg_line(cg, "v = x%d %s v || isnan(x%d) ? x%d : v;", k, cmp, k, k);
-			else
-				cg_line(cg, "v = x%d %s v ? x%d : v;", k, cmp, k);
-			break;
-		}
-		default:
-			cg_line(cg, "v += x%d;", k);
-			break;
-		}
 	}
-	if (n->op == RL_OP_Mean && nin > 1)
-		cg_line(cg, "v /= %s;", flit(dt, nin));
-	cg_line(cg, "Y0[o] = %s;", cg_store(cg, dt, "v"));
+	if (!variadic_expr(cg, n, dt, in, nin, "", e, sizeof(e), &why))
+		return cg_error(cg, node, "%s: %s", rl_op_table[n->op].name, why);
+	cg_line(cg, "Y0[o] = %s;", cg_store(cg, dt, e));
 	cg_loops_close(cg, depth);
 	return RL_OK;
 }
@@ -856,6 +984,111 @@ static enum rl_status emit_where(struct rl_cgen *cg, uint32_t node)
 	cg_line(cg, "Y0[o] = X0[i0] ? X1[i1] : X2[i2];");
 	cg_loops_close(cg, depth);
 	return RL_OK;
+}
+
+/* ---- the expression table ---------------------------------------------- */
+
+bool cg_elemwise_has_expr(enum rl_op op)
+{
+	if (op >= RL_OP_COUNT_ || rl_op_table[op].family != RL_FAM_ELEMWISE)
+		return false;
+	return op != RL_OP_Dropout;
+}
+
+/*
+ * The per-element C expression of elementwise node `node` (see emit.h):
+ * in[k] is input k's value in its compute type, NULL for an absent optional
+ * input; the result is in the compute type the op produces (the output's,
+ * or a wider one that storing converts). CastLike's second input is not
+ * read.
+ */
+bool cg_elemwise_expr(struct rl_cgen *cg, uint32_t node, const char *const *in,
+                      const char *tag, char *e, size_t len, const char **why)
+{
+	const struct rl_node *n = &cg->g->nodes[node];
+	const struct rl_value *x = cg_in(cg, node, 0), *y = cg_out(cg, node, 0);
+	unsigned fl = rl_op_table[n->op].flags;
+	if (!cg_elemwise_has_expr(n->op)) {
+		*why = "not an elementwise expression";
+		return false;
+	}
+	if (!x || !y || !in[0]) {
+		*why = "missing input or output";
+		return false;
+	}
+	for (int k = 0; k < n->nin; k++) {
+		const struct rl_value *v = cg_in(cg, node, k);
+		if (v && !rl_dtype_is_numeric(v->dtype)) {
+			*why = "dtype not supported";
+			return false;
+		}
+	}
+	switch (n->op) {
+	case RL_OP_Cast: case RL_OP_CastLike: {
+		enum rl_dtype to = cast_target(cg, node, why);
+		if (to == RL_DT_UNDEFINED)
+			return false;
+		if (to == x->dtype)
+			snprintf(e, len, "%s", in[0]);
+		else
+			snprintf(e, len, "%s", cg_load(cg, to, cast_comp(cg, x->dtype, to, in[0])));
+		return true;
+	}
+	case RL_OP_Clip: {
+		char lo[128], hi[128];
+		bool has_lo, has_hi;
+		if (!clip_bounds(cg, n, x->dtype, lo, hi, sizeof(lo), &has_lo, &has_hi, why))
+			return false;
+		if (n->opset >= 11) {
+			if ((has_lo && !in[1]) || (has_hi && !in[2])) {
+				*why = "missing bound";
+				return false;
+			}
+			snprintf(lo, sizeof(lo), "%s", has_lo ? in[1] : "");
+			snprintf(hi, sizeof(hi), "%s", has_hi ? in[2] : "");
+		}
+		clip_expr(cg, x->dtype, in[0], has_lo ? lo : NULL, has_hi ? hi : NULL, tag, e, len);
+		return true;
+	}
+	case RL_OP_Where: {
+		const struct rl_value *a = cg_in(cg, node, 1), *b = cg_in(cg, node, 2);
+		if (!a || !b || !in[1] || !in[2] || x->dtype != RL_DT_BOOL || a->dtype != y->dtype ||
+		    b->dtype != y->dtype) {
+			*why = "condition must be bool and both branches the output's dtype";
+			return false;
+		}
+		snprintf(e, len, "%s ? %s : %s", in[0], in[1], in[2]);
+		return true;
+	}
+	default:
+		break;
+	}
+	if (fl & RL_OPF_UNARY)
+		return unary_expr(cg, n, x->dtype, in[0], tag, e, len, why);
+	if (fl & RL_OPF_BINARY) {
+		const struct rl_value *b = cg_in(cg, node, 1);
+		if (!b || !in[1]) {
+			*why = "missing input";
+			return false;
+		}
+		return binary_expr(cg, n, x->dtype, b->dtype, y->dtype, in[0], in[1], tag, e, len, why);
+	}
+	if (fl & RL_OPF_VARIADIC) {
+		if (n->nin < 1 || n->nin > 16) {
+			*why = "1 to 16 inputs";
+			return false;
+		}
+		for (int k = 0; k < n->nin; k++) {
+			const struct rl_value *v = cg_in(cg, node, k);
+			if (!v || !in[k] || v->dtype != y->dtype) {
+				*why = "an input is missing or has another dtype";
+				return false;
+			}
+		}
+		return variadic_expr(cg, n, y->dtype, in, n->nin, tag, e, len, why);
+	}
+	*why = "not an elementwise expression";
+	return false;
 }
 
 /* ---- dispatch ----------------------------------------------------------- */

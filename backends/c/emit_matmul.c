@@ -70,6 +70,7 @@ struct mm_desc {
 	bool has_c;
 	double beta;
 	int64_t c_rs, c_cs;   /* C(i,j) = c[i*c_rs + j*c_cs] */
+	char ybase[64];       /* flat index of y[0] in Y0, for cg_epilogue */
 };
 
 static void line_open(struct rl_cgen *cg, const char *s)
@@ -184,6 +185,21 @@ static void emit_ikj_cols(struct rl_cgen *cg, const struct mm_types *t, const st
 	}
 	line_close(cg);
 	line_close(cg);
+	/* the rows' columns are final: a fused epilogue runs on them now */
+	if (cg->epi) {
+		char yr[200], base[300];
+		if (rows > 1) {
+			snprintf(b, sizeof(b), "for (size_t er = 0; er < %d; er++) {", rows);
+			line_open(cg, b);
+		}
+		snprintf(yr, sizeof(yr), "y + (%s + %s) * %lld + %s", rbase, rows > 1 ? "er" : "0",
+		         (long long)d->N, jofs);
+		snprintf(base, sizeof(base), "%s + (%s + %s) * %lld + %s", d->ybase, rbase,
+		         rows > 1 ? "er" : "0", (long long)d->N, jofs);
+		cg_epilogue(cg, yr, base, jn, d->N);
+		if (rows > 1)
+			line_close(cg);
+	}
 }
 
 /* One group of `rows` rows starting at row expression rbase, all columns. */
@@ -268,6 +284,11 @@ static void emit_narrow_cols(struct rl_cgen *cg, const struct mm_types *t,
 	cg_line(cg, "%s", b);
 	cg_line(cg, "    y[r * %lld + %s + j] = %s;", (long long)d->N, jofs,
 	        cg_store(cg, t->dt, "acc[j]"));
+	if (cg->epi) {
+		snprintf(b, sizeof(b), "y + r * %lld + %s", (long long)d->N, jofs);
+		snprintf(sc, sizeof(sc), "%s + r * %lld + %s", d->ybase, (long long)d->N, jofs);
+		cg_epilogue(cg, b, sc, jn, d->N);
+	}
 }
 
 static void emit_narrow(struct rl_cgen *cg, const struct mm_types *t, const struct mm_desc *d)
@@ -353,6 +374,12 @@ static void emit_dots(struct rl_cgen *cg, const struct mm_types *t, const struct
 		cg_line(cg, "y[r * %lld + j] = %s + %s;", (long long)d->N, ini,
 		        scaled(t, d->alpha, "s", sc, sizeof(sc)));
 	line_close(cg);
+	if (cg->epi) {
+		char yr[64], base[160];
+		snprintf(yr, sizeof(yr), "y + r * %lld", (long long)d->N);
+		snprintf(base, sizeof(base), "%s + r * %lld", d->ybase, (long long)d->N);
+		cg_epilogue(cg, yr, base, d->N, d->N);
+	}
 	line_close(cg);
 }
 
@@ -422,6 +449,7 @@ static enum rl_status emit_matmul(struct rl_cgen *cg, uint32_t node)
 	if (d.K == 0) {
 		cg_line(cg, "for (size_t q = 0; q < %lld; q++)", (long long)rl_shape_numel(sy));
 		cg_line(cg, "    Y0[q] = %s;", cg_store(cg, t.dt, "0"));
+		cg_epilogue(cg, "Y0", "0", rl_shape_numel(sy), rl_shape_numel(sy));
 		return RL_OK;
 	}
 	const struct rl_shape *ins[2] = {&ba, &bb};
@@ -429,6 +457,7 @@ static enum rl_status emit_matmul(struct rl_cgen *cg, uint32_t node)
 	cg_line(cg, "const %s *restrict a = X0 + i0 * %lld;", t.st, (long long)(d.M * d.K));
 	cg_line(cg, "const %s *restrict b = X1 + i1 * %lld;", t.st, (long long)(d.K * d.N));
 	cg_line(cg, "%s *restrict y = Y0 + o * %lld;", t.st, (long long)(d.M * d.N));
+	snprintf(d.ybase, sizeof(d.ybase), "o * %lld", (long long)(d.M * d.N));
 	emit_product(cg, &t, &d);
 	cg_loops_close(cg, depth);
 	return RL_OK;
@@ -460,6 +489,7 @@ static enum rl_status emit_gemm(struct rl_cgen *cg, uint32_t node)
 	d.a_rs = ta ? 1 : d.K;
 	d.a_ks = ta ? d.M : 1;
 	d.trans_b = tb;
+	snprintf(d.ybase, sizeof(d.ybase), "0");
 	if (C) {
 		const struct rl_shape *sc = &C->shape;
 		d.has_c = true;
@@ -496,6 +526,7 @@ static enum rl_status emit_gemm(struct rl_cgen *cg, uint32_t node)
 			cg_line(cg, "(void)c;");
 		cg_line(cg, "(void)a;");
 		cg_line(cg, "(void)b;");
+		cg_epilogue(cg, "y", "0", d.M * d.N, d.M * d.N);
 		return RL_OK;
 	}
 	if (d.has_c && d.beta == 0.0)

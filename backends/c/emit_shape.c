@@ -1010,8 +1010,12 @@ static enum rl_status emit_pad(struct rl_cgen *cg, uint32_t node)
 		cg_line(cg, "const size_t yo%d = %s + j%d * %lld;", d, yprev, d, (long long)ys[d]);
 		if (cmode) {
 			if (lo[d] > 0 || hi[d] < out) {
-				cg_line(cg, "if (j%d < %lld || j%d >= %lld) {", d, (long long)lo[d], d,
-				        (long long)hi[d]);
+				char c1[48] = "", c2[48] = "";
+				if (lo[d] > 0)
+					snprintf(c1, sizeof(c1), "j%d < %lld", d, (long long)lo[d]);
+				if (hi[d] < out)
+					snprintf(c2, sizeof(c2), "j%d >= %lld", d, (long long)hi[d]);
+				cg_line(cg, "if (%s%s%s) {", c1, c1[0] && c2[0] ? " || " : "", c2);
 				cg_line(cg, "    for (size_t t = 0; t < %lld; t++) Y0[yo%d + t] = cv;",
 				        (long long)ys[d], d);
 				cg_line(cg, "    continue;");

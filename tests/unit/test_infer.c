@@ -450,12 +450,11 @@ Test(infer, conv_group_channel_mismatch)
 
 Test(infer, conv_kernel_larger_than_input)
 {
-	/* one short of the kernel gives an empty output, as the runtimes do;
-	 * two short is an error */
-	uint32_t x = input(G, "x", RL_DT_FLOAT, "1x1x2x1");
+	uint32_t x = input(G, "x", RL_DT_FLOAT, "1x1x3x2");
 	uint32_t w = input(G, "w", RL_DT_FLOAT, "1x1x3x3");
 	op1(G, RL_OP_Conv, 11, "y", 2, x, w);
-	INFER_FAILS(G, RL_ERR_SHAPE, "input size 1 (1 with padding) is smaller than the kernel extent 3");
+	INFER_FAILS(G, RL_ERR_SHAPE,
+	            "spatial axis 1: input size 2 (2 with padding) is smaller than the kernel extent 3");
 }
 
 Test(infer, conv_transpose_output_padding_and_shape)
@@ -512,6 +511,18 @@ Test(infer, pool_ceil_mode_drops_window_starting_in_padding)
 	SHAPE_IS(G, y, "1x1x2x2");
 }
 
+Test(infer, pool_window_hanging_over_the_end)
+{
+	/* (2 - 3) / 2 truncates to 0: one window, as ONNX and onnxruntime
+	 * compute it; a pool is not required to cover its kernel */
+	uint32_t x = input(G, "x", RL_DT_FLOAT, "1x1x2");
+	uint32_t y = op1(G, RL_OP_MaxPool, 12, "y", 1, x);
+	attr_ints(G, last_node(G), "kernel_shape", 1, I64(3));
+	attr_ints(G, last_node(G), "strides", 1, I64(2));
+	INFER_OK(G);
+	SHAPE_IS(G, y, "1x1x1");
+}
+
 Test(infer, global_pool_and_missing_kernel)
 {
 	uint32_t x = input(G, "x", RL_DT_FLOAT, "2x8x7x7");
@@ -565,6 +576,19 @@ Test(infer, batchnorm_param_size)
 	SHAPE_IS(G, y, "1x3x4x4");
 	op1(G, RL_OP_BatchNormalization, 15, "z", 5, x, p3, p4, p3, p3);
 	INFER_FAILS(G, RL_ERR_SHAPE, "expected 3");
+}
+
+Test(infer, batchnorm7_per_activation_and_outputs)
+{
+	uint32_t x = input(G, "x", RL_DT_FLOAT, "2x3x4");
+	uint32_t p = input(G, "p", RL_DT_FLOAT, "3x4");
+	uint32_t in[5] = {x, p, p, p, p};
+	uint32_t out[5] = {tmp(G, "y"), tmp(G, "m"), tmp(G, "v"), tmp(G, "sm"), tmp(G, "sv")};
+	node(G, RL_OP_BatchNormalization, 7, in, 5, out, 5);
+	attr_i(G, last_node(G), "spatial", 0);
+	INFER_OK(G);
+	SHAPE_IS(G, out[0], "2x3x4");
+	SHAPE_IS(G, out[4], "3x4");
 }
 
 /* ---- reduce ------------------------------------------------------------- */
@@ -979,6 +1003,23 @@ Test(infer, constant_attrs_build_tensors)
 	cr_assert_float_eq(rl_value_get_float(G, b, 0), 0.5, 1e-9);
 	SHAPE_IS(G, c, "1x2");
 	cr_assert_float_eq(rl_value_get_float(G, c, 1), -2.0, 1e-9);
+	cr_assert_eq(G->values[c].data, G->values[t].data); /* borrowed */
+}
+
+Test(infer, big_constant_node_keeps_its_tensor)
+{
+	static float w[300 * 300];
+	w[300 * 300 - 1] = 7;
+	uint32_t t = konst(G, "t", RL_DT_FLOAT, "300x300", w);
+	uint32_t c = tmp(G, "c");
+	node(G, RL_OP_Constant, 13, NULL, 0, &c, 1);
+	rl_node_add_attr(G, last_node(G), "value", RL_ATTR_TENSOR)->tensor = t;
+	uint32_t r = op1(G, RL_OP_Relu, 14, "r", 1, c);
+	INFER_OK(G);
+	cr_assert(rl_value_is_const(G, c));
+	cr_assert_float_eq(rl_value_get_float(G, c, 300 * 300 - 1), 7.0, 1e-9);
+	SHAPE_IS(G, r, "300x300");
+	cr_assert(!rl_value_is_const(G, r)); /* Relu is never folded here */
 }
 
 Test(infer, arithmetic_evaluation_semantics)
@@ -1133,6 +1174,38 @@ Test(infer, symbolic_shape_chain_keeps_symbols)
 	SHAPE_IS(G, y, "2x128x12x64");
 	SHAPE_IS(G, z, "256x768");
 	cr_assert(rl_value_is_const(G, tgt));
+}
+
+Test(infer, symbolic_expand_minus_one_and_attention_scale)
+{
+	/* torch x.expand(batch, -1, -1): Where(Equal(shape, -1), 1, shape) */
+	uint32_t x = input(G, "x", RL_DT_FLOAT, "batchx1x4");
+	uint32_t p = input(G, "p", RL_DT_FLOAT, "1x5x6");
+	uint32_t sh = op1(G, RL_OP_Shape, 13, "sh", 1, x);
+	int64_t zero = 0, two = 2, m1 = -1;
+	uint32_t b = op1(G, RL_OP_Gather, 13, "b", 2, sh, konst(G, "i0", RL_DT_INT64, "scalar", &zero));
+	uint32_t ub = op1(G, RL_OP_Unsqueeze, 13, "ub", 2, b, ints1(G, "ax", 1, (int64_t[]){0}));
+	uint32_t shp = op1(G, RL_OP_Concat, 13, "shp", 2, ub, ints1(G, "mm", 2, (int64_t[]){-1, -1}));
+	attr_i(G, last_node(G), "axis", 0);
+	uint32_t eq = op1(G, RL_OP_Equal, 13, "eq", 2, shp, konst(G, "m1", RL_DT_INT64, "scalar", &m1));
+	uint32_t ones = op1(G, RL_OP_ConstantOfShape, 13, "ones", 1, ints1(G, "three", 1, (int64_t[]){3}));
+	int64_t one = 1;
+	rl_node_add_attr(G, last_node(G), "value", RL_ATTR_TENSOR)->tensor =
+		konst(G, "one", RL_DT_INT64, "1", &one);
+	uint32_t tgt = op1(G, RL_OP_Where, 16, "tgt", 3, eq, ones, shp);
+	uint32_t e = op1(G, RL_OP_Expand, 13, "e", 2, p, tgt);
+	/* the attention scale sqrt(head_dim) from a symbolic tensor's shape */
+	uint32_t hd = op1(G, RL_OP_Gather, 13, "hd", 2, sh, konst(G, "i2", RL_DT_INT64, "scalar", &two));
+	uint32_t hf = op1(G, RL_OP_Cast, 13, "hf", 1, hd);
+	attr_i(G, last_node(G), "to", RL_DT_FLOAT);
+	uint32_t sc = op1(G, RL_OP_Sqrt, 13, "sc", 1, hf);
+	INFER_OK(G);
+	cr_assert(rl_value_is_const(G, eq));
+	cr_assert_eq(rl_value_get_int(G, eq, 0), 0);
+	cr_assert_eq(rl_value_get_int(G, eq, 1), 1);
+	SHAPE_IS(G, e, "batchx5x6");
+	cr_assert(rl_value_is_const(G, sc));
+	cr_assert_float_eq(rl_value_get_float(G, sc, 0), 2.0, 1e-9);
 }
 
 Test(infer, bind_input_checks)

@@ -1,0 +1,349 @@
+#!/usr/bin/env python3
+"""Checks of `rlopt report`: MAC counts against an independent counter, the
+JSON schema, the batch sweep, and bad input.
+
+- MACs: for the nine 'light' models of the onnx wheel
+  (<onnx wheel>/backend/test/data/light/light_*.onnx), every MatMul, Gemm and
+  Conv node's `macs` in `rlopt report --format json` must equal the count made
+  here from onnx.shape_inference.infer_shapes and the textbook formulas
+  (MatMul: numel(Y) * K; Gemm: M * N * K; Conv: N * M * prod(Y spatial) *
+  C/group * prod(kernel)), exactly, node by node (matched by output name).
+- Schema: the keys the README documents are present with the right types.
+- Sweep: `--batch 1,8,64` on examples/tiny_mlp_dynamic.onnx (a symbolic batch)
+  gives one sweep entry per batch and a crossing entry for the MatMul whose
+  affine coefficients are those worked out by hand; a generated
+  [batch,1024] x [1024,1024] MatMul crosses at B*w / (f - B*a).
+- Bad input: unknown --hw (exit 2, the known names listed), a --batch list that
+  does not parse (exit 1), a missing model (exit 2), a malformed profile (exit 2),
+  an unknown format (exit 1); no output file in any of these cases.
+
+Ends with "N passed, N failed, N skipped"; exits non-zero on a failure.
+"""
+
+import glob
+import json
+import math
+import os
+import shutil
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper, shape_inference
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import rltest  # noqa: E402
+
+
+class Checks:
+    def __init__(self, verbose):
+        self.tally = rltest.Tally()
+        self.verbose = verbose
+
+    def check(self, name, ok, detail=""):
+        self.tally.add("pass" if ok else "fail")
+        if not ok:
+            print(f"FAIL {name}: {detail}")
+        elif self.verbose:
+            print(f"ok   {name}")
+        return ok
+
+
+# ---- independent MAC count ---------------------------------------------------
+
+
+def shapes_of(model):
+    """name -> list of ints for every value whose shape onnx infers fully."""
+    m = shape_inference.infer_shapes(model, data_prop=True)
+    out = {}
+    vis = list(m.graph.value_info) + list(m.graph.input) + list(m.graph.output)
+    for vi in vis:
+        t = vi.type.tensor_type
+        if not t.HasField("shape"):
+            continue
+        dims = []
+        for d in t.shape.dim:
+            if not d.HasField("dim_value"):
+                dims = None
+                break
+            dims.append(d.dim_value)
+        if dims is not None:
+            out[vi.name] = dims
+    for init in m.graph.initializer:
+        out[init.name] = list(init.dims)
+    return out
+
+
+def attr(node, name, default):
+    for a in node.attribute:
+        if a.name == name:
+            return helper.get_attribute_value(a)
+    return default
+
+
+def macs_of(node, shp):
+    """MACs of a MatMul/Gemm/Conv node from inferred shapes, or None."""
+    try:
+        if node.op_type == "MatMul":
+            a, y = shp[node.input[0]], shp[node.output[0]]
+            return math.prod(y) * a[-1]
+        if node.op_type == "Gemm":
+            a, y = shp[node.input[0]], shp[node.output[0]]
+            k = a[0] if attr(node, "transA", 0) else a[1]
+            return y[0] * y[1] * k
+        if node.op_type == "Conv":
+            x, w, y = shp[node.input[0]], shp[node.input[1]], shp[node.output[0]]
+            group = attr(node, "group", 1)
+            n, m = y[0], y[1]
+            return n * m * math.prod(y[2:]) * (x[1] // group) * math.prod(w[2:])
+    except KeyError:
+        return None
+    return None
+
+
+def run_json(rl, args, path, timeout=300):
+    r = rltest.run([rl, "report"] + args + ["--format", "json", "-o", path], timeout)
+    if not r.ok:
+        return None, r
+    with open(path) as f:
+        return json.load(f), r
+
+
+def check_macs(c, rl, work):
+    models = sorted(glob.glob(os.path.join(rltest.onnx_data_dir(), "light", "light_*.onnx")))
+    if not models:
+        c.tally.add("skip")
+        print("skip light models: none found")
+        return
+    for p in models:
+        name = os.path.basename(p)[:-len(".onnx")]
+        rep, r = run_json(rl, [p, "--hw", "generic-cpu"], os.path.join(work, name + ".json"))
+        if rep is None:
+            c.check(f"macs {name}", False, r.describe())
+            continue
+        by_out = {}
+        for nd in rep["nodes"]:
+            for o in nd.get("outputs", []):
+                by_out[o] = nd
+        shp = shapes_of(onnx.load(p))
+        bad, n = [], 0
+        for node in onnx.load(p, load_external_data=False).graph.node:
+            if node.op_type not in ("MatMul", "Gemm", "Conv"):
+                continue
+            want = macs_of(node, shp)
+            got = by_out.get(node.output[0])
+            n += 1
+            if want is None:
+                bad.append(f"{node.output[0]}: onnx did not infer its shapes")
+            elif got is None:
+                bad.append(f"{node.output[0]}: not in the report")
+            elif got["macs"] != want:
+                bad.append(f"{node.output[0]} ({node.op_type}): rlopt {got['macs']}, "
+                           f"independent {want}")
+            elif got["flops"] < 2 * want:
+                bad.append(f"{node.output[0]}: flops {got['flops']} < 2 * macs")
+        total = sum(nd["macs"] for nd in rep["nodes"])
+        c.check(f"macs {name} ({n} products, {total:.4g} MACs)", not bad and n > 0,
+                "; ".join(bad[:5]) + (f" (+{len(bad) - 5} more)" if len(bad) > 5 else ""))
+
+
+# ---- schema ------------------------------------------------------------------
+
+NODE_KEYS = {"name": str, "op": str, "family": str, "shape": str, "dtype": str, "outputs": list,
+             "kind": str, "flops": (int, float), "macs": (int, float), "bytes": (int, float),
+             "bytes_read": (int, float), "bytes_write": (int, float),
+             "weight_bytes": (int, float), "intensity": (int, float), "bound": str,
+             "access": str, "time_s": (int, float), "share": (int, float), "priced": bool}
+TOTAL_KEYS = {"flops", "macs", "bytes", "time_s", "kernels", "memory", "compute", "latency",
+              "views", "build_time", "unpriced"}
+MACHINE_KEYS = {"name", "description", "kind", "cores", "balance", "balance_effective",
+                "peak", "memory", "efficiency", "launch_latency"}
+
+
+def schema_errors(rep):
+    errs = []
+    for k in ("format", "model", "machine", "batch", "note", "nodes", "total", "sweep",
+              "crossings", "remarks"):
+        if k not in rep:
+            errs.append(f"top-level '{k}' missing")
+    if errs:
+        return errs
+    errs += [f"machine.{k} missing" for k in MACHINE_KEYS - set(rep["machine"])]
+    errs += [f"total.{k} missing" for k in TOTAL_KEYS - set(rep["total"])]
+    for nd in rep["nodes"]:
+        for k, t in NODE_KEYS.items():
+            if k not in nd:
+                errs.append(f"node {nd.get('name')}: '{k}' missing")
+            elif not isinstance(nd[k], t) or (t != bool and isinstance(nd[k], bool)):
+                errs.append(f"node {nd.get('name')}: '{k}' is {type(nd[k]).__name__}")
+        if nd.get("bound") not in ("memory", "compute", "latency"):
+            errs.append(f"node {nd.get('name')}: bound {nd.get('bound')!r}")
+    return errs
+
+
+def check_schema(c, rl, src, work):
+    for model, hw in (("mlp", "h100"), ("gpt_block", "generic-cpu"), ("resnet_small", "a100")):
+        path = os.path.join(src, "examples", model + ".onnx")
+        rep, r = run_json(rl, [path, "--hw", hw], os.path.join(work, f"schema_{model}.json"))
+        if rep is None:
+            c.check(f"schema {model}", False, r.describe())
+            continue
+        errs = schema_errors(rep)
+        kern = [n for n in rep["nodes"] if n["kind"] == "kernel"]
+        t = sum(n["time_s"] for n in kern)
+        if not math.isclose(t, rep["total"]["time_s"], rel_tol=1e-5):
+            errs.append(f"node times sum to {t}, total.time_s {rep['total']['time_s']}")
+        if kern and not math.isclose(sum(n["share"] for n in kern), 1.0, rel_tol=1e-4):
+            errs.append("shares do not sum to 1")
+        if rep["machine"]["name"] != hw:
+            errs.append(f"machine.name {rep['machine']['name']!r}")
+        c.check(f"schema {model} on {hw}", not errs, "; ".join(errs[:6]))
+
+
+# ---- sweep -------------------------------------------------------------------
+
+
+def dyn_matmul_model(path, k, n):
+    w = numpy_helper.from_array(np.full((k, n), 0.01, dtype=np.float32), "w")
+    g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", k])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", n])],
+                          [w])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    onnx.save(m, path)
+
+
+def check_sweep(c, rl, src, work):
+    path = os.path.join(src, "examples", "tiny_mlp_dynamic.onnx")
+    rep, r = run_json(rl, [path, "--hw", "h100", "--batch", "1,8,64"],
+                      os.path.join(work, "sweep.json"))
+    if not c.check("sweep runs", rep is not None, "" if rep else r.describe()):
+        return
+    sw = rep["sweep"]
+    c.check("sweep: one entry per batch", [e["batch"] for e in sw] == [1, 8, 64],
+            f"batches {[e.get('batch') for e in sw]}")
+    # MatMul x[b,8] by w[8,4]: f = 2*8*4 FLOPs per batch row, w = 8*4*4
+    # weight bytes, a = (8 + 4) * 4 bytes of activations per batch row
+    mm = [e for e in sw if e["batch"] == 64]
+    fl = [n["flops"] for n in mm[0]["nodes"] if n["op"] == "MatMul"] if mm else []
+    c.check("sweep: MatMul FLOPs at batch 64", fl == [2 * 8 * 4 * 64], f"{fl}")
+    x = [e for e in rep["crossings"] if e["op"] == "MatMul"]
+    ok = len(x) == 1 and x[0]["flops_per_batch"] == 64 and x[0]["bytes_fixed"] == 128 \
+        and x[0]["bytes_per_batch"] == 48 and x[0]["crossing"] in ("at", "always", "never")
+    c.check("sweep: crossing entry of the MatMul", ok, json.dumps(x))
+    B = rep["machine"]["balance_effective"]
+    # intensity tends to 64/48 < B on h100: it never crosses
+    c.check("sweep: tiny MatMul never crosses on h100", x and x[0]["crossing"] == "never"
+            and 64 - B * 48 < 0, json.dumps(x))
+
+    big = os.path.join(work, "dyn_matmul.onnx")
+    dyn_matmul_model(big, 1024, 1024)
+    rep, r = run_json(rl, [big, "--hw", "h100", "--batch", "1,8,64,512"],
+                      os.path.join(work, "sweep_big.json"))
+    if not c.check("sweep big runs", rep is not None, "" if rep else r.describe()):
+        return
+    B = rep["machine"]["balance_effective"]
+    f, w, a = 2.0 * 1024 * 1024, 4.0 * 1024 * 1024, (1024 + 1024) * 4.0
+    want = B * w / (f - B * a)
+    x = rep["crossings"]
+    ok = len(x) == 1 and x[0]["crossing"] == "at" and \
+        math.isclose(x[0]["crossing_exact"], want, rel_tol=1e-6) and \
+        x[0]["crossing_batch"] == math.ceil(want)
+    c.check(f"sweep: big MatMul crosses at B*w/(f-B*a) = {want:.4g}", ok, json.dumps(x))
+    bounds = {e["batch"]: [n["bound"] for n in e["nodes"] if n["op"] == "MatMul"][0] for e in rep["sweep"]}
+    ok = all((bounds[b] == "compute") == (b >= want) for b in bounds if bounds[b] != "latency")
+    c.check("sweep: bounds flip at the crossing", ok, f"{bounds}, crossing {want:.4g}")
+
+    # the SVG of a sweep: one group of points per batch
+    svg = os.path.join(work, "sweep.svg")
+    r = rltest.run([rl, "report", big, "--hw", "h100", "--batch", "1,8,64,512", "-o", svg], 120)
+    ok = r.ok and os.path.exists(svg)
+    if ok:
+        import xml.etree.ElementTree as ET
+        root = ET.parse(svg).getroot()
+        ids = {g.get("id") for g in root.iter("{http://www.w3.org/2000/svg}g")}
+        ok = {"batch-1", "batch-8", "batch-64", "batch-512"} <= ids
+    c.check("sweep svg: one series per batch", ok, r.describe() if not r.ok else "series missing")
+
+
+# ---- main form and bad input ------------------------------------------------------
+
+
+def check_main_form(c, rl, src, work):
+    model = os.path.join(src, "examples", "mlp.onnx")
+    out = os.path.join(work, "mlp_opt.c")
+    rep = os.path.join(work, "mlp_report.json")
+    r = rltest.run([rl, model, "-o", out, "--hw", "generic-cpu", "--report", rep], 120)
+    ok = r.ok and os.path.exists(rep)
+    detail = r.describe() if not r.ok else ""
+    if ok:
+        with open(rep) as f:
+            j = json.load(f)
+        passes = {x["pass"] for x in j["remarks"]}
+        ok = "roofline" in passes and not schema_errors(j)
+        detail = f"passes with remarks: {sorted(passes)}"
+    c.check("main form --report FILE.json (with the passes' remarks)", ok, detail)
+    html = os.path.join(work, "mlp_report.html")
+    r = rltest.run([rl, model, "-o", out, "--report", html], 120)
+    ok = r.ok and os.path.exists(html) and "<svg" in open(html).read()
+    c.check("main form --report FILE.html", ok, r.describe())
+
+
+def check_bad(c, rl, src, work):
+    model = os.path.join(src, "examples", "mlp.onnx")
+    bad_xml = os.path.join(work, "bad.xml")
+    with open(bad_xml, "w") as f:
+        f.write("<machine name='x'><compute>\n")
+    cases = [
+        ("unknown --hw", [model, "--hw", "nosuchmachine"], 2, ["h100", "a100"]),
+        ("bad --batch list", [model, "--batch", "1,x"], 1, ["--batch"]),
+        ("zero --batch", [model, "--batch", "0"], 1, ["--batch"]),
+        ("trailing comma --batch", [model, "--batch", "1,"], 1, ["--batch"]),
+        ("missing model", [os.path.join(work, "nope.onnx")], 2, ["nope.onnx"]),
+        ("malformed profile", [model, "--hw", bad_xml], 2, ["bad.xml"]),
+        ("unknown format", [model, "--format", "yaml"], 1, ["yaml"]),
+    ]
+    for i, (what, args, code, words) in enumerate(cases):
+        out = os.path.join(work, f"bad_{i}.json")
+        r = rltest.run([rl, "report"] + args + ["-o", out], 60)
+        errs = []
+        if r.timed_out or r.returncode != code:
+            errs.append(f"exit {r.returncode}, want {code}")
+        for w in words:
+            if w not in r.stderr:
+                errs.append(f"stderr lacks {w!r}")
+        if os.path.exists(out):
+            errs.append("output written")
+        c.check(f"bad input: {what}", not errs, "; ".join(errs) + " | " + r.stderr.strip()[:300])
+    out = os.path.join(work, "x.pdf")
+    r = rltest.run([rl, "report", model, "-o", out], 60)
+    c.check("bad input: unknown extension", r.returncode == 1 and not os.path.exists(out),
+            r.describe())
+    out = os.path.join(work, "nodir", "x.json")
+    r = rltest.run([rl, "report", model, "-o", out], 60)
+    c.check("bad input: missing output folder", r.returncode == 2 and not os.path.exists(out),
+            r.describe())
+
+
+def main():
+    ap = rltest.make_parser(__doc__.split("\n\n")[0])
+    args = ap.parse_args()
+    if not args.rlopt:
+        ap.error("--rlopt is required")
+    c = Checks(args.verbose)
+    work = tempfile.mkdtemp(prefix="rlopt-report.")
+    try:
+        check_macs(c, args.rlopt, work)
+        check_schema(c, args.rlopt, args.source, work)
+        check_sweep(c, args.rlopt, args.source, work)
+        check_main_form(c, args.rlopt, args.source, work)
+        check_bad(c, args.rlopt, args.source, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return c.tally.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

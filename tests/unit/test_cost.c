@@ -1,0 +1,838 @@
+/*
+ * test_cost.c - golden tests of the cost model (ir/cost.c and the "cost"
+ * sections of ir/fam_*.c) and of the report renderers (backends/report).
+ *
+ * Every expected FLOP and byte count below is worked out by hand in the test,
+ * from the conventions in ir/cost.h (a multiply-add counts 2, a
+ * transcendental RL_FLOPS_TRANS, data movement 0; every input read once,
+ * every output written once, at its dtype) and the per-operator formulas
+ * documented in the family files. Shapes are built with the ir.h API and
+ * inferred; the counts never come from the code under test.
+ */
+#include <criterion/criterion.h>
+
+#include <ctype.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <libxml/parser.h>
+#include <libxml/tree.h>
+
+#include "backends/report/report.h"
+#include "cost.h"
+#include "ir.h"
+#include "machine.h"
+#include "testutil.h"
+
+/* ---- graph building ------------------------------------------------------ */
+
+static struct rl_graph *G;
+
+static void setup(void)
+{
+	G = rl_graph_new();
+	cr_assert(G);
+}
+
+static void teardown(void)
+{
+	rl_graph_free(G);
+	G = NULL;
+}
+
+TestSuite(cost, .init = setup, .fini = teardown);
+
+static struct rl_shape shp(int rank, ...)
+{
+	struct rl_shape s;
+	memset(&s, 0, sizeof(s));
+	s.rank = rank;
+	va_list ap;
+	va_start(ap, rank);
+	for (int i = 0; i < rank; i++)
+		s.d[i].v = va_arg(ap, int64_t);
+	va_end(ap);
+	return s;
+}
+#define SH(...) shp(__VA_ARGS__)
+#define L(x) ((int64_t)(x))
+
+static void push(uint32_t **arr, uint32_t *n, uint32_t v)
+{
+	*arr = realloc(*arr, (*n + 1) * sizeof(**arr));
+	cr_assert(*arr);
+	(*arr)[(*n)++] = v;
+}
+
+static uint32_t input(const char *name, enum rl_dtype dt, struct rl_shape s)
+{
+	uint32_t v = rl_graph_add_value(G, name, dt, &s);
+	G->values[v].flags |= RL_VAL_INPUT;
+	push(&G->inputs, &G->ninputs, v);
+	return v;
+}
+
+/* A constant filled with small values (graph-owned). */
+static uint32_t weight(const char *name, enum rl_dtype dt, struct rl_shape s)
+{
+	uint32_t v = rl_graph_add_value(G, name, dt, &s);
+	size_t n = (size_t)rl_shape_numel(&s), nb = n * rl_dtype_size(dt);
+	unsigned char *p = rl_graph_own(G, nb ? nb : 1);
+	memset(p, 0, nb);
+	if (dt == RL_DT_FLOAT)
+		for (size_t i = 0; i < n; i++)
+			((float *)p)[i] = (float)(i % 7) * 0.125f;
+	rl_value_set_data(G, v, p, nb);
+	return v;
+}
+
+static uint32_t ints(const char *name, int n, const int64_t *vals)
+{
+	struct rl_shape s = SH(1, L(n));
+	uint32_t v = rl_graph_add_value(G, name, RL_DT_INT64, &s);
+	int64_t *p = rl_graph_own(G, (size_t)n * 8);
+	memcpy(p, vals, (size_t)n * 8);
+	rl_value_set_data(G, v, p, (size_t)n * 8);
+	return v;
+}
+
+/* Add node op(in...) -> one fresh output named `out`, marked a graph output;
+ * returns the node index. */
+static uint32_t add(enum rl_op op, const char *out, int nin, ...)
+{
+	uint32_t in[8];
+	va_list ap;
+	va_start(ap, nin);
+	for (int i = 0; i < nin; i++)
+		in[i] = va_arg(ap, uint32_t);
+	va_end(ap);
+	uint32_t o = rl_graph_add_value(G, out, RL_DT_UNDEFINED, NULL);
+	uint32_t n = rl_graph_add_node(G, op, out, in, nin, &o, 1);
+	G->values[o].flags |= RL_VAL_OUTPUT;
+	push(&G->outputs, &G->noutputs, o);
+	return n;
+}
+
+static void attr_i(uint32_t nd, const char *name, int64_t v)
+{
+	rl_node_add_attr(G, nd, name, RL_ATTR_INT)->i = v;
+}
+
+static void attr_f(uint32_t nd, const char *name, double v)
+{
+	rl_node_add_attr(G, nd, name, RL_ATTR_FLOAT)->f = v;
+}
+
+static void attr_ints(uint32_t nd, const char *name, int n, ...)
+{
+	struct rl_attr *a = rl_node_add_attr(G, nd, name, RL_ATTR_INTS);
+	a->n = n;
+	a->ints = rl_arena_alloc(G, (size_t)n * sizeof(int64_t));
+	va_list ap;
+	va_start(ap, n);
+	for (int i = 0; i < n; i++)
+		a->ints[i] = va_arg(ap, int64_t);
+	va_end(ap);
+}
+
+static void infer(void)
+{
+	enum rl_status st = rl_graph_infer(G);
+	cr_assert_eq(st, RL_OK, "infer: %s", G->err);
+}
+
+static struct rl_counts count(uint32_t node)
+{
+	struct rl_counts c;
+	cr_assert(rl_count_node(G, node, &c), "node %u not counted", node);
+	return c;
+}
+
+#define EQ(got, want) cr_assert(fabs((double)(got) - (double)(want)) < 1e-9 * fmax(1, fabs((double)(want))), \
+                                "%s = %.17g, want %.17g", #got, (double)(got), (double)(want))
+
+/* ---- matrix products -------------------------------------------------------- */
+
+Test(cost, matmul_batched)
+{
+	/* A [2,3,4,5] x B [5,6] (a weight) -> Y [2,3,4,6] */
+	uint32_t a = input("a", RL_DT_FLOAT, SH(4, L(2), L(3), L(4), L(5)));
+	uint32_t b = weight("b", RL_DT_FLOAT, SH(2, L(5), L(6)));
+	uint32_t n = add(RL_OP_MatMul, "y", 2, a, b);
+	infer();
+	struct rl_counts c = count(n);
+	/* 2*3*4 matrices of 4x6 outputs, each a 5-long dot product */
+	EQ(c.macs, 2 * 3 * 4 * 6 * 5);        /* 720 */
+	EQ(c.flops, 2 * 720);
+	EQ(c.bytes_read, 2 * 3 * 4 * 5 * 4 + 5 * 6 * 4); /* 480 + 120 */
+	EQ(c.weight_bytes, 5 * 6 * 4);
+	EQ(c.bytes_write, 2 * 3 * 4 * 6 * 4); /* 576 */
+	cr_assert_eq(c.access, RL_ACCESS_CONTIGUOUS);
+}
+
+Test(cost, matmul_broadcast_batch)
+{
+	/* A [2,1,4,5] x B [3,5,6] -> Y [2,3,4,6]: the batch dims broadcast */
+	uint32_t a = input("a", RL_DT_FLOAT, SH(4, L(2), L(1), L(4), L(5)));
+	uint32_t b = input("b", RL_DT_FLOAT, SH(3, L(3), L(5), L(6)));
+	uint32_t n = add(RL_OP_MatMul, "y", 2, a, b);
+	infer();
+	struct rl_counts c = count(n);
+	EQ(c.macs, 2 * 3 * 4 * 6 * 5);
+	EQ(c.bytes_read, (2 * 4 * 5 + 3 * 5 * 6) * 4);
+	EQ(c.weight_bytes, 0);
+}
+
+Test(cost, gemm_trans_alpha_beta_c)
+{
+	/* A is K x M = 8 x 4 (transA), B is N x K = 3 x 8 (transB), C [3] */
+	uint32_t a = input("a", RL_DT_FLOAT, SH(2, L(8), L(4)));
+	uint32_t b = weight("b", RL_DT_FLOAT, SH(2, L(3), L(8)));
+	uint32_t cc = weight("c", RL_DT_FLOAT, SH(1, L(3)));
+	uint32_t n = add(RL_OP_Gemm, "y", 3, a, b, cc);
+	attr_i(n, "transA", 1);
+	attr_i(n, "transB", 1);
+	attr_f(n, "alpha", 0.5);
+	attr_f(n, "beta", 2.0);
+	infer();
+	struct rl_counts c = count(n);
+	/* Y is 4 x 3: 12 dot products of length 8 */
+	EQ(c.macs, 4 * 3 * 8);
+	/* 2 per MAC, + alpha*AB (12), + C (12), + beta*C (12) */
+	EQ(c.flops, 2 * 96 + 12 + 12 + 12);
+	EQ(c.bytes_read, 8 * 4 * 4 + 3 * 8 * 4 + 3 * 4); /* 128 + 96 + 12 */
+	EQ(c.weight_bytes, 96 + 12);
+	EQ(c.bytes_write, 4 * 3 * 4);
+}
+
+Test(cost, gemm_plain)
+{
+	/* alpha = beta = 1, no C: just the product */
+	uint32_t a = input("a", RL_DT_FLOAT, SH(2, L(5), L(7)));
+	uint32_t b = weight("b", RL_DT_FLOAT, SH(2, L(7), L(2)));
+	uint32_t n = add(RL_OP_Gemm, "y", 2, a, b);
+	infer();
+	struct rl_counts c = count(n);
+	EQ(c.macs, 5 * 2 * 7);
+	EQ(c.flops, 2 * 70);
+}
+
+/* ---- convolution --------------------------------------------------------- */
+
+Test(cost, conv_grouped_strided_bias)
+{
+	/* X [1,4,9,9], W [6,2,3,3] with group 2, B [6], stride 2, pads 1:
+	 * out = floor((9 + 2 - 3) / 2) + 1 = 5, so Y [1,6,5,5] */
+	uint32_t x = input("x", RL_DT_FLOAT, SH(4, L(1), L(4), L(9), L(9)));
+	uint32_t w = weight("w", RL_DT_FLOAT, SH(4, L(6), L(2), L(3), L(3)));
+	uint32_t b = weight("bias", RL_DT_FLOAT, SH(1, L(6)));
+	uint32_t n = add(RL_OP_Conv, "y", 3, x, w, b);
+	attr_i(n, "group", 2);
+	attr_ints(n, "strides", 2, L(2), L(2));
+	attr_ints(n, "pads", 4, L(1), L(1), L(1), L(1));
+	infer();
+	cr_assert_eq(rl_shape_numel(&G->values[G->nodes[n].out[0]].shape), 150);
+	struct rl_counts c = count(n);
+	/* each of 150 outputs: 2 input channels (4 / group 2) x 3x3 taps */
+	EQ(c.macs, 150 * 2 * 9);             /* 2700 */
+	EQ(c.flops, 2 * 2700 + 150);         /* + the bias add */
+	EQ(c.bytes_read, (4 * 81 + 6 * 2 * 9 + 6) * 4); /* 1296 + 432 + 24 */
+	EQ(c.weight_bytes, (108 + 6) * 4);
+	EQ(c.bytes_write, 150 * 4);
+}
+
+Test(cost, conv_depthwise_no_bias)
+{
+	/* depthwise: X [2,8,6,6], W [8,1,3,3], group 8, VALID: Y [2,8,4,4] */
+	uint32_t x = input("x", RL_DT_FLOAT, SH(4, L(2), L(8), L(6), L(6)));
+	uint32_t w = weight("w", RL_DT_FLOAT, SH(4, L(8), L(1), L(3), L(3)));
+	uint32_t n = add(RL_OP_Conv, "y", 2, x, w);
+	attr_i(n, "group", 8);
+	infer();
+	struct rl_counts c = count(n);
+	EQ(c.macs, 2 * 8 * 4 * 4 * 9);
+	EQ(c.flops, 2 * c.macs);
+}
+
+/* ---- pooling ---------------------------------------------------------------- */
+
+Test(cost, maxpool)
+{
+	/* X [1,2,8,8], 2x2 windows, stride 2: Y [1,2,4,4] (32 outputs) */
+	uint32_t x = input("x", RL_DT_FLOAT, SH(4, L(1), L(2), L(8), L(8)));
+	uint32_t n = add(RL_OP_MaxPool, "y", 1, x);
+	attr_ints(n, "kernel_shape", 2, L(2), L(2));
+	attr_ints(n, "strides", 2, L(2), L(2));
+	infer();
+	struct rl_counts c = count(n);
+	EQ(c.flops, 32 * 4);     /* one compare per tap */
+	EQ(c.macs, 0);
+	EQ(c.bytes_read, 128 * 4);
+	EQ(c.bytes_write, 32 * 4);
+}
+
+Test(cost, averagepool_padded)
+{
+	/* 3x3 windows, stride 1, pads 1: Y [1,2,8,8] (128 outputs) */
+	uint32_t x = input("x", RL_DT_FLOAT, SH(4, L(1), L(2), L(8), L(8)));
+	uint32_t n = add(RL_OP_AveragePool, "y", 1, x);
+	attr_ints(n, "kernel_shape", 2, L(3), L(3));
+	attr_ints(n, "pads", 4, L(1), L(1), L(1), L(1));
+	infer();
+	struct rl_counts c = count(n);
+	EQ(c.flops, 128 * (9 + 1)); /* 9 adds and a divide per output */
+	EQ(c.bytes_read, 512);
+	EQ(c.bytes_write, 512);
+}
+
+Test(cost, global_average_pool)
+{
+	uint32_t x = input("x", RL_DT_FLOAT, SH(4, L(1), L(2), L(8), L(8)));
+	uint32_t n = add(RL_OP_GlobalAveragePool, "y", 1, x);
+	infer();
+	struct rl_counts c = count(n);
+	EQ(c.flops, 128 + 2); /* every element added, one divide per channel */
+	EQ(c.bytes_read, 512);
+	EQ(c.bytes_write, 8);
+}
+
+/* ---- normalizations and reductions ------------------------------------------ */
+
+Test(cost, softmax)
+{
+	/* X [4,10], axis -1: per element max, subtract, exp, sum, divide */
+	uint32_t x = input("x", RL_DT_FLOAT, SH(2, L(4), L(10)));
+	uint32_t n = add(RL_OP_Softmax, "y", 1, x);
+	infer();
+	struct rl_counts c = count(n);
+	EQ(c.flops, 40 * (4 + RL_FLOPS_TRANS));
+	EQ(c.bytes_read, 160);
+	EQ(c.bytes_write, 160);
+}
+
+Test(cost, layernorm)
+{
+	/* X [2,3,8], axis -1, Scale [8], B [8]: 48 elements in 6 rows of 8 */
+	uint32_t x = input("x", RL_DT_FLOAT, SH(3, L(2), L(3), L(8)));
+	uint32_t s = weight("s", RL_DT_FLOAT, SH(1, L(8)));
+	uint32_t b = weight("b", RL_DT_FLOAT, SH(1, L(8)));
+	uint32_t n = add(RL_OP_LayerNormalization, "y", 3, x, s, b);
+	infer();
+	struct rl_counts c = count(n);
+	/* per element: mean add, center, square-add (2), normalize, scale, bias
+	 * = 7; per row: two divides, + epsilon, rsqrt = 3 + T */
+	EQ(c.flops, 48 * 7 + 6 * (3 + RL_FLOPS_TRANS));
+	EQ(c.bytes_read, 48 * 4 + 8 * 4 + 8 * 4);
+	EQ(c.weight_bytes, 64);
+	EQ(c.bytes_write, 48 * 4);
+}
+
+Test(cost, reduce_mean)
+{
+	/* X [4,6], axes [1] (attribute at opset 17), keepdims: Y [4,1] */
+	uint32_t x = input("x", RL_DT_FLOAT, SH(2, L(4), L(6)));
+	uint32_t n = add(RL_OP_ReduceMean, "y", 1, x);
+	attr_ints(n, "axes", 1, L(1));
+	infer();
+	struct rl_counts c = count(n);
+	EQ(c.flops, 24 + 4); /* 24 adds, 4 divides */
+	EQ(c.bytes_read, 96);
+	EQ(c.bytes_write, 16);
+}
+
+Test(cost, reduce_sum_axes_input)
+{
+	/* ReduceSum-13: axes as a constant input [0]; X [4,6] -> Y [1,6] */
+	int64_t ax[1] = {0};
+	uint32_t x = input("x", RL_DT_FLOAT, SH(2, L(4), L(6)));
+	uint32_t a = ints("axes", 1, ax);
+	uint32_t n = add(RL_OP_ReduceSum, "y", 2, x, a);
+	infer();
+	struct rl_counts c = count(n);
+	EQ(c.flops, 24);
+	/* the baseline reads every input: X (96 bytes) and the int64 axes (8) */
+	EQ(c.bytes_read, 96 + 8);
+	EQ(c.bytes_write, 6 * 4);
+}
+
+/* ---- elementwise, data movement --------------------------------------------- */
+
+Test(cost, add_broadcast)
+{
+	/* [8,1,16] + [4,1] -> [8,4,16]: 512 outputs, each input read once */
+	uint32_t a = input("a", RL_DT_FLOAT, SH(3, L(8), L(1), L(16)));
+	uint32_t b = input("b", RL_DT_FLOAT, SH(2, L(4), L(1)));
+	uint32_t n = add(RL_OP_Add, "y", 2, a, b);
+	infer();
+	struct rl_counts c = count(n);
+	EQ(c.flops, 8 * 4 * 16);
+	EQ(c.bytes_read, 8 * 16 * 4 + 4 * 4); /* 512 + 16 */
+	EQ(c.bytes_write, 8 * 4 * 16 * 4);    /* 2048 */
+}
+
+Test(cost, unary_transcendental)
+{
+	uint32_t x = input("x", RL_DT_FLOAT, SH(2, L(3), L(5)));
+	uint32_t n = add(RL_OP_Tanh, "y", 1, x);
+	infer();
+	EQ(count(n).flops, 15 * RL_FLOPS_TRANS);
+}
+
+Test(cost, gather_embedding)
+{
+	/* a [100,16] table (weight) gathered by int64 indices [2,5] -> [2,5,16] */
+	uint32_t d = weight("table", RL_DT_FLOAT, SH(2, L(100), L(16)));
+	uint32_t i = input("idx", RL_DT_INT64, SH(2, L(2), L(5)));
+	uint32_t n = add(RL_OP_Gather, "y", 2, d, i);
+	infer();
+	struct rl_counts c = count(n);
+	EQ(c.flops, 0);
+	/* the indices (10 x 8 bytes) and only the 10 rows gathered (160 x 4) */
+	EQ(c.bytes_read, 10 * 8 + 160 * 4);
+	EQ(c.weight_bytes, 160 * 4);
+	EQ(c.bytes_write, 160 * 4);
+	cr_assert_eq(c.access, RL_ACCESS_GATHER);
+}
+
+Test(cost, reshape_is_free)
+{
+	int64_t to[2] = {6, 4};
+	uint32_t x = input("x", RL_DT_FLOAT, SH(3, L(2), L(3), L(4)));
+	uint32_t s = ints("shape", 2, to);
+	uint32_t n = add(RL_OP_Reshape, "y", 2, x, s);
+	infer();
+	struct rl_counts c = count(n);
+	EQ(c.flops, 0);
+	EQ(c.bytes_read, 0);
+	EQ(c.bytes_write, 0);
+}
+
+Test(cost, transpose_strided_slice_reads_kept)
+{
+	int64_t st[1] = {1}, en[1] = {3}, ax[1] = {1};
+	uint32_t x = input("x", RL_DT_FLOAT, SH(2, L(4), L(10)));
+	uint32_t t = add(RL_OP_Transpose, "t", 1, x);
+	uint32_t sl = add(RL_OP_Slice, "s", 4, x, ints("st", 1, st), ints("en", 1, en),
+	                  ints("ax", 1, ax));
+	infer();
+	struct rl_counts c = count(t);
+	cr_assert_eq(c.access, RL_ACCESS_STRIDED);
+	EQ(c.bytes_read, 160);
+	c = count(sl);
+	/* keeps columns 1..2 of 4 rows: 8 elements read, 8 written */
+	EQ(c.bytes_read, 8 * 4);
+	EQ(c.bytes_write, 8 * 4);
+}
+
+Test(cost, unpriced_when_symbolic)
+{
+	struct rl_shape s = SH(2, L(0), L(8));
+	s.d[0].v = RL_DIM_SYMBOLIC;
+	s.d[0].sym = "batch";
+	uint32_t x = input("x", RL_DT_FLOAT, s);
+	uint32_t n = add(RL_OP_Relu, "y", 1, x);
+	infer();
+	struct rl_counts c;
+	cr_assert(!rl_count_node(G, n, &c));
+}
+
+/* ---- bound classification -------------------------------------------------- */
+
+static void load_machine(const char *name, struct rl_machine *m)
+{
+	char err[512];
+	cr_assert(rl_machine_load(name, m, err, sizeof(err)), "%s", err);
+}
+
+/* fp32 MatMul [M,K] x [K,N] with both operands inputs (no data needed). */
+static uint32_t big_matmul(int64_t mm, int64_t k, int64_t nn)
+{
+	uint32_t a = input("a", RL_DT_FLOAT, SH(2, mm, k));
+	uint32_t b = input("b", RL_DT_FLOAT, SH(2, k, nn));
+	uint32_t n = add(RL_OP_MatMul, "y", 2, a, b);
+	infer();
+	return n;
+}
+
+/* The balance from the profile, computed here: fp32 peak (matrix unit where
+ * the part has one for fp32, else vector) over main-memory read bandwidth at
+ * contiguous efficiency. */
+static double balance_of(const struct rl_machine *m)
+{
+	double peak = m->peak_matrix[RL_PREC_FP32] > m->peak_vector[RL_PREC_FP32]
+	                      ? m->peak_matrix[RL_PREC_FP32]
+	                      : m->peak_vector[RL_PREC_FP32];
+	const struct rl_mem_level *d = &m->level[m->nlevels - 1];
+	return peak / (d->read_bw * m->eff_contiguous);
+}
+
+static void check_bound(const char *machine, int64_t mm, int64_t k, int64_t nn,
+                        enum rl_bound want)
+{
+	struct rl_machine m;
+	load_machine(machine, &m);
+	uint32_t n = big_matmul(mm, k, nn);
+	/* intensity by hand: 2MNK FLOPs over (MK + KN + MN) * 4 bytes */
+	double flops = 2.0 * (double)mm * (double)nn * (double)k;
+	double bytes = 4.0 * ((double)mm * (double)k + (double)k * (double)nn + (double)mm * (double)nn);
+	double in = flops / bytes, bal = balance_of(&m);
+	cr_assert(rl_cost_node(G, n, &m));
+	const struct rl_cost *c = &G->nodes[n].cost;
+	EQ(c->flops, flops);
+	EQ(c->bytes, bytes);
+	EQ(c->intensity, in);
+	EQ(rl_cost_balance(&m, RL_PREC_FP32, true), bal);
+	cr_assert_eq(c->bound, (int)want, "%s %lldx%lldx%lld: bound %s, intensity %g, balance %g",
+	             machine, (long long)mm, (long long)k, (long long)nn,
+	             rl_bound_name((enum rl_bound)c->bound), in, bal);
+	/* the classification agrees with intensity against the balance */
+	if (want == RL_BOUND_MEMORY)
+		cr_assert_lt(in, bal);
+	else
+		cr_assert_gt(in, bal);
+	/* and the time is the larger roof plus the launch latency */
+	double peak = rl_machine_peak(&m, RL_PREC_FP32, true);
+	const struct rl_mem_level *d = &m.level[m.nlevels - 1];
+	double tm = flops * 0 + (4.0 * ((double)mm * (double)k + (double)k * (double)nn)) /
+	                        (d->read_bw * m.eff_contiguous) +
+	            4.0 * (double)mm * (double)nn / (d->write_bw * m.eff_contiguous);
+	double tc = flops / peak;
+	EQ(c->time_s, fmax(tm, tc) + m.launch_latency);
+}
+
+Test(cost, batch1_matmul_memory_bound_h100)
+{
+	check_bound("h100", 1, 4096, 4096, RL_BOUND_MEMORY);
+}
+
+Test(cost, batch1_matmul_memory_bound_cpu)
+{
+	check_bound("epyc9654", 1, 4096, 4096, RL_BOUND_MEMORY);
+}
+
+Test(cost, big_matmul_compute_bound_h100)
+{
+	check_bound("h100", 8192, 8192, 8192, RL_BOUND_COMPUTE);
+}
+
+Test(cost, big_matmul_compute_bound_cpu)
+{
+	check_bound("epyc9654", 8192, 8192, 8192, RL_BOUND_COMPUTE);
+}
+
+Test(cost, tiny_node_latency_bound_h100)
+{
+	struct rl_machine m;
+	load_machine("h100", &m);
+	uint32_t x = input("x", RL_DT_FLOAT, SH(1, L(16)));
+	uint32_t n = add(RL_OP_Relu, "y", 1, x);
+	infer();
+	cr_assert(rl_cost_node(G, n, &m));
+	cr_assert_eq(G->nodes[n].cost.bound, RL_BOUND_LATENCY);
+}
+
+Test(cost, graph_totals_skip_views)
+{
+	struct rl_machine m;
+	load_machine("generic-cpu", &m);
+	int64_t to[1] = {24};
+	uint32_t x = input("x", RL_DT_FLOAT, SH(2, L(4), L(6)));
+	uint32_t r = add(RL_OP_Relu, "r", 1, x);
+	uint32_t rv = G->nodes[r].out[0];
+	G->values[rv].flags &= ~(unsigned)RL_VAL_OUTPUT;
+	G->noutputs = 0;
+	add(RL_OP_Reshape, "y", 2, rv, ints("to", 1, to));
+	infer();
+	struct rl_cost_total t;
+	rl_cost_graph(G, &m, &t);
+	cr_assert_eq(t.nodes, 1); /* the Reshape runs no kernel */
+	EQ(t.flops, 24);
+	EQ(t.bytes, 192);
+	EQ(t.time_s, G->nodes[r].cost.time_s);
+}
+
+/* ---- report ------------------------------------------------------------------ */
+
+/* A small JSON validator (RFC 8259 grammar, no semantics). */
+struct js { const char *p; };
+static void js_ws(struct js *j)
+{
+	while (*j->p == ' ' || *j->p == '\n' || *j->p == '\r' || *j->p == '\t')
+		j->p++;
+}
+static bool js_value(struct js *j);
+static bool js_string(struct js *j)
+{
+	if (*j->p != '"')
+		return false;
+	for (j->p++; *j->p != '"'; j->p++) {
+		if ((unsigned char)*j->p < 0x20)
+			return false;
+		if (*j->p == '\\') {
+			j->p++;
+			if (*j->p == 'u') {
+				for (int i = 1; i <= 4; i++)
+					if (!isxdigit((unsigned char)j->p[i]))
+						return false;
+				j->p += 4;
+			} else if (!strchr("\"\\/bfnrt", *j->p) || !*j->p) {
+				return false;
+			}
+		}
+	}
+	j->p++;
+	return true;
+}
+static bool js_number(struct js *j)
+{
+	const char *s = j->p;
+	if (*j->p == '-')
+		j->p++;
+	if (!isdigit((unsigned char)*j->p))
+		return false;
+	if (*j->p == '0')
+		j->p++;
+	else
+		while (isdigit((unsigned char)*j->p))
+			j->p++;
+	if (*j->p == '.') {
+		j->p++;
+		if (!isdigit((unsigned char)*j->p))
+			return false;
+		while (isdigit((unsigned char)*j->p))
+			j->p++;
+	}
+	if (*j->p == 'e' || *j->p == 'E') {
+		j->p++;
+		if (*j->p == '+' || *j->p == '-')
+			j->p++;
+		if (!isdigit((unsigned char)*j->p))
+			return false;
+		while (isdigit((unsigned char)*j->p))
+			j->p++;
+	}
+	return j->p > s;
+}
+static bool js_value(struct js *j)
+{
+	js_ws(j);
+	switch (*j->p) {
+	case '{':
+		j->p++;
+		js_ws(j);
+		if (*j->p == '}') {
+			j->p++;
+			return true;
+		}
+		for (;;) {
+			js_ws(j);
+			if (!js_string(j))
+				return false;
+			js_ws(j);
+			if (*j->p++ != ':' || !js_value(j))
+				return false;
+			js_ws(j);
+			if (*j->p == '}') {
+				j->p++;
+				return true;
+			}
+			if (*j->p++ != ',')
+				return false;
+		}
+	case '[':
+		j->p++;
+		js_ws(j);
+		if (*j->p == ']') {
+			j->p++;
+			return true;
+		}
+		for (;;) {
+			if (!js_value(j))
+				return false;
+			js_ws(j);
+			if (*j->p == ']') {
+				j->p++;
+				return true;
+			}
+			if (*j->p++ != ',')
+				return false;
+		}
+	case '"': return js_string(j);
+	case 't': return strncmp(j->p, "true", 4) == 0 && (j->p += 4);
+	case 'f': return strncmp(j->p, "false", 5) == 0 && (j->p += 5);
+	case 'n': return strncmp(j->p, "null", 4) == 0 && (j->p += 4);
+	default: return js_number(j);
+	}
+}
+static bool json_valid(const char *s)
+{
+	struct js j = {s};
+	if (!js_value(&j))
+		return false;
+	js_ws(&j);
+	return *j.p == 0;
+}
+
+/* A two-node model (Gemm with a weight, Relu), priced on h100. */
+static void small_model(void)
+{
+	uint32_t x = input("x", RL_DT_FLOAT, SH(2, L(2), L(8)));
+	uint32_t w = weight("w", RL_DT_FLOAT, SH(2, L(8), L(4)));
+	uint32_t g = add(RL_OP_Gemm, "fc", 2, x, w);
+	uint32_t h = G->nodes[g].out[0];
+	G->values[h].flags &= ~(unsigned)RL_VAL_OUTPUT;
+	G->noutputs = 0;
+	add(RL_OP_Relu, "act<&\">", 1, h);
+	infer();
+}
+
+static char *render(enum rl_report_format f, const struct rl_machine *m, size_t *len)
+{
+	struct rl_report_series se = {.batch = 2, .g = G};
+	struct rl_report r = {.model = "m.onnx", .m = m, .series = &se, .nseries = 1};
+	char *buf, err[256];
+	cr_assert(rl_report_render(&r, f, &buf, len, err, sizeof(err)), "%s", err);
+	cr_assert_eq(strlen(buf), *len);
+	return buf;
+}
+
+Test(cost, report_json_parses)
+{
+	struct rl_machine m;
+	load_machine("h100", &m);
+	small_model();
+	size_t len;
+	char *s = render(RL_REPORT_JSON, &m, &len);
+	cr_assert(json_valid(s), "invalid JSON:\n%s", s);
+	static const char *keys[] = {
+		"\"machine\": {\"name\": \"h100\"", "\"balance\":", "\"nodes\": [", "\"name\": \"fc\"",
+		"\"op\": \"Gemm\"", "\"flops\": 128", "\"macs\": 64", "\"bytes\":", "\"intensity\":",
+		"\"bound\": \"latency\"", "\"time_s\":", "\"total\": {\"flops\":", "\"crossings\":",
+		"\"sweep\":", "\"name\": \"act<&\\\">\"",
+	};
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		cr_assert(strstr(s, keys[i]), "JSON lacks %s:\n%s", keys[i], s);
+	free(s);
+}
+
+static int count_titled_circles(xmlNodePtr n)
+{
+	int k = 0;
+	for (xmlNodePtr c = n->children; c; c = c->next) {
+		if (c->type != XML_ELEMENT_NODE)
+			continue;
+		if (strcmp((const char *)c->name, "title") == 0 &&
+		    strcmp((const char *)n->name, "circle") == 0)
+			k++;
+		k += count_titled_circles(c);
+	}
+	return k;
+}
+
+Test(cost, report_svg_well_formed)
+{
+	struct rl_machine m;
+	load_machine("h100", &m);
+	small_model();
+	size_t len;
+	char *s = render(RL_REPORT_SVG, &m, &len);
+	xmlDocPtr doc = xmlReadMemory(s, (int)len, "report.svg", NULL, XML_PARSE_NONET);
+	cr_assert(doc, "SVG does not parse");
+	xmlNodePtr root = xmlDocGetRootElement(doc);
+	cr_assert_str_eq((const char *)root->name, "svg");
+	/* one point per kernel with FLOPs: a circle carrying a <title> */
+	int titled = count_titled_circles(root);
+	cr_assert_eq(titled, 2, "%d titled points", titled);
+	xmlFreeDoc(doc);
+	free(s);
+}
+
+Test(cost, report_html_and_text)
+{
+	struct rl_machine m;
+	load_machine("generic-cpu", &m);
+	small_model();
+	size_t len;
+	char *s = render(RL_REPORT_HTML, &m, &len);
+	cr_assert(strstr(s, "<svg"));
+	cr_assert(strstr(s, "class=\"sortable\""));
+	cr_assert(strstr(s, "act&lt;&amp;&quot;&gt;"), "node name not escaped");
+	free(s);
+	s = render(RL_REPORT_TEXT, &m, &len);
+	cr_assert(strstr(s, "fc "));
+	cr_assert(strstr(s, "balance"));
+	free(s);
+}
+
+Test(cost, report_write_nothing_on_error)
+{
+	struct rl_machine m;
+	load_machine("generic-cpu", &m);
+	small_model();
+	struct rl_report_series se = {.batch = 0, .g = G};
+	struct rl_report r = {.model = "m.onnx", .m = &m, .series = &se, .nseries = 1};
+	char err[512];
+	char *dir = tu_tmpdir();
+	char path[1024];
+	snprintf(path, sizeof(path), "%s/missing/report.json", dir);
+	cr_assert(!rl_report_write(&r, RL_REPORT_JSON, path, err, sizeof(err)));
+	struct stat st;
+	cr_assert(stat(path, &st) != 0);
+	snprintf(path, sizeof(path), "%s/report.svg", dir);
+	cr_assert(rl_report_write(&r, RL_REPORT_SVG, path, err, sizeof(err)), "%s", err);
+	cr_assert(stat(path, &st) == 0 && st.st_size > 0);
+	tu_rmtree(dir);
+	free(dir);
+}
+
+Test(cost, report_format_names)
+{
+	enum rl_report_format f;
+	cr_assert(rl_report_format_from_path("a/b.json", &f) && f == RL_REPORT_JSON);
+	cr_assert(rl_report_format_from_path("x.svg", &f) && f == RL_REPORT_SVG);
+	cr_assert(rl_report_format_from_path("x.html", &f) && f == RL_REPORT_HTML);
+	cr_assert(rl_report_format_from_path("x.txt", &f) && f == RL_REPORT_TEXT);
+	cr_assert(!rl_report_format_from_path("x.pdf", &f));
+	cr_assert(!rl_report_format_from_path("dir.json/x", &f));
+	cr_assert(!rl_report_format_parse("yaml", &f));
+}
+
+Test(cost, crossing_batch_matches_formula)
+{
+	/* two bindings of X [b,1024] x W [1024,1024] (weight as an input here:
+	 * the formula needs the counts, weighted() needs a constant, so build
+	 * it with a real constant of 4 MiB) */
+	struct rl_machine m;
+	load_machine("h100", &m);
+	struct rl_graph *g[2];
+	int64_t bs[2] = {4, 32};
+	rl_graph_free(G);
+	for (int k = 0; k < 2; k++) {
+		G = rl_graph_new();
+		uint32_t x = input("x", RL_DT_FLOAT, SH(2, bs[k], L(1024)));
+		uint32_t w = weight("w", RL_DT_FLOAT, SH(2, L(1024), L(1024)));
+		add(RL_OP_MatMul, "mm", 2, x, w);
+		infer();
+		g[k] = G;
+	}
+	G = NULL;
+	struct rl_report_crossing *x;
+	int n = rl_report_crossings(g[0], bs[0], g[1], bs[1], &m, &x);
+	cr_assert_eq(n, 1);
+	/* flops = f*b with f = 2*1024*1024; bytes = w + a*b with w = 4 MiB and
+	 * a = (1024 + 1024) * 4; B = peak / (bw * eff); b* = B*w / (f - B*a) */
+	double f = 2.0 * 1024 * 1024, w = 4.0 * 1024 * 1024, a = 2048.0 * 4;
+	double B = balance_of(&m);
+	EQ(x[0].f, f);
+	EQ(x[0].w, w);
+	EQ(x[0].a, a);
+	cr_assert_eq(x[0].kind, RL_CROSS_AT);
+	cr_assert(fabs(x[0].batch - B * w / (f - B * a)) < 1e-6 * x[0].batch, "%g vs %g",
+	          x[0].batch, B * w / (f - B * a));
+	free(x);
+	rl_graph_free(g[0]);
+	rl_graph_free(g[1]);
+}
