@@ -280,7 +280,15 @@ def kernel_table(c_path):
     pat = re.compile(r"/\* node '(.*?)' \((\w+)\): (.*?) \*/\nstatic void (k\d+_\w+)\(")
     with open(c_path) as f:
         text = f.read()
-    return {m.group(4): (m.group(1), m.group(2), m.group(3)) for m in pat.finditer(text)}
+    table = {m.group(4): (m.group(1), m.group(2), m.group(3)) for m in pat.finditer(text)}
+    # fused kernels: "/* fused: Conv 'name' with its epilogue ...\n *   ...\n * X0 ... -> Y0 ...\n */"
+    # (an anchored group, named after its anchor op) or "/* fused: 3 elementwise ONNX nodes ..."
+    fpat = re.compile(r"/\* fused: (?:(\w+) '([^'\n]*)'|(\d+ elementwise))[^\n]*\n"
+                      r"(?: \*   [^\n]*\n)*? \* (X0 [^\n]*?)\n \*/\nstatic void (k\d+_\w+)\(")
+    for m in fpat.finditer(text):
+        op = m.group(1) or "fused elementwise"
+        table[m.group(5)] = (m.group(2) or "", op, re.sub(r" '[^']*'", "", m.group(4)))
+    return table
 
 
 def kernel_flops(op, shapes):

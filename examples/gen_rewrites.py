@@ -32,10 +32,12 @@ CSR and 2:4 sparsity itself, from their own formulas, on the dense model:
 
 prints the "sparse 50%" candidate's verdict with its index and gather bytes.
 
-The matmul pair is 64 MiB + 32 MiB of weights: generate it where you need it
-(the default --out is examples/rewrites/; do not commit the .onnx files).
+The small pairs (tucker, dwsep: 2.7 MB) are written by default and shipped in
+examples/rewrites/. The matmul pair is 64 MiB + 32 MiB of weights: generate it
+where you need it (`--only lowrank --out DIR`; tests/py/test_diff.py writes
+every pair to a temporary folder) and do not commit it.
 
-Usage: gen_rewrites.py [--out DIR] [--only NAME,...]
+Usage: gen_rewrites.py [--out DIR] [--only tucker,lowrank,dwsep]
 """
 
 import argparse
@@ -145,7 +147,8 @@ def main():
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=os.path.join(here, "rewrites"), help="output folder")
-    ap.add_argument("--only", default=",".join(PAIRS), help="pairs to write: " + ",".join(PAIRS))
+    ap.add_argument("--only", default="tucker,dwsep",
+                    help="pairs to write, of " + ",".join(PAIRS) + " (default: %(default)s)")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     for name in args.only.split(","):

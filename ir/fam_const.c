@@ -188,11 +188,15 @@ static enum rl_status infer_range(struct rl_graph *g, uint32_t node)
 	struct rl_value *s = rl_infer_in(g, n, 0);
 	enum rl_status st = RL_OK;
 	char b[RL_SSTR];
+	/* opset 27 added float16 and bfloat16 */
+	bool half_ok = n->opset >= 27 &&
+	               (s->dtype == RL_DT_FLOAT16 || s->dtype == RL_DT_BFLOAT16);
 	if (s->dtype != RL_DT_FLOAT && s->dtype != RL_DT_DOUBLE && s->dtype != RL_DT_INT16 &&
-	    s->dtype != RL_DT_INT32 && s->dtype != RL_DT_INT64)
+	    s->dtype != RL_DT_INT32 && s->dtype != RL_DT_INT64 && !half_ok)
 		return rl_graph_error(g, n, RL_ERR_SHAPE,
 		                      "start is %s; Range takes float, double, int16, int32 or "
-		                      "int64", rl_dtype_name(s->dtype));
+		                      "int64 (and float16, bfloat16 from opset 27)",
+		                      rl_dtype_name(s->dtype));
 	for (int i = 0; i < 3; i++) {
 		struct rl_value *v = rl_infer_in(g, n, i);
 		st = rl_infer_dtype_same(g, node, 0, i);

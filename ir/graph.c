@@ -555,15 +555,31 @@ enum rl_status rl_graph_toposort(struct rl_graph *g)
 				indeg[i]++;
 		}
 	}
-	/* a min-heap would give exact model order; a FIFO seeded in model
-	 * order is enough for determinism and keeps this O(n) */
-	uint32_t qh = 0, qt = 0;
+	/* a min-heap on node index: among ready nodes the earliest in the
+	 * model goes first, so a model already in order comes out unchanged
+	 * and any other comes out the same way every time */
+	uint32_t qt = 0;
 	for (uint32_t i = 0; i < g->nnodes; i++)
 		if (!g->nodes[i].dead && indeg[i] == 0)
-			queue[qt++] = i;
+			queue[qt++] = i; /* ascending: already a valid heap */
 	uint32_t no = 0;
-	while (qh < qt) {
-		uint32_t i = queue[qh++];
+	while (qt) {
+		uint32_t i = queue[0];
+		/* pop */
+		queue[0] = queue[--qt];
+		for (uint32_t p = 0;;) {
+			uint32_t l = 2 * p + 1, r = l + 1, m = p;
+			if (l < qt && queue[l] < queue[m])
+				m = l;
+			if (r < qt && queue[r] < queue[m])
+				m = r;
+			if (m == p)
+				break;
+			uint32_t t = queue[p];
+			queue[p] = queue[m];
+			queue[m] = t;
+			p = m;
+		}
 		g->order[no++] = i;
 		struct rl_node *n = &g->nodes[i];
 		for (int k = 0; k < n->nout; k++) {
@@ -575,8 +591,17 @@ enum rl_status rl_graph_toposort(struct rl_graph *g)
 				uint32_t c = val->uses[u];
 				if (g->nodes[c].dead)
 					continue;
-				if (--indeg[c] == 0)
-					queue[qt++] = c;
+				if (--indeg[c] == 0) {
+					/* push */
+					uint32_t p = qt++;
+					queue[p] = c;
+					while (p && queue[(p - 1) / 2] > queue[p]) {
+						uint32_t t = queue[p];
+						queue[p] = queue[(p - 1) / 2];
+						queue[(p - 1) / 2] = t;
+						p = (p - 1) / 2;
+					}
+				}
 			}
 		}
 	}

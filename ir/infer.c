@@ -522,7 +522,53 @@ static const rl_infer_fn rl_family_infer[RL_FAM_COUNT_] = {
 };
 _Static_assert(RL_FAM_COUNT_ == 8, "a new family needs an entry in rl_family_infer");
 
+/*
+ * Backward fill: where a reduction's axes (or another shape parameter) are a
+ * runtime input, forward inference leaves its output with unk_* dims, but a
+ * chain of shape-preserving unary ops often leads from it to a graph output
+ * whose shape the model declares (the `_expanded` function tests do this).
+ * Copy such a static shape back through the chain; the next forward pass
+ * then takes it as the declared shape. Returns true if anything changed.
+ */
+static bool fill_backward(struct rl_graph *g)
+{
+	bool changed = false;
+	for (uint32_t k = g->norder; k-- > 0;) {
+		struct rl_node *n = &g->nodes[g->order[k]];
+		const struct rl_op_info *oi = &rl_op_table[n->op];
+		if (!(oi->flags & RL_OPF_UNARY) || oi->family != RL_FAM_ELEMWISE ||
+		    n->nout < 1 || n->out[0] == RL_NONE || n->nin < 1 || n->in[0] == RL_NONE)
+			continue;
+		struct rl_value *out = &g->values[n->out[0]], *in = &g->values[n->in[0]];
+		if (!rl_shape_is_static(&out->shape) || in->producer == RL_NONE ||
+		    rl_shape_is_static(&in->shape) || in->shape.rank != out->shape.rank)
+			continue;
+		bool ok = true;
+		for (int d = 0; d < in->shape.rank && ok; d++) {
+			const struct rl_dim *id = &in->shape.d[d];
+			/* only dims inference could not know; user symbols stay */
+			ok = id->v == out->shape.d[d].v ||
+			     (id->v < 0 && id->sym && strncmp(id->sym, "unk_", 4) == 0);
+		}
+		if (!ok)
+			continue;
+		in->shape = out->shape;
+		changed = true;
+	}
+	return changed;
+}
+
+static enum rl_status infer_forward(struct rl_graph *g);
+
 enum rl_status rl_graph_infer(struct rl_graph *g)
+{
+	enum rl_status st = infer_forward(g);
+	if (st == RL_OK && fill_backward(g))
+		st = infer_forward(g);
+	return st;
+}
+
+static enum rl_status infer_forward(struct rl_graph *g)
 {
 	enum rl_status st = rl_graph_toposort(g);
 	if (st != RL_OK)

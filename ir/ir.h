@@ -369,7 +369,9 @@ enum rl_status rl_graph_infer(struct rl_graph *g);
  * Mod, Neg, Abs, Sqrt, Floor, Ceil, Equal, Less, Greater, Not, And, Or,
  * Where, Min, Max, Range, ConstantOfShape, Expand, Transpose, Tile,
  * ReduceSum/Prod/Max/Min, Constant), the output has at most 65536 elements
- * and no input more than 1M. The outputs must already be inferred. On
+ * and no input more than 1M (a Constant borrows its tensor at any size).
+ * The outputs must already be inferred. Outside rl_graph_infer it may be
+ * called on any inferred node (the fold pass does). On
  * success the output gets graph-owned (or the input's borrowed) data and
  * RL_VAL_CONST, and keeps its producer. Returns true if it evaluated. */
 bool rl_eval_node(struct rl_graph *g, uint32_t node);

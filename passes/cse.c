@@ -19,7 +19,9 @@
  * draws random masks); nodes with subgraph or unknown attributes are not
  * hashed at all.
  *
- * Precondition: a sorted graph. Leaves it compacted and sorted.
+ * Precondition: g->order current (rl_graph_infer leaves it so; re-sorted
+ * here when nodes were added or removed since). Leaves the graph compacted
+ * and sorted.
  */
 #include "pass.h"
 
@@ -209,6 +211,19 @@ struct slot {
 	uint32_t node; /* node index + 1; 0 = empty */
 };
 
+/* g->order as rl_graph_infer left it, unless nodes were added or removed
+ * since (then sort again): saves a sort per pass in the pipeline. */
+static enum rl_status ensure_order(struct rl_graph *g)
+{
+	uint32_t live = 0;
+	for (uint32_t i = 0; i < g->nnodes; i++)
+		live += !g->nodes[i].dead;
+	bool ok = g->order && g->norder == live;
+	for (uint32_t k = 0; ok && k < g->norder; k++)
+		ok = g->order[k] < g->nnodes && !g->nodes[g->order[k]].dead;
+	return ok ? RL_OK : rl_graph_toposort(g);
+}
+
 /* Something was removed or added: compact and re-sort; else keep the order. */
 static enum rl_status finish(struct rl_graph *g, uint32_t nvalues_before)
 {
@@ -223,7 +238,7 @@ static enum rl_status finish(struct rl_graph *g, uint32_t nvalues_before)
 
 enum rl_status rl_pass_cse(struct rl_graph *g, struct rl_pass_ctx *ctx)
 {
-	enum rl_status st = rl_graph_toposort(g);
+	enum rl_status st = ensure_order(g);
 	if (st != RL_OK)
 		return st;
 	uint32_t nv0 = g->nvalues;

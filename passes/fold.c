@@ -41,8 +41,8 @@
  * shared with another node is never changed in place, and is not duplicated
  * when that would add more than ctx->fold_max_bytes.
  *
- * Precondition: shapes and constants inferred (rl_graph_infer). Leaves the
- * graph compacted and sorted.
+ * Precondition: shapes and constants inferred (rl_graph_infer), g->order
+ * current. Leaves the graph compacted and sorted.
  */
 #include "pass.h"
 
@@ -986,6 +986,19 @@ declined:
 	free(t);
 }
 
+/* g->order as rl_graph_infer left it, unless nodes were added or removed
+ * since (then sort again): saves a sort per pass in the pipeline. */
+static enum rl_status ensure_order(struct rl_graph *g)
+{
+	uint32_t live = 0;
+	for (uint32_t i = 0; i < g->nnodes; i++)
+		live += !g->nodes[i].dead;
+	bool ok = g->order && g->norder == live;
+	for (uint32_t k = 0; ok && k < g->norder; k++)
+		ok = g->order[k] < g->nnodes && !g->nodes[g->order[k]].dead;
+	return ok ? RL_OK : rl_graph_toposort(g);
+}
+
 /* Something was removed or added: compact and re-sort; else keep the order. */
 static enum rl_status finish(struct rl_graph *g, uint32_t nvalues_before)
 {
@@ -1000,7 +1013,7 @@ static enum rl_status finish(struct rl_graph *g, uint32_t nvalues_before)
 
 enum rl_status rl_pass_fold(struct rl_graph *g, struct rl_pass_ctx *ctx)
 {
-	enum rl_status st = rl_graph_toposort(g);
+	enum rl_status st = ensure_order(g);
 	if (st != RL_OK)
 		return st;
 	uint32_t nv0 = g->nvalues;

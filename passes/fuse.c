@@ -13,19 +13,21 @@
  *   outside may broadcast into it, scalar constants become literals. DAG
  *   shapes (a value used by several nodes of the group) and several outputs
  *   (values also used outside, graph outputs) are fine.
- * - Epilogue groups: such a group whose only external output is one value,
- *   attached to the MatMul, Gemm or Conv that feeds it when the product has
- *   no other use: bias add, activation, residual add and scale run inside
- *   the product's output loop while each row is in cache.
+ * - Epilogue groups: such a group attached to the MatMul, Gemm or Conv that
+ *   feeds it when the product has no other use and one value the group
+ *   writes has the product's dtype (the product is computed into that
+ *   buffer): bias add, activation, residual add and scale run inside the
+ *   product's output loop while each row is in cache.
  *
  * Groups grow greedily in topological order: a node joins the groups of its
  * producers when the result stays convex (no path leaves the group and comes
  * back, else no single position could run it), has at most FUSE_MAX_NODES
  * nodes and FUSE_MAX_INPUTS external tensors. Then the roofline decides: a
  * group is taken when its bytes (external inputs read once, outputs written
- * once) are fewer than the sum of its nodes' bytes; every decision is a
- * remark with both numbers and, on a machine, both predicted times (one
- * launch for the group instead of one per node).
+ * once) are fewer than the sum of its nodes' bytes as the cost model counts
+ * them (rl_count_node); every decision is a remark with both numbers and, on
+ * a machine, both predicted times from rl_cost_price (one launch for the
+ * group instead of one per node).
  *
  * Precondition: g->order is a topological order; shapes inferred (nodes
  * with symbolic shapes are left alone). The pass only writes node->group;
@@ -44,10 +46,6 @@
 #define FUSE_WALK_BUDGET 4096 /* nodes visited by one convexity check */
 #define STR_(x) #x
 #define STR(x) STR_(x)
-
-/* ir/cost.c prices counts on a machine (rl_cost_price). It is linked only
- * where the library has it; until then the same formula is applied here. */
-#pragma weak rl_cost_price
 
 struct cluster {
 	uint32_t *nodes;  /* in topological order */
@@ -213,25 +211,22 @@ static double value_bytes(const struct rl_graph *g, uint32_t v)
 	return ne > 0 ? (double)ne * (double)rl_dtype_size(g->values[v].dtype) : 0.0;
 }
 
-/* Bytes a node moves unfused: each distinct input read once, outputs written
- * once (the cost model's baseline). */
-static double node_bytes(struct fuse *f, uint32_t node, double *rd, double *wr)
+/* A node as the cost model counts it unfused (ir/cost.c: every input read
+ * once, every output written once; views move nothing). */
+static void node_counts(const struct rl_graph *g, uint32_t node, struct rl_counts *c)
 {
-	const struct rl_graph *g = f->g;
+	if (rl_count_node(g, node, c))
+		return;
+	/* not countable (it never happens for the static shapes fusion needs):
+	 * the baseline rule without FLOPs */
 	const struct rl_node *n = &g->nodes[node];
-	uint32_t e = ++f->epoch;
-	*rd = *wr = 0;
-	for (int q = 0; q < n->nin; q++) {
-		uint32_t v = n->in[q];
-		if (v == RL_NONE || f->vmark[v] == e || (n->op == RL_OP_CastLike && q == 1))
-			continue;
-		f->vmark[v] = e;
-		*rd += value_bytes(g, v);
-	}
+	memset(c, 0, sizeof(*c));
+	for (int q = 0; q < n->nin; q++)
+		if (n->in[q] != RL_NONE)
+			c->bytes_read += value_bytes(g, n->in[q]);
 	for (int o = 0; o < n->nout; o++)
 		if (n->out[o] != RL_NONE)
-			*wr += value_bytes(g, n->out[o]);
-	return *rd + *wr;
+			c->bytes_write += value_bytes(g, n->out[o]);
 }
 
 /*
@@ -243,6 +238,7 @@ struct iface {
 	uint32_t nin, nout, ninternal;
 	double rd, wr;
 	uint32_t out1; /* the first output */
+	bool same_dtype_out[RL_DT_COUNT_]; /* some output has this dtype */
 };
 
 static void interface(struct fuse *f, const uint32_t *nodes, uint32_t n, uint32_t anchor,
@@ -281,6 +277,8 @@ static void interface(struct fuse *f, const uint32_t *nodes, uint32_t n, uint32_
 		if (ext) {
 			if (it->out1 == RL_NONE)
 				it->out1 = y;
+			if (yv->dtype < RL_DT_COUNT_)
+				it->same_dtype_out[yv->dtype] = true;
 			it->nout++;
 			it->wr += value_bytes(g, y);
 		} else {
@@ -291,65 +289,16 @@ static void interface(struct fuse *f, const uint32_t *nodes, uint32_t n, uint32_
 
 /* ---- pricing ------------------------------------------------------------ */
 
-static enum rl_prec prec_of(enum rl_dtype dt)
-{
-	switch (dt) {
-	case RL_DT_DOUBLE: return RL_PREC_FP64;
-	case RL_DT_FLOAT16: return RL_PREC_FP16;
-	case RL_DT_BFLOAT16: return RL_PREC_BF16;
-	default: return RL_PREC_FP32;
-	}
-}
-
-/* FLOPs of one node, by the cost model's conventions (cost.h). */
-static double node_flops(const struct rl_graph *g, uint32_t node)
-{
-	const struct rl_node *n = &g->nodes[node];
-	const struct rl_value *y = &g->values[n->out[0]];
-	double ne = (double)rl_shape_numel(&y->shape);
-	if (n->op == RL_OP_MatMul || n->op == RL_OP_Gemm) {
-		const struct rl_shape *a = &g->values[n->in[0]].shape;
-		bool ta = n->op == RL_OP_Gemm && rl_node_attr_int(n, "transA", 0);
-		double k = a->rank ? (double)a->d[ta ? 0 : a->rank - 1].v : 1;
-		return 2 * ne * k;
-	}
-	if (n->op == RL_OP_Conv) {
-		const struct rl_shape *w = &g->values[n->in[1]].shape;
-		double per = w->rank && w->d[0].v ? (double)rl_shape_numel(w) / (double)w->d[0].v : 0;
-		return 2 * ne * per;
-	}
-	if (n->op == RL_OP_Identity || n->op == RL_OP_Cast || n->op == RL_OP_CastLike ||
-	    n->op == RL_OP_Where)
-		return 0;
-	if (rl_op_table[n->op].flags & RL_OPF_TRANS)
-		return ne * RL_FLOPS_TRANS;
-	if (rl_op_table[n->op].flags & RL_OPF_VARIADIC)
-		return ne * (n->nin > 1 ? n->nin - 1 : 1);
-	return ne;
-}
-
-/* Predicted seconds for one kernel; -1 without a machine. */
-static double price(const struct rl_machine *m, double flops, double rd, double wr,
-                    enum rl_prec prec, bool matrix)
+/* Predicted seconds of one kernel with counts c (ir/cost.c); -1 without a
+ * machine. */
+static double price(const struct rl_machine *m, const struct rl_counts *c, enum rl_prec prec)
 {
 	if (!m || m->nlevels < 1)
 		return -1;
-	if (rl_cost_price) {
-		struct rl_counts c = {.flops = flops, .bytes_read = rd, .bytes_write = wr,
-		                      .access = RL_ACCESS_CONTIGUOUS};
-		struct rl_cost out;
-		memset(&out, 0, sizeof(out));
-		rl_cost_price(m, &c, prec, matrix, &out);
-		return out.time_s;
-	}
-	const struct rl_mem_level *dram = rl_machine_dram(m);
-	double peak = rl_machine_peak(m, prec, matrix);
-	double eff = m->eff_contiguous > 0 ? m->eff_contiguous : 1.0;
-	double tc = peak > 0 ? flops / peak : 0;
-	double tm = (dram->read_bw > 0 ? rd / (dram->read_bw * eff) : 0) +
-	            (dram->write_bw > 0 ? wr / (dram->write_bw * eff)
-	                                : dram->read_bw > 0 ? wr / (dram->read_bw * eff) : 0);
-	return (tc > tm ? tc : tm) + m->launch_latency;
+	struct rl_cost k;
+	memset(&k, 0, sizeof(k));
+	rl_cost_price(m, c, prec, c->macs > 0, &k);
+	return k.time_s;
 }
 
 /* ---- clusters ----------------------------------------------------------- */
@@ -554,13 +503,8 @@ static void attach(struct fuse *f, uint32_t ci)
 				}
 			if (!why && !rl_shape_equal(&y->shape, out_shape(g, c->nodes[0])))
 				why = "its output broadcasts into the epilogue's shape";
-			if (!why && it.nout != 1) {
-				snprintf(other, sizeof(other), "the epilogue writes %u values, a product's "
-				         "output loop one", it.nout);
-				why = other;
-			}
-			if (!why && g->values[it.out1].dtype != y->dtype)
-				why = "the epilogue changes the dtype";
+			if (!why && !it.same_dtype_out[y->dtype])
+				why = "no value the epilogue writes has the product's dtype";
 			uint32_t via = RL_NONE;
 			if (!why) {
 				f->ntmp = 0;
@@ -589,6 +533,11 @@ static void attach(struct fuse *f, uint32_t ci)
 
 /* ---- the decision ------------------------------------------------------- */
 
+static const char *plural(uint32_t n)
+{
+	return n == 1 ? "" : "s";
+}
+
 struct totals {
 	double bytes_before, bytes_after, time_before, time_after;
 	uint32_t groups, epilogues, nodes;
@@ -599,26 +548,29 @@ static void decide(struct fuse *f, uint32_t ci, int32_t *next_id, struct totals 
 	struct rl_graph *g = f->g;
 	const struct rl_machine *m = f->ctx->machine;
 	struct cluster *c = &f->cls[ci];
-	double before = 0, flops = 0, tb = 0, rd, wr;
-	bool timed = m != NULL;
+	struct rl_counts sum;
+	double before = 0, tb = 0;
+	memset(&sum, 0, sizeof(sum));
 	for (uint32_t j = 0; j <= c->n; j++) {
 		uint32_t node = j < c->n ? c->nodes[j] : c->anchor;
 		if (node == RL_NONE)
 			continue;
-		double fl = node_flops(g, node);
-		before += node_bytes(f, node, &rd, &wr);
-		flops += fl;
-		double tn = price(m, fl, rd, wr, prec_of(g->values[g->nodes[node].out[0]].dtype),
-		                  node == c->anchor);
-		timed &= tn >= 0;
-		tb += tn;
+		struct rl_counts k;
+		node_counts(g, node, &k);
+		before += k.bytes_read + k.bytes_write;
+		sum.flops += k.flops;
+		sum.macs += k.macs;
+		tb += price(m, &k, rl_node_prec(g, node));
 	}
+	/* fused: one kernel, one launch, external tensors only */
 	struct iface it;
 	interface(f, c->nodes, c->n, c->anchor, &it);
 	double after = it.rd + it.wr;
-	enum rl_prec prec = prec_of(g->values[it.out1].dtype);
-	double ta = price(m, flops, it.rd, it.wr, prec, c->anchor != RL_NONE);
-	if (!timed || ta < 0)
+	sum.bytes_read = it.rd;
+	sum.bytes_write = it.wr;
+	sum.access = RL_ACCESS_CONTIGUOUS;
+	double ta = price(m, &sum, rl_node_prec(g, c->anchor != RL_NONE ? c->anchor : c->nodes[0]));
+	if (ta < 0)
 		tb = ta = -1;
 	char nm[160], sb[64];
 	names(g, c->nodes, c->n, c->anchor, nm, sizeof(nm));
@@ -645,17 +597,17 @@ static void decide(struct fuse *f, uint32_t ci, int32_t *next_id, struct totals 
 	if (c->anchor != RL_NONE) {
 		t->epilogues++;
 		rl_remark(f->ctx, "fuse", nm, "applied", before, after, tb, ta,
-		          "epilogue of %s %s: %u elementwise op(s) run in its output loop; %u "
-		          "intermediate tensor(s) never reach memory (%.0f bytes saved)",
+		          "epilogue of %s %s: %u elementwise op%s in its output loop, writing %u "
+		          "tensor%s; %u intermediate tensor%s never reach memory (%.0f bytes saved)",
 		          rl_op_table[g->nodes[c->anchor].op].name, g->nodes[c->anchor].name, c->n,
-		          it.ninternal, before - after);
+		          plural(c->n), it.nout, plural(it.nout), it.ninternal, plural(it.ninternal),
+		          before - after);
 	} else {
 		rl_remark(f->ctx, "fuse", nm, "applied", before, after, tb, ta,
-		          "%u elementwise ops in one pass over %s[%s] writing %u tensor(s); %u intermediate "
-		          "tensors never reach memory (%.0f bytes saved)", c->n,
-		          rl_dtype_name(g->values[it.out1].dtype),
+		          "%u elementwise ops in one pass over %s elements, writing %u tensor%s; %u "
+		          "intermediate tensor%s never reach memory (%.0f bytes saved)", c->n,
 		          rl_shape_str(out_shape(g, c->nodes[0]), sb, sizeof(sb)), it.nout,
-		          it.ninternal, before - after);
+		          plural(it.nout), it.ninternal, plural(it.ninternal), before - after);
 	}
 }
 
@@ -684,7 +636,6 @@ enum rl_status rl_pass_fuse(struct rl_graph *g, struct rl_pass_ctx *ctx)
 		f.cl[i] = -1;
 	}
 	struct totals t = {0};
-	double rd, wr;
 	for (uint32_t k = 0; k < g->norder; k++) {
 		uint32_t i = g->order[k];
 		const struct rl_node *n = &g->nodes[i];
@@ -693,8 +644,9 @@ enum rl_status rl_pass_fuse(struct rl_graph *g, struct rl_pass_ctx *ctx)
 		bool runs = false;
 		for (int o = 0; o < n->nout && !runs; o++)
 			runs = n->out[o] != RL_NONE && !rl_value_is_const(g, n->out[o]);
-		if (runs && (runs_static(g, n) || n->nout > 1))
-			t.bytes_before += node_bytes(&f, i, &rd, &wr);
+		struct rl_counts k;
+		if (runs && rl_count_node(g, i, &k))
+			t.bytes_before += k.bytes_read + k.bytes_write;
 	}
 	t.bytes_after = t.bytes_before;
 

@@ -29,10 +29,13 @@
  *    M * nnz gathered element reads, served by the closest memory level that
  *    holds X (the closest level counts per core - every core reads all of X -
  *    the others whole) at the profile's gather efficiency. A run of L
- *    contiguous elements fetched per index (a Conv's output row at stride 1:
- *    L = Wo) uses L times more of each fetched sector: eff = min(contiguous,
- *    gather * L). Streamed and gathered reads share the load path, so their
- *    times add. Unstructured sparsity runs on the vector units.
+ *    contiguous elements fetched per index uses L times more of each fetched
+ *    sector: eff = min(contiguous, gather * L). A Conv's run is an output row
+ *    at stride 1 (L = Wo); a MatMul's is its M rows, as an SpMM reads X
+ *    feature-major (X^T, one row per column index), so for M > 1 a transpose
+ *    of X (one more kernel: X read strided, written contiguous) comes first.
+ *    Streamed and gathered reads share the load path, so their times add.
+ *    Unstructured sparsity runs on the vector units.
  *  - 2:4: half the values, 2 bits of metadata per kept value, half the MACs
  *    at the matrix-unit peak; only where the profile has sparse24 and a
  *    matrix unit at the node's precision (2:4 never changes the precision).
@@ -547,7 +550,16 @@ static bool cost_sparse(const struct rl_graph *g, const struct rl_judge_node *jn
 	double index = 4 * nnz + 4 * (N + 1);
 	double rd = xb + nnz * es + index + bb, wr = yb;
 	double flops = 2 * M * nnz + (jn->b != RL_NONE ? M * N : 0); /* + bias, as the counters */
-	double run = jn->conv && jn->nsp == 2 && jn->strides[1] == 1 ? (double)jn->wo : 1;
+	double run = jn->conv ? (jn->nsp == 2 && jn->strides[1] == 1 ? (double)jn->wo : 1) : M;
+	if (!jn->conv && jn->M > 1) {
+		/* X to feature-major for the SpMM: its own kernel */
+		struct rl_counts tc = {.bytes_read = xb, .bytes_write = xb,
+		                       .access = RL_ACCESS_STRIDED};
+		struct rl_cost tk;
+		rl_cost_price(m, &tc, rl_node_prec(g, jn->node), false, &tk);
+		cost_add(out, &tk);
+		out->inter_bytes = xb;
+	}
 	double effc = m->eff_contiguous > 0 ? m->eff_contiguous : 1;
 	double effg = m->eff_gather > 0 ? m->eff_gather * run : effc;
 	if (effg > effc)

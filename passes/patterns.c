@@ -23,12 +23,22 @@
  *   Softmax             e = Exp(x - ReduceMax(x)); y = e / ReduceSum(e) over
  *                       one axis with keepdims=1: Softmax(axis).
  *
- * Every intermediate must be read only inside the pattern and must not be a
- * graph output; x (and gamma, beta) may be read elsewhere. Constants are
- * single-element tensors; sqrt(2), 1/sqrt(2) and sqrt(2/pi) match to a
- * relative 1e-4 (exporters write 1.4142, 0.7071), the others exactly (to
- * float rounding). The final value keeps its index and name, so graph
- * outputs survive.
+ * A two-input Sum is accepted wherever an Add is (ONNX's own function
+ * bodies for Gelu write Sum). Every intermediate must be read only inside
+ * the pattern and must not be a graph output; x (and gamma, beta) may be
+ * read elsewhere. Gamma and beta are taken into the LayerNormalization only
+ * when they hold one entry per normalized element (runtimes differ on
+ * broadcasting a smaller Scale); otherwise the Mul/Add stays after it.
+ * Constants are single-element tensors; sqrt(2), 1/sqrt(2), sqrt(2/pi) and
+ * 0.044715 match to a relative 1e-4 (exporters write 1.4142, 0.7071), the
+ * others to float rounding. The final value keeps its index and name, so
+ * graph outputs survive; a near miss (the core matched, a later condition
+ * failed) is a "rejected" remark saying which condition.
+ *
+ * Numerics: the fused ops compute the same functions, with the exact
+ * constants rather than an exporter's 1.4142, and LayerNormalization with
+ * the two-pass variance in float (double for double inputs); results move
+ * by float rounding only (about 1e-5 relative for a 1.4142 divisor).
  *
  * Opsets. The IR carries an opset per node, but the ONNX writer emits the
  * model's opset imports unchanged, and raising the default-domain import
@@ -46,7 +56,8 @@
  *     for the last axis). The written model therefore stays valid for the
  *     onnx checker and every runtime that implements its opset.
  *
- * Precondition: shapes inferred. Leaves the graph compacted and sorted.
+ * Precondition: shapes inferred, g->order current (rl_graph_infer leaves
+ * both so). Leaves the graph compacted and sorted.
  */
 #include "pass.h"
 
@@ -110,8 +121,8 @@ static bool near(double a, double b, double rel)
 	return fabs(a - b) <= rel * fabs(b);
 }
 
-/* Float rounding of an exact constant: within a relative 1e-6 (float32
- * literals); half-precision constants get 1e-3. */
+/* v is a constant scalar within a relative `rel` of `want`; float16 and
+ * bfloat16 constants get at least 4e-3 (bfloat16 keeps 8 bits). */
 static bool is_const(const struct rl_graph *g, uint32_t v, double want, double rel)
 {
 	double c;
@@ -771,6 +782,19 @@ static void rewrite_softmax(struct rl_graph *g, struct rl_pass_ctx *ctx, uint32_
 
 /* ---- the pass ----------------------------------------------------------- */
 
+/* g->order as rl_graph_infer left it, unless nodes were added or removed
+ * since (then sort again): saves a sort per pass in the pipeline. */
+static enum rl_status ensure_order(struct rl_graph *g)
+{
+	uint32_t live = 0;
+	for (uint32_t i = 0; i < g->nnodes; i++)
+		live += !g->nodes[i].dead;
+	bool ok = g->order && g->norder == live;
+	for (uint32_t k = 0; ok && k < g->norder; k++)
+		ok = g->order[k] < g->nnodes && !g->nodes[g->order[k]].dead;
+	return ok ? RL_OK : rl_graph_toposort(g);
+}
+
 /* Something was removed or added: compact and re-sort; else keep the order. */
 static enum rl_status finish(struct rl_graph *g, uint32_t nvalues_before)
 {
@@ -785,7 +809,7 @@ static enum rl_status finish(struct rl_graph *g, uint32_t nvalues_before)
 
 enum rl_status rl_pass_patterns(struct rl_graph *g, struct rl_pass_ctx *ctx)
 {
-	enum rl_status st = rl_graph_toposort(g);
+	enum rl_status st = ensure_order(g);
 	if (st != RL_OK)
 		return st;
 	uint32_t nv0 = g->nvalues;

@@ -497,8 +497,12 @@ int rl_cmd_diff(int argc, char **argv)
 		diff_usage("--format wants text or json, not '%s'", o.format);
 		return RL_EXIT_USAGE;
 	}
-	if (o.passes || o.dump_after || o.factorize) {
+	if (o.passes || o.dump_after || o.factorize || o.remarks) {
 		diff_usage("%s", "diff prices the two models as written; it runs no passes");
+		return RL_EXIT_USAGE;
+	}
+	if (o.report) {
+		diff_usage("%s", "diff prints to stdout (--format json for machines); no --report");
 		return RL_EXIT_USAGE;
 	}
 	struct rl_machine m;

@@ -134,8 +134,9 @@ int rl_cmd_report(int argc, char **argv)
 			note = "the symbolic batch is bound to 1: choose with --batch N or sweep with "
 			       "--batch 1,8,64";
 	} else {
-		for (int i = 0; i < nb; i++)
-			series[i].batch = 0;
+		/* every binding is the same graph: report it once */
+		series[0].batch = 0;
+		nb = 1;
 		if (o.nbatches)
 			note = "the model has no symbolic batch dimension: --batch changes nothing";
 	}

@@ -25,6 +25,8 @@ static const char usage_text[] =
 	"                                 generate, compile with $CC, run, write OUTDIR/output_K.pb\n"
 	"       rlopt report MODEL.onnx [--batch B[,B...]] [--format F] [-o FILE]\n"
 	"                                 roofline report: per-node FLOPs, bytes, bound, time\n"
+	"       rlopt diff BEFORE.onnx AFTER.onnx [--hw H] [--batch 1,64,1024] [--format text|json]\n"
+	"                  [--fail-on-slowdown]  judge a rewrite: FLOPs, bytes, time per batch\n"
 	"       rlopt ops                 list the supported ONNX operators\n"
 	"       rlopt hw                  list the shipped machine profiles\n"
 	"       rlopt probe [-o FILE.xml] measure this machine, write a profile\n"

@@ -8,13 +8,16 @@
  *   3. constants: one static array per constant tensor a kernel reads, named
  *      after the ONNX value, or an offset into the side file NAME.weights,
  *   4. one kernel per executed node, `k<N>_<node name>`, each with a comment
- *      naming the ONNX node, op, and shapes,
+ *      naming the ONNX node, op, and shapes; or, for a fused group (node->group,
+ *      passes/fuse.c), one kernel `k<N>_fused_<first>__<last>` whose comment
+ *      lists the nodes it replaced (emit_fused.c writes its body),
  *   5. NAME_init / NAME_free (workspace, side file), NAME_run (typed entry)
  *      and NAME_run_v (generic entry used by `rlopt run`).
  *
  * Nodes whose outputs inference already evaluated (shape arithmetic and
  * other small constant computations) are not executed: their outputs are
- * constants. Intermediate tensors share one workspace; each gets an offset
+ * constants. A fused group runs as one unit at the point where all its
+ * inputs are ready (schedule()); its intermediate values get no storage. Intermediate tensors share one workspace; each gets an offset
  * from a first-fit plan over live ranges (a value lives from its producer to
  * its last consumer), so peak memory is the widest cut, not the sum.
  *
@@ -511,9 +514,19 @@ static bool group_check(struct driver *d, const uint32_t *nodes, int nn, const u
 	out->nin = nin;
 	out->nout = nout;
 	bool ok = nout > 0 && nin - first_ext <= 16;
-	if (ok && anchor != RL_NONE)
-		ok = nout == 1 && g->values[out->out[0]].dtype ==
-		                  g->values[g->nodes[anchor].out[0]].dtype;
+	if (ok && anchor != RL_NONE) {
+		/* the product is computed into Y0: the first output of its dtype */
+		enum rl_dtype adt = g->values[g->nodes[anchor].out[0]].dtype;
+		int q = 0;
+		while (q < nout && g->values[out->out[q]].dtype != adt)
+			q++;
+		ok = q < nout;
+		for (; ok && q > 0; q--) {
+			uint32_t t = out->out[q];
+			out->out[q] = out->out[q - 1];
+			out->out[q - 1] = t;
+		}
+	}
 	/* convex: walk back from the inputs' producers; reaching the group again
 	 * means a path through an outside node. Nodes before the group's first
 	 * cannot be on such a path. */
@@ -1002,8 +1015,7 @@ static void group_comment(struct driver *d, const struct rl_cgen_group *gr)
 	} else {
 		const struct rl_value *y = &g->values[gr->out[0]];
 		rl_buf_printf(&d->kernels, "/* fused: %d elementwise ONNX nodes in one pass over "
-		              "%s[%s]:\n", gr->nnodes, rl_dtype_name(y->dtype),
-		              rl_shape_str(&y->shape, sb, sizeof(sb)));
+		              "%s elements:\n", gr->nnodes, rl_shape_str(&y->shape, sb, sizeof(sb)));
 	}
 	for (int j = 0; j < gr->nnodes; j++) {
 		const struct rl_node *n = &g->nodes[gr->nodes[j]];
@@ -1178,6 +1190,29 @@ static const char tanh_helper[] =
 	"    return y * p / q;\n"
 	"}\n\n";
 
+/* erf for float: Eigen's rational approximation (generic_fast_erf_float),
+ * within 4.2e-7 relative of erf over all floats, free of branches and calls
+ * so loops over it vectorize; NaN passes through, |x| >= 4 gives +-1. */
+static const char erf_helper[] =
+	"static inline __attribute__((unused)) float rl_erff(float x)\n"
+	"{\n"
+	"    const float y = x < -4.0f ? -4.0f : (x > 4.0f ? 4.0f : x);\n"
+	"    const float y2 = y * y;\n"
+	"    float p = -2.72614225801306e-10f;\n"
+	"    p = p * y2 + 2.77068142495902e-08f;\n"
+	"    p = p * y2 + -2.10102402082508e-06f;\n"
+	"    p = p * y2 + -5.69250639462346e-05f;\n"
+	"    p = p * y2 + -7.34990630326855e-04f;\n"
+	"    p = p * y2 + -2.95459980854025e-03f;\n"
+	"    p = p * y2 + -1.60960333262415e-02f;\n"
+	"    float q = -1.45660718464996e-05f;\n"
+	"    q = q * y2 + -2.13374055278905e-04f;\n"
+	"    q = q * y2 + -1.68282697438203e-03f;\n"
+	"    q = q * y2 + -7.37332916720468e-03f;\n"
+	"    q = q * y2 + -1.42647390514189e-02f;\n"
+	"    return y * p / q;\n"
+	"}\n\n";
+
 static void dims_list(const struct rl_shape *s, char *b, size_t n)
 {
 	size_t p = 0;
@@ -1316,6 +1351,8 @@ enum rl_status rl_emit_c(struct rl_graph *g, const struct rl_cgen_opts *o,
 		rl_buf_printf(&d.c, "%s", bf16_helpers);
 	if (d.cg.need_tanh)
 		rl_buf_printf(&d.c, "%s", tanh_helper);
+	if (d.cg.need_erf)
+		rl_buf_printf(&d.c, "%s", erf_helper);
 	for (uint32_t v = 0; v < g->nvalues; v++)
 		if (d.vi[v].st == ST_CONST && !d.vi[v].in_side)
 			emit_const_array(&d, v);

@@ -146,7 +146,8 @@ struct rl_cgen_group {
 	                         tensors; scalar constants become literals */
 	int nin;
 	uint32_t *out;        /* the kernel's Y0..: values used outside the group
-	                         or graph outputs */
+	                         or graph outputs; in an epilogue group Y0 has
+	                         the anchor's dtype and receives its product */
 	int nout;
 };
 

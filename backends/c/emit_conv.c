@@ -21,6 +21,11 @@
  * with the total (out-1)*s + (k-1)*d + 1 - in split so that the extra pixel
  * goes to the end (UPPER) or the beginning (LOWER). Output sizes come from
  * shape inference; only the begin pads are needed here.
+ *
+ * In a fused epilogue group (cg->epi set, backends/c/emit_fused.c) each form
+ * calls cg_epilogue() on every finished output row (one element in the
+ * gather form), so residual add and activation run while it is in L1;
+ * without a group the calls write nothing.
  */
 #include "emit.h"
 
@@ -28,7 +33,10 @@
 
 #define CONV_MB 4        /* output channels per block */
 #define CONV_ROW_MAX 8192 /* longest padded input row kept on the stack */
-#define CONV_PLANE_MAX 4096 /* elements of the stack planes in plane mode */
+#define CONV_BAND_BYTES 65536 /* band mode: stack copy of a band's input rows */
+#define CONV_ACC_BYTES 16384  /* band mode: stack sums of a block's band rows */
+#define CONV_VEC_MAX 32       /* bytes of the widest vector band mode uses */
+#define CONV_PHASES 4         /* band mode: most stride phases per axis */
 
 bool rl_emit_c_conv_supports(enum rl_op op)
 {
@@ -287,130 +295,460 @@ static void emit_conv2d(struct rl_cgen *cg, const char *T, const struct conv2d *
 }
 
 /*
- * Plane mode for small output planes: the input channel is first copied to
- * a zero-padded (or, for a strided 1x1, subsampled) plane xp on the stack
- * with row pitch WP, and the block's outputs accumulate in stack planes of
- * the same pitch. Each kernel tap is then one contiguous sweep over the
- * whole plane, acc[t] += w * xp[t + tap offset], instead of many short rows;
- * the WP - OW extra columns per row are computed and dropped.
+ * Band mode: the register-blocked direct convolution for float and double
+ * with one or two spatial axes (1x1 included).
+ *
+ * The output rows are cut into bands of R rows. For a band, the input rows
+ * it reads are copied with their zero padding into the stack array `band`,
+ * CC input channels at a time (all of them when they fit). A stride s is
+ * undone by that copy: padded input column q goes to phase plane q % s at
+ * column q / s (rows likewise), so that every kernel tap reads a contiguous
+ * run of the band at a fixed offset, tap[k], from the output position. The
+ * band's outputs, flattened with the band's row pitch WJ (the WJ - OW extra
+ * columns of each row are computed and dropped), are then a small GEMM: a
+ * register tile of MR output channels x NV vectors sums weight x band over
+ * the chunk's channels and taps in local variables. Each tile starts from
+ * and ends in `acc`, the block's band rows on the stack, which holds the
+ * bias (first chunk) or the partial sums read back from the output (later
+ * chunks); acc is then copied to the output rows, where a fused epilogue
+ * runs once the last chunk is in.
+ *
+ * The vectors are GCC/Clang vector extensions, 32 bytes when the compiler
+ * targets AVX and 16 otherwise: the same C is right at plain -O2 and uses
+ * the wider registers under -march=native. Tiles are sized for the widest
+ * vector, so both widths cover acc exactly.
  */
-struct conv_plane {
-	int64_t HP, WP;  /* padded/subsampled plane */
-	int64_t xpn;     /* xp elements: HP*WP plus the last tap's overhang */
-	int64_t plane;   /* accumulator elements: OH*WP */
-	bool subsample;  /* 1x1 with strides: xp[r][q] = x[r*SH][q*SW] */
+struct conv_band {
+	int mr, nv;                /* register tile: mr output channels x nv vectors */
+	int64_t R;                 /* output rows per band, divides OH */
+	int64_t WJ;                /* row pitch of the phase planes and of acc */
+	int64_t A;                 /* rows per phase plane: R + the taps' reach in rows */
+	int64_t TP;                /* acc columns: R * WJ rounded up to whole tiles */
+	int64_t PLN;               /* elements per phase plane, the last tile's reach included */
+	int64_t BC;                /* band elements per input channel (all its phase planes) */
+	int64_t CC;                /* input channels per chunk, divides C / group */
+	int nh, nw;                /* row and column phases the taps use */
+	int64_t ph[CONV_PHASES], pw[CONV_PHASES];
 };
 
-static bool conv_plane_plan(const struct conv2d *p, struct conv_plane *q)
+/* The phases (k*d) % s of one axis' taps, ascending; false if too many. */
+static bool conv_phases(int64_t k, int64_t d, int64_t s, int64_t *ph, int *n)
 {
-	memset(q, 0, sizeof(*q));
-	if (p->SH == 1 && p->SW == 1) {
-		q->WP = p->OW + (p->KW - 1) * p->DW;
-		q->HP = p->OH + (p->KH - 1) * p->DH;
-		q->xpn = q->HP * q->WP + (p->KW - 1) * p->DW;
-	} else if (p->KH == 1 && p->KW == 1) {
-		q->subsample = true;
-		q->WP = p->OW;
-		q->HP = p->OH;
-		q->xpn = q->HP * q->WP;
-	} else {
-		return false;
+	*n = 0;
+	for (int64_t f = 0; f < s; f++) {
+		bool used = false;
+		for (int64_t i = 0; i < k && !used; i++)
+			used = i * d % s == f;
+		if (!used)
+			continue;
+		if (*n == CONV_PHASES)
+			return false;
+		ph[(*n)++] = f;
 	}
-	q->plane = p->OH * q->WP;
-	return CONV_MB * q->plane <= CONV_PLANE_MAX && q->xpn <= CONV_PLANE_MAX;
+	return true;
 }
 
-static void emit_conv_plane(struct rl_cgen *cg, const char *T, const struct conv2d *p,
-                            const struct conv_plane *q)
+static int conv_phase_index(const int64_t *ph, int n, int64_t f)
 {
-	int64_t CG = p->C / p->G, MG = p->M / p->G;
-	int mb = MG % CONV_MB == 0 ? CONV_MB : MG % 2 == 0 ? 2 : 1;
-	int64_t kk = p->KH * p->KW;
-	char lines[CONV_MB + 1][200];
-	const char *body[CONV_MB + 1];
-	for (int r = 0; r <= CONV_MB; r++)
+	for (int i = 0; i < n; i++)
+		if (ph[i] == f)
+			return i;
+	return 0;
+}
+
+/*
+ * Pick R, and with it the chunk size, within the stack budgets: maximize
+ * the share of useful lanes R*OW/TP, discounted for acc's traffic per chunk
+ * (about six vector moves per vector of outputs, against CC*KH*KW
+ * multiply-adds); near ties go to the taller band.
+ */
+static bool conv_band_plan(const struct conv2d *p, int64_t es, struct conv_band *b)
+{
+	int64_t CG = p->C / p->G, MG = p->M / p->G, KK = p->KH * p->KW;
+	memset(b, 0, sizeof(*b));
+	if (KK < 1 || CG < 1 || MG < 1 || p->OH < 1 || p->OW < 1)
+		return false;
+	b->mr = MG % 4 == 0 ? 4 : MG % 2 == 0 ? 2 : 1;
+	b->nv = 8 / b->mr;
+	if (!conv_phases(p->KH, p->DH, p->SH, b->ph, &b->nh) ||
+	    !conv_phases(p->KW, p->DW, p->SW, b->pw, &b->nw))
+		return false;
+	int64_t rh = (p->KH - 1) * p->DH / p->SH, rw = (p->KW - 1) * p->DW / p->SW;
+	int64_t tq = b->nv * (CONV_VEC_MAX / es); /* tile width with the widest vectors */
+	int64_t WJ = p->OW + rw;
+	double best = 0;
+	for (int pass = 0; pass < 2; pass++) {
+		for (int64_t R = 1; R <= p->OH; R++) {
+			if (p->OH % R)
+				continue;
+			int64_t TP = (R * WJ + tq - 1) / tq * tq;
+			int64_t PLN = rh * WJ + rw + TP;
+			int64_t BC = b->nh * b->nw * PLN;
+			if (b->mr * TP * es > CONV_ACC_BYTES || BC * es > CONV_BAND_BYTES)
+				break;
+			int64_t CC = CONV_BAND_BYTES / (BC * es);
+			if (CC > CG)
+				CC = CG;
+			while (CG % CC)
+				CC--;
+			double kc = (double)(CC * KK);
+			double s = (double)(R * p->OW) / (double)TP * kc / (kc + 6.0);
+			if (pass == 0 && s > best)
+				best = s;
+			if (pass == 1 && s >= 0.98 * best) {
+				b->R = R;
+				b->WJ = WJ;
+				b->A = R + rh;
+				b->TP = TP;
+				b->PLN = PLN;
+				b->BC = BC;
+				b->CC = CC;
+			}
+		}
+	}
+	return b->R > 0;
+}
+
+/* " + v", " - v" or "" */
+static const char *plus(int64_t v, char *s, size_t n)
+{
+	if (v == 0)
+		s[0] = 0;
+	else
+		snprintf(s, n, " %c %lld", v < 0 ? '-' : '+', (long long)(v < 0 ? -v : v));
+	return s;
+}
+
+/* `for (size_t q = a; q < b; q++) LINE`, split like emit_split_loop for the vectorizer */
+static void emit_range(struct rl_cgen *cg, int64_t a, int64_t b, const char *line)
+{
+	int64_t n = b - a, n4 = n >= 8 ? n / 4 * 4 : n;
+	if (n <= 0)
+		return;
+	cg_line(cg, "for (size_t q = %lld; q < %lld; q++)", (long long)a, (long long)(a + n4));
+	cg_line(cg, "    %s", line);
+	if (n > n4) {
+		cg_line(cg, "for (size_t q = %lld; q < %lld; q++)", (long long)(a + n4), (long long)b);
+		cg_line(cg, "    %s", line);
+	}
+}
+
+/* Block-scope vector types of a kernel: vec, vecu (any address) and VL. */
+static void emit_vec_types(struct rl_cgen *cg, const char *T, int64_t es)
+{
+	int ind = cg->indent;
+	cg_line(cg, "/* SIMD vectors (GCC/Clang vector extension), 32 bytes with AVX, else 16;");
+	cg_line(cg, " * vecu is the same vector at any address */");
+	for (int w = 32; w >= 16; w -= 16) {
+		cg->indent = -1;
+		cg_line(cg, "%s", w == 32 ? "#if defined(__AVX__)" : "#else");
+		cg->indent = ind;
+		cg_line(cg, "typedef %s vec __attribute__((vector_size(%d)));", T, w);
+		cg_line(cg, "typedef %s vecu __attribute__((vector_size(%d), aligned(%lld), may_alias));",
+		        T, w, (long long)es);
+	}
+	cg->indent = -1;
+	cg_line(cg, "#endif");
+	cg->indent = ind;
+	cg_line(cg, "enum { VL = (int)(sizeof(vec) / sizeof(%s)) }; /* lanes */", T);
+}
+
+/*
+ * One band row for every column phase, phase j at d + j*PLN: the input row
+ * xr with its zero padding, or zeros when `zero`.
+ */
+static void emit_band_row(struct rl_cgen *cg, const struct conv2d *p, const struct conv_band *b,
+                          bool zero)
+{
+	char l[200], d[64], o[32];
+	for (int j = 0; j < b->nw; j++) {
+		int64_t off = b->pw[j] - p->PL; /* column q of the phase holds x[q*SW + off] */
+		int64_t lo = off >= 0 ? 0 : (-off + p->SW - 1) / p->SW;
+		int64_t hi = off >= p->W ? 0 : (p->W - off + p->SW - 1) / p->SW;
+		lo = lo < b->WJ ? lo : b->WJ;
+		hi = hi < b->WJ ? hi : b->WJ;
+		if (zero || hi < lo)
+			lo = hi = b->WJ;
+		if (j)
+			snprintf(d, sizeof(d), "d[%lld + q]", (long long)(j * b->PLN));
+		else
+			snprintf(d, sizeof(d), "d[q]");
+		snprintf(l, sizeof(l), "%s = 0;", d);
+		emit_range(cg, 0, lo, l);
+		if (p->SW == 1)
+			snprintf(l, sizeof(l), "%s = xr[q%s];", d, plus(off, o, sizeof(o)));
+		else
+			snprintf(l, sizeof(l), "%s = xr[q * %lld%s];", d, (long long)p->SW,
+			         plus(off, o, sizeof(o)));
+		emit_range(cg, lo, hi, l);
+		snprintf(l, sizeof(l), "%s = 0;", d);
+		emit_range(cg, hi, b->WJ, l);
+	}
+}
+
+/* tap[kh*KW + kw]: where tap (kh, kw) reads in a channel's band, from the output position */
+static void emit_taps(struct rl_cgen *cg, const struct conv2d *p, const struct conv_band *b)
+{
+	char l[160];
+	cg_line(cg, "/* tap (kh, kw) of output t reads band[c * %lld + tap[kh * %lld + kw] + t] */",
+	        (long long)b->BC, (long long)p->KW);
+	cg_line(cg, "static const unsigned tap[%lld] = {", (long long)(p->KH * p->KW));
+	for (int64_t kh = 0; kh < p->KH; kh++) {
+		size_t n = 0;
+		for (int64_t kw = 0; kw < p->KW; kw++) {
+			int64_t fh = kh * p->DH % p->SH, fw = kw * p->DW % p->SW;
+			int64_t plane = conv_phase_index(b->ph, b->nh, fh) * b->nw +
+			                conv_phase_index(b->pw, b->nw, fw);
+			int64_t off = plane * b->PLN + kh * p->DH / p->SH * b->WJ + kw * p->DW / p->SW;
+			if (n > 100) {
+				cg_line(cg, "    %s", l);
+				n = 0;
+			}
+			n += (size_t)snprintf(l + n, sizeof(l) - n, "%s%lld,", n ? " " : "",
+			                      (long long)off);
+		}
+		cg_line(cg, "    %s", l);
+	}
+	cg_line(cg, "};");
+}
+
+/* The input rows of band oh0, channels c0 + [0, CC), into the band. */
+static void emit_band_fill(struct rl_cgen *cg, const char *T, const struct conv2d *p,
+                           const struct conv_band *b)
+{
+	char o[32], l[120];
+	/* whole input rows without padding or phases, all inside the input:
+	 * the band of a channel is one run of it */
+	bool run = b->nh == 1 && b->nw == 1 && p->SH == 1 && p->SW == 1 && p->PT == 0 &&
+	           p->PL == 0 && b->WJ == p->W && p->OH - b->R + b->A <= p->H;
+	line_open(cg, "for (size_t c = 0; c < %lld; c++) {", b->CC, 0);
+	cg_line(cg, "const %s *restrict xc = xg + (c0 + c) * %lld;", T, (long long)(p->H * p->W));
+	if (run) {
+		cg_line(cg, "/* the chunk's input rows, back to back, into the band */");
+		cg_line(cg, "const %s *restrict xr = xc + oh0 * %lld;", T, (long long)p->W);
+		cg_line(cg, "%s *restrict d = band + c * %lld;", T, (long long)b->BC);
+		snprintf(l, sizeof(l), "d[q] = xr[q];");
+		emit_range(cg, 0, b->A * b->WJ, l);
+		line_close(cg); /* c */
+		return;
+	}
+	cg_line(cg, "/* the chunk's input rows, zero-padded and split into phases, into the band */");
+	line_open(cg, "for (size_t a = 0; a < %lld; a++) {", b->A, 0);
+	for (int i = 0; i < b->nh; i++) {
+		int64_t f = b->ph[i];
+		/* input row (oh0 + a) * SH + f - PT: outside the input in some band? */
+		int64_t rmax = (p->OH - b->R + b->A - 1) * p->SH + f - p->PT;
+		bool check = p->PT > f || rmax >= p->H;
+		if (b->nh > 1)
+			line_open(cg, "{", 0, 0);
+		cg_line(cg, "%s *restrict d = band + c * %lld%s + a * %lld;", T, (long long)b->BC,
+		        plus(i * b->nw * b->PLN, o, sizeof(o)), (long long)b->WJ);
+		if (check) {
+			cg_line(cg, "const long long ih = (long long)((oh0 + a) * %lld + %lld) - %lld;",
+			        (long long)p->SH, (long long)f, (long long)p->PT);
+			line_open(cg, "if (ih < 0 || ih >= %lld) {", p->H, 0);
+			emit_band_row(cg, p, b, true);
+			cg->indent--;
+			cg_line(cg, "} else {");
+			cg->indent++;
+			cg_line(cg, "const %s *restrict xr = xc + (size_t)ih * %lld;", T, (long long)p->W);
+			emit_band_row(cg, p, b, false);
+			line_close(cg);
+		} else if (p->SH == 1) {
+			cg_line(cg, "const %s *restrict xr = xc + (oh0 + a%s) * %lld;", T,
+			        plus(f - p->PT, o, sizeof(o)), (long long)p->W);
+			emit_band_row(cg, p, b, false);
+		} else {
+			cg_line(cg, "const %s *restrict xr = xc + ((oh0 + a) * %lld%s) * %lld;", T,
+			        (long long)p->SH, plus(f - p->PT, o, sizeof(o)), (long long)p->W);
+			emit_band_row(cg, p, b, false);
+		}
+		if (b->nh > 1)
+			line_close(cg);
+	}
+	line_close(cg); /* a */
+	line_close(cg); /* c */
+}
+
+/*
+ * Copy between acc and the block's output rows (to_y: acc to Y0), dropping
+ * acc's pitch columns. With epi_if, the fused epilogue then runs on the
+ * rows under that condition ("" for always).
+ */
+static void emit_acc_rows(struct rl_cgen *cg, const char *T, const struct conv2d *p,
+                          const struct conv_band *b, bool to_y, const char *epi_if)
+{
+	char lines[4][120], base[200], yr[220], ai[40];
+	const char *body[4];
+	bool flat = b->WJ == p->OW; /* no pitch columns: the rows are one run */
+	int64_t run = flat ? b->R * p->OW : p->OW;
+	if (flat) {
+		line_open(cg, "{", 0, 0);
+		snprintf(ai, sizeof(ai), "ow");
+	} else {
+		line_open(cg, "for (size_t i = 0; i < %lld; i++) {", b->R, 0);
+		snprintf(ai, sizeof(ai), "i * %lld + ow", (long long)b->WJ);
+	}
+	for (int r = 0; r < b->mr; r++) {
+		cg_line(cg, "%s *restrict y%d = Y0 + ((n * %lld + mo + %d) * %lld + oh0%s) * %lld;", T,
+		        r, (long long)p->M, r, (long long)p->OH, flat ? "" : " + i", (long long)p->OW);
+		if (to_y)
+			snprintf(lines[r], sizeof(lines[r]), "y%d[ow] = acc[%d][%s];", r, r, ai);
+		else
+			snprintf(lines[r], sizeof(lines[r]), "acc[%d][%s] = y%d[ow];", r, ai, r);
 		body[r] = lines[r];
+	}
+	emit_split_loop(cg, "ow", run, body, b->mr);
+	if (epi_if && cg->epi) {
+		/* the rows are final: the fused epilogue runs on them now */
+		if (*epi_if) {
+			cg_line(cg, "if (%s) {", epi_if);
+			cg->indent++;
+		}
+		line_open(cg, "for (size_t er = 0; er < %lld; er++) {", b->mr, 0);
+		snprintf(base, sizeof(base), "((n * %lld + mo + er) * %lld + oh0%s) * %lld",
+		         (long long)p->M, (long long)p->OH, flat ? "" : " + i", (long long)p->OW);
+		snprintf(yr, sizeof(yr), "Y0 + %s", base);
+		cg_epilogue(cg, yr, base, run, flat ? p->OH * p->OW : p->OW);
+		line_close(cg);
+		if (*epi_if)
+			line_close(cg);
+	}
+	line_close(cg);
+}
+
+/* The register tiles of one block: acc += W[mo, mo + MR) x band, over the chunk. */
+static void emit_band_tiles(struct rl_cgen *cg, const char *T, const struct conv2d *p,
+                            const struct conv_band *b)
+{
+	int64_t KK = p->KH * p->KW, CG = p->C / p->G;
+	int mr = b->mr, nv = b->nv;
+	char l[600], vo[8][16];
+	size_t n;
+	for (int v = 0; v < nv; v++) {
+		if (v == 0)
+			vo[v][0] = 0;
+		else if (v == 1)
+			snprintf(vo[v], sizeof(vo[v]), " + VL");
+		else
+			snprintf(vo[v], sizeof(vo[v]), " + %d * VL", v);
+	}
+	for (int r = 0; r < mr; r++)
+		cg_line(cg, "const %s *restrict w%d = X1 + (mo + %d) * %lld + c0 * %lld;", T, r, r,
+		        (long long)(CG * KK), (long long)KK);
+	cg_line(cg, "/* tiles of %d output channels x %d vectors, the sums in registers */", mr, nv);
+	line_open(cg, "for (size_t t = 0; t < %lld; t += %lld * VL) {", b->TP, nv);
+	for (int r = 0; r < mr; r++) {
+		n = (size_t)snprintf(l, sizeof(l), "vec");
+		for (int v = 0; v < nv; v++)
+			n += (size_t)snprintf(l + n, sizeof(l) - n, "%s s%d%d = *(const vecu *)(acc[%d] + t%s)",
+			                      v ? "," : "", r, v, r, vo[v]);
+		cg_line(cg, "%s;", l);
+	}
+	line_open(cg, "for (size_t c = 0; c < %lld; c++) {", b->CC, 0);
+	if (KK > 1) {
+		line_open(cg, "for (size_t k = 0; k < %lld; k++) {", KK, 0);
+		cg_line(cg, "const %s *xs = band + c * %lld + tap[k] + t;", T, (long long)b->BC);
+	} else {
+		cg_line(cg, "const %s *xs = band + c * %lld + t;", T, (long long)b->BC);
+	}
+	n = (size_t)snprintf(l, sizeof(l), "const vec");
+	for (int v = 0; v < nv; v++)
+		n += (size_t)snprintf(l + n, sizeof(l) - n, "%s x%d = *(const vecu *)(xs%s)",
+		                      v ? "," : "", v, vo[v]);
+	cg_line(cg, "%s;", l);
+	for (int r = 0; r < mr; r++) {
+		if (KK > 1)
+			n = (size_t)snprintf(l, sizeof(l), "const %s a%d = w%d[c * %lld + k];", T, r, r,
+			                     (long long)KK);
+		else
+			n = (size_t)snprintf(l, sizeof(l), "const %s a%d = w%d[c];", T, r, r);
+		for (int v = 0; v < nv; v++)
+			n += (size_t)snprintf(l + n, sizeof(l) - n, " s%d%d += a%d * x%d;", r, v, r, v);
+		cg_line(cg, "%s", l);
+	}
+	if (KK > 1)
+		line_close(cg); /* k */
+	line_close(cg); /* c */
+	for (int r = 0; r < mr; r++) {
+		n = 0;
+		l[0] = 0;
+		for (int v = 0; v < nv; v++)
+			n += (size_t)snprintf(l + n, sizeof(l) - n, "%s*(vecu *)(acc[%d] + t%s) = s%d%d;",
+			                      v ? " " : "", r, vo[v], r, v);
+		cg_line(cg, "%s", l);
+	}
+	line_close(cg); /* t */
+}
+
+static void emit_conv_band(struct rl_cgen *cg, const char *T, int64_t es, const struct conv2d *p,
+                           const struct conv_band *b)
+{
+	int64_t CG = p->C / p->G, MG = p->M / p->G, KK = p->KH * p->KW;
+	bool chunked = b->CC < CG;
+	char lines[4][120], cond[80];
+	const char *body[4];
+
+	emit_vec_types(cg, T, es);
+	if (KK > 1)
+		emit_taps(cg, p, b);
+	cg_line(cg, "%s band[%lld]; /* %lld channels x %d phase planes of %lld rows x %lld (+ %lld) */",
+	        T, (long long)(b->CC * b->BC), (long long)b->CC, b->nh * b->nw, (long long)b->A,
+	        (long long)b->WJ, (long long)(b->PLN - b->A * b->WJ));
+	cg_line(cg, "%s acc[%d][%lld]; /* the block's %lld band rows, pitch %lld */", T, b->mr,
+	        (long long)b->TP, (long long)b->R, (long long)b->WJ);
+	cg_line(cg, "/* the last tiles read past the planes' rows: zeros there, once */");
+	cg_line(cg, "for (size_t pl = 0; pl < %lld; pl++)", (long long)(b->CC * b->nh * b->nw));
+	cg_line(cg, "    for (size_t q = %lld; q < %lld; q++)", (long long)(b->A * b->WJ),
+	        (long long)b->PLN);
+	cg_line(cg, "        band[pl * %lld + q] = 0;", (long long)b->PLN);
 
 	line_open(cg, "for (size_t n = 0; n < %lld; n++) {", p->N, 0);
-	line_open(cg, "for (size_t mo = 0; mo < %lld; mo += %lld) {", p->M, mb);
-	if (p->G > 1)
-		cg_line(cg, "const size_t g = mo / %lld;", (long long)MG);
-	else
-		cg_line(cg, "const size_t g = 0;");
-	for (int r = 0; r < mb; r++)
-		cg_line(cg, "%s acc%d[%lld];", T, r, (long long)q->plane);
-	for (int r = 0; r < mb; r++)
-		snprintf(lines[r], sizeof(lines[r]), "acc%d[t] = 0;", r);
-	emit_split_loop(cg, "t", q->plane, body, mb);
-	line_open(cg, "for (size_t c = 0; c < %lld; c++) {", CG, 0);
-	cg_line(cg, "const %s *restrict xc = X0 + (n * %lld + g * %lld + c) * %lld;", T,
-	        (long long)p->C, (long long)CG, (long long)(p->H * p->W));
-	cg_line(cg, "%s xp[%lld];", T, (long long)q->xpn);
-	if (q->subsample) {
-		cg_line(cg, "for (size_t r = 0; r < %lld; r++)", (long long)q->HP);
-		cg_line(cg, "    for (size_t s = 0; s < %lld; s++)", (long long)q->WP);
-		cg_line(cg, "        xp[r * %lld + s] = xc[r * %lld + s * %lld];", (long long)q->WP,
-		        (long long)(p->SH * p->W), (long long)p->SW);
+	if (p->G > 1) {
+		line_open(cg, "for (size_t g = 0; g < %lld; g++) {", p->G, 0);
+		cg_line(cg, "const %s *restrict xg = X0 + (n * %lld + g * %lld) * %lld;", T,
+		        (long long)p->C, (long long)CG, (long long)(p->H * p->W));
 	} else {
-		/* rows [r0, r1) and columns [s0, s1) of xp hold input; the rest is 0 */
-		int64_t r0 = p->PT, r1 = p->PT + p->H, s0 = p->PL, s1 = p->PL + p->W;
-		if (r1 > q->HP)
-			r1 = q->HP;
-		if (s1 > q->WP)
-			s1 = q->WP;
-		bool full = r0 == 0 && s0 == 0 && r1 == q->HP && s1 == q->WP && q->xpn == q->HP * q->WP;
-		if (!full) {
-			snprintf(lines[0], sizeof(lines[0]), "xp[t] = 0;");
-			emit_split_loop(cg, "t", q->xpn, body, 1);
-		}
-		if (r1 > r0 && s1 > s0) {
-			cg_line(cg, "for (size_t r = %lld; r < %lld; r++)", (long long)r0, (long long)r1);
-			cg_line(cg, "    for (size_t s = %lld; s < %lld; s++)", (long long)s0, (long long)s1);
-			cg_line(cg, "        xp[r * %lld + s] = xc[(r - %lld) * %lld + s - %lld];",
-			        (long long)q->WP, (long long)r0, (long long)p->W, (long long)s0);
-		}
+		cg_line(cg, "const %s *restrict xg = X0 + n * %lld;", T,
+		        (long long)(p->C * p->H * p->W));
 	}
-	cg_line(cg, "const %s *restrict wc = X1 + (mo * %lld + c) * %lld;", T, (long long)CG,
-	        (long long)kk);
-	line_open(cg, "for (size_t kh = 0; kh < %lld; kh++) {", p->KH, 0);
-	line_open(cg, "for (size_t kw = 0; kw < %lld; kw++) {", p->KW, 0);
-	for (int r = 0; r < mb; r++)
-		cg_line(cg, "const %s w%d = wc[%lld + kh * %lld + kw];", T, r, (long long)(r * CG * kk),
-		        (long long)p->KW);
-	cg_line(cg, "const %s *xs = xp + kh * %lld + kw * %lld;", T,
-	        (long long)(p->DH * q->WP), (long long)p->DW);
-	snprintf(lines[0], sizeof(lines[0]), "const %s xv = xs[t];", T);
-	for (int r = 0; r < mb; r++)
-		snprintf(lines[r + 1], sizeof(lines[r + 1]), "acc%d[t] += w%d * xv;", r, r);
-	emit_split_loop(cg, "t", q->plane, body, mb + 1);
-	line_close(cg); /* kw */
-	line_close(cg); /* kh */
-	line_close(cg); /* c */
-	/* drop the pitch columns, add the bias */
-	line_open(cg, "for (size_t oh = 0; oh < %lld; oh++) {", p->OH, 0);
-	for (int r = 0; r < mb; r++) {
-		if (p->bias)
-			snprintf(lines[r], sizeof(lines[r]),
-			         "Y0[((n * %lld + mo + %d) * %lld + oh) * %lld + ow] = acc%d[oh * %lld + ow] + X2[mo + %d];",
-			         (long long)p->M, r, (long long)p->OH, (long long)p->OW, r, (long long)q->WP, r);
-		else
-			snprintf(lines[r], sizeof(lines[r]),
-			         "Y0[((n * %lld + mo + %d) * %lld + oh) * %lld + ow] = acc%d[oh * %lld + ow];",
-			         (long long)p->M, r, (long long)p->OH, (long long)p->OW, r, (long long)q->WP);
-	}
-	emit_split_loop(cg, "ow", p->OW, body, mb);
-	if (cg->epi) {
-		char yr[260], base[200];
-		cg_line(cg, "for (size_t er = 0; er < %d; er++) {", mb);
+	line_open(cg, "for (size_t oh0 = 0; oh0 < %lld; oh0 += %lld) {", p->OH, b->R);
+	line_open(cg, "for (size_t c0 = 0; c0 < %lld; c0 += %lld) {", CG, b->CC);
+	emit_band_fill(cg, T, p, b);
+	if (p->G > 1)
+		cg_line(cg, "for (size_t mo = g * %lld; mo < (g + 1) * %lld; mo += %d) {",
+		        (long long)MG, (long long)MG, b->mr);
+	else
+		cg_line(cg, "for (size_t mo = 0; mo < %lld; mo += %d) {", (long long)p->M, b->mr);
+	cg->indent++;
+	/* acc starts from the bias, or from the partial sums of the earlier chunks */
+	if (chunked) {
+		cg_line(cg, "if (c0 == 0) {");
 		cg->indent++;
-		snprintf(base, sizeof(base), "((n * %lld + mo + er) * %lld + oh) * %lld",
-		         (long long)p->M, (long long)p->OH, (long long)p->OW);
-		snprintf(yr, sizeof(yr), "Y0 + %s", base);
-		cg_epilogue(cg, yr, base, p->OW, p->OW);
+	}
+	for (int r = 0; r < b->mr; r++) {
+		if (p->bias)
+			snprintf(lines[r], sizeof(lines[r]), "acc[%d][t] = X2[mo + %d];", r, r);
+		else
+			snprintf(lines[r], sizeof(lines[r]), "acc[%d][t] = 0;", r);
+		body[r] = lines[r];
+	}
+	emit_split_loop(cg, "t", b->TP, body, b->mr);
+	if (chunked) {
+		cg->indent--;
+		cg_line(cg, "} else {");
+		cg->indent++;
+		emit_acc_rows(cg, T, p, b, false, NULL);
 		line_close(cg);
 	}
-	line_close(cg); /* oh */
+	emit_band_tiles(cg, T, p, b);
+	snprintf(cond, sizeof(cond), "c0 == %lld", (long long)(CG - b->CC));
+	emit_acc_rows(cg, T, p, b, true, chunked ? cond : "");
 	line_close(cg); /* mo */
+	line_close(cg); /* c0 */
+	line_close(cg); /* oh0 */
+	if (p->G > 1)
+		line_close(cg); /* g */
 	line_close(cg); /* n */
 }
 
@@ -595,13 +933,22 @@ enum rl_status rl_emit_c_conv(struct rl_cgen *cg, uint32_t node)
 		fast = false;
 	}
 	char sh[64];
-	struct conv_plane pl;
+	struct conv_band band;
+	struct conv2d pb = p;
+	if (pointwise) {
+		/* band mode takes a 1x1 as one column of P rows: its bands are
+		 * runs of the flattened plane */
+		pb.H = pb.OH = p.H * p.W;
+		pb.W = pb.OW = 1;
+	}
+	int64_t es = dt == RL_DT_DOUBLE ? 8 : 4;
 	if (transposed) {
 		cg_line(cg, "/* ConvTranspose, gather form: y[o] = b + sum x[i] * w[k] over o = i*s + k*d - pads */");
 		emit_gather(cg, node, true, &w, N, C, M, G, B != NULL);
-	} else if (fast && !pointwise && conv_plane_plan(&p, &pl)) {
-		cg_line(cg, "/* Conv, plane mode: each input channel padded into a stack plane; every kernel tap is one contiguous sweep accumulating into blocks of output channels */");
-		emit_conv_plane(cg, cg_ctype(dt), &p, &pl);
+	} else if (fast && conv_band_plan(&pb, es, &band)) {
+		cg_line(cg, "/* Conv, band mode: per band of %lld output rows, the input rows it reads are copied (zero-padded, stride phases apart) to the stack; tiles of %d output channels x %d vectors sum weights x band over channels and taps in registers */",
+		        (long long)band.R, band.mr, band.nv);
+		emit_conv_band(cg, cg_ctype(dt), es, &pb, &band);
 	} else if (fast) {
 		snprintf(sh, sizeof(sh), "%s", pointwise ? "1x1 as a GEMM over channels, " : "");
 		cg_line(cg, "/* Conv, direct: %sblocks of output channels; each (zero-padded) input row is streamed into the block's output rows */",

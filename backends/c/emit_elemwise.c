@@ -143,19 +143,28 @@ static const struct {
 	{RL_OP_Sin, "sin"},     {RL_OP_Cos, "cos"},     {RL_OP_Tan, "tan"},
 	{RL_OP_Asin, "asin"},   {RL_OP_Acos, "acos"},   {RL_OP_Atan, "atan"},
 	{RL_OP_Sinh, "sinh"},   {RL_OP_Cosh, "cosh"},   {RL_OP_Asinh, "asinh"},
-	{RL_OP_Acosh, "acosh"}, {RL_OP_Atanh, "atanh"}, {RL_OP_Erf, "erf"},
+	{RL_OP_Acosh, "acosh"}, {RL_OP_Atanh, "atanh"},
 	{RL_OP_Floor, "floor"}, {RL_OP_Ceil, "ceil"},   {RL_OP_Round, "nearbyint"},
 };
 
-/* tanh in the compute type: the vectorizable rational approximation the
- * driver emits as rl_tanhf for float (a few ulp, like onnxruntime's MLAS),
- * libm's tanh for double. */
+/* tanh and erf in the compute type: for float the vectorizable rational
+ * approximations the driver emits as rl_tanhf and rl_erff (a few ulp, as
+ * onnxruntime's MLAS and Eigen compute them; libm's are calls that keep a
+ * loop from vectorizing), libm's for double. */
 static const char *tanh_fn(struct rl_cgen *cg, enum rl_dtype dt)
 {
 	if (dt == RL_DT_DOUBLE)
 		return "tanh";
 	cg->need_tanh = 1;
 	return "rl_tanhf";
+}
+
+static const char *erf_fn(struct rl_cgen *cg, enum rl_dtype dt)
+{
+	if (dt == RL_DT_DOUBLE)
+		return "erf";
+	cg->need_erf = 1;
+	return "rl_erff";
 }
 
 /*
@@ -206,6 +215,7 @@ static bool unary_expr(struct rl_cgen *cg, const struct rl_node *n, enum rl_dtyp
 		}
 		return true;
 	case RL_OP_Tanh: snprintf(e, len, "%s(%s)", tanh_fn(cg, dt), a); return true;
+	case RL_OP_Erf: snprintf(e, len, "%s(%s)", erf_fn(cg, dt), a); return true;
 	case RL_OP_Reciprocal: snprintf(e, len, "%s / %s", L(1), a); return true;
 	case RL_OP_Sigmoid:
 		snprintf(e, len, "%s / (%s + %s(-%s))", L(1), L(1), mf(dt, "exp"), a);
@@ -268,7 +278,7 @@ static bool unary_expr(struct rl_cgen *cg, const struct rl_node *n, enum rl_dtyp
 	case RL_OP_Gelu: {
 		const char *ap = rl_node_attr_str(n, "approximate", "none");
 		if (strcmp(ap, "none") == 0) {
-			snprintf(e, len, "%s * %s * (%s + %s(%s * %s))", L(0.5), a, L(1), mf(dt, "erf"), a,
+			snprintf(e, len, "%s * %s * (%s + %s(%s * %s))", L(0.5), a, L(1), erf_fn(cg, dt), a,
 			         L(0.70710678118654752440));
 		} else if (strcmp(ap, "tanh") == 0) {
 			snprintf(e, len, "%s * %s * (%s + %s(%s * (%s + %s * %s * %s * %s)))", L(0.5), a,
@@ -1028,8 +1038,17 @@ bool cg_elemwise_expr(struct rl_cgen *cg, uint32_t node, const char *const *in,
 		enum rl_dtype to = cast_target(cg, node, why);
 		if (to == RL_DT_UNDEFINED)
 			return false;
+		/* float16, bfloat16 and bool: the value before rounding, which
+		 * storing (or the fused kernel's rounding of its locals) applies */
 		if (to == x->dtype)
 			snprintf(e, len, "%s", in[0]);
+		else if ((to == RL_DT_FLOAT16 || to == RL_DT_BFLOAT16) && x->dtype != RL_DT_DOUBLE &&
+		         !rl_dtype_is_int(x->dtype) && x->dtype != RL_DT_BOOL)
+			snprintf(e, len, "%s", in[0]);
+		else if (to == RL_DT_FLOAT16 || to == RL_DT_BFLOAT16)
+			snprintf(e, len, "(float)%s", in[0]);
+		else if (to == RL_DT_BOOL)
+			snprintf(e, len, "%s != 0", in[0]);
 		else
 			snprintf(e, len, "%s", cg_load(cg, to, cast_comp(cg, x->dtype, to, in[0])));
 		return true;

@@ -187,8 +187,8 @@ static enum rl_status emit_elementwise_group(struct rl_cgen *cg, const struct rl
 		return cg_error(cg, grp->nodes[0], "fused group %d has %d inputs (at most 16)",
 		                grp->id, grp->nin);
 	int64_t ne = rl_shape_numel(&y->shape);
-	cg_line(cg, "/* %d ops in one pass over %s[%s]; intermediates stay in registers */",
-	        grp->nnodes, rl_dtype_name(y->dtype), rl_shape_str(&y->shape, sb, sizeof(sb)));
+	cg_line(cg, "/* %d ops in one pass over %s elements; intermediates stay in registers */",
+	        grp->nnodes, rl_shape_str(&y->shape, sb, sizeof(sb)));
 	if (ne == 0)
 		return RL_OK;
 	for (int k = 0; k < grp->nin; k++)
@@ -385,6 +385,12 @@ void cg_epilogue(struct rl_cgen *cg, const char *y, const char *base, int64_t n,
 		char loc[32];
 		out_local(cg, grp, grp->out[0], "e", "ea", loc, sizeof(loc));
 		cg_line(cg, "ey[ee] = %s;", cg_store(cg, dt, loc));
+		/* other values the group writes: same shape, same flat index */
+		for (int q = 1; q < grp->nout; q++) {
+			out_local(cg, grp, grp->out[q], "e", "ea", loc, sizeof(loc));
+			cg_line(cg, "Y%d[eq + ee] = %s;", q,
+			        cg_store(cg, val(cg, grp->out[q])->dtype, loc));
+		}
 	}
 	cg->indent--;
 	cg_line(cg, "}");

@@ -17,6 +17,11 @@
  *
  * MatMul follows numpy: a 1-D A is a row [1,K], a 1-D B a column [K,1] (the
  * added dim is dropped from Y), and batch dims broadcast.
+ *
+ * In a fused epilogue group (cg->epi set, backends/c/emit_fused.c) every
+ * form calls cg_epilogue() on each row block as soon as it is final, so
+ * bias, activation and residual run on it while it is in L1; without a
+ * group the calls write nothing.
  */
 #include "emit.h"
 
@@ -383,12 +388,121 @@ static void emit_dots(struct rl_cgen *cg, const struct mm_types *t, const struct
 	line_close(cg);
 }
 
+/* Block-scope vector types of a kernel: vec, vecu (any address) and VL. */
+static void emit_vec_types(struct rl_cgen *cg, const char *T, int es)
+{
+	int ind = cg->indent;
+	cg_line(cg, "/* SIMD vectors (GCC/Clang vector extension), 32 bytes with AVX, else 16;");
+	cg_line(cg, " * vecu is the same vector at any address */");
+	for (int w = 32; w >= 16; w -= 16) {
+		cg->indent = -1;
+		cg_line(cg, "%s", w == 32 ? "#if defined(__AVX__)" : "#else");
+		cg->indent = ind;
+		cg_line(cg, "typedef %s vec __attribute__((vector_size(%d)));", T, w);
+		cg_line(cg, "typedef %s vecu __attribute__((vector_size(%d), aligned(%d), may_alias));",
+		        T, w, es);
+	}
+	cg->indent = -1;
+	cg_line(cg, "#endif");
+	cg->indent = ind;
+	cg_line(cg, "enum { VL = (int)(sizeof(vec) / sizeof(%s)) }; /* lanes */", T);
+}
+
+/*
+ * `rows` dot products Y(r, j + q) for q < rows, sharing each loaded vector
+ * of the A row: two vector sums per row of B, added lane by lane in order
+ * at the end, then the K % (2 VL) tail.
+ */
+static void emit_dots_rows(struct rl_cgen *cg, const struct mm_types *t, const struct mm_desc *d,
+                           int rows)
+{
+	char l[600], ini[300], sc[200], cj[32], sv[16];
+	size_t n;
+	int64_t K = d->K;
+	for (int q = 0; q < rows; q++)
+		cg_line(cg, "const %s *restrict b%d = b + (j + %d) * %lld;", t->st, q, q, (long long)K);
+	n = (size_t)snprintf(l, sizeof(l), "vec");
+	for (int q = 0; q < rows; q++)
+		n += (size_t)snprintf(l + n, sizeof(l) - n, "%s s%d0 = {0}, s%d1 = {0}", q ? "," : "", q, q);
+	cg_line(cg, "%s;", l);
+	cg_line(cg, "size_t k = 0;");
+	line_open(cg, "for (; k + 2 * VL <= K; k += 2 * VL) {");
+	cg_line(cg, "const vec x0 = *(const vecu *)(ar + k), x1 = *(const vecu *)(ar + k + VL);");
+	for (int q = 0; q < rows; q++)
+		cg_line(cg, "s%d0 += x0 * *(const vecu *)(b%d + k); s%d1 += x1 * *(const vecu *)(b%d + k + VL);",
+		        q, q, q, q);
+	line_close(cg);
+	n = (size_t)snprintf(l, sizeof(l), "%s", t->acc);
+	for (int q = 0; q < rows; q++)
+		n += (size_t)snprintf(l + n, sizeof(l) - n, "%s d%d = 0", q ? "," : "", q);
+	cg_line(cg, "%s;", l);
+	line_open(cg, "for (int v = 0; v < VL; v++) {");
+	n = 0;
+	l[0] = 0;
+	for (int q = 0; q < rows; q++)
+		n += (size_t)snprintf(l + n, sizeof(l) - n, "%sd%d += s%d0[v] + s%d1[v];", q ? " " : "", q,
+		                      q, q);
+	cg_line(cg, "%s", l);
+	line_close(cg);
+	line_open(cg, "for (; k < K; k++) {");
+	n = 0;
+	for (int q = 0; q < rows; q++)
+		n += (size_t)snprintf(l + n, sizeof(l) - n, "%sd%d += ar[k] * b%d[k];", q ? " " : "", q, q);
+	cg_line(cg, "%s", l);
+	line_close(cg);
+	for (int q = 0; q < rows; q++) {
+		snprintf(cj, sizeof(cj), "j + %d", q);
+		snprintf(sv, sizeof(sv), "d%d", q);
+		init_expr(cg, t, d, "r", cj, ini, sizeof(ini));
+		cg_line(cg, "y[r * %lld + j + %d] = %s + %s;", (long long)d->N, q, ini,
+		        scaled(t, d->alpha, sv, sc, sizeof(sc)));
+	}
+}
+
+/*
+ * transB with float/double and a contiguous A row: Y(r, j) = init + alpha *
+ * dot(A'(r,:), B[j,:]) for four rows of B at a time, the sums in vector
+ * registers (see emit_dots_rows).
+ */
+static void emit_dots_vec(struct rl_cgen *cg, const struct mm_types *t, const struct mm_desc *d)
+{
+	char b[200];
+	int64_t N4 = d->N / 4 * 4;
+	emit_vec_types(cg, t->st, t->dt == RL_DT_DOUBLE ? 8 : 4);
+	cg_line(cg, "enum { K = %lld };", (long long)d->K);
+	snprintf(b, sizeof(b), "for (size_t r = 0; r < %lld; r++) {", (long long)d->M);
+	line_open(cg, b);
+	cg_line(cg, "const %s *restrict ar = a + r * %lld;", t->st, (long long)d->a_rs);
+	if (N4 > 0) {
+		snprintf(b, sizeof(b), "for (size_t j = 0; j < %lld; j += 4) {", (long long)N4);
+		line_open(cg, b);
+		emit_dots_rows(cg, t, d, 4);
+		line_close(cg);
+	}
+	if (d->N > N4) {
+		snprintf(b, sizeof(b), "for (size_t j = %lld; j < %lld; j++) {", (long long)N4,
+		         (long long)d->N);
+		line_open(cg, b);
+		emit_dots_rows(cg, t, d, 1);
+		line_close(cg);
+	}
+	if (cg->epi) {
+		char yr[64], base[160];
+		snprintf(yr, sizeof(yr), "y + r * %lld", (long long)d->N);
+		snprintf(base, sizeof(base), "%s + r * %lld", d->ybase, (long long)d->N);
+		cg_epilogue(cg, yr, base, d->N, d->N);
+	}
+	line_close(cg);
+}
+
 static void emit_product(struct rl_cgen *cg, const struct mm_types *t, const struct mm_desc *d)
 {
 	if (d->M == 0 || d->N == 0)
 		return;
 	if (t->narrow)
 		emit_narrow(cg, t, d);
+	else if (d->trans_b && !t->wrap && d->a_ks == 1)
+		emit_dots_vec(cg, t, d);
 	else if (d->trans_b)
 		emit_dots(cg, t, d);
 	else

@@ -148,6 +148,25 @@ static bool build_rows(const struct rl_machine *m, const struct rl_report_series
 	return true;
 }
 
+/* Fusion groups the fuse pass marked (node->group): count and nodes in them. */
+static void fusion_of(const struct srows *s, uint32_t *groups, uint32_t *nodes)
+{
+	*groups = *nodes = 0;
+	int32_t *seen = calloc(s->nrows ? s->nrows : 1, sizeof(*seen));
+	for (uint32_t k = 0; k < s->nrows; k++) {
+		int32_t gid = s->g->nodes[s->rows[k].node].group;
+		if (gid < 0)
+			continue;
+		(*nodes)++;
+		bool dup = false;
+		for (uint32_t j = 0; seen && j < *groups && !dup; j++)
+			dup = seen[j] == gid;
+		if (!dup && seen)
+			seen[(*groups)++] = gid;
+	}
+	free(seen);
+}
+
 static const char *family_color(enum rl_family f)
 {
 	static const char *const c[RL_FAM_COUNT_] = {
@@ -371,6 +390,15 @@ static void render_text(FILE *f, const struct rl_report *r, const struct srows *
 	text_totals(f, s0);
 	if (r->note)
 		fprintf(f, "  note      %s\n", r->note);
+	uint32_t fg, fn;
+	fusion_of(s0, &fg, &fn);
+	if (fg) {
+		char a[32];
+		fprintf(f, "  fusion    %u groups run %u of these nodes as %u kernels; %s of "
+		        "intermediates never reach memory (the rows above are unfused; see the "
+		        "remarks)\n", fg, fn, fg,
+		        si_u(r->ctx ? r->ctx->bytes_saved_fusion : 0, "B", a, sizeof(a)));
+	}
 	if (ns > 1) {
 		fprintf(f, "\nbatch sweep:\n  %8s %12s %12s %12s %8s %8s %8s\n", "batch", "FLOPs",
 		        "bytes", "time", "memory", "compute", "latency");
@@ -411,7 +439,7 @@ static void json_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
-/* Integers exactly (MAC counts are compared for equality), others to 6
+/* Integers exactly (MAC counts are compared for equality), others to 10
  * significant digits; non-finite as null. */
 static void json_num(FILE *f, double v)
 {
@@ -420,7 +448,7 @@ static void json_num(FILE *f, double v)
 	else if (v == floor(v) && fabs(v) < 9e15)
 		fprintf(f, "%.0f", v);
 	else
-		fprintf(f, "%.6g", v);
+		fprintf(f, "%.10g", v);
 }
 
 static void json_kv_num(FILE *f, const char *k, double v, bool comma)
@@ -535,7 +563,7 @@ static void json_nodes(FILE *f, const struct srows *s, const char *ind)
 		fputs(", ", f);
 		json_kv_num(f, "time_s", zero ? 0 : w->cost.time_s, true);
 		json_kv_num(f, "share", w->share, true);
-		fprintf(f, "\"priced\": %s}", priced ? "true" : "false");
+		fprintf(f, "\"group\": %d, \"priced\": %s}", (int)n->group, priced ? "true" : "false");
 	}
 	fprintf(f, "\n%s]", ind + (ind[0] ? 2 : 0));
 }
@@ -619,6 +647,11 @@ static void render_json(FILE *f, const struct rl_report *r, const struct srows *
 		fputc('}', f);
 	}
 	fputs(r->ncross ? "\n  ]" : "]", f);
+	uint32_t fg, fn;
+	fusion_of(&s[0], &fg, &fn);
+	fprintf(f, ",\n  \"fusion\": {\"groups\": %u, \"nodes\": %u, ", fg, fn);
+	json_kv_num(f, "bytes_saved", r->ctx ? r->ctx->bytes_saved_fusion : 0, false);
+	fputs("}", f);
 	fputs(",\n  \"remarks\": ", f);
 	json_remarks(f, r->ctx);
 	fputs("\n}\n", f);

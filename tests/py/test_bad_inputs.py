@@ -126,7 +126,11 @@ def cases():
         2, ["dimension"])
 
     def overflow(d):
-        w = helper.make_tensor("w", TensorProto.FLOAT, [1 << 31, 1 << 31], [], raw=False)
+        w = TensorProto()
+        w.name = "w"
+        w.data_type = TensorProto.FLOAT
+        w.dims.extend([1 << 31, 1 << 31])
+        w.raw_data = b"\0" * 16
         return model([helper.make_node("Add", ["x", "w"], ["y"], name="a")], [vi("x", [1])],
                      [vi("y", [1])], inits=[w])
     add("overflowing dimensions", write_model(overflow), 2, ["overflow"])
@@ -168,7 +172,9 @@ def run_case(rl, name, build, code, words, out):
         if len(lines) != 1:
             errs.append(f"{len(lines)} lines on stderr, expected 1: {r.stderr!r}")
         msg = lines[0] if lines else ""
-        if os.path.basename(mpath) not in msg:
+        # the file at fault: the model, or the output path when that is bad
+        named = opath if "/" in out else mpath
+        if os.path.basename(named) not in msg:
             errs.append(f"message does not name the file: {msg!r}")
         for w in words:
             if w not in msg:

@@ -325,8 +325,25 @@ def t_factorize_run(c):
                      [helper.make_node("MatMul", ["x", "w"], ["y"], name="fc")],
                      [vi("x", ["batch", 512])], [vi("y", ["batch", 512])],
                      [numpy_helper.from_array(u @ v, "w")])
+    # a Gemm with B transposed, alpha, beta and a bias C
+    gm = write_model(os.path.join(d, "gemm.onnx"),
+                     [helper.make_node("Gemm", ["x", "b", "c"], ["y"], name="fc", transB=1,
+                                       alpha=0.5, beta=2.0)],
+                     [vi("x", ["batch", 512])], [vi("y", ["batch", 512])],
+                     [numpy_helper.from_array(np.ascontiguousarray((u @ v).T), "b"),
+                      numpy_helper.from_array(rng.standard_normal(512).astype(np.float32), "c")])
+    # a 1x1 Conv 64->64 with a rank-8 weight and a bias
+    cu = rng.standard_normal((64, 8)).astype(np.float32)
+    cv = rng.standard_normal((8, 64)).astype(np.float32)
+    c11 = write_model(os.path.join(d, "conv1x1.onnx"),
+                      [helper.make_node("Conv", ["x", "w", "b"], ["y"], name="pw")],
+                      [vi("x", ["batch", 64, 56, 56])], [vi("y", ["batch", 64, 56, 56])],
+                      [numpy_helper.from_array((cu @ cv).reshape(64, 64, 1, 1), "w"),
+                       numpy_helper.from_array(rng.standard_normal(64).astype(np.float32), "b")])
     conv = os.path.join(c.pairs, "conv3x3_dense.onnx")
     for model, shape, want in ((mm, (1, 512), "lowrank r=64"),
+                               (gm, (1, 512), "lowrank r=64"),
+                               (c11, (1, 64, 56, 56), "lowrank r=8"),
                                (conv, (1, 32, 112, 112), "tucker2 r=8/8")):
         x = rng.standard_normal(shape).astype(np.float32)
         inp = os.path.join(d, "in.pb")
@@ -383,7 +400,8 @@ def main():
     tmp = tempfile.mkdtemp(prefix="rlopt-diff-")
     try:
         gen = os.path.join(args.source, "examples", "gen_rewrites.py")
-        p = subprocess.run([sys.executable, gen, "--out", os.path.join(tmp, "pairs")],
+        p = subprocess.run([sys.executable, gen, "--out", os.path.join(tmp, "pairs"),
+                            "--only", "tucker,lowrank,dwsep"],
                            capture_output=True, text=True, timeout=600)
         if p.returncode != 0:
             print(f"FAIL gen_rewrites.py: {p.stderr.strip()}")

@@ -308,6 +308,20 @@ def case_conv3d_gather():
     return c
 
 
+def case_epilogue_two_outputs():
+    c = Case("epilogue_writes_two_values", 1, 1, "MatMul + bias, then the biased value is "
+             "a graph output and also feeds a Relu and a bool mask: one epilogue, 3 outputs")
+    x = c.inp("x", F32, [6, 20])
+    h = c.op("MatMul", [x, c.rand([20, 9])])
+    h = c.op("Add", [h, c.rand([9])])
+    y = c.op("Relu", [h])
+    m = c.op("Greater", [h, c.const(0.1)])
+    c.out(y, F32, [6, 9])
+    c.out(h, F32, [6, 9])
+    c.out(m, BOOL, [6, 9])
+    return c
+
+
 def case_no_fuse_broadcast():
     c = Case("no_fuse_different_shapes", 2, 0, "a [1,N] op feeding a [M,N] op: different "
              "iteration spaces stay two kernels")
@@ -348,7 +362,7 @@ CASES = [case_dag, case_mid_output, case_output_consumed, case_broadcast_ranks,
          case_cast_chain, case_where_clip, case_int_chain, case_float16_chain,
          case_gemm_bias_relu, case_gemm_c_scale, case_matmul_batched, case_matmul_wide_gelu,
          case_conv_residual, case_conv_plane_channel, case_conv1x1_rowbroadcast,
-         case_conv3d_gather, case_no_fuse_broadcast, case_no_fuse_cycle,
+         case_conv3d_gather, case_epilogue_two_outputs, case_no_fuse_broadcast, case_no_fuse_cycle,
          case_epilogue_blocked]
 
 

@@ -155,7 +155,8 @@ NODE_KEYS = {"name": str, "op": str, "family": str, "shape": str, "dtype": str, 
              "kind": str, "flops": (int, float), "macs": (int, float), "bytes": (int, float),
              "bytes_read": (int, float), "bytes_write": (int, float),
              "weight_bytes": (int, float), "intensity": (int, float), "bound": str,
-             "access": str, "time_s": (int, float), "share": (int, float), "priced": bool}
+             "access": str, "time_s": (int, float), "share": (int, float), "group": int,
+             "priced": bool}
 TOTAL_KEYS = {"flops", "macs", "bytes", "time_s", "kernels", "memory", "compute", "latency",
               "views", "build_time", "unpriced"}
 MACHINE_KEYS = {"name", "description", "kind", "cores", "balance", "balance_effective",
@@ -165,7 +166,7 @@ MACHINE_KEYS = {"name", "description", "kind", "cores", "balance", "balance_effe
 def schema_errors(rep):
     errs = []
     for k in ("format", "model", "machine", "batch", "note", "nodes", "total", "sweep",
-              "crossings", "remarks"):
+              "crossings", "fusion", "remarks"):
         if k not in rep:
             errs.append(f"top-level '{k}' missing")
     if errs:

@@ -1,4 +1,4 @@
-"""The ONNX writer: `rlopt MODEL -o OUT.onnx` writes a model that
+"""The ONNX writer: `rlopt MODEL -o OUT.onnx -O0` writes a model that
 onnx.checker.check_model(full_check=True) accepts, with the same nodes (op
 types, names, order), the same initializer bytes, and the same graph inputs
 and outputs — for the nine light models of the onnx 1.22.0 wheel and a
@@ -24,8 +24,18 @@ NODE_SAMPLE = ["test_add_bcast", "test_conv_with_strides_padding", "test_gemm_de
 
 
 def check_one(rl, path, tmp):
+    """-O0: the writer alone must give back the same graph; -O2: whatever the
+    passes made must still be a model the checker accepts."""
+    out2 = os.path.join(tmp, "out_O2.onnx")
+    r = rltest.run([rl, path, "-o", out2, "-O2"], timeout=120)
+    if not r.ok:
+        return "-O2: " + r.describe()
+    try:
+        onnx.checker.check_model(out2, full_check=True)
+    except Exception as e:  # the checker's own message
+        return f"-O2 checker: {str(e).splitlines()[0]}"
     out = os.path.join(tmp, "out.onnx")
-    r = rltest.run([rl, path, "-o", out], timeout=120)
+    r = rltest.run([rl, path, "-o", out, "-O0"], timeout=120)
     if not r.ok:
         return r.describe()
     try:
