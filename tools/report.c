@@ -17,6 +17,8 @@
  */
 #include "cli.h"
 
+#include "passes/pass.h"
+
 #include "backends/report/report.h"
 
 #include <stdlib.h>
@@ -103,6 +105,8 @@ int rl_cmd_report(int argc, char **argv)
 	struct rl_report_series series[16];
 	struct rl_report_crossing *cross = NULL;
 	int ncross = 0, rc = RL_EXIT_INPUT;
+	struct rl_pass_ctx jctx;
+	memset(&jctx, 0, sizeof(jctx));
 	for (int i = 0; i < nb; i++) {
 		struct rl_cli_opts c = o;
 		c.batch = (int)batches[i];
@@ -140,9 +144,16 @@ int rl_cmd_report(int argc, char **argv)
 		if (o.nbatches)
 			note = "the model has no symbolic batch dimension: --batch changes nothing";
 	}
+	/* the rewrite verdicts: the judge prices candidate rewrites of every
+	 * weighted node at the first binding; it only remarks, never rewrites */
+	rl_pass_ctx_init(&jctx, &m, 2);
+	if (rl_pass_judge(gs[0], &jctx) != RL_OK) {
+		fprintf(stderr, "rlopt: %s\n", gs[0]->err);
+		goto done;
+	}
 	struct rl_report rep = {
 		.model = model, .m = &m, .series = series, .nseries = nb,
-		.cross = cross, .ncross = ncross, .ctx = NULL, .note = note,
+		.cross = cross, .ncross = ncross, .ctx = &jctx, .note = note,
 	};
 	char err[1024];
 	if (!rl_report_write(&rep, fmt, out, err, sizeof(err))) {
@@ -153,6 +164,7 @@ int rl_cmd_report(int argc, char **argv)
 		fprintf(stderr, "rlopt: wrote %s\n", out);
 	rc = RL_EXIT_OK;
 done:
+	rl_pass_ctx_free(&jctx);
 	free(cross);
 	for (int i = 0; i < 17; i++)
 		if (gs[i])

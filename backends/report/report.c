@@ -414,6 +414,10 @@ static void render_text(FILE *f, const struct rl_report *r, const struct srows *
 		}
 	}
 	text_cross(f, r);
+	if (r->ctx) {
+		fputc('\n', f);
+		rl_judge_print(r->ctx, f);
+	}
 	text_remarks(f, r->ctx);
 }
 
