@@ -301,6 +301,7 @@ enum rl_status rl_graph_error(struct rl_graph *g, const struct rl_node *node,
 uint32_t rl_graph_add_value(struct rl_graph *g, const char *name,
                             enum rl_dtype dt, const struct rl_shape *shape)
 {
+	g->version++;
 	if (g->nvalues == g->cap_values) {
 		g->cap_values = g->cap_values ? 2 * g->cap_values : 256;
 		g->values = realloc(g->values, g->cap_values * sizeof(*g->values));
@@ -329,6 +330,7 @@ uint32_t rl_graph_add_value(struct rl_graph *g, const char *name,
 void rl_value_set_data(struct rl_graph *g, uint32_t v, const void *data,
                        size_t nbytes)
 {
+	g->version++;
 	RL_ASSERT(v < g->nvalues);
 	g->values[v].data = data;
 	g->values[v].nbytes = nbytes;
@@ -362,6 +364,7 @@ uint32_t rl_graph_add_node(struct rl_graph *g, enum rl_op op, const char *name,
                            const uint32_t *in, int nin, const uint32_t *out,
                            int nout)
 {
+	g->version++;
 	if (g->nnodes == g->cap_nodes) {
 		g->cap_nodes = g->cap_nodes ? 2 * g->cap_nodes : 256;
 		g->nodes = realloc(g->nodes, g->cap_nodes * sizeof(*g->nodes));
@@ -401,6 +404,7 @@ uint32_t rl_graph_add_node(struct rl_graph *g, enum rl_op op, const char *name,
 
 void rl_node_set_input(struct rl_graph *g, uint32_t node, int slot, uint32_t v)
 {
+	g->version++;
 	struct rl_node *n = &g->nodes[node];
 	RL_ASSERT(slot >= 0 && slot < n->nin);
 	if (n->in[slot] != RL_NONE)
@@ -412,6 +416,7 @@ void rl_node_set_input(struct rl_graph *g, uint32_t node, int slot, uint32_t v)
 
 void rl_graph_replace_uses(struct rl_graph *g, uint32_t from, uint32_t to)
 {
+	g->version++;
 	if (from == to)
 		return;
 	struct rl_value *f = &g->values[from];
@@ -435,6 +440,7 @@ void rl_graph_replace_uses(struct rl_graph *g, uint32_t from, uint32_t to)
 
 void rl_graph_remove_node(struct rl_graph *g, uint32_t node)
 {
+	g->version++;
 	struct rl_node *n = &g->nodes[node];
 	if (n->dead)
 		return;
@@ -449,6 +455,7 @@ void rl_graph_remove_node(struct rl_graph *g, uint32_t node)
 
 void rl_graph_compact(struct rl_graph *g)
 {
+	g->version++;
 	uint32_t *nmap = malloc((g->nnodes + 1) * sizeof(*nmap));
 	uint32_t *vmap = malloc((g->nvalues + 1) * sizeof(*vmap));
 	bool *keep = calloc(g->nvalues + 1, 1);
@@ -535,6 +542,7 @@ void rl_graph_compact(struct rl_graph *g)
 
 enum rl_status rl_graph_toposort(struct rl_graph *g)
 {
+	g->version++;
 	/* Kahn's algorithm over live nodes; ties keep model order, so a model
 	 * already in order comes out unchanged (deterministic output). */
 	uint32_t *indeg = calloc(g->nnodes + 1, sizeof(*indeg));
@@ -649,13 +657,6 @@ enum rl_status rl_graph_verify(struct rl_graph *g)
 			if (v >= g->nvalues)
 				return rl_graph_error(g, n, RL_ERR_INVALID, "input %d out of range", k);
 			struct rl_value *val = &g->values[v];
-			uint32_t cnt = 0;
-			for (uint32_t u = 0; u < val->nuses; u++)
-				cnt += val->uses[u] == i;
-			if (!cnt)
-				return rl_graph_error(g, n, RL_ERR_INVALID,
-				                      "input '%s' does not list this node as a use",
-				                      val->name);
 			if (val->producer == RL_NONE && !(val->flags & (RL_VAL_INPUT | RL_VAL_CONST)))
 				return rl_graph_error(g, n, RL_ERR_INVALID,
 				                      "input '%s' is not produced by any node, "
@@ -676,33 +677,57 @@ enum rl_status rl_graph_verify(struct rl_graph *g)
 				                      g->values[v].name);
 		}
 	}
+	/* use lists, in linear time: the input slots that read a value must
+	 * number exactly its use entries, and each use entry must name a live
+	 * node that reads it (a constant shared by 100k nodes stays cheap) */
+	uint32_t *slots = calloc(g->nvalues + 1, sizeof(*slots));
+	RL_ASSERT(slots);
+	for (uint32_t i = 0; i < g->nnodes; i++) {
+		const struct rl_node *n = &g->nodes[i];
+		for (int k = 0; !n->dead && k < n->nin; k++)
+			if (n->in[k] != RL_NONE)
+				slots[n->in[k]]++;
+	}
 	for (uint32_t v = 0; v < g->nvalues; v++) {
 		struct rl_value *val = &g->values[v];
 		for (uint32_t u = 0; u < val->nuses; u++) {
 			uint32_t c = val->uses[u];
-			if (c >= g->nnodes || g->nodes[c].dead)
-				return rl_graph_error(g, NULL, RL_ERR_INVALID,
-				                      "value '%s' lists a dead or missing use",
-				                      val->name);
+			bool reads = c < g->nnodes && !g->nodes[c].dead;
+			for (int k = 0; reads && k < g->nodes[c].nin; k++)
+				if (g->nodes[c].in[k] == v)
+					goto found;
+			free(slots);
+			return rl_graph_error(g, c < g->nnodes ? &g->nodes[c] : NULL, RL_ERR_INVALID,
+			                      "value '%s' lists a use by a node that is dead, "
+			                      "missing or does not read it", val->name);
+		found:;
+		}
+		if (slots[v] != val->nuses) {
+			uint32_t nslots = slots[v];
+			free(slots);
+			return rl_graph_error(g, NULL, RL_ERR_INVALID,
+			                      "value '%s' is read by %u input slots but lists %u uses",
+			                      val->name, nslots, val->nuses);
 		}
 		if (val->flags & RL_VAL_CONST) {
 			int64_t ne = rl_shape_numel(&val->shape);
 			size_t es = rl_dtype_size(val->dtype);
 			if (ne < 0 || (es && (size_t)ne * es != val->nbytes))
-				return rl_graph_error(g, NULL, RL_ERR_INVALID,
+				return free(slots), rl_graph_error(g, NULL, RL_ERR_INVALID,
 				                      "constant '%s' holds %zu bytes, its shape "
 				                      "needs %lld", val->name, val->nbytes,
 				                      (long long)(ne < 0 ? -1 : ne * (int64_t)es));
 		}
 		if (val->shape.rank > RL_MAX_RANK)
-			return rl_graph_error(g, NULL, RL_ERR_INVALID, "value '%s' has rank %d",
+			return free(slots), rl_graph_error(g, NULL, RL_ERR_INVALID, "value '%s' has rank %d",
 			                      val->name, val->shape.rank);
 		for (int d = 0; d < val->shape.rank; d++)
 			if (val->shape.d[d].v < 0 && !val->shape.d[d].sym)
-				return rl_graph_error(g, NULL, RL_ERR_SHAPE,
+				return free(slots), rl_graph_error(g, NULL, RL_ERR_SHAPE,
 				                      "value '%s' has a negative dimension",
 				                      val->name);
 	}
+	free(slots);
 	for (uint32_t i = 0; i < g->noutputs; i++) {
 		struct rl_value *val = &g->values[g->outputs[i]];
 		if (val->producer == RL_NONE && !(val->flags & (RL_VAL_INPUT | RL_VAL_CONST)))
@@ -767,6 +792,7 @@ int rl_node_attr_ints(const struct rl_node *n, const char *name,
 struct rl_attr *rl_node_add_attr(struct rl_graph *g, uint32_t node,
                                  const char *name, enum rl_attr_kind kind)
 {
+	g->version++;
 	struct rl_node *n = &g->nodes[node];
 	struct rl_attr *na = rl_arena_alloc(g, (size_t)(n->nattrs + 1) * sizeof(*na));
 	if (n->nattrs)

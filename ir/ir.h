@@ -262,6 +262,9 @@ struct rl_graph {
 	const char *dir;     /* the model's folder, for external data */
 
 	char err[1024];      /* last user-facing error, one line */
+	uint64_t version;    /* bumped by every mutation API call; lets the pass
+	                        driver skip re-inference after a pass that only
+	                        annotated */
 
 	/* resources released by rl_graph_free */
 	struct rl_mapping *maps;

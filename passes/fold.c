@@ -20,7 +20,7 @@
  *    computed here in the dtype's own precision, as the runtime would.
  *
  * The size rule: folding must not grow the model. A fold is taken when its
- * output is at most ctx->fold_max_bytes (1 MiB by default), or no bigger
+ * output is at most ctx->fold_max_bytes (16 KiB by default), or no bigger
  * than the constant inputs that die with the node (nothing else reads
  * them). So a 400 MB Expand of a scalar stays a node, and a Transpose of a
  * weight that another node also reads is not duplicated when it is big;

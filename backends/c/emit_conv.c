@@ -30,6 +30,7 @@
 #include "emit.h"
 
 #include <string.h>
+#include <stdlib.h> /* TUNING-HACK */
 
 #define CONV_MB 4        /* output channels per block */
 #define CONV_ROW_MAX 8192 /* longest padded input row kept on the stack */
@@ -377,6 +378,9 @@ static bool conv_band_plan(const struct conv2d *p, int64_t es, struct conv_band 
 	int64_t tq = b->nv * (CONV_VEC_MAX / es); /* tile width with the widest vectors */
 	int64_t WJ = p->OW + rw;
 	double best = 0;
+	/* TUNING-HACK */ int64_t BB = getenv("RL_BB") ? atoll(getenv("RL_BB")) : CONV_BAND_BYTES;
+	double PEN = getenv("RL_PEN") ? atof(getenv("RL_PEN")) : 6.0;
+	int64_t AB = getenv("RL_AB") ? atoll(getenv("RL_AB")) : CONV_ACC_BYTES;
 	for (int pass = 0; pass < 2; pass++) {
 		for (int64_t R = 1; R <= p->OH; R++) {
 			if (p->OH % R)
@@ -384,15 +388,15 @@ static bool conv_band_plan(const struct conv2d *p, int64_t es, struct conv_band 
 			int64_t TP = (R * WJ + tq - 1) / tq * tq;
 			int64_t PLN = rh * WJ + rw + TP;
 			int64_t BC = b->nh * b->nw * PLN;
-			if (b->mr * TP * es > CONV_ACC_BYTES || BC * es > CONV_BAND_BYTES)
+			if (b->mr * TP * es > AB || BC * es > BB)
 				break;
-			int64_t CC = CONV_BAND_BYTES / (BC * es);
+			int64_t CC = BB / (BC * es);
 			if (CC > CG)
 				CC = CG;
 			while (CG % CC)
 				CC--;
 			double kc = (double)(CC * KK);
-			double s = (double)(R * p->OW) / (double)TP * kc / (kc + 6.0);
+			double s = (double)(R * p->OW) / (double)TP * kc / (kc + PEN);
 			if (pass == 0 && s > best)
 				best = s;
 			if (pass == 1 && s >= 0.98 * best) {
