@@ -627,7 +627,7 @@ static void emit_band_tiles(struct rl_cgen *cg, const char *T, const struct conv
 {
 	int64_t KK = p->KH * p->KW, CG = p->C / p->G;
 	int mr = b->mr, nv = b->nv;
-	char l[600], vo[8][16];
+	char l[600], vo[8][32];
 	size_t n;
 	for (int v = 0; v < nv; v++) {
 		if (v == 0)
