@@ -113,6 +113,20 @@ def onnx_bytes_unfused(path):
     return total
 
 
+def report_bytes(args, model, work):
+    """Predicted bytes of the unoptimized model by the cost model:
+    `rlopt report MODEL -O0 -o X.json`, total.bytes; None if unavailable."""
+    out = os.path.join(work, "report_o0.json")
+    p = subprocess.run([args.rlopt, "report", model, "-O0", "-o", out], capture_output=True,
+                       text=True, timeout=600)
+    if p.returncode != 0 or not os.path.exists(out):
+        return None
+    import json
+
+    with open(out) as f:
+        return int(json.load(f)["total"]["bytes"])
+
+
 def fuse_summary(remarks):
     m = re.search(r"^remark: fuse: -: summary: .*\[bytes (\d+) -> (\d+)\]", remarks, re.M)
     if not m:
@@ -213,13 +227,15 @@ def part_chain(args, work, verdicts):
     model = os.path.join(SOURCE, "examples", "elementwise_chain.onnx")
     print("== 1. examples/elementwise_chain.onnx: 10 elementwise ops over 4M float32")
     b0 = onnx_bytes_unfused(model)
+    rb = report_bytes(args, model, work)
     c0 = os.path.join(work, "chain_o0.c")
     c2 = os.path.join(work, "chain_o2.c")
     generate(args, model, c0, ["-O0"])
     rem = generate(args, model, c2, ["-O2"])
     before, b2 = fuse_summary(rem)
-    print(f"predicted bytes  -O0 {b0:>12,d}  ({count_kernels(c0)} kernels; unfused graph, "
-          f"fuse pass's own count {before:,d})")
+    print(f"predicted bytes  -O0 {b0:>12,d}  ({count_kernels(c0)} kernels; each node's inputs and "
+          f"outputs; `rlopt report -O0`: {rb if rb is None else f'{rb:,d}'}; the fuse pass's "
+          f"count before fusing {before:,d})")
     print(f"                 -O2 {b2:>12,d}  ({count_kernels(c2)} kernels)")
     ok = b2 * 5 <= b0
     print(f"                 ratio -O2/-O0 = {b2 / b0:.3f} (criterion <= 0.200): "
@@ -423,9 +439,11 @@ def part_gpt(args, work, verdicts):
                 "applied" in ln or "summary" in ln):
             print("  " + ln)
     before, after = fuse_summary(rem)
-    print(f"kernels -O0 {count_kernels(c0)}, -O2 {count_kernels(c2)}; predicted bytes of the "
-          f"fused graph {before:,d} -> {after:,d} ({before - after:,d} saved by fusion), "
-          f"-O0 graph {onnx_bytes_unfused(model):,d}")
+    rb = report_bytes(args, model, work)
+    print(f"kernels -O0 {count_kernels(c0)}, -O2 {count_kernels(c2)}; predicted bytes (cost "
+          f"model): -O0 {rb if rb is None else f'{rb:,d}'} (`rlopt report -O0`), -O2 before "
+          f"fusing {before:,d} (after cleanup and patterns), after fusing {after:,d}: "
+          f"{before - after:,d} saved by fusion")
     x = np.random.default_rng(2).standard_normal((1, 16, 64)).astype(np.float32)
     y0 = np.empty((1, 16, 64), np.float32)
     y2 = np.empty((1, 16, 64), np.float32)

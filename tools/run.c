@@ -87,7 +87,7 @@ static bool write_text(const char *path, const char *s)
 
 /* Run argv (argv[0] a program, or /bin/sh -c) with stdout+stderr to log and
  * a time limit. Returns the wait status, or -1 on time-out. */
-static int run_child(char *const argv[], const char *log, int timeout_s)
+static int run_child(char *const argv[], const char *log, const char *cwd, int timeout_s)
 {
 	pid_t pid = fork();
 	if (pid < 0)
@@ -100,6 +100,8 @@ static int run_child(char *const argv[], const char *log, int timeout_s)
 			close(fd);
 		}
 		setpgid(0, 0);
+		if (cwd && chdir(cwd) != 0)
+			_exit(126);
 		execvp(argv[0], argv);
 		_exit(127);
 	}
@@ -272,7 +274,7 @@ int rl_cmd_run(int argc, char **argv)
 	char cmd[8192];
 	snprintf(cmd, sizeof(cmd), "cd '%s' && %s -std=c11 -O2 -o model model.c harness.c -lm", tmp, cc);
 	char *sh[] = {"/bin/sh", "-c", cmd, NULL};
-	int st = run_child(sh, log, timeout_s);
+	int st = run_child(sh, log, NULL, timeout_s);
 	if (st == -1 || st == -2 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 		if (st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 127)
 			fprintf(stderr, "rlopt: run: compiler '%s' not found (set CC)\n", cc);
@@ -303,7 +305,8 @@ int rl_cmd_run(int argc, char **argv)
 		na++;
 	}
 	pargv[na] = NULL;
-	st = run_child(pargv, log, timeout_s);
+	/* in the build folder: NAME.weights is found there by default */
+	st = run_child(pargv, log, tmp, timeout_s);
 	for (int i = 1; i < na; i++)
 		free(store[i]);
 	if (st == -1) {

@@ -38,6 +38,7 @@
 #define CONV_ACC_BYTES 16384  /* band mode: stack sums of a block's band rows */
 #define CONV_VEC_MAX 32       /* bytes of the widest vector band mode uses */
 #define CONV_PHASES 4         /* band mode: most stride phases per axis */
+#define CONV_NV_MAX 8         /* band mode: most vectors per register tile */
 
 bool rl_emit_c_conv_supports(enum rl_op op)
 {
@@ -369,44 +370,58 @@ static bool conv_band_plan(const struct conv2d *p, int64_t es, struct conv_band 
 	memset(b, 0, sizeof(*b));
 	if (KK < 1 || CG < 1 || MG < 1 || p->OH < 1 || p->OW < 1)
 		return false;
+	/* twelve accumulators cover the FMA latency (where the tile has 4 channels) */
 	b->mr = MG % 4 == 0 ? 4 : MG % 2 == 0 ? 2 : 1;
-	b->nv = 8 / b->mr;
+	b->nv = b->mr == 4 ? 3 : b->mr == 2 ? 6 : CONV_NV_MAX;
 	if (!conv_phases(p->KH, p->DH, p->SH, b->ph, &b->nh) ||
 	    !conv_phases(p->KW, p->DW, p->SW, b->pw, &b->nw))
 		return false;
 	int64_t rh = (p->KH - 1) * p->DH / p->SH, rw = (p->KW - 1) * p->DW / p->SW;
-	int64_t tq = b->nv * (CONV_VEC_MAX / es); /* tile width with the widest vectors */
+	int64_t vw = CONV_VEC_MAX / es, tq = b->nv * vw; /* widest vector, tile */
 	int64_t WJ = p->OW + rw;
 	double best = 0;
 	/* TUNING-HACK */ int64_t BB = getenv("RL_BB") ? atoll(getenv("RL_BB")) : CONV_BAND_BYTES;
 	double PEN = getenv("RL_PEN") ? atof(getenv("RL_PEN")) : 6.0;
+	double NTC = getenv("RL_NTC") ? atof(getenv("RL_NTC")) : 1.0;
 	int64_t AB = getenv("RL_AB") ? atoll(getenv("RL_AB")) : CONV_ACC_BYTES;
 	for (int pass = 0; pass < 2; pass++) {
 		for (int64_t R = 1; R <= p->OH; R++) {
 			if (p->OH % R)
 				continue;
-			int64_t TP = (R * WJ + tq - 1) / tq * tq;
-			int64_t PLN = rh * WJ + rw + TP;
-			int64_t BC = b->nh * b->nw * PLN;
-			if (b->mr * TP * es > AB || BC * es > BB)
-				break;
-			int64_t CC = BB / (BC * es);
-			if (CC > CG)
-				CC = CG;
-			while (CG % CC)
-				CC--;
-			double kc = (double)(CC * KK);
-			double s = (double)(R * p->OW) / (double)TP * kc / (kc + PEN);
-			if (pass == 0 && s > best)
-				best = s;
-			if (pass == 1 && s >= 0.98 * best) {
-				b->R = R;
-				b->WJ = WJ;
-				b->A = R + rh;
-				b->TP = TP;
-				b->PLN = PLN;
-				b->BC = BC;
-				b->CC = CC;
+			/* acc's width: whole vectors, or whole tiles */
+			for (int64_t q = vw; q <= tq; q += tq - vw) {
+				int64_t TP = (R * WJ + q - 1) / q * q, full = TP / tq * tq;
+				int64_t PLN = rh * WJ + rw + TP;
+				int64_t BC = b->nh * b->nw * PLN;
+				if (b->mr * TP * es > AB || BC * es > BB)
+					break;
+				int64_t CC = BB / (BC * es);
+				if (CC > CG)
+					CC = CG;
+				while (CG % CC)
+					CC--;
+				/* useful share of the columns computed, the single-vector
+				 * tiles at the end counted twice (they are latency-bound) */
+				double e = (double)(R * p->OW) / (double)(full + 2 * (TP - full));
+				/* acc's traffic per chunk, against CC*KK multiply-adds */
+				double kc = (double)(CC * KK);
+				/* a block's weights come from far away for each band and
+				 * are reused by its TP / tq tiles */
+				double nt = (double)TP / (double)tq;
+				double s = e * kc / (kc + PEN) * nt / (nt + NTC);
+				if (pass == 0 && s > best)
+					best = s;
+				if (pass == 1 && s >= 0.98 * best) {
+					b->R = R;
+					b->WJ = WJ;
+					b->A = R + rh;
+					b->TP = TP;
+					b->PLN = PLN;
+					b->BC = BC;
+					b->CC = CC;
+				}
+				if (tq == vw)
+					break;
 			}
 		}
 	}
@@ -621,13 +636,12 @@ static void emit_acc_rows(struct rl_cgen *cg, const char *T, const struct conv2d
 	line_close(cg);
 }
 
-/* The register tiles of one block: acc += W[mo, mo + MR) x band, over the chunk. */
-static void emit_band_tiles(struct rl_cgen *cg, const char *T, const struct conv2d *p,
-                            const struct conv_band *b)
+/* One loop over acc's columns (opened by `head`) in tiles of MR channels x nv vectors. */
+static void emit_tile_loop(struct rl_cgen *cg, const char *T, const struct conv2d *p,
+                           const struct conv_band *b, int nv, const char *head)
 {
-	int64_t KK = p->KH * p->KW, CG = p->C / p->G;
-	int mr = b->mr, nv = b->nv;
-	char l[600], vo[8][32];
+	int64_t KK = p->KH * p->KW;
+	char l[800], vo[CONV_NV_MAX][32];
 	size_t n;
 	for (int v = 0; v < nv; v++) {
 		if (v == 0)
@@ -637,12 +651,9 @@ static void emit_band_tiles(struct rl_cgen *cg, const char *T, const struct conv
 		else
 			snprintf(vo[v], sizeof(vo[v]), " + %d * VL", v);
 	}
-	for (int r = 0; r < mr; r++)
-		cg_line(cg, "const %s *restrict w%d = X1 + (mo + %d) * %lld + c0 * %lld;", T, r, r,
-		        (long long)(CG * KK), (long long)KK);
-	cg_line(cg, "/* tiles of %d output channels x %d vectors, the sums in registers */", mr, nv);
-	line_open(cg, "for (size_t t = 0; t < %lld; t += %lld * VL) {", b->TP, nv);
-	for (int r = 0; r < mr; r++) {
+	cg_line(cg, "%s", head);
+	cg->indent++;
+	for (int r = 0; r < b->mr; r++) {
 		n = (size_t)snprintf(l, sizeof(l), "vec");
 		for (int v = 0; v < nv; v++)
 			n += (size_t)snprintf(l + n, sizeof(l) - n, "%s s%d%d = *(const vecu *)(acc[%d] + t%s)",
@@ -661,7 +672,7 @@ static void emit_band_tiles(struct rl_cgen *cg, const char *T, const struct conv
 		n += (size_t)snprintf(l + n, sizeof(l) - n, "%s x%d = *(const vecu *)(xs%s)",
 		                      v ? "," : "", v, vo[v]);
 	cg_line(cg, "%s;", l);
-	for (int r = 0; r < mr; r++) {
+	for (int r = 0; r < b->mr; r++) {
 		if (KK > 1)
 			n = (size_t)snprintf(l, sizeof(l), "const %s a%d = w%d[c * %lld + k];", T, r, r,
 			                     (long long)KK);
@@ -674,7 +685,7 @@ static void emit_band_tiles(struct rl_cgen *cg, const char *T, const struct conv
 	if (KK > 1)
 		line_close(cg); /* k */
 	line_close(cg); /* c */
-	for (int r = 0; r < mr; r++) {
+	for (int r = 0; r < b->mr; r++) {
 		n = 0;
 		l[0] = 0;
 		for (int v = 0; v < nv; v++)
@@ -682,7 +693,32 @@ static void emit_band_tiles(struct rl_cgen *cg, const char *T, const struct conv
 			                      v ? " " : "", r, vo[v], r, v);
 		cg_line(cg, "%s", l);
 	}
-	line_close(cg); /* t */
+	line_close(cg);
+}
+
+/*
+ * The register tiles of one block, acc += W[mo, mo + MR) x band over the
+ * chunk: tiles of MR x NV vectors, then single vectors for the columns
+ * left (acc's width is a multiple of the widest vector, not of NV of them).
+ */
+static void emit_band_tiles(struct rl_cgen *cg, const char *T, int64_t es,
+                            const struct conv2d *p, const struct conv_band *b)
+{
+	int64_t KK = p->KH * p->KW, CG = p->C / p->G;
+	char head[160];
+	for (int r = 0; r < b->mr; r++)
+		cg_line(cg, "const %s *restrict w%d = X1 + (mo + %d) * %lld + c0 * %lld;", T, r, r,
+		        (long long)(CG * KK), (long long)KK);
+	cg_line(cg, "/* tiles of %d output channels x %d vectors, the sums in registers */", b->mr,
+	        b->nv);
+	cg_line(cg, "size_t t = 0;");
+	snprintf(head, sizeof(head), "for (; t + %d * VL <= %lld; t += %d * VL) {", b->nv,
+	         (long long)b->TP, b->nv);
+	emit_tile_loop(cg, T, p, b, b->nv, head);
+	if (b->TP % (b->nv * (CONV_VEC_MAX / es)) != 0) {
+		snprintf(head, sizeof(head), "for (; t < %lld; t += VL) {", (long long)b->TP);
+		emit_tile_loop(cg, T, p, b, 1, head);
+	}
 }
 
 static void emit_conv_band(struct rl_cgen *cg, const char *T, int64_t es, const struct conv2d *p,
@@ -745,7 +781,7 @@ static void emit_conv_band(struct rl_cgen *cg, const char *T, int64_t es, const 
 		emit_acc_rows(cg, T, p, b, false, NULL);
 		line_close(cg);
 	}
-	emit_band_tiles(cg, T, p, b);
+	emit_band_tiles(cg, T, es, p, b);
 	snprintf(cond, sizeof(cond), "c0 == %lld", (long long)(CG - b->CC));
 	emit_acc_rows(cg, T, p, b, true, chunked ? cond : "");
 	line_close(cg); /* mo */

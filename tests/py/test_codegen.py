@@ -1,0 +1,165 @@
+"""The generated C as a user meets it, and `rlopt run`'s failure modes.
+
+- Determinism: the same model and options give byte-identical .c and .h.
+- The examples' generated code compiles with gcc and clang under
+  -std=c11 -Wall -Wextra -Werror -O2.
+- Side-file weights (--weights-max 0): NAME.weights is written, the program
+  reads it at init, and the outputs equal the embedded build's bit for bit.
+- examples/run_mlp.c links the generated MLP and runs.
+- Unbound symbolic dims: a clear error naming the dim and the flag; --batch
+  binds them.
+- `rlopt run` bad input: an input .pb of the wrong dtype or shape, a missing
+  input, a compiler that is not found or fails (its error is shown), a
+  program that crashes or hangs (reported, time-limited); no outputs left.
+"""
+
+import filecmp
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import rltest  # noqa: E402
+
+
+def main():
+    ap = rltest.make_parser(__doc__)
+    args = ap.parse_args()
+    rl, src = args.rlopt, args.source
+    t = rltest.Tally()
+    tmp = tempfile.mkdtemp(prefix="rlopt-cg-")
+
+    def check(name, ok, detail=""):
+        t.add("pass" if ok else "fail")
+        print(f"  {'pass' if ok else 'FAIL'}: {name}" + (f": {detail}" if detail and not ok else ""))
+
+    try:
+        models = os.path.join(tmp, "models")
+        r = rltest.run([sys.executable, "-B", os.path.join(src, "examples", "gen_models.py"),
+                        "--out", models, "--no-check"], timeout=300)
+        if not r.ok:
+            check("generate example models", False, r.describe())
+            sys.exit(t.finish())
+
+        # determinism, and warning-free with both compilers
+        for m in ("gpt_block", "mlp", "resnet_small"):
+            outs = []
+            for k in (1, 2):
+                d = os.path.join(tmp, f"{m}_{k}")
+                os.makedirs(d)
+                r = rltest.run([rl, os.path.join(models, m + ".onnx"), "-o", os.path.join(d, m + ".c")],
+                               timeout=120)
+                outs.append(d)
+            same = all(filecmp.cmp(os.path.join(outs[0], m + e), os.path.join(outs[1], m + e), shallow=False)
+                       for e in (".c", ".h"))
+            check(f"{m}: byte-identical output on two runs", r.ok and same, r.describe())
+            for cc in ("gcc", "clang"):
+                if not shutil.which(cc):
+                    t.add("skip")
+                    print(f"  skip: {m}: {cc} not installed")
+                    continue
+                r = rltest.run([cc, "-std=c11", "-Wall", "-Wextra", "-Werror", "-O2", "-c",
+                                os.path.join(outs[0], m + ".c"), "-o", os.path.join(outs[0], m + ".o")],
+                               timeout=300)
+                check(f"{m}: {cc} -std=c11 -Wall -Wextra -Werror compiles", r.ok, r.describe())
+
+        # side-file weights give the same outputs as embedded ones
+        mlp = os.path.join(models, "mlp.onnx")
+        x = np.random.default_rng(3).standard_normal((1, 256)).astype(np.float32)
+        xin = os.path.join(tmp, "x.pb")
+        rltest.write_pb(xin, x, "x")
+        res = {}
+        for mode, extra in (("embedded", []), ("side", ["--weights-max", "0"])):
+            od = os.path.join(tmp, "run_" + mode)
+            r = rltest.run([rl, "run", mlp, "-i", xin, "-d", od] + extra, timeout=300)
+            res[mode] = rltest.read_pb(os.path.join(od, "output_0.pb"))[1] if r.ok else None
+            check(f"rlopt run, {mode} weights", r.ok, r.describe())
+        if res.get("embedded") is not None and res.get("side") is not None:
+            check("side-file weights equal embedded weights bit for bit",
+                  np.array_equal(res["embedded"], res["side"]))
+        sd = os.path.join(tmp, "side")
+        os.makedirs(sd)
+        r = rltest.run([rl, mlp, "-o", os.path.join(sd, "mlp_opt.c"), "--weights-max", "0"], timeout=120)
+        check("--weights-max 0 writes NAME.weights", r.ok and os.path.exists(os.path.join(sd, "mlp_opt.weights")),
+              r.describe())
+
+        # the example program that links generated code
+        ed = os.path.join(tmp, "example")
+        os.makedirs(ed)
+        r = rltest.run([rl, mlp, "-o", os.path.join(ed, "mlp_opt.c")], timeout=120)
+        if r.ok:
+            r = rltest.run(["cc", "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-I", ed, "-o",
+                            os.path.join(ed, "run_mlp"), os.path.join(src, "examples", "run_mlp.c"),
+                            os.path.join(ed, "mlp_opt.c"), "-lm"], timeout=300)
+        if r.ok:
+            r = rltest.run([os.path.join(ed, "run_mlp")], timeout=60)
+        check("examples/run_mlp.c links the generated MLP and runs", r.ok and "argmax" in r.stdout,
+              r.describe())
+
+        # unbound symbolic dims
+        dyn = os.path.join(models, "tiny_mlp_dynamic.onnx")
+        r = rltest.run([rl, dyn, "-o", os.path.join(tmp, "dyn.c")], timeout=60)
+        check("unbound dim: exit 2 naming the dim and --batch",
+              r.returncode == 2 and "batch" in r.stderr and "--batch" in r.stderr, r.describe())
+        r = rltest.run([rl, dyn, "-o", os.path.join(tmp, "dyn.c"), "--batch", "4"], timeout=60)
+        h = open(os.path.join(tmp, "dyn.h")).read() if r.ok else ""
+        check("--batch 4 binds it", r.ok and "4x8" in h, r.describe())
+
+        # rlopt run bad input
+        relu = helper.make_model(helper.make_graph(
+            [helper.make_node("Relu", ["x"], ["y"], name="r")], "g",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])]),
+            opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+        rp = os.path.join(tmp, "relu.onnx")
+        onnx.save(relu, rp)
+        good = os.path.join(tmp, "good.pb")
+        rltest.write_pb(good, np.ones((2, 3), np.float32), "x")
+        bad_dt = os.path.join(tmp, "bad_dt.pb")
+        rltest.write_pb(bad_dt, np.ones((2, 3), np.int64), "x")
+        bad_sh = os.path.join(tmp, "bad_sh.pb")
+        rltest.write_pb(bad_sh, np.ones((3, 2), np.float32), "x")
+
+        def run_case(name, argv, code, words, env=None):
+            od = os.path.join(tmp, "o_" + name.replace(" ", "_"))
+            e = dict(os.environ)
+            e.update(env or {})
+            r = rltest.run([rl, "run", rp] + argv + ["-d", od], timeout=120, env=e)
+            left = os.listdir(od) if os.path.isdir(od) else []
+            ok = r.returncode == code and all(w in r.stderr for w in words) and not left
+            check(f"run: {name}: exit {code}", ok, f"exit {r.returncode}, left {left}: {r.stderr.strip()[:300]}")
+
+        run_case("input dtype mismatch", ["-i", bad_dt], 2, ["int64", "float32"])
+        run_case("input shape mismatch", ["-i", bad_sh], 2, ["3x2", "2x3"])
+        run_case("missing input", [], 2, ["1 input"])
+        run_case("compiler not found", ["-i", good], 4, ["not found"], {"CC": "/nonexistent/cc"})
+        run_case("compiler fails (its error shown)", ["-i", good], 4, ["failed", "| "],
+                 {"CC": "cc -DRL_BROKEN=\"#error\" -include /nonexistent/header.h"})
+        # a program that crashes: a C compiler wrapper that injects a segfault
+        wrap = os.path.join(tmp, "crashcc.sh")
+        with open(wrap, "w") as f:
+            f.write("#!/bin/sh\nprintf 'static void c(void) __attribute__((constructor));"
+                    "static void c(void){__builtin_trap();}\\n' > crash.c\n"
+                    "exec cc \"$@\" crash.c\n")
+        os.chmod(wrap, 0o755)
+        hang = os.path.join(tmp, "hangcc.sh")
+        with open(hang, "w") as f:
+            f.write("#!/bin/sh\nprintf '#include <unistd.h>\\nstatic void h(void) __attribute__((constructor));"
+                    "static void h(void){for(;;)sleep(1);}\\n' > hang.c\n"
+                    "exec cc \"$@\" hang.c\n")
+        os.chmod(hang, 0o755)
+        run_case("program crashes", ["-i", good], 4, ["crashed"], {"CC": wrap})
+        run_case("program hangs (time limit)", ["-i", good, "--timeout", "3"], 4, ["timed out"], {"CC": hang})
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    sys.exit(t.finish())
+
+
+if __name__ == "__main__":
+    main()
