@@ -6,8 +6,8 @@ Three parts, every ratio measured within this one run (see ../shared/STYLE.md):
 1. examples/elementwise_chain.onnx (10 elementwise ops over 4M float32):
    - predicted bytes: -O0 from the ONNX graph itself (every node reads each
      input once and writes its outputs once, the cost model's unfused
-     baseline) and -O2 from the fuse pass's summary remark
-     (`rlopt --remarks`); criterion: -O2 <= 1/5 of -O0;
+     baseline; `rlopt report -O0` printed beside it) and -O2 from the fuse
+     pass's summary remark (`rlopt --remarks`); criterion: -O2 <= 1/5 of -O0;
    - speed: the C generated at -O0 and at -O2, compiled with the same flags
      into shared objects, loaded into this process and timed interleaved,
      best of N; the outputs must agree; criterion: -O2 at least 3x faster.
@@ -21,9 +21,10 @@ Three parts, every ratio measured within this one run (see ../shared/STYLE.md):
    floats (256 MiB in, 256 MiB out) generated at -O2 (one fused kernel),
    against
    - a single-thread STREAM-like copy (y[i] = x[i] over the same two
-     256 MiB arrays, same compiler and flags) timed interleaved with it: the
-     70% criterion is measured against THIS number, because the generated
-     code runs on one thread;
+     256 MiB arrays, same compiler and flags, ordinary stores like the
+     generated code's; memcpy's non-temporal stores printed for reference)
+     timed interleaved with it: the 70% criterion is measured against THIS
+     number, because the generated code runs on one thread;
    - `rlopt probe -o TMP.xml`: the single-thread DRAM copy rate from the
      profile's comment, and the all-thread DRAM figures of the profile's
      main-memory level (read_bw/write_bw); printed for reference, the
@@ -33,7 +34,8 @@ Three parts, every ratio measured within this one run (see ../shared/STYLE.md):
    make it compute-bound on one core, so bandwidth is not what binds it.
 3. examples/gpt_block.onnx: kernels at -O0 and -O2, the fuse pass's remarks
    (every LayerNorm/Softmax/GELU region and epilogue as one kernel), the
-   bytes saved, and the end-to-end time of -O0, -O2 and onnxruntime (CPU
+   predicted bytes (`rlopt report -O0`, and the fuse pass's before and
+   after), and the end-to-end time of -O0, -O2 and onnxruntime (CPU
    provider, 1 thread, inputs bound once with IOBinding), interleaved, best
    of N; outputs checked against onnxruntime (rtol 1e-3, atol 1e-4).
 
@@ -41,7 +43,7 @@ Times are thread CPU time (time.thread_time around each call, best of N):
 on a shared machine it leaves out the time the thread waits for a core;
 wall-clock best and median are printed beside it.
 
-Usage: bench_fusion.py [--rlopt build/rlopt] [--cc cc] [--cflags "-O2"]
+Usage: bench_fusion.py [--rlopt build/rlopt] [--cc cc] [--cflags FLAGS] [--plain FLAGS]
                        [--reps N] [--big-elems N] [--probe-xml FILE | --no-probe]
                        [--no-gpt] [--keep]
 Exit status: 0 when every criterion holds, 1 when one fails, 2 on an error.

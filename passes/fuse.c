@@ -475,12 +475,15 @@ static void grow(struct fuse *f)
 /* ---- epilogues ---------------------------------------------------------- */
 
 /* Attach to cluster c the MatMul/Gemm/Conv that feeds it, when the product
- * is used by nothing else and the cluster writes one value of its shape. */
+ * has c's shape, is used by nothing outside c, and c writes some value of
+ * the product's dtype (the product is computed into that buffer). */
 static void attach(struct fuse *f, uint32_t ci)
 {
 	struct rl_graph *g = f->g;
 	struct cluster *c = &f->cls[ci];
 	struct iface it;
+	uint32_t tried[FUSE_MAX_INPUTS];
+	int ntried = 0;
 	interface(f, c->nodes, c->n, RL_NONE, &it);
 	for (uint32_t j = 0; j < c->n; j++) {
 		const struct rl_node *n = &g->nodes[c->nodes[j]];
@@ -490,6 +493,12 @@ static void attach(struct fuse *f, uint32_t ci)
 			if (a == RL_NONE || f->cl[a] >= 0 || !anchor_op(g->nodes[a].op) ||
 			    !runs_static(g, &g->nodes[a]))
 				continue;
+			bool again = false;
+			for (int k = 0; k < ntried && !again; k++)
+				again = tried[k] == a;
+			if (again || ntried == FUSE_MAX_INPUTS)
+				continue; /* each product is judged once */
+			tried[ntried++] = a;
 			const struct rl_value *y = &g->values[v];
 			const char *why = NULL;
 			char other[200] = "";

@@ -1,21 +1,25 @@
 /*
  * emit_conv.c - C kernels for Conv and ConvTranspose.
  *
- * Conv on float32/float64 with one or two spatial axes is a direct
- * convolution that never materializes im2col: a block of up to four output
- * channels walks the output rows; for each input channel and kernel row the
- * input row (copied with its zero padding into a small stack array when the
- * window reaches past an edge) is streamed against every kernel column into
- * the block's output rows. The innermost loop runs over contiguous output
- * columns with a literal trip count, split into a multiple of four plus a
- * short tail so that gcc -O2 vectorizes it too. A 1x1 convolution with unit
- * strides and no padding is the same code over the flattened spatial plane,
- * which makes it a GEMM over channels (rows of output columns, i-k-j).
+ * Conv on float32/float64 with one or two spatial axes runs in band mode
+ * (see "Band mode" below): per band of output rows, the input rows it reads
+ * are copied with their zero padding to the stack, a stride split into
+ * phases so that every kernel tap reads contiguously, and register tiles of
+ * four output channels x three SIMD vectors (GCC/Clang vector extensions,
+ * 16 or 32 bytes as the compiler targets) sum weight x input over channels
+ * and taps without touching memory. A 1x1 convolution with unit strides and
+ * no padding is the same code over the flattened spatial plane: a GEMM over
+ * channels.
  *
- * Everything else (three or more spatial axes, float16/bfloat16, very wide
- * padded rows) takes a gather loop per output element with the sum in float
- * (double for float64). ConvTranspose is always the gather form: output
- * position o receives input i through kernel tap k when o = i*s + k*d - pb.
+ * Rows too wide for band mode's stack budgets (or a stride with more than
+ * CONV_PHASES phases in use) take the row form: a block of up to four
+ * output channels walks the output rows, each (zero-padded) input row
+ * streamed against every kernel column into the block's output rows, the
+ * column loop written so that gcc -O2 vectorizes it. Everything else (three
+ * or more spatial axes, float16/bfloat16, very wide padded rows) takes a
+ * gather loop per output element with the sum in float (double for
+ * float64). ConvTranspose is always the gather form: output position o
+ * receives input i through kernel tap k when o = i*s + k*d - pb.
  *
  * Pads follow ONNX: explicit pads, VALID (none), or SAME_UPPER/SAME_LOWER
  * with the total (out-1)*s + (k-1)*d + 1 - in split so that the extra pixel
@@ -30,7 +34,6 @@
 #include "emit.h"
 
 #include <string.h>
-#include <stdlib.h> /* TUNING-HACK */
 
 #define CONV_MB 4        /* output channels per block */
 #define CONV_ROW_MAX 8192 /* longest padded input row kept on the stack */
@@ -317,8 +320,11 @@ static void emit_conv2d(struct rl_cgen *cg, const char *T, const struct conv2d *
  *
  * The vectors are GCC/Clang vector extensions, 32 bytes when the compiler
  * targets AVX and 16 otherwise: the same C is right at plain -O2 and uses
- * the wider registers under -march=native. Tiles are sized for the widest
- * vector, so both widths cover acc exactly.
+ * the wider registers under -march=native. acc's width is a multiple of the
+ * widest vector; tiles of MR x NV vectors (MR*NV = 12 accumulators, enough
+ * to hide the FMA latency) cover most of it and single vectors the rest.
+ * The sums run in the order bias, then channels and taps in turn, for
+ * every vector width.
  */
 struct conv_band {
 	int mr, nv;                /* register tile: mr output channels x nv vectors */
@@ -359,10 +365,13 @@ static int conv_phase_index(const int64_t *ph, int n, int64_t f)
 }
 
 /*
- * Pick R, and with it the chunk size, within the stack budgets: maximize
- * the share of useful lanes R*OW/TP, discounted for acc's traffic per chunk
- * (about six vector moves per vector of outputs, against CC*KH*KW
- * multiply-adds); near ties go to the taller band.
+ * Pick R and acc's width TP, and with them the chunk size, within the stack
+ * budgets. The score is the share of useful columns (R*OW of those
+ * computed), discounted for acc's traffic per chunk (against CC*KH*KW
+ * multiply-adds per output) and for fetching a block's weights again for
+ * every band (they are reused by the band's TP / tile tiles); near ties go
+ * to fewer chunks, then to the taller band. The constants were fitted on
+ * ResNet/SqueezeNet shapes (bench/bench_ort.py).
  */
 static bool conv_band_plan(const struct conv2d *p, int64_t es, struct conv_band *b)
 {
@@ -380,22 +389,20 @@ static bool conv_band_plan(const struct conv2d *p, int64_t es, struct conv_band 
 	int64_t vw = CONV_VEC_MAX / es, tq = b->nv * vw; /* widest vector, tile */
 	int64_t WJ = p->OW + rw;
 	double best = 0;
-	/* TUNING-HACK */ int64_t BB = getenv("RL_BB") ? atoll(getenv("RL_BB")) : CONV_BAND_BYTES;
-	double PEN = getenv("RL_PEN") ? atof(getenv("RL_PEN")) : 6.0;
-	double NTC = getenv("RL_NTC") ? atof(getenv("RL_NTC")) : 1.0;
-	int64_t AB = getenv("RL_AB") ? atoll(getenv("RL_AB")) : CONV_ACC_BYTES;
 	for (int pass = 0; pass < 2; pass++) {
 		for (int64_t R = 1; R <= p->OH; R++) {
 			if (p->OH % R)
 				continue;
 			/* acc's width: whole vectors, or whole tiles */
-			for (int64_t q = vw; q <= tq; q += tq - vw) {
-				int64_t TP = (R * WJ + q - 1) / q * q, full = TP / tq * tq;
+			const int64_t widths[2] = {vw, tq};
+			for (int i = 0; i < 2; i++) {
+				int64_t TP = (R * WJ + widths[i] - 1) / widths[i] * widths[i];
+				int64_t full = TP / tq * tq;
 				int64_t PLN = rh * WJ + rw + TP;
 				int64_t BC = b->nh * b->nw * PLN;
-				if (b->mr * TP * es > AB || BC * es > BB)
+				if (b->mr * TP * es > CONV_ACC_BYTES || BC * es > CONV_BAND_BYTES)
 					break;
-				int64_t CC = BB / (BC * es);
+				int64_t CC = CONV_BAND_BYTES / (BC * es);
 				if (CC > CG)
 					CC = CG;
 				while (CG % CC)
@@ -408,10 +415,10 @@ static bool conv_band_plan(const struct conv2d *p, int64_t es, struct conv_band 
 				/* a block's weights come from far away for each band and
 				 * are reused by its TP / tq tiles */
 				double nt = (double)TP / (double)tq;
-				double s = e * kc / (kc + PEN) * nt / (nt + NTC);
+				double s = e * kc / (kc + 8.0) * nt / (nt + 0.5);
 				if (pass == 0 && s > best)
 					best = s;
-				if (pass == 1 && s >= 0.98 * best) {
+				if (pass == 1 && s >= 0.99 * best && (!b->R || CC >= b->CC)) {
 					b->R = R;
 					b->WJ = WJ;
 					b->A = R + rh;
@@ -420,8 +427,6 @@ static bool conv_band_plan(const struct conv2d *p, int64_t es, struct conv_band 
 					b->BC = BC;
 					b->CC = CC;
 				}
-				if (tq == vw)
-					break;
 			}
 		}
 	}
