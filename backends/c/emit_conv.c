@@ -331,7 +331,7 @@ struct conv_band {
 	int64_t R;                 /* output rows per band, divides OH */
 	int64_t WJ;                /* row pitch of the phase planes and of acc */
 	int64_t A;                 /* rows per phase plane: R + the taps' reach in rows */
-	int64_t TP;                /* acc columns: R * WJ rounded up to whole tiles */
+	int64_t TP;                /* acc columns: R * WJ rounded up to whole vectors or tiles */
 	int64_t PLN;               /* elements per phase plane, the last tile's reach included */
 	int64_t BC;                /* band elements per input channel (all its phase planes) */
 	int64_t CC;                /* input channels per chunk, divides C / group */
