@@ -213,32 +213,9 @@ struct slot {
 
 /* g->order as rl_graph_infer left it, unless nodes were added or removed
  * since (then sort again): saves a sort per pass in the pipeline. */
-static enum rl_status ensure_order(struct rl_graph *g)
-{
-	uint32_t live = 0;
-	for (uint32_t i = 0; i < g->nnodes; i++)
-		live += !g->nodes[i].dead;
-	bool ok = g->order && g->norder == live;
-	for (uint32_t k = 0; ok && k < g->norder; k++)
-		ok = g->order[k] < g->nnodes && !g->nodes[g->order[k]].dead;
-	return ok ? RL_OK : rl_graph_toposort(g);
-}
-
-/* Something was removed or added: compact and re-sort; else keep the order. */
-static enum rl_status finish(struct rl_graph *g, uint32_t nvalues_before)
-{
-	bool changed = g->nvalues != nvalues_before;
-	for (uint32_t i = 0; i < g->nnodes && !changed; i++)
-		changed = g->nodes[i].dead;
-	if (!changed)
-		return RL_OK;
-	rl_graph_compact(g);
-	return rl_graph_toposort(g);
-}
-
 enum rl_status rl_pass_cse(struct rl_graph *g, struct rl_pass_ctx *ctx)
 {
-	enum rl_status st = ensure_order(g);
+	enum rl_status st = rl_pass_ensure_order(g);
 	if (st != RL_OK)
 		return st;
 	uint32_t nv0 = g->nvalues;
@@ -301,5 +278,5 @@ enum rl_status rl_pass_cse(struct rl_graph *g, struct rl_pass_ctx *ctx)
 	if (merged)
 		rl_remark(ctx, PASS, NULL, "summary", -1, -1, -1, -1, "%u duplicate node%s merged",
 		          merged, merged == 1 ? "" : "s");
-	return finish(g, nv0);
+	return rl_pass_finish(g, nv0);
 }

@@ -85,6 +85,11 @@ void rl_remark(struct rl_pass_ctx *ctx, const char *pass, const char *node,
                const char *verdict, double bytes_before, double bytes_after,
                double time_before, double time_after, const char *fmt, ...)
 	__attribute__((format(printf, 9, 10)));
+/* For rewriting passes: make sure g->order lists exactly the live nodes
+ * (re-sorting only when it does not), and, at the end, compact and re-sort
+ * only if a node died or a value was added since `nvalues_before`. */
+enum rl_status rl_pass_ensure_order(struct rl_graph *g);
+enum rl_status rl_pass_finish(struct rl_graph *g, uint32_t nvalues_before);
 /* Print remarks, one per line. */
 void rl_remarks_print(const struct rl_pass_ctx *ctx, FILE *f);
 

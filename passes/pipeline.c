@@ -88,6 +88,28 @@ void rl_remarks_print(const struct rl_pass_ctx *ctx, FILE *f)
 	}
 }
 
+enum rl_status rl_pass_ensure_order(struct rl_graph *g)
+{
+	uint32_t live = 0;
+	for (uint32_t i = 0; i < g->nnodes; i++)
+		live += !g->nodes[i].dead;
+	bool ok = g->order && g->norder == live;
+	for (uint32_t k = 0; ok && k < g->norder; k++)
+		ok = g->order[k] < g->nnodes && !g->nodes[g->order[k]].dead;
+	return ok ? RL_OK : rl_graph_toposort(g);
+}
+
+enum rl_status rl_pass_finish(struct rl_graph *g, uint32_t nvalues_before)
+{
+	bool changed = g->nvalues != nvalues_before;
+	for (uint32_t i = 0; i < g->nnodes && !changed; i++)
+		changed = g->nodes[i].dead;
+	if (!changed)
+		return RL_OK;
+	rl_graph_compact(g);
+	return rl_graph_toposort(g);
+}
+
 static const struct rl_pass_info *find_pass(const char *name, size_t n)
 {
 	for (const struct rl_pass_info *p = rl_pipeline; p->name; p++)
