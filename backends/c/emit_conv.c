@@ -181,8 +181,9 @@ static void emit_split_loop(struct rl_cgen *cg, const char *var, int64_t n,
 }
 
 /*
- * Direct 2-D convolution (1-D as H = 1), float or double, accumulating in
- * the output rows. Dims: N, C, H, W in; M, OH, OW out; KH x KW kernel.
+ * A direct 2-D convolution (1-D as H = 1), float or double, for band mode
+ * and the row form. Dims: N, C, H, W in; M, OH, OW out; KH x KW kernel.
+ * The row form (emit_conv2d) accumulates in the output rows.
  */
 struct conv2d {
 	int64_t N, C, H, W, M, OH, OW, KH, KW, SH, SW, DH, DW, PT, PL, G;
@@ -996,7 +997,7 @@ enum rl_status rl_emit_c_conv(struct rl_cgen *cg, uint32_t node)
 		emit_conv_band(cg, cg_ctype(dt), es, &pb, &band);
 	} else if (fast) {
 		snprintf(sh, sizeof(sh), "%s", pointwise ? "1x1 as a GEMM over channels, " : "");
-		cg_line(cg, "/* Conv, direct: %sblocks of output channels; each (zero-padded) input row is streamed into the block's output rows */",
+		cg_line(cg, "/* Conv, row form: %sblocks of output channels; each (zero-padded) input row is streamed into the block's output rows */",
 		        sh);
 		emit_conv2d(cg, cg_ctype(dt), &p);
 	} else {

@@ -167,8 +167,8 @@ static void compile_all_for(enum rl_dtype dt)
 
 	if (!isf)
 		goto done;
-	/* Conv: plane mode with pads, row mode (wide), 1x1, strided 1x1,
-	 * depthwise, 1-D, 3-D (gather) */
+	/* Conv: band mode with pads, wide, 1x1, strided 1x1, depthwise, 1-D;
+	 * row form (stride 5: more phases than band mode splits); 3-D (gather) */
 	const int64_t dx[] = {1, 4, 9, 9}, dw3[] = {8, 4, 3, 3}, db8[] = {8};
 	const int64_t dxw[] = {1, 2, 20, 90}, dww[] = {4, 2, 3, 3};
 	const int64_t dw1[] = {8, 4, 1, 1}, dwd[] = {4, 1, 3, 3};
@@ -197,6 +197,11 @@ static void compile_all_for(enum rl_dtype dt)
 	set_ints(g, node, "pads", 2, pl1);
 	add_node(g, RL_OP_Conv, c6, 2, &node);
 	set_str(g, node, "auto_pad", "SAME_UPPER");
+	const int64_t dw5[] = {4, 4, 5, 5}, s5[] = {5, 5};
+	uint32_t cw5 = add_input(g, "cw5", dt, 4, dw5), c7[2] = {x, cw5};
+	add_node(g, RL_OP_Conv, c7, 2, &node);
+	set_ints(g, node, "strides", 2, s5);
+	set_ints(g, node, "pads", 4, p1);
 	/* ConvTranspose: W is C x M/group */
 	const int64_t dwt[] = {4, 3, 3, 3};
 	uint32_t cwt = add_input(g, "cwt", dt, 4, dwt);
