@@ -217,6 +217,32 @@ struct rl_cost {
 	int bound;         /* enum rl_bound (cost.h) */
 };
 
+/*
+ * Schedule the tiling pass (passes/tile.c) chose for a node; all zero when it
+ * did not run, and backends then use their own defaults. Products (MatMul,
+ * Gemm, Conv as implicit GEMM) follow the BLIS analytical model: an mr x nr
+ * register tile, a kc x nr micro-panel of B in L1, an mc x kc block of A in
+ * L2, a kc x nc panel of B in the last level. Streaming kernels (elementwise
+ * groups, reductions, Softmax, LayerNorm) use `strip`: elements per pass
+ * chosen to stay in L1/L2. `par` is the outer extent split across threads.
+ */
+enum rl_tile_kind {
+	RL_TILE_NONE = 0, /* no schedule: backend defaults */
+	RL_TILE_GEMM,     /* blocked, packed product */
+	RL_TILE_GEMV,     /* one row of A (batch 1): stream B with accumulators */
+	RL_TILE_STRIP,    /* streaming kernel in strips of `strip` elements */
+	RL_TILE_PLAIN,    /* too small to tile: the plain kernel */
+};
+
+struct rl_tile {
+	uint8_t kind;       /* enum rl_tile_kind */
+	int32_t mr, nr;     /* register tile (elements); nr a multiple of the vector width */
+	int32_t kc, mc, nc; /* cache blocks (elements) */
+	int32_t accum;      /* GEMV: independent accumulators to cover FMA latency */
+	int64_t strip;      /* STRIP: elements per strip */
+	int64_t par;        /* iterations of the outer loop split across threads */
+};
+
 struct rl_node {
 	enum rl_op op;
 	const char *name;   /* ONNX node name, or a generated "<op>_<idx>" */
@@ -230,6 +256,7 @@ struct rl_node {
 	bool dead;          /* removed; skipped everywhere, dropped by compact */
 	struct rl_cost cost;
 	int32_t group;      /* fusion group id, -1 if none */
+	struct rl_tile tile; /* passes/tile.c; zero when it did not run */
 };
 
 /* ---- the graph ---------------------------------------------------------- */

@@ -30,6 +30,7 @@
 #include "frontends/onnx/onnx.h"
 
 #include <ctype.h>
+#include <stddef.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -202,6 +203,12 @@ int64_t cg_strides(const struct rl_shape *s, int64_t *strides)
 int cg_bcast_open(struct rl_cgen *cg, const struct rl_shape *out, int n,
                   const struct rl_shape *const *ins)
 {
+	return cg_bcast_open_par(cg, out, n, ins, 0);
+}
+
+int cg_bcast_open_par(struct rl_cgen *cg, const struct rl_shape *out, int n,
+                      const struct rl_shape *const *ins, int64_t min_par)
+{
 	int r = out->rank;
 	int64_t dims[RL_MAX_RANK + 1];
 	int64_t st[17][RL_MAX_RANK + 1]; /* per input strides in output dims */
@@ -251,8 +258,19 @@ int cg_bcast_open(struct rl_cgen *cg, const struct rl_shape *out, int n,
 		ostr[d] = acc;
 		acc *= md[d];
 	}
+	/* split the outermost loop across threads when the whole nest is big
+	 * enough: chunks of at least min_par elements */
+	bool par = min_par > 0 && acc >= 2 * min_par && md[0] > 1;
+	if (par) {
+		int64_t inner = acc / md[0];
+		cg->par_n = md[0];
+		cg->par_grain = (min_par + inner - 1) / inner;
+	}
 	for (int d = 0; d < m; d++) {
-		cg_line(cg, "for (size_t j%d = 0; j%d < %lld; j%d++) {", d, d, (long long)md[d], d);
+		if (d == 0 && par)
+			cg_line(cg, "for (size_t j0 = (size_t)lo; j0 < (size_t)hi; j0++) {");
+		else
+			cg_line(cg, "for (size_t j%d = 0; j%d < %lld; j%d++) {", d, d, (long long)md[d], d);
 		cg->indent++;
 	}
 	char e[1024];
@@ -985,6 +1003,12 @@ static void value_ptr(struct driver *d, uint32_t v, bool out, char *b, size_t n)
 	}
 }
 
+void cg_value_ptr(struct rl_cgen *cg, uint32_t v, char *b, size_t n)
+{
+	struct driver *d = (struct driver *)(void *)((char *)cg - offsetof(struct driver, cg));
+	value_ptr(d, v, false, b, n);
+}
+
 /* Kernel name: k<N>_<node name>, or k<N>_fused_<first>__<last> for a group. */
 static void kernel_name(struct driver *d, const struct unit *un, char *b, size_t n)
 {
@@ -1052,6 +1076,9 @@ static enum rl_status emit_kernels(struct driver *d)
 		if (d->cg.body.s)
 			d->cg.body.s[0] = 0;
 		d->cg.indent = 0;
+		d->cg.kname = kname;
+		d->cg.par_n = d->cg.par_grain = 0;
+		d->cg.simd = 0;
 		enum rl_status st = gr ? rl_emit_c_fused(&d->cg, gr)
 		                       : family_emit[rl_op_table[n->op].family](&d->cg, i);
 		if (st != RL_OK)
@@ -1082,28 +1109,58 @@ static enum rl_status emit_kernels(struct driver *d)
 			}
 			rl_buf_printf(&d->kernels, " */\n");
 		}
-		rl_buf_printf(&d->kernels, "static void %s(", kname);
-		bool first = true;
-		for (int q = 0; q < nin; q++) {
-			enum rl_dtype dt = ins[q] == RL_NONE ? RL_DT_FLOAT : g->values[ins[q]].dtype;
-			rl_buf_printf(&d->kernels, "%sconst %s *restrict X%d", first ? "" : ", ",
-			              cg_ctype(dt), q);
-			first = false;
+		bool par = d->cg.par_n > 0;
+		d->cg.any_simd |= d->cg.simd;
+		d->cg.any_par |= par;
+		struct rl_buf params = {0}, unpack = {0};
+		int np = 0;
+		for (int q = 0; q < nin + nout; q++) {
+			bool out = q >= nin;
+			uint32_t v = out ? outs[q - nin] : ins[q];
+			enum rl_dtype dt = v == RL_NONE ? RL_DT_FLOAT : g->values[v].dtype;
+			rl_buf_printf(&params, "%s%s%s *restrict %c%d", np ? ", " : "",
+			              out ? "" : "const ", cg_ctype(dt), out ? 'Y' : 'X',
+			              out ? q - nin : q);
+			rl_buf_printf(&unpack, "%s(%s%s *)a[%d]", np ? ", " : "", out ? "" : "const ",
+			              cg_ctype(dt), np);
+			np++;
 		}
-		for (int q = 0; q < nout; q++) {
-			enum rl_dtype dt = outs[q] == RL_NONE ? RL_DT_FLOAT : g->values[outs[q]].dtype;
-			rl_buf_printf(&d->kernels, "%s%s *restrict Y%d", first ? "" : ", ",
-			              cg_ctype(dt), q);
-			first = false;
+		const char *ps = params.s ? params.s : "void";
+		const char *attr = d->cg.simd ? "RL_TARGETS " : "";
+		if (!par) {
+			rl_buf_printf(&d->kernels, "static %svoid %s(%s)\n{\n", attr, kname, ps);
+		} else {
+			/* three functions: the body over [lo, hi) of the outer loop, the
+			 * pool's task adapter, and the entry the run function calls */
+			rl_buf_printf(&d->kernels, "static %svoid %s_range(%s%sint64_t lo, int64_t hi)\n{\n",
+			              attr, kname, params.s ? params.s : "", np ? ", " : "");
 		}
-		if (first)
-			rl_buf_printf(&d->kernels, "void");
-		rl_buf_printf(&d->kernels, ")\n{\n");
 		for (int q = 0; q < nin; q++)
 			rl_buf_printf(&d->kernels, "    (void)X%d;\n", q);
 		for (int q = 0; q < nout; q++)
 			rl_buf_printf(&d->kernels, "    (void)Y%d;\n", q);
 		rl_buf_printf(&d->kernels, "%s}\n\n", d->cg.body.s ? d->cg.body.s : "");
+		if (par) {
+			rl_buf_printf(&d->kernels, "static void %s_task(void *arg, int64_t lo, int64_t hi)\n{\n",
+			              kname);
+			if (np)
+				rl_buf_printf(&d->kernels, "    void *const *a = arg;\n    %s_range(%s, lo, hi);\n}\n\n",
+				              kname, unpack.s);
+			else
+				rl_buf_printf(&d->kernels, "    (void)arg;\n    %s_range(lo, hi);\n}\n\n", kname);
+			rl_buf_printf(&d->kernels, "static void %s(%s)\n{\n", kname, ps);
+			rl_buf_printf(&d->kernels, "    void *a[%d] = {", np ? np : 1);
+			for (int q = 0; q < np; q++)
+				rl_buf_printf(&d->kernels, "%s(void *)%c%d", q ? ", " : "",
+				              q >= nin ? 'Y' : 'X', q >= nin ? q - nin : q);
+			if (!np)
+				rl_buf_printf(&d->kernels, "NULL");
+			rl_buf_printf(&d->kernels, "};\n    rl_parallel_for(%s_task, a, %lldll, %lldll);\n}\n\n",
+			              kname, (long long)d->cg.par_n,
+			              (long long)(d->cg.par_grain > 0 ? d->cg.par_grain : 1));
+		}
+		rl_buf_free(&params);
+		rl_buf_free(&unpack);
 	}
 	return RL_OK;
 }
@@ -1342,9 +1399,15 @@ enum rl_status rl_emit_c(struct rl_graph *g, const struct rl_cgen_opts *o,
 			d.c = nb;
 		}
 	}
+	if (d.cg.any_par) /* pthreads and sysconf under -std=c11 */
+		rl_buf_printf(&d.c, "#ifndef _POSIX_C_SOURCE\n#define _POSIX_C_SOURCE 200809L\n#endif\n");
 	rl_buf_printf(&d.c, "#include \"%s\"\n\n", hbase);
 	rl_buf_printf(&d.c, "#include <math.h>\n#include <stdint.h>\n#include <stdio.h>\n"
 	                    "#include <stdlib.h>\n#include <string.h>\n\n");
+	if (d.cg.any_simd)
+		rl_emit_rt_vec(&d.c);
+	if (d.cg.any_par)
+		rl_emit_rt_pool(&d.c);
 	if (d.cg.need_half)
 		rl_buf_printf(&d.c, "%s", half_helpers);
 	if (d.cg.need_bf16)
@@ -1360,7 +1423,12 @@ enum rl_status rl_emit_c(struct rl_graph *g, const struct rl_cgen_opts *o,
 	              prefix, (long long)d.ws_size);
 	rl_buf_printf(&d.c, "static unsigned char *%s_weights; /* side file, %lld bytes */\n\n",
 	              prefix, (long long)d.side_size);
+	if (d.cg.statics.len)
+		rl_buf_printf(&d.c, "%s\n", d.cg.statics.s);
 	rl_buf_printf(&d.c, "%s", d.kernels.s ? d.kernels.s : "");
+	if (!d.cg.any_par)
+		rl_buf_printf(&d.c, "static int %s_threads = 1; /* no kernel is split across threads */\n\n",
+		              prefix);
 
 	/* init / free */
 	rl_buf_printf(&d.c, "int %s_init(const char *weights_path)\n{\n", prefix);
@@ -1383,12 +1451,30 @@ enum rl_status rl_emit_c(struct rl_graph *g, const struct rl_cgen_opts *o,
 	} else {
 		rl_buf_printf(&d.c, "    (void)weights_path;\n");
 	}
+	if (d.cg.init.len)
+		rl_buf_printf(&d.c, "%s", d.cg.init.s);
+	if (d.cg.any_par)
+		rl_buf_printf(&d.c, "    if (!rl_nthreads)\n        rl_nthreads = rl_default_threads();\n"
+		                    "#ifdef RL_THREADS\n    rl_pool_start();\n#endif\n");
 	rl_buf_printf(&d.c, "    %s_ws = aligned_alloc(%d, %lldu);\n", prefix, RL_ALIGN,
 	              (long long)(d.ws_size ? d.ws_size : RL_ALIGN));
 	rl_buf_printf(&d.c, "    return %s_ws ? 0 : -1;\n}\n\n", prefix);
-	rl_buf_printf(&d.c, "void %s_free(void)\n{\n    free(%s_ws);\n    %s_ws = NULL;\n"
+	rl_buf_printf(&d.c, "void %s_free(void)\n{\n", prefix);
+	if (d.cg.any_par)
+		rl_buf_printf(&d.c, "#ifdef RL_THREADS\n    rl_pool_stop();\n#endif\n");
+	if (d.cg.fini.len)
+		rl_buf_printf(&d.c, "%s", d.cg.fini.s);
+	rl_buf_printf(&d.c, "    free(%s_ws);\n    %s_ws = NULL;\n"
 	                    "    free(%s_weights);\n    %s_weights = NULL;\n}\n\n",
-	              prefix, prefix, prefix, prefix, prefix);
+	              prefix, prefix, prefix, prefix);
+	rl_buf_printf(&d.c, "int %s_set_threads(int n)\n{\n    if (n < 1)\n        return -1;\n", prefix);
+	if (d.cg.any_par)
+		rl_buf_printf(&d.c, "    rl_nthreads = n > RL_MAX_THREADS ? RL_MAX_THREADS : n;\n"
+		                    "#ifdef RL_THREADS\n    if (%s_ws)\n        rl_pool_start();\n#endif\n",
+		              prefix);
+	else
+		rl_buf_printf(&d.c, "    %s_threads = n;\n    (void)%s_threads;\n", prefix, prefix);
+	rl_buf_printf(&d.c, "    return 0;\n}\n\n");
 
 	/* run_v */
 	rl_buf_printf(&d.c, "int %s_run_v(const void *const *in, void *const *out)\n{\n", prefix);
@@ -1523,6 +1609,10 @@ enum rl_status rl_emit_c(struct rl_graph *g, const struct rl_cgen_opts *o,
 	rl_buf_printf(&d.h, "/* weights_path: %s; NULL for the default. */\n",
 	              d.side_size ? "the side file NAME.weights" : "unused (weights are embedded)");
 	rl_buf_printf(&d.h, "int %s_init(const char *weights_path);\nvoid %s_free(void);\n", prefix, prefix);
+	rl_buf_printf(&d.h, "/* Threads the kernels split their work across, the caller's included\n"
+	                    " * (default: the online cores; capped at 64). Results do not depend on\n"
+	                    " * it. Returns -1 for n < 1. Call before or between runs. */\n"
+	                    "int %s_set_threads(int n);\n", prefix);
 	rl_buf_printf(&d.h, "/* inputs and outputs in the order of the tables above */\n");
 	rl_buf_printf(&d.h, "int %s_run_v(const void *const *in, void *const *out);\n", prefix);
 	rl_buf_printf(&d.h, "int %s_run(", prefix);
@@ -1561,5 +1651,8 @@ done:
 	rl_buf_free(&d.h);
 	rl_buf_free(&d.kernels);
 	rl_buf_free(&d.cg.body);
+	rl_buf_free(&d.cg.statics);
+	rl_buf_free(&d.cg.init);
+	rl_buf_free(&d.cg.fini);
 	return st;
 }

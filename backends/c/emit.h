@@ -65,7 +65,42 @@ struct rl_cgen {
 	 * the anchor's emitter calls cg_epilogue() on every run of final outputs */
 	const struct rl_cgen_group *epi;
 	int epi_calls;          /* cg_epilogue() calls made for the current kernel */
+
+	/* ---- per kernel; the driver resets these before each emitter call ---- */
+	const char *kname;      /* the kernel's function name, e.g. "k3_fc1"; name
+	                           file-scope things you add "<kname>_..." */
+	/* Threads. An emitter that sets par_n > 0 writes its body as iterations
+	 * [lo, hi) of an outer loop of par_n iterations (`lo` and `hi` are int64_t
+	 * parameters in scope); the driver wraps it so rl_parallel_for splits
+	 * [0, par_n) across the pool in chunks of at least par_grain iterations.
+	 * Every output element must be computed inside one iteration (never split
+	 * a reduction), so results do not depend on the thread count. */
+	int64_t par_n, par_grain;
+	/* The body uses the vector runtime (rl_vf, RL_VW, rl_vsel, RL_INLINE:
+	 * emit_rt.c) inside `#ifdef RL_VEC ... #else <scalar> #endif`: the driver
+	 * emits the runtime and compiles the kernel per ISA (RL_TARGETS). */
+	unsigned simd : 1;
+
+	/* ---- whole file; emitters append, the driver places them ---- */
+	struct rl_buf statics;  /* file-scope declarations and helper functions,
+	                           placed after the constants, before the kernels */
+	struct rl_buf init;     /* statements run once in NAME_init after the
+	                           weights are loaded (e.g. packing constant
+	                           weights); `return -1;` on failure */
+	struct rl_buf fini;     /* statements run in NAME_free (free what init made) */
+	unsigned any_simd : 1;  /* set by the driver: some kernel set simd */
+	unsigned any_par : 1;   /* set by the driver: some kernel set par_n */
 };
+
+/* Pointer expression (as the run function sees it) for value v: a constant's
+ * array or side-file offset, a workspace slot, an input or output. Valid in
+ * the `init` statements too for constants. */
+void cg_value_ptr(struct rl_cgen *cg, uint32_t v, char *b, size_t n);
+
+/* The runtime text a generated file carries (emit_rt.c): the vector types
+ * and RL_TARGETS, and the thread pool with rl_parallel_for. */
+void rl_emit_rt_vec(struct rl_buf *b);
+void rl_emit_rt_pool(struct rl_buf *b);
 
 /* Append one indented line to the kernel body. */
 void cg_line(struct rl_cgen *cg, const char *fmt, ...)
@@ -91,6 +126,11 @@ const char *cg_lit(enum rl_dtype t, double x);
  */
 int cg_bcast_open(struct rl_cgen *cg, const struct rl_shape *out, int n,
                   const struct rl_shape *const *ins);
+/* The same, with the outermost merged loop split across threads (cg->par_n,
+ * loop from lo to hi) when the nest has at least 2 * min_par elements;
+ * min_par <= 0 never splits. */
+int cg_bcast_open_par(struct rl_cgen *cg, const struct rl_shape *out, int n,
+                      const struct rl_shape *const *ins, int64_t min_par);
 void cg_loops_close(struct rl_cgen *cg, int depth);
 /* Strides (in elements) of a static row-major shape; returns numel. */
 int64_t cg_strides(const struct rl_shape *s, int64_t *strides);

@@ -193,7 +193,7 @@ static enum rl_status emit_elementwise_group(struct rl_cgen *cg, const struct rl
 		return RL_OK;
 	for (int k = 0; k < grp->nin; k++)
 		ins[k] = &val(cg, grp->in[k])->shape;
-	int depth = cg_bcast_open(cg, &y->shape, grp->nin, ins);
+	int depth = cg_bcast_open_par(cg, &y->shape, grp->nin, ins, 1 << 15);
 	for (int k = 0; k < grp->nin; k++) {
 		const struct rl_value *x = val(cg, grp->in[k]);
 		char src[32];
