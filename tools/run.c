@@ -39,11 +39,14 @@ static const char harness_src[] =
 	"    return got == n && extra == EOF ? 0 : -1;\n}\n\n"
 	"int main(int argc, char **argv)\n{\n"
 	"    const void *in[MODEL_NUM_INPUTS + 1];\n    void *out[MODEL_NUM_OUTPUTS + 1];\n"
-	"    if (argc != 1 + MODEL_NUM_INPUTS + MODEL_NUM_OUTPUTS) {\n"
+	"    if (argc != 2 + MODEL_NUM_INPUTS + MODEL_NUM_OUTPUTS) {\n"
 	"        fprintf(stderr, \"harness: wrong argument count\\n\");\n        return 2;\n    }\n"
+	"    int threads = atoi(argv[1]); /* 0: the model's default (online cores) */\n"
+	"    if (threads > 0 && model_set_threads(threads) != 0) {\n"
+	"        fprintf(stderr, \"harness: model_set_threads(%d) failed\\n\", threads);\n        return 2;\n    }\n"
 	"    for (int i = 0; i < MODEL_NUM_INPUTS; i++) {\n"
 	"        void *b = malloc(model_inputs[i].nbytes + 1);\n"
-	"        if (!b || load(argv[1 + i], b, model_inputs[i].nbytes) != 0) {\n"
+	"        if (!b || load(argv[2 + i], b, model_inputs[i].nbytes) != 0) {\n"
 	"            fprintf(stderr, \"harness: cannot read input %d\\n\", i);\n            return 2;\n        }\n"
 	"        in[i] = b;\n    }\n"
 	"    for (int i = 0; i < MODEL_NUM_OUTPUTS; i++) {\n"
@@ -52,7 +55,7 @@ static const char harness_src[] =
 	"    if (model_init(NULL) != 0 || model_run_v(in, out) != 0) {\n"
 	"        fprintf(stderr, \"harness: model_run failed\\n\");\n        return 3;\n    }\n"
 	"    for (int i = 0; i < MODEL_NUM_OUTPUTS; i++) {\n"
-	"        FILE *f = fopen(argv[1 + MODEL_NUM_INPUTS + i], \"wb\");\n"
+	"        FILE *f = fopen(argv[2 + MODEL_NUM_INPUTS + i], \"wb\");\n"
 	"        if (!f || (model_outputs[i].nbytes &&\n"
 	"                   fwrite(out[i], 1, model_outputs[i].nbytes, f) != model_outputs[i].nbytes)) {\n"
 	"            fprintf(stderr, \"harness: cannot write output %d\\n\", i);\n            return 2;\n        }\n"
@@ -146,7 +149,7 @@ int rl_cmd_run(int argc, char **argv)
 	rl_cli_opts_init(&o);
 	const char *model = NULL, *outdir = NULL;
 	const char *inputs[RL_MAX_IO];
-	int nin = 0, timeout_s = 600;
+	int nin = 0, timeout_s = 600, threads = 0;
 	bool keep = false;
 	for (int i = 1; i < argc; i++) {
 		int r = rl_cli_parse_common(&o, argc, argv, &i);
@@ -155,7 +158,8 @@ int rl_cmd_run(int argc, char **argv)
 		if (r > 0)
 			continue;
 		const char *a = argv[i];
-		if (!strcmp(a, "-i") || !strcmp(a, "-d") || !strcmp(a, "--timeout")) {
+		if (!strcmp(a, "-i") || !strcmp(a, "-d") || !strcmp(a, "--timeout") ||
+		    !strcmp(a, "--threads")) {
 			if (i + 1 >= argc) {
 				fprintf(stderr, "rlopt: run: option %s needs a value\n", a);
 				return RL_EXIT_USAGE;
@@ -169,6 +173,16 @@ int rl_cmd_run(int argc, char **argv)
 				inputs[nin++] = v;
 			} else if (!strcmp(a, "-d")) {
 				outdir = v;
+			} else if (!strcmp(a, "--threads")) {
+				char *end;
+				errno = 0;
+				long t = strtol(v, &end, 10);
+				if (!*v || *end || errno || t < 1 || t > 64) {
+					fprintf(stderr, "rlopt: run: --threads wants a whole number from 1 to 64, "
+					        "not '%s'\n", v);
+					return RL_EXIT_USAGE;
+				}
+				threads = (int)t;
 			} else {
 				char *end;
 				timeout_s = (int)strtol(v, &end, 10);
@@ -288,10 +302,13 @@ int rl_cmd_run(int argc, char **argv)
 	}
 
 	/* run */
-	char *pargv[2 * RL_MAX_IO + 2];
-	char *store[2 * RL_MAX_IO + 1];
+	char *pargv[2 * RL_MAX_IO + 3];
+	char *store[2 * RL_MAX_IO + 2];
 	int na = 0;
+	char tbuf[16];
+	snprintf(tbuf, sizeof(tbuf), "%d", threads);
 	pargv[na++] = prog;
+	pargv[na++] = tbuf;
 	for (int i = 0; i < nin; i++) {
 		snprintf(path, sizeof(path), "%s/in%d.bin", tmp, i);
 		store[na] = strdup(path);
@@ -307,7 +324,7 @@ int rl_cmd_run(int argc, char **argv)
 	pargv[na] = NULL;
 	/* in the build folder: NAME.weights is found there by default */
 	st = run_child(pargv, log, tmp, timeout_s);
-	for (int i = 1; i < na; i++)
+	for (int i = 2; i < na; i++)
 		free(store[i]);
 	if (st == -1) {
 		fprintf(stderr, "rlopt: run: the generated program timed out after %d s "

@@ -216,7 +216,11 @@ def flag_cases(rl, t):
                            ([mp, "-o", os.path.join(d, "o.c"), "--batch", "x"], "bad --batch"),
                            ([mp, "-o", os.path.join(d, "o.c"), "--shape", "x=2xq"], "bad --shape"),
                            ([mp], "no output"), ([mp, "-o", os.path.join(d, "o.txt")], "bad output extension"),
-                           (["run", mp, "-d", d], "run without -i count check is input error"),):
+                           (["run", mp, "-d", d], "run without -i count check is input error"),
+                           (["run", mp, "-d", d, "--threads", "0"], "--threads 0"),
+                           (["run", mp, "-d", d, "--threads", "two"], "--threads two"),
+                           (["run", mp, "-d", d, "--threads", "-3"], "--threads -3"),
+                           (["run", mp, "-d", d, "--threads"], "--threads without a value"),):
             r = rltest.run([rl] + argv, timeout=60)
             want = 2 if what.startswith("run") else 1
             lines = [ln for ln in r.stderr.splitlines() if ln.strip() and not ln.startswith("Try ")]

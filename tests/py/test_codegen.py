@@ -83,6 +83,30 @@ def main():
         if res.get("embedded") is not None and res.get("side") is not None:
             check("side-file weights equal embedded weights bit for bit",
                   np.array_equal(res["embedded"], res["side"]))
+        # threads: every example gives the same bits at 1, 2 and 3 threads
+        # (kernels split outer loops only; a reduction is never divided)
+        rng = np.random.default_rng(5)
+        for m in ("mlp", "gpt_block", "resnet_small", "elementwise_chain"):
+            mp = os.path.join(models, m + ".onnx")
+            mi = onnx.load(mp, load_external_data=False).graph
+            inits = {i.name for i in mi.initializer}
+            feeds = []
+            for k, inp in enumerate(i for i in mi.input if i.name not in inits):
+                shp = [d.dim_value for d in inp.type.tensor_type.shape.dim]
+                pb = os.path.join(tmp, f"thr_{m}_{k}.pb")
+                rltest.write_pb(pb, rng.standard_normal(shp).astype(np.float32), inp.name)
+                feeds += ["-i", pb]
+            got = {}
+            for nt in (1, 2, 3):
+                od = os.path.join(tmp, f"thr_{m}_{nt}")
+                r = rltest.run([rl, "run", mp, "--threads", str(nt), "-d", od] + feeds, timeout=300)
+                if not r.ok:
+                    check(f"{m}: rlopt run --threads {nt}", False, r.describe())
+                    continue
+                got[nt] = rltest.read_pb(os.path.join(od, "output_0.pb"))[1]
+            if len(got) == 3:
+                check(f"{m}: bit-identical outputs at 1, 2 and 3 threads",
+                      np.array_equal(got[1], got[2]) and np.array_equal(got[1], got[3]))
         sd = os.path.join(tmp, "side")
         os.makedirs(sd)
         r = rltest.run([rl, mlp, "-o", os.path.join(sd, "mlp_opt.c"), "--weights-max", "0"], timeout=120)
