@@ -277,16 +277,17 @@ int cg_bcast_open_par(struct rl_cgen *cg, const struct rl_shape *out, int n,
 	char e[1024];
 	size_t p = 0;
 	for (int d = 0; d < m; d++)
-		p += (size_t)snprintf(e + p, sizeof(e) - p, "%sj%d * %lld", d ? " + " : "", d,
-		                      (long long)ostr[d]);
+		p += (size_t)snprintf(e + p, sizeof(e) - p, ostr[d] == 1 ? "%sj%d" : "%sj%d * %lld",
+		                      d ? " + " : "", d, (long long)ostr[d]);
 	cg_line(cg, "const size_t o = %s;", e);
 	for (int k = 0; k < n; k++) {
 		p = 0;
 		e[0] = 0;
 		for (int d = 0; d < m; d++)
 			if (ms[k][d])
-				p += (size_t)snprintf(e + p, sizeof(e) - p, "%sj%d * %lld", p ? " + " : "",
-				                      d, (long long)ms[k][d]);
+				p += (size_t)snprintf(e + p, sizeof(e) - p,
+				                      ms[k][d] == 1 ? "%sj%d" : "%sj%d * %lld",
+				                      p ? " + " : "", d, (long long)ms[k][d]);
 		cg_line(cg, "const size_t i%d = %s;", k, p ? e : "0");
 	}
 	cg_line(cg, "(void)o;");
@@ -1108,6 +1109,58 @@ static void group_comment(struct driver *d, const struct rl_cgen_group *gr)
 	rl_buf_printf(&d->kernels, "\n */\n");
 }
 
+/* Does C text s use identifier id (as a whole token)? */
+/* Occurrences of identifier id in s as a whole token. */
+static int count_ident(const char *s, const char *id)
+{
+	size_t n = strlen(id);
+	int c = 0;
+	for (const char *p = s ? strstr(s, id) : NULL; p; p = strstr(p + 1, id)) {
+		bool before = p > s && (isalnum((unsigned char)p[-1]) || p[-1] == '_');
+		bool after = isalnum((unsigned char)p[n]) || p[n] == '_';
+		c += !before && !after;
+	}
+	return c;
+}
+
+/*
+ * Emitters write `(void)x;` after a local they may or may not use (the loop
+ * helpers cannot know). Drop each such line whose name the body uses beyond
+ * its declaration, so the reader sees only the casts that matter.
+ */
+static void drop_void_casts(struct rl_buf *b)
+{
+	if (!b->s)
+		return;
+	char *txt = b->s; /* counted in place: a dropped cast is blanked first */
+	struct rl_buf out = {0};
+	for (char *r = txt; *r;) {
+		char *eol = strchr(r, '\n');
+		size_t len = eol ? (size_t)(eol - r + 1) : strlen(r);
+		const char *t = r;
+		while (*t == ' ')
+			t++;
+		char id[64];
+		int k = 0;
+		bool cast = strncmp(t, "(void)", 6) == 0;
+		if (cast) {
+			t += 6;
+			while (k < 63 && (isalnum((unsigned char)t[k]) || t[k] == '_'))
+				id[k] = t[k], k++;
+			id[k] = 0;
+			cast = k > 0 && t[k] == ';' && t[k + 1] == '\n';
+		}
+		/* the declaration and this cast make two; a third is a use */
+		if (cast && count_ident(txt, id) >= 3)
+			memset(r, ' ', len - 1);
+		else
+			rl_buf_printf(&out, "%.*s", (int)len, r);
+		r += len;
+	}
+	rl_buf_free(b);
+	*b = out;
+}
+
 static enum rl_status emit_kernels(struct driver *d)
 {
 	struct rl_graph *g = d->g;
@@ -1155,6 +1208,7 @@ static enum rl_status emit_kernels(struct driver *d)
 			}
 			rl_buf_printf(&d->kernels, " */\n");
 		}
+		drop_void_casts(&d->cg.body);
 		bool par = d->cg.par_n > 0;
 		d->cg.any_simd |= d->cg.simd;
 		d->cg.any_par |= par;
@@ -1181,10 +1235,13 @@ static enum rl_status emit_kernels(struct driver *d)
 			rl_buf_printf(&d->kernels, "static %svoid %s_range(%s%sint64_t lo, int64_t hi)\n{\n",
 			              attr, kname, params.s ? params.s : "", np ? ", " : "");
 		}
-		for (int q = 0; q < nin; q++)
-			rl_buf_printf(&d->kernels, "    (void)X%d;\n", q);
-		for (int q = 0; q < nout; q++)
-			rl_buf_printf(&d->kernels, "    (void)Y%d;\n", q);
+		/* a parameter is cast to void only when the body never names it */
+		for (int q = 0; q < nin + nout; q++) {
+			char id[16];
+			snprintf(id, sizeof(id), "%c%d", q < nin ? 'X' : 'Y', q < nin ? q : q - nin);
+			if (!count_ident(d->cg.body.s, id))
+				rl_buf_printf(&d->kernels, "    (void)%s;\n", id);
+		}
 		rl_buf_printf(&d->kernels, "%s}\n\n", d->cg.body.s ? d->cg.body.s : "");
 		if (par) {
 			rl_buf_printf(&d->kernels, "static void %s_task(void *arg, int64_t lo, int64_t hi)\n{\n",
