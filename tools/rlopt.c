@@ -52,6 +52,8 @@ static const char usage_text[] =
 	"                        (predicted speedup >= 10% and weight error under --max-rel-error)\n"
 	"  --max-rel-error E     relative Frobenius error bound for --factorize (default 1e-2)\n"
 	"  --threads N           (run) threads the generated code uses (default: online cores)\n"
+	"  --cc CC               (run) compiler (default $CC, else cc); -v prints the command\n"
+	"  --cflags 'FLAGS'      (run) extra compiler flags, after -std=c11 -O2 (no shell)\n"
 	"  --timeout S           (run) limit on compile and run time in seconds (default 600)\n"
 	"  --keep                (run) keep the temporary build folder\n"
 	"  -v                    verbose\n"

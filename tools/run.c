@@ -4,7 +4,8 @@
  * check generated code against a reference.
  *
  * The generated model and a small harness are compiled in a private temporary
- * folder with $CC (default cc) -std=c11 -O2; the harness reads raw input
+ * folder with --cc, $CC or cc, then -std=c11 -O2 and --cflags, run without a
+ * shell (-v prints the command); the harness reads raw input
  * bytes, calls NAME_run_v, and writes raw output bytes, so all protobuf work
  * stays in rlopt. The program runs under a time limit (--timeout, default
  * 600 s); a crash, a signal or a time-out is reported, never waited on
@@ -150,6 +151,7 @@ int rl_cmd_run(int argc, char **argv)
 	const char *model = NULL, *outdir = NULL;
 	const char *inputs[RL_MAX_IO];
 	int nin = 0, timeout_s = 600, threads = 0;
+	const char *cc_opt = NULL, *cflags = NULL;
 	bool keep = false;
 	for (int i = 1; i < argc; i++) {
 		int r = rl_cli_parse_common(&o, argc, argv, &i);
@@ -159,7 +161,7 @@ int rl_cmd_run(int argc, char **argv)
 			continue;
 		const char *a = argv[i];
 		if (!strcmp(a, "-i") || !strcmp(a, "-d") || !strcmp(a, "--timeout") ||
-		    !strcmp(a, "--threads")) {
+		    !strcmp(a, "--threads") || !strcmp(a, "--cc") || !strcmp(a, "--cflags")) {
 			if (i + 1 >= argc) {
 				fprintf(stderr, "rlopt: run: option %s needs a value\n", a);
 				return RL_EXIT_USAGE;
@@ -173,6 +175,14 @@ int rl_cmd_run(int argc, char **argv)
 				inputs[nin++] = v;
 			} else if (!strcmp(a, "-d")) {
 				outdir = v;
+			} else if (!strcmp(a, "--cc")) {
+				if (!*v) {
+					fprintf(stderr, "rlopt: run: --cc wants a compiler\n");
+					return RL_EXIT_USAGE;
+				}
+				cc_opt = v;
+			} else if (!strcmp(a, "--cflags")) {
+				cflags = v;
 			} else if (!strcmp(a, "--threads")) {
 				char *end;
 				errno = 0;
@@ -281,14 +291,33 @@ int rl_cmd_run(int argc, char **argv)
 		}
 	}
 
-	/* compile */
-	const char *cc = getenv("CC");
+	/* compile: no shell. The compiler (--cc, else $CC, else cc) and --cflags
+	 * are split at blanks into words handed to execvp as they are, so shell
+	 * metacharacters reach the compiler as text and are never run. The
+	 * user's flags come after -O2 and so can override it. */
+	const char *cc = cc_opt ? cc_opt : getenv("CC");
 	if (!cc || !*cc)
 		cc = "cc";
-	char cmd[8192];
-	snprintf(cmd, sizeof(cmd), "cd '%s' && %s -std=c11 -O2 -o model model.c harness.c -lm", tmp, cc);
-	char *sh[] = {"/bin/sh", "-c", cmd, NULL};
-	int st = run_child(sh, log, NULL, timeout_s);
+	char words[8192];
+	snprintf(words, sizeof(words), "%s -std=c11 -O2 %s", cc, cflags ? cflags : "");
+	char *cargv[256];
+	int cn = 0;
+	for (char *p = strtok(words, " \t\n"); p && cn < 248; p = strtok(NULL, " \t\n"))
+		cargv[cn++] = p;
+	cargv[cn++] = "-o";
+	cargv[cn++] = "model";
+	cargv[cn++] = "model.c";
+	cargv[cn++] = "harness.c";
+	cargv[cn++] = "-lm";
+	cargv[cn] = NULL;
+	if (o.verbose) {
+		fprintf(stderr, "rlopt: run: in %s:", tmp);
+		for (int k = 0; k < cn; k++)
+			fprintf(stderr, strpbrk(cargv[k], " \t'\"$`\\;&|<>()*?") ? " '%s'" : " %s",
+			        cargv[k]);
+		fprintf(stderr, "\n");
+	}
+	int st = run_child(cargv, log, tmp, timeout_s);
 	if (st == -1 || st == -2 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 		if (st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 127)
 			fprintf(stderr, "rlopt: run: compiler '%s' not found (set CC)\n", cc);

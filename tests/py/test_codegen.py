@@ -11,6 +11,8 @@
 - `rlopt run` bad input: an input .pb of the wrong dtype or shape, a missing
   input, a compiler that is not found or fails (its error is shown), a
   program that crashes or hangs (reported, time-limited); no outputs left.
+- Threads: bit-identical outputs at 1, 2 and 3 threads; --cc/--cflags reach
+  the compiler without a shell.
 """
 
 import filecmp
@@ -178,6 +180,16 @@ def main():
                     "static void h(void){for(;;)sleep(1);}\\n' > hang.c\n"
                     "exec cc \"$@\" hang.c\n")
         os.chmod(hang, 0o755)
+        # --cc / --cflags go to the compiler without a shell: metacharacters stay text
+        pwned = os.path.join(tmp, "pwned")
+        run_case("--cflags with shell metacharacters is not run by a shell",
+                 ["-i", good, "--cflags", f"-DX=1;touch {pwned};$(touch {pwned})"], 4, ["failed"])
+        check("--cflags: nothing was executed", not os.path.exists(pwned))
+        od = os.path.join(tmp, "o_cflags")
+        r = rltest.run([rl, "run", rp, "-i", good, "-d", od, "-v", "--cc", "gcc", "--cflags", "-O3 -DRL_NO_CLONES"],
+                       timeout=120)
+        check("run -v prints the compile command with --cc and --cflags",
+              r.ok and "gcc -std=c11 -O2 -O3 -DRL_NO_CLONES" in r.stderr, r.describe())
         run_case("program crashes", ["-i", good], 4, ["crashed"], {"CC": wrap})
         run_case("program hangs (time limit)", ["-i", good, "--timeout", "3"], 4, ["timed out"], {"CC": hang})
     finally:
