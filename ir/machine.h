@@ -38,6 +38,10 @@ struct rl_mem_level {
 	double capacity;    /* bytes (total across the chip) */
 	double read_bw;     /* bytes/s, sustained read */
 	double write_bw;    /* bytes/s, sustained write (= read_bw if not given) */
+	/* optional (0 = not given): the geometry the tiling pass sizes blocks
+	 * with (passes/tile.c), per cache instance */
+	int line_bytes;     /* cache line (CPU) or sector (GPU) in bytes */
+	int ways;           /* set associativity */
 };
 
 struct rl_machine {
@@ -56,6 +60,12 @@ struct rl_machine {
 	double eff_gather;
 	double launch_latency;  /* s per kernel launch or function call */
 	bool has_sparse24;      /* 2:4 structured sparsity in matrix units */
+	/* per-core vector unit, optional (0 = not given; the tiling pass then
+	 * uses its documented defaults and says so in a remark) */
+	int simd_bits;          /* vector register width in bits (256 AVX2, 512 AVX-512) */
+	int simd_registers;     /* architectural vector registers (16, 32) */
+	int fma_units;          /* FMA pipes per core */
+	int fma_latency;        /* cycles from an FMA's issue to its result */
 	char source[256];       /* file it came from, for messages */
 };
 

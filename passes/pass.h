@@ -103,6 +103,19 @@ enum rl_status rl_pass_roofline(struct rl_graph *g, struct rl_pass_ctx *ctx);
 enum rl_status rl_pass_fuse(struct rl_graph *g, struct rl_pass_ctx *ctx);
 enum rl_status rl_pass_judge(struct rl_graph *g, struct rl_pass_ctx *ctx);
 enum rl_status rl_pass_factorize(struct rl_graph *g, struct rl_pass_ctx *ctx);
+enum rl_status rl_pass_tile(struct rl_graph *g, struct rl_pass_ctx *ctx);
+
+/*
+ * Bytes the schedule in g->nodes[node].tile moves at each level of m's
+ * hierarchy (passes/tile.c): bytes_per_level[i] is the traffic between
+ * m->level[i] and the level nearer the core (registers for i = 0), so the
+ * last entry is main memory. GEMM/GEMV use the BLIS loop order's counts,
+ * STRIP one pass (row ops: their passes from the level that holds a row),
+ * PLAIN and untiled nodes the unfused baseline at every level; a member of a
+ * fused group gets the group kernel's figure. Entries past m->nlevels are 0.
+ */
+void rl_tile_traffic(const struct rl_graph *g, uint32_t node, const struct rl_machine *m,
+                     double *bytes_per_level /* [RL_MAX_MEM_LEVELS] */);
 
 /* The report's "rewrite verdicts" section, built from the judge's remarks
  * (passes/judge.c): counts by verdict, then "fewer FLOPs, but slower" with

@@ -21,6 +21,7 @@ const struct rl_pass_info rl_pipeline[] = {
 	{"factorize", rl_pass_factorize, 2, "with --factorize: apply the low-rank / Tucker-2 rewrites that are >= 10% faster and accurate"},
 	{"roofline", rl_pass_roofline, 2, "price every node on the machine; remark its bound (memory, compute, latency)"},
 	{"fuse", rl_pass_fuse, 2, "fuse elementwise chains and MatMul/Gemm/Conv epilogues when it moves fewer bytes"},
+	{"tile", rl_pass_tile, 2, "tile products (BLIS blocks, GEMV accumulators) and streaming kernels (L1 strips) for the machine"},
 	{NULL, NULL, 0, NULL},
 };
 

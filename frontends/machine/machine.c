@@ -11,8 +11,14 @@
  *      shape, the enumerations and positivity;
  *   3. the struct is filled and checked for what a schema cannot say:
  *      finite, non-absurd magnitudes (a typo like "4.8e21" for a bandwidth
- *      is valid xs:double), an fp32 peak to fall back on, and main memory
- *      being the largest level.
+ *      is valid xs:double), an fp32 peak to fall back on, main memory
+ *      being the largest level, and the optional geometry the tiling pass
+ *      reads (<simd>, line_bytes and ways per level) being plausible: a
+ *      power-of-two line, no set larger than a core's share of the level.
+ *
+ * Cache levels are not required to grow outwards: non-inclusive hierarchies
+ * hold more in their private L2s than in the L3 (56 x 2 MiB of L2 against
+ * 105 MiB of L3 on a Sapphire Rapids part), and probe writes what it finds.
  *
  * libxml2 reports errors through callbacks; they are collected per call in a
  * struct rl_xml_errors (first error wins, since later ones are usually
@@ -57,6 +63,15 @@
 #define RL_MAX_CAPACITY 1e15 /* bytes */
 #define RL_MAX_LATENCY 1.0   /* seconds */
 #define RL_MAX_CORES 1048576
+/* The optional geometry (<simd>, line_bytes, ways): past these it is a typo.
+ * SVE allows 2048-bit vectors; a fully associative 64 MiB cache of 64-byte
+ * lines would have 1M ways, more than any real one. */
+#define RL_MAX_SIMD_BITS 2048
+#define RL_MAX_SIMD_REGS 256
+#define RL_MAX_FMA_UNITS 16
+#define RL_MAX_FMA_LATENCY 64
+#define RL_MAX_LINE 4096
+#define RL_MAX_WAYS 1048576
 
 static const char *const rl_prec_names[] = {
 	[RL_PREC_FP64] = "fp64", [RL_PREC_FP32] = "fp32",
@@ -292,6 +307,7 @@ struct rl_machine_lines {
 	int level[RL_MAX_MEM_LEVELS];
 	int eff;
 	int lat;
+	int simd;
 };
 
 /* Finite and in (0, max]; NaN fails the first comparison. */
@@ -376,6 +392,51 @@ static bool rl_check_lines(const struct rl_machine *m,
 			               main_mem->capacity);
 	}
 
+	/* the optional geometry: absent is 0; present must make sense. A set
+	 * (ways x line) larger than a core's share of the level (capacities
+	 * are chip totals) is a typo: real sets are a few KiB, shares are more. */
+	for (int i = 0; i < m->nlevels; i++) {
+		const struct rl_mem_level *l = &m->level[i];
+		int line = ln->level[i];
+		if (l->line_bytes < 0 || l->line_bytes > RL_MAX_LINE ||
+		    (l->line_bytes & (l->line_bytes - 1)) != 0 ||
+		    (l->line_bytes > 0 && l->line_bytes < 4))
+			return rl_fail(err, errlen, file, line,
+			               "level '%s' line_bytes %d is not a power of two in "
+			               "[4, %d]", l->name, l->line_bytes, RL_MAX_LINE);
+		if (l->ways < 0 || l->ways > RL_MAX_WAYS)
+			return rl_fail(err, errlen, file, line,
+			               "level '%s' ways %d is not in [1, %d]", l->name,
+			               l->ways, RL_MAX_WAYS);
+		double set = (double)(l->line_bytes ? l->line_bytes : 1) *
+		             (double)(l->ways ? l->ways : 1);
+		if ((l->ways || l->line_bytes) && set > l->capacity / m->cores)
+			return rl_fail(err, errlen, file, line,
+			               "level '%s': %d ways x %d-byte lines (%g B) exceed a "
+			               "core's share of it (%g B of %g B over %d cores)", l->name,
+			               l->ways, l->line_bytes, set, l->capacity / m->cores,
+			               l->capacity, m->cores);
+	}
+	if (m->simd_bits < 0 || m->simd_bits > RL_MAX_SIMD_BITS ||
+	    (m->simd_bits > 0 && (m->simd_bits < 32 || m->simd_bits % 32 != 0)))
+		return rl_fail(err, errlen, file, ln->simd,
+		               "<simd> width_bits %d is not a multiple of 32 in [32, %d]",
+		               m->simd_bits, RL_MAX_SIMD_BITS);
+	if (m->simd_registers < 0 || m->simd_registers > RL_MAX_SIMD_REGS ||
+	    (m->simd_registers > 0 && m->simd_registers < 4))
+		return rl_fail(err, errlen, file, ln->simd,
+		               "<simd> registers %d is not in [4, %d] (a register tile "
+		               "needs accumulators, a load and a broadcast)",
+		               m->simd_registers, RL_MAX_SIMD_REGS);
+	if (m->fma_units < 0 || m->fma_units > RL_MAX_FMA_UNITS)
+		return rl_fail(err, errlen, file, ln->simd,
+		               "<simd> fma_units %d is not in [1, %d]", m->fma_units,
+		               RL_MAX_FMA_UNITS);
+	if (m->fma_latency < 0 || m->fma_latency > RL_MAX_FMA_LATENCY)
+		return rl_fail(err, errlen, file, ln->simd,
+		               "<simd> fma_latency_cycles %d is not in [1, %d]",
+		               m->fma_latency, RL_MAX_FMA_LATENCY);
+
 	const double eff[3] = {m->eff_contiguous, m->eff_strided, m->eff_gather};
 	static const char *const eff_name[3] = {"contiguous", "strided", "gather"};
 	for (int i = 0; i < 3; i++)
@@ -433,6 +494,26 @@ static bool rl_attr_double(const xmlNode *n, const char *name, bool required,
 	if (ok)
 		*out = d;
 	return ok;
+}
+
+/* Optional whole-number attribute in [1, max]; absent leaves *out at 0.
+ * Zero, fractions and overflow are errors naming the line. */
+static bool rl_attr_count(const xmlNode *n, const char *name, int max, int *out,
+                          const char *file, char *err, size_t errlen)
+{
+	double d = 0;
+	xmlChar *v = xmlGetProp(n, BAD_CAST name);
+	if (!v)
+		return true;
+	xmlFree(v);
+	if (!rl_attr_double(n, name, true, &d, file, err, errlen))
+		return false;
+	if (!(d >= 1 && d <= max) || d != floor(d))
+		return rl_fail(err, errlen, file, rl_line(n),
+		               "<%s> attribute %s=%g is not a whole number in [1, %d]",
+		               (const char *)n->name, name, d, max);
+	*out = (int)d;
+	return true;
 }
 
 /* Attribute copied into a fixed buffer; too long is an error, not a cut. */
@@ -539,7 +620,9 @@ static bool rl_read_level(const xmlNode *n, struct rl_machine *m,
 	    !rl_attr_double(n, "read_bw", true, &l->read_bw, file, err, errlen))
 		return false;
 	l->write_bw = l->read_bw;
-	if (!rl_attr_double(n, "write_bw", false, &l->write_bw, file, err, errlen))
+	if (!rl_attr_double(n, "write_bw", false, &l->write_bw, file, err, errlen) ||
+	    !rl_attr_count(n, "line_bytes", RL_MAX_LINE, &l->line_bytes, file, err, errlen) ||
+	    !rl_attr_count(n, "ways", RL_MAX_WAYS, &l->ways, file, err, errlen))
 		return false;
 	ln->level[m->nlevels++] = rl_line(n);
 	return true;
@@ -578,6 +661,17 @@ static bool rl_read_machine(const xmlNode *root, struct rl_machine *m,
 				if (rl_elem_is(p, "peak") &&
 				    !rl_read_peak(p, m, ln, file, err, errlen))
 					return false;
+		} else if (rl_elem_is(c, "simd")) {
+			ln->simd = rl_line(c);
+			if (!rl_attr_count(c, "width_bits", RL_MAX_SIMD_BITS, &m->simd_bits,
+			                   file, err, errlen) ||
+			    !rl_attr_count(c, "registers", RL_MAX_SIMD_REGS,
+			                   &m->simd_registers, file, err, errlen) ||
+			    !rl_attr_count(c, "fma_units", RL_MAX_FMA_UNITS, &m->fma_units,
+			                   file, err, errlen) ||
+			    !rl_attr_count(c, "fma_latency_cycles", RL_MAX_FMA_LATENCY,
+			                   &m->fma_latency, file, err, errlen))
+				return false;
 		} else if (rl_elem_is(c, "memory")) {
 			for (const xmlNode *l = c->children; l; l = l->next)
 				if (rl_elem_is(l, "level") &&
@@ -918,16 +1012,34 @@ static bool rl_write_doc(xmlTextWriter *w, const struct rl_machine *m,
 			     xmlTextWriterEndElement(w) >= 0;
 		}
 	}
-	ok = ok && xmlTextWriterEndElement(w) >= 0 &&
-	     xmlTextWriterStartElement(w, BAD_CAST "memory") >= 0;
+	ok = ok && xmlTextWriterEndElement(w) >= 0;
+	if (ok && (m->simd_bits || m->simd_registers || m->fma_units || m->fma_latency)) {
+		static const char *const sname[4] = {"width_bits", "registers", "fma_units",
+		                                     "fma_latency_cycles"};
+		const int sval[4] = {m->simd_bits, m->simd_registers, m->fma_units,
+		                     m->fma_latency};
+		ok = xmlTextWriterStartElement(w, BAD_CAST "simd") >= 0;
+		for (int i = 0; ok && i < 4; i++)
+			if (sval[i])
+				ok = xmlTextWriterWriteFormatAttribute(w, BAD_CAST sname[i], "%d",
+				                                       sval[i]) >= 0;
+		ok = ok && xmlTextWriterEndElement(w) >= 0;
+	}
+	ok = ok && xmlTextWriterStartElement(w, BAD_CAST "memory") >= 0;
 	for (int i = 0; ok && i < m->nlevels; i++) {
 		const struct rl_mem_level *l = &m->level[i];
 		ok = xmlTextWriterStartElement(w, BAD_CAST "level") >= 0 &&
 		     xmlTextWriterWriteAttribute(w, BAD_CAST "name", BAD_CAST l->name) >= 0 &&
 		     rl_w_attr_double(w, "capacity", l->capacity) >= 0 &&
 		     rl_w_attr_double(w, "read_bw", l->read_bw) >= 0 &&
-		     rl_w_attr_double(w, "write_bw", l->write_bw) >= 0 &&
-		     xmlTextWriterEndElement(w) >= 0;
+		     rl_w_attr_double(w, "write_bw", l->write_bw) >= 0;
+		if (ok && l->line_bytes)
+			ok = xmlTextWriterWriteFormatAttribute(w, BAD_CAST "line_bytes", "%d",
+			                                       l->line_bytes) >= 0;
+		if (ok && l->ways)
+			ok = xmlTextWriterWriteFormatAttribute(w, BAD_CAST "ways", "%d",
+			                                       l->ways) >= 0;
+		ok = ok && xmlTextWriterEndElement(w) >= 0;
 	}
 	ok = ok && xmlTextWriterEndElement(w) >= 0 &&
 	     xmlTextWriterStartElement(w, BAD_CAST "efficiency") >= 0 &&

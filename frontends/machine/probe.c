@@ -248,6 +248,26 @@ static double rl_fma32_avx2(size_t iters)
 	return t;
 }
 
+/* One dependent chain, 8 FMAs per iteration: the FMA latency. */
+static double rl_fmachain_avx2(size_t iters)
+{
+	__m256 a = _mm256_set1_ps(rl_vf_one), m = _mm256_set1_ps(rl_vf_mul);
+	__m256 c = _mm256_set1_ps(rl_vf_add);
+	for (size_t it = 0; it < iters; it++) {
+		a = _mm256_fmadd_ps(a, m, c);
+		a = _mm256_fmadd_ps(a, m, c);
+		a = _mm256_fmadd_ps(a, m, c);
+		a = _mm256_fmadd_ps(a, m, c);
+		a = _mm256_fmadd_ps(a, m, c);
+		a = _mm256_fmadd_ps(a, m, c);
+		a = _mm256_fmadd_ps(a, m, c);
+		a = _mm256_fmadd_ps(a, m, c);
+	}
+	float out[8];
+	_mm256_storeu_ps(out, a);
+	return out[0];
+}
+
 static double rl_fma64_avx2(size_t iters)
 {
 	RL_FMA_BODY(__m256d, _mm256_set1_pd, _mm256_fmadd_pd, rl_vd_mul, rl_vd_add)
@@ -329,6 +349,23 @@ static double rl_fma32_avx512(size_t iters)
 	return _mm512_reduce_add_ps(s);
 }
 
+static double rl_fmachain_avx512(size_t iters)
+{
+	__m512 a = _mm512_set1_ps(rl_vf_one), m = _mm512_set1_ps(rl_vf_mul);
+	__m512 c = _mm512_set1_ps(rl_vf_add);
+	for (size_t it = 0; it < iters; it++) {
+		a = _mm512_fmadd_ps(a, m, c);
+		a = _mm512_fmadd_ps(a, m, c);
+		a = _mm512_fmadd_ps(a, m, c);
+		a = _mm512_fmadd_ps(a, m, c);
+		a = _mm512_fmadd_ps(a, m, c);
+		a = _mm512_fmadd_ps(a, m, c);
+		a = _mm512_fmadd_ps(a, m, c);
+		a = _mm512_fmadd_ps(a, m, c);
+	}
+	return _mm512_reduce_add_ps(a);
+}
+
 static double rl_fma64_avx512(size_t iters)
 {
 	RL_FMA_BODY(__m512d, _mm512_set1_pd, _mm512_fmadd_pd, rl_vd_mul, rl_vd_add)
@@ -367,6 +404,8 @@ static double rl_dot8_avx512vnni(size_t iters)
 struct rl_kernels {
 	const char *isa;      /* "avx512", "avx2+fma", "baseline" */
 	const char *dot8_isa; /* NULL when int8 is not measured */
+	double (*fma_chain)(size_t iters); /* 8 dependent fp32 FMAs per iteration;
+	                                      NULL without FMA instructions */
 	double (*read)(const float *p, size_t n, size_t reps);
 	double (*write)(float *p, size_t n, size_t reps);
 	double (*copy)(float *dst, const float *src, size_t n, size_t reps);
@@ -402,6 +441,7 @@ static struct rl_kernels rl_kernels_pick(void)
 		k.strided = rl_strided_avx2;
 		k.fma32 = rl_fma32_avx2;
 		k.fma64 = rl_fma64_avx2;
+		k.fma_chain = rl_fmachain_avx2;
 		k.fma32_flop = RL_ACC * 8 * 2;
 		k.fma64_flop = RL_ACC * 4 * 2;
 		k.dot8_isa = "avx2 vpmaddubsw+vpmaddwd";
@@ -421,6 +461,7 @@ static struct rl_kernels rl_kernels_pick(void)
 		k.strided = rl_strided_avx512;
 		k.fma32 = rl_fma32_avx512;
 		k.fma64 = rl_fma64_avx512;
+		k.fma_chain = rl_fmachain_avx512;
 		k.fma32_flop = RL_ACC * 16 * 2;
 		k.fma64_flop = RL_ACC * 8 * 2;
 		if (__builtin_cpu_supports("avx512vnni")) {
@@ -815,6 +856,8 @@ static const char *rl_size_str(char *buf, size_t len, double b)
 struct rl_cache_info {
 	size_t size[4];   /* [1..3]; 0 = none */
 	int shared[4];
+	int line[4];      /* coherency_line_size, 0 = unknown */
+	int ways[4];      /* ways_of_associativity, 0 = unknown */
 };
 
 static int rl_count_cpu_list(const char *s)
@@ -854,7 +897,7 @@ static bool rl_read_line(const char *path, char *buf, size_t len)
 
 static struct rl_cache_info rl_caches(int ncpu)
 {
-	struct rl_cache_info c = {{0}, {0}};
+	struct rl_cache_info c = {{0}, {0}, {0}, {0}};
 	for (int i = 0; i < 16; i++) {
 		char path[128], v[256];
 		snprintf(path, sizeof path,
@@ -882,6 +925,15 @@ static struct rl_cache_info rl_caches(int ncpu)
 		snprintf(path, sizeof path,
 		         "/sys/devices/system/cpu/cpu0/cache/index%d/shared_cpu_list", i);
 		int sh = rl_read_line(path, v, sizeof v) ? rl_count_cpu_list(v) : 0;
+		/* geometry for the tiler; a VM may report 0 or leave it out */
+		snprintf(path, sizeof path,
+		         "/sys/devices/system/cpu/cpu0/cache/index%d/coherency_line_size", i);
+		long ln = rl_read_line(path, v, sizeof v) ? strtol(v, NULL, 10) : 0;
+		c.line[level] = ln >= 16 && ln <= 1024 && (ln & (ln - 1)) == 0 ? (int)ln : 0;
+		snprintf(path, sizeof path,
+		         "/sys/devices/system/cpu/cpu0/cache/index%d/ways_of_associativity", i);
+		long wy = rl_read_line(path, v, sizeof v) ? strtol(v, NULL, 10) : 0;
+		c.ways[level] = wy >= 1 && wy <= 4096 ? (int)wy : 0;
 		c.size[level] = (size_t)sz;
 		c.shared[level] = sh > 0 ? sh : level == 3 ? ncpu : 1;
 	}
@@ -955,6 +1007,90 @@ static void rl_cpu_model(char *buf, size_t len)
 		break;
 	}
 	fclose(f);
+}
+
+/* The vector unit the generated code will use: width and architectural
+ * registers from the ISA the CPU reports (CPUID through
+ * __builtin_cpu_supports on x86-64; aarch64 always has 32 128-bit NEON
+ * registers). 0 where nothing is known. */
+static void rl_simd_info(int *bits, int *regs)
+{
+	*bits = *regs = 0;
+#if defined(__x86_64__) && defined(__GNUC__)
+	__builtin_cpu_init();
+	if (__builtin_cpu_supports("avx512f")) {
+		*bits = 512;
+		*regs = 32;
+	} else if (__builtin_cpu_supports("avx2")) {
+		*bits = 256;
+		*regs = 16;
+	} else {
+		*bits = 128; /* SSE2 is baseline x86-64 */
+		*regs = 16;
+	}
+#elif defined(__aarch64__)
+	*bits = 128;
+	*regs = 32;
+#endif
+}
+
+/*
+ * FMA latency and pipes, one thread. The clock is not known (turbo, VMs),
+ * so it is measured too: a chain of dependent integer adds runs at one per
+ * cycle on every out-of-order core, so adds/s is the clock; a chain of
+ * dependent FMAs runs at one per latency, so latency = adds/s over chain
+ * FMAs/s; and the all-pipes rate (the 12-chain kernel) over the clock is the
+ * FMAs issued per cycle: the units, counted in vectors of the ISA's width
+ * (Zen 4 reads 1 for 512-bit: its two 256-bit pipes take one zmm FMA per
+ * clock). Best of many ~1 ms runs, as everywhere here; 0 when a figure
+ * falls outside [2, 16] cycles or [1, 4] units (a preempted or throttled
+ * run), and the profile then leaves the field out.
+ */
+static double rl_addchain(size_t iters)
+{
+	uint64_t x = (uint64_t)rl_tiny_n, y = 3;
+	for (size_t i = 0; i < iters; i++) {
+		x += y;
+		__asm__ volatile("" : "+r"(x));
+		x += y;
+		__asm__ volatile("" : "+r"(x));
+		x += y;
+		__asm__ volatile("" : "+r"(x));
+		x += y;
+		__asm__ volatile("" : "+r"(x));
+		x += y;
+		__asm__ volatile("" : "+r"(x));
+		x += y;
+		__asm__ volatile("" : "+r"(x));
+		x += y;
+		__asm__ volatile("" : "+r"(x));
+		x += y;
+		__asm__ volatile("" : "+r"(x));
+	}
+	return (double)x;
+}
+
+/* Operations per second of fn (8 per iteration), best of RL_SAMPLES runs. */
+static double rl_chain_rate(double (*fn)(size_t))
+{
+	size_t iters = 1024;
+	for (;;) { /* calibrate one run to about RL_RUN_S */
+		double t0 = rl_now();
+		rl_sink += fn(iters);
+		double t = rl_now() - t0;
+		if (t >= RL_RUN_S || iters > ((size_t)1 << 40))
+			break;
+		iters *= 2;
+	}
+	double best = 1e30;
+	for (int r = 0; r < RL_SAMPLES; r++) {
+		double t0 = rl_now();
+		rl_sink += fn(iters);
+		double t = rl_now() - t0;
+		if (t > 0 && t < best)
+			best = t;
+	}
+	return 8.0 * (double)iters / best;
 }
 
 /* ---- the probe ---------------------------------------------------------- */
@@ -1208,6 +1344,22 @@ bool rl_probe_run_ex(struct rl_machine *m, FILE *log, char *comment,
 	rl_logf(p, "fp32 FMA %.1f GFLOP/s (1 thread, %s)", f32_1 / 1e9, p->k.isa);
 	double f32_n = rl_rate(p, RL_JOB_FMA32, p->n, p->k.fma32_flop);
 	rl_logf(p, "fp32 FMA %.1f GFLOP/s (%d threads)", f32_n / 1e9, p->n);
+	int fma_lat = 0, fma_units = 0;
+	double clock = 0;
+	if (p->k.fma_chain) {
+		clock = rl_chain_rate(rl_addchain);
+		double chain = rl_chain_rate(p->k.fma_chain);
+		/* FMA instructions per second on one thread, all pipes busy */
+		double issue = f32_1 * RL_ACC / p->k.fma32_flop;
+		double lat = clock / chain, units = issue / clock;
+		if (lat >= 1.5 && lat < 16.5)
+			fma_lat = (int)(lat + 0.5);
+		if (units >= 0.75 && units < 4.5)
+			fma_units = (int)(units + 0.5);
+		rl_logf(p, "fp32 FMA latency %.2f cycles, %.2f per cycle (clock %.2f GHz from a "
+		        "dependent add chain, 1 thread)%s", lat, units, clock / 1e9,
+		        fma_lat && fma_units ? "" : "; out of range, left out");
+	}
 	double f64_1 = rl_rate(p, RL_JOB_FMA64, 1, p->k.fma64_flop);
 	rl_logf(p, "fp64 FMA %.1f GFLOP/s (1 thread, %s)", f64_1 / 1e9, p->k.isa);
 	double f64_n = rl_rate(p, RL_JOB_FMA64, p->n, p->k.fma64_flop);
@@ -1285,7 +1437,17 @@ bool rl_probe_run_ex(struct rl_machine *m, FILE *log, char *comment,
 		lv->capacity = (double)ci.size[l] * (double)rl_instances(p->n, ci.shared[l]);
 		lv->read_bw = rd[l];
 		lv->write_bw = wr[l];
+		lv->line_bytes = ci.line[l];
+		lv->ways = ci.ways[l];
+		/* a set larger than a core's share is a bogus sysfs answer (the
+		 * loader would refuse it): drop it */
+		if ((double)(lv->line_bytes ? lv->line_bytes : 1) *
+		            (double)(lv->ways ? lv->ways : 1) > lv->capacity / r.cores)
+			lv->line_bytes = lv->ways = 0;
 	}
+	rl_simd_info(&r.simd_bits, &r.simd_registers);
+	r.fma_latency = fma_lat;
+	r.fma_units = fma_units;
 	struct rl_mem_level *dv = &r.level[r.nlevels++];
 	snprintf(dv->name, sizeof dv->name, "DRAM");
 	dv->capacity = phys > 0 ? phys : 4 * (double)dram_total;
@@ -1347,6 +1509,14 @@ bool rl_probe_run_ex(struct rl_machine *m, FILE *log, char *comment,
 		       "  4-byte elements, each over %s per thread, as a fraction of the\n"
 		       "  all-thread contiguous DRAM read.\n",
 		       RL_STRIDE_LINES * RL_LINE, rl_size_str(s1, sizeof s1, (double)dram_ws));
+		rl_cat(comment, commentlen, &k,
+		       "simd: width_bits and registers from the ISA the CPU reports (%s);\n"
+		       "  fma_latency_cycles = clock / rate of one dependent FMA chain, fma_units\n"
+		       "  = one-thread FMA issue rate / clock (vectors of that width per cycle),\n"
+		       "  clock %.2f GHz from a dependent integer add chain; left out when not\n"
+		       "  measured. line_bytes and ways: sysfs cache index*/coherency_line_size\n"
+		       "  and ways_of_associativity, where reported.\n",
+		       p->k.isa, clock / 1e9);
 		rl_cat(comment, commentlen, &k,
 		       "launch: one call of the smallest kernel (a 4-element loop) through a\n"
 		       "  function pointer, one thread, each call fed the last one's result;\n"

@@ -202,7 +202,13 @@ static void assert_same(const struct rl_machine *a, const struct rl_machine *b)
 		cr_assert(a->level[i].capacity == b->level[i].capacity);
 		cr_assert(a->level[i].read_bw == b->level[i].read_bw);
 		cr_assert(a->level[i].write_bw == b->level[i].write_bw);
+		cr_assert_eq(a->level[i].line_bytes, b->level[i].line_bytes);
+		cr_assert_eq(a->level[i].ways, b->level[i].ways);
 	}
+	cr_assert_eq(a->simd_bits, b->simd_bits);
+	cr_assert_eq(a->simd_registers, b->simd_registers);
+	cr_assert_eq(a->fma_units, b->fma_units);
+	cr_assert_eq(a->fma_latency, b->fma_latency);
 	cr_assert(a->eff_contiguous == b->eff_contiguous);
 	cr_assert(a->eff_strided == b->eff_strided);
 	cr_assert(a->eff_gather == b->eff_gather);
@@ -645,4 +651,81 @@ Test(machine, write_replaces_existing_file)
 	cr_assert(rl_machine_write(&a, path, "replaced", err, sizeof err), "%s", err);
 	cr_assert(rl_machine_load(path, &b, err, sizeof err), "%s", err);
 	assert_same(&a, &b);
+}
+
+/* ---- the tiler's geometry (<simd>, line_bytes, ways) -------------------- */
+
+Test(machine, simd_and_cache_geometry)
+{
+	char err[1024];
+	struct rl_machine m;
+	cr_assert(rl_machine_load("epyc9654", &m, err, sizeof err), "%s", err);
+	cr_assert_eq(m.simd_bits, 512);
+	cr_assert_eq(m.simd_registers, 32);
+	cr_assert_eq(m.fma_units, 2);
+	cr_assert_eq(m.fma_latency, 4);
+	cr_assert_eq(m.level[0].line_bytes, 64);
+	cr_assert_eq(m.level[0].ways, 8);
+	cr_assert_eq(m.level[1].ways, 8);
+	cr_assert_eq(m.level[2].ways, 16);
+	cr_assert_eq(m.level[3].line_bytes, 0, "DRAM has no line in the profile");
+	cr_assert_eq(m.level[3].ways, 0);
+	cr_assert(rl_machine_load("generic-cpu", &m, err, sizeof err), "%s", err);
+	cr_assert_eq(m.simd_bits, 256);
+	cr_assert_eq(m.simd_registers, 16);
+	/* GPU profiles and older hand-written ones leave them out: zero */
+	cr_assert(rl_machine_load("h200", &m, err, sizeof err), "%s", err);
+	cr_assert_eq(m.simd_bits + m.simd_registers + m.fma_units + m.fma_latency, 0);
+	for (int i = 0; i < m.nlevels; i++)
+		cr_assert_eq(m.level[i].line_bytes + m.level[i].ways, 0);
+}
+
+Test(machine, geometry_missing_loads_as_zero)
+{
+	char *text = shipped_text("epyc9654");
+	char *a = cut(text, "  <simd ", "/>\n");
+	char *b = replace(a, " line_bytes=\"64\" ways=\"8\"/>", "/>");
+	char path[600], err[1024];
+	tmp_path(path, sizeof path, "old.xml");
+	write_file(path, b);
+	struct rl_machine m;
+	cr_assert(rl_machine_load(path, &m, err, sizeof err), "%s", err);
+	cr_assert_eq(m.simd_bits, 0);
+	cr_assert_eq(m.fma_latency, 0);
+	cr_assert_eq(m.level[0].ways, 0);
+	cr_assert_eq(m.level[0].line_bytes, 0);
+	cr_assert_eq(m.level[1].ways, 8);
+	free(b);
+	free(a);
+	free(text);
+}
+
+Test(machine, geometry_contradictions_name_file_and_line)
+{
+	char *text = shipped_text("epyc9654");
+	struct {
+		const char *file, *old, *new, *says;
+	} cases[] = {
+		/* zero: the schema's positiveInteger */
+		{"ways0.xml", "line_bytes=\"64\" ways=\"8\"", "line_bytes=\"64\" ways=\"0\"", "xsd"},
+		{"simd0.xml", "width_bits=\"512\"", "width_bits=\"0\"", "xsd"},
+		/* not a power of two */
+		{"line48.xml", "line_bytes=\"64\" ways=\"8\"", "line_bytes=\"48\" ways=\"8\"",
+		 "power of two"},
+		/* a set larger than the whole level */
+		{"set.xml", "line_bytes=\"64\" ways=\"8\"", "line_bytes=\"1024\" ways=\"64\"",
+		 "exceed a core's share"},
+		{"regs.xml", "registers=\"32\"", "registers=\"2\"", "registers"},
+		{"width.xml", "width_bits=\"512\"", "width_bits=\"100\"", "width_bits"},
+		{"lat.xml", "fma_latency_cycles=\"4\"", "fma_latency_cycles=\"400\"", "fma_latency"},
+		{"frac.xml", "fma_units=\"2\"", "fma_units=\"2.5\"", "xsd"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char *bad = replace(text, cases[i].old, cases[i].new);
+		const char *err = load_bad(cases[i].file, bad);
+		cr_assert(has_exact_line(err, cases[i].file, line_of(bad, cases[i].new)), "%s", err);
+		cr_assert(strstr(err, cases[i].says) != NULL, "%s", err);
+		free(bad);
+	}
+	free(text);
 }
