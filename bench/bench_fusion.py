@@ -166,6 +166,14 @@ class Compiled:
         self.run_v = getattr(self.lib, prefix + "_run_v")
         self.run_v.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
         self.run_v.restype = ctypes.c_int
+        # one thread: the figures are thread CPU time of the calling thread,
+        # which would leave out a thread pool's workers
+        if hasattr(self.lib, prefix + "_set_threads"):
+            st = getattr(self.lib, prefix + "_set_threads")
+            st.argtypes = [ctypes.c_int]
+            st.restype = ctypes.c_int
+            if st(1) != 0:
+                die(f"{so}: {prefix}_set_threads(1) failed")
         init = getattr(self.lib, prefix + "_init")
         init.argtypes = [ctypes.c_char_p]
         if init(None) != 0:

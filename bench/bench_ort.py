@@ -18,7 +18,8 @@ For each model:
 
 ORT: CPUExecutionProvider, ORT_ENABLE_ALL, inter_op_num_threads=1,
 intra_op_num_threads=1 or os.cpu_count(), inputs and outputs bound once with
-IOBinding (no per-run numpy conversion). Our generated code is single-threaded.
+IOBinding (no per-run numpy conversion). Our side runs with NAME_set_threads
+(--ours-threads, default 1) when the generated header declares it.
 
 Models: gpt_block, mlp, resnet_small, elementwise_chain (examples/gen_models.py)
 and any light_* model shipped in the onnx wheel (weights made by
@@ -92,7 +93,7 @@ def parse_kv(text):
 
 def machine_limits(work, cc):
     exe = os.path.join(work, "stream_limit")
-    sh([cc, "-O2", "-march=native", os.path.join(HERE, "stream_limit.c"), "-o", exe], 300,
+    sh([cc, "-O2", "-march=native", "-pthread", os.path.join(HERE, "stream_limit.c"), "-o", exe], 300,
        what="compile stream_limit.c")
     r = sh([exe], 300, what="stream_limit")
     return parse_kv(r.stdout), r.stdout
@@ -176,11 +177,15 @@ def generate(args, name, path, work):
     if not m:
         raise BenchError(f"{name}.h: no NAME_NUM_INPUTS macro")
     weights = os.path.join(work, name + ".weights")
-    return c, m.group(1), (weights if os.path.exists(weights) else None)
+    # NAME_set_threads: the harness calls it when built with RL_HAVE_THREADS
+    threaded = re.search(rf"\b{re.escape(name)}_set_threads\s*\(", hdr) is not None
+    return c, m.group(1), (weights if os.path.exists(weights) else None), threaded
 
 
 def build(args, name, c, upper, work, variant, extra=()):
     exe = os.path.join(work, f"{name}_{variant}")
+    if args.threaded:
+        extra = list(extra) + ["-pthread", "-DRL_HAVE_THREADS"]
     cmd = [args.cc] + VARIANTS.get(variant, []) + list(extra) + [
         "-I", work, f'-DRL_MODEL_HEADER="{name}.h"', f"-DRL_PREFIX={name}",
         f"-DRL_PREFIX_UC={upper}", os.path.join(HERE, "timing_harness.c"), c, "-o", exe, "-lm"]
@@ -188,8 +193,10 @@ def build(args, name, c, upper, work, variant, extra=()):
     return exe
 
 
-def harness(exe, weights, flags, cwd):
+def harness(exe, weights, flags, cwd, threads=0):
     cmd = [exe] + flags + (["--weights", weights] if weights else [])
+    if threads:
+        cmd += ["--threads", str(threads)]
     return parse_kv(sh(cmd, 3600, cwd=cwd, what=os.path.basename(exe)).stdout)
 
 
@@ -319,7 +326,8 @@ def profile(args, name, c, upper, weights, work, run_s, top=12):
     exe = build(args, name, c, upper, work, args.variant_list[0], extra=["-g", "-fno-inline", "-fno-ipa-cp", "-fno-ipa-icf"])
     data = os.path.join(work, name + ".perf.data")
     cmd = ["perf", "record", "-q", "--call-graph", "dwarf", "-F", "499", "-o", data, "--", exe,
-           "--seconds", "2"] + (["--weights", weights] if weights else [])
+           "--seconds", "2"] + (["--weights", weights] if weights else []) + \
+          (["--threads", str(args.ours_threads)] if args.threaded else [])
     sh(cmd, 600, cwd=work, what="perf record")
     r = sh(["perf", "report", "-i", data, "--stdio", "--children", "--sort", "symbol", "-g", "none"],
            600, what="perf report")
@@ -415,7 +423,8 @@ def bench_model(args, name, path, work, limits):
     d = os.path.join(work, name)
     os.makedirs(d, exist_ok=True)
     t0 = time.monotonic()
-    c, upper, weights = generate(args, name, path, d)
+    c, upper, weights, args.threaded = generate(args, name, path, d)
+    th = args.ours_threads if args.threaded else 0
     gen_s = time.monotonic() - t0
     exes = {}
     for v in args.variant_list:
@@ -430,7 +439,7 @@ def bench_model(args, name, path, work, limits):
     feeds = None
     for v, exe in exes.items():
         dump = os.path.join(d, f"io_{v}")
-        r = harness(exe, weights, ["--runs", "2", "--warmup", "0", "--dump", dump], d)
+        r = harness(exe, weights, ["--runs", "2", "--warmup", "0", "--dump", dump], d, th)
         est[v] = r["median_s"]
         if feeds is None:
             feeds = read_dumped_inputs(model, dump)
@@ -450,7 +459,8 @@ def bench_model(args, name, path, work, limits):
     per_round = {s: [] for s in sides}
     for _ in range(args.rounds):
         for v, exe in exes.items():
-            per_round[f"ours[{v}]"].append(harness(exe, weights, ["--runs", str(n), "--warmup", "1"], d))
+            per_round[f"ours[{v}]"].append(harness(exe, weights, ["--runs", str(n), "--warmup", "1"], d,
+                                                   th))
         per_round["ORT-1t"].append(ort1.time(n))
         per_round[nt].append(ortn.time(n))
     best = {s: {k: min(r[k] for r in rs) for k in ("median_s", "min_s", "cpu_median_s", "cpu_min_s")}
@@ -518,6 +528,8 @@ def main():
                         f"{k} ({' '.join(v)})" for k, v in VARIANTS.items()) +
                     "; the first is the one compared (default: %(default)s)")
     ap.add_argument("--cc", default=os.environ.get("CC", "cc"))
+    ap.add_argument("--ours-threads", type=int, default=1,
+                    help="NAME_set_threads for our side, when the header has it (default: 1)")
     ap.add_argument("--no-limit", action="store_true", help="skip the machine-limit measurement")
     ap.add_argument("--profile", action="store_true", help="perf-profile our code on every model")
     ap.add_argument("--profile-over", type=float, default=5.0,

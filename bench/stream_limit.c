@@ -2,13 +2,20 @@
  * stream_limit.c - this machine's limits for one core: main-memory streaming
  * bandwidth and fp32 FMA peak.
  *
- *   stream_limit [MiB]      (array size, default 256)
+ *   stream_limit [MiB]          (array size, default 256)
+ *   stream_limit --read [MiB]   only the read-only figures (last four below)
  *
  * Bandwidth: STREAM-style copy (b = a) and triad (a = b + s*c) over arrays of
  * MiB mebibytes each (far larger than any cache), best of 5 passes; bytes
  * counted as STREAM does (copy 2 arrays, triad 3; write-allocate traffic not
  * counted); then the same on arrays that fit in the last-level cache. FMA peak: one core, vector FMAs on independent accumulators
  * (enough to cover FMA latency times throughput), best of 5.
+ *
+ * Read bandwidth: a read-only loop (a sum into 8 vector accumulators, no
+ * stores) over MiB mebibytes, best of 5 passes, on one thread and then on
+ * every online CPU at once (pthreads, each thread its own buffer, first
+ * touched by that thread; timed from a barrier to the last thread's end).
+ * This is the limit of a read-dominated kernel such as a batch-1 GEMV.
  *
  * Prints, one per line:
  *   stream_copy_GBps X      copy, best wall time
@@ -21,16 +28,21 @@
  *   fma_gflops_wall Y       FMA rate, best wall time of 40 short passes
  *   fma_gflops Y            the same, best of wall and thread CPU time
  *   fma_vector_bits B
+ *   stream_read_GBps X      read-only loop, one thread, best of wall and CPU time
+ *   stream_read_wall_GBps X the same, wall time only
+ *   read_threads T          CPUs used for the next figure
+ *   stream_read_all_GBps X  read-only loop, T threads at once, best wall time
  * On a shared machine the thread is descheduled for part of the wall time;
  * thread CPU time leaves that out, so the *_cpu figures are the ones to use
  * as limits there (on an idle machine both agree).
  *
- * Build: cc -O2 -march=native bench/stream_limit.c -o stream_limit
+ * Build: cc -O2 -march=native -pthread bench/stream_limit.c -o stream_limit
  * (-march=native matters: without it the FMA loop is SSE mul+add.)
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* sysconf(_SC_LEVEL3_CACHE_SIZE) */
 #endif
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,6 +127,105 @@ static __attribute__((noinline)) float fma_loop(long iters, float mv, float av)
 	return s;
 }
 
+
+/* ---- read-only streaming --------------------------------------------------- */
+
+#define RACC 8
+/* sum of n floats (n a multiple of RACC * LANES) into RACC vector
+ * accumulators: loads and adds only, so the figure is read bandwidth */
+static __attribute__((noinline)) float read_sum(const float *a, size_t n)
+{
+	vf acc[RACC];
+	for (int k = 0; k < RACC; k++)
+		for (int l = 0; l < LANES; l++)
+			acc[k][l] = 0.0f;
+	const vf *v = (const vf *)a;
+	size_t nv = n / LANES;
+	for (size_t i = 0; i + RACC <= nv; i += RACC) {
+#pragma GCC unroll 8
+		for (int k = 0; k < RACC; k++)
+			acc[k] += v[i + k];
+	}
+	float s = 0;
+	for (int k = 0; k < RACC; k++)
+		for (int l = 0; l < LANES; l++)
+			s += acc[k][l];
+	return s;
+}
+
+struct reader {
+	pthread_t tid;
+	pthread_barrier_t *bar;
+	size_t n;
+	int reps;
+	int fail;
+	float sum;
+};
+
+static void *reader_main(void *arg)
+{
+	struct reader *r = arg;
+	float *buf = aligned_alloc(64, r->n * sizeof(float));
+	if (buf)
+		for (size_t i = 0; i < r->n; i++) /* first touch by this thread */
+			buf[i] = (float)(i & 15);
+	else
+		r->fail = 1;
+	pthread_barrier_wait(r->bar); /* allocated */
+	for (int rep = 0; rep < r->reps; rep++) {
+		pthread_barrier_wait(r->bar); /* start */
+		if (buf)
+			r->sum += read_sum(buf, r->n);
+		pthread_barrier_wait(r->bar); /* end */
+	}
+	free(buf);
+	return NULL;
+}
+
+/* best wall time of one pass of nthreads readers over n floats each; <= 0 on
+ * failure */
+static double read_all(int nthreads, size_t n, int reps, float *chk)
+{
+	pthread_barrier_t bar;
+	struct reader *rs = calloc((size_t)nthreads, sizeof *rs);
+	if (!rs || pthread_barrier_init(&bar, NULL, (unsigned)nthreads + 1) != 0) {
+		free(rs);
+		return -1;
+	}
+	int started = 0;
+	for (int t = 0; t < nthreads; t++) {
+		rs[t].bar = &bar;
+		rs[t].n = n;
+		rs[t].reps = reps;
+		if (pthread_create(&rs[t].tid, NULL, reader_main, &rs[t]) != 0)
+			break;
+		started++;
+	}
+	if (started < nthreads) { /* cannot run the barrier protocol: give up */
+		fprintf(stderr, "stream_limit: pthread_create failed\n");
+		exit(1);
+	}
+	double best = 1e30;
+	pthread_barrier_wait(&bar);
+	for (int rep = 0; rep < reps; rep++) {
+		pthread_barrier_wait(&bar);
+		double t0 = now();
+		pthread_barrier_wait(&bar);
+		double t = now() - t0;
+		if (t < best)
+			best = t;
+	}
+	int fail = 0;
+	for (int t = 0; t < nthreads; t++) {
+		pthread_join(rs[t].tid, NULL);
+		fail |= rs[t].fail;
+		*chk += rs[t].sum;
+	}
+	pthread_barrier_destroy(&bar);
+	free(rs);
+	return fail ? -1 : best;
+}
+
 static double cpu_now(void)
 {
 	struct timespec t;
@@ -164,11 +275,61 @@ static long llc_size(void)
 	return best > 0 ? best : sysconf(_SC_LEVEL2_CACHE_SIZE);
 }
 
+/* the read-only figures over arrays of n floats: one thread (best of wall
+ * and CPU time, as for copy), then every online CPU at once */
+static int read_figures(size_t n, float *chk)
+{
+	size_t rn = n / (RACC * LANES) * (RACC * LANES);
+	if (rn == 0)
+		rn = RACC * LANES;
+	float *ra = aligned_alloc(64, rn * sizeof(float));
+	if (!ra) {
+		fprintf(stderr, "stream_limit: out of memory\n");
+		return 1;
+	}
+	for (size_t i = 0; i < rn; i++)
+		ra[i] = (float)(i & 15);
+	struct best br = {1e30, 1e30};
+	for (int rep = 0; rep < 5; rep++) {
+		double w0 = now(), c0 = cpu_now();
+		*chk += read_sum(ra, rn);
+		best_update(&br, w0, c0);
+	}
+	free(ra);
+	double rbytes = (double)rn * sizeof(float);
+	double rd_w = rbytes / br.wall / 1e9, rd_c = rbytes / br.cpu / 1e9;
+	printf("stream_read_GBps %.2f\n", rd_c > rd_w ? rd_c : rd_w);
+	printf("stream_read_wall_GBps %.2f\n", rd_w);
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	if (ncpu < 1)
+		ncpu = 1;
+	if (ncpu > 256)
+		ncpu = 256;
+	double tall = read_all((int)ncpu, rn, 5, chk);
+	printf("read_threads %ld\n", ncpu);
+	printf("stream_read_all_GBps %.2f\n", tall > 0 ? (double)ncpu * rbytes / tall / 1e9 : 0.0);
+	return tall > 0 ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc > 1 && !strcmp(argv[1], "--read")) {
+		/* the read-only figures alone (bench_kernels.py runs them between
+		 * GEMV rounds, so both see the same machine) */
+		size_t mib = argc > 2 ? (size_t)strtoull(argv[2], NULL, 10) : 256;
+		if (mib == 0) {
+			fprintf(stderr, "usage: stream_limit --read [MiB per array]\n");
+			return 1;
+		}
+		float chk = 0;
+		int rc = read_figures(mib * 1024 * 1024 / sizeof(float), &chk);
+		if (chk != chk)
+			printf("checksum %g\n", (double)chk);
+		return rc;
+	}
 	size_t mib = argc > 1 ? (size_t)strtoull(argv[1], NULL, 10) : 256;
 	if (mib == 0) {
-		fprintf(stderr, "usage: stream_limit [MiB per array]\n");
+		fprintf(stderr, "usage: stream_limit [--read] [MiB per array]\n");
 		return 1;
 	}
 	size_t n = mib * 1024 * 1024 / sizeof(float);
@@ -271,6 +432,10 @@ int main(int argc, char **argv)
 	printf("fma_gflops_wall %.2f\n", flops / bf.wall / 1e9);
 	printf("fma_gflops %.2f\n", flops / (bf.cpu < bf.wall ? bf.cpu : bf.wall) / 1e9);
 	printf("fma_vector_bits %d\n", VBYTES * 8);
+	fflush(stdout);
+
+	if (read_figures(n, &chk) != 0)
+		return 1;
 #if !defined(__FMA__)
 	printf("fma_note compiled without FMA (use -march=native): figure is mul+add\n");
 #endif

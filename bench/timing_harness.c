@@ -11,7 +11,13 @@
  * (RL_PREFIX_UC is the prefix of the header's NAME_NUM_INPUTS macros.)
  *
  *   NAME_bench [--runs N | --seconds S] [--warmup W] [--weights PATH]
- *              [--dump DIR] [--seed K]
+ *              [--dump DIR] [--seed K] [--threads T]
+ *
+ * --threads T calls NAME_set_threads(T) before NAME_init; it needs the
+ * harness compiled with -DRL_HAVE_THREADS (the driver adds it when NAME.h
+ * declares NAME_set_threads). Without it the model runs as generated and
+ * --threads other than 1 is an error (the generated code before threads was
+ * single-threaded).
  *
  * Inputs are sized from NAME_inputs[] and filled with a fixed pseudo-random
  * pattern (xorshift64*, seed K, default 1): floats uniform in [-1, 1),
@@ -30,6 +36,9 @@
  *   min_s X           per-run wall time, minimum
  *   cpu_median_s X    per-run thread CPU time, median (excludes the time the
  *   cpu_min_s X       thread was descheduled on a shared machine)
+ *   proc_cpu_median_s X  per-run CPU time of the whole process (all threads:
+ *                     with a thread pool, the work the workers did too)
+ *   threads T         the T passed to NAME_set_threads, 0 if not called
  *
  * Exit status: 0, or 1 when init or a run fails (message on stderr).
  */
@@ -73,6 +82,13 @@ static double cpu_now(void)
 {
 	struct timespec t;
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static double proc_cpu_now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
 	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
@@ -173,7 +189,7 @@ static double median(double *v, long n)
 static void usage(void)
 {
 	fprintf(stderr, "usage: %s_bench [--runs N | --seconds S] [--warmup W] [--weights PATH] "
-	                "[--dump DIR] [--seed K]\n",
+	                "[--dump DIR] [--seed K] [--threads T]\n",
 	        RL_STR(RL_PREFIX));
 	exit(1);
 }
@@ -184,6 +200,7 @@ int main(int argc, char **argv)
 	double seconds = 1.0;
 	const char *weights = NULL, *dump = NULL;
 	uint64_t seed = 1;
+	long threads = 0;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (i + 1 >= argc)
@@ -200,6 +217,8 @@ int main(int argc, char **argv)
 			dump = argv[++i];
 		else if (!strcmp(a, "--seed"))
 			seed = strtoull(argv[++i], NULL, 10);
+		else if (!strcmp(a, "--threads"))
+			threads = strtol(argv[++i], NULL, 10);
 		else
 			usage();
 	}
@@ -229,6 +248,27 @@ int main(int argc, char **argv)
 		memset(out[k], 0, nb);
 	}
 
+	if (threads < 0 || threads > 4096) {
+		fprintf(stderr, "timing_harness: --threads %ld: want 1..4096\n", threads);
+		return 1;
+	}
+	if (threads > 0) {
+#ifdef RL_HAVE_THREADS
+		if (M(_set_threads)((int)threads) != 0) {
+			fprintf(stderr, "timing_harness: %s_set_threads(%ld) failed\n",
+			        RL_STR(RL_PREFIX), threads);
+			return 1;
+		}
+#else
+		if (threads != 1) {
+			fprintf(stderr, "timing_harness: --threads %ld: built without RL_HAVE_THREADS "
+			                "(the header has no %s_set_threads)\n", threads, RL_STR(RL_PREFIX));
+			return 1;
+		}
+		threads = 0;
+#endif
+	}
+
 	double t0 = wall_now();
 	if (M(_init)(weights) != 0) {
 		fprintf(stderr, "timing_harness: %s_init failed\n", RL_STR(RL_PREFIX));
@@ -245,22 +285,24 @@ int main(int argc, char **argv)
 
 	long cap = runs > 0 ? runs : 1000000;
 	double *wt = malloc((size_t)cap * sizeof *wt), *ct = malloc((size_t)cap * sizeof *ct);
-	if (!wt || !ct) {
+	double *pt = malloc((size_t)cap * sizeof *pt);
+	if (!wt || !ct || !pt) {
 		fprintf(stderr, "timing_harness: out of memory\n");
 		return 1;
 	}
 	long n = 0;
 	double start = wall_now();
 	for (;;) {
-		double w0 = wall_now(), c0 = cpu_now();
+		double w0 = wall_now(), p0 = proc_cpu_now(), c0 = cpu_now();
 		int rc = M(_run_v)(in, out);
-		double c1 = cpu_now(), w1 = wall_now();
+		double c1 = cpu_now(), p1 = proc_cpu_now(), w1 = wall_now();
 		if (rc != 0) {
 			fprintf(stderr, "timing_harness: run failed\n");
 			return 1;
 		}
 		wt[n] = w1 - w0;
 		ct[n] = c1 - c0;
+		pt[n] = p1 - p0;
 		n++;
 		if (n == 1 && dump) {
 			if (mkdir(dump, 0777) != 0 && errno != EEXIST) {
@@ -290,8 +332,11 @@ int main(int argc, char **argv)
 	printf("min_s %.9f\n", wmin);
 	printf("cpu_median_s %.9f\n", median(ct, n));
 	printf("cpu_min_s %.9f\n", cmin);
+	printf("proc_cpu_median_s %.9f\n", median(pt, n));
+	printf("threads %ld\n", threads);
 	free(wt);
 	free(ct);
+	free(pt);
 	M(_free)();
 	for (int k = 0; k < NIN; k++)
 		free((void *)in[k]);
