@@ -162,7 +162,8 @@ def one_core_profile(src, dst):
 def predict(rl, model_path, hw):
     out = sh([rl, "report", model_path, "--hw", hw, "--format", "json"], 120, "rlopt report")
     j = json.loads(out)
-    kern = [n for n in j["nodes"] if n["kind"] == "kernel"]
+    # the report's rows are kernels (a fused group or one node, as they run)
+    kern = j.get("kernels") or [n for n in j["nodes"] if n["kind"] == "kernel"]
     return j["total"]["time_s"], kern[0] if kern else None, j["machine"]
 
 

@@ -14,6 +14,8 @@
 #include "cost.h"
 
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 const char *rl_bound_name(enum rl_bound b)
@@ -194,4 +196,345 @@ double rl_cost_balance(const struct rl_machine *m, enum rl_prec prec, bool matri
 	double eff = m->eff_contiguous > 0 ? m->eff_contiguous : 1;
 	double bw = rl_machine_dram(m)->read_bw * eff;
 	return bw > 0 ? peak / bw : 0;
+}
+
+/* ---- kernels ---------------------------------------------------------------- */
+
+static bool kernel_anchor_op(enum rl_op op)
+{
+	return op == RL_OP_MatMul || op == RL_OP_Gemm || op == RL_OP_Conv;
+}
+
+/* A constant scalar: fused code writes it as a literal and reads no memory. */
+static bool literal_scalar(const struct rl_graph *g, uint32_t v)
+{
+	return rl_value_is_const(g, v) && g->values[v].data &&
+	       rl_shape_numel(&g->values[v].shape) == 1;
+}
+
+/* A node that runs a kernel of its own or inside a group: live, countable,
+ * not evaluated at build time, and moving bytes or doing arithmetic. */
+static bool node_runs(const struct rl_graph *g, uint32_t i)
+{
+	const struct rl_node *n = &g->nodes[i];
+	return !n->dead && n->cost.time_s > 0;
+}
+
+/*
+ * The checks the C backend makes before it trusts a group (emit.c
+ * group_check), so the report prices what the code runs: at least two
+ * members, all running, at most one anchor, every member one output of one
+ * shared shape, the anchor's output neither a graph output nor read outside
+ * the group. A group that fails runs node by node, and is priced so.
+ */
+static bool group_runs_as_one(const struct rl_graph *g, const uint32_t *list, uint32_t n,
+                              const int32_t *mark, int32_t tag, uint32_t *anchor)
+{
+	const struct rl_shape *shape = NULL;
+	*anchor = RL_NONE;
+	if (n < 2)
+		return false;
+	for (uint32_t j = 0; j < n; j++) {
+		const struct rl_node *nd = &g->nodes[list[j]];
+		struct rl_counts c;
+		/* a member may be free on its own (Identity): it runs inside */
+		if (nd->dead || built_at_compile_time(g, nd) || !rl_count_node(g, list[j], &c) ||
+		    nd->nout < 1 || nd->out[0] == RL_NONE)
+			return false;
+		for (int o = 1; o < nd->nout; o++)
+			if (nd->out[o] != RL_NONE)
+				return false;
+		const struct rl_value *y = &g->values[nd->out[0]];
+		if (kernel_anchor_op(nd->op)) {
+			if (*anchor != RL_NONE || (y->flags & RL_VAL_OUTPUT))
+				return false;
+			*anchor = list[j];
+			for (uint32_t u = 0; u < y->nuses; u++)
+				if (!g->nodes[y->uses[u]].dead && mark[y->uses[u]] != tag)
+					return false;
+		} else if (rl_op_table[nd->op].family != RL_FAM_ELEMWISE) {
+			return false;
+		}
+		if (shape && !rl_shape_equal(shape, &y->shape))
+			return false;
+		shape = &y->shape;
+	}
+	return true;
+}
+
+/* The fused kernel's counts: FLOPs and MACs summed, external tensors read
+ * once, values used outside written once. vmark/vtag dedupe inputs. */
+static void group_counts(const struct rl_graph *g, const uint32_t *list, uint32_t n,
+                         uint32_t anchor, const int32_t *mark, int32_t tag, uint32_t *vmark,
+                         uint32_t vtag, struct rl_counts *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->access = RL_ACCESS_CONTIGUOUS;
+	for (uint32_t j = 0; j < n; j++) {
+		uint32_t i = list[j];
+		const struct rl_node *nd = &g->nodes[i];
+		struct rl_counts k;
+		if (rl_count_node(g, i, &k)) {
+			c->flops += k.flops;
+			c->macs += k.macs;
+			if (i == anchor)
+				c->access = k.access;
+		}
+		for (int q = 0; q < nd->nin; q++) {
+			uint32_t v = nd->in[q];
+			if (v == RL_NONE || vmark[v] == vtag || (nd->op == RL_OP_CastLike && q == 1))
+				continue;
+			uint32_t p = g->values[v].producer;
+			if (p != RL_NONE && mark[p] == tag)
+				continue; /* an intermediate: stays in registers */
+			if (i != anchor && literal_scalar(g, v))
+				continue;
+			vmark[v] = vtag;
+			double b = value_bytes(g, v);
+			c->bytes_read += b;
+			if (rl_value_is_const(g, v))
+				c->weight_bytes += b;
+		}
+		const struct rl_value *y = &g->values[nd->out[0]];
+		bool ext = (y->flags & RL_VAL_OUTPUT) != 0;
+		for (uint32_t u = 0; u < y->nuses && !ext; u++)
+			ext = !g->nodes[y->uses[u]].dead && mark[y->uses[u]] != tag;
+		if (ext)
+			c->bytes_write += value_bytes(g, nd->out[0]);
+	}
+}
+
+/* Price kernel k level by level from bl (bytes per level of the profile). */
+static void price_levels(const struct rl_machine *m, enum rl_prec prec, const double *bl,
+                         struct rl_kernel *k)
+{
+	const struct rl_counts *c = &k->c;
+	int last = m->nlevels - 1;
+	double eff = c->access == RL_ACCESS_GATHER ? m->eff_gather
+	           : c->access == RL_ACCESS_STRIDED ? m->eff_strided : m->eff_contiguous;
+	if (eff <= 0)
+		eff = 1;
+	double peak = rl_machine_peak(m, prec, c->macs > 0);
+	if (peak <= 0)
+		peak = rl_machine_peak(m, RL_PREC_FP32, c->macs > 0);
+	const struct rl_mem_level *d = &m->level[last];
+	double wbw = d->write_bw > 0 ? d->write_bw : d->read_bw;
+	double ext = c->bytes_read + c->bytes_write;
+	double t_base = c->bytes_read / (d->read_bw * eff) + c->bytes_write / (wbw * eff);
+	double t_mem = 0;
+	int lvl = last;
+	for (int i = 0; i <= last; i++) {
+		double t;
+		if (i == last)
+			t = ext > 0 ? t_base * bl[i] / ext : bl[i] / (d->read_bw * eff);
+		else
+			t = m->level[i].read_bw > 0 ? bl[i] / (m->level[i].read_bw * eff) : 0;
+		if (t > t_mem) {
+			t_mem = t;
+			lvl = i;
+		}
+	}
+	double t_cmp = peak > 0 ? c->flops / peak : 0;
+	double roof = t_mem > t_cmp ? t_mem : t_cmp;
+	k->cost.flops = c->flops;
+	k->cost.bytes = bl[last];
+	k->cost.intensity = bl[last] > 0 ? c->flops / bl[last] : 0;
+	k->cost.time_s = roof + m->launch_latency;
+	k->bound_level = -1;
+	if (m->launch_latency > roof) {
+		k->cost.bound = RL_BOUND_LATENCY;
+	} else if (t_cmp > t_mem) {
+		k->cost.bound = RL_BOUND_COMPUTE;
+	} else {
+		k->cost.bound = RL_BOUND_MEMORY;
+		k->bound_level = lvl;
+	}
+}
+
+/* The schedule's bytes per level for kernel k, or false when it has none. */
+static bool kernel_traffic(const struct rl_graph *g, const struct rl_machine *m,
+                           rl_traffic_fn traffic, const struct rl_kernel *k,
+                           const uint32_t *list, double *bl)
+{
+	if (!traffic || m->nlevels < 1)
+		return false;
+	uint32_t tnode = k->anchor != RL_NONE ? k->anchor : RL_NONE;
+	for (uint32_t j = 0; j < k->n && tnode == RL_NONE; j++)
+		if (g->nodes[list[j]].tile.kind != RL_TILE_NONE)
+			tnode = list[j];
+	if (tnode == RL_NONE || g->nodes[tnode].tile.kind == RL_TILE_NONE)
+		return false;
+	for (int i = 0; i < RL_MAX_MEM_LEVELS; i++)
+		bl[i] = 0;
+	traffic(g, tnode, m, bl);
+	if (!(bl[m->nlevels - 1] > 0))
+		return false;
+	if (k->anchor != RL_NONE && k->n > 1) {
+		/* the epilogue's own operands (bias, residual) and any output
+		 * beyond the product's, at every level */
+		struct rl_counts a;
+		double extra = 0;
+		if (rl_count_node(g, k->anchor, &a))
+			extra = (k->c.bytes_read + k->c.bytes_write) - (a.bytes_read + a.bytes_write);
+		for (int i = 0; extra > 0 && i < m->nlevels; i++)
+			bl[i] += extra;
+	}
+	return true;
+}
+
+static void total_add(struct rl_cost_total *t, const struct rl_kernel *k)
+{
+	const struct rl_cost *cs = &k->cost;
+	t->flops += cs->flops;
+	t->macs += k->c.macs;
+	t->bytes += cs->bytes;
+	t->time_s += cs->time_s;
+	t->nodes++;
+	switch ((enum rl_bound)cs->bound) {
+	case RL_BOUND_MEMORY: t->memory++; t->time_memory += cs->time_s; break;
+	case RL_BOUND_COMPUTE: t->compute++; t->time_compute += cs->time_s; break;
+	case RL_BOUND_LATENCY: t->latency++; t->time_latency += cs->time_s; break;
+	}
+}
+
+bool rl_cost_kernels(struct rl_graph *g, const struct rl_machine *m, rl_traffic_fn traffic,
+                     struct rl_kernels *out)
+{
+	memset(out, 0, sizeof(*out));
+	struct rl_cost_total nt;
+	rl_cost_graph(g, m, &nt);
+	size_t nn = (size_t)g->nnodes + 1;
+	int32_t maxg = -1;
+	for (uint32_t i = 0; i < g->nnodes; i++)
+		if (!g->nodes[i].dead && g->nodes[i].group > maxg)
+			maxg = g->nodes[i].group;
+	size_t ng = (size_t)maxg + 2;
+	out->k = calloc(nn, sizeof(*out->k));
+	out->nodes = malloc(nn * sizeof(*out->nodes));
+	out->of = malloc(nn * sizeof(*out->of));
+	int32_t *mark = malloc(nn * sizeof(*mark));
+	uint32_t *vmark = calloc((size_t)g->nvalues + 1, sizeof(*vmark));
+	uint32_t *gstart = calloc(ng + 1, sizeof(*gstart)); /* group -> first slot in glist */
+	uint32_t *glist = malloc(nn * sizeof(*glist));
+	int32_t *gkern = malloc(ng * sizeof(*gkern)); /* group -> kernel, -1 none, -2 split */
+	uint32_t *fill = calloc(ng, sizeof(*fill));
+	bool ok = out->k && out->nodes && out->of && mark && vmark && gstart && glist && gkern &&
+	          fill;
+	if (!ok) {
+		rl_kernels_free(out);
+		goto done;
+	}
+	/* the members of every group, in order (a counting sort by group id) */
+	for (uint32_t i = 0; i < g->nnodes; i++) {
+		out->of[i] = -1;
+		mark[i] = -1;
+	}
+	for (uint32_t k = 0; k < g->norder; k++) {
+		const struct rl_node *n = &g->nodes[g->order[k]];
+		if (!n->dead && n->group >= 0)
+			gstart[n->group + 1]++;
+	}
+	for (size_t q = 1; q <= ng; q++)
+		gstart[q] += gstart[q - 1];
+	for (uint32_t k = 0; k < g->norder; k++) {
+		uint32_t i = g->order[k];
+		const struct rl_node *n = &g->nodes[i];
+		if (!n->dead && n->group >= 0) {
+			glist[gstart[n->group] + fill[n->group]++] = i;
+			mark[i] = n->group;
+		}
+	}
+	for (size_t q = 0; q < ng; q++)
+		gkern[q] = -1;
+	uint32_t vtag = 0, used = 0;
+	for (uint32_t k = 0; k < g->norder; k++) {
+		uint32_t i = g->order[k];
+		const struct rl_node *n = &g->nodes[i];
+		if (n->dead)
+			continue;
+		int32_t gid = n->group;
+		uint32_t anchor = RL_NONE;
+		if (gid >= 0 && gkern[gid] == -1) {
+			const uint32_t *list = glist + gstart[gid];
+			uint32_t cnt = gstart[gid + 1] - gstart[gid];
+			gkern[gid] = group_runs_as_one(g, list, cnt, mark, gid, &anchor) ? 0 : -2;
+		}
+		if (gid >= 0 && gkern[gid] > 0)
+			continue; /* its group's kernel is already made */
+		if (gid >= 0 && gkern[gid] == 0) {
+			const uint32_t *list = glist + gstart[gid];
+			uint32_t cnt = gstart[gid + 1] - gstart[gid];
+			struct rl_kernel *kr = &out->k[out->nk];
+			kr->group = gid;
+			kr->anchor = anchor;
+			kr->node = anchor != RL_NONE ? anchor : i;
+			kr->first = used;
+			kr->n = cnt;
+			for (uint32_t j = 0; j < cnt; j++) {
+				out->nodes[used++] = list[j];
+				out->of[list[j]] = (int32_t)out->nk;
+			}
+			group_counts(g, list, cnt, anchor, mark, gid, vmark, ++vtag, &kr->c);
+			rl_cost_price(m, &kr->c, rl_node_prec(g, kr->node), kr->c.macs > 0, &kr->cost);
+			gkern[gid] = (int32_t)++out->nk; /* > 0: made */
+			continue;
+		}
+		if (!node_runs(g, i))
+			continue;
+		struct rl_kernel *kr = &out->k[out->nk];
+		kr->group = -1;
+		kr->anchor = RL_NONE;
+		kr->node = i;
+		kr->first = used;
+		kr->n = 1;
+		out->nodes[used++] = i;
+		out->of[i] = (int32_t)out->nk;
+		rl_count_node(g, i, &kr->c);
+		kr->cost = n->cost;
+		out->nk++;
+	}
+	/* per-level traffic of scheduled kernels; totals over kernels */
+	for (uint32_t q = 0; q < out->nk; q++) {
+		struct rl_kernel *kr = &out->k[q];
+		double bl[RL_MAX_MEM_LEVELS];
+		kr->bound_level = kr->cost.bound == RL_BOUND_MEMORY ? m->nlevels - 1 : -1;
+		if (kernel_traffic(g, m, traffic, kr, out->nodes + kr->first, bl)) {
+			kr->tiled = true;
+			for (int i = 0; i < RL_MAX_MEM_LEVELS; i++)
+				kr->bytes_level[i] = i < m->nlevels ? bl[i] : 0;
+			price_levels(m, rl_node_prec(g, kr->node), bl, kr);
+		} else {
+			for (int i = 0; i < RL_MAX_MEM_LEVELS; i++)
+				kr->bytes_level[i] = i < m->nlevels ? kr->cost.bytes : 0;
+		}
+		total_add(&out->t, kr);
+	}
+done:
+	free(fill);
+	free(mark);
+	free(vmark);
+	free(gstart);
+	free(glist);
+	free(gkern);
+	return ok;
+}
+
+void rl_kernels_free(struct rl_kernels *ks)
+{
+	free(ks->k);
+	free(ks->nodes);
+	free(ks->of);
+	memset(ks, 0, sizeof(*ks));
+}
+
+const char *rl_kernel_bound_str(const struct rl_kernel *k, const struct rl_machine *m,
+                                char *buf, size_t len)
+{
+	const char *b = rl_bound_name((enum rl_bound)k->cost.bound);
+	if (k->tiled && k->cost.bound == RL_BOUND_MEMORY && k->bound_level >= 0 &&
+	    k->bound_level < m->nlevels)
+		snprintf(buf, len, "%s (%s)", b, m->level[k->bound_level].name);
+	else
+		snprintf(buf, len, "%s", b);
+	return buf;
 }

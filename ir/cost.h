@@ -26,6 +26,8 @@
 #include "ir.h"
 #include "machine.h"
 
+#include <stddef.h>
+
 #define RL_FLOPS_TRANS 8.0 /* FLOPs charged per transcendental evaluation */
 
 enum rl_bound {
@@ -72,6 +74,67 @@ struct rl_cost_total {
 /* Price every live node; totals over them. */
 void rl_cost_graph(struct rl_graph *g, const struct rl_machine *m,
                    struct rl_cost_total *t);
+
+/*
+ * Kernels: the unit that runs and the unit the report prices.
+ *
+ * After `fuse` (and `tile`), the graph runs as a sequence of kernels: a fused
+ * group (node->group >= 0: an elementwise group, or an epilogue group whose
+ * anchor is a MatMul/Gemm/Conv) is one kernel, every other node that runs is
+ * its own. A kernel's FLOPs and MACs are its nodes' sums; its bytes are what
+ * the fused code moves: the group's external inputs read once (scalar
+ * constants excepted: the code writes them as literals; an anchor's inputs
+ * are all read) and the values used outside it (or graph outputs) written
+ * once. Intermediates never touch memory.
+ *
+ * Per-level traffic. When the kernel's node has a schedule (node->tile.kind
+ * != 0) and a traffic function is given (rl_tile_traffic from passes/tile.c),
+ * bytes_level[i] is the traffic at m->level[i] and the kernel is priced
+ * level by level:
+ *
+ *   t = max(flops / peak, max_i t_i) + launch latency,
+ *   t_i = bytes_level[i] / (read_bw[i] * eff)        for a cache level,
+ *   t_last = the main-memory time of the kernel's external bytes, scaled
+ *            by bytes_level[last] / external bytes (its read/write split)
+ *
+ * and a memory-bound kernel names the level that binds (bound_level). An
+ * epilogue group adds what its elementwise part reads and writes beyond the
+ * product's own operands at every level. Without a schedule every level
+ * carries the external bytes and only main memory is priced, as for a node.
+ */
+struct rl_kernel {
+	uint32_t node;        /* the node that names it: the anchor, else the first in order */
+	uint32_t anchor;      /* MatMul/Gemm/Conv of an epilogue group, else RL_NONE */
+	int32_t group;        /* fusion group id, -1 for a single node */
+	uint32_t first, n;    /* its nodes: rl_kernels.nodes[first .. first + n) */
+	struct rl_counts c;   /* FLOPs and MACs summed; bytes at main memory, external */
+	struct rl_cost cost;  /* bytes: main-memory bytes as priced */
+	bool tiled;           /* priced level by level from a schedule */
+	int bound_level;      /* memory-bound: the level that binds; -1 else */
+	double bytes_level[RL_MAX_MEM_LEVELS]; /* per level (tiled), else all = cost.bytes */
+};
+
+struct rl_kernels {
+	struct rl_kernel *k;  /* in the order they run (first node's position) */
+	uint32_t nk;
+	uint32_t *nodes;      /* node lists of the kernels */
+	int32_t *of;          /* node -> kernel index, -1 when no kernel runs it */
+	struct rl_cost_total t; /* summed over kernels: nodes = kernels */
+};
+
+/* Bytes per level of node's schedule (rl_tile_traffic's signature). */
+typedef void (*rl_traffic_fn)(const struct rl_graph *g, uint32_t node,
+                              const struct rl_machine *m, double *bytes_per_level);
+
+/* Price every node (rl_cost_graph) and group them into kernels; traffic may
+ * be NULL (main memory only). False only when out of memory. Free with
+ * rl_kernels_free. */
+bool rl_cost_kernels(struct rl_graph *g, const struct rl_machine *m, rl_traffic_fn traffic,
+                     struct rl_kernels *out);
+void rl_kernels_free(struct rl_kernels *ks);
+/* "memory", "memory (L2)" for a tiled kernel bound at a level, ... into buf. */
+const char *rl_kernel_bound_str(const struct rl_kernel *k, const struct rl_machine *m,
+                                char *buf, size_t len);
 
 /* The balance a node is classified against: peak FLOP/s for prec (matrix
  * unit when matrix) over main-memory read bandwidth times the contiguous

@@ -12,9 +12,15 @@
  * gathered reads. Every candidate is a remark with its verdict (speedup,
  * slowdown, neutral within 5%), the FLOPs, bytes and predicted-time ratios,
  * the limit that binds before and after, and - for the predicted speedups -
- * the relative error of the weights as they are, where it is cheap to compute. The judge never rewrites; --factorize (factorize.c)
- * applies the low-rank and Tucker-2 candidates that also meet an accuracy
- * bound.
+ * the relative error of the weights as they are, where it is cheap to compute.
+ * The judge never rewrites; --factorize (factorize.c) applies the low-rank and
+ * Tucker-2 candidates that also meet an accuracy bound.
+ *
+ * Price first: every candidate is priced from shapes alone, and a weight is
+ * read (converted to float) only when some candidate of its node is a
+ * predicted speedup, once per node, and for a large MatMul/Gemm weight on a
+ * bounded sample of its rows (JUDGE_SAMPLE below). The report of a model with
+ * 13.5 GB of weights so stays within a few hundred MB and a few seconds.
  *
  * Pricing. A candidate ONNX can express is built as kernels in a scratch
  * graph and priced by the model's own counters (rl_count_node) and
@@ -45,8 +51,11 @@
 #include "judge.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 const char *rl_judge_verdict(double r)
 {
@@ -658,13 +667,31 @@ bool rl_judge_cost_cand(const struct rl_graph *g, const struct rl_judge_node *jn
 
 /* Work caps for the estimates the judge makes on every run (the factorize
  * pass computes its own errors without them). */
-#define JUDGE_MAX_SELECT (1 << 24) /* weights for sparsity/grouping errors */
+#define JUDGE_MAX_SELECT (1 << 24) /* Conv weights for sparsity/grouping errors */
 #define JUDGE_MAX_SVD 1.0e9        /* min(m,n)^2 * max(m,n) for an SVD */
+/* MatMul/Gemm weights up to JUDGE_EXACT elements are read whole; a larger one
+ * is estimated on about JUDGE_SAMPLE elements: blocks of 4 stored rows spread
+ * evenly over the weight (whole rows keep 2:4 groups and block-diagonal
+ * structure intact; blocks of contiguous rows touch only their own pages of
+ * an mmap'd weight file). So the report of a 7B-parameter model reads a few
+ * MB per weight, not the 13.5 GB, and only for the candidates that pay. */
+#define JUDGE_EXACT (1 << 22)
+#define JUDGE_SAMPLE (1 << 18)
 
+/*
+ * The weight as the error estimates see it, loaded on first use (werr_load):
+ * the judge prices every candidate first and estimates accuracy only for the
+ * predicted speedups, so a weight no candidate pays for is never read.
+ */
 struct werr {
+	const struct rl_graph *g;
 	const struct rl_judge_node *jn;
+	bool loaded;
 	float *w;        /* the weight as float, stored layout; NULL if none */
-	int64_t n;       /* elements */
+	int64_t n;       /* elements held in w */
+	int64_t rows, cols; /* stored layout: rows x cols */
+	int64_t *row_of; /* sampled: stored row of w's row r (blocks of 4); NULL: whole */
+	int64_t srows;   /* rows held in w */
 	double total;    /* sum of squares */
 	float *sv;       /* singular values of the stored matrix, lazily */
 	int64_t nsv;
@@ -677,24 +704,97 @@ struct werr {
 static void werr_init(struct werr *e, const struct rl_graph *g, const struct rl_judge_node *jn)
 {
 	memset(e, 0, sizeof(*e));
+	e->g = g;
 	e->jn = jn;
-	const struct rl_value *w = &g->values[jn->w];
+}
+
+/* Stored element i of the weight as float. */
+static float wget(const struct werr *e, int64_t i)
+{
+	const struct rl_value *w = &e->g->values[e->jn->w];
+	return w->dtype == RL_DT_FLOAT ? ((const float *)w->data)[i]
+	                               : (float)rl_value_get_float(e->g, e->jn->w, i);
+}
+
+/*
+ * Hints for a sampled block of an (often mmap'd, read-only) weight: before
+ * reading, no readahead (only the sampled pages are read from the file);
+ * after, page the block out again, so the pages of a 13.5 GB weight file the
+ * samples touched do not pile up in the resident set. Both are advice: on
+ * memory that is not a file mapping they change nothing the program sees.
+ */
+static void page_hint(const char *p, size_t len, bool before)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	if (pg <= 0 || len == 0)
+		return;
+	uintptr_t a = (uintptr_t)p & ~(uintptr_t)(pg - 1);
+	size_t n = (size_t)((uintptr_t)p + len - a);
+	if (before) {
+		(void)madvise((void *)a, n, MADV_RANDOM);
+		return;
+	}
+#ifdef MADV_PAGEOUT
+	(void)madvise((void *)a, n, MADV_PAGEOUT);
+#endif
+}
+
+static void werr_load(struct werr *e)
+{
+	if (e->loaded)
+		return;
+	e->loaded = true;
+	const struct rl_judge_node *jn = e->jn;
+	const struct rl_value *w = &e->g->values[jn->w];
 	int64_t n = rl_shape_numel(&w->shape);
-	if (!w->data || n <= 0 || n > JUDGE_MAX_SELECT || w->nbytes < (size_t)n * jn->es)
+	if (!w->data || n <= 0 || w->nbytes < (size_t)n * jn->es)
 		return;
-	e->w = malloc((size_t)n * sizeof(float));
-	if (!e->w)
+	e->rows = jn->conv ? jn->cout : (jn->trans_b ? jn->N : jn->K);
+	e->cols = e->rows > 0 ? n / e->rows : 0;
+	if (e->rows <= 0 || e->rows * e->cols != n)
 		return;
-	e->n = n;
-	for (int64_t i = 0; i < n; i++) {
-		e->w[i] = w->dtype == RL_DT_FLOAT ? ((const float *)w->data)[i]
-		                                  : (float)rl_value_get_float(g, jn->w, i);
-		e->total += (double)e->w[i] * e->w[i];
+	bool sample = !jn->conv && n > JUDGE_EXACT && e->rows >= 8;
+	if (!sample && n > JUDGE_MAX_SELECT)
+		return;
+	int64_t nblk = e->rows / 4, take = nblk;
+	if (sample) {
+		take = JUDGE_SAMPLE / (4 * e->cols);
+		take = take < 1 ? 1 : take > nblk ? nblk : take;
+		e->row_of = malloc((size_t)(4 * take) * sizeof(*e->row_of));
+		if (!e->row_of)
+			return;
+		for (int64_t b = 0; b < take; b++)
+			for (int i = 0; i < 4; i++)
+				e->row_of[4 * b + i] = 4 * (b * nblk / take) + i;
+		e->srows = 4 * take;
+	} else {
+		e->srows = e->rows;
+	}
+	e->n = e->srows * e->cols;
+	e->w = malloc((size_t)e->n * sizeof(float));
+	if (!e->w) {
+		e->n = 0;
+		return;
+	}
+	for (int64_t r = 0; r < e->srows; r++) {
+		int64_t src = (e->row_of ? e->row_of[r] : r) * e->cols;
+		if (e->row_of && r % 4 == 0)
+			page_hint((const char *)w->data + (size_t)src * jn->es,
+			          (size_t)(4 * e->cols) * jn->es, true);
+		for (int64_t c = 0; c < e->cols; c++) {
+			float v = wget(e, src + c);
+			e->w[r * e->cols + c] = v;
+			e->total += (double)v * v;
+		}
+		if (e->row_of && r % 4 == 3)
+			page_hint((const char *)w->data + (size_t)(src - 3 * e->cols) * jn->es,
+			          (size_t)(4 * e->cols) * jn->es, false);
 	}
 }
 
 static void werr_free(struct werr *e)
 {
+	free(e->row_of);
 	free(e->w);
 	free(e->sv);
 	free(e->sq);
@@ -761,12 +861,40 @@ static double err_sparse(struct werr *e, double density)
 	return sqrt(d > 0 ? d / e->total : 0);
 }
 
+/* The two smallest squares of four values. */
+static double drop2(const double *v)
+{
+	double q[4];
+	for (int i = 0; i < 4; i++)
+		q[i] = v[i] * v[i];
+	for (int i = 0; i < 2; i++)
+		for (int j = i + 1; j < 4; j++)
+			if (q[j] < q[i]) {
+				double t = q[i];
+				q[i] = q[j];
+				q[j] = t;
+			}
+	return q[0] + q[1];
+}
+
 static double err_sparse24(const struct werr *e)
 {
 	const struct rl_judge_node *jn = e->jn;
 	if (!e->w || e->total <= 0 || jn->K % 4)
 		return -1;
 	double drop = 0;
+	if (e->row_of) {
+		/* groups of 4 along K: within a stored row (W stored N x K), or
+		 * across the 4 consecutive stored rows of a sample block */
+		double v[4];
+		for (int64_t r = 0; r < e->srows; r += jn->trans_b ? 1 : 4)
+			for (int64_t c = 0; c < e->cols; c += jn->trans_b ? 4 : 1) {
+				for (int i = 0; i < 4; i++)
+					v[i] = jn->trans_b ? e->w[r * e->cols + c + i] : e->w[(r + i) * e->cols + c];
+				drop += drop2(v);
+			}
+		return sqrt(drop / e->total);
+	}
 	for (int64_t n = 0; n < jn->N; n++)
 		for (int64_t k = 0; k < jn->K; k += 4) {
 			double q[4];
@@ -793,6 +921,19 @@ static double err_grouped(const struct werr *e, int64_t G)
 	if (!e->w || e->total <= 0)
 		return -1;
 	double off = 0;
+	if (!jn->conv && e->row_of) {
+		if (jn->K % G || jn->N % G)
+			return -1;
+		for (int64_t r = 0; r < e->srows; r++)
+			for (int64_t c = 0; c < e->cols; c++) {
+				int64_t k = jn->trans_b ? c : e->row_of[r], n = jn->trans_b ? e->row_of[r] : c;
+				if (k / (jn->K / G) != n / (jn->N / G)) {
+					double v = e->w[r * e->cols + c];
+					off += v * v;
+				}
+			}
+		return sqrt(off / e->total);
+	}
 	if (!jn->conv) {
 		if (jn->K % G || jn->N % G)
 			return -1;
@@ -828,8 +969,8 @@ static bool svd_affordable(int64_t m, int64_t n)
 static double err_lowrank(struct werr *e, int64_t r)
 {
 	const struct rl_judge_node *jn = e->jn;
-	if (!e->w || e->total <= 0)
-		return -1;
+	if (!e->w || e->total <= 0 || e->row_of)
+		return -1; /* singular values of a sample are not the weight's */
 	int64_t rows = jn->conv ? jn->cout : (jn->trans_b ? jn->N : jn->K);
 	int64_t cols = e->n / rows;
 	if (!e->sv_tried) {
@@ -897,6 +1038,8 @@ static void err_text(struct werr *e, const struct rl_judge_cand *c, char *buf, s
 {
 	double err = -1;
 	const char *none = NULL;
+	if (c->kind != RL_JUDGE_SPLIT && c->kind != RL_JUDGE_CP)
+		werr_load(e);
 	switch (c->kind) {
 	case RL_JUDGE_SPLIT: snprintf(buf, n, "exact"); return;
 	case RL_JUDGE_SPARSE: err = err_sparse(e, c->density); break;
@@ -910,6 +1053,9 @@ static void err_text(struct werr *e, const struct rl_judge_cand *c, char *buf, s
 	}
 	if (none)
 		snprintf(buf, n, "%s", none);
+	else if (err >= 0 && e->row_of)
+		snprintf(buf, n, "%.3g (relative Frobenius, weights as they are; on %lld of %lld "
+		         "rows)", err, (long long)e->srows, (long long)e->rows);
 	else if (err >= 0)
 		snprintf(buf, n, "%.3g (relative Frobenius, weights as they are)", err);
 	else if (!e->w)

@@ -24,6 +24,29 @@ enum {
 
 #define RL_MAX_BIND 32
 
+/* The shared options, as bits of rl_cli_opts.given: each command states the
+ * ones it uses (rl_cli_check_used) and any other is a usage error, never
+ * silently ignored. */
+enum rl_cli_opt {
+	RL_OPT_BATCH,         /* --batch N */
+	RL_OPT_BATCH_LIST,    /* --batch N,N,... (two or more) */
+	RL_OPT_SHAPE,         /* --shape */
+	RL_OPT_DIM,           /* --dim */
+	RL_OPT_HW,            /* --hw */
+	RL_OPT_WEIGHTS_MAX,   /* --weights-max */
+	RL_OPT_PASSES,        /* --passes */
+	RL_OPT_DUMP_AFTER,    /* --dump-after */
+	RL_OPT_REPORT,        /* --report */
+	RL_OPT_FORMAT,        /* --format */
+	RL_OPT_OLEVEL,        /* -O0 / -O1 / -O2 */
+	RL_OPT_FACTORIZE,     /* --factorize */
+	RL_OPT_MAX_REL_ERROR, /* --max-rel-error */
+	RL_OPT_REMARKS,       /* --remarks */
+	RL_OPT_VERBOSE,       /* -v */
+	RL_OPT_COUNT_,
+};
+#define RL_OPT_BIT(x) (1u << (x))
+
 /* Options shared by every subcommand that loads a model. */
 struct rl_cli_opts {
 	int batch;                 /* --batch N (first of a list); -1 unset */
@@ -51,6 +74,8 @@ struct rl_cli_opts {
 	bool factorize;            /* --factorize: apply accepted factorizations */
 	double max_rel_error;      /* --max-rel-error E (default 1e-2) */
 	bool verbose;
+	unsigned given;            /* RL_OPT_BIT of every shared option given */
+	const char *given_as[RL_OPT_COUNT_]; /* its spelling, for messages */
 };
 
 void rl_cli_opts_init(struct rl_cli_opts *o);
@@ -60,6 +85,14 @@ void rl_cli_opts_init(struct rl_cli_opts *o);
  * (message printed).
  */
 int rl_cli_parse_common(struct rl_cli_opts *o, int argc, char **argv, int *i);
+/*
+ * Every shared option given must be in `used` (RL_OPT_BIT set) and the ones
+ * that only mean something together must come together (-O with --passes,
+ * --max-rel-error without --factorize, ...). Else prints one line,
+ * "rlopt: CMD: option 'X' is not used by CMD" or the conflict, and returns
+ * false (exit 1).
+ */
+bool rl_cli_check_used(const struct rl_cli_opts *o, unsigned used, const char *cmd);
 /* Parse "1x3x224x224"; false on garbage. */
 bool rl_cli_parse_dims(const char *s, struct rl_shape *out);
 /* Parse "1,8,64"; false on garbage. */

@@ -497,14 +497,24 @@ int rl_cmd_diff(int argc, char **argv)
 		diff_usage("--format wants text or json, not '%s'", o.format);
 		return RL_EXIT_USAGE;
 	}
-	if (o.passes || o.dump_after || o.factorize || o.remarks) {
-		diff_usage("%s", "diff prices the two models as written; it runs no passes");
-		return RL_EXIT_USAGE;
-	}
+	static const enum rl_cli_opt pass_opts[] = {RL_OPT_PASSES, RL_OPT_DUMP_AFTER,
+		RL_OPT_FACTORIZE, RL_OPT_MAX_REL_ERROR, RL_OPT_REMARKS, RL_OPT_OLEVEL};
+	for (size_t k = 0; k < sizeof(pass_opts) / sizeof(pass_opts[0]); k++)
+		if (o.given & RL_OPT_BIT(pass_opts[k])) {
+			fprintf(stderr, "rlopt: diff: option '%s': diff prices the two models as "
+			        "written; it runs no passes\n", o.given_as[pass_opts[k]]);
+			return RL_EXIT_USAGE;
+		}
 	if (o.report) {
-		diff_usage("%s", "diff prints to stdout (--format json for machines); no --report");
+		fprintf(stderr, "rlopt: diff: diff prints to stdout (--format json for machines); "
+		        "no --report\n");
 		return RL_EXIT_USAGE;
 	}
+	/* what diff uses: the bindings, the profile and the format */
+	if (!rl_cli_check_used(&o, RL_OPT_BIT(RL_OPT_BATCH) | RL_OPT_BIT(RL_OPT_BATCH_LIST) |
+	                           RL_OPT_BIT(RL_OPT_SHAPE) | RL_OPT_BIT(RL_OPT_DIM) |
+	                           RL_OPT_BIT(RL_OPT_HW) | RL_OPT_BIT(RL_OPT_FORMAT), "diff"))
+		return RL_EXIT_USAGE;
 	struct rl_machine m;
 	if (!rl_cli_machine(&o, &m))
 		return RL_EXIT_INPUT;

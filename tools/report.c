@@ -1,13 +1,16 @@
 /*
  * report.c - `rlopt report MODEL.onnx [--hw H] [--batch B[,B...]]
+ *            [-O0|-O1|-O2 | --passes a,b] [--per-node]
  *            [--format text|json|svg|html] [-o FILE]`.
  *
  * Loads the model once per batch of the sweep (binding the symbolic batch
- * dims exactly as the main command's --batch does), prices every binding
- * on the machine, derives for each weighted node the batch at which it
- * crosses the machine balance, and renders the report (backends/report).
- * The model is reported as loaded: no passes run (the main form's --report
- * FILE reports the optimized graph with the passes' remarks).
+ * dims exactly as the main command's --batch does), runs the passes -O or
+ * --passes choose on every binding (with the main form's meaning; without
+ * either the model is reported as loaded), prices every binding on the
+ * machine kernel by kernel, derives for each weighted node the batch at which
+ * it crosses the machine balance, and renders the report (backends/report)
+ * with the passes' remarks of the first binding. --per-node lists nodes
+ * instead of kernels in the text table (JSON has both).
  *
  * Without --batch, a model whose batch is symbolic is priced at batch 1 and
  * says so. The format comes from --format, else from -o's extension (.txt
@@ -42,11 +45,42 @@ static void usage(const char *fmt, const char *arg)
 	fprintf(stderr, "\nTry 'rlopt --help'.\n");
 }
 
+/* Run the passes on one binding. The first binding's context (its remarks,
+ * --dump-after and --remarks) is kept in *ctx for the report; the others'
+ * are dropped. */
+static bool optimize_binding(struct rl_graph *g, const struct rl_cli_opts *o, bool first,
+                             struct rl_machine *m, struct rl_pass_ctx *ctx, bool *have_ctx)
+{
+	struct rl_cli_opts c = *o;
+	struct rl_pass_ctx tmp;
+	memset(&tmp, 0, sizeof(tmp));
+	if (!first) {
+		c.dump_after = NULL;
+		c.remarks = false;
+	}
+	bool ok = rl_cli_optimize(g, &c, m, first ? ctx : &tmp);
+	if (first)
+		*have_ctx = true;
+	else
+		rl_pass_ctx_free(&tmp);
+	return ok;
+}
+
+/* Some remark came from the judge: the pipeline ran it. */
+static bool judge_ran(const struct rl_pass_ctx *ctx)
+{
+	for (uint32_t i = 0; i < ctx->nremarks; i++)
+		if (strcmp(ctx->remarks[i].pass, "judge") == 0)
+			return true;
+	return false;
+}
+
 int rl_cmd_report(int argc, char **argv)
 {
 	struct rl_cli_opts o;
 	rl_cli_opts_init(&o);
 	const char *model = NULL, *out = NULL;
+	bool per_node = false;
 	for (int i = 1; i < argc; i++) {
 		int r = rl_cli_parse_common(&o, argc, argv, &i);
 		if (r < 0)
@@ -54,6 +88,10 @@ int rl_cmd_report(int argc, char **argv)
 		if (r > 0)
 			continue;
 		const char *a = argv[i];
+		if (strcmp(a, "--per-node") == 0) {
+			per_node = true;
+			continue;
+		}
 		if (strcmp(a, "-o") == 0 || strncmp(a, "-o=", 3) == 0) {
 			if (a[2] == '=') {
 				out = a + 3;
@@ -79,6 +117,17 @@ int rl_cmd_report(int argc, char **argv)
 		usage("%s", "no model given");
 		return RL_EXIT_USAGE;
 	}
+	/* passes run with -O or --passes; the options that steer them only then */
+	bool optimize = (o.given & (RL_OPT_BIT(RL_OPT_OLEVEL) | RL_OPT_BIT(RL_OPT_PASSES))) != 0;
+	unsigned used = RL_OPT_BIT(RL_OPT_BATCH) | RL_OPT_BIT(RL_OPT_BATCH_LIST) |
+	                RL_OPT_BIT(RL_OPT_SHAPE) | RL_OPT_BIT(RL_OPT_DIM) | RL_OPT_BIT(RL_OPT_HW) |
+	                RL_OPT_BIT(RL_OPT_FORMAT) | RL_OPT_BIT(RL_OPT_OLEVEL) |
+	                RL_OPT_BIT(RL_OPT_PASSES) | RL_OPT_BIT(RL_OPT_VERBOSE);
+	if (optimize)
+		used |= RL_OPT_BIT(RL_OPT_DUMP_AFTER) | RL_OPT_BIT(RL_OPT_REMARKS) |
+		        RL_OPT_BIT(RL_OPT_FACTORIZE) | RL_OPT_BIT(RL_OPT_MAX_REL_ERROR);
+	if (!rl_cli_check_used(&o, used, "report"))
+		return RL_EXIT_USAGE;
 	enum rl_report_format fmt = RL_REPORT_TEXT;
 	if (o.format) {
 		if (!rl_report_format_parse(o.format, &fmt)) {
@@ -107,10 +156,13 @@ int rl_cmd_report(int argc, char **argv)
 	int ncross = 0, rc = RL_EXIT_INPUT;
 	struct rl_pass_ctx jctx;
 	memset(&jctx, 0, sizeof(jctx));
+	bool have_ctx = false;
 	for (int i = 0; i < nb; i++) {
 		struct rl_cli_opts c = o;
 		c.batch = (int)batches[i];
 		if (!(gs[i] = rl_cli_load(model, &c, false)))
+			goto done;
+		if (optimize && !optimize_binding(gs[i], &o, i == 0, &m, &jctx, &have_ctx))
 			goto done;
 		series[i].g = gs[i];
 		series[i].batch = batches[i];
@@ -127,6 +179,8 @@ int rl_cmd_report(int argc, char **argv)
 		struct rl_cli_opts c = o;
 		c.batch = (int)b2;
 		if (!(g2 = gs[16] = rl_cli_load(model, &c, false)))
+			goto done;
+		if (optimize && !optimize_binding(g2, &o, false, &m, &jctx, &have_ctx))
 			goto done;
 	}
 	const char *note = NULL;
@@ -145,15 +199,20 @@ int rl_cmd_report(int argc, char **argv)
 			note = "the model has no symbolic batch dimension: --batch changes nothing";
 	}
 	/* the rewrite verdicts: the judge prices candidate rewrites of every
-	 * weighted node at the first binding; it only remarks, never rewrites */
-	rl_pass_ctx_init(&jctx, &m, 2);
-	if (rl_pass_judge(gs[0], &jctx) != RL_OK) {
+	 * weighted node at the first binding; it only remarks, never rewrites.
+	 * The pipeline's own remarks carry them when it ran the judge. */
+	if (!have_ctx) {
+		rl_pass_ctx_init(&jctx, &m, 2);
+		have_ctx = true;
+	}
+	if (!judge_ran(&jctx) && rl_pass_judge(gs[0], &jctx) != RL_OK) {
 		fprintf(stderr, "rlopt: %s\n", gs[0]->err);
 		goto done;
 	}
 	struct rl_report rep = {
 		.model = model, .m = &m, .series = series, .nseries = nb,
 		.cross = cross, .ncross = ncross, .ctx = &jctx, .note = note,
+		.per_node = per_node,
 	};
 	char err[1024];
 	if (!rl_report_write(&rep, fmt, out, err, sizeof(err))) {
@@ -164,7 +223,8 @@ int rl_cmd_report(int argc, char **argv)
 		fprintf(stderr, "rlopt: wrote %s\n", out);
 	rc = RL_EXIT_OK;
 done:
-	rl_pass_ctx_free(&jctx);
+	if (have_ctx)
+		rl_pass_ctx_free(&jctx);
 	free(cross);
 	for (int i = 0; i < 17; i++)
 		if (gs[i])

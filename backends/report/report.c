@@ -5,18 +5,23 @@
  * and HTML; libxml2's xmlTextWriter over an xmlBuffer for SVG) and written
  * with rl_write_file_atomic, so a failure leaves nothing behind.
  *
- * Rows. Each series (one binding of the model) is priced with rl_cost_graph
- * and every live node becomes a row of one of four kinds: a kernel that runs
+ * Rows. Each series (one binding of the model) is priced with
+ * rl_cost_kernels: the kernels as they run (a fused group or one node, tiled
+ * ones level by level from rl_tile_traffic) are the report's rows, and their
+ * sums its totals. Every live node also becomes a row of the per-node view
+ * (--per-node, JSON `nodes`), of one of four kinds: a kernel that runs
  * (priced), a view or embedded constant (no bytes, no FLOPs, no kernel), a
  * node evaluated at build time (all outputs constant), or an unpriced node
- * (symbolic shapes left unbound). Shares are of the series' predicted time.
+ * (symbolic shapes left unbound). Kernel shares are of the series' predicted
+ * time; node shares of the nodes' summed, unfused time.
  *
  * The plot. x is intensity (FLOP/byte), y attained rate (FLOP/s), both log.
  * Lines: each memory level's slope P = I * bw, the ceiling of every peak the
  * profile lists (vector and matrix units separately), the main-memory roof
  * at contiguous efficiency (dotted: where the cost model puts a contiguous
  * kernel), and the bend, where the fp32 ceiling meets main memory's slope.
- * Points: every kernel with FLOPs at (intensity, FLOPs / predicted time),
+ * Points: every kernel with FLOPs at (intensity, FLOPs / predicted time)
+ * (a tiled kernel also at its intensity against each cache level's bytes),
  * coloured by operator family, area proportional to its share of the time,
  * the largest labelled; a batch sweep draws one marker shape per batch and
  * joins each weighted node's points across batches. Every point carries a
@@ -93,9 +98,13 @@ struct row {
 struct srows {
 	int64_t batch;
 	struct rl_graph *g;
-	struct row *rows;
+	struct row *rows;      /* one per live node: the per-node view */
 	uint32_t nrows;
-	struct rl_cost_total t;
+	double node_time;      /* the nodes' times summed, unfused: their shares' base */
+	struct rl_kernels ks;  /* the kernels as they run: the rows of the report */
+	double *kshare;        /* kernel k's share of t.time_s */
+	struct row *krows;     /* the kernels as rows (node: the kernel's name node), for the plot */
+	struct rl_cost_total t; /* over kernels (ks.t) */
 	uint32_t nkind[4];
 };
 
@@ -118,10 +127,28 @@ static bool build_rows(const struct rl_machine *m, const struct rl_report_series
 	memset(r, 0, sizeof(*r));
 	r->batch = s->batch;
 	r->g = s->g;
-	rl_cost_graph(s->g, m, &r->t);
-	r->rows = calloc(s->g->norder ? s->g->norder : 1, sizeof(*r->rows));
-	if (!r->rows)
+	if (!rl_cost_kernels(s->g, m, rl_tile_traffic, &r->ks))
 		return false;
+	r->t = r->ks.t;
+	r->rows = calloc(s->g->norder ? s->g->norder : 1, sizeof(*r->rows));
+	r->kshare = calloc(r->ks.nk ? r->ks.nk : 1, sizeof(*r->kshare));
+	if (!r->rows || !r->kshare)
+		return false;
+	r->krows = calloc(r->ks.nk ? r->ks.nk : 1, sizeof(*r->krows));
+	if (!r->krows)
+		return false;
+	for (uint32_t k = 0; k < r->ks.nk; k++) {
+		const struct rl_kernel *kr = &r->ks.k[k];
+		r->kshare[k] = r->t.time_s > 0 ? kr->cost.time_s / r->t.time_s : 0;
+		r->krows[k] = (struct row){.node = kr->node, .kind = ROW_KERNEL, .c = kr->c,
+		                           .cost = kr->cost, .share = r->kshare[k],
+		                           .perf = kr->cost.time_s > 0 ? kr->cost.flops / kr->cost.time_s : 0};
+	}
+	for (uint32_t k = 0; k < s->g->norder; k++) {
+		const struct rl_node *n = &s->g->nodes[s->g->order[k]];
+		if (!n->dead && n->cost.time_s > 0 && !all_outputs_const(s->g, n))
+			r->node_time += n->cost.time_s;
+	}
 	for (uint32_t k = 0; k < s->g->norder; k++) {
 		uint32_t i = s->g->order[k];
 		const struct rl_node *n = &s->g->nodes[i];
@@ -140,7 +167,7 @@ static bool build_rows(const struct rl_machine *m, const struct rl_report_series
 			w->kind = ROW_VIEW;
 		} else {
 			w->kind = ROW_KERNEL;
-			w->share = r->t.time_s > 0 ? w->cost.time_s / r->t.time_s : 0;
+			w->share = r->node_time > 0 ? w->cost.time_s / r->node_time : 0;
 			w->perf = w->cost.flops / w->cost.time_s;
 		}
 		r->nkind[w->kind]++;
@@ -148,23 +175,72 @@ static bool build_rows(const struct rl_machine *m, const struct rl_report_series
 	return true;
 }
 
-/* Fusion groups the fuse pass marked (node->group): count and nodes in them. */
+/* Fused groups that run as one kernel: count and the nodes in them. */
 static void fusion_of(const struct srows *s, uint32_t *groups, uint32_t *nodes)
 {
 	*groups = *nodes = 0;
-	int32_t *seen = calloc(s->nrows ? s->nrows : 1, sizeof(*seen));
-	for (uint32_t k = 0; k < s->nrows; k++) {
-		int32_t gid = s->g->nodes[s->rows[k].node].group;
-		if (gid < 0)
-			continue;
-		(*nodes)++;
-		bool dup = false;
-		for (uint32_t j = 0; seen && j < *groups && !dup; j++)
-			dup = seen[j] == gid;
-		if (!dup && seen)
-			seen[(*groups)++] = gid;
+	for (uint32_t k = 0; k < s->ks.nk; k++)
+		if (s->ks.k[k].group >= 0) {
+			(*groups)++;
+			*nodes += s->ks.k[k].n;
+		}
+}
+
+/* "MatMul" for one node; "MatMul+2" (anchor and epilogue) or "Add+9" for a
+ * fused group. */
+static const char *kernel_op(const struct srows *s, const struct rl_kernel *k, char *b,
+                             size_t len)
+{
+	const char *op = rl_op_table[s->g->nodes[k->node].op].name;
+	if (k->n > 1)
+		snprintf(b, len, "%s+%u", op, k->n - 1);
+	else
+		snprintf(b, len, "%s", op);
+	return b;
+}
+
+static const char *tile_kind_name(int kind)
+{
+	switch (kind) {
+	case RL_TILE_GEMM: return "GEMM";
+	case RL_TILE_GEMV: return "GEMV";
+	case RL_TILE_STRIP: return "STRIP";
+	case RL_TILE_PLAIN: return "PLAIN";
+	default: return "none";
 	}
-	free(seen);
+}
+
+/* The schedule of kernel k's node ("" when it has none). */
+static const struct rl_tile *kernel_tile(const struct srows *s, const struct rl_kernel *k)
+{
+	for (uint32_t j = 0; j < k->n; j++) {
+		const struct rl_tile *t = &s->g->nodes[s->ks.nodes[k->first + j]].tile;
+		if (k->anchor != RL_NONE ? s->ks.nodes[k->first + j] == k->anchor
+		                         : t->kind != RL_TILE_NONE)
+			return t;
+	}
+	return NULL;
+}
+
+/* "GEMM mr=6 nr=16 kc=168 mc=582 nc=512 par=4" into b. */
+static const char *tile_str(const struct rl_tile *t, char *b, size_t len)
+{
+	switch (t->kind) {
+	case RL_TILE_GEMM:
+		snprintf(b, len, "GEMM mr=%d nr=%d kc=%d mc=%d nc=%d par=%lld", t->mr, t->nr, t->kc,
+		         t->mc, t->nc, (long long)t->par);
+		break;
+	case RL_TILE_GEMV:
+		snprintf(b, len, "GEMV accum=%d nr=%d kc=%d par=%lld", t->accum, t->nr, t->kc,
+		         (long long)t->par);
+		break;
+	case RL_TILE_STRIP:
+		snprintf(b, len, "STRIP strip=%lld par=%lld", (long long)t->strip, (long long)t->par);
+		break;
+	default:
+		snprintf(b, len, "%s", tile_kind_name(t->kind));
+	}
+	return b;
 }
 
 static const char *family_color(enum rl_family f)
@@ -296,6 +372,12 @@ static void text_totals(FILE *f, const struct srows *s)
 	fprintf(f, "  total     %u kernels, %s (%s), %s moved, predicted %s\n", t->nodes,
 	        si_u(t->flops, "FLOP", a, sizeof(a)), si_u(t->macs, "MAC", c, sizeof(c)),
 	        si_u(t->bytes, "B", b, sizeof(b)), secs(t->time_s, d, sizeof(d)));
+	uint32_t tiled = 0;
+	for (uint32_t k = 0; k < s->ks.nk; k++)
+		tiled += s->ks.k[k].tiled;
+	if (tiled)
+		fprintf(f, "  levels    %u of the kernels priced level by level from their tiles "
+		        "(the slowest level or the compute roof binds)\n", tiled);
 	fprintf(f, "  bound     memory %u kernels (%.1f%% of time), compute %u (%.1f%%), "
 	        "latency %u (%.1f%%)\n", t->memory, 100 * t->time_memory / tt, t->compute,
 	        100 * t->time_compute / tt, t->latency, 100 * t->time_latency / tt);
@@ -305,6 +387,60 @@ static void text_totals(FILE *f, const struct srows *s)
 	if (s->nkind[ROW_UNPRICED])
 		fprintf(f, "; %u unpriced (symbolic shapes: bind with --batch, --dim or --shape)\n",
 		        s->nkind[ROW_UNPRICED]);
+}
+
+/* "L1 1.04 GB, L2 336 MB, DRAM 71.3 MB" for a kernel priced level by level. */
+static void levels_str(const struct rl_machine *m, const struct rl_kernel *k, char *b,
+                       size_t len)
+{
+	size_t p = 0;
+	b[0] = 0;
+	for (int i = 0; i < m->nlevels && p < len; i++) {
+		char x[32];
+		p += (size_t)snprintf(b + p, len - p, "%s%s %s%s", i ? ", " : "", m->level[i].name,
+		                      si_u(k->bytes_level[i], "B", x, sizeof(x)),
+		                      k->cost.bound == RL_BOUND_MEMORY && k->bound_level == i
+		                              ? " (binds)" : "");
+	}
+}
+
+/* The kernels as they run: one row each, then the nodes a fused kernel runs
+ * and the schedule and bytes per level of a tiled one. */
+static void text_kernels(FILE *f, const struct rl_machine *m, const struct srows *s)
+{
+	fprintf(f, "%-28s %-18s %-16s %10s %10s %8s %-13s %10s %6s\n", "kernel", "op", "output",
+	        "FLOPs", "bytes", "FLOP/B", "bound", "time", "share");
+	for (uint32_t q = 0; q < s->ks.nk; q++) {
+		const struct rl_kernel *k = &s->ks.k[q];
+		const struct rl_node *n = &s->g->nodes[k->node];
+		char sh[256], op[48], a[32], b[32], c[32], in[32], bd[48];
+		/* a group's output is its last member's */
+		const struct rl_node *last = &s->g->nodes[s->ks.nodes[k->first + k->n - 1]];
+		out_shapes(s->g, last, sh, sizeof(sh));
+		snprintf(in, sizeof(in), "%.3g", k->cost.intensity);
+		fprintf(f, "%-28.28s %-18s %-16.16s %10s %10s %8s %-13s %10s %5.1f%%\n", n->name,
+		        kernel_op(s, k, op, sizeof(op)), sh, si(k->cost.flops, a, sizeof(a)),
+		        si(k->cost.bytes, b, sizeof(b)), k->cost.bytes > 0 ? in : "-",
+		        rl_kernel_bound_str(k, m, bd, sizeof(bd)), secs(k->cost.time_s, c, sizeof(c)),
+		        100 * s->kshare[q]);
+		if (k->n > 1) {
+			char list[160];
+			size_t p = 0;
+			uint32_t j;
+			for (j = 0; j < k->n && p < sizeof(list) - 40; j++) {
+				const struct rl_node *x = &s->g->nodes[s->ks.nodes[k->first + j]];
+				p += (size_t)snprintf(list + p, sizeof(list) - p, "%s%s", j ? ", " : "",
+				                      x->name);
+			}
+			fprintf(f, "    runs %u nodes: %s%s\n", k->n, list, j < k->n ? ", ..." : "");
+		}
+		const struct rl_tile *t = kernel_tile(s, k);
+		if (k->tiled && t && t->kind != RL_TILE_PLAIN) {
+			char ts[128], lv[512];
+			levels_str(m, k, lv, sizeof(lv));
+			fprintf(f, "    tile %s; bytes per level: %s\n", tile_str(t, ts, sizeof(ts)), lv);
+		}
+	}
 }
 
 static void text_rows(FILE *f, const struct srows *s)
@@ -383,8 +519,12 @@ static void render_text(FILE *f, const struct rl_report *r, const struct srows *
 		fprintf(f, ", batch %lld", (long long)s0->batch);
 	fputc('\n', f);
 	if (ns > 1)
-		fprintf(f, "nodes at batch %lld (the first of the sweep):\n", (long long)s0->batch);
-	text_rows(f, s0);
+		fprintf(f, "%s at batch %lld (the first of the sweep):\n",
+		        r->per_node ? "nodes" : "kernels", (long long)s0->batch);
+	if (r->per_node)
+		text_rows(f, s0);
+	else
+		text_kernels(f, r->m, s0);
 	fprintf(f, "\nsummary:\n");
 	text_machine(f, r->m);
 	text_totals(f, s0);
@@ -394,9 +534,8 @@ static void render_text(FILE *f, const struct rl_report *r, const struct srows *
 	fusion_of(s0, &fg, &fn);
 	if (fg) {
 		char a[32];
-		fprintf(f, "  fusion    %u groups run %u of these nodes as %u kernels; %s of "
-		        "intermediates never reach memory (the rows above are unfused; see the "
-		        "remarks)\n", fg, fn, fg,
+		fprintf(f, "  fusion    %u fused kernels run %u nodes; %s of intermediates never "
+		        "reach memory (--per-node shows the nodes unfused)\n", fg, fn,
 		        si_u(r->ctx ? r->ctx->bytes_saved_fusion : 0, "B", a, sizeof(a)));
 	}
 	if (ns > 1) {
@@ -567,7 +706,70 @@ static void json_nodes(FILE *f, const struct srows *s, const char *ind)
 		fputs(", ", f);
 		json_kv_num(f, "time_s", zero ? 0 : w->cost.time_s, true);
 		json_kv_num(f, "share", w->share, true);
-		fprintf(f, "\"group\": %d, \"priced\": %s}", (int)n->group, priced ? "true" : "false");
+		fprintf(f, "\"group\": %d, \"kernel\": %d, \"priced\": %s}", (int)n->group,
+		        (int)s->ks.of[w->node], priced ? "true" : "false");
+	}
+	fprintf(f, "\n%s]", ind + (ind[0] ? 2 : 0));
+}
+
+static void json_kernels(FILE *f, const struct rl_machine *m, const struct srows *s,
+                         const char *ind)
+{
+	fputs("[", f);
+	for (uint32_t q = 0; q < s->ks.nk; q++) {
+		const struct rl_kernel *k = &s->ks.k[q];
+		const struct rl_node *n = &s->g->nodes[k->node];
+		char op[48];
+		fprintf(f, "%s\n%s{\"name\": ", q ? "," : "", ind);
+		json_str(f, n->name);
+		fputs(", \"op\": ", f);
+		json_str(f, kernel_op(s, k, op, sizeof(op)));
+		fprintf(f, ", \"group\": %d, \"fused\": %s, \"nodes\": [", (int)k->group,
+		        k->n > 1 ? "true" : "false");
+		for (uint32_t j = 0; j < k->n; j++) {
+			fputs(j ? ", " : "", f);
+			json_str(f, s->g->nodes[s->ks.nodes[k->first + j]].name);
+		}
+		fputs("], ", f);
+		json_kv_num(f, "flops", k->cost.flops, true);
+		json_kv_num(f, "macs", k->c.macs, true);
+		json_kv_num(f, "bytes", k->cost.bytes, true);
+		json_kv_num(f, "bytes_read", k->c.bytes_read, true);
+		json_kv_num(f, "bytes_write", k->c.bytes_write, true);
+		json_kv_num(f, "weight_bytes", k->c.weight_bytes, true);
+		json_kv_num(f, "intensity", k->cost.intensity, true);
+		fputs("\"bound\": ", f);
+		json_str(f, rl_bound_name((enum rl_bound)k->cost.bound));
+		fputs(", \"bound_level\": ", f);
+		if (k->cost.bound == RL_BOUND_MEMORY && k->bound_level >= 0)
+			json_str(f, m->level[k->bound_level].name);
+		else
+			fputs("null", f);
+		fputs(", \"access\": ", f);
+		json_str(f, access_name(k->c.access));
+		fputs(", ", f);
+		json_kv_num(f, "time_s", k->cost.time_s, true);
+		json_kv_num(f, "share", s->kshare[q], true);
+		fprintf(f, "\"tiled\": %s, \"levels\": [", k->tiled ? "true" : "false");
+		for (int i = 0; i < m->nlevels; i++) {
+			fputs(i ? ", {\"name\": " : "{\"name\": ", f);
+			json_str(f, m->level[i].name);
+			fputs(", ", f);
+			json_kv_num(f, "bytes", k->bytes_level[i], false);
+			fputc('}', f);
+		}
+		fputs("], \"tile\": ", f);
+		const struct rl_tile *t = kernel_tile(s, k);
+		if (t && t->kind != RL_TILE_NONE) {
+			fputs("{\"kind\": ", f);
+			json_str(f, tile_kind_name(t->kind));
+			fprintf(f, ", \"mr\": %d, \"nr\": %d, \"kc\": %d, \"mc\": %d, \"nc\": %d, "
+			        "\"accum\": %d, \"strip\": %lld, \"par\": %lld}", t->mr, t->nr, t->kc,
+			        t->mc, t->nc, t->accum, (long long)t->strip, (long long)t->par);
+		} else {
+			fputs("null", f);
+		}
+		fputc('}', f);
 	}
 	fprintf(f, "\n%s]", ind + (ind[0] ? 2 : 0));
 }
@@ -613,6 +815,8 @@ static void render_json(FILE *f, const struct rl_report *r, const struct srows *
 		json_str(f, r->note);
 	else
 		fputs("null", f);
+	fputs(",\n  \"kernels\": ", f);
+	json_kernels(f, r->m, &s[0], "    ");
 	fputs(",\n  \"nodes\": ", f);
 	json_nodes(f, &s[0], "    ");
 	fputs(",\n  \"total\": ", f);
@@ -622,6 +826,8 @@ static void render_json(FILE *f, const struct rl_report *r, const struct srows *
 		fprintf(f, "%s\n    {\"batch\": %lld, \"total\": ", i ? "," : "",
 		        (long long)s[i].batch);
 		json_total(f, &s[i]);
+		fputs(", \"kernels\": ", f);
+		json_kernels(f, r->m, &s[i], "        ");
 		fputs(", \"nodes\": ", f);
 		json_nodes(f, &s[i], "        ");
 		fputs("}", f);
@@ -825,6 +1031,39 @@ static void marker(struct plot *p, int i, double x, double y, double r, const ch
 	}
 }
 
+/*
+ * The hierarchical roofline: a tiled kernel also sits at its intensity
+ * against each cache level's traffic (FLOPs / bytes at that level, same
+ * attained rate), a small hollow square per level joined to its main-memory
+ * point; the level that binds is drawn solid. A point under a level's slope
+ * is bound by that level.
+ */
+static void level_points(struct plot *p, const struct rl_machine *m, const struct rl_kernel *k,
+                         const struct row *x, const char *name, const char *fill)
+{
+	char a[32], b[32], t[256], by[32];
+	double y = py(p, x->perf);
+	for (int i = 0; i < m->nlevels - 1; i++) {
+		if (!(k->bytes_level[i] > 0) || k->bytes_level[i] == k->cost.bytes)
+			continue; /* none, or on the main-memory point itself */
+		double in = k->cost.flops / k->bytes_level[i];
+		if (!(in > 0) || log10(in) < p->lx0 || log10(in) > p->lx1)
+			continue;
+		double xx = px(p, in);
+		line(p, xx, y, px(p, x->cost.intensity), y, fill, "0.8", "2 2");
+		bool binds = k->cost.bound == RL_BOUND_MEMORY && k->bound_level == i;
+		el(p, "rect", "x", num(a, xx - 3), "y", num(b, y - 3), "width", "6", "height", "6",
+		   "fill", binds ? fill : "none", "stroke", fill, "stroke-width", "1.2", NULL);
+		el(p, "title", NULL);
+		snprintf(t, sizeof(t), "%s at %s: %s, %.3g FLOP/B%s", name, m->level[i].name,
+		         si_u(k->bytes_level[i], "B", by, sizeof(by)), in,
+		         binds ? " (this level binds)" : "");
+		text_node(p, t);
+		end(p);
+		end(p);
+	}
+}
+
 static bool render_svg_writer(xmlTextWriterPtr w, const struct rl_report *r,
                               const struct srows *s, int ns)
 {
@@ -839,8 +1078,8 @@ static bool render_svg_writer(xmlTextWriterPtr w, const struct rl_report *r,
 	}
 	double bw = dram(m)->read_bw, bal = fp32_peak(m) / bw;
 	for (int k = 0; k < ns; k++)
-		for (uint32_t j = 0; j < s[k].nrows; j++) {
-			const struct row *x = &s[k].rows[j];
+		for (uint32_t j = 0; j < s[k].ks.nk; j++) {
+			const struct row *x = &s[k].krows[j];
 			if (x->kind != ROW_KERNEL || x->cost.intensity <= 0 || x->perf <= 0)
 				continue;
 			imin = fmin(imin, x->cost.intensity);
@@ -976,8 +1215,8 @@ static bool render_svg_writer(xmlTextWriterPtr w, const struct rl_report *r,
 	/* sweeps: join a weighted node's points across batches */
 	el(p, "g", "id", "sweep", NULL);
 	if (ns > 1) {
-		for (uint32_t j = 0; j < s[0].nrows; j++) {
-			const struct rl_node *n = &s[0].g->nodes[s[0].rows[j].node];
+		for (uint32_t j = 0; j < s[0].ks.nk; j++) {
+			const struct rl_node *n = &s[0].g->nodes[s[0].krows[j].node];
 			if (rl_op_table[n->op].family != RL_FAM_MATMUL &&
 			    rl_op_table[n->op].family != RL_FAM_CONV)
 				continue;
@@ -985,10 +1224,12 @@ static bool render_svg_writer(xmlTextWriterPtr w, const struct rl_report *r,
 			size_t pl = 0;
 			int cnt = 0;
 			for (int k = 0; k < ns && pl < sizeof(pts) - 64; k++) {
-				if (j >= s[k].nrows)
-					continue;
-				const struct row *x = &s[k].rows[j];
-				if (x->kind != ROW_KERNEL || x->cost.intensity <= 0 || x->perf <= 0)
+				/* the same kernel at another batch: by the name of its node */
+				const struct row *x = NULL;
+				for (uint32_t q = 0; q < s[k].ks.nk && !x; q++)
+					if (strcmp(s[k].g->nodes[s[k].krows[q].node].name, n->name) == 0)
+						x = &s[k].krows[q];
+				if (!x || x->kind != ROW_KERNEL || x->cost.intensity <= 0 || x->perf <= 0)
 					continue;
 				pl += (size_t)snprintf(pts + pl, sizeof(pts) - pl, "%s%.2f,%.2f",
 				                       cnt ? " " : "", px(p, x->cost.intensity),
@@ -1008,13 +1249,16 @@ static bool render_svg_writer(xmlTextWriterPtr w, const struct rl_report *r,
 	for (int k = 0; k < ns; k++) {
 		snprintf(a, sizeof(a), "batch-%lld", (long long)s[k].batch);
 		el(p, "g", "id", ns > 1 ? a : "nodes", NULL);
-		for (uint32_t j = 0; j < s[k].nrows; j++) {
-			const struct row *x = &s[k].rows[j];
+		for (uint32_t j = 0; j < s[k].ks.nk; j++) {
+			const struct row *x = &s[k].krows[j];
 			if (x->kind != ROW_KERNEL || x->cost.intensity <= 0 || x->perf <= 0)
 				continue;
 			const struct rl_node *n = &s[k].g->nodes[x->node];
+			const struct rl_kernel *kr = &s[k].ks.k[j];
 			double rad = 2.5 + 14 * sqrt(x->share);
 			el(p, "g", NULL);
+			if (kr->tiled)
+				level_points(p, m, kr, x, n->name, family_color(rl_op_table[n->op].family));
 			marker(p, k, px(p, x->cost.intensity), py(p, x->perf), rad,
 			       family_color(rl_op_table[n->op].family));
 			el(p, "title", NULL);
@@ -1022,11 +1266,12 @@ static bool render_svg_writer(xmlTextWriterPtr w, const struct rl_report *r,
 			d[0] = 0;
 			if (ns > 1)
 				snprintf(d, sizeof(d), " batch %lld", (long long)s[k].batch);
+			char opb[48], bd[48];
 			snprintf(t, sizeof(t), "%s (%s)%s: %s, %s, %.3g FLOP/B, %s-bound, %s, "
-			         "%.1f%% of time", n->name, rl_op_table[n->op].name, d,
+			         "%.1f%% of time", n->name, kernel_op(&s[k], kr, opb, sizeof(opb)), d,
 			         si_u(x->cost.flops, "FLOP", fl, sizeof(fl)),
 			         si_u(x->cost.bytes, "B", by, sizeof(by)),
-			         x->cost.intensity, rl_bound_name((enum rl_bound)x->cost.bound),
+			         x->cost.intensity, rl_kernel_bound_str(kr, m, bd, sizeof(bd)),
 			         secs(x->cost.time_s, tm, sizeof(tm)), 100 * x->share);
 			text_node(p, t);
 			end(p);
@@ -1036,10 +1281,10 @@ static bool render_svg_writer(xmlTextWriterPtr w, const struct rl_report *r,
 		end(p);
 	}
 	/* labels: the largest shares of the first series */
-	const struct row **top = calloc(s[0].nrows ? s[0].nrows : 1, sizeof(*top));
+	const struct row **top = calloc(s[0].ks.nk ? s[0].ks.nk : 1, sizeof(*top));
 	int nt = 0;
-	for (uint32_t j = 0; top && j < s[0].nrows; j++) {
-		const struct row *x = &s[0].rows[j];
+	for (uint32_t j = 0; top && j < s[0].ks.nk; j++) {
+		const struct row *x = &s[0].krows[j];
 		if (x->kind == ROW_KERNEL && x->cost.intensity > 0 && x->perf > 0)
 			top[nt++] = x;
 	}
@@ -1085,9 +1330,9 @@ static bool render_svg_writer(xmlTextWriterPtr w, const struct rl_report *r,
 	ly += 18;
 	bool seen[RL_FAM_COUNT_] = {false};
 	for (int k = 0; k < ns; k++)
-		for (uint32_t j = 0; j < s[k].nrows; j++)
-			if (s[k].rows[j].kind == ROW_KERNEL)
-				seen[rl_op_table[s[k].g->nodes[s[k].rows[j].node].op].family] = true;
+		for (uint32_t j = 0; j < s[k].ks.nk; j++)
+			if (s[k].krows[j].kind == ROW_KERNEL)
+				seen[rl_op_table[s[k].g->nodes[s[k].krows[j].node].op].family] = true;
 	for (int f = 0; f < RL_FAM_COUNT_; f++) {
 		if (!seen[f])
 			continue;
@@ -1099,6 +1344,10 @@ static bool render_svg_writer(xmlTextWriterPtr w, const struct rl_report *r,
 	}
 	ly += 8;
 	label(p, lx, ly, "start", "11", "#444", 0, "area: share of predicted time");
+	ly += 16;
+	label(p, lx, ly, "start", "11", "#444", 0, "squares: a tiled kernel at each");
+	ly += 14;
+	label(p, lx, ly, "start", "11", "#444", 0, "cache level (solid: it binds)");
 	ly += 22;
 	if (ns > 1) {
 		label(p, lx, ly, "start", "12", "#111", 0, "batch");
@@ -1234,6 +1483,56 @@ static const char html_script[] =
 	"});\n"
 	"</script>\n";
 
+/* The kernels as they run, with the nodes each runs, its tiles and its
+ * bytes per memory level. */
+static void html_kernels(FILE *f, const struct rl_machine *m, const struct srows *s, int ns)
+{
+	if (ns > 1)
+		fprintf(f, "\n<h2>Kernels at batch %lld</h2>\n", (long long)s->batch);
+	else
+		fputs("\n<h2>Kernels</h2>\n", f);
+	fputs("<table class=\"sortable\"><thead><tr><th>#</th><th>kernel</th><th>op</th>"
+	      "<th>nodes it runs</th><th>FLOPs</th><th>bytes</th><th>FLOP/B</th><th>bound</th>"
+	      "<th>time</th><th>share</th><th>tiles</th><th>bytes per level</th></tr></thead>\n"
+	      "<tbody>\n", f);
+	for (uint32_t q = 0; q < s->ks.nk; q++) {
+		const struct rl_kernel *k = &s->ks.k[q];
+		char a[32], b[32], c[32], d[32], e[32], op[48], bd[48], ts[128], lv[512];
+		fprintf(f, "<tr class=\"%s\">", rl_bound_name((enum rl_bound)k->cost.bound));
+		snprintf(a, sizeof(a), "%u", q + 1);
+		td_num(f, q + 1, a);
+		td_str(f, s->g->nodes[k->node].name);
+		td_str(f, kernel_op(s, k, op, sizeof(op)));
+		fputs("<td>", f);
+		for (uint32_t j = 0; j < k->n; j++) {
+			const struct rl_node *x = &s->g->nodes[s->ks.nodes[k->first + j]];
+			fputs(j ? ", " : "", f);
+			html_esc(f, x->name);
+			fputs(" (", f);
+			html_esc(f, rl_op_table[x->op].name);
+			fputs(")", f);
+		}
+		fputs("</td>", f);
+		td_num(f, k->cost.flops, si(k->cost.flops, a, sizeof(a)));
+		td_num(f, k->cost.bytes, si(k->cost.bytes, b, sizeof(b)));
+		snprintf(c, sizeof(c), "%.3g", k->cost.intensity);
+		td_num(f, k->cost.intensity, c);
+		td_str(f, rl_kernel_bound_str(k, m, bd, sizeof(bd)));
+		td_num(f, k->cost.time_s, secs(k->cost.time_s, d, sizeof(d)));
+		snprintf(e, sizeof(e), "%.1f%%", 100 * s->kshare[q]);
+		td_num(f, s->kshare[q], e);
+		const struct rl_tile *t = kernel_tile(s, k);
+		td_str(f, t && t->kind != RL_TILE_NONE ? tile_str(t, ts, sizeof(ts)) : "-");
+		if (k->tiled)
+			levels_str(m, k, lv, sizeof(lv));
+		else
+			snprintf(lv, sizeof(lv), "%s only", m->level[m->nlevels - 1].name);
+		td_str(f, lv);
+		fputs("</tr>\n", f);
+	}
+	fputs("</tbody></table>\n", f);
+}
+
 static bool render_html(FILE *f, const struct rl_report *r, const struct srows *s, int ns)
 {
 	size_t svglen;
@@ -1277,6 +1576,8 @@ static bool render_html(FILE *f, const struct rl_report *r, const struct srows *
 	}
 	fwrite(svg, 1, svglen, f);
 	free(svg);
+	for (int k = 0; k < ns; k++)
+		html_kernels(f, m, &s[k], ns);
 	for (int k = 0; k < ns; k++) {
 		if (ns > 1)
 			fprintf(f, "\n<h2>Nodes at batch %lld</h2>\n", (long long)s[k].batch);
@@ -1481,8 +1782,12 @@ bool rl_report_render(const struct rl_report *r, enum rl_report_format fmt, char
 	if (!ok)
 		snprintf(err, errlen, "report: could not render (out of memory)");
 done:
-	for (int i = 0; s && i < r->nseries; i++)
+	for (int i = 0; s && i < r->nseries; i++) {
 		free(s[i].rows);
+		free(s[i].kshare);
+		free(s[i].krows);
+		rl_kernels_free(&s[i].ks);
+	}
 	free(s);
 	return ok;
 }

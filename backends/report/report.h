@@ -6,8 +6,11 @@
  * crosses the machine balance, and optionally the remarks of the passes that
  * ran. It renders as
  *
- *   text  one row per node (name, op, output shape, FLOPs, bytes, intensity,
- *         bound, predicted time, share of the total) and a summary
+ *   text  one row per kernel as it runs (a fused group or one node: name,
+ *         op, output shape, FLOPs, bytes, intensity, bound, predicted time,
+ *         share of the total; the nodes a fused kernel runs; a tiled
+ *         kernel's schedule and bytes per memory level) and a summary;
+ *         per_node: one row per node, unfused, instead
  *   json  the same numbers for machines (schema in the README)
  *   svg   a log-log roofline plot (libxml2's xmlTextWriter): the slope of
  *         each memory level, the ceiling of each precision the profile has,
@@ -81,6 +84,8 @@ struct rl_report {
 	int ncross;
 	const struct rl_pass_ctx *ctx;     /* remarks to include; may be NULL */
 	const char *note;                  /* one line for the summary; may be NULL */
+	bool per_node;                     /* text: one row per node, unfused, instead
+	                                      of one per kernel */
 };
 
 /*

@@ -97,13 +97,13 @@ def cases():
         onnx.ModelProto(ir_version=8, opset_import=OPSET).SerializeToString()), 2, ["no graph"])
 
     def unknown_ops(d):
-        return model([helper.make_node("TopK", ["x", "k"], ["v", "i"], name="t"),
+        return model([helper.make_node("Unique", ["x"], ["v", "i"], name="t"),
                       helper.make_node("Relu", ["v"], ["r"], name="r"),
                       helper.make_node("FancyOp", ["r"], ["y"], name="f", domain="com.example"),
                       helper.make_node("NonZero", ["x"], ["z"], name="nz")],
                      [vi("x", [4]), vi("k", [1], TensorProto.INT64)], [vi("y", [2]), vi("z", [1, 4])])
     add("unknown operators (all listed)", write_model(unknown_ops), 2,
-        ["TopK", "com.example::FancyOp", "NonZero", "unsupported operator"])
+        ["Unique", "com.example::FancyOp", "NonZero", "unsupported operator"])
     add("wrong number of inputs", write_model(lambda d: model(
         [helper.make_node("Relu", ["x", "x"], ["y"], name="r2")], [vi("x", [2])], [vi("y", [2])])),
         2, ["r2", "inputs"])
@@ -220,7 +220,16 @@ def flag_cases(rl, t):
                            (["run", mp, "-d", d, "--threads", "0"], "--threads 0"),
                            (["run", mp, "-d", d, "--threads", "two"], "--threads two"),
                            (["run", mp, "-d", d, "--threads", "-3"], "--threads -3"),
-                           (["run", mp, "-d", d, "--threads"], "--threads without a value"),):
+                           (["run", mp, "-d", d, "--threads"], "--threads without a value"),
+                           ([mp, "-o", os.path.join(d, "o.c"), "--batch", "1,8"], "--batch list in the main form"),
+                           ([mp, "-o", os.path.join(d, "o.c"), "--format", "json"], "--format without --report"),
+                           (["report", mp, "--weights-max", "10"], "report --weights-max (unused)"),
+                           (["report", mp, "-O2", "--passes", "fold"], "report -O2 with --passes"),
+                           (["report", mp, "--dump-after", "fold"], "report --dump-after without passes"),
+                           (["diff", mp, mp, "-O2"], "diff -O2 (no passes)"),
+                           (["hw", "x"], "hw with an argument"),
+                           (["ops", "-v"], "ops with an option"),
+                           (["report", mp, "--per-node", "--bogus"], "report unknown flag"),):
             r = rltest.run([rl] + argv, timeout=60)
             want = 2 if what.startswith("run") else 1
             lines = [ln for ln in r.stderr.splitlines() if ln.strip() and not ln.startswith("Try ")]

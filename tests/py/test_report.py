@@ -13,6 +13,17 @@ JSON schema, the batch sweep, and bad input.
   gives one sweep entry per batch and a crossing entry for the MatMul whose
   affine coefficients are those worked out by hand; a generated
   [batch,1024] x [1024,1024] MatMul crosses at B*w / (f - B*a).
+- Kernels: after -O2 a fused group is one row (`kernels`) with its nodes
+  listed; the elementwise chain is 1 kernel moving 4194304 floats in and out
+  (33,554,432 bytes); on gpt_block every LayerNormalization, Softmax and
+  epilogue is one kernel; kernels partition the running nodes and their
+  times sum to the total; `rlopt report -O2` reports the same graph as the
+  main form's --report; tiled kernels carry bytes per level.
+- Scale: the report of a 2-layer, 7B-wide fp16 decoder (1.3 GB of weights in
+  a sparse external file, bench/bench_report_scale.py's builder) peaks under
+  300 MiB of RSS: nothing reads every weight (no timing is asserted).
+- Options: a shared option a command does not use is a usage error (exit 1,
+  one line).
 - Bad input: unknown --hw (exit 2, the known names listed), a --batch list that
   does not parse (exit 1), a missing model (exit 2), a malformed profile (exit 2),
   an unknown format (exit 1); no output file in any of these cases.
@@ -269,6 +280,171 @@ def check_sweep(c, rl, src, work):
     c.check("sweep svg: one series per batch", ok, r.describe() if not r.ok else "series missing")
 
 
+# ---- kernels -------------------------------------------------------------------
+
+
+def kernel_errors(rep):
+    """Kernels partition the nodes that run; times add up; per-level bytes."""
+    errs = []
+    ks, nodes = rep["kernels"], rep["nodes"]
+    seen = {}
+    for i, k in enumerate(ks):
+        for n in k["nodes"]:
+            if n in seen:
+                errs.append(f"node {n} in kernels {seen[n]} and {i}")
+            seen[n] = i
+        if len(k["levels"]) != len(rep["machine"]["memory"]):
+            errs.append(f"kernel {k['name']}: {len(k['levels'])} levels")
+        if k["tiled"] and k["bound"] == "memory" and k["bound_level"] is None:
+            errs.append(f"kernel {k['name']}: memory-bound without a level")
+    for n in nodes:
+        if n["kind"] == "kernel" and seen.get(n["name"]) != n["kernel"]:
+            errs.append(f"node {n['name']}: kernel {n['kernel']}, listed in {seen.get(n['name'])}")
+    t = sum(k["time_s"] for k in ks)
+    if not math.isclose(t, rep["total"]["time_s"], rel_tol=1e-6):
+        errs.append(f"kernel times sum to {t}, total {rep['total']['time_s']}")
+    if rep["total"]["kernels"] != len(ks):
+        errs.append(f"total.kernels {rep['total']['kernels']} vs {len(ks)} kernels")
+    b = sum(k["bytes"] for k in ks)
+    if not math.isclose(b, rep["total"]["bytes"], rel_tol=1e-9):
+        errs.append(f"kernel bytes sum to {b}, total {rep['total']['bytes']}")
+    return errs
+
+
+def check_kernels(c, rl, src, work):
+    chain = os.path.join(src, "examples", "elementwise_chain.onnx")
+    n = 4194304
+    # the main form's --report of the -O2 program
+    out = os.path.join(work, "chain_opt.c")
+    rp = os.path.join(work, "chain_o2.json")
+    r = rltest.run([rl, chain, "-O2", "-o", out, "--hw", "generic-cpu", "--report", rp], 300)
+    if c.check("kernels: chain -O2 --report runs", r.ok, r.describe()):
+        with open(rp) as f:
+            j = json.load(f)
+        t, ks = j["total"], j["kernels"]
+        c.check("kernels: chain -O2 is 1 kernel of one pass (33,554,432 B)",
+                t["kernels"] == 1 and len(ks) == 1 and t["bytes"] == 2 * 4 * n
+                and len(ks[0]["nodes"]) == 10 and ks[0]["fused"],
+                f"total {t}, kernels {[(k['name'], k['bytes'], len(k['nodes'])) for k in ks]}")
+        c.check("kernels: chain FLOPs are the nodes' sum",
+                t["flops"] == sum(x["flops"] for x in j["nodes"]), f"{t['flops']}")
+        c.check("kernels: chain consistent", not kernel_errors(j), "; ".join(kernel_errors(j)[:5]))
+        # rlopt report -O2: the same graph, the same numbers
+        j2, r2 = run_json(rl, [chain, "-O2", "--hw", "generic-cpu"],
+                          os.path.join(work, "chain_report_o2.json"))
+        c.check("kernels: report -O2 = main form --report",
+                j2 is not None and j2["total"]["bytes"] == t["bytes"]
+                and j2["total"]["kernels"] == 1
+                and math.isclose(j2["total"]["time_s"], t["time_s"], rel_tol=1e-9),
+                r2.describe() if j2 is None else f"{j2['total']}")
+    # as loaded: ten kernels, one per node
+    j0, r0 = run_json(rl, [chain, "--hw", "generic-cpu"], os.path.join(work, "chain_o0.json"))
+    c.check("kernels: chain as loaded is 10 kernels", j0 is not None and
+            j0["total"]["kernels"] == 10 and j0["total"]["bytes"] == 10 * 2 * 4 * n + 20,
+            r0.describe() if j0 is None else f"{j0['total']}")
+    j1, r1 = run_json(rl, [chain, "-O0", "--hw", "generic-cpu"], os.path.join(work, "chain_O0.json"))
+    c.check("kernels: report -O0 is the model as loaded", j1 is not None and j0 is not None
+            and j1["total"] == j0["total"], r1.describe() if j1 is None else f"{j1['total']}")
+
+    gpt = os.path.join(src, "examples", "gpt_block.onnx")
+    j, r = run_json(rl, [gpt, "-O2", "--hw", "generic-cpu"], os.path.join(work, "gpt_o2.json"))
+    if c.check("kernels: gpt_block -O2 runs", j is not None, r.describe() if j is None else ""):
+        errs = kernel_errors(j)
+        ops = {x["name"]: x["op"] for x in j["nodes"]}
+        for k in j["kernels"]:
+            kops = [ops[x] for x in k["nodes"]]
+            if any(o in ("LayerNormalization", "Softmax") for o in kops) and len(k["nodes"]) != 1 \
+                    and not k["fused"]:
+                errs.append(f"{k['name']}: {kops}")
+        norm = [k for k in j["kernels"] if ops[k["nodes"][0]] in ("LayerNormalization", "Softmax")]
+        epi = [k for k in j["kernels"] if k["fused"] and ops[k["nodes"][0]] in ("MatMul", "Gemm")]
+        groups = {x["group"] for x in j["nodes"] if x["group"] >= 0}
+        if len(norm) != sum(1 for o in ops.values() if o in ("LayerNormalization", "Softmax")):
+            errs.append(f"{len(norm)} LayerNorm/Softmax kernels")
+        if not epi:
+            errs.append("no epilogue kernel")
+        if len([k for k in j["kernels"] if k["fused"]]) != len(groups):
+            errs.append(f"{len(groups)} groups, {len([k for k in j['kernels'] if k['fused']])} "
+                        f"fused kernels")
+        c.check(f"kernels: gpt_block -O2: {len(j['kernels'])} kernels, {len(epi)} epilogues, "
+                f"each LayerNorm/Softmax/epilogue one row", not errs, "; ".join(errs[:6]))
+        tiled = [k for k in j["kernels"] if k["tiled"]]
+        ok = tiled and all(k["tile"] is not None and len(k["levels"]) >= 2 for k in tiled)
+        c.check("kernels: tiled kernels carry their tile and bytes per level", bool(ok),
+                json.dumps(tiled[:1]))
+    # text: one row per kernel; --per-node: one per node
+    r = rltest.run([rl, "report", chain, "-O2", "--hw", "generic-cpu"], 120)
+    rows = [ln for ln in r.stdout.splitlines() if ln.startswith(("mul_", "add_", "relu_", "sub_",
+                                                                 "tanh_", "abs_", "sqrt_", "neg_"))]
+    c.check("kernels: text -O2 has one kernel row", r.ok and len(rows) == 1
+            and "runs 10 nodes" in r.stdout, r.describe() + f" rows {rows}")
+    r = rltest.run([rl, "report", chain, "-O2", "--per-node", "--hw", "generic-cpu"], 120)
+    rows = [ln for ln in r.stdout.splitlines() if ln.startswith(("mul_", "add_", "relu_", "sub_",
+                                                                 "tanh_", "abs_", "sqrt_", "neg_"))]
+    c.check("kernels: text --per-node has ten node rows", r.ok and len(rows) == 10,
+            r.describe() + f" rows {len(rows)}")
+    # a sweep after passes
+    dyn = os.path.join(src, "examples", "tiny_mlp_dynamic.onnx")
+    j, r = run_json(rl, [dyn, "-O2", "--hw", "h100", "--batch", "1,8"],
+                    os.path.join(work, "dyn_o2.json"))
+    c.check("kernels: report -O2 --batch 1,8 sweeps the optimized graph",
+            j is not None and [e["batch"] for e in j["sweep"]] == [1, 8]
+            and all("kernels" in e for e in j["sweep"]), r.describe() if j is None else "")
+    # html: the kernels table with tiles; svg: a level point per tiled kernel
+    html = os.path.join(work, "gpt.html")
+    r = rltest.run([rl, "report", gpt, "-O2", "--hw", "generic-cpu", "-o", html], 120)
+    ok = r.ok and os.path.exists(html)
+    text = open(html).read() if ok else ""
+    c.check("kernels: html has the kernels table with tiles", ok and "<h2>Kernels</h2>" in text
+            and ("GEMM mr=" in text or "STRIP strip=" in text), r.describe())
+
+
+def check_scale(c, rl, src, work):
+    sys.path.insert(0, os.path.join(src, "bench"))
+    try:
+        import bench_report_scale as brs
+    finally:
+        sys.path.pop(0)
+    path = os.path.join(work, "decoder.onnx")
+    wb = brs.build(path, 2, 4096, 11008, 32000)
+    rc, _, rss, err = brs.measure([rl, "report", path, "--hw", "generic-cpu", "--batch", "1,64"])
+    c.check(f"scale: report of {wb / 1e9:.2f} GB of weights peaks at {rss / 2**20:.0f} MiB RSS "
+            f"(< 300 MiB)", rc == 0 and rss < 300 * 2**20, f"exit {rc}: {err.strip()[:300]}")
+    os.remove(path + ".weights")
+
+
+def check_unused_options(c, rl, src, work):
+    model = os.path.join(src, "examples", "mlp.onnx")
+    cases = [
+        (["report", model, "--weights-max", "10"], "weights-max"),
+        (["report", model, "--remarks"], "remarks"),
+        (["report", model, "--factorize"], "factorize"),
+        (["report", model, "--report", os.path.join(work, "r.json")], "report"),
+        (["report", model, "-O2", "--passes", "fold"], "passes"),
+        (["diff", model, model, "-O2"], "-O2"),
+        (["diff", model, model, "--weights-max", "10"], "weights-max"),
+        (["diff", model, model, "-v"], "-v"),
+        (["hw", "extra"], "extra"),
+        (["ops", "--format", "json"], "--format"),
+        ([model, "-o", os.path.join(work, "m.c"), "--batch", "1,8"], "--batch"),
+        ([model, "-o", os.path.join(work, "m.c"), "--format", "json"], "--format"),
+        ([model, "-o", os.path.join(work, "m.onnx"), "--weights-max", "10"], "weights-max"),
+        ([model, "-o", os.path.join(work, "m.c"), "--max-rel-error", "0.1"], "--max-rel-error"),
+        ([model, "-o", os.path.join(work, "m.c"), "-O1", "--factorize"], "--factorize"),
+        (["run", model, "-d", work, "--report", os.path.join(work, "r.json")], "report"),
+        (["run", model, "-d", work, "--batch", "1,2"], "--batch"),
+    ]
+    for argv, word in cases:
+        r = rltest.run([rl] + argv, 60)
+        lines = [ln for ln in r.stderr.splitlines() if ln.strip() and not ln.startswith("Try ")]
+        ok = r.returncode == 1 and len(lines) == 1 and word in lines[0]
+        c.check(f"unused option is an error: rlopt {' '.join(os.path.basename(a) for a in argv)}",
+                ok, f"exit {r.returncode}: {r.stderr.strip()[:300]}")
+    for leftover in ("m.c", "m.onnx", "r.json"):
+        c.check(f"unused option: nothing written ({leftover})",
+                not os.path.exists(os.path.join(work, leftover)), leftover)
+
+
 # ---- main form and bad input ------------------------------------------------------
 
 
@@ -340,6 +516,9 @@ def main():
         check_schema(c, args.rlopt, args.source, work)
         check_sweep(c, args.rlopt, args.source, work)
         check_main_form(c, args.rlopt, args.source, work)
+        check_kernels(c, args.rlopt, args.source, work)
+        check_unused_options(c, args.rlopt, args.source, work)
+        check_scale(c, args.rlopt, args.source, work)
         check_bad(c, args.rlopt, args.source, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -22,6 +22,7 @@
 #include <libxml/tree.h>
 
 #include "backends/report/report.h"
+#include "passes/pass.h"
 #include "cost.h"
 #include "ir.h"
 #include "machine.h"
@@ -552,6 +553,211 @@ Test(cost, graph_totals_skip_views)
 	EQ(t.flops, 24);
 	EQ(t.bytes, 192);
 	EQ(t.time_s, G->nodes[r].cost.time_s);
+}
+
+/* ---- kernels: fused groups priced as they run ------------------------------ */
+
+/* Value v is an intermediate: not a graph output. */
+static void internal(uint32_t node)
+{
+	uint32_t v = G->nodes[node].out[0];
+	G->values[v].flags &= ~(unsigned)RL_VAL_OUTPUT;
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < G->noutputs; i++)
+		if (G->outputs[i] != v)
+			G->outputs[k++] = G->outputs[i];
+	G->noutputs = k;
+}
+
+Test(cost, kernel_elementwise_group_one_pass)
+{
+	struct rl_machine m;
+	load_machine("generic-cpu", &m);
+	uint32_t x = input("x", RL_DT_FLOAT, SH(1, L(1024)));
+	uint32_t a = add(RL_OP_Relu, "a", 1, x);
+	uint32_t b = add(RL_OP_Neg, "b", 1, G->nodes[a].out[0]);
+	uint32_t c = add(RL_OP_Exp, "c", 1, G->nodes[b].out[0]);
+	internal(a);
+	internal(b);
+	infer();
+	G->nodes[a].group = G->nodes[b].group = G->nodes[c].group = 0;
+	struct rl_kernels ks;
+	cr_assert(rl_cost_kernels(G, &m, NULL, &ks));
+	cr_assert_eq(ks.nk, 1);
+	const struct rl_kernel *k = &ks.k[0];
+	cr_assert_eq(k->n, 3);
+	cr_assert_eq(k->anchor, RL_NONE);
+	/* x read once, c written once; a and b never touch memory */
+	EQ(k->c.bytes_read, 4096);
+	EQ(k->c.bytes_write, 4096);
+	EQ(k->cost.bytes, 8192);
+	EQ(k->cost.flops, 1024 + 1024 + RL_FLOPS_TRANS * 1024);
+	struct rl_cost want;
+	rl_cost_price(&m, &k->c, RL_PREC_FP32, false, &want);
+	EQ(k->cost.time_s, want.time_s);
+	cr_assert_eq(ks.t.nodes, 1);
+	EQ(ks.t.bytes, 8192);
+	EQ(ks.t.time_s, want.time_s);
+	cr_assert(ks.of[a] == 0 && ks.of[b] == 0 && ks.of[c] == 0);
+	/* the per-node view is unchanged: each node its own baseline */
+	EQ(G->nodes[b].cost.bytes, 8192);
+	rl_kernels_free(&ks);
+}
+
+static uint32_t epilogue_graph(uint32_t *mm, uint32_t *ad, uint32_t *re)
+{
+	uint32_t x = input("x", RL_DT_FLOAT, SH(2, L(4), L(64)));
+	uint32_t w = weight("w", RL_DT_FLOAT, SH(2, L(64), L(32)));
+	uint32_t bias = weight("bias", RL_DT_FLOAT, SH(1, L(32)));
+	*mm = add(RL_OP_MatMul, "y", 2, x, w);
+	*ad = add(RL_OP_Add, "z", 2, G->nodes[*mm].out[0], bias);
+	*re = add(RL_OP_Relu, "r", 1, G->nodes[*ad].out[0]);
+	internal(*ad);
+	return x;
+}
+
+Test(cost, kernel_epilogue_group)
+{
+	struct rl_machine m;
+	load_machine("generic-cpu", &m);
+	uint32_t mm, ad, re;
+	epilogue_graph(&mm, &ad, &re);
+	internal(mm);
+	infer();
+	G->nodes[mm].group = G->nodes[ad].group = G->nodes[re].group = 3;
+	struct rl_kernels ks;
+	cr_assert(rl_cost_kernels(G, &m, NULL, &ks));
+	cr_assert_eq(ks.nk, 1);
+	const struct rl_kernel *k = &ks.k[0];
+	cr_assert_eq(k->anchor, mm);
+	cr_assert_eq(k->node, mm);
+	cr_assert_eq(k->group, 3);
+	EQ(k->c.macs, 4.0 * 64 * 32);
+	EQ(k->cost.flops, 2.0 * 4 * 64 * 32 + 4 * 32 + 4 * 32);
+	EQ(k->c.bytes_read, 4.0 * (4 * 64 + 64 * 32 + 32));
+	EQ(k->c.weight_bytes, 4.0 * (64 * 32 + 32));
+	EQ(k->c.bytes_write, 4.0 * 4 * 32);
+	rl_kernels_free(&ks);
+}
+
+Test(cost, kernel_group_that_cannot_run_as_one_is_priced_node_by_node)
+{
+	struct rl_machine m;
+	load_machine("generic-cpu", &m);
+	uint32_t mm, ad, re;
+	epilogue_graph(&mm, &ad, &re); /* the product's output is also a graph output */
+	infer();
+	G->nodes[mm].group = G->nodes[ad].group = G->nodes[re].group = 0;
+	struct rl_kernels ks;
+	cr_assert(rl_cost_kernels(G, &m, NULL, &ks));
+	cr_assert_eq(ks.nk, 3);
+	double t = G->nodes[mm].cost.time_s + G->nodes[ad].cost.time_s + G->nodes[re].cost.time_s;
+	EQ(ks.t.time_s, t);
+	rl_kernels_free(&ks);
+}
+
+/* A schedule's traffic, by hand: level 0 carries 64x the main-memory bytes,
+ * the middle levels 2x, main memory what the kernel reads and writes once. */
+static void fake_traffic(const struct rl_graph *g, uint32_t node, const struct rl_machine *m,
+                         double *b)
+{
+	struct rl_counts c;
+	rl_count_node(g, node, &c);
+	double ext = c.bytes_read + c.bytes_write;
+	for (int i = 0; i < m->nlevels; i++)
+		b[i] = i == 0 ? 64 * ext : i == m->nlevels - 1 ? ext : 2 * ext;
+}
+
+Test(cost, kernel_priced_level_by_level)
+{
+	struct rl_machine m;
+	load_machine("generic-cpu", &m);
+	cr_assert_geq(m.nlevels, 2);
+	uint32_t x = input("x", RL_DT_FLOAT, SH(1, L(1 << 20)));
+	uint32_t r = add(RL_OP_Relu, "r", 1, x);
+	infer();
+	struct rl_kernels ks;
+	/* no schedule: main memory only, as the node */
+	cr_assert(rl_cost_kernels(G, &m, fake_traffic, &ks));
+	cr_assert(!ks.k[0].tiled);
+	EQ(ks.k[0].cost.time_s, G->nodes[r].cost.time_s);
+	rl_kernels_free(&ks);
+	G->nodes[r].tile.kind = RL_TILE_STRIP;
+	G->nodes[r].tile.strip = 1024;
+	cr_assert(rl_cost_kernels(G, &m, fake_traffic, &ks));
+	const struct rl_kernel *k = &ks.k[0];
+	cr_assert(k->tiled);
+	double ext = 8.0 * (1 << 20), eff = m.eff_contiguous;
+	const struct rl_mem_level *d = &m.level[m.nlevels - 1];
+	double t_last = 4.0 * (1 << 20) / (d->read_bw * eff) + 4.0 * (1 << 20) / (d->write_bw * eff);
+	double tmax = t_last;
+	int lvl = m.nlevels - 1;
+	for (int i = 0; i < m.nlevels - 1; i++) {
+		double t = (i == 0 ? 64 : 2) * ext / (m.level[i].read_bw * eff);
+		if (t > tmax) {
+			tmax = t;
+			lvl = i;
+		}
+	}
+	double tc = (1 << 20) / rl_machine_peak(&m, RL_PREC_FP32, false);
+	EQ(k->bytes_level[0], 64 * ext);
+	EQ(k->cost.bytes, ext);
+	EQ(k->cost.time_s, fmax(tmax, tc) + m.launch_latency);
+	cr_assert_eq(k->cost.bound, RL_BOUND_MEMORY);
+	cr_assert_eq(k->bound_level, lvl);
+	char buf[64], want[64];
+	snprintf(want, sizeof(want), "memory (%s)", m.level[lvl].name);
+	cr_assert_str_eq(rl_kernel_bound_str(k, &m, buf, sizeof(buf)), want);
+	EQ(ks.t.time_s, k->cost.time_s);
+	rl_kernels_free(&ks);
+}
+
+/* A 1024^3 fp32 GEMM tiled by the tile pass on generic-cpu (three caches: the
+ * A block in L2, the B panel in L3), priced from its tiles. The bytes per
+ * level, by hand from the tile's fields in the BLIS loop order: C is read
+ * and written once per kc block at every level; at L1 A is streamed once per
+ * nr column sliver and B once per mr row sliver; A stays in L2 across the nr
+ * slivers of an nc panel, so beyond L2 it streams once per nc panel; B stays
+ * in L3 across the mc blocks, so main memory reads it once. */
+Test(cost, kernel_tiled_gemm_bytes_per_level_by_hand)
+{
+	struct rl_machine m;
+	load_machine("generic-cpu", &m);
+	cr_assert_eq(m.nlevels, 4);
+	const int64_t M = 1024, K = 1024, N = 1024;
+	uint32_t n = big_matmul(M, K, N);
+	struct rl_pass_ctx ctx;
+	rl_pass_ctx_init(&ctx, &m, 2);
+	cr_assert_eq(rl_pass_tile(G, &ctx), RL_OK);
+	rl_pass_ctx_free(&ctx);
+	const struct rl_tile *t = &G->nodes[n].tile;
+	cr_assert_eq(t->kind, RL_TILE_GEMM);
+	double cN = ceil((double)N / t->nr), cM = ceil((double)M / t->mr);
+	double nN = ceil((double)N / t->nc), nM = ceil((double)M / t->mc);
+	double nK = ceil((double)K / t->kc), MK = (double)M * K, KN = (double)K * N;
+	double C = 2.0 * M * N * nK;
+	double want[4] = {4 * (MK * cN + KN * cM + C), 4 * (MK * cN + KN * nM + C),
+	                  4 * (MK * nN + KN * nM + C), 4 * (MK * nN + KN + C)};
+	struct rl_kernels ks;
+	cr_assert(rl_cost_kernels(G, &m, rl_tile_traffic, &ks));
+	cr_assert_eq(ks.nk, 1);
+	const struct rl_kernel *k = &ks.k[0];
+	cr_assert(k->tiled);
+	for (int i = 0; i < 4; i++)
+		EQ(k->bytes_level[i], want[i]);
+	/* the slowest level or the compute roof, plus one launch */
+	double ext = 4 * (MK + KN) + 4.0 * M * N, eff = m.eff_contiguous;
+	const struct rl_mem_level *d = &m.level[3];
+	double tl[4];
+	for (int i = 0; i < 3; i++)
+		tl[i] = want[i] / (m.level[i].read_bw * eff);
+	tl[3] = (4 * (MK + KN) / (d->read_bw * eff) + 4.0 * M * N / (d->write_bw * eff)) *
+	        want[3] / ext;
+	double tm = fmax(fmax(tl[0], tl[1]), fmax(tl[2], tl[3]));
+	double tc = 2.0 * M * N * K / rl_machine_peak(&m, RL_PREC_FP32, true);
+	EQ(k->cost.time_s, fmax(tm, tc) + m.launch_latency);
+	EQ(k->cost.bytes, want[3]);
+	rl_kernels_free(&ks);
 }
 
 /* ---- report ------------------------------------------------------------------ */

@@ -783,3 +783,32 @@ Test(factorize, svd_matches_a_known_spectrum)
 	cr_assert(rl_fact_svd(a, 3, 3, s2, NULL, NULL));
 	cr_expect(fabsf(s2[0] - 3) < 1e-6f);
 }
+
+/* A weight over JUDGE_EXACT elements is estimated on a bounded sample of its
+ * rows, and only for the candidates that pay: the grouped g=2 error of a
+ * weight of equal magnitudes is sqrt(1/2) on any whole-row sample, and fp16
+ * data goes through the same path. */
+Test(judge, large_weight_error_on_a_sample)
+{
+	const int64_t K = 4096, N = 2048; /* 8 M elements */
+	float *w = malloc((size_t)(K * N) * sizeof(float));
+	cr_assert(w);
+	for (int64_t i = 0; i < K * N; i++)
+		w[i] = (i * 7919 % 13) & 1 ? 0.5f : -0.5f;
+	struct rl_machine m = machine("generic-cpu");
+	for (int dt = 0; dt < 2; dt++) {
+		struct rl_graph *g = matmul(1, K, N, dt ? RL_DT_FLOAT16 : RL_DT_FLOAT, true, w);
+		struct rl_pass_ctx ctx;
+		judge(g, &m, &ctx);
+		const struct rl_remark *r = find(&ctx, "judge", "mm", "grouped g=2");
+		cr_assert_str_eq(r->verdict, "speedup", "%s", r->msg);
+		double e = -1;
+		const char *p = strstr(r->msg, "err ");
+		cr_assert(p && sscanf(p, "err %lf", &e) == 1, "%s", r->msg);
+		cr_expect(near(e, sqrt(0.5), 1e-3), "err %g", e); /* printed to 3 digits */
+		cr_expect(strstr(r->msg, "rows)") != NULL, "not marked as a sample: %s", r->msg);
+		rl_pass_ctx_free(&ctx);
+		rl_graph_free(g);
+	}
+	free(w);
+}
