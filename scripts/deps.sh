@@ -10,7 +10,13 @@ build=${RLOPT_BUILD:-$here/build}
 pkgs=(build-essential cmake pkg-config clang
       libprotobuf-c-dev protobuf-c-compiler libonnx-dev
       libxml2-dev libxml2-utils libxxhash-dev libcriterion-dev liblapacke-dev
-      python3 python3-venv python3-pip libclang-rt-14-dev)
+      python3 python3-venv python3-pip libclang-rt-14-dev
+      groff-base)  # groff: tests/py/test_install.py lints doc/rlopt.1
+# the tests also build generated code with a compiler that is neither gcc nor
+# clang (tcc) and for aarch64 (cross gcc, run under qemu-user)
+if [[ ${1:-} == --test ]]; then
+  pkgs+=(tcc gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user)
+fi
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -17,14 +17,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static const char usage_text[] =
 	"usage: rlopt MODEL.onnx -o OUT.c [options]     generate C (OUT.c, OUT.h)\n"
 	"       rlopt MODEL.onnx -o OUT.onnx [options]  write the (optimized) model\n"
 	"       rlopt run MODEL.onnx -i IN.pb... -d OUTDIR [options]\n"
 	"                                 generate, compile with $CC, run, write OUTDIR/output_K.pb\n"
-	"       rlopt report MODEL.onnx [--batch B[,B...]] [--format F] [-o FILE]\n"
-	"                                 roofline report: per-node FLOPs, bytes, bound, time\n"
+	"       rlopt report MODEL.onnx [--batch B[,B...]] [-O0|-O1|-O2|--passes P] [--per-node]\n"
+	"                    [--format F] [-o FILE]\n"
+	"                                 roofline report: per-kernel FLOPs, bytes, bound, time\n"
+	"                                 (of the graph the passes make; default: as loaded)\n"
 	"       rlopt diff BEFORE.onnx AFTER.onnx [--hw H] [--batch 1,64,1024] [--format text|json]\n"
 	"                  [--fail-on-slowdown]  judge a rewrite: FLOPs, bytes, time per batch\n"
 	"       rlopt ops                 list the supported ONNX operators\n"
@@ -157,7 +160,72 @@ static bool is_flag(const char *a, const char *flag)
 	return strcmp(a, flag) == 0 || (strncmp(a, flag, fl) == 0 && a[fl] == '=');
 }
 
+static int parse_common(struct rl_cli_opts *o, int argc, char **argv, int *i);
+
 int rl_cli_parse_common(struct rl_cli_opts *o, int argc, char **argv, int *i)
+{
+	static const struct { const char *flag; enum rl_cli_opt bit; } t[] = {
+		{"--batch", RL_OPT_BATCH}, {"--shape", RL_OPT_SHAPE}, {"--dim", RL_OPT_DIM},
+		{"--hw", RL_OPT_HW}, {"--weights-max", RL_OPT_WEIGHTS_MAX},
+		{"--passes", RL_OPT_PASSES}, {"--dump-after", RL_OPT_DUMP_AFTER},
+		{"--report", RL_OPT_REPORT}, {"--format", RL_OPT_FORMAT}, {"-O0", RL_OPT_OLEVEL},
+		{"-O1", RL_OPT_OLEVEL}, {"-O2", RL_OPT_OLEVEL}, {"--factorize", RL_OPT_FACTORIZE},
+		{"--max-rel-error", RL_OPT_MAX_REL_ERROR}, {"--remarks", RL_OPT_REMARKS},
+		{"-v", RL_OPT_VERBOSE}, {"--verbose", RL_OPT_VERBOSE},
+	};
+	const char *a = argv[*i];
+	int r = parse_common(o, argc, argv, i);
+	for (size_t k = 0; r > 0 && k < sizeof(t) / sizeof(t[0]); k++)
+		if (is_flag(a, t[k].flag)) {
+			o->given |= RL_OPT_BIT(t[k].bit);
+			o->given_as[t[k].bit] = t[k].flag;
+		}
+	if (r > 0 && o->nbatches > 1) {
+		o->given |= RL_OPT_BIT(RL_OPT_BATCH_LIST);
+		o->given_as[RL_OPT_BATCH_LIST] = "--batch N,N,...";
+	}
+	return r;
+}
+
+/* Options that only steer the pass pipeline. */
+static bool steers_passes(int b)
+{
+	return b == RL_OPT_DUMP_AFTER || b == RL_OPT_REMARKS || b == RL_OPT_FACTORIZE ||
+	       b == RL_OPT_MAX_REL_ERROR;
+}
+
+bool rl_cli_check_used(const struct rl_cli_opts *o, unsigned used, const char *cmd)
+{
+	for (int b = 0; b < RL_OPT_COUNT_; b++)
+		if ((o->given & RL_OPT_BIT(b)) && !(used & RL_OPT_BIT(b))) {
+			if (strchr(cmd, ' '))
+				fprintf(stderr, "rlopt: option '%s' is not used by `%s`\n", o->given_as[b],
+				        cmd);
+			else
+				fprintf(stderr, "rlopt: %s: option '%s' is not used by %s%s\n", cmd,
+				        o->given_as[b], cmd, steers_passes(b) && (used & RL_OPT_BIT(RL_OPT_OLEVEL))
+				                ? " unless passes run (-O1, -O2 or --passes)" : "");
+			return false;
+		}
+	const char *bad = NULL;
+	if ((o->given & RL_OPT_BIT(RL_OPT_OLEVEL)) && (o->given & RL_OPT_BIT(RL_OPT_PASSES)))
+		bad = "-O and --passes both choose the passes: give one";
+	else if ((o->given & RL_OPT_BIT(RL_OPT_MAX_REL_ERROR)) &&
+	         !(o->given & RL_OPT_BIT(RL_OPT_FACTORIZE)))
+		bad = "--max-rel-error bounds --factorize: give both";
+	else if ((o->given & RL_OPT_BIT(RL_OPT_FACTORIZE)) && !o->passes && o->opt_level < 2)
+		bad = "--factorize runs at -O2 (or with factorize in --passes)";
+	else if ((o->given & RL_OPT_BIT(RL_OPT_FORMAT)) && (used & RL_OPT_BIT(RL_OPT_REPORT)) &&
+	         !o->report)
+		bad = "--format sets the format of --report FILE: give both";
+	if (bad) {
+		fprintf(stderr, strchr(cmd, ' ') ? "rlopt: `%s`: %s\n" : "rlopt: %s: %s\n", cmd, bad);
+		return false;
+	}
+	return true;
+}
+
+static int parse_common(struct rl_cli_opts *o, int argc, char **argv, int *i)
 {
 	const char *a = argv[*i], *v;
 	if (is_flag(a, "--batch")) {
@@ -457,6 +525,12 @@ static int cmd_main(int argc, char **argv)
 		usage_error("output '%s' must end in .c or .onnx", out);
 		return RL_EXIT_USAGE;
 	}
+	unsigned used = (RL_OPT_BIT(RL_OPT_COUNT_) - 1) & ~RL_OPT_BIT(RL_OPT_BATCH_LIST);
+	if (!ends_with(out, ".c"))
+		used &= ~RL_OPT_BIT(RL_OPT_WEIGHTS_MAX); /* constants stay in the ONNX file */
+	if (!rl_cli_check_used(&o, used, ends_with(out, ".c") ? "rlopt MODEL -o OUT.c"
+	                                                      : "rlopt MODEL -o OUT.onnx"))
+		return RL_EXIT_USAGE;
 	if (!rl_cli_check_out_dir(out))
 		return RL_EXIT_INPUT;
 	/* --report FILE: the format from --format, else FILE's extension */
@@ -581,8 +655,37 @@ static int cmd_probe(int argc, char **argv)
 	return RL_EXIT_OK;
 }
 
+/*
+ * An installed rlopt (PREFIX/bin/rlopt, or the copy inside the Python wheel)
+ * finds its profiles in ../share/rlopt/hw beside itself, wherever the prefix
+ * was moved. $RLOPT_HW_DIR still wins; a binary in the build tree has no such
+ * folder and keeps the compiled-in source path. Done by setting RLOPT_HW_DIR
+ * before any profile loads, so `rlopt run`'s children see the same folder.
+ */
+static void use_installed_hw_dir(void)
+{
+	const char *e = getenv("RLOPT_HW_DIR");
+	if (e && *e)
+		return;
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	if (n <= 0)
+		return;
+	exe[n] = 0;
+	char *slash = strrchr(exe, '/');
+	if (!slash)
+		return;
+	*slash = 0;
+	char dir[PATH_MAX + 32], xsd[PATH_MAX + 48], real[PATH_MAX];
+	snprintf(dir, sizeof dir, "%s/../share/rlopt/hw", exe);
+	snprintf(xsd, sizeof xsd, "%s/machine.xsd", dir);
+	if (access(xsd, R_OK) == 0 && realpath(dir, real))
+		setenv("RLOPT_HW_DIR", real, 1);
+}
+
 int main(int argc, char **argv)
 {
+	use_installed_hw_dir();
 	if (argc < 2) {
 		fputs(usage_text, stderr);
 		return RL_EXIT_USAGE;
@@ -602,6 +705,10 @@ int main(int argc, char **argv)
 		return rl_cmd_report(argc - 1, argv + 1);
 	if (strcmp(c, "diff") == 0)
 		return rl_cmd_diff(argc - 1, argv + 1);
+	if ((strcmp(c, "ops") == 0 || strcmp(c, "hw") == 0) && argc > 2) {
+		fprintf(stderr, "rlopt: %s: takes no options or arguments, not '%s'\n", c, argv[2]);
+		return RL_EXIT_USAGE;
+	}
 	if (strcmp(c, "ops") == 0)
 		return cmd_ops();
 	if (strcmp(c, "hw") == 0)
