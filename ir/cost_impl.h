@@ -53,4 +53,8 @@ static inline double rl_cnt_dim(const struct rl_graph *g, const struct rl_node *
 	return (double)g->values[v].shape.d[d].v;
 }
 
+/* Scans and losses (fam_index.c), counted through the shape family's
+ * counter until they have a family of their own. */
+bool rl_count_index(const struct rl_graph *g, uint32_t node, struct rl_counts *c);
+
 #endif /* RL_COST_IMPL_H */

@@ -1,6 +1,6 @@
 /*
  * fam_const.c - shape and dtype inference for value generators: Constant,
- * ConstantOfShape, Range, EyeLike.
+ * ConstantOfShape, Range, EyeLike, HannWindow, HammingWindow, BlackmanWindow.
  *
  * - Constant carries exactly one of `value` (a tensor, which the frontend
  *   stores as a constant value referenced by index), `value_float(s)`,
@@ -14,6 +14,9 @@
  *   when the three scalars are constant.
  * - EyeLike has its 2-D input's shape and the `dtype` attribute's type
  *   (default: the input's).
+ * - HannWindow, HammingWindow, BlackmanWindow are 1-D of `size` elements
+ *   (a scalar input: known when constant, else the declared output's), of
+ *   the `output_datatype` attribute's type (default float32).
  */
 #include "infer_impl.h"
 
@@ -246,6 +249,31 @@ static enum rl_status infer_eyelike(struct rl_graph *g, uint32_t node)
 	return rl_infer_set(g, node, 0, dt, &out);
 }
 
+static enum rl_status infer_window(struct rl_graph *g, uint32_t node)
+{
+	struct rl_node *n = &g->nodes[node];
+	enum rl_status st = rl_infer_dtype_in(g, node, 0, RL_TC_INDEX);
+	if (st != RL_OK)
+		return st;
+	int64_t dt = rl_node_attr_int(n, "output_datatype", RL_DT_FLOAT);
+	if (dt <= 0 || dt >= RL_DT_COUNT_ || !rl_dtype_is_float((enum rl_dtype)dt))
+		return rl_graph_error(g, n, RL_ERR_UNSUPPORTED,
+		                      "attribute output_datatype=%lld is not a float type rlopt "
+		                      "computes", (long long)dt);
+	uint32_t sv = n->in[0];
+	struct rl_shape out = {.rank = 1};
+	out.d[0] = rl_dim_unk(g, node, 0, 0);
+	if (rl_value_is_const(g, sv) && g->values[sv].data &&
+	    rl_shape_numel(&g->values[sv].shape) == 1) {
+		int64_t size = rl_value_get_int(g, sv, 0);
+		if (size < 0)
+			return rl_graph_error(g, n, RL_ERR_SHAPE, "size %lld is negative",
+			                      (long long)size);
+		out.d[0] = rl_dim_num(size);
+	}
+	return rl_infer_set(g, node, 0, (enum rl_dtype)dt, &out);
+}
+
 enum rl_status rl_infer_const(struct rl_graph *g, uint32_t node)
 {
 	switch (g->nodes[node].op) {
@@ -253,6 +281,8 @@ enum rl_status rl_infer_const(struct rl_graph *g, uint32_t node)
 	case RL_OP_ConstantOfShape: return infer_const_of_shape(g, node);
 	case RL_OP_Range: return infer_range(g, node);
 	case RL_OP_EyeLike: return infer_eyelike(g, node);
+	case RL_OP_HannWindow: case RL_OP_HammingWindow: case RL_OP_BlackmanWindow:
+		return infer_window(g, node);
 	default:
 		return rl_graph_error(g, &g->nodes[node], RL_ERR_UNSUPPORTED,
 		                      "no generator shape rule for this operator");
@@ -268,6 +298,9 @@ enum rl_status rl_infer_const(struct rl_graph *g, uint32_t node)
  *   ConstantOfShape   write numel(Y) elements, 0 FLOPs
  *   EyeLike           write numel(Y) elements, 0 FLOPs
  *   Range             write numel(Y) elements, one add each: numel(Y) FLOPs
+ *   HannWindow, HammingWindow  write numel(Y), a cosine and two FLOPs each:
+ *                     numel(Y) * (2 + T)
+ *   BlackmanWindow    two cosines: numel(Y) * (4 + 2T)
  */
 #include "cost_impl.h"
 
@@ -284,6 +317,12 @@ bool rl_count_const(const struct rl_graph *g, uint32_t node, struct rl_counts *c
 		return true;
 	case RL_OP_Range:
 		c->flops = rl_cnt_out(g, n, 0);
+		return true;
+	case RL_OP_HannWindow: case RL_OP_HammingWindow:
+		c->flops = rl_cnt_out(g, n, 0) * (2 + RL_FLOPS_TRANS);
+		return true;
+	case RL_OP_BlackmanWindow:
+		c->flops = rl_cnt_out(g, n, 0) * (4 + 2 * RL_FLOPS_TRANS);
 		return true;
 	default:
 		return false;

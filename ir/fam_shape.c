@@ -1089,6 +1089,8 @@ enum rl_status rl_infer_shape(struct rl_graph *g, uint32_t node)
 		return infer_depth_space(g, node);
 	case RL_OP_Trilu: return infer_trilu(g, node);
 	default:
+		if (rl_op_table[g->nodes[node].op].flags & RL_OPF_INDEXF)
+			return rl_infer_index(g, node);
 		return rl_graph_error(g, &g->nodes[node], RL_ERR_UNSUPPORTED,
 		                      "no shape rule for this operator");
 	}
@@ -1156,6 +1158,8 @@ bool rl_count_shape(const struct rl_graph *g, uint32_t node, struct rl_counts *c
 	case RL_OP_Concat:
 		return true;
 	default:
+		if (rl_op_table[n->op].flags & RL_OPF_INDEXF)
+			return rl_count_index(g, node, c);
 		return false;
 	}
 }

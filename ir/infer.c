@@ -438,6 +438,12 @@ static void op_arity(const struct rl_node *n, int *imin, int *imax, int *omin,
 		break;
 	case RL_OP_BatchNormalization: *omax = v < 14 ? 5 : 3; break;
 	case RL_OP_MaxPool: *omax = v < 8 ? 1 : 2; break;
+	case RL_OP_TopK: *imin = *imax = v < 10 ? 1 : 2; break; /* K input at 10 */
+	case RL_OP_Resize:                                 /* roi and sizes at 11 */
+		if (v < 11)
+			*imin = *imax = 2;
+		break;
+	case RL_OP_Upsample: *imin = *imax = v < 9 ? 1 : 2; break;    /* scales input at 9 */
 	default: break;
 	}
 }
@@ -714,6 +720,16 @@ enum rl_status rl_graph_bind_input(struct rl_graph *g, const char *name,
 			                      "(dimension %d is fixed at %lld)", name,
 			                      rl_sstr(&cur, b1), rl_sstr(s, b2), i,
 			                      (long long)cur.d[i].v);
+	/* one symbol on two axes must get one size */
+	for (int i = 0; i < cur.rank; i++)
+		for (int j = i + 1; j < cur.rank; j++)
+			if (cur.d[i].v < 0 && cur.d[i].sym && cur.d[j].v < 0 && cur.d[j].sym &&
+			    strcmp(cur.d[i].sym, cur.d[j].sym) == 0 && s->d[i].v >= 0 &&
+			    s->d[j].v >= 0 && s->d[i].v != s->d[j].v)
+				return rl_graph_error(g, NULL, RL_ERR_SHAPE,
+				                      "input %s: dimension '%s' is bound to %lld (axis %d) "
+				                      "and to %lld (axis %d)", name, cur.d[i].sym,
+				                      (long long)s->d[i].v, i, (long long)s->d[j].v, j);
 	/* A symbol bound here is bound everywhere it appears, so two inputs
 	 * that share `batch` stay consistent (and a second, different binding
 	 * of the same symbol fails above as a fixed dimension). */

@@ -41,6 +41,17 @@ enum rl_status rl_infer_norm(struct rl_graph *g, uint32_t node);
 enum rl_status rl_infer_reduce(struct rl_graph *g, uint32_t node);
 enum rl_status rl_infer_shape(struct rl_graph *g, uint32_t node);
 enum rl_status rl_infer_const(struct rl_graph *g, uint32_t node);
+/* Scans and losses (fam_index.c); reached through the shape family until
+ * they get a family of their own. */
+enum rl_status rl_infer_index(struct rl_graph *g, uint32_t node);
+/* A loss node's reduction attribute: 0 none, 1 sum, 2 mean, -1 unknown. */
+int rl_loss_reduction(const struct rl_node *n);
+/* A scatter's reduction: 0 none, 1 add, 2 mul, 3 max, 4 min, -1 unknown. */
+int rl_scatter_reduction(const struct rl_node *n);
+/* Resize/Upsample: the input slots of roi, scales and sizes for the node's
+ * opset (-1 when absent; an empty scales tensor counts as absent). */
+void rl_resize_slots(const struct rl_graph *g, const struct rl_node *n, int *roi, int *scales,
+                     int *sizes);
 
 /* ---- dims and shapes (infer.c) ------------------------------------------ */
 

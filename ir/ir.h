@@ -138,6 +138,8 @@ enum {
 	RL_OPF_WEIGHTED = 1 << 7, /* has a weight input (index 1) */
 	RL_OPF_VIEW = 1 << 8,     /* output is input's bytes reinterpreted */
 	RL_OPF_GATHER = 1 << 9,   /* data-dependent (gathered) reads */
+	RL_OPF_INDEXF = 1 << 10,  /* filed under SHAPE, handled by fam_index.c and
+	                             backends/c/emit_index.c (no family of its own yet) */
 };
 
 enum rl_op {
@@ -406,6 +408,22 @@ enum rl_status rl_graph_infer(struct rl_graph *g);
  * RL_VAL_CONST, and keeps its producer. Returns true if it evaluated. */
 bool rl_eval_node(struct rl_graph *g, uint32_t node);
 /* ---- end of additions --------------------------------------------------- */
+
+/* Einsum equations (ir/fam_index.c): every axis of every operand and of the
+ * output gets a label: its letter, or '0' + k for the k-th axis an ellipsis
+ * covers (right-aligned across operands). An implicit output (no "->") is
+ * the ellipsis axes, then the letters used once, in alphabetical order. */
+#define RL_EINSUM_MAX_IN 8
+struct rl_einsum {
+	int nin;
+	int rank[RL_EINSUM_MAX_IN];
+	char lab[RL_EINSUM_MAX_IN][RL_MAX_RANK];
+	int orank;
+	char olab[RL_MAX_RANK];
+};
+/* Parse `eq` for operands of the given ranks; false with a reason in why. */
+bool rl_einsum_parse(const char *eq, int nin, const int *ranks, struct rl_einsum *e,
+                     char *why, size_t whylen);
 
 /* Multidirectional (numpy) broadcast of a and b into out. */
 bool rl_shape_broadcast(const struct rl_shape *a, const struct rl_shape *b,

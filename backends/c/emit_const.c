@@ -1,6 +1,6 @@
 /*
  * emit_const.c - C kernels for the value generators: Constant,
- * ConstantOfShape, Range and EyeLike.
+ * ConstantOfShape, Range, EyeLike and the Hann, Hamming and Blackman windows.
  *
  * Shape inference usually evaluates these to constants, and then they never
  * run. They do run when their output is too big to fold (ConstantOfShape
@@ -253,12 +253,63 @@ static enum rl_status emit_eyelike(struct rl_cgen *cg, uint32_t node)
 	return RL_OK;
 }
 
+/* ---- window functions ----------------------------------------------------- */
+
+/* w[n] = a0 - a1 cos(2 pi n / D) + a2 cos(4 pi n / D), D = N (periodic) or
+ * N - 1 (symmetric); N from the output shape. */
+static enum rl_status emit_window(struct rl_cgen *cg, uint32_t node)
+{
+	const struct rl_node *nd = &cg->g->nodes[node];
+	const struct rl_value *y = cg_out(cg, node, 0);
+	int64_t n = y->shape.d[0].v, periodic = rl_node_attr_int(nd, "periodic", 1);
+	if (periodic != 0 && periodic != 1)
+		return cg_error(cg, node, "attribute periodic=%lld is not 0 or 1", (long long)periodic);
+	double a0, a1, a2 = 0;
+	if (nd->op == RL_OP_HannWindow) {
+		a0 = 0.5;
+		a1 = 0.5;
+	} else if (nd->op == RL_OP_HammingWindow) {
+		a0 = 25.0 / 46.0;
+		a1 = 1 - a0;
+	} else {
+		a0 = 0.42;
+		a1 = 0.5;
+		a2 = 0.08;
+	}
+	if (n == 0) {
+		cg_line(cg, "/* empty window */");
+		return RL_OK;
+	}
+	int64_t den = periodic ? n : n - 1;
+	char e[64];
+	snprintf(e, sizeof(e), "(%s)v", cg_comptype(y->dtype));
+	cg_line(cg, "/* %s window of %lld, %s */", rl_op_table[nd->op].name, (long long)n,
+	        periodic ? "periodic" : "symmetric");
+	cg_line(cg, "for (size_t i = 0; i < %lld; i++) {", (long long)n);
+	cg->indent++;
+	if (den == 0) {
+		cg_line(cg, "const double v = %.17g;", a0 - a1 + a2);
+	} else {
+		cg_line(cg, "const double t = 6.283185307179586476925 * (double)i / %lld.0;",
+		        (long long)den);
+		if (a2 != 0)
+			cg_line(cg, "const double v = %.17g - %.17g * cos(t) + %.17g * cos(2 * t);", a0,
+			        a1, a2);
+		else
+			cg_line(cg, "const double v = %.17g - %.17g * cos(t);", a0, a1);
+	}
+	cg_line(cg, "Y0[i] = %s;", cg_store(cg, y->dtype, e));
+	cg_loops_close(cg, 1);
+	return RL_OK;
+}
+
 /* ---- dispatch ----------------------------------------------------------- */
 
 bool rl_emit_c_const_supports(enum rl_op op)
 {
 	return op == RL_OP_Constant || op == RL_OP_ConstantOfShape || op == RL_OP_Range ||
-	       op == RL_OP_EyeLike;
+	       op == RL_OP_EyeLike || op == RL_OP_HannWindow || op == RL_OP_HammingWindow ||
+	       op == RL_OP_BlackmanWindow;
 }
 
 enum rl_status rl_emit_c_const(struct rl_cgen *cg, uint32_t node)
@@ -271,6 +322,8 @@ enum rl_status rl_emit_c_const(struct rl_cgen *cg, uint32_t node)
 	case RL_OP_ConstantOfShape: return emit_constant_of_shape(cg, node);
 	case RL_OP_Range: return emit_range(cg, node);
 	case RL_OP_EyeLike: return emit_eyelike(cg, node);
+	case RL_OP_HannWindow: case RL_OP_HammingWindow: case RL_OP_BlackmanWindow:
+		return emit_window(cg, node);
 	default: return cg_error(cg, node, "%s is not a value generator", rl_op_table[n->op].name);
 	}
 }

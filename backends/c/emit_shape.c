@@ -25,6 +25,7 @@
  * zeros (the spec leaves it undefined; this keeps the kernel in bounds).
  */
 #include "emit.h"
+#include "emit_index.h"
 
 #include <string.h>
 
@@ -1110,7 +1111,7 @@ bool rl_emit_c_shape_supports(enum rl_op op)
 	case RL_OP_SpaceToDepth: case RL_OP_Trilu:
 		return true;
 	default:
-		return false;
+		return rl_emit_c_index_supports(op);
 	}
 }
 
@@ -1137,6 +1138,8 @@ enum rl_status rl_emit_c_shape(struct rl_cgen *cg, uint32_t node)
 	case RL_OP_SpaceToDepth: return emit_depth_space(cg, node, false);
 	case RL_OP_Trilu: return emit_trilu(cg, node);
 	default:
+		if (rl_emit_c_index_supports(n->op))
+			return rl_emit_c_index(cg, node);
 		return cg_error(cg, node, "%s is not a shape-family op", rl_op_table[n->op].name);
 	}
 }

@@ -354,7 +354,10 @@ static bool type_to_value(struct rl_graph *g, const Onnx__TypeProto *tp,
 	s->rank = (int)tt->shape->n_dim;
 	for (size_t i = 0; i < tt->shape->n_dim; i++) {
 		const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
-		if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
+		/* some exporters write -1 for "any size": an unnamed symbol, bound
+		 * like any other by --shape, --dim or the input files */
+		if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
+		    d->dim_value != -1) {
 			if (d->dim_value < 0 || d->dim_value > RL_MAX_NUMEL) {
 				snprintf(why, whylen, "value '%s' has dimension %lld at axis %zu",
 				         vname, (long long)d->dim_value, i);
@@ -498,6 +501,60 @@ static const char *dir_of(struct rl_graph *g, const char *path)
 		goto fail;                                                   \
 	} while (0)
 
+/* ---- operators rlopt does not know ---------------------------------------- */
+
+struct unknown_ops {
+	char list[600];         /* "If, Loop, ai.onnx.ml::Binarizer" */
+	size_t nl;
+	size_t n;               /* distinct unknown operators */
+	const char *first_node; /* where the first one is */
+};
+
+/* Add node np's operator to u when rlopt does not know it and u does not
+ * hold it yet. */
+static void unknown_ops_add(const Onnx__NodeProto *np, struct unknown_ops *u)
+{
+	const char *dom = np->domain ? np->domain : "";
+	const char *ot = np->op_type ? np->op_type : "";
+	if ((!*dom || strcmp(dom, "ai.onnx") == 0) && rl_op_lookup(ot) != RL_OP_COUNT_)
+		return;
+	char entry[200];
+	snprintf(entry, sizeof(entry), "%s%s%s", *dom ? dom : "", *dom ? "::" : "",
+	         *ot ? ot : "(empty op_type)");
+	/* each distinct operator once: look for ", entry," in ", list," */
+	char hay[sizeof(u->list) + 4], needle[sizeof(entry) + 4];
+	snprintf(hay, sizeof(hay), ", %s,", u->list);
+	snprintf(needle, sizeof(needle), ", %s,", entry);
+	if (strstr(hay, needle))
+		return;
+	if (!u->first_node)
+		u->first_node = np->name && *np->name ? np->name : ot;
+	u->n++;
+	if (u->nl + strlen(entry) + 3 < sizeof(u->list) - 8)
+		u->nl += (size_t)snprintf(u->list + u->nl, sizeof(u->list) - u->nl, "%s%s",
+		                          u->n > 1 ? ", " : "", entry);
+	else if (!strstr(u->list, "..."))
+		u->nl += (size_t)snprintf(u->list + u->nl, sizeof(u->list) - u->nl, ", ...");
+}
+
+/* Every operator of gp, and of the subgraphs its nodes hold (If branches,
+ * Loop and Scan bodies), that rlopt does not know, each once, in order. */
+static void unknown_ops_collect(const Onnx__GraphProto *gp, struct unknown_ops *u, int depth)
+{
+	if (!gp || depth > 16)
+		return;
+	for (size_t i = 0; i < gp->n_node; i++) {
+		const Onnx__NodeProto *np = gp->node[i];
+		unknown_ops_add(np, u);
+		for (size_t a = 0; a < np->n_attribute; a++) {
+			const Onnx__AttributeProto *ap = np->attribute[a];
+			unknown_ops_collect(ap->g, u, depth + 1);
+			for (size_t k = 0; k < ap->n_graphs; k++)
+				unknown_ops_collect(ap->graphs[k], u, depth + 1);
+		}
+	}
+}
+
 static enum rl_status build_graph(struct rl_graph *g, const Onnx__ModelProto *m)
 {
 	enum rl_status status = RL_OK;
@@ -593,42 +650,13 @@ static enum rl_status build_graph(struct rl_graph *g, const Onnx__ModelProto *m)
 	node_ids = malloc((gp->n_node + 1) * sizeof(uint32_t));
 	RL_ASSERT(node_ids);
 	{
-		/* unknown operators: list every one before failing */
-		char list[600] = "";
-		size_t nl = 0, nunk = 0;
-		const char *first_node = NULL;
-		for (size_t i = 0; i < gp->n_node; i++) {
-			const Onnx__NodeProto *np = gp->node[i];
-			const char *dom = np->domain ? np->domain : "";
-			const char *ot = np->op_type ? np->op_type : "";
-			bool known = (!*dom || strcmp(dom, "ai.onnx") == 0) &&
-			             rl_op_lookup(ot) != RL_OP_COUNT_;
-			if (known)
-				continue;
-			char entry[200];
-			snprintf(entry, sizeof(entry), "%s%s%s", *dom ? dom : "", *dom ? "::" : "",
-			         *ot ? ot : "(empty op_type)");
-			/* each distinct operator once */
-			bool seen = false;
-			for (size_t k = 0; k < i && !seen; k++) {
-				const Onnx__NodeProto *p2 = gp->node[k];
-				seen = strcmp(p2->op_type ? p2->op_type : "", ot) == 0 &&
-				       strcmp(p2->domain ? p2->domain : "", dom) == 0;
-			}
-			if (seen)
-				continue;
-			if (!first_node)
-				first_node = np->name && *np->name ? np->name : ot;
-			nunk++;
-			if (nl + strlen(entry) + 3 < sizeof(list) - 8)
-				nl += (size_t)snprintf(list + nl, sizeof(list) - nl, "%s%s",
-				                       nunk > 1 ? ", " : "", entry);
-			else if (!strstr(list, "..."))
-				nl += (size_t)snprintf(list + nl, sizeof(list) - nl, ", ...");
-		}
-		if (nunk)
+		/* unknown operators, subgraphs (If, Loop, Scan bodies) included:
+		 * list every one before failing */
+		struct unknown_ops u = {.list = ""};
+		unknown_ops_collect(gp, &u, 0);
+		if (u.n)
 			FAIL(RL_ERR_UNSUPPORTED, NULL, "unsupported operator%s (first at node '%s'): %s",
-			     nunk > 1 ? "s" : "", first_node, list);
+			     u.n > 1 ? "s" : "", u.first_node, u.list);
 	}
 	for (size_t i = 0; i < gp->n_node; i++) {
 		const Onnx__NodeProto *np = gp->node[i];
