@@ -339,6 +339,7 @@ enum storage {
 	ST_OUTPUT,    /* caller's output pointer */
 	ST_CONST,     /* static array or side-file offset */
 	ST_WORKSPACE, /* offset in the workspace */
+	ST_ALIAS,     /* a view (Reshape, Squeeze, ...) of another value's storage */
 };
 
 struct vinfo {
@@ -348,11 +349,14 @@ struct vinfo {
 	bool in_side;      /* constant lives in the side file */
 	char cname[80];    /* C identifier for constants */
 	bool strform;      /* constant emitted as a string: its array is cname.v */
+	uint32_t alias;    /* ST_ALIAS: the value whose storage this one is */
 	int64_t first, last; /* live range in executed-node positions */
 };
 
 /* One kernel: a single node, or a fused group. */
 struct unit {
+	bool view;           /* Reshape-like node whose output aliases its input:
+	                        no kernel, no storage, no copy */
 	uint32_t node;       /* the node; for a group its first node in g->order */
 	int32_t grp;         /* index in driver.grps, -1 for a single node */
 	uint32_t k;          /* kernel number: g->order position of `node` */
@@ -669,7 +673,7 @@ static void schedule(struct driver *d)
 	struct rl_graph *g = d->g;
 	uint32_t *kpos = malloc(((size_t)g->nnodes + 1) * sizeof(*kpos));
 	bool *done = calloc((size_t)g->nnodes + d->ngrps + 1, sizeof(*done));
-	d->units = malloc(((size_t)g->norder + 1) * sizeof(*d->units));
+	d->units = calloc((size_t)g->norder + 1, sizeof(*d->units));
 	RL_ASSERT(kpos && done && d->units);
 	for (uint32_t k = 0; k < g->norder; k++)
 		kpos[g->order[k]] = k;
@@ -733,6 +737,40 @@ static void schedule(struct driver *d)
 }
 
 /* Which nodes run, and where every value lives. */
+/*
+ * Views: a Reshape, Squeeze, Unsqueeze, Flatten or Identity changes only the
+ * shape, and every kernel reads its inputs through flat row-major pointers,
+ * so its output can simply be its input's storage. Not done when the output
+ * is a graph output (the caller's buffer must be filled) or a graph input
+ * would be aliased by a graph output. Chains resolve to the first storage.
+ */
+static bool is_view_op(enum rl_op op)
+{
+	return op == RL_OP_Reshape || op == RL_OP_Squeeze || op == RL_OP_Unsqueeze ||
+	       op == RL_OP_Flatten || op == RL_OP_Identity;
+}
+
+static void mark_views(struct driver *d)
+{
+	struct rl_graph *g = d->g;
+	for (uint32_t u = 0; u < d->nunits; u++) {
+		struct unit *un = &d->units[u];
+		if (un->grp >= 0)
+			continue;
+		const struct rl_node *n = &g->nodes[un->node];
+		if (!is_view_op(n->op) || n->nout < 1 || n->out[0] == RL_NONE || n->in[0] == RL_NONE)
+			continue;
+		uint32_t x = n->in[0], y = n->out[0];
+		const struct rl_value *xv = &g->values[x], *yv = &g->values[y];
+		if ((yv->flags & RL_VAL_OUTPUT) || xv->dtype != yv->dtype ||
+		    rl_shape_numel(&xv->shape) != rl_shape_numel(&yv->shape))
+			continue;
+		un->view = true;
+		d->vi[y].st = ST_ALIAS;
+		d->vi[y].alias = d->vi[x].st == ST_ALIAS ? d->vi[x].alias : x;
+	}
+}
+
 static enum rl_status plan(struct driver *d)
 {
 	struct rl_graph *g = d->g;
@@ -804,6 +842,7 @@ static enum rl_status plan(struct driver *d)
 	/* fused groups, then the order kernels run in */
 	groups_collect(d);
 	schedule(d);
+	mark_views(d);
 	/* live ranges, in kernel positions */
 	int64_t pos = 0;
 	for (uint32_t u = 0; u < d->nunits; u++) {
@@ -820,7 +859,7 @@ static enum rl_status plan(struct driver *d)
 			if (d->vi[v].last < pos)
 				d->vi[v].last = pos;
 		}
-		for (int q = 0; q < nin; q++) {
+		for (int q = 0; q < (un->view ? 1 : nin); q++) { /* a view reads no shape input */
 			uint32_t v = gr ? gr->in[q] : n->in[q];
 			if (v == RL_NONE)
 				continue;
@@ -829,6 +868,15 @@ static enum rl_status plan(struct driver *d)
 			d->vi[v].last = pos;
 		}
 		pos++;
+	}
+	/* a view keeps the storage it aliases alive as long as it is used */
+	for (uint32_t u = 0; u < d->nunits; u++) {
+		if (!d->units[u].view)
+			continue;
+		uint32_t v = g->nodes[d->units[u].node].out[0];
+		uint32_t root = d->vi[v].alias;
+		if (d->vi[root].last < d->vi[v].last)
+			d->vi[root].last = d->vi[v].last;
 	}
 	/* graph outputs: the first listing of a produced value writes to the
 	 * caller's buffer directly; repeats and inputs/constants are copied */
@@ -929,7 +977,6 @@ static void emit_const_string(struct driver *d, uint32_t v, int64_t ne)
 	struct vinfo *vi = &d->vi[v];
 	const unsigned char *p = val->data;
 	size_t nb = val->nbytes, col = 0;
-	vi->strform = true;
 	rl_buf_printf(&d->c, "static const union {\n    _Alignas(%d) unsigned char b[%zu];\n"
 	              "    %s v[%lld];\n} %s = {\n    \"", RL_ALIGN, nb, cg_ctype(val->dtype),
 	              (long long)ne, vi->cname);
@@ -962,8 +1009,7 @@ static void emit_const_array(struct driver *d, uint32_t v)
 	char shp[128];
 	rl_buf_printf(&d->c, "/* %s: %s[%s] */\n", ctext(val->name), rl_dtype_name(val->dtype),
 	              rl_shape_str(&val->shape, shp, sizeof(shp)));
-	if (ne > 0 && val->nbytes >= RL_CONST_STRING_MIN &&
-	    val->nbytes == (size_t)ne * rl_dtype_size(val->dtype)) {
+	if (vi->strform) {
 		emit_const_string(d, v, ne);
 		return;
 	}
@@ -1022,6 +1068,10 @@ static void value_ptr(struct driver *d, uint32_t v, bool out, char *b, size_t n)
 {
 	if (v == RL_NONE) {
 		snprintf(b, n, "NULL");
+		return;
+	}
+	if (d->vi[v].st == ST_ALIAS) {
+		value_ptr(d, d->vi[v].alias, false, b, n);
 		return;
 	}
 	const struct rl_value *val = &d->g->values[v];
@@ -1110,17 +1160,26 @@ static void group_comment(struct driver *d, const struct rl_cgen_group *gr)
 }
 
 /* Does C text s use identifier id (as a whole token)? */
-/* Occurrences of identifier id in s as a whole token. */
-static int count_ident(const char *s, const char *id)
+/* Occurrences of identifier id in s[0, len) as a whole token. */
+static int count_ident_n(const char *s, size_t len, const char *id)
 {
 	size_t n = strlen(id);
 	int c = 0;
-	for (const char *p = s ? strstr(s, id) : NULL; p; p = strstr(p + 1, id)) {
-		bool before = p > s && (isalnum((unsigned char)p[-1]) || p[-1] == '_');
-		bool after = isalnum((unsigned char)p[n]) || p[n] == '_';
+	if (!s)
+		return 0;
+	for (size_t i = 0; i + n <= len; i++) {
+		if (s[i] != id[0] || strncmp(s + i, id, n) != 0)
+			continue;
+		bool before = i > 0 && (isalnum((unsigned char)s[i - 1]) || s[i - 1] == '_');
+		bool after = i + n < len && (isalnum((unsigned char)s[i + n]) || s[i + n] == '_');
 		c += !before && !after;
 	}
 	return c;
+}
+
+static int count_ident(const char *s, const char *id)
+{
+	return count_ident_n(s, s ? strlen(s) : 0, id);
 }
 
 /*
@@ -1150,8 +1209,26 @@ static void drop_void_casts(struct rl_buf *b)
 			id[k] = 0;
 			cast = k > 0 && t[k] == ';' && t[k + 1] == '\n';
 		}
-		/* the declaration and this cast make two; a third is a use */
-		if (cast && count_ident(txt, id) >= 3)
+		/* the declaration and this cast make two; a third is a use. Counted
+		 * in the innermost block around the cast only: kernels repeat local
+		 * names in sibling blocks (one per epilogue call, say). */
+		size_t lo = (size_t)(r - txt), hi = lo + len;
+		if (cast) {
+			for (int depth = 0; lo > 0; lo--) {
+				char ch = txt[lo - 1];
+				if (ch == '}')
+					depth++;
+				else if (ch == '{' && depth-- == 0)
+					break;
+			}
+			for (int depth = 0; txt[hi]; hi++) {
+				if (txt[hi] == '{')
+					depth++;
+				else if (txt[hi] == '}' && depth-- == 0)
+					break;
+			}
+		}
+		if (cast && count_ident_n(txt + lo, hi - lo, id) >= 3)
 			memset(r, ' ', len - 1);
 		else
 			rl_buf_printf(&out, "%.*s", (int)len, r);
@@ -1166,6 +1243,8 @@ static enum rl_status emit_kernels(struct driver *d)
 	struct rl_graph *g = d->g;
 	for (uint32_t u = 0; u < d->nunits; u++) {
 		const struct unit *un = &d->units[u];
+		if (un->view)
+			continue;
 		const struct rl_cgen_group *gr = un->grp >= 0 ? &d->grps[un->grp] : NULL;
 		uint32_t i = un->node;
 		struct rl_node *n = &g->nodes[i];
@@ -1457,7 +1536,11 @@ enum rl_status rl_emit_c(struct rl_graph *g, const struct rl_cgen_opts *o,
 		char sn[56];
 		sanitize(g->values[v].name, sn, sizeof(sn));
 		snprintf(vi->cname, sizeof(vi->cname), "c%u_%s", ncst++, sn);
+		int64_t ne = rl_shape_numel(&g->values[v].shape);
+		vi->strform = ne > 0 && g->values[v].nbytes >= RL_CONST_STRING_MIN &&
+		              g->values[v].nbytes == (size_t)ne * rl_dtype_size(g->values[v].dtype);
 		if (use_side && g->values[v].nbytes >= 1024) {
+			vi->strform = false;
 			vi->in_side = true;
 			vi->off = 16 + d.side_size; /* after the 16-byte header */
 			d.side_size += ((int64_t)g->values[v].nbytes + RL_ALIGN - 1) / RL_ALIGN * RL_ALIGN;
@@ -1489,7 +1572,9 @@ enum rl_status rl_emit_c(struct rl_graph *g, const struct rl_cgen_opts *o,
 	              0u, (long long)d.ws_size, (long long)total_const,
 	              d.side_size ? " (large ones in the side file)" : "");
 	/* count kernels for the banner (patched in place: same width) */
-	unsigned nk = d.nunits;
+	unsigned nk = 0;
+	for (uint32_t u = 0; u < d.nunits; u++)
+		nk += !d.units[u].view;
 	{
 		char *p = strstr(d.c.s, " * 0 kernels");
 		if (p) {
@@ -1521,9 +1606,7 @@ enum rl_status rl_emit_c(struct rl_graph *g, const struct rl_cgen_opts *o,
 		rl_buf_printf(&d.c, "%s", erf_helper);
 	bool any_str = false;
 	for (uint32_t v = 0; v < g->nvalues; v++) {
-		const struct rl_value *cv = &g->values[v];
-		if (d.vi[v].st == ST_CONST && !d.vi[v].in_side &&
-		    cv->nbytes >= RL_CONST_STRING_MIN)
+		if (d.vi[v].st == ST_CONST && d.vi[v].strform)
 			any_str = true;
 	}
 	if (any_str)
@@ -1599,6 +1682,13 @@ enum rl_status rl_emit_c(struct rl_graph *g, const struct rl_cgen_opts *o,
 	rl_buf_printf(&d.c, "    if (!%s_ws && %s_init(NULL) != 0)\n        return -1;\n", prefix, prefix);
 	for (uint32_t u = 0; u < d.nunits; u++) {
 		const struct unit *un = &d.units[u];
+		if (un->view) {
+			char b[256];
+			value_ptr(&d, g->nodes[un->node].out[0], false, b, sizeof(b));
+			rl_buf_printf(&d.c, "    /* '%s' (%s): a view of %s, nothing to run */\n",
+			              ctext(g->nodes[un->node].name), rl_op_table[g->nodes[un->node].op].name, b);
+			continue;
+		}
 		const struct rl_cgen_group *gr = un->grp >= 0 ? &d.grps[un->grp] : NULL;
 		struct rl_node *n = &g->nodes[un->node];
 		char kname[128], b[256];

@@ -207,6 +207,104 @@ enum rl_status rl_emit_c_fused(struct rl_cgen *cg, const struct rl_cgen_group *g
 void cg_epilogue(struct rl_cgen *cg, const char *y, const char *base, int64_t n,
                  int64_t span);
 
+/* ---- GEMM runtime (emit_gemm.c) -------------------------------------------
+ *
+ * Packed, register-blocked fp32 products for any emitter (MatMul/Gemm in
+ * emit_matmul.c; Conv as a 1x1 or implicit GEMM). The runtime text (packing,
+ * per-ISA micro-kernels picked once in NAME_init, scratch slots, batch-1
+ * GEMV) is placed once in cg->statics by the first request; kernels call it.
+ *
+ * The product is Y[M,N] (+)= alpha * A'[M,K] B'[K,N], with
+ *   A'(i,k) = a[i*a_rs + k*a_ks]      (any strides; packed per block at run time)
+ *   B'(k,j) = b[k*b_rs + j*b_cs]      (constant: packed once at init; else per block)
+ *   Y(i,j)  = y[i*ldy + j]            (row-major runs of columns).
+ * It is cut into tasks: nib row blocks (mc rows, a multiple of 12) by njb
+ * column blocks (nc columns, a multiple of 32); task t covers column block
+ * t / nib and row block t % nib, and computes its Y block over all of K, so
+ * a result never depends on how tasks are spread over threads.
+ *
+ * How to use it from an emitter, for kernel cg->kname:
+ *   1. cg_gemm_plan(&node->tile, M, N, K, &pl): cache blocks from the tile
+ *      pass (kind GEMM: mc, kc, nc; mr and nr follow the CPU found at run
+ *      time) or defaults for a 32 KiB L1 / 1 MiB L2; nib, njb; pl.why says
+ *      where they came from (put it in a comment).
+ *   2. cg_gemm_init(cg, &pl, b_at_run_time): NAME_init selects the
+ *      micro-kernel and reserves per-thread scratch; NAME_free releases it.
+ *      Call it before step 3: the packed layout follows the CPU's nr.
+ *   3. For a constant B: cg_gemm_pack_b(cg, value, K, N, b_rs, b_cs, &pl,
+ *      name, n) declares `static float *<kname>_bp` and packs B' into it in
+ *      NAME_init (over the side file's copy when nothing else reads the
+ *      constant and no padding is needed, i.e. N % 32 == 0 and b_cs == 1;
+ *      else into its own buffer, freed by NAME_free); pass the name as
+ *      call.bp. A is always packed at run time (per kc block of each task,
+ *      M*K per column block: small next to M*N*K), so a convolution whose
+ *      weights are the left operand (NCHW: Y[co,hw] = W[co,ci] X[ci,hw])
+ *      passes the weights as A and the activations as a run-time B
+ *      (b_rs = HW, b_cs = 1).
+ *   4. Set cg->par_n to (outer iterations) * pl.nib * pl.njb, par_grain 1,
+ *      loop t over [lo, hi) and for each task call cg_gemm_emit_task(cg,
+ *      &call, &pl, "t % tasks_per_product"), with the call's pointer
+ *      expressions for that outer iteration.
+ *   The epilogue: cg_gemm_emit_task calls cg_epilogue() on every row of a
+ *   finished block (nb = nc columns, or the last block's width), with base
+ *   call.ybase + row * ldy + column, span call.span: bias, activation and
+ *   residual run while the block is in L2. call.init (optional) gives the
+ *   initial value of Y(i,j) (e.g. beta * C) written before the block is
+ *   accumulated.
+ *
+ * Batch-1 (M == 1) with a constant B goes through the GEMV entry points of
+ * the runtime instead (see emit_matmul.c): rl_sgemv_rows(a, b, K, alpha, y,
+ * j0, j1) for B stored N x K, rl_sgemv_panels(a, bp, K, alpha, y, j0, j1)
+ * for B stored K x N and packed at init by cg_gemv_pack_b() into panels of
+ * RL_GEMV_W (128) columns (j0 a multiple of 128). Their NAME_init statements
+ * must run rl_gemm_init() first (as cg_gemm_init writes it). Each writes
+ * alpha * a B for columns [j0, j1); the kernel adds beta * C and runs the
+ * epilogue on the run afterwards.
+ */
+#define RL_GEMM_MR_LCM 12      /* every register tile's mr divides it */
+#define RL_GEMM_NR_LCM 32      /* every register tile's nr divides it */
+#define RL_GEMM_KC_DEFAULT 256 /* see cg_gemm_plan */
+#define RL_GEMV_PANEL 128      /* RL_GEMV_W in the runtime */
+
+struct cg_gemm_plan {
+	int64_t mc, kc, nc; /* cache blocks (elements) */
+	int64_t nib, njb;   /* row blocks, column blocks: nib * njb tasks */
+	const char *why;    /* where the blocks came from, for the comment */
+};
+
+struct cg_gemm_call {
+	int64_t M, N, K;
+	const char *a;           /* expression: const float * to A' */
+	int64_t a_rs, a_ks;
+	double alpha;            /* folded into A while it is packed */
+	const char *b;           /* expression: const float * to B' at run time, or NULL */
+	int64_t b_rs, b_cs;
+	const char *bp;          /* cg_gemm_pack_b's name, or NULL */
+	const char *y;           /* expression: float * to Y(0,0) */
+	int64_t ldy;
+	const char *ybase;       /* flat index of Y(0,0) in the kernel's output, for cg_epilogue */
+	int64_t span;            /* cg_epilogue span (a row of the output: usually N) */
+	/* optional: write the initial value of Y(ri, cj) (C expressions of the row
+	 * and column) into e; NULL: the product starts from zero */
+	void (*init)(struct rl_cgen *cg, void *ctx, const char *ri, const char *cj, char *e,
+	             size_t n);
+	void *ctx;
+};
+
+/* Append the runtime to cg->statics unless already there. */
+void cg_gemm_runtime(struct rl_cgen *cg);
+void cg_gemm_plan(const struct rl_tile *tile, int64_t M, int64_t N, int64_t K,
+                  struct cg_gemm_plan *pl);
+void cg_gemm_init(struct rl_cgen *cg, const struct cg_gemm_plan *pl, bool b_runtime);
+void cg_gemm_pack_b(struct rl_cgen *cg, uint32_t v, int64_t K, int64_t N, int64_t b_rs,
+                    int64_t b_cs, const struct cg_gemm_plan *pl, char *name, size_t namelen);
+/* Constant B stored K x N, packed for rl_sgemv_panels (always K * N floats). */
+void cg_gemv_pack_b(struct rl_cgen *cg, uint32_t v, int64_t K, int64_t N, char *name,
+                    size_t namelen);
+/* Body statements for task `task` (an expression in [0, pl->nib * pl->njb)). */
+void cg_gemm_emit_task(struct rl_cgen *cg, const struct cg_gemm_call *c,
+                       const struct cg_gemm_plan *pl, const char *task);
+
 /*
  * Family emitters: write the body of node's kernel into cg->body.
  * Return RL_OK, or RL_ERR_UNSUPPORTED via cg_error for a case not handled.
@@ -219,5 +317,41 @@ void cg_epilogue(struct rl_cgen *cg, const char *y, const char *base, int64_t n,
 	bool rl_emit_c_##fam##_supports(enum rl_op op);
 RL_FAMILY_EMITTERS(X)
 #undef X
+
+/* ---- vector math (emit_math.c) ------------------------------------------ */
+
+/* Functions of the vector math library (rl_vexp, ...), as need bits. */
+enum rl_vmath {
+	RL_VM_BASE = 1 << 0,    /* rl_vload_n, rl_vstore_n, rl_vabs, rl_vclamp */
+	RL_VM_EXPCORE = 1 << 1, /* rl_vexp_core: shared by exp and expm1 */
+	RL_VM_EXP = 1 << 2,
+	RL_VM_EXPM1 = 1 << 3,
+	RL_VM_LOG = 1 << 4,
+	RL_VM_LOG1P = 1 << 5,
+	RL_VM_TANH = 1 << 6,
+	RL_VM_SIGMOID = 1 << 7,
+	RL_VM_SQRT = 1 << 8,
+};
+/* Add the functions in fns (and what they use) that cg->statics lacks, in
+ * dependency order, under `#ifdef RL_VEC`. The kernel using them sets simd. */
+void cg_vmath_need(struct rl_cgen *cg, unsigned fns);
+/* The same text into b, every function in fns (for tests). */
+void rl_vmath_text(struct rl_buf *b, unsigned fns);
+
+/*
+ * The vector counterpart of cg_elemwise_expr for float32 nodes: in[k] names
+ * an rl_vf local holding input k for RL_VW lanes (NULL when absent); writes
+ * into e an rl_vf expression (statements first with cg_line, temporaries
+ * ending in `tag`) that equals the scalar expression lane by lane within the
+ * vector library's documented error. False (with *why) for an op without a
+ * vector form: the caller then runs the scalar expression per lane.
+ */
+bool cg_elemwise_vexpr(struct rl_cgen *cg, uint32_t node, const char *const *in,
+                       const char *tag, char *e, size_t len, const char **why);
+
+/* Kernel body for a single float32 elementwise node through the fused
+ * group's vector loop (emit_fused.c). False when the node's shapes or
+ * dtypes do not fit it; then nothing was written. */
+bool cg_elemwise_vec_single(struct rl_cgen *cg, uint32_t node, enum rl_status *st);
 
 #endif /* RL_EMIT_C_H */

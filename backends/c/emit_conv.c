@@ -3,15 +3,26 @@
  *
  * Conv on float32/float64 with one or two spatial axes runs in band mode
  * (see "Band mode" below): per band of output rows, the input rows it reads
- * are copied with their zero padding to the stack, a stride split into
- * phases so that every kernel tap reads contiguously, and register tiles of
- * four output channels x three SIMD vectors (GCC/Clang vector extensions,
- * 16 or 32 bytes as the compiler targets) sum weight x input over channels
- * and taps without touching memory. A 1x1 convolution with unit strides and
- * no padding is the same code over the flattened spatial plane: a GEMM over
+ * are copied with their zero padding into a per-thread scratch slot, a
+ * stride split into phases so that every kernel tap reads contiguously, and
+ * register tiles of four output channels x NV vectors sum weight x input
+ * over channels and taps without touching memory. That makes the direct
+ * convolution an implicit GEMM (M = output channels, N = output pixels of
+ * the band, K = channels x taps) without an im2col buffer: the band is read
+ * once per tap at an offset. A 1x1 convolution with unit strides and no
+ * padding is the same code over the flattened spatial plane: a GEMM over
  * channels.
  *
- * Rows too wide for band mode's stack budgets (or a stride with more than
+ * Speed with plain `cc -O2`: for float and four-channel blocks, the tiles
+ * are a micro-kernel written with intrinsics per ISA (AVX-512 and AVX2,
+ * both with FMA; GCC with -std=c11 never contracts a * b + c, and the
+ * x86-64 baseline has no FMA) and picked once in NAME_init from the running
+ * CPU; other compilers, other CPUs and double keep the portable tiles
+ * (generic vectors). The rest of a band kernel (fill, copies, epilogue) is
+ * compiled per ISA through RL_TARGETS. Threads split the band kernels over
+ * (image, group, band, share of the output channels); see conv_band_parts.
+ *
+ * Rows too wide for band mode's budgets (or a stride with more than
  * CONV_PHASES phases in use) take the row form: a block of up to four
  * output channels walks the output rows, each (zero-padded) input row
  * streamed against every kernel column into the block's output rows, the
@@ -19,7 +30,8 @@
  * or more spatial axes, float16/bfloat16, very wide padded rows) takes a
  * gather loop per output element with the sum in float (double for
  * float64). ConvTranspose is always the gather form: output position o
- * receives input i through kernel tap k when o = i*s + k*d - pb.
+ * receives input i through kernel tap k when o = i*s + k*d - pb. These
+ * forms are single-threaded.
  *
  * Pads follow ONNX: explicit pads, VALID (none), or SAME_UPPER/SAME_LOWER
  * with the total (out-1)*s + (k-1)*d + 1 - in split so that the extra pixel
@@ -27,21 +39,220 @@
  * shape inference; only the begin pads are needed here.
  *
  * In a fused epilogue group (cg->epi set, backends/c/emit_fused.c) each form
- * calls cg_epilogue() on every finished output row (one element in the
- * gather form), so residual add and activation run while it is in L1;
- * without a group the calls write nothing.
+ * calls cg_epilogue() on every finished run of outputs (a band's rows of one
+ * channel in band mode, a row in the row form, one element in the gather
+ * form), so residual add and activation run while it is in cache; without a
+ * group the calls write nothing.
  */
 #include "emit.h"
 
 #include <string.h>
 
 #define CONV_MB 4        /* output channels per block */
-#define CONV_ROW_MAX 8192 /* longest padded input row kept on the stack */
-#define CONV_BAND_BYTES 65536 /* band mode: stack copy of a band's input rows */
-#define CONV_ACC_BYTES 16384  /* band mode: stack sums of a block's band rows */
-#define CONV_VEC_MAX 32       /* bytes of the widest vector band mode uses */
+#define CONV_ROW_MAX 1024 /* row form: longest padded input row kept on the stack */
+#define CONV_BAND_BYTES 262144 /* band mode: scratch copy of a band's input rows (in L2) */
+#define CONV_ACC_BYTES 16384  /* band mode: scratch sums of a block's band rows (in L1) */
+#define CONV_VEC_MAX 64       /* bytes of the widest vector band mode uses */
 #define CONV_PHASES 4         /* band mode: most stride phases per axis */
 #define CONV_NV_MAX 8         /* band mode: most vectors per register tile */
+#define CONV_TASKS 8          /* band mode: iterations wanted for the threads */
+
+/*
+ * The shared part of every Conv kernel in band mode, written once per file
+ * into cg->statics by the first such kernel:
+ *
+ * - scratch: band and acc no longer live on the stack (tens of KB, and a
+ *   worker thread's stack is the user's business) but in one buffer of
+ *   RL_MAX_THREADS slots, sized at init for the largest kernel. A running
+ *   range takes a free slot and gives it back; which slot it gets does not
+ *   change any result.
+ * - micro-kernels: GCC with -std=c11 never contracts a * b + c, and the
+ *   x86-64 baseline has no FMA, so the register tiles are written with
+ *   intrinsics per ISA (AVX-512 and AVX2 with FMA), one of them picked at
+ *   init from the running CPU. Elsewhere (or on an x86 without AVX2) the
+ *   kernels keep their own portable tiles (generic vectors).
+ */
+static const char conv_rt_scratch[] =
+	"/* ---- Conv scratch: one slot per running range, sized at init ---- */\n"
+	"static unsigned char *rl_conv_scratch; /* RL_MAX_THREADS slots */\n"
+	"static size_t rl_conv_slot;            /* bytes per slot, a multiple of 64 */\n"
+	"#ifdef RL_THREADS\n"
+	"static atomic_int rl_conv_busy[RL_MAX_THREADS];\n"
+	"#endif\n\n"
+	"/* make every slot at least `bytes` long (init only: nothing runs) */\n"
+	"static int rl_conv_scratch_reserve(size_t bytes)\n"
+	"{\n"
+	"    bytes = (bytes + 63) / 64 * 64;\n"
+	"    if (rl_conv_scratch && rl_conv_slot >= bytes)\n"
+	"        return 0;\n"
+	"    free(rl_conv_scratch);\n"
+	"    rl_conv_slot = bytes;\n"
+	"    rl_conv_scratch = aligned_alloc(64, bytes * RL_MAX_THREADS);\n"
+	"    return rl_conv_scratch ? 0 : -1;\n"
+	"}\n\n"
+	"static void rl_conv_scratch_free(void)\n"
+	"{\n"
+	"    free(rl_conv_scratch);\n"
+	"    rl_conv_scratch = NULL;\n"
+	"    rl_conv_slot = 0;\n"
+	"}\n\n"
+	"/* a slot no other running range holds: at most one range per thread runs,\n"
+	" * so one of the first RL_MAX_THREADS is free */\n"
+	"static int rl_conv_slot_take(void)\n"
+	"{\n"
+	"#ifdef RL_THREADS\n"
+	"    for (int s = 0;; s = (s + 1) % RL_MAX_THREADS)\n"
+	"        if (!atomic_exchange_explicit(&rl_conv_busy[s], 1, memory_order_acquire))\n"
+	"            return s;\n"
+	"#else\n"
+	"    return 0;\n"
+	"#endif\n"
+	"}\n\n"
+	"static void rl_conv_slot_give(int s)\n"
+	"{\n"
+	"#ifdef RL_THREADS\n"
+	"    atomic_store_explicit(&rl_conv_busy[s], 0, memory_order_release);\n"
+	"#else\n"
+	"    (void)s;\n"
+	"#endif\n"
+	"}\n\n";
+
+/* One ISA's spelling of the few vector operations the micro-kernel uses. */
+struct conv_isa {
+	const char *name;   /* function suffix */
+	const char *target; /* GNU target attribute */
+	const char *vt;     /* vector type */
+	const char *pfx;    /* intrinsic prefix: _mm512 or _mm256 */
+	int vw;             /* floats per vector */
+	int nv;             /* vectors per register tile row */
+};
+
+static const struct conv_isa conv_isas[] = {
+	/* 32 zmm: 4 x 4 sums + 4 band vectors + a weight */
+	{"avx512", "avx512f,avx512vl,fma", "__m512", "_mm512", 16, 4},
+	/* 16 ymm: 4 x 3 sums + 3 band vectors + a weight */
+	{"avx2", "avx2,fma", "__m256", "_mm256", 8, 3},
+};
+
+#define CONV_UK_ARGS \
+	"const float *restrict band, int64_t bc, const unsigned *restrict tap, int64_t kk, " \
+	"int64_t cc, const float *restrict w, int64_t ws, float *restrict acc, int64_t as, " \
+	"int64_t tp, const float *bias, int fresh"
+
+/* One register tile of 4 channels x nv vectors at column t, sums in registers. */
+static void conv_uk_tile(struct rl_buf *b, const struct conv_isa *is, int nv, const char *ind)
+{
+	for (int r = 0; r < 4; r++) {
+		rl_buf_printf(b, "%s%s", ind, is->vt);
+		for (int v = 0; v < nv; v++)
+			rl_buf_printf(b, "%s s%d%d", v ? "," : "", r, v);
+		rl_buf_printf(b, ";\n");
+	}
+	rl_buf_printf(b, "%sif (fresh) {\n", ind);
+	for (int r = 0; r < 4; r++) {
+		rl_buf_printf(b, "%s    s%d0 = bias ? %s_set1_ps(bias[%d]) : %s_setzero_ps();", ind, r,
+		              is->pfx, r, is->pfx);
+		for (int v = 1; v < nv; v++)
+			rl_buf_printf(b, " s%d%d = s%d0;", r, v, r);
+		rl_buf_printf(b, "\n");
+	}
+	rl_buf_printf(b, "%s} else {\n", ind);
+	for (int r = 0; r < 4; r++) {
+		rl_buf_printf(b, "%s   ", ind);
+		for (int v = 0; v < nv; v++)
+			rl_buf_printf(b, " s%d%d = %s_loadu_ps(acc + %d * as + t + %d);", r, v, is->pfx, r,
+			              v * is->vw);
+		rl_buf_printf(b, "\n");
+	}
+	rl_buf_printf(b, "%s}\n", ind);
+	rl_buf_printf(b, "%sconst float *xc = band + t, *wc = w;\n", ind);
+	rl_buf_printf(b, "%sfor (int64_t c = 0; c < cc; c++, xc += bc, wc += kk) {\n", ind);
+	rl_buf_printf(b, "%s    for (int64_t k = 0; k < kk; k++) {\n", ind);
+	rl_buf_printf(b, "%s        const float *xs = xc + tap[k];\n", ind);
+	rl_buf_printf(b, "%s        const %s", ind, is->vt);
+	for (int v = 0; v < nv; v++)
+		rl_buf_printf(b, "%s x%d = %s_loadu_ps(xs + %d)", v ? "," : "", v, is->pfx, v * is->vw);
+	rl_buf_printf(b, ";\n");
+	for (int r = 0; r < 4; r++) {
+		rl_buf_printf(b, "%s        const %s a%d = %s_set1_ps(wc[%sk]);", ind, is->vt, r,
+		              is->pfx, r == 0 ? "" : r == 1 ? "ws + " : r == 2 ? "2 * ws + " : "3 * ws + ");
+		for (int v = 0; v < nv; v++)
+			rl_buf_printf(b, " s%d%d = %s_fmadd_ps(a%d, x%d, s%d%d);", r, v, is->pfx, r, v, r, v);
+		rl_buf_printf(b, "\n");
+	}
+	rl_buf_printf(b, "%s    }\n%s}\n", ind, ind);
+	for (int r = 0; r < 4; r++) {
+		rl_buf_printf(b, "%s", ind);
+		for (int v = 0; v < nv; v++)
+			rl_buf_printf(b, "%s%s_storeu_ps(acc + %d * as + t + %d, s%d%d);", v ? " " : "",
+			              is->pfx, r, v * is->vw, r, v);
+		rl_buf_printf(b, "\n");
+	}
+}
+
+/* The micro-kernels of every ISA and the pick at init, into statics. */
+static void conv_emit_uk(struct rl_buf *b)
+{
+	rl_buf_printf(b,
+		"/* ---- Conv micro-kernels: explicit FMA per ISA, one picked at init ---- */\n"
+		"/*\n"
+		" * acc[r * as + t] += sum over c < cc, k < kk of w[r * ws + c * kk + k] *\n"
+		" * band[c * bc + tap[k] + t], for r < 4 output channels and t < tp (a\n"
+		" * multiple of 16): one block of four channels over one chunk of input\n"
+		" * channels and every tap; with `fresh` the sums start from the bias (or\n"
+		" * zero) instead of acc. A register tile holds 4 channels x NV vectors\n"
+		" * of sums, enough independent FMAs to cover their latency on two pipes;\n"
+		" * per tap it loads NV band vectors once and broadcasts four weights.\n"
+		" * Every sum adds its terms in the order c, k, as the portable tiles do.\n"
+		" */\n"
+		"#if defined(__x86_64__) && defined(__GNUC__) && !defined(RL_NO_ISA)\n"
+		"#include <immintrin.h>\n"
+		"#define RL_CONV_ISA 1\n"
+		"typedef void (*rl_conv4_fn)(" CONV_UK_ARGS ");\n\n");
+	for (size_t i = 0; i < sizeof(conv_isas) / sizeof(conv_isas[0]); i++) {
+		const struct conv_isa *is = &conv_isas[i];
+		int tw = is->nv * is->vw;
+		rl_buf_printf(b, "static __attribute__((target(\"%s\"))) void rl_conv4_%s(" CONV_UK_ARGS
+		              ")\n{\n", is->target, is->name);
+		rl_buf_printf(b, "    int64_t t = 0;\n");
+		rl_buf_printf(b, "    for (; t + %d <= tp; t += %d) {\n", tw, tw);
+		conv_uk_tile(b, is, is->nv, "        ");
+		rl_buf_printf(b, "    }\n");
+		rl_buf_printf(b, "    /* the columns left: narrower tiles, whole vectors */\n");
+		for (int nv = is->nv - 1; nv >= 1; nv--) {
+			rl_buf_printf(b, "    if (t + %d <= tp) {\n", nv * is->vw);
+			conv_uk_tile(b, is, nv, "        ");
+			rl_buf_printf(b, "        t += %d;\n    }\n", nv * is->vw);
+		}
+		rl_buf_printf(b, "}\n\n");
+	}
+	rl_buf_printf(b,
+		"static rl_conv4_fn rl_conv4; /* NULL: the kernels' portable tiles */\n\n"
+		"static void rl_conv4_pick(void)\n"
+		"{\n"
+		"    __builtin_cpu_init();\n"
+		"    if (__builtin_cpu_supports(\"avx512f\") && __builtin_cpu_supports(\"avx512vl\"))\n"
+		"        rl_conv4 = rl_conv4_avx512;\n"
+		"    else if (__builtin_cpu_supports(\"avx2\") && __builtin_cpu_supports(\"fma\"))\n"
+		"        rl_conv4 = rl_conv4_avx2;\n"
+		"}\n"
+		"#endif\n\n");
+}
+
+/*
+ * First band-mode kernel of the file: the scratch and the micro-kernels go
+ * into statics, and init picks the micro-kernel (before any kernel's
+ * reserve, so the order of init lines does not matter).
+ */
+static void conv_need_rt(struct rl_cgen *cg)
+{
+	if (cg->statics.s && strstr(cg->statics.s, "rl_conv_scratch_reserve"))
+		return;
+	rl_buf_printf(&cg->statics, "%s", conv_rt_scratch);
+	conv_emit_uk(&cg->statics);
+	rl_buf_printf(&cg->init, "#ifdef RL_CONV_ISA\n    rl_conv4_pick();\n#endif\n");
+	rl_buf_printf(&cg->fini, "    rl_conv_scratch_free();\n");
+}
 
 bool rl_emit_c_conv_supports(enum rl_op op)
 {
@@ -154,13 +365,19 @@ static void line_close(struct rl_cgen *cg)
 
 /*
  * `for (size_t VAR = 0; VAR < n; VAR++) { body }` with a literal trip count
- * that is a multiple of 4 plus a scalar tail, so gcc's -O2 vectorizer (which
- * takes only loops it can cover without an epilogue) accepts the main part.
+ * that is a multiple of 16 (or 4 when shorter) plus a scalar tail, so gcc's
+ * -O2 vectorizer (which takes only loops it can cover without an epilogue)
+ * accepts the main part at every vector width of the RL_TARGETS clones.
  */
+static int64_t vec_part(int64_t n)
+{
+	return n >= 16 ? n / 16 * 16 : n >= 8 ? n / 4 * 4 : n;
+}
+
 static void emit_split_loop(struct rl_cgen *cg, const char *var, int64_t n,
                             const char *const *body, int nbody)
 {
-	int64_t n4 = n >= 8 ? n / 4 * 4 : n;
+	int64_t n4 = vec_part(n);
 	char h[200];
 	if (n4 > 0) {
 		snprintf(h, sizeof(h), "for (size_t %s = 0; %s < %lld; %s++) {", var, var,
@@ -305,7 +522,7 @@ static void emit_conv2d(struct rl_cgen *cg, const char *T, const struct conv2d *
  * with one or two spatial axes (1x1 included).
  *
  * The output rows are cut into bands of R rows. For a band, the input rows
- * it reads are copied with their zero padding into the stack array `band`,
+ * it reads are copied with their zero padding into the scratch array `band`,
  * CC input channels at a time (all of them when they fit). A stride s is
  * undone by that copy: padded input column q goes to phase plane q % s at
  * column q / s (rows likewise), so that every kernel tap reads a contiguous
@@ -314,18 +531,22 @@ static void emit_conv2d(struct rl_cgen *cg, const char *T, const struct conv2d *
  * columns of each row are computed and dropped), are then a small GEMM: a
  * register tile of MR output channels x NV vectors sums weight x band over
  * the chunk's channels and taps in local variables. Each tile starts from
- * and ends in `acc`, the block's band rows on the stack, which holds the
- * bias (first chunk) or the partial sums read back from the output (later
- * chunks); acc is then copied to the output rows, where a fused epilogue
- * runs once the last chunk is in.
+ * and ends in `acc`, the block's band rows in the scratch slot after the
+ * band, which holds the partial sums read back from the output for later
+ * chunks (the first chunk's tiles start from the bias); acc is then copied
+ * to the output rows, where a fused epilogue runs once the last chunk is in.
  *
- * The vectors are GCC/Clang vector extensions, 32 bytes when the compiler
- * targets AVX and 16 otherwise: the same C is right at plain -O2 and uses
- * the wider registers under -march=native. acc's width is a multiple of the
- * widest vector; tiles of MR x NV vectors (MR*NV = 12 accumulators, enough
- * to hide the FMA latency) cover most of it and single vectors the rest.
- * The sums run in the order bias, then channels and taps in turn, for
- * every vector width.
+ * Tiles: the FMA micro-kernels (rl_conv4_avx512: 4 channels x 4 zmm,
+ * rl_conv4_avx2: 4 x 3 ymm; 16 or 12 independent sums, enough to cover the
+ * FMA latency on two pipes) or the portable tiles, GCC/Clang vector
+ * extensions of 32 bytes when the compiler targets AVX and 16 otherwise.
+ * acc's width is a multiple of 16 floats; narrower tiles cover what the
+ * widest leave. The sums run in the order bias, then channels and taps in
+ * turn, on every path; the micro-kernels round once per FMA.
+ *
+ * The scratch (band + acc per running range, up to CONV_BAND_BYTES +
+ * CONV_ACC_BYTES, sized to stay in L2 and L1) lives in rl_conv_scratch, one
+ * slot per thread, allocated in NAME_init: no large stack arrays.
  */
 struct conv_band {
 	int mr, nv;                /* register tile: mr output channels x nv vectors */
@@ -447,7 +668,7 @@ static const char *plus(int64_t v, char *s, size_t n)
 /* `for (size_t q = a; q < b; q++) LINE`, split like emit_split_loop for the vectorizer */
 static void emit_range(struct rl_cgen *cg, int64_t a, int64_t b, const char *line)
 {
-	int64_t n = b - a, n4 = n >= 8 ? n / 4 * 4 : n;
+	int64_t n = b - a, n4 = vec_part(n);
 	if (n <= 0)
 		return;
 	cg_line(cg, "for (size_t q = %lld; q < %lld; q++)", (long long)a, (long long)(a + n4));
@@ -483,9 +704,9 @@ static void emit_vec_types(struct rl_cgen *cg, const char *T, int64_t es)
  * xr with its zero padding, or zeros when `zero`.
  */
 static void emit_band_row(struct rl_cgen *cg, const struct conv2d *p, const struct conv_band *b,
-                          bool zero)
+                          bool zero, const char *T)
 {
-	char l[200], d[64], o[32];
+	char l[200], d[64], o[32], o2[32];
 	for (int j = 0; j < b->nw; j++) {
 		int64_t off = b->pw[j] - p->PL; /* column q of the phase holds x[q*SW + off] */
 		int64_t lo = off >= 0 ? 0 : (-off + p->SW - 1) / p->SW;
@@ -494,20 +715,26 @@ static void emit_band_row(struct rl_cgen *cg, const struct conv2d *p, const stru
 		hi = hi < b->WJ ? hi : b->WJ;
 		if (zero || hi < lo)
 			lo = hi = b->WJ;
+		int64_t base = j * b->PLN;
 		if (j)
-			snprintf(d, sizeof(d), "d[%lld + q]", (long long)(j * b->PLN));
+			snprintf(d, sizeof(d), "d[%lld + q]", (long long)base);
 		else
 			snprintf(d, sizeof(d), "d[q]");
-		snprintf(l, sizeof(l), "%s = 0;", d);
-		emit_range(cg, 0, lo, l);
-		if (p->SW == 1)
-			snprintf(l, sizeof(l), "%s = xr[q%s];", d, plus(off, o, sizeof(o)));
-		else
+		/* plain runs as memset/memcpy: gcc -O2 leaves such loops scalar */
+		if (lo > 0)
+			cg_line(cg, "memset(d%s, 0, %lld * sizeof(%s));", plus(base, o, sizeof(o)),
+			        (long long)lo, T);
+		if (p->SW == 1 && hi > lo) {
+			cg_line(cg, "memcpy(d%s, xr%s, %lld * sizeof(%s));", plus(base + lo, o, sizeof(o)),
+			        plus(lo + off, o2, sizeof(o2)), (long long)(hi - lo), T);
+		} else {
 			snprintf(l, sizeof(l), "%s = xr[q * %lld%s];", d, (long long)p->SW,
 			         plus(off, o, sizeof(o)));
-		emit_range(cg, lo, hi, l);
-		snprintf(l, sizeof(l), "%s = 0;", d);
-		emit_range(cg, hi, b->WJ, l);
+			emit_range(cg, lo, hi, l);
+		}
+		if (b->WJ > hi)
+			cg_line(cg, "memset(d%s, 0, %lld * sizeof(%s));", plus(base + hi, o, sizeof(o)),
+			        (long long)(b->WJ - hi), T);
 	}
 }
 
@@ -541,7 +768,7 @@ static void emit_taps(struct rl_cgen *cg, const struct conv2d *p, const struct c
 static void emit_band_fill(struct rl_cgen *cg, const char *T, const struct conv2d *p,
                            const struct conv_band *b)
 {
-	char o[32], l[120];
+	char o[32];
 	/* whole input rows without padding or phases, all inside the input:
 	 * the band of a channel is one run of it */
 	bool run = b->nh == 1 && b->nw == 1 && p->SH == 1 && p->SW == 1 && p->PT == 0 &&
@@ -552,8 +779,7 @@ static void emit_band_fill(struct rl_cgen *cg, const char *T, const struct conv2
 		cg_line(cg, "/* the chunk's input rows, back to back, into the band */");
 		cg_line(cg, "const %s *restrict xr = xc + oh0 * %lld;", T, (long long)p->W);
 		cg_line(cg, "%s *restrict d = band + c * %lld;", T, (long long)b->BC);
-		snprintf(l, sizeof(l), "d[q] = xr[q];");
-		emit_range(cg, 0, b->A * b->WJ, l);
+		cg_line(cg, "memcpy(d, xr, %lld * sizeof(%s));", (long long)(b->A * b->WJ), T);
 		line_close(cg); /* c */
 		return;
 	}
@@ -572,21 +798,21 @@ static void emit_band_fill(struct rl_cgen *cg, const char *T, const struct conv2
 			cg_line(cg, "const long long ih = (long long)((oh0 + a) * %lld + %lld) - %lld;",
 			        (long long)p->SH, (long long)f, (long long)p->PT);
 			line_open(cg, "if (ih < 0 || ih >= %lld) {", p->H, 0);
-			emit_band_row(cg, p, b, true);
+			emit_band_row(cg, p, b, true, T);
 			cg->indent--;
 			cg_line(cg, "} else {");
 			cg->indent++;
 			cg_line(cg, "const %s *restrict xr = xc + (size_t)ih * %lld;", T, (long long)p->W);
-			emit_band_row(cg, p, b, false);
+			emit_band_row(cg, p, b, false, T);
 			line_close(cg);
 		} else if (p->SH == 1) {
 			cg_line(cg, "const %s *restrict xr = xc + (oh0 + a%s) * %lld;", T,
 			        plus(f - p->PT, o, sizeof(o)), (long long)p->W);
-			emit_band_row(cg, p, b, false);
+			emit_band_row(cg, p, b, false, T);
 		} else {
 			cg_line(cg, "const %s *restrict xr = xc + ((oh0 + a) * %lld%s) * %lld;", T,
 			        (long long)p->SH, plus(f - p->PT, o, sizeof(o)), (long long)p->W);
-			emit_band_row(cg, p, b, false);
+			emit_band_row(cg, p, b, false, T);
 		}
 		if (b->nh > 1)
 			line_close(cg);
@@ -600,46 +826,99 @@ static void emit_band_fill(struct rl_cgen *cg, const char *T, const struct conv2
  * acc's pitch columns. With epi_if, the fused epilogue then runs on the
  * rows under that condition ("" for always).
  */
+/*
+ * The fused epilogue on the run of n outputs from flat index `base`: a part
+ * whose length is a multiple of 16 in the kernel, and the rest in an inline
+ * helper `<kname>_epi_tail` beside it (not a kernel: inlined into its one
+ * caller, each ISA clone included). gcc -O2 vectorizes the epilogue's
+ * loop only when its trip count needs no scalar epilogue of its own, and a
+ * second in-line copy would declare the epilogue's locals twice in one
+ * kernel.
+ */
+static void conv_epilogue(struct rl_cgen *cg, const char *base, int64_t n, int64_t span)
+{
+	const struct rl_cgen_group *grp = cg->epi;
+	char yr[300];
+	int64_t m = n >= 32 && n % 16 ? n / 16 * 16 : n;
+	snprintf(yr, sizeof(yr), "Y0 + %s", base);
+	cg_epilogue(cg, yr, base, m, span);
+	if (!grp || m == n)
+		return;
+	/* the helper takes the kernel's parameters and the tail's flat index */
+	struct rl_buf saved = cg->body, fn = {0};
+	int ind = cg->indent;
+	cg->body = (struct rl_buf){0};
+	cg->indent = 0;
+	cg_epilogue(cg, "Y0 + base", "base", n - m, span);
+	struct rl_buf tail = cg->body;
+	cg->body = saved;
+	cg->indent = ind;
+	rl_buf_printf(&fn, "/* %s: its fused epilogue on the last %lld outputs of a run */\n",
+	              cg->kname, (long long)(n - m));
+	rl_buf_printf(&fn, "static inline void %s_epi_tail(", cg->kname);
+	for (int q = 0; q < grp->nin + grp->nout; q++) {
+		bool out = q >= grp->nin;
+		uint32_t v = out ? grp->out[q - grp->nin] : grp->in[q];
+		enum rl_dtype dt = v == RL_NONE ? RL_DT_FLOAT : cg->g->values[v].dtype;
+		rl_buf_printf(&fn, "%s%s *restrict %c%d, ", out ? "" : "const ", cg_ctype(dt),
+		              out ? 'Y' : 'X', out ? q - grp->nin : q);
+	}
+	rl_buf_printf(&fn, "size_t base)\n{\n");
+	for (int q = 0; q < grp->nin + grp->nout; q++)
+		rl_buf_printf(&fn, "    (void)%c%d;\n", q >= grp->nin ? 'Y' : 'X',
+		              q >= grp->nin ? q - grp->nin : q);
+	rl_buf_printf(&fn, "%s}\n\n", tail.s ? tail.s : "");
+	rl_buf_printf(&cg->statics, "%s", fn.s);
+	rl_buf_free(&fn);
+	rl_buf_free(&tail);
+	char call[1024];
+	size_t k = (size_t)snprintf(call, sizeof(call), "%s_epi_tail(", cg->kname);
+	for (int q = 0; q < grp->nin + grp->nout && k < sizeof(call) - 16; q++)
+		k += (size_t)snprintf(call + k, sizeof(call) - k, "%c%d, ", q >= grp->nin ? 'Y' : 'X',
+		                      q >= grp->nin ? q - grp->nin : q);
+	snprintf(call + k, sizeof(call) - k, "%s + %lld);", base, (long long)m);
+	cg_line(cg, "%s", call);
+}
+
 static void emit_acc_rows(struct rl_cgen *cg, const char *T, const struct conv2d *p,
                           const struct conv_band *b, bool to_y, const char *epi_if)
 {
-	char lines[4][120], base[200], yr[220], ai[40];
-	const char *body[4];
+	char base[200], ai[40];
 	bool flat = b->WJ == p->OW; /* no pitch columns: the rows are one run */
 	int64_t run = flat ? b->R * p->OW : p->OW;
 	if (flat) {
 		line_open(cg, "{", 0, 0);
-		snprintf(ai, sizeof(ai), "ow");
+		snprintf(ai, sizeof(ai), "acc[r]");
 	} else {
 		line_open(cg, "for (size_t i = 0; i < %lld; i++) {", b->R, 0);
-		snprintf(ai, sizeof(ai), "i * %lld + ow", (long long)b->WJ);
+		snprintf(ai, sizeof(ai), "acc[r] + i * %lld", (long long)b->WJ);
 	}
-	for (int r = 0; r < b->mr; r++) {
-		cg_line(cg, "%s *restrict y%d = Y0 + ((n * %lld + mo + %d) * %lld + oh0%s) * %lld;", T,
-		        r, (long long)p->M, r, (long long)p->OH, flat ? "" : " + i", (long long)p->OW);
-		if (to_y)
-			snprintf(lines[r], sizeof(lines[r]), "y%d[ow] = acc[%d][%s];", r, r, ai);
-		else
-			snprintf(lines[r], sizeof(lines[r]), "acc[%d][%s] = y%d[ow];", r, ai, r);
-		body[r] = lines[r];
-	}
-	emit_split_loop(cg, "ow", run, body, b->mr);
+	/* memcpy: gcc -O2 leaves a copy to several output rows scalar */
+	cg_line(cg, "for (size_t r = 0; r < %d; r++) {", b->mr);
+	cg_line(cg, "    %s *y = Y0 + ((n * %lld + mo + r) * %lld + oh0%s) * %lld;", T, (long long)p->M,
+	        (long long)p->OH, flat ? "" : " + i", (long long)p->OW);
+	if (to_y)
+		cg_line(cg, "    memcpy(y, %s, %lld * sizeof(%s));", ai, (long long)run, T);
+	else
+		cg_line(cg, "    memcpy(%s, y, %lld * sizeof(%s));", ai, (long long)run, T);
+	cg_line(cg, "}");
+	line_close(cg);
 	if (epi_if && cg->epi) {
 		/* the rows are final: the fused epilogue runs on them now */
 		if (*epi_if) {
 			cg_line(cg, "if (%s) {", epi_if);
 			cg->indent++;
 		}
+		/* a channel's R output rows are one run of its plane: one long
+		 * loop per channel, which -O2 vectorizes more readily than R short ones */
 		line_open(cg, "for (size_t er = 0; er < %lld; er++) {", b->mr, 0);
-		snprintf(base, sizeof(base), "((n * %lld + mo + er) * %lld + oh0%s) * %lld",
-		         (long long)p->M, (long long)p->OH, flat ? "" : " + i", (long long)p->OW);
-		snprintf(yr, sizeof(yr), "Y0 + %s", base);
-		cg_epilogue(cg, yr, base, run, flat ? p->OH * p->OW : p->OW);
+		snprintf(base, sizeof(base), "((n * %lld + mo + er) * %lld + oh0) * %lld",
+		         (long long)p->M, (long long)p->OH, (long long)p->OW);
+		conv_epilogue(cg, base, b->R * p->OW, p->OH * p->OW);
 		line_close(cg);
 		if (*epi_if)
 			line_close(cg);
 	}
-	line_close(cg);
 }
 
 /* One loop over acc's columns (opened by `head`) in tiles of MR channels x nv vectors. */
@@ -708,13 +987,38 @@ static void emit_tile_loop(struct rl_cgen *cg, const char *T, const struct conv2
  * left (acc's width is a multiple of the widest vector, not of NV of them).
  */
 static void emit_band_tiles(struct rl_cgen *cg, const char *T, int64_t es,
-                            const struct conv2d *p, const struct conv_band *b)
+                            const struct conv2d *p, const struct conv_band *b, bool uk,
+                            const char *const *acc_init, bool chunked)
 {
 	int64_t KK = p->KH * p->KW, CG = p->C / p->G;
 	char head[160];
 	for (int r = 0; r < b->mr; r++)
 		cg_line(cg, "const %s *restrict w%d = X1 + (mo + %d) * %lld + c0 * %lld;", T, r, r,
 		        (long long)(CG * KK), (long long)KK);
+	if (uk) {
+		/* the FMA micro-kernel of the running CPU, when there is one */
+		int ind = cg->indent;
+		cg->indent = -1;
+		cg_line(cg, "#ifdef RL_CONV_ISA");
+		cg->indent = ind;
+		line_open(cg, "if (rl_conv4) {", 0, 0);
+		cg_line(cg, "rl_conv4(band, %lld, tap, %lld, %lld, w0, %lld, acc[0], %lld, %lld, %s, %s);",
+		        (long long)b->BC, (long long)KK, (long long)b->CC, (long long)(CG * KK),
+		        (long long)b->TP, (long long)b->TP, p->bias ? "X2 + mo" : "NULL",
+		        chunked ? "c0 == 0" : "1");
+		cg->indent--;
+		cg_line(cg, "} else");
+		cg->indent = -1;
+		cg_line(cg, "#endif");
+		cg->indent = ind;
+		line_open(cg, "{", 0, 0);
+	}
+	/* the portable tiles start from acc: the bias first, unless earlier chunks are in it */
+	if (chunked)
+		line_open(cg, "if (c0 == 0) {", 0, 0);
+	emit_split_loop(cg, "t", b->TP, acc_init, b->mr);
+	if (chunked)
+		line_close(cg);
 	cg_line(cg, "/* tiles of %d output channels x %d vectors, the sums in registers */", b->mr,
 	        b->nv);
 	cg_line(cg, "size_t t = 0;");
@@ -725,52 +1029,120 @@ static void emit_band_tiles(struct rl_cgen *cg, const char *T, int64_t es,
 		snprintf(head, sizeof(head), "for (; t < %lld; t += VL) {", (long long)b->TP);
 		emit_tile_loop(cg, T, p, b, 1, head);
 	}
+	if (uk)
+		line_close(cg);
+}
+
+/*
+ * Threads: the iterations are (image, group, band, part), part innermost,
+ * where a part is a share of the group's blocks of MR output channels; the
+ * parts give maps with few bands enough tasks. Every iteration writes whole
+ * output rows of its own channels and sums every chunk itself in the same
+ * order, so results do not depend on the thread count. The parts of one
+ * band that a range holds share each fill of the band.
+ */
+static int64_t conv_band_parts(const struct conv2d *p, const struct conv_band *b)
+{
+	int64_t tasks = p->N * p->G * (p->OH / b->R), nblk = p->M / p->G / b->mr;
+	int64_t mp = (CONV_TASKS + tasks - 1) / tasks;
+	return mp < 1 ? 1 : mp > nblk ? nblk : mp;
 }
 
 static void emit_conv_band(struct rl_cgen *cg, const char *T, int64_t es, const struct conv2d *p,
-                           const struct conv_band *b)
+                           const struct conv_band *b, bool uk)
 {
 	int64_t CG = p->C / p->G, MG = p->M / p->G, KK = p->KH * p->KW;
+	int64_t NB = p->OH / b->R, MP = conv_band_parts(p, b), nblk = MG / b->mr;
 	bool chunked = b->CC < CG;
+	int64_t band_bytes = (b->CC * b->BC * es + 63) / 64 * 64;
 	char lines[4][120], cond[80];
 	const char *body[4];
 
+	conv_need_rt(cg);
+	rl_buf_printf(&cg->init, "    if (rl_conv_scratch_reserve(%lldu) != 0) /* %s */\n        return -1;\n",
+	              (long long)(band_bytes + b->mr * b->TP * es), cg->kname);
+	cg->par_n = p->N * p->G * NB * MP;
+	cg->par_grain = 1;
+	/* compiled per ISA (RL_TARGETS): the band fill, acc copies and a fused
+	 * epilogue are simple loops that plain -O2 vectorizes with the widest
+	 * registers in the clone for the running CPU */
+	cg->simd = 1;
+
 	emit_vec_types(cg, T, es);
-	if (KK > 1)
+	if (KK > 1) {
 		emit_taps(cg, p, b);
-	cg_line(cg, "%s band[%lld]; /* %lld channels x %d phase planes of %lld rows x %lld (+ %lld) */",
-	        T, (long long)(b->CC * b->BC), (long long)b->CC, b->nh * b->nw, (long long)b->A,
-	        (long long)b->WJ, (long long)(b->PLN - b->A * b->WJ));
-	cg_line(cg, "%s acc[%d][%lld]; /* the block's %lld band rows, pitch %lld */", T, b->mr,
-	        (long long)b->TP, (long long)b->R, (long long)b->WJ);
-	cg_line(cg, "/* the last tiles read past the planes' rows: zeros there, once */");
+	} else if (uk) {
+		/* only the micro-kernel reads taps when there is one */
+		int ind = cg->indent;
+		cg->indent = -1;
+		cg_line(cg, "#ifdef RL_CONV_ISA");
+		cg->indent = ind;
+		emit_taps(cg, p, b);
+		cg->indent = -1;
+		cg_line(cg, "#endif");
+		cg->indent = ind;
+	}
+	cg_line(cg, "/* this range's scratch slot: the band, %lld channels x %d phase planes of %lld rows x %lld (+ %lld), then acc, the block's %lld band rows at pitch %lld */",
+	        (long long)b->CC, b->nh * b->nw, (long long)b->A, (long long)b->WJ,
+	        (long long)(b->PLN - b->A * b->WJ), (long long)b->R, (long long)b->WJ);
+	cg_line(cg, "const int slot = rl_conv_slot_take();");
+	cg_line(cg, "unsigned char *sc = rl_conv_scratch + (size_t)slot * rl_conv_slot;");
+	cg_line(cg, "%s *restrict band = (%s *)sc;", T, T);
+	cg_line(cg, "%s (*restrict acc)[%lld] = (%s (*)[%lld])(sc + %lld);", T, (long long)b->TP, T,
+	        (long long)b->TP, (long long)band_bytes);
+	cg_line(cg, "/* the last tiles read past the planes' rows: zeros there */");
 	cg_line(cg, "for (size_t pl = 0; pl < %lld; pl++)", (long long)(b->CC * b->nh * b->nw));
 	cg_line(cg, "    for (size_t q = %lld; q < %lld; q++)", (long long)(b->A * b->WJ),
 	        (long long)b->PLN);
 	cg_line(cg, "        band[pl * %lld + q] = 0;", (long long)b->PLN);
-
-	line_open(cg, "for (size_t n = 0; n < %lld; n++) {", p->N, 0);
-	if (p->G > 1) {
-		line_open(cg, "for (size_t g = 0; g < %lld; g++) {", p->G, 0);
-		cg_line(cg, "const %s *restrict xg = X0 + (n * %lld + g * %lld) * %lld;", T,
-		        (long long)p->C, (long long)CG, (long long)(p->H * p->W));
-	} else {
-		cg_line(cg, "const %s *restrict xg = X0 + n * %lld;", T,
-		        (long long)(p->C * p->H * p->W));
-	}
-	line_open(cg, "for (size_t oh0 = 0; oh0 < %lld; oh0 += %lld) {", p->OH, b->R);
-	line_open(cg, "for (size_t c0 = 0; c0 < %lld; c0 += %lld) {", CG, b->CC);
-	emit_band_fill(cg, T, p, b);
-	if (p->G > 1)
-		cg_line(cg, "for (size_t mo = g * %lld; mo < (g + 1) * %lld; mo += %d) {",
-		        (long long)MG, (long long)MG, b->mr);
+	/* the range's iterations of one (image, group, band) go together: the
+	 * band is filled once per chunk for all the parts the range holds */
+	line_open(cg, "for (int64_t it = lo; it < hi;) {", 0, 0);
+	cg_line(cg, "const int64_t key = it / %lld; /* (image, group, band) */", (long long)MP);
+	cg_line(cg, "const int64_t end = (key + 1) * %lld < hi ? (key + 1) * %lld : hi;", (long long)MP,
+	        (long long)MP);
+	if (p->G * NB > 1)
+		cg_line(cg, "const size_t n = (size_t)(key / %lld);", (long long)(p->G * NB));
 	else
-		cg_line(cg, "for (size_t mo = 0; mo < %lld; mo += %d) {", (long long)p->M, b->mr);
+		cg_line(cg, "const size_t n = (size_t)key;");
+	if (p->G > 1)
+		cg_line(cg, "const size_t g = (size_t)(key / %lld %% %lld);", (long long)NB,
+		        (long long)p->G);
+	else
+		cg_line(cg, "const size_t g = 0;");
+	if (NB > 1)
+		cg_line(cg, "const size_t oh0 = (size_t)(key %% %lld) * %lld;", (long long)NB,
+		        (long long)b->R);
+	else
+		cg_line(cg, "const size_t oh0 = 0;");
+	if (MP > 1) {
+		cg_line(cg, "/* parts [it, end) of the band: part j holds blocks of %d channels [%lld * j / %lld, %lld * (j + 1) / %lld) */",
+		        b->mr, (long long)nblk, (long long)MP, (long long)nblk, (long long)MP);
+		cg_line(cg, "const size_t mlo = g * %lld + (size_t)(%lld * (it - key * %lld) / %lld) * %d;",
+		        (long long)MG, (long long)nblk, (long long)MP, (long long)MP, b->mr);
+		cg_line(cg, "const size_t mhi = g * %lld + (size_t)(%lld * (end - key * %lld) / %lld) * %d;",
+		        (long long)MG, (long long)nblk, (long long)MP, (long long)MP, b->mr);
+	} else {
+		cg_line(cg, "const size_t mlo = g * %lld, mhi = mlo + %lld;", (long long)MG,
+		        (long long)MG);
+	}
+	cg_line(cg, "const %s *restrict xg = X0 + (n * %lld + g * %lld) * %lld;", T, (long long)p->C,
+	        (long long)CG, (long long)(p->H * p->W));
+	cg_line(cg, "it = end;");
+	if (chunked) {
+		line_open(cg, "for (size_t c0 = 0; c0 < %lld; c0 += %lld) {", CG, b->CC);
+	} else {
+		line_open(cg, "{", 0, 0);
+		cg_line(cg, "const size_t c0 = 0;");
+	}
+	emit_band_fill(cg, T, p, b);
+	cg_line(cg, "for (size_t mo = mlo; mo < mhi; mo += %d) {", b->mr);
 	cg->indent++;
 	/* acc starts from the bias, or from the partial sums of the earlier chunks */
 	if (chunked) {
-		cg_line(cg, "if (c0 == 0) {");
-		cg->indent++;
+		line_open(cg, "if (c0 != 0) {", 0, 0);
+		emit_acc_rows(cg, T, p, b, false, NULL);
+		line_close(cg);
 	}
 	for (int r = 0; r < b->mr; r++) {
 		if (p->bias)
@@ -779,23 +1151,13 @@ static void emit_conv_band(struct rl_cgen *cg, const char *T, int64_t es, const 
 			snprintf(lines[r], sizeof(lines[r]), "acc[%d][t] = 0;", r);
 		body[r] = lines[r];
 	}
-	emit_split_loop(cg, "t", b->TP, body, b->mr);
-	if (chunked) {
-		cg->indent--;
-		cg_line(cg, "} else {");
-		cg->indent++;
-		emit_acc_rows(cg, T, p, b, false, NULL);
-		line_close(cg);
-	}
-	emit_band_tiles(cg, T, es, p, b);
+	emit_band_tiles(cg, T, es, p, b, uk, body, chunked);
 	snprintf(cond, sizeof(cond), "c0 == %lld", (long long)(CG - b->CC));
 	emit_acc_rows(cg, T, p, b, true, chunked ? cond : "");
 	line_close(cg); /* mo */
 	line_close(cg); /* c0 */
-	line_close(cg); /* oh0 */
-	if (p->G > 1)
-		line_close(cg); /* g */
-	line_close(cg); /* n */
+	line_close(cg); /* it */
+	cg_line(cg, "rl_conv_slot_give(slot);");
 }
 
 /* Flat index expression sum(var_i * stride_i) over nsp axes. */
@@ -992,9 +1354,9 @@ enum rl_status rl_emit_c_conv(struct rl_cgen *cg, uint32_t node)
 		cg_line(cg, "/* ConvTranspose, gather form: y[o] = b + sum x[i] * w[k] over o = i*s + k*d - pads */");
 		emit_gather(cg, node, true, &w, N, C, M, G, B != NULL);
 	} else if (fast && conv_band_plan(&pb, es, &band)) {
-		cg_line(cg, "/* Conv, band mode: per band of %lld output rows, the input rows it reads are copied (zero-padded, stride phases apart) to the stack; tiles of %d output channels x %d vectors sum weights x band over channels and taps in registers */",
+		cg_line(cg, "/* Conv, band mode: per band of %lld output rows, the input rows it reads are copied (zero-padded, stride phases apart) to scratch; tiles of %d output channels x %d vectors sum weights x band over channels and taps in registers */",
 		        (long long)band.R, band.mr, band.nv);
-		emit_conv_band(cg, cg_ctype(dt), es, &pb, &band);
+		emit_conv_band(cg, cg_ctype(dt), es, &pb, &band, dt == RL_DT_FLOAT && band.mr == 4);
 	} else if (fast) {
 		snprintf(sh, sizeof(sh), "%s", pointwise ? "1x1 as a GEMM over channels, " : "");
 		cg_line(cg, "/* Conv, row form: %sblocks of output channels; each (zero-padded) input row is streamed into the block's output rows */",

@@ -4,7 +4,13 @@
  * broadcasting, the variadic Min/Max/Sum/Mean and Where.
  *
  * Every kernel is one loop nest over the output (cg_bcast_open merges
- * contiguous dims, so a same-shape op is a single loop that vectorizes).
+ * contiguous dims, so a same-shape op is a single loop). Float32 unary,
+ * binary, variadic and Clip kernels whose operands are contiguous, scalar or
+ * broadcast along rows/columns go through the fused group's vector loop
+ * instead (cg_elemwise_vec_single, emit_fused.c): RL_VW lanes per step with
+ * the vector expression table at the end of this file (cg_elemwise_vexpr,
+ * on the vector math of emit_math.c), threads over the outer loop, and
+ * the scalar table under `#else`.
  * Each element is loaded into its compute type (float for float16, bfloat16
  * and float32, double for float64, the integer type itself otherwise), the
  * op is applied to the locals `a` (and `b`), and the result is converted to
@@ -361,6 +367,9 @@ static enum rl_status emit_unary(struct rl_cgen *cg, uint32_t node)
 	        (long long)ne);
 	if (ne == 0)
 		return RL_OK;
+	enum rl_status vst;
+	if (cg_elemwise_vec_single(cg, node, &vst))
+		return vst;
 	flat_open(cg, ne);
 	cg_line(cg, "const %s a = %s;", cg_comptype(x->dtype), cg_load(cg, x->dtype, "X0[o]"));
 	if (!unary_expr(cg, n, x->dtype, "a", "", e, sizeof(e), &why))
@@ -644,6 +653,11 @@ static enum rl_status emit_clip(struct rl_cgen *cg, uint32_t node)
 		return cg_error(cg, node, "Clip on %s: %s", rl_dtype_name(dt), why);
 	cg_line(cg, "/* Clip: Y = min(max(X, lo), hi)%s */",
 	        rl_dtype_is_float(dt) ? "; a NaN passes through" : "");
+	if (ne > 0) {
+		enum rl_status vst;
+		if (cg_elemwise_vec_single(cg, node, &vst))
+			return vst;
+	}
 	if (n->opset < 11) {
 		if (has_lo)
 			cg_line(cg, "const %s lo = %s;", ct, lo);
@@ -888,6 +902,9 @@ static enum rl_status emit_binary(struct rl_cgen *cg, uint32_t node)
 	        binary_note(n, a->dtype, b->dtype));
 	if (numel(y) == 0)
 		return RL_OK;
+	enum rl_status vst;
+	if (cg_elemwise_vec_single(cg, node, &vst))
+		return vst;
 	int depth = cg_bcast_open(cg, &y->shape, 2, ins);
 	cg_line(cg, "const %s a = %s;", cg_comptype(a->dtype), cg_load(cg, a->dtype, "X0[i0]"));
 	cg_line(cg, "const %s b = %s;", cg_comptype(b->dtype), cg_load(cg, b->dtype, "X1[i1]"));
@@ -959,6 +976,9 @@ static enum rl_status emit_variadic(struct rl_cgen *cg, uint32_t node)
 	        isf && (n->op == RL_OP_Min || n->op == RL_OP_Max) ? "; NaN propagates" : "");
 	if (numel(y) == 0)
 		return RL_OK;
+	enum rl_status vst;
+	if (cg_elemwise_vec_single(cg, node, &vst))
+		return vst;
 	int depth = cg_bcast_open(cg, &y->shape, nin, ins);
 	char names[16][8], e[1024];
 	const char *in[16];
@@ -1155,4 +1175,272 @@ enum rl_status rl_emit_c_elemwise(struct rl_cgen *cg, uint32_t node)
 	if (fl & RL_OPF_VARIADIC)
 		return emit_variadic(cg, node);
 	return cg_error(cg, node, "%s is not an elementwise op", rl_op_table[n->op].name);
+}
+
+/* ---- the vector expression table (float32, RL_VW lanes) ----------------- */
+
+/* c in every lane, as an rl_vf expression */
+static const char *vsplat(double c)
+{
+	char *b = ebuf();
+	snprintf(b, 1024, "((rl_vf){0} + %s)", flit(RL_DT_FLOAT, c));
+	return b;
+}
+
+/* Define `rl_vf NAME = COND ? A : B` lane by lane (COND a vector comparison,
+ * A and B rl_vf expressions): the vector form of the table's `?:`. */
+static void vsel_line(struct rl_cgen *cg, const char *name, const char *cond, const char *a,
+                      const char *b)
+{
+	cg_line(cg, "rl_vf %s;", name);
+	cg_line(cg, "{ const rl_vi m_ = %s; const rl_vf p_ = %s, q_ = %s; rl_vsel(&%s, &m_, &p_, &q_); }",
+	        cond, a, b, name);
+}
+
+/* `rl_vf NAME; FN(&NAME, &ARG);` for a vector math function */
+static void vcall_line(struct rl_cgen *cg, unsigned need, const char *fn, const char *name,
+                       const char *arg)
+{
+	cg_vmath_need(cg, need);
+	cg_line(cg, "rl_vf %s;", name);
+	cg_line(cg, "%s(&%s, &%s);", fn, name, arg);
+}
+
+/* Float32 literal value of input k of node n when it is a constant scalar. */
+static bool const_input(struct rl_cgen *cg, const struct rl_node *n, int k, double *x)
+{
+	uint32_t v = rl_node_in(n, k);
+	if (v == RL_NONE || !rl_value_is_const(cg->g, v) || !cg->g->values[v].data ||
+	    rl_shape_numel(&cg->g->values[v].shape) != 1)
+		return false;
+	*x = rl_value_get_float(cg->g, v, 0);
+	return true;
+}
+
+bool cg_elemwise_vexpr(struct rl_cgen *cg, uint32_t node, const char *const *in,
+                       const char *tag, char *e, size_t len, const char **why)
+{
+	const struct rl_node *n = &cg->g->nodes[node];
+	const struct rl_value *y = cg_out(cg, node, 0);
+	char t1[64], t2[64], t3[64], c[512];
+#define ATTR(name, def) rl_node_attr_float(n, name, def)
+#define L(x) flit(RL_DT_FLOAT, (x))
+	*why = "no vector form";
+	if (!y || y->dtype != RL_DT_FLOAT || !in[0])
+		return false;
+	for (int k = 0; k < n->nin; k++) {
+		const struct rl_value *v = cg_in(cg, node, k);
+		if (v && v->dtype != RL_DT_FLOAT)
+			return false;
+	}
+	const char *a = in[0], *b = n->nin > 1 ? in[1] : NULL;
+	snprintf(t1, sizeof(t1), "t%s", tag);
+	snprintf(t2, sizeof(t2), "u%s", tag);
+	snprintf(t3, sizeof(t3), "w%s", tag);
+	switch (n->op) {
+	case RL_OP_Identity:
+		snprintf(e, len, "%s", a);
+		return true;
+	case RL_OP_Cast: case RL_OP_CastLike: /* float32 to float32 */
+		snprintf(e, len, "%s", a);
+		return true;
+	case RL_OP_Abs:
+		vcall_line(cg, RL_VM_BASE, "rl_vabs", t1, a);
+		snprintf(e, len, "%s", t1);
+		return true;
+	case RL_OP_Neg:
+		snprintf(e, len, "-%s", a);
+		return true;
+	case RL_OP_Exp: case RL_OP_Log: case RL_OP_Sqrt: case RL_OP_Tanh: case RL_OP_Sigmoid: {
+		static const struct { enum rl_op op; unsigned need; const char *fn; } f[] = {
+			{RL_OP_Exp, RL_VM_EXP, "rl_vexp"},     {RL_OP_Log, RL_VM_LOG, "rl_vlog"},
+			{RL_OP_Sqrt, RL_VM_SQRT, "rl_vsqrt"},  {RL_OP_Tanh, RL_VM_TANH, "rl_vtanh"},
+			{RL_OP_Sigmoid, RL_VM_SIGMOID, "rl_vsigmoid"},
+		};
+		for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
+			if (f[i].op == n->op)
+				vcall_line(cg, f[i].need, f[i].fn, t1, a);
+		snprintf(e, len, "%s", t1);
+		return true;
+	}
+	case RL_OP_Reciprocal:
+		snprintf(e, len, "1.0f / %s", a);
+		return true;
+	case RL_OP_Relu: /* a < 0 keeps a NaN, like the scalar table */
+		snprintf(c, sizeof(c), "%s < 0.0f", a);
+		vsel_line(cg, t1, c, vsplat(0), a);
+		snprintf(e, len, "%s", t1);
+		return true;
+	case RL_OP_LeakyRelu: {
+		char p[128];
+		snprintf(c, sizeof(c), "%s > 0.0f", a);
+		snprintf(p, sizeof(p), "%s * %s", L(ATTR("alpha", 0.01)), a);
+		vsel_line(cg, t1, c, a, p);
+		snprintf(e, len, "%s", t1);
+		return true;
+	}
+	case RL_OP_ThresholdedRelu:
+		snprintf(c, sizeof(c), "%s > %s", a, L(ATTR("alpha", 1.0)));
+		vsel_line(cg, t1, c, a, vsplat(0));
+		snprintf(e, len, "%s", t1);
+		return true;
+	case RL_OP_Softsign:
+		vcall_line(cg, RL_VM_BASE, "rl_vabs", t1, a);
+		snprintf(e, len, "%s / (1.0f + %s)", a, t1);
+		return true;
+	case RL_OP_Elu: case RL_OP_Celu: {
+		double alpha = ATTR("alpha", 1.0);
+		char p[128];
+		if (n->op == RL_OP_Celu)
+			cg_line(cg, "const rl_vf %s = %s / %s;", t3, a, L(alpha));
+		else
+			cg_line(cg, "const rl_vf %s = %s;", t3, a);
+		vcall_line(cg, RL_VM_EXPM1, "rl_vexpm1", t2, t3);
+		snprintf(c, sizeof(c), "%s > 0.0f", a);
+		snprintf(p, sizeof(p), "%s * %s", L(alpha), t2);
+		vsel_line(cg, t1, c, a, p);
+		snprintf(e, len, "%s", t1);
+		return true;
+	}
+	case RL_OP_Selu: {
+		double alpha = ATTR("alpha", 1.67326319217681884765625);
+		double gamma = ATTR("gamma", 1.05070102214813232421875);
+		char p[256], q[256];
+		vcall_line(cg, RL_VM_EXP, "rl_vexp", t2, a);
+		snprintf(c, sizeof(c), "%s > 0.0f", a);
+		snprintf(p, sizeof(p), "%s * %s", L(gamma), a);
+		snprintf(q, sizeof(q), "%s * (%s * %s - %s)", L(gamma), L(alpha), t2, L(alpha));
+		vsel_line(cg, t1, c, p, q);
+		snprintf(e, len, "%s", t1);
+		return true;
+	}
+	case RL_OP_HardSigmoid: case RL_OP_HardSwish: {
+		char cl[128];
+		if (n->op == RL_OP_HardSigmoid)
+			cg_line(cg, "const rl_vf %s = %s * %s + %s;", t3, L(ATTR("alpha", 0.2)), a,
+			        L(ATTR("beta", 0.5)));
+		else
+			cg_line(cg, "const rl_vf %s = %s / 6.0f + 0.5f;", t3, a);
+		snprintf(c, sizeof(c), "%s < 0.0f", t3);
+		vsel_line(cg, t2, c, vsplat(0), t3);
+		snprintf(c, sizeof(c), "%s > 1.0f", t2);
+		snprintf(cl, sizeof(cl), "%s", t1);
+		vsel_line(cg, cl, c, vsplat(1), t2);
+		if (n->op == RL_OP_HardSwish)
+			snprintf(e, len, "%s * %s", a, t1);
+		else
+			snprintf(e, len, "%s", t1);
+		return true;
+	}
+	case RL_OP_Softplus: case RL_OP_Mish: {
+		/* log(1 + e^a) = max(a, 0) + log1p(e^-|a|), as the scalar table */
+		char p[128], sp[64];
+		vcall_line(cg, RL_VM_BASE, "rl_vabs", t3, a);
+		cg_line(cg, "%s = -%s;", t3, t3);
+		vcall_line(cg, RL_VM_EXP, "rl_vexp", t2, t3);
+		snprintf(sp, sizeof(sp), "l%s", tag);
+		vcall_line(cg, RL_VM_LOG1P, "rl_vlog1p", sp, t2);
+		snprintf(c, sizeof(c), "%s > 0.0f", a);
+		snprintf(p, sizeof(p), "%s + %s", a, sp);
+		vsel_line(cg, t1, c, p, sp);
+		if (n->op == RL_OP_Softplus) {
+			snprintf(e, len, "%s", t1);
+		} else {
+			snprintf(sp, sizeof(sp), "h%s", tag);
+			vcall_line(cg, RL_VM_TANH, "rl_vtanh", sp, t1);
+			snprintf(e, len, "%s * %s", a, sp);
+		}
+		return true;
+	}
+	case RL_OP_Gelu:
+		if (strcmp(rl_node_attr_str(n, "approximate", "none"), "tanh") != 0)
+			return false; /* erf: per lane through rl_erff */
+		cg_line(cg, "const rl_vf %s = %s * (%s + %s * %s * %s * %s);", t3,
+		        L(0.79788456080286535588), a, L(0.044715), a, a, a);
+		vcall_line(cg, RL_VM_TANH, "rl_vtanh", t2, t3);
+		snprintf(e, len, "0.5f * %s * (1.0f + %s)", a, t2);
+		return true;
+	case RL_OP_Add: case RL_OP_Sub: case RL_OP_Mul: case RL_OP_Div:
+		if (!b)
+			return false;
+		snprintf(e, len, "%s %c %s", a, n->op == RL_OP_Add ? '+' : n->op == RL_OP_Sub ? '-' :
+		                                n->op == RL_OP_Mul ? '*' : '/', b);
+		return true;
+	case RL_OP_Pow: {
+		double p;
+		if (!b || !const_input(cg, n, 1, &p) || p != 2.0)
+			return false; /* powf per lane */
+		snprintf(e, len, "%s * %s", a, a);
+		return true;
+	}
+	case RL_OP_PRelu: {
+		char p[128];
+		if (!b)
+			return false;
+		snprintf(c, sizeof(c), "%s > 0.0f", a);
+		snprintf(p, sizeof(p), "%s * %s", a, b);
+		vsel_line(cg, t1, c, a, p);
+		snprintf(e, len, "%s", t1);
+		return true;
+	}
+	case RL_OP_Min: case RL_OP_Max: {
+		/* a NaN operand wins, like np.minimum/np.maximum */
+		const char *cmp = n->op == RL_OP_Min ? "<" : ">";
+		if (n->nin > 16)
+			return false;
+		cg_line(cg, "rl_vf %s = %s;", t1, a);
+		for (int k = 1; k < n->nin; k++) {
+			if (!in[k])
+				return false;
+			/* two selects of different values (GCC 12 scalarizes an | of
+			 * masks): a NaN input gives the NaN in + m */
+			cg_line(cg, "{ rl_vi m_ = %s %s %s; const rl_vf n_ = %s + %s; rl_vsel(&%s, &m_, &%s, &%s);",
+			        in[k], cmp, t1, in[k], t1, t1, in[k], t1);
+			cg_line(cg, "  m_ = %s != %s; rl_vsel(&%s, &m_, &n_, &%s); }", in[k], in[k], t1, t1);
+		}
+		snprintf(e, len, "%s", t1);
+		return true;
+	}
+	case RL_OP_Sum: case RL_OP_Mean: {
+		size_t p = (size_t)snprintf(e, len, "%s", n->nin > 1 && n->op == RL_OP_Mean ? "(" : "");
+		for (int k = 0; k < n->nin && p < len; k++) {
+			if (!in[k])
+				return false;
+			p += (size_t)snprintf(e + p, len - p, "%s%s", k ? " + " : "", in[k]);
+		}
+		if (n->nin > 1 && n->op == RL_OP_Mean && p < len)
+			snprintf(e + p, len - p, ") / %s", L(n->nin));
+		return true;
+	}
+	case RL_OP_Clip: {
+		char lo[128], hi[128], lv[160], hv[160];
+		bool has_lo, has_hi;
+		if (!clip_bounds(cg, n, RL_DT_FLOAT, lo, hi, sizeof(lo), &has_lo, &has_hi, why))
+			return false;
+		if (n->opset >= 11) {
+			if ((has_lo && !in[1]) || (has_hi && !in[2]))
+				return false;
+			snprintf(lv, sizeof(lv), "%s", has_lo ? in[1] : "");
+			snprintf(hv, sizeof(hv), "%s", has_hi ? in[2] : "");
+		} else {
+			snprintf(lv, sizeof(lv), "%s", has_lo ? vsplat(rl_node_attr(n, "min")->f) : "");
+			snprintf(hv, sizeof(hv), "%s", has_hi ? vsplat(rl_node_attr(n, "max")->f) : "");
+		}
+		cg_line(cg, "rl_vf %s = %s;", t1, a);
+		if (has_lo) {
+			cg_line(cg, "{ const rl_vf l_ = %s; const rl_vi m_ = %s < l_; rl_vsel(&%s, &m_, &l_, &%s); }",
+			        lv, t1, t1, t1);
+		}
+		if (has_hi) {
+			cg_line(cg, "{ const rl_vf h_ = %s; const rl_vi m_ = %s > h_; rl_vsel(&%s, &m_, &h_, &%s); }",
+			        hv, t1, t1, t1);
+		}
+		snprintf(e, len, "%s", t1);
+		return true;
+	}
+	default:
+		return false;
+	}
+#undef ATTR
+#undef L
 }

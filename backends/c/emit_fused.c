@@ -17,6 +17,11 @@
  * calls cg_epilogue(), which applies the group's elementwise nodes in place
  * while the run is still in L1: bias, activation, residual add, scale.
  *
+ * Float32 groups (and float32 epilogues) are written twice, `#ifdef RL_VEC`
+ * RL_VW lanes per step through the vector expression table, and the scalar
+ * table under `#else` (see "the vector loop" below); both split the same
+ * outer loop across threads.
+ *
  * Numerics equal the unfused kernels': every value is rounded to its dtype
  * where the single-op kernel would store it (float16/bfloat16 locals go
  * through rl_f2h/rl_h2f, integers through their C type, bools to 0/1).
@@ -24,6 +29,8 @@
 #include "emit.h"
 
 #include <string.h>
+
+#define VW 16 /* RL_VW, floats per vector in the generated code */
 
 /* ---- small helpers ------------------------------------------------------ */
 
@@ -178,6 +185,10 @@ static void out_local(struct rl_cgen *cg, const struct rl_cgen_group *grp, uint3
 
 /* ---- elementwise groups ------------------------------------------------- */
 
+static int merge_dims(const struct rl_shape *out, int n, const struct rl_shape *const *ins,
+                      int64_t *md, int64_t (*ms)[RL_MAX_RANK + 1]);
+static bool vec_group(struct rl_cgen *cg, const struct rl_cgen_group *grp, enum rl_status *st);
+
 static enum rl_status emit_elementwise_group(struct rl_cgen *cg, const struct rl_cgen_group *grp)
 {
 	const struct rl_value *y = val(cg, grp->out[0]);
@@ -191,6 +202,9 @@ static enum rl_status emit_elementwise_group(struct rl_cgen *cg, const struct rl
 	        grp->nnodes, rl_shape_str(&y->shape, sb, sizeof(sb)));
 	if (ne == 0)
 		return RL_OK;
+	enum rl_status vst;
+	if (vec_group(cg, grp, &vst))
+		return vst;
 	for (int k = 0; k < grp->nin; k++)
 		ins[k] = &val(cg, grp->in[k])->shape;
 	int depth = cg_bcast_open_par(cg, &y->shape, grp->nin, ins, 1 << 15);
@@ -281,6 +295,107 @@ static void index_expr(const int64_t *md, const int64_t *ostr, const int64_t *is
 		snprintf(b, n, "0");
 }
 
+static enum rl_status compute_vnodes(struct rl_cgen *cg, const struct rl_cgen_group *grp,
+                                     const char *pre, int first_ext, const char *av);
+
+/*
+ * The vector form of an epilogue over float32 values: RL_VW outputs of the
+ * run per step (the last one padded through rl_vload_n/rl_vstore_n),
+ * operands constant over the run splatted, contiguous ones loaded, others
+ * gathered lane by lane. Writes `#ifdef RL_VEC` and the loop; the caller
+ * writes `#else`, the scalar loop and `#endif`. False (nothing written)
+ * when a value is not float32.
+ */
+static bool epilogue_vec(struct rl_cgen *cg, const struct rl_cgen_group *grp, enum rl_dtype dt,
+                         int na, const int64_t *md, const int64_t *ostr,
+                         int64_t (*ms)[RL_MAX_RANK + 1], int m, const int *kind, int64_t n)
+{
+	if (dt != RL_DT_FLOAT)
+		return false;
+	for (int k = na; k < grp->nin; k++)
+		if (val(cg, grp->in[k])->dtype != RL_DT_FLOAT)
+			return false;
+	for (int j = 0; j < grp->nnodes; j++) {
+		const struct rl_node *nd = &cg->g->nodes[grp->nodes[j]];
+		if (grp->nodes[j] == grp->anchor)
+			continue;
+		for (int s = 0; s < nd->nin; s++)
+			if (nd->in[s] != RL_NONE && val(cg, nd->in[s])->dtype != RL_DT_FLOAT)
+				return false;
+		for (int s = 0; s < nd->nout; s++)
+			if (nd->out[s] != RL_NONE && val(cg, nd->out[s])->dtype != RL_DT_FLOAT)
+				return false;
+	}
+	for (int q = 0; q < grp->nout; q++)
+		if (val(cg, grp->out[q])->dtype != RL_DT_FLOAT)
+			return false;
+	cg_vmath_need(cg, RL_VM_BASE);
+	cg->simd = 1;
+	rl_buf_printf(&cg->body, "#ifdef RL_VEC\n");
+	bool tail = n % VW != 0;
+	cg_line(cg, "for (size_t ee = 0; ee < %lld; ee += RL_VW) {", (long long)n);
+	cg->indent++;
+	if (tail)
+		cg_line(cg, "const size_t nl = %lld - ee < RL_VW ? %lld - ee : RL_VW; /* lanes */",
+		        (long long)n, (long long)n);
+	const char *full = tail ? "nl == RL_VW" : NULL;
+	/* load `dst` from float pointer expression p (RL_VW or nl lanes) */
+#define VLOAD(dst, ...)                                                              \
+	do {                                                                         \
+		char p_[800];                                                        \
+		snprintf(p_, sizeof(p_), __VA_ARGS__);                               \
+		if (full) {                                                          \
+			cg_line(cg, "rl_vf %s;", dst);                               \
+			cg_line(cg, "if (%s)", full);                                \
+			cg_line(cg, "    %s = *(const rl_vfu *)(%s);", dst, p_);     \
+			cg_line(cg, "else");                                         \
+			cg_line(cg, "    rl_vload_n(&%s, %s, nl);", dst, p_);        \
+		} else {                                                             \
+			cg_line(cg, "const rl_vf %s = *(const rl_vfu *)(%s);", dst, p_); \
+		}                                                                    \
+	} while (0)
+	VLOAD("ea", "ey + ee");
+	for (int k = 0; k < grp->nin - na; k++) {
+		char nm[32], ix[600];
+		snprintf(nm, sizeof(nm), "ex%d", na + k);
+		if (kind[k] == 0) {
+			cg_line(cg, "const rl_vf %s = X%d[eb%d] + (rl_vf){0};", nm, na + k, na + k);
+		} else if (kind[k] == 1) {
+			VLOAD(nm, "X%d + eb%d + ee", na + k, na + k);
+		} else {
+			index_expr(md, ostr, ms[k], m, "(eq + ee + l)", ix, sizeof(ix));
+			cg_line(cg, "rl_vf %s = {0};", nm);
+			cg_line(cg, "for (size_t l = 0; l < %s; l++) /* gathered */", tail ? "nl" : "RL_VW");
+			cg_line(cg, "    %s[l] = X%d[%s];", nm, na + k, ix);
+		}
+	}
+#undef VLOAD
+	enum rl_status st = compute_vnodes(cg, grp, "e", na, "ea");
+	if (st != RL_OK) {
+		snprintf(cg->err, sizeof(cg->err), "%.500s", cg->g->err);
+	} else {
+		for (int q = 0; q < grp->nout; q++) {
+			char loc[32], dst[64];
+			out_local(cg, grp, grp->out[q], "e", "ea", loc, sizeof(loc));
+			if (q == 0)
+				snprintf(dst, sizeof(dst), "ey + ee");
+			else
+				snprintf(dst, sizeof(dst), "Y%d + eq + ee", q);
+			if (full) {
+				cg_line(cg, "if (%s)", full);
+				cg_line(cg, "    *(rl_vfu *)(%s) = %s;", dst, loc);
+				cg_line(cg, "else");
+				cg_line(cg, "    rl_vstore_n(%s, &%s, nl);", dst, loc);
+			} else {
+				cg_line(cg, "*(rl_vfu *)(%s) = %s;", dst, loc);
+			}
+		}
+	}
+	cg->indent--;
+	cg_line(cg, "}");
+	return true;
+}
+
 void cg_epilogue(struct rl_cgen *cg, const char *y, const char *base, int64_t n, int64_t span)
 {
 	const struct rl_cgen_group *grp = cg->epi;
@@ -354,6 +469,9 @@ void cg_epilogue(struct rl_cgen *cg, const char *y, const char *base, int64_t n,
 		index_expr(md, ostr, ms[k], m, "eq", ix, sizeof(ix));
 		cg_line(cg, "const size_t eb%d = %s;", na + k, ix);
 	}
+	bool vec = epilogue_vec(cg, grp, dt, na, md, ostr, ms, m, kind, n);
+	if (vec)
+		rl_buf_printf(&cg->body, "#else\n");
 	if (n == 1) {
 		cg_line(cg, "{");
 		cg->indent++;
@@ -394,6 +512,8 @@ void cg_epilogue(struct rl_cgen *cg, const char *y, const char *base, int64_t n,
 	}
 	cg->indent--;
 	cg_line(cg, "}");
+	if (vec)
+		rl_buf_printf(&cg->body, "#endif\n");
 	cg->indent--;
 	cg_line(cg, "}");
 }
@@ -429,4 +549,312 @@ enum rl_status rl_emit_c_fused(struct rl_cgen *cg, const struct rl_cgen_group *g
 	if (grp->anchor != RL_NONE)
 		return emit_epilogue_group(cg, grp);
 	return emit_elementwise_group(cg, grp);
+}
+
+/* ---- the vector loop: float32 groups and single ops --------------------- */
+
+/*
+ * A float32 elementwise kernel whose operands are each contiguous with the
+ * output, a scalar, or broadcast along whole rows or columns is written
+ * twice over one loop nest: `#ifdef RL_VEC`, RL_VW lanes per step through
+ * the vector expression table (cg_elemwise_vexpr; ops without a vector form
+ * run the scalar expression per lane), and under `#else` the scalar table.
+ * The nest is the output's merged dims [outer..., inner]: operands that
+ * vary along the inner dim are loaded as vectors, those that do not are
+ * splatted once per row (hoisted). A short last vector of a row goes through
+ * rl_vload_n/rl_vstore_n, padded, so every element gets the same math.
+ * Threads split the outermost dim, or for a flat kernel blocks of
+ * RL_VEC_BLOCK elements (a multiple of RL_VW, so only the last chunk has a
+ * tail); every element is computed in one iteration, so any thread count
+ * gives the same bits.
+ */
+#define RL_VEC_BLOCK 4096 /* a multiple of VW */
+#define RL_VEC_MIN_PAR (1 << 15)
+
+struct vplan {
+	int m;                               /* merged output dims */
+	int64_t md[RL_MAX_RANK + 1];
+	int64_t ms[17][RL_MAX_RANK + 1];     /* per input strides, 0 = broadcast */
+	int64_t ostr[RL_MAX_RANK + 1];
+	int64_t ne;
+	bool par;
+};
+
+static bool all_float32(struct rl_cgen *cg, const struct rl_cgen_group *grp)
+{
+	for (int k = 0; k < grp->nin; k++)
+		if (grp->in[k] != RL_NONE && val(cg, grp->in[k])->dtype != RL_DT_FLOAT)
+			return false;
+	for (int j = 0; j < grp->nnodes; j++) {
+		const struct rl_node *n = &cg->g->nodes[grp->nodes[j]];
+		if (grp->nodes[j] == grp->anchor)
+			continue;
+		for (int s = 0; s < n->nin; s++)
+			if (n->in[s] != RL_NONE && val(cg, n->in[s])->dtype != RL_DT_FLOAT)
+				return false;
+		for (int s = 0; s < n->nout; s++)
+			if (n->out[s] != RL_NONE && val(cg, n->out[s])->dtype != RL_DT_FLOAT)
+				return false;
+	}
+	return true;
+}
+
+/* Vector locals `<pre>v<j>` for every non-anchor node (see compute_nodes). */
+static enum rl_status compute_vnodes(struct rl_cgen *cg, const struct rl_cgen_group *grp,
+                                     const char *pre, int first_ext, const char *av)
+{
+	for (int j = 0; j < grp->nnodes; j++) {
+		uint32_t node = grp->nodes[j];
+		const struct rl_node *n = &cg->g->nodes[node];
+		if (node == grp->anchor)
+			continue;
+		char names[16][64], lits[16][64], lane[16][64];
+		const char *in[16], *sin[16];
+		if (n->nin > 16)
+			return cg_error(cg, node, "%s with %d inputs cannot be fused",
+			                rl_op_table[n->op].name, n->nin);
+		for (int s = 0; s < n->nin; s++) {
+			uint32_t v = n->in[s];
+			in[s] = sin[s] = NULL;
+			lits[s][0] = 0;
+			if (v == RL_NONE || (n->op == RL_OP_CastLike && s == 1))
+				continue;
+			int pj = producer_in_group(cg, grp, v);
+			int xk;
+			if (pj >= 0 && grp->nodes[pj] == grp->anchor)
+				snprintf(names[s], sizeof(names[s]), "%s", av);
+			else if (pj >= 0)
+				snprintf(names[s], sizeof(names[s]), "%sv%d", pre, pj);
+			else if ((xk = input_slot(grp, v, first_ext)) >= 0)
+				snprintf(names[s], sizeof(names[s]), "%sx%d", pre, xk);
+			else if (is_literal(cg, v)) {
+				literal(cg, v, lits[s], sizeof(lits[s]));
+				snprintf(names[s], sizeof(names[s]), "%sk%d_%d", pre, j, s);
+				cg_line(cg, "const rl_vf %s = %s + (rl_vf){0};", names[s], lits[s]);
+			} else
+				return cg_error(cg, node, "fused group %d: input '%s' has no source",
+				                grp->id, val(cg, v)->name);
+			in[s] = names[s];
+		}
+		char e[2048], tag[16], cm[128], nm[96];
+		const char *why = NULL;
+		snprintf(tag, sizeof(tag), "_%s%d", pre, j);
+		ctext(n->name, nm, sizeof(nm));
+		snprintf(cm, sizeof(cm), "%s: %s", nm, rl_op_table[n->op].name);
+		if (cg_elemwise_vexpr(cg, node, in, tag, e, sizeof(e), &why)) {
+			cg_line(cg, "const rl_vf %sv%d = %s; /* %s */", pre, j, e, cm);
+			continue;
+		}
+		/* no vector form: the scalar table per lane */
+		cg_line(cg, "rl_vf %sv%d; /* %s, per lane */", pre, j, cm);
+		cg_line(cg, "{");
+		cg->indent++;
+		for (int s = 0; s < n->nin; s++) {
+			if (!in[s])
+				continue;
+			if (lits[s][0]) {
+				sin[s] = lits[s];
+				continue;
+			}
+			cg_line(cg, "float l%d_[RL_VW];", s);
+			cg_line(cg, "memcpy(l%d_, &%s, sizeof(l%d_));", s, in[s], s);
+			snprintf(lane[s], sizeof(lane[s]), "l%d_[l]", s);
+			sin[s] = lane[s];
+		}
+		cg_line(cg, "float ly_[RL_VW];");
+		cg_line(cg, "for (int l = 0; l < RL_VW; l++) {");
+		cg->indent++;
+		if (!cg_elemwise_expr(cg, node, sin, tag, e, sizeof(e), &why))
+			return cg_error(cg, node, "%s on %s: %s", rl_op_table[n->op].name,
+			                rl_dtype_name(cg_in(cg, node, 0)->dtype), why);
+		cg_line(cg, "ly_[l] = %s;", cg_store(cg, RL_DT_FLOAT, e));
+		cg->indent--;
+		cg_line(cg, "}");
+		cg_line(cg, "memcpy(&%sv%d, ly_, sizeof(ly_));", pre, j);
+		cg->indent--;
+		cg_line(cg, "}");
+	}
+	return RL_OK;
+}
+
+/* One branch (vector or scalar) of the loop nest of plan p. */
+static enum rl_status vec_nest(struct rl_cgen *cg, const struct rl_cgen_group *grp,
+                               const struct vplan *p, bool vec)
+{
+	int m = p->m, depth = 0;
+	int64_t inner = p->md[m - 1];
+	for (int d = 0; d < m - 1; d++) {
+		if (d == 0 && p->par)
+			cg_line(cg, "for (size_t j0 = (size_t)lo; j0 < (size_t)hi; j0++) {");
+		else
+			cg_line(cg, "for (size_t j%d = 0; j%d < %lld; j%d++) {", d, d, (long long)p->md[d],
+			        d);
+		cg->indent++;
+		depth++;
+	}
+	/* row offsets: `ob` in the output, `bK` in input K */
+	char ob[512], bk[17][512];
+	for (int k = -1; k < grp->nin; k++) {
+		char *b = k < 0 ? ob : bk[k];
+		size_t q = 0;
+		b[0] = 0;
+		if (k >= 0 && grp->in[k] == RL_NONE)
+			continue;
+		for (int d = 0; d < m - 1; d++) {
+			int64_t s = k < 0 ? p->ostr[d] : p->ms[k][d];
+			if (s == 1)
+				q += (size_t)snprintf(b + q, 512 - q, "%sj%d", q ? " + " : "", d);
+			else if (s)
+				q += (size_t)snprintf(b + q, 512 - q, "%sj%d * %lld", q ? " + " : "", d,
+				                      (long long)s);
+		}
+		if (!q)
+			snprintf(b, 512, "0");
+	}
+	const char *i0 = "0";
+	char i1[128];
+	snprintf(i1, sizeof(i1), "%lld", (long long)inner);
+	if (m == 1 && p->par) {
+		cg_line(cg, "const size_t i0 = (size_t)lo * %d;", RL_VEC_BLOCK);
+		cg_line(cg, "const size_t i1 = (size_t)hi * %d < %lld ? (size_t)hi * %d : %lld;",
+		        RL_VEC_BLOCK, (long long)inner, RL_VEC_BLOCK, (long long)inner);
+		i0 = "i0";
+		snprintf(i1, sizeof(i1), "i1");
+	}
+	if (m > 1)
+		cg_line(cg, "const size_t ob = %s;", ob);
+	const char *obp = m > 1 ? "ob + " : "";
+	/* operands constant along the row: loaded (and splatted) once */
+	for (int k = 0; k < grp->nin; k++) {
+		if (grp->in[k] == RL_NONE || p->ms[k][m - 1] != 0)
+			continue;
+		if (vec)
+			cg_line(cg, "const rl_vf x%d = X%d[%s] + (rl_vf){0};", k, k, bk[k]);
+		else
+			cg_line(cg, "const float x%d = X%d[%s];", k, k, bk[k]);
+	}
+	bool tail = vec && inner % VW != 0;
+	if (vec)
+		cg_line(cg, "for (size_t i = %s; i < %s; i += RL_VW) {", i0, i1);
+	else
+		cg_line(cg, "for (size_t i = %s; i < %s; i++) {", i0, i1);
+	cg->indent++;
+	depth++;
+	if (tail)
+		cg_line(cg, "const size_t nl = %s - i < RL_VW ? %s - i : RL_VW; /* lanes */", i1, i1);
+	for (int k = 0; k < grp->nin; k++) {
+		if (grp->in[k] == RL_NONE || p->ms[k][m - 1] == 0)
+			continue;
+		/* the row offset: none, the output's (`ob`), or its own */
+		char at[600], off[520];
+		if (!strcmp(bk[k], "0"))
+			off[0] = 0;
+		else if (m > 1 && !strcmp(bk[k], ob))
+			snprintf(off, sizeof(off), "ob + ");
+		else
+			snprintf(off, sizeof(off), "%s + ", bk[k]);
+		snprintf(at, sizeof(at), "X%d + %si", k, off);
+		if (!vec) {
+			cg_line(cg, "const float x%d = X%d[%si];", k, k, off);
+		} else if (tail) {
+			cg_line(cg, "rl_vf x%d;", k);
+			cg_line(cg, "if (nl == RL_VW)");
+			cg_line(cg, "    x%d = *(const rl_vfu *)(%s);", k, at);
+			cg_line(cg, "else");
+			cg_line(cg, "    rl_vload_n(&x%d, %s, nl);", k, at);
+		} else {
+			cg_line(cg, "const rl_vf x%d = *(const rl_vfu *)(%s);", k, at);
+		}
+	}
+	enum rl_status st = vec ? compute_vnodes(cg, grp, "", 0, "") : compute_nodes(cg, grp, "", 0, "");
+	if (st != RL_OK)
+		return st;
+	for (int q = 0; q < grp->nout; q++) {
+		char loc[32];
+		out_local(cg, grp, grp->out[q], "", "", loc, sizeof(loc));
+		if (!vec) {
+			cg_line(cg, "Y%d[%si] = %s;", q, obp, loc);
+		} else if (tail) {
+			cg_line(cg, "if (nl == RL_VW)");
+			cg_line(cg, "    *(rl_vfu *)(Y%d + %si) = %s;", q, obp, loc);
+			cg_line(cg, "else");
+			cg_line(cg, "    rl_vstore_n(Y%d + %si, &%s, nl);", q, obp, loc);
+		} else {
+			cg_line(cg, "*(rl_vfu *)(Y%d + %si) = %s;", q, obp, loc);
+		}
+	}
+	while (depth-- > 0) {
+		cg->indent--;
+		cg_line(cg, "}");
+	}
+	return RL_OK;
+}
+
+/* Plan and write the vector kernel of grp (elementwise, all float32); false
+ * when it does not fit, with nothing written. */
+static bool vec_group(struct rl_cgen *cg, const struct rl_cgen_group *grp, enum rl_status *st)
+{
+	const struct rl_value *y = val(cg, grp->out[0]);
+	const struct rl_shape *ins[17];
+	struct vplan p = {0};
+	static const struct rl_shape scalar = {0};
+	if (grp->nin > 16 || !all_float32(cg, grp))
+		return false;
+	for (int q = 1; q < grp->nout; q++)
+		if (!rl_shape_equal(&val(cg, grp->out[q])->shape, &y->shape))
+			return false;
+	for (int k = 0; k < grp->nin; k++)
+		ins[k] = grp->in[k] == RL_NONE ? &scalar : &val(cg, grp->in[k])->shape;
+	p.m = merge_dims(&y->shape, grp->nin, ins, p.md, p.ms);
+	p.ne = rl_shape_numel(&y->shape);
+	if (p.m == 0)
+		return false;
+	int64_t inner = p.md[p.m - 1];
+	for (int k = 0; k < grp->nin; k++)
+		if (p.ms[k][p.m - 1] > 1)
+			return false; /* strided along the row: the scalar nest */
+	if (p.m > 1 && inner < VW)
+		return false;
+	int64_t acc = 1;
+	for (int d = p.m - 1; d >= 0; d--) {
+		p.ostr[d] = acc;
+		acc *= p.md[d];
+	}
+	if (p.ne >= 2 * RL_VEC_MIN_PAR) {
+		if (p.m == 1) {
+			p.par = true;
+			cg->par_n = (p.ne + RL_VEC_BLOCK - 1) / RL_VEC_BLOCK;
+			cg->par_grain = RL_VEC_MIN_PAR / RL_VEC_BLOCK;
+		} else if (p.md[0] > 1) {
+			int64_t row = p.ne / p.md[0];
+			p.par = true;
+			cg->par_n = p.md[0];
+			cg->par_grain = (RL_VEC_MIN_PAR + row - 1) / row;
+		}
+	}
+	cg_vmath_need(cg, RL_VM_BASE);
+	cg->simd = 1;
+	rl_buf_printf(&cg->body, "#ifdef RL_VEC\n");
+	*st = vec_nest(cg, grp, &p, true);
+	if (*st != RL_OK)
+		return true;
+	rl_buf_printf(&cg->body, "#else\n");
+	*st = vec_nest(cg, grp, &p, false);
+	if (*st != RL_OK)
+		return true;
+	rl_buf_printf(&cg->body, "#endif\n");
+	return true;
+}
+
+bool cg_elemwise_vec_single(struct rl_cgen *cg, uint32_t node, enum rl_status *st)
+{
+	struct rl_node *n = &cg->g->nodes[node];
+	uint32_t out = n->out[0];
+	struct rl_cgen_group grp = {
+		.id = -1, .nodes = &node, .nnodes = 1, .anchor = RL_NONE,
+		.in = n->in, .nin = n->nin, .out = &out, .nout = 1,
+	};
+	if (n->nout != 1 || out == RL_NONE || rl_shape_numel(&val(cg, out)->shape) == 0)
+		return false;
+	return vec_group(cg, &grp, st);
 }

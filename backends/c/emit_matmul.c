@@ -15,8 +15,19 @@
  * weights) is a set of dot products instead: both operands are contiguous
  * in k, and eight independent partial sums let the compiler vectorize.
  *
+ * fp32 products that are not tiny take the packed runtime (emit_gemm.c)
+ * instead: a register-blocked GEMM with B packed once at init when it is a
+ * constant (per block otherwise), split across threads by output blocks; or,
+ * for batch 1 with constant weights, a streaming GEMV that reads the weights
+ * once (rows of an N x K B as they lie, a K x N B packed into column panels
+ * at init). The tile pass's verdict (node->tile) picks the blocks, or
+ * RL_TILE_PLAIN keeps the kernels below; shapes under MM_PACKED_MIN
+ * multiply-adds (attention heads of 16 x 16) keep them too, as do every
+ * other dtype and a MatMul whose batch dims broadcast.
+ *
  * MatMul follows numpy: a 1-D A is a row [1,K], a 1-D B a column [K,1] (the
- * added dim is dropped from Y), and batch dims broadcast.
+ * added dim is dropped from Y), and batch dims broadcast. With a 2-D B the
+ * batch entries of A are consecutive rows of one product.
  *
  * In a fused epilogue group (cg->epi set, backends/c/emit_fused.c) every
  * form calls cg_epilogue() on each row block as soon as it is final, so
@@ -495,14 +506,215 @@ static void emit_dots_vec(struct rl_cgen *cg, const struct mm_types *t, const st
 	line_close(cg);
 }
 
+/* ---- fp32: the packed GEMM and the streaming GEMV (emit_gemm.c) ---------- */
+
+/* Products below this many multiply-adds keep the plain kernels: packing and
+ * a task split cost more than they save (attention heads of 16 x 16). */
+#define MM_PACKED_MIN (64 * 64 * 32)
+/* GEMV: weights below this many floats (64 KiB) keep the plain kernels */
+#define MM_GEMV_MIN 16384
+/* GEMV rows of B (stored N x K) per task */
+#define MM_GEMV_ROWS 64
+
+enum mm_path { MM_PLAIN, MM_GEMM, MM_GEMV_ROWS_PATH, MM_GEMV_PANELS_PATH };
+
+/* Which kernel a fp32 product gets: the tile pass's verdict first (PLAIN
+ * keeps the plain kernel), then the shape. */
+static enum mm_path mm_choose(const struct rl_cgen *cg, uint32_t node, const struct mm_types *t,
+                              const struct mm_desc *d, bool b_const)
+{
+	const struct rl_node *n = &cg->g->nodes[node];
+	if (t->dt != RL_DT_FLOAT || d->M == 0 || d->N == 0 || d->K == 0 ||
+	    n->tile.kind == RL_TILE_PLAIN)
+		return MM_PLAIN;
+	if (d->M == 1) {
+		if (d->K * d->N < MM_GEMV_MIN || d->a_ks != 1)
+			return MM_PLAIN;
+		if (d->trans_b)
+			return MM_GEMV_ROWS_PATH; /* already in streaming order */
+		return b_const ? MM_GEMV_PANELS_PATH : MM_PLAIN;
+	}
+	if ((double)d->M * (double)d->N * (double)d->K < MM_PACKED_MIN || d->N < 16 || d->K < 8)
+		return MM_PLAIN;
+	return MM_GEMM;
+}
+
+struct mm_init_ctx {
+	const struct mm_types *t;
+	const struct mm_desc *d;
+};
+
+static void mm_init_cb(struct rl_cgen *cg, void *ctx, const char *ri, const char *cj, char *e,
+                       size_t n)
+{
+	const struct mm_init_ctx *x = ctx;
+	init_expr(cg, x->t, x->d, ri, cj, e, n);
+}
+
+/*
+ * The packed product for one fp32 product described by d, B being value bv
+ * (packed once at init when constant and nbatch == 1). nbatch > 1: batch
+ * entry g_o reads a + g_o * M*K, b + g_o * K*N and writes y + g_o * M*N.
+ */
+static void emit_gemm_packed(struct rl_cgen *cg, uint32_t node, const struct mm_types *t,
+                             const struct mm_desc *d, uint32_t bv, int64_t nbatch)
+{
+	struct cg_gemm_plan pl;
+	cg_gemm_plan(&cg->g->nodes[node].tile, d->M, d->N, d->K, &pl);
+	bool b_const = rl_value_is_const(cg->g, bv) && nbatch == 1;
+	int64_t b_rs = d->trans_b ? 1 : d->N, b_cs = d->trans_b ? d->K : 1;
+	char bp[160] = "";
+	cg_gemm_init(cg, &pl, !b_const); /* first: the packing follows the CPU's nr */
+	if (b_const)
+		cg_gemm_pack_b(cg, bv, d->K, d->N, b_rs, b_cs, &pl, bp, sizeof(bp));
+	int64_t tasks = pl.nib * pl.njb;
+	cg_line(cg, "/* packed SGEMM (runtime: emit_gemm.c): %lld x %lld outputs over K = %lld%s;",
+	        (long long)d->M, (long long)d->N, (long long)d->K,
+	        nbatch > 1 ? " per batch entry" : "");
+	cg_line(cg, " * cache blocks mc %lld, kc %lld, nc %lld from %s; the register tile",
+	        (long long)pl.mc, (long long)pl.kc, (long long)pl.nc, pl.why);
+	cg_line(cg, " * (12x32 AVX-512, 6x16 AVX2, 4x16 portable) is the CPU's, chosen at init;");
+	cg_line(cg, " * %lld tasks of one output block each%s, split across threads */",
+	        (long long)(tasks * nbatch), b_const ? ", B packed at init" : ", B packed per block");
+	cg->par_n = tasks * nbatch;
+	cg->par_grain = 1;
+	if (d->has_c && d->beta != 0.0)
+		cg_line(cg, "const float *restrict c = X2;");
+	char a[128], b[128], y[128], base[128], task[64];
+	struct mm_init_ctx ctx = {t, d};
+	struct cg_gemm_call c = {
+		.M = d->M, .N = d->N, .K = d->K, .a = a, .a_rs = d->a_rs, .a_ks = d->a_ks,
+		.alpha = d->alpha, .b = b_const ? NULL : b, .b_rs = b_rs, .b_cs = b_cs,
+		.bp = b_const ? bp : NULL, .y = y, .ldy = d->N, .ybase = base, .span = d->N,
+		.init = d->has_c && d->beta != 0.0 ? mm_init_cb : NULL, .ctx = &ctx,
+	};
+	cg_line(cg, "for (int64_t g_u = lo; g_u < hi; g_u++) {");
+	cg->indent++;
+	if (nbatch > 1) {
+		cg_line(cg, "const int64_t g_o = g_u / %lld;", (long long)tasks);
+		snprintf(a, sizeof(a), "X0 + g_o * %lld", (long long)(d->M * d->K));
+		snprintf(b, sizeof(b), "X1 + g_o * %lld", (long long)(d->K * d->N));
+		snprintf(y, sizeof(y), "Y0 + g_o * %lld", (long long)(d->M * d->N));
+		snprintf(base, sizeof(base), "g_o * %lld", (long long)(d->M * d->N));
+		snprintf(task, sizeof(task), "g_u %% %lld", (long long)tasks);
+	} else {
+		snprintf(a, sizeof(a), "X0");
+		snprintf(b, sizeof(b), "X1");
+		snprintf(y, sizeof(y), "Y0");
+		snprintf(base, sizeof(base), "0");
+		snprintf(task, sizeof(task), "g_u");
+	}
+	cg_gemm_emit_task(cg, &c, &pl, task);
+	cg->indent--;
+	cg_line(cg, "}");
+}
+
+/*
+ * Batch 1: Y[1,N] = alpha * a B + init, bound by reading B once. B stored
+ * N x K (rows path) is read as it lies; K x N (panels path) is packed at
+ * init into panels of RL_GEMV_PANEL columns. Threads split N.
+ */
+static void emit_gemv(struct rl_cgen *cg, uint32_t node, const struct mm_types *t,
+                      const struct mm_desc *d, uint32_t bv, bool rows)
+{
+	const struct rl_node *n = &cg->g->nodes[node];
+	char bp[160] = "X1", e[512], alpha[64];
+	int64_t w = rows ? MM_GEMV_ROWS : RL_GEMV_PANEL;
+	cg_gemm_runtime(cg);
+	rl_buf_printf(&cg->init, "    rl_gemm_init(); /* %s: the GEMV kernel for this CPU */\n",
+	              cg->kname);
+	if (!rows)
+		cg_gemv_pack_b(cg, bv, d->K, d->N, bp, sizeof(bp));
+	snprintf(alpha, sizeof(alpha), "%s", cg_lit(RL_DT_FLOAT, d->alpha));
+	if (rows)
+		cg_line(cg, "/* GEMV (batch 1, runtime: emit_gemm.c): each output a dot product with a row");
+	else
+		cg_line(cg, "/* GEMV (batch 1, runtime: emit_gemm.c): B packed at init into panels of %d", RL_GEMV_PANEL);
+	cg_line(cg, " * of B, %s: B (K %lld by N %lld) is read once, contiguously, with 8 vector",
+	        rows ? "stored N x K as it lies" : "columns stored k-major", (long long)d->K,
+	        (long long)d->N);
+	cg_line(cg, " * accumulators%s; threads split N in runs of %lld outputs */",
+	        n->tile.kind == RL_TILE_GEMV && n->tile.accum > 0 && n->tile.accum != 8
+	        ? " (the runtime kernels are written for 8; the tile's count is not used)" : "",
+	        (long long)w);
+	cg->par_n = (d->N + w - 1) / w;
+	cg->par_grain = 1;
+	if (d->has_c && d->beta != 0.0)
+		cg_line(cg, "const float *restrict c = X2;");
+	cg_line(cg, "for (int64_t g_u = lo; g_u < hi; g_u++) {");
+	cg->indent++;
+	cg_line(cg, "const int64_t g_j0 = g_u * %lld, g_j1 = g_j0 + %lld < %lld ? g_j0 + %lld : %lld;",
+	        (long long)w, (long long)w, (long long)d->N, (long long)w, (long long)d->N);
+	cg_line(cg, "%s(X0, %s, %lld, %s, Y0, g_j0, g_j1);", rows ? "rl_sgemv_rows" : "rl_sgemv_panels",
+	        bp, (long long)d->K, alpha);
+	if (d->has_c && d->beta != 0.0) {
+		init_expr(cg, t, d, "0", "g_j", e, sizeof(e));
+		cg_line(cg, "for (int64_t g_j = g_j0; g_j < g_j1; g_j++)");
+		cg_line(cg, "    Y0[g_j] = %s + Y0[g_j];", e);
+	}
+	if (cg->epi) {
+		int64_t last = d->N - (cg->par_n - 1) * w;
+		if (last != w) {
+			cg_line(cg, "if (g_j1 - g_j0 == %lld) {", (long long)w);
+			cg->indent++;
+		}
+		cg_epilogue(cg, "Y0 + g_j0", "g_j0", w, d->N);
+		if (last != w) {
+			cg->indent--;
+			cg_line(cg, "} else {");
+			cg->indent++;
+			cg_epilogue(cg, "Y0 + g_j0", "g_j0", last, d->N);
+			cg->indent--;
+			cg_line(cg, "}");
+		}
+	}
+	cg->indent--;
+	cg_line(cg, "}");
+}
+
+/* fp32 products that take the packed or streaming kernels; false: plain */
+static bool emit_fast(struct rl_cgen *cg, uint32_t node, const struct mm_types *t,
+                      const struct mm_desc *d, uint32_t bv, int64_t nbatch)
+{
+	bool b_const = rl_value_is_const(cg->g, bv);
+	switch (mm_choose(cg, node, t, d, b_const && nbatch == 1)) {
+	case MM_GEMM: emit_gemm_packed(cg, node, t, d, bv, nbatch); return true;
+	case MM_GEMV_ROWS_PATH:
+		if (nbatch != 1)
+			return false;
+		emit_gemv(cg, node, t, d, bv, true);
+		return true;
+	case MM_GEMV_PANELS_PATH:
+		if (nbatch != 1)
+			return false;
+		emit_gemv(cg, node, t, d, bv, false);
+		return true;
+	default: return false;
+	}
+}
+
 static void emit_product(struct rl_cgen *cg, const struct mm_types *t, const struct mm_desc *d)
 {
 	if (d->M == 0 || d->N == 0)
 		return;
 	if (t->narrow)
 		emit_narrow(cg, t, d);
-	else if (d->trans_b && !t->wrap && d->a_ks == 1)
+	else if (d->trans_b && !t->wrap && d->a_ks == 1) {
+		/* the vector extension is GNU C: other compilers (tcc) get the
+		 * scalar dot products */
+		int ind = cg->indent;
+		cg->indent = -1;
+		cg_line(cg, "#if defined(__GNUC__)");
+		cg->indent = ind;
 		emit_dots_vec(cg, t, d);
+		cg->indent = -1;
+		cg_line(cg, "#else");
+		cg->indent = ind;
+		emit_dots(cg, t, d);
+		cg->indent = -1;
+		cg_line(cg, "#endif");
+		cg->indent = ind;
+	}
 	else if (d->trans_b)
 		emit_dots(cg, t, d);
 	else
@@ -558,6 +770,23 @@ static enum rl_status emit_matmul(struct rl_cgen *cg, uint32_t node)
 	d.a_ks = 1;
 	if (rl_shape_numel(sy) == 0)
 		return RL_OK;
+	if (d.K > 0 && sa->rank >= 1 && sb->rank == 2) {
+		/* B without batch dims: the batch entries of A are consecutive rows */
+		struct mm_desc f = d;
+		f.M = rl_shape_numel(sy) / d.N;
+		f.a_rs = d.K;
+		snprintf(f.ybase, sizeof(f.ybase), "0");
+		if (emit_fast(cg, node, &t, &f, rl_node_in(&cg->g->nodes[node], 1), 1))
+			return RL_OK;
+	} else if (d.K > 0 && sa->rank >= 2 && sb->rank >= 2 && ba.rank == by.rank &&
+	           bb.rank == by.rank) {
+		bool same = true;
+		for (int i = 0; i < by.rank; i++)
+			same = same && ba.d[i].v == by.d[i].v && bb.d[i].v == by.d[i].v;
+		if (same && emit_fast(cg, node, &t, &d, rl_node_in(&cg->g->nodes[node], 1),
+		                      rl_shape_numel(&by)))
+			return RL_OK;
+	}
 	cg_line(cg, "/* MatMul: [%lld x %lld] x [%lld x %lld] per batch entry, i-k-j order */",
 	        (long long)d.M, (long long)d.K, (long long)d.K, (long long)d.N);
 	if (d.K == 0) {
@@ -620,6 +849,8 @@ static enum rl_status emit_gemm(struct rl_cgen *cg, uint32_t node)
 	if (t.wrap && (d.alpha != 1.0 || (d.has_c && d.beta != 1.0 && d.beta != 0.0)))
 		return cg_error(cg, node, "integer Gemm with alpha or beta other than 1 is not supported");
 	if (d.M == 0 || d.N == 0)
+		return RL_OK;
+	if (d.K > 0 && emit_fast(cg, node, &t, &d, rl_node_in(n, 1), 1))
 		return RL_OK;
 	cg_line(cg, "/* Gemm: Y = %g * A%s[%lld x %lld] x B%s[%lld x %lld]%s */", d.alpha,
 	        ta ? "'" : "", (long long)d.M, (long long)d.K, tb ? "'" : "", (long long)d.K,

@@ -17,6 +17,10 @@
  * running max and sum per lane, so every inner loop is contiguous. The max is
  * subtracted before exp, as numerically stable softmax requires.
  *
+ * Float32 Softmax/LogSoftmax over contiguous rows and float32 LayerNorm
+ * with a full Scale are vectorized (softmax_vec, layernorm_vec): rows across
+ * threads, each row in one thread, rl_vexp for the exponentials.
+ *
  * BatchNormalization in training mode (opset >= 14, training_mode=1) uses
  * the batch's own mean and (population) variance, as the ONNX reference
  * does, and writes the running mean and variance when they are requested.
@@ -27,6 +31,8 @@
 #include <string.h>
 
 #define RL_NORM_TILE 256 /* lanes of a tiled softmax */
+#define RL_NORM_MIN_PAR (1 << 15) /* elements per thread at least */
+#define VW 16 /* RL_VW, floats per vector in the generated code */
 
 static int64_t numel(const struct rl_value *v)
 {
@@ -203,6 +209,85 @@ static void emit_row_stats(struct rl_cgen *cg, enum rl_dtype dt, const char *ct,
 	        lit(ct, (double)D), lit(ct, eps));
 }
 
+/*
+ * Float32 LayerNormalization over contiguous rows of D >= RL_VW with a full
+ * Scale (and B) of D elements: rows split across threads (each row in one
+ * thread); per row a vector pass for the sum, one for the squared
+ * deviations (two-pass variance, as the scalar code), and the apply
+ * y = (x - mean) * inv * Scale + B. Sums run lane-wise over whole vectors
+ * and then across the lanes, the short tail in order after them. The
+ * scalar code under #else is the original loop.
+ */
+static void layernorm_vec(struct rl_cgen *cg, int64_t R, int64_t D, double eps, bool bias,
+                          bool ym, bool yi)
+{
+	const int64_t nv = D / VW * VW;
+	cg_vmath_need(cg, RL_VM_BASE);
+	cg->simd = 1;
+	if (R * D >= 2 * RL_NORM_MIN_PAR && R > 1) {
+		cg->par_n = R;
+		cg->par_grain = (RL_NORM_MIN_PAR + D - 1) / D;
+		cg_line(cg, "for (size_t r = (size_t)lo; r < (size_t)hi; r++) {");
+	} else {
+		cg_line(cg, "for (size_t r = 0; r < %lld; r++) {", (long long)R);
+	}
+	cg->indent++;
+	cg_line(cg, "const float *x = X0 + r * %lld;", (long long)D);
+	cg_line(cg, "float *y = Y0 + r * %lld;", (long long)D);
+	rl_buf_printf(&cg->body, "#ifdef RL_VEC\n");
+	cg_line(cg, "rl_vf va = {0};");
+	cg_line(cg, "for (size_t i = 0; i < %lld; i += RL_VW)", (long long)nv);
+	cg_line(cg, "    va += *(const rl_vfu *)(x + i);");
+	cg_line(cg, "float sum = 0.0f;");
+	cg_line(cg, "for (int l = 0; l < RL_VW; l++)");
+	cg_line(cg, "    sum += va[l];");
+	if (nv < D) {
+		cg_line(cg, "for (size_t i = %lld; i < %lld; i++)", (long long)nv, (long long)D);
+		cg_line(cg, "    sum += x[i];");
+	}
+	cg_line(cg, "const float mean = sum / %s;", cg_lit(RL_DT_FLOAT, (double)D));
+	cg_line(cg, "va = (rl_vf){0};");
+	cg_line(cg, "for (size_t i = 0; i < %lld; i += RL_VW) {", (long long)nv);
+	cg_line(cg, "    const rl_vf d = *(const rl_vfu *)(x + i) - mean;");
+	cg_line(cg, "    va += d * d;");
+	cg_line(cg, "}");
+	cg_line(cg, "float sq = 0.0f;");
+	cg_line(cg, "for (int l = 0; l < RL_VW; l++)");
+	cg_line(cg, "    sq += va[l];");
+	if (nv < D) {
+		cg_line(cg, "for (size_t i = %lld; i < %lld; i++)", (long long)nv, (long long)D);
+		cg_line(cg, "    sq += (x[i] - mean) * (x[i] - mean);");
+	}
+	cg_line(cg, "const float inv = 1.0f / sqrtf(sq / %s + %s);", cg_lit(RL_DT_FLOAT, (double)D),
+	        cg_lit(RL_DT_FLOAT, eps));
+	cg_line(cg, "for (size_t i = 0; i < %lld; i += RL_VW)", (long long)nv);
+	cg_line(cg, "    *(rl_vfu *)(y + i) = (*(const rl_vfu *)(x + i) - mean) * inv * "
+	        "*(const rl_vfu *)(X1 + i)%s;", bias ? " + *(const rl_vfu *)(X2 + i)" : "");
+	if (nv < D) {
+		cg_line(cg, "for (size_t i = %lld; i < %lld; i++)", (long long)nv, (long long)D);
+		cg_line(cg, "    y[i] = (x[i] - mean) * inv * X1[i]%s;", bias ? " + X2[i]" : "");
+	}
+	rl_buf_printf(&cg->body, "#else\n");
+	cg_line(cg, "float sum = 0.0f;");
+	cg_line(cg, "for (size_t i = 0; i < %lld; i++)", (long long)D);
+	cg_line(cg, "    sum += x[i];");
+	cg_line(cg, "const float mean = sum / %s;", cg_lit(RL_DT_FLOAT, (double)D));
+	cg_line(cg, "float sq = 0.0f;");
+	cg_line(cg, "for (size_t i = 0; i < %lld; i++)", (long long)D);
+	cg_line(cg, "    sq += (x[i] - mean) * (x[i] - mean);");
+	cg_line(cg, "const float inv = 1.0f / sqrtf(sq / %s + %s);", cg_lit(RL_DT_FLOAT, (double)D),
+	        cg_lit(RL_DT_FLOAT, eps));
+	cg_line(cg, "for (size_t i = 0; i < %lld; i++)", (long long)D);
+	cg_line(cg, "    y[i] = (x[i] - mean) * inv * X1[i]%s;", bias ? " + X2[i]" : "");
+	rl_buf_printf(&cg->body, "#endif\n");
+	if (ym)
+		cg_line(cg, "Y1[r] = mean;");
+	if (yi)
+		cg_line(cg, "Y2[r] = inv;");
+	cg->indent--;
+	cg_line(cg, "}");
+}
+
 static enum rl_status emit_layernorm(struct rl_cgen *cg, uint32_t node)
 {
 	const struct rl_node *n = &cg->g->nodes[node];
@@ -244,6 +329,13 @@ static enum rl_status emit_layernorm(struct rl_cgen *cg, uint32_t node)
 	}
 	cg_line(cg, "/* %lld rows of %lld: y = (x - mean) / sqrt(var + eps) * Scale + B */",
 	        (long long)R, (long long)D);
+	if (dt == RL_DT_FLOAT && y->dtype == RL_DT_FLOAT && strcmp(ct, "float") == 0 && D >= VW &&
+	    numel(sc) == D && sc->dtype == RL_DT_FLOAT && (!bi || (numel(bi) == D &&
+	    bi->dtype == RL_DT_FLOAT)) && (!ym || ym->dtype == RL_DT_FLOAT) &&
+	    (!yi || yi->dtype == RL_DT_FLOAT)) {
+		layernorm_vec(cg, R, D, eps, bi != NULL, ym != NULL, yi != NULL);
+		return RL_OK;
+	}
 	cg_line(cg, "for (size_t r = 0; r < %lld; r++) {", (long long)R);
 	cg->indent++;
 	cg_line(cg, "const size_t base = r * %lld;", (long long)D);
@@ -376,6 +468,113 @@ static enum rl_status emit_lrn(struct rl_cgen *cg, uint32_t node)
 
 /* ---- Softmax, LogSoftmax, Hardmax ----------------------------------------- */
 
+/*
+ * Float32 Softmax/LogSoftmax over contiguous rows of D >= RL_VW: rows split
+ * across threads (each row in one thread, so any thread count gives the same
+ * bits); per row three vector passes that stay in L1/L2: the max, then
+ * e = exp(x - max) with rl_vexp (stored for Softmax) and its sum, then the
+ * scaling (Softmax: y = e / sum as e * (1 / sum); LogSoftmax:
+ * y = x - max - log(sum), logf once per row). The last short vector of a row is padded
+ * (-inf for the max, 0 lanes for the sum) so it gets the same math. The
+ * scalar code under #else is the original one-row-at-a-time loop.
+ */
+static void softmax_vec(struct rl_cgen *cg, enum rl_op op, int64_t outer, int64_t D)
+{
+	bool tail = D % VW != 0, soft = op == RL_OP_Softmax;
+	cg_vmath_need(cg, RL_VM_EXP);
+	cg->simd = 1;
+	if (outer * D >= 2 * RL_NORM_MIN_PAR && outer > 1) {
+		cg->par_n = outer;
+		cg->par_grain = (RL_NORM_MIN_PAR + D - 1) / D;
+		cg_line(cg, "for (size_t a = (size_t)lo; a < (size_t)hi; a++) {");
+	} else {
+		cg_line(cg, "for (size_t a = 0; a < %lld; a++) {", (long long)outer);
+	}
+	cg->indent++;
+	cg_line(cg, "const float *x = X0 + a * %lld;", (long long)D);
+	cg_line(cg, "float *y = Y0 + a * %lld;", (long long)D);
+	rl_buf_printf(&cg->body, "#ifdef RL_VEC\n");
+	const int64_t nv = D / VW * VW; /* elements in whole vectors */
+	cg_line(cg, "rl_vf vm = *(const rl_vfu *)x;");
+	cg_line(cg, "for (size_t d = RL_VW; d < %lld; d += RL_VW) {", (long long)nv);
+	cg_line(cg, "    const rl_vf v = *(const rl_vfu *)(x + d);");
+	cg_line(cg, "    const rl_vi gt = v > vm;");
+	cg_line(cg, "    rl_vsel(&vm, &gt, &v, &vm);");
+	cg_line(cg, "}");
+	if (tail) {
+		cg_line(cg, "rl_vf xt = (rl_vf){0} - INFINITY; /* padded: -inf does not win */");
+		cg_line(cg, "memcpy(&xt, x + %lld, %lld * sizeof(float));", (long long)nv,
+		        (long long)(D - nv));
+		cg_line(cg, "{ const rl_vi gt = xt > vm; rl_vsel(&vm, &gt, &xt, &vm); }");
+	}
+	cg_line(cg, "float m = vm[0];");
+	cg_line(cg, "for (int l = 1; l < RL_VW; l++)");
+	cg_line(cg, "    m = vm[l] > m ? vm[l] : m;");
+	cg_line(cg, "rl_vf vs = {0};");
+	cg_line(cg, "for (size_t d = 0; d < %lld; d += RL_VW) {", (long long)nv);
+	cg_line(cg, "    const rl_vf t = *(const rl_vfu *)(x + d) - m;");
+	cg_line(cg, "    rl_vf e;");
+	cg_line(cg, "    rl_vexp(&e, &t);");
+	if (soft)
+		cg_line(cg, "    *(rl_vfu *)(y + d) = e;");
+	cg_line(cg, "    vs += e;");
+	cg_line(cg, "}");
+	if (tail) {
+		cg_line(cg, "{");
+		cg_line(cg, "    const rl_vf t = xt - m; /* -inf lanes give 0 */");
+		cg_line(cg, "    rl_vf e;");
+		cg_line(cg, "    rl_vexp(&e, &t);");
+		if (soft)
+			cg_line(cg, "    memcpy(y + %lld, &e, %lld * sizeof(float));", (long long)nv,
+			        (long long)(D - nv));
+		cg_line(cg, "    vs += e;");
+		cg_line(cg, "}");
+	}
+	cg_line(cg, "float s = 0.0f;");
+	cg_line(cg, "for (int l = 0; l < RL_VW; l++)");
+	cg_line(cg, "    s += vs[l];");
+	if (soft) {
+		cg_line(cg, "const float r = 1.0f / s;");
+		cg_line(cg, "for (size_t d = 0; d < %lld; d += RL_VW)", (long long)nv);
+		cg_line(cg, "    *(rl_vfu *)(y + d) = *(const rl_vfu *)(y + d) * r;");
+		if (tail) {
+			cg_line(cg, "for (size_t d = %lld; d < %lld; d++)", (long long)nv, (long long)D);
+			cg_line(cg, "    y[d] *= r;");
+		}
+	} else {
+		cg_line(cg, "const float ls = logf(s);");
+		cg_line(cg, "for (size_t d = 0; d < %lld; d += RL_VW)", (long long)nv);
+		cg_line(cg, "    *(rl_vfu *)(y + d) = *(const rl_vfu *)(x + d) - m - ls;");
+		if (tail) {
+			cg_line(cg, "for (size_t d = %lld; d < %lld; d++)", (long long)nv, (long long)D);
+			cg_line(cg, "    y[d] = x[d] - m - ls;");
+		}
+	}
+	rl_buf_printf(&cg->body, "#else\n");
+	cg_line(cg, "float m = x[0];");
+	cg_line(cg, "for (size_t d = 1; d < %lld; d++)", (long long)D);
+	cg_line(cg, "    if (x[d] > m) m = x[d];");
+	cg_line(cg, "float s = 0.0f;");
+	cg_line(cg, "for (size_t d = 0; d < %lld; d++) {", (long long)D);
+	cg_line(cg, "    const float e = expf(x[d] - m);");
+	if (soft)
+		cg_line(cg, "    y[d] = e;");
+	cg_line(cg, "    s += e;");
+	cg_line(cg, "}");
+	if (soft) {
+		cg_line(cg, "const float r = 1.0f / s;");
+		cg_line(cg, "for (size_t d = 0; d < %lld; d++)", (long long)D);
+		cg_line(cg, "    y[d] *= r;");
+	} else {
+		cg_line(cg, "const float ls = logf(s);");
+		cg_line(cg, "for (size_t d = 0; d < %lld; d++)", (long long)D);
+		cg_line(cg, "    y[d] = x[d] - m - ls;");
+	}
+	rl_buf_printf(&cg->body, "#endif\n");
+	cg->indent--;
+	cg_line(cg, "}");
+}
+
 static enum rl_status emit_softmax(struct rl_cgen *cg, uint32_t node)
 {
 	const struct rl_node *n = &cg->g->nodes[node];
@@ -408,6 +607,11 @@ static enum rl_status emit_softmax(struct rl_cgen *cg, uint32_t node)
 	cg_line(cg, "/* %s over %lld elements (stride %lld) for %lld x %lld rows%s */", opn,
 	        (long long)D, (long long)inner, (long long)outer, (long long)inner,
 	        n->op == RL_OP_Hardmax ? "" : "; the row max is subtracted before exp");
+	if (inner == 1 && dt == RL_DT_FLOAT && y->dtype == RL_DT_FLOAT && D >= VW &&
+	    n->op != RL_OP_Hardmax) {
+		softmax_vec(cg, n->op, outer, D);
+		return RL_OK;
+	}
 	/* names that let one code path serve scalar rows and tiled lanes */
 	bool vec = inner > 1;
 	int64_t tile = inner < RL_NORM_TILE ? inner : RL_NORM_TILE;

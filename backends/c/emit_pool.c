@@ -2,10 +2,15 @@
  * emit_pool.c - C kernels for MaxPool, AveragePool, LpPool and the global
  * pools.
  *
- * Windowed pools are a gather loop per output element over the kernel taps
- * x = o*s + k*d - pb, skipping taps outside the input; with 1 to 3 spatial
- * axes and small kernels that costs next to nothing beside the convolutions
- * around it. The rules follow the ONNX reference:
+ * Float/double MaxPool (without Indices) and AveragePool over one or two
+ * spatial axes take the row form (emit_rows): whole output rows at a time,
+ * as contiguous loops that plain -O2 vectorizes in the RL_TARGETS clones;
+ * MaxPool is separable there (rows, then windows, then the stride). The
+ * other windowed pools are a gather loop per output element over the
+ * kernel taps x = o*s + k*d - pb, skipping taps outside the input. Every
+ * pool splits its planes (image x channel) across the thread pool, a whole
+ * plane per iteration, so results do not depend on the thread count. The
+ * rules follow the ONNX reference:
  *   - MaxPool keeps the first largest value; the optional Indices output is
  *     the flat index into X (batch and channel included), row-major, or
  *     column-major over the spatial axes with storage_order = 1;
@@ -17,7 +22,9 @@
  * Pads: explicit, VALID, or SAME_UPPER/SAME_LOWER splitting the total
  * (out-1)*s + (k-1)*d + 1 - in with the odd pixel at the end (UPPER) or the
  * beginning (LOWER). Output sizes (ceil_mode included) come from inference.
- * Sums run in float for float32/float16/bfloat16 and in double for float64.
+ * Sums run in float for float32/float16/bfloat16 and in double for float64;
+ * GlobalAveragePool sums each plane as eight interleaved partial sums (a
+ * fixed order, so the same bits everywhere) so that -O2 vectorizes it.
  */
 #include "emit.h"
 
@@ -148,6 +155,308 @@ static const char *lowest(enum rl_dtype t)
 	}
 }
 
+/*
+ * Threads: planes (image x channel) split across the pool, each a whole
+ * plane per iteration, so results do not depend on the thread count. A
+ * chunk gets at least POOL_GRAIN units of work (outputs x taps) so a small
+ * pool does not pay a wake-up for nothing.
+ */
+#define POOL_GRAIN 16384
+
+static void pool_par(struct rl_cgen *cg, int64_t planes, int64_t work_per_plane)
+{
+	cg->par_n = planes;
+	cg->par_grain = work_per_plane >= POOL_GRAIN ? 1 : POOL_GRAIN / (work_per_plane ? work_per_plane : 1);
+}
+
+/* The interior [a, b) of one axis: outputs whose taps all lie inside the input. */
+static void pool_interior(const struct pool_win *w, int i, int64_t *a, int64_t *b)
+{
+	int64_t lo = 0, hi = w->out[i];
+	while (lo < hi && lo * w->s[i] - w->pb[i] < 0)
+		lo++;
+	while (hi > lo && (hi - 1) * w->s[i] + (w->k[i] - 1) * w->d[i] - w->pb[i] >= w->in[i])
+		hi--;
+	*a = lo;
+	*b = hi;
+}
+
+/*
+ * `for (size_t j = a; j < b; j++) BODY` as a main loop whose trip count is a
+ * multiple of 16 and a scalar tail: gcc -O2 vectorizes only loops it can
+ * cover without an epilogue, and 16 suits every RL_TARGETS clone's width.
+ */
+static void split_for(struct rl_cgen *cg, int64_t a, int64_t b, const char *body)
+{
+	int64_t n = b - a, m = n >= 16 ? n / 16 * 16 : n;
+	if (m > 0) {
+		cg_line(cg, "for (size_t j = %lld; j < %lld; j++) {", (long long)a, (long long)(a + m));
+		cg_line(cg, "    %s", body);
+		cg_line(cg, "}");
+	}
+	if (n > m) {
+		cg_line(cg, "for (size_t j = %lld; j < %lld; j++) {", (long long)(a + m), (long long)b);
+		cg_line(cg, "    %s", body);
+		cg_line(cg, "}");
+	}
+}
+
+#define POOL_ROW_MAX 512 /* widest input row of the separable MaxPool (two stack rows) */
+
+/*
+ * Separable MaxPool body for one output row (inside emit_rows' loops, with
+ * yr, ih0, kh0 and kh1 defined): v = the max over the kernel rows, column
+ * by column; r = the max over each window of v's columns; the outputs pick
+ * r at their stride. Every pass is a contiguous loop that -O2 vectorizes,
+ * where the per-tap form reads with the stride. Max is exact, so only the
+ * order among equal values (+0 and -0) or NaN could differ from the gather
+ * form, which ONNX leaves open.
+ */
+static void emit_max_sep(struct rl_cgen *cg, const char *T, const struct pool_win *w, int64_t a,
+                         int64_t b)
+{
+	int64_t W = w->in[1], OW = w->out[1], KW = w->k[1], SW = w->s[1], DW = w->d[1];
+	int64_t PL = w->pb[1];
+	char l[200];
+	cg_line(cg, "if (kh0 == kh1) { /* no tap inside: 0, as the gather form */");
+	cg_line(cg, "    memset(yr, 0, %lld * sizeof(%s));", (long long)OW, T);
+	cg_line(cg, "    continue;");
+	cg_line(cg, "}");
+	cg_line(cg, "%s v[%lld]; /* max over the kernel rows, per input column */", T, (long long)W);
+	cg_line(cg, "memcpy(v, xc + (size_t)(ih0 + kh0 * %lld) * %lld, sizeof(v));", (long long)w->d[0],
+	        (long long)W);
+	cg_line(cg, "for (long long kh = kh0 + 1; kh < kh1; kh++) {");
+	cg->indent++;
+	cg_line(cg, "const %s *restrict xr = xc + (size_t)(ih0 + kh * %lld) * %lld;", T,
+	        (long long)w->d[0], (long long)W);
+	split_for(cg, 0, W, "v[j] = xr[j] > v[j] ? xr[j] : v[j];");
+	cg->indent--;
+	cg_line(cg, "}");
+	if (b > a) {
+		/* r[j] = max over the window starting at input column j */
+		int64_t ja = a * SW - PL, jb = (b - 1) * SW - PL + 1;
+		cg_line(cg, "%s r[%lld]; /* r[j]: max over the window of columns from j */", T,
+		        (long long)jb);
+		snprintf(l, sizeof(l), "r[j] = v[j];");
+		split_for(cg, ja, jb, l);
+		for (int64_t kw = 1; kw < KW; kw++) {
+			snprintf(l, sizeof(l), "r[j] = v[j + %lld] > r[j] ? v[j + %lld] : r[j];",
+			         (long long)(kw * DW), (long long)(kw * DW));
+			split_for(cg, ja, jb, l);
+		}
+		cg_line(cg, "for (size_t ow = %lld; ow < %lld; ow++)", (long long)a, (long long)b);
+		if (SW == 1 && PL == 0)
+			cg_line(cg, "    yr[ow] = r[ow];");
+		else if (SW == 1)
+			cg_line(cg, "    yr[ow] = r[ow - %lld];", (long long)PL);
+		else
+			cg_line(cg, "    yr[ow] = r[ow * %lld - %lld];", (long long)SW, (long long)PL);
+	}
+	if (a > 0 || b < OW) {
+		cg_line(cg, "/* edge columns: the taps inside, one by one */");
+		cg_line(cg, "for (size_t ow = 0; ow < %lld; ow++) {", (long long)OW);
+		cg->indent++;
+		if (b > a) {
+			cg_line(cg, "if (ow == %lld)", (long long)a);
+			cg_line(cg, "    ow = %lld; /* skip the interior */", (long long)b);
+			cg_line(cg, "if (ow >= %lld)", (long long)OW);
+			cg_line(cg, "    break;");
+		}
+		cg_line(cg, "const long long iw0 = (long long)(ow * %lld) - %lld;", (long long)SW,
+		        (long long)PL);
+		cg_line(cg, "%s m = 0;", T);
+		cg_line(cg, "int any = 0;");
+		cg_line(cg, "for (long long kw = 0; kw < %lld; kw++) {", (long long)KW);
+		cg_line(cg, "    const long long iw = iw0 + kw * %lld;", (long long)DW);
+		cg_line(cg, "    if (iw >= 0 && iw < %lld && (!any || v[iw] > m)) {", (long long)W);
+		cg_line(cg, "        m = v[iw];");
+		cg_line(cg, "        any = 1;");
+		cg_line(cg, "    }");
+		cg_line(cg, "}");
+		cg_line(cg, "yr[ow] = m;");
+		cg->indent--;
+		cg_line(cg, "}");
+	}
+}
+
+/*
+ * Row form for float/double MaxPool (no Indices) and AveragePool with one or
+ * two spatial axes: per output row, the rows of taps inside the input are
+ * combined tap by tap into the whole output row, so the interior columns
+ * (all taps inside) are plain loops the compiler vectorizes: max as
+ * `v > y ? v : y`, which is what MAXPS does, so no flag is needed. The few
+ * edge columns take the per-element form. Every output sees its taps in the
+ * gather form's order (rows, then columns; first tap first), so the results
+ * are the same bits.
+ */
+static enum rl_status emit_rows(struct rl_cgen *cg, uint32_t node, const struct pool_win *w0,
+                                int64_t NC, bool include_pad)
+{
+	const struct rl_node *n = &cg->g->nodes[node];
+	enum rl_dtype dt = cg_in(cg, node, 0)->dtype;
+	const char *T = cg_ctype(dt);
+	bool is_max = n->op == RL_OP_MaxPool;
+	/* a 1-D pool is a 2-D one with a single row */
+	struct pool_win w = *w0;
+	if (w.nsp == 1) {
+		w.in[1] = w.in[0], w.out[1] = w.out[0], w.k[1] = w.k[0], w.s[1] = w.s[0];
+		w.d[1] = w.d[0], w.pb[1] = w.pb[0], w.pe[1] = w.pe[0];
+		w.in[0] = w.out[0] = w.k[0] = w.s[0] = w.d[0] = 1;
+		w.pb[0] = w.pe[0] = 0;
+		w.nsp = 2;
+	}
+	int64_t H = w.in[0], W = w.in[1], OH = w.out[0], OW = w.out[1], KH = w.k[0], KW = w.k[1];
+	int64_t a, b;
+	pool_interior(&w, 1, &a, &b);
+	pool_par(cg, NC, OH * OW * KH * KW);
+	cg->simd = 1;
+	cg_line(cg, "/* %s, row form: the taps of each output row combined row by row into it; planes split across threads */",
+	        rl_op_table[n->op].name);
+	cg_line(cg, "for (size_t nc = (size_t)lo; nc < (size_t)hi; nc++) {");
+	cg->indent++;
+	cg_line(cg, "const %s *restrict xc = X0 + nc * %lld;", T, (long long)(H * W));
+	cg_line(cg, "for (size_t oh = 0; oh < %lld; oh++) {", (long long)OH);
+	cg->indent++;
+	cg_line(cg, "%s *restrict yr = Y0 + (nc * %lld + oh) * %lld;", T, (long long)OH,
+	        (long long)OW);
+	cg_line(cg, "/* the kernel rows inside the input: [kh0, kh1) */");
+	cg_line(cg, "const long long ih0 = (long long)(oh * %lld) - %lld;", (long long)w.s[0],
+	        (long long)w.pb[0]);
+	cg_line(cg, "long long kh0 = 0, kh1 = %lld;", (long long)KH);
+	cg_line(cg, "while (kh0 < kh1 && ih0 + kh0 * %lld < 0)", (long long)w.d[0]);
+	cg_line(cg, "    kh0++;");
+	cg_line(cg, "while (kh1 > kh0 && ih0 + (kh1 - 1) * %lld >= %lld)", (long long)w.d[0],
+	        (long long)H);
+	cg_line(cg, "    kh1--;");
+	if (include_pad) {
+		cg_line(cg, "/* rows counted: inside the padded input, ih < %lld */", (long long)(H + w.pe[0]));
+		cg_line(cg, "long long nh = 0;");
+		cg_line(cg, "for (long long kh = 0; kh < %lld; kh++)", (long long)KH);
+		cg_line(cg, "    nh += ih0 + kh * %lld < %lld;", (long long)w.d[0], (long long)(H + w.pe[0]));
+	} else if (!is_max) {
+		cg_line(cg, "const long long nh = kh1 - kh0;");
+	}
+	if (is_max && W <= POOL_ROW_MAX) {
+		emit_max_sep(cg, T, &w, a, b);
+		cg->indent--;
+		cg_line(cg, "}");
+		cg->indent--;
+		cg_line(cg, "}");
+		return RL_OK;
+	}
+	if (b > a) {
+		cg_line(cg, "/* interior columns [%lld, %lld): every tap inside the row */", (long long)a,
+		        (long long)b);
+		if (!is_max) {
+			cg_line(cg, "for (size_t ow = %lld; ow < %lld; ow++)", (long long)a, (long long)b);
+			cg_line(cg, "    yr[ow] = 0;");
+		}
+		cg_line(cg, "for (long long kh = kh0; kh < kh1; kh++) {");
+		cg->indent++;
+		cg_line(cg, "const %s *restrict xr = xc + (size_t)(ih0 + kh * %lld) * %lld;", T,
+		        (long long)w.d[0], (long long)W);
+		cg_line(cg, "for (size_t kw = 0; kw < %lld; kw++) {", (long long)KW);
+		cg->indent++;
+		cg_line(cg, "const %s *xs = xr + kw * %lld - %lld;", T, (long long)w.d[1],
+		        (long long)w.pb[1]);
+		const char *ld = w.s[1] == 1 ? "xs[ow]" : NULL;
+		char lb[64];
+		if (!ld) {
+			snprintf(lb, sizeof(lb), "xs[ow * %lld]", (long long)w.s[1]);
+			ld = lb;
+		}
+		if (is_max) {
+			cg_line(cg, "if (kh == kh0 && kw == 0)");
+			cg_line(cg, "    for (size_t ow = %lld; ow < %lld; ow++)", (long long)a, (long long)b);
+			cg_line(cg, "        yr[ow] = %s;", ld);
+			cg_line(cg, "else");
+			cg_line(cg, "    for (size_t ow = %lld; ow < %lld; ow++) {", (long long)a,
+			        (long long)b);
+			cg_line(cg, "        const %s v = %s;", T, ld);
+			cg_line(cg, "        yr[ow] = v > yr[ow] ? v : yr[ow];");
+			cg_line(cg, "    }");
+		} else {
+			cg_line(cg, "for (size_t ow = %lld; ow < %lld; ow++)", (long long)a, (long long)b);
+			cg_line(cg, "    yr[ow] += %s;", ld);
+		}
+		cg->indent--;
+		cg_line(cg, "}");
+		cg->indent--;
+		cg_line(cg, "}");
+		if (is_max) {
+			cg_line(cg, "if (kh0 == kh1) /* no tap inside: 0, as the gather form */");
+			cg_line(cg, "    for (size_t ow = %lld; ow < %lld; ow++)", (long long)a, (long long)b);
+			cg_line(cg, "        yr[ow] = 0;");
+		} else {
+			cg_line(cg, "if (nh > 0) {");
+			cg_line(cg, "    const %s cnt = (%s)(int)(nh * %lld);", T, T, (long long)KW);
+			cg_line(cg, "    for (size_t ow = %lld; ow < %lld; ow++)", (long long)a, (long long)b);
+			cg_line(cg, "        yr[ow] = yr[ow] / cnt;");
+			cg_line(cg, "}");
+		}
+	}
+	if (a > 0 || b < OW) {
+		/* edge columns, one output at a time */
+		cg_line(cg, "/* edge columns: taps checked one by one */");
+		cg_line(cg, "for (size_t ow = 0; ow < %lld; ow++) {", (long long)OW);
+		cg->indent++;
+		if (b > a) {
+			cg_line(cg, "if (ow == %lld)", (long long)a);
+			cg_line(cg, "    ow = %lld; /* skip the interior */", (long long)b);
+			cg_line(cg, "if (ow >= %lld)", (long long)OW);
+			cg_line(cg, "    break;");
+		}
+		cg_line(cg, "const long long iw0 = (long long)(ow * %lld) - %lld;", (long long)w.s[1],
+		        (long long)w.pb[1]);
+		if (is_max) {
+			cg_line(cg, "%s m = 0;", T);
+			cg_line(cg, "int any = 0;");
+		} else {
+			cg_line(cg, "%s s = 0;", T);
+			cg_line(cg, "long long nw = 0;");
+			cg_line(cg, "for (long long kw = 0; kw < %lld; kw++) {", (long long)KW);
+			cg_line(cg, "    const long long iw = iw0 + kw * %lld;", (long long)w.d[1]);
+			if (include_pad)
+				cg_line(cg, "    nw += iw < %lld;", (long long)(W + w.pe[1]));
+			else
+				cg_line(cg, "    nw += iw >= 0 && iw < %lld;", (long long)W);
+			cg_line(cg, "}");
+		}
+		cg_line(cg, "for (long long kh = kh0; kh < kh1; kh++) {");
+		cg->indent++;
+		cg_line(cg, "const %s *restrict xr = xc + (size_t)(ih0 + kh * %lld) * %lld;", T,
+		        (long long)w.d[0], (long long)W);
+		cg_line(cg, "for (long long kw = 0; kw < %lld; kw++) {", (long long)KW);
+		cg->indent++;
+		cg_line(cg, "const long long iw = iw0 + kw * %lld;", (long long)w.d[1]);
+		cg_line(cg, "if (iw < 0 || iw >= %lld)", (long long)W);
+		cg_line(cg, "    continue;");
+		if (is_max) {
+			cg_line(cg, "const %s v = xr[iw];", T);
+			cg_line(cg, "if (!any || v > m)");
+			cg_line(cg, "    m = v;");
+			cg_line(cg, "any = 1;");
+		} else {
+			cg_line(cg, "s += xr[iw];");
+		}
+		cg->indent--;
+		cg_line(cg, "}");
+		cg->indent--;
+		cg_line(cg, "}");
+		if (is_max)
+			cg_line(cg, "yr[ow] = m;");
+		else
+			cg_line(cg, "yr[ow] = nh * nw != 0 ? s / (%s)(int)(nh * nw) : 0;", T);
+		cg->indent--;
+		cg_line(cg, "}");
+	}
+	cg->indent--;
+	cg_line(cg, "}");
+	cg->indent--;
+	cg_line(cg, "}");
+	return RL_OK;
+}
+
 static enum rl_status emit_window(struct rl_cgen *cg, uint32_t node)
 {
 	const struct rl_node *n = &cg->g->nodes[node];
@@ -180,10 +489,13 @@ static enum rl_status emit_window(struct rl_cgen *cg, uint32_t node)
 	const char *fs = dt == RL_DT_DOUBLE ? "" : "f"; /* math suffix */
 	char e[1024], e2[1024], xe[1100];
 
+	if (!I && !is_lp && (dt == RL_DT_FLOAT || dt == RL_DT_DOUBLE) && nsp <= 2)
+		return emit_rows(cg, node, &w, NC, include_pad);
 	cg_line(cg, "/* %s: gather over the kernel taps inside the input%s */",
 	        rl_op_table[n->op].name,
 	        include_pad ? "; divide by the taps inside the padded input" : "");
-	cg_line(cg, "for (size_t nc = 0; nc < %lld; nc++) {", (long long)NC);
+	pool_par(cg, NC, os * prod(w.k, nsp));
+	cg_line(cg, "for (size_t nc = (size_t)lo; nc < (size_t)hi; nc++) {");
 	cg->indent++;
 	cg_line(cg, "const %s *restrict xc = X0 + nc * %lld;", cg_ctype(dt), (long long)is);
 	for (int i = 0; i < nsp; i++) {
@@ -291,9 +603,11 @@ static enum rl_status emit_global(struct rl_cgen *cg, uint32_t node)
 	const char *acc = dt == RL_DT_DOUBLE ? "double" : "float";
 	if (NC == 0)
 		return RL_OK;
-	cg_line(cg, "/* %s over each %lld-element plane */", rl_op_table[n->op].name,
-	        (long long)is);
-	cg_line(cg, "for (size_t nc = 0; nc < %lld; nc++) {", (long long)NC);
+	pool_par(cg, NC, is);
+	cg->simd = 1;
+	cg_line(cg, "/* %s over each %lld-element plane, planes split across threads */",
+	        rl_op_table[n->op].name, (long long)is);
+	cg_line(cg, "for (size_t nc = (size_t)lo; nc < (size_t)hi; nc++) {");
 	cg->indent++;
 	cg_line(cg, "const %s *restrict xc = X0 + nc * %lld;", cg_ctype(dt), (long long)is);
 	if (is_max) {
@@ -304,10 +618,25 @@ static enum rl_status emit_global(struct rl_cgen *cg, uint32_t node)
 		cg_line(cg, "}");
 		cg_line(cg, "Y0[nc] = %s;", cg_store(cg, dt, "m"));
 	} else {
-		cg_line(cg, "%s s = 0;", acc);
-		cg_line(cg, "for (size_t q = 0; q < %lld; q++)", (long long)is);
-		cg_line(cg, "    s += %s;", cg_load(cg, dt, "xc[q]"));
+		int64_t q8 = is / 8 * 8;
 		char r[100];
+		if (q8 >= 16) {
+			/* eight interleaved partial sums (a fixed order: the same result
+			 * on every machine and thread count) so that -O2 vectorizes */
+			cg_line(cg, "%s p[8] = {0, 0, 0, 0, 0, 0, 0, 0};", acc);
+			cg_line(cg, "for (size_t q = 0; q < %lld; q += 8)", (long long)q8);
+			cg_line(cg, "    for (size_t j = 0; j < 8; j++)");
+			cg_line(cg, "        p[j] += %s;", cg_load(cg, dt, "xc[q + j]"));
+			cg_line(cg, "%s s = ((p[0] + p[4]) + (p[2] + p[6])) + ((p[1] + p[5]) + (p[3] + p[7]));",
+			        acc);
+		} else {
+			q8 = 0;
+			cg_line(cg, "%s s = 0;", acc);
+		}
+		if (is > q8) {
+			cg_line(cg, "for (size_t q = %lld; q < %lld; q++)", (long long)q8, (long long)is);
+			cg_line(cg, "    s += %s;", cg_load(cg, dt, "xc[q]"));
+		}
 		snprintf(r, sizeof(r), "s / %s", cg_lit(dt == RL_DT_DOUBLE ? RL_DT_DOUBLE : RL_DT_FLOAT,
 		                                        (double)(is ? is : 1)));
 		cg_line(cg, "Y0[nc] = %s;", cg_store(cg, dt, r));

@@ -12,6 +12,9 @@
  *   over the reduced groups stream whole input rows, so the innermost loop is
  *   contiguous in both input and accumulator and vectorizes.
  *
+ * Float32 reductions whose reduced elements form one contiguous row per
+ * output are vectorized and split across threads by rows (emit_reduce_rows).
+ *
  * Accumulators: float for float32/float16/bfloat16 (numpy sums float32 in
  * float32 too), double for float64. Integer sums, products and squares use
  * uint64_t, whose wrap-around equals numpy's in the narrower type once cast
@@ -32,6 +35,8 @@
 #include <string.h>
 
 #define RL_RED_TILE 256 /* elements of a vector accumulator */
+#define RL_RED_MIN_PAR (1 << 15) /* elements per thread at least */
+#define VW 16 /* RL_VW, floats per vector in the generated code */
 
 static int64_t numel(const struct rl_value *v)
 {
@@ -442,6 +447,127 @@ static enum rl_status emit_reduce_runtime(struct rl_cgen *cg, uint32_t node, str
 	return RL_OK;
 }
 
+/* ---- float32 reductions over contiguous rows ------------------------------ */
+
+/*
+ * When the only reduced group is the last one, output r reduces the
+ * contiguous row X0[r * cnt, (r + 1) * cnt). For float32 Sum, Mean,
+ * SumSquare, L1, L2, LogSum, Prod, Max and Min each row is reduced with two
+ * vector accumulators (RL_VW lanes each, to cover the add latency), which
+ * are combined lane-wise, then across the lanes in order, then the short
+ * tail in order: a fixed order, so results do not depend on the thread
+ * count (rows are split across threads, a row never is). Max/Min keep the
+ * scalar code's NaN propagation. The scalar code under #else is the
+ * sequential loop.
+ */
+static bool rows_fit(const struct red *R, enum rl_dtype dt, const struct group *g, int m)
+{
+	if (dt != RL_DT_FLOAT || m < 1 || !g[m - 1].reduced || g[m - 1].xs != 1)
+		return false;
+	for (int k = 0; k < m - 1; k++)
+		if (g[k].reduced)
+			return false;
+	switch (R->op) {
+	case RL_OP_ReduceSum: case RL_OP_ReduceMean: case RL_OP_ReduceSumSquare:
+	case RL_OP_ReduceL1: case RL_OP_ReduceL2: case RL_OP_ReduceLogSum:
+	case RL_OP_ReduceProd: case RL_OP_ReduceMax: case RL_OP_ReduceMin:
+		return R->cnt >= 2 * VW;
+	default:
+		return false;
+	}
+}
+
+/* vector statement folding rl_vf `v` into accumulator `a` */
+static void vstep(struct rl_cgen *cg, enum rl_op op, const char *a, const char *v)
+{
+	switch (op) {
+	case RL_OP_ReduceSumSquare: case RL_OP_ReduceL2:
+		cg_line(cg, "%s += %s * %s;", a, v, v);
+		break;
+	case RL_OP_ReduceL1:
+		cg_line(cg, "{ rl_vf t_; rl_vabs(&t_, &%s); %s += t_; }", v, a);
+		break;
+	case RL_OP_ReduceProd:
+		cg_line(cg, "%s *= %s;", a, v);
+		break;
+	case RL_OP_ReduceMax: case RL_OP_ReduceMin:
+		/* a NaN wins; two selects of different values (GCC 12 scalarizes
+		 * an | of two masks): the NaN comes in as v + a */
+		cg_line(cg, "{ rl_vi m_ = %s %s %s; const rl_vf n_ = %s + %s; rl_vsel(&%s, &m_, &%s, &%s);",
+		        v, op == RL_OP_ReduceMax ? ">" : "<", a, v, a, a, v, a);
+		cg_line(cg, "  m_ = %s != %s; rl_vsel(&%s, &m_, &n_, &%s); }", v, v, a, a);
+		break;
+	default:
+		cg_line(cg, "%s += %s;", a, v);
+		break;
+	}
+}
+
+static void emit_reduce_rows(struct rl_cgen *cg, const struct red *R, enum rl_dtype ydt,
+                             int64_t nout, int64_t cnt)
+{
+	int64_t nv = cnt / VW * VW, n2 = cnt / (2 * VW) * (2 * VW);
+	const char *init = red_init(R);
+	cg_vmath_need(cg, RL_VM_BASE);
+	cg->simd = 1;
+	if (nout > 1 && nout * cnt >= 2 * RL_RED_MIN_PAR) {
+		cg->par_n = nout;
+		cg->par_grain = (RL_RED_MIN_PAR + cnt - 1) / cnt;
+		cg_line(cg, "for (size_t r = (size_t)lo; r < (size_t)hi; r++) {");
+	} else {
+		cg_line(cg, "for (size_t r = 0; r < %lld; r++) {", (long long)nout);
+	}
+	cg->indent++;
+	cg_line(cg, "const float *x = X0 + r * %lld;", (long long)cnt);
+	rl_buf_printf(&cg->body, "#ifdef RL_VEC\n");
+	cg_line(cg, "rl_vf a0 = (rl_vf){0} + %s, a1 = a0;", init);
+	cg_line(cg, "for (size_t i = 0; i < %lld; i += 2 * RL_VW) {", (long long)n2);
+	cg->indent++;
+	cg_line(cg, "const rl_vf v0 = *(const rl_vfu *)(x + i), v1 = *(const rl_vfu *)(x + i + RL_VW);");
+	vstep(cg, R->op, "a0", "v0");
+	vstep(cg, R->op, "a1", "v1");
+	cg->indent--;
+	cg_line(cg, "}");
+	if (nv > n2) {
+		cg_line(cg, "{");
+		cg->indent++;
+		cg_line(cg, "const rl_vf v0 = *(const rl_vfu *)(x + %lld);", (long long)n2);
+		vstep(cg, R->op, "a0", "v0");
+		cg->indent--;
+		cg_line(cg, "}");
+	}
+	/* a0 and a1 lane-wise: the same step with a1 as the element */
+	struct red lane = *R;
+	if (lane.op == RL_OP_ReduceSumSquare || lane.op == RL_OP_ReduceL2 ||
+	    lane.op == RL_OP_ReduceL1)
+		lane.op = RL_OP_ReduceSum; /* already squared / absolute */
+	vstep(cg, lane.op, "a0", "a1");
+	cg_line(cg, "float a = a0[0];");
+	cg_line(cg, "for (int l = 1; l < RL_VW; l++) {");
+	cg->indent++;
+	red_step(cg, &lane, "a", "a0[l]");
+	cg->indent--;
+	cg_line(cg, "}");
+	if (nv < cnt) {
+		cg_line(cg, "for (size_t i = %lld; i < %lld; i++) {", (long long)nv, (long long)cnt);
+		cg->indent++;
+		red_step(cg, R, "a", "x[i]");
+		cg->indent--;
+		cg_line(cg, "}");
+	}
+	rl_buf_printf(&cg->body, "#else\n");
+	cg_line(cg, "float a = %s;", init);
+	cg_line(cg, "for (size_t i = 0; i < %lld; i++) {", (long long)cnt);
+	cg->indent++;
+	red_step(cg, R, "a", "x[i]");
+	cg->indent--;
+	cg_line(cg, "}");
+	rl_buf_printf(&cg->body, "#endif\n");
+	cg_line(cg, "Y0[r] = %s;", cg_store(cg, ydt, red_final(R, "a", "a")));
+	cg->indent--;
+	cg_line(cg, "}");
+}
+
 static enum rl_status emit_reduce_op(struct rl_cgen *cg, uint32_t node)
 {
 	const struct rl_node *n = &cg->g->nodes[node];
@@ -486,6 +612,10 @@ static enum rl_status emit_reduce_op(struct rl_cgen *cg, uint32_t node)
 	cg_line(cg, "/* %s over %lld element%s per output%s */", rl_op_table[n->op].name,
 	        (long long)R.cnt, R.cnt == 1 ? "" : "s",
 	        noop ? " (empty axes with noop_with_empty_axes: element-wise only)" : "");
+	if (!vec && rows_fit(&R, x->dtype, g, m)) {
+		emit_reduce_rows(cg, &R, y->dtype, nout, R.cnt);
+		return RL_OK;
+	}
 	struct nest ns = {0};
 	snprintf(ns.x, sizeof(ns.x), "0");
 	snprintf(ns.y, sizeof(ns.y), "0");

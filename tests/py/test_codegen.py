@@ -13,6 +13,8 @@
   program that crashes or hangs (reported, time-limited); no outputs left.
 - Threads: bit-identical outputs at 1, 2 and 3 threads; --cc/--cflags reach
   the compiler without a shell.
+- Portability: tcc (the scalar path) and aarch64 under qemu-user (generic
+  vectors, no x86 dispatch) match the gcc build.
 """
 
 import filecmp
@@ -66,10 +68,10 @@ def main():
                     t.add("skip")
                     print(f"  skip: {m}: {cc} not installed")
                     continue
-                r = rltest.run([cc, "-std=c11", "-Wall", "-Wextra", "-Werror", "-O2", "-c",
+                r = rltest.run([cc, "-std=c11", "-pedantic", "-Wall", "-Wextra", "-Werror", "-O2", "-c",
                                 os.path.join(outs[0], m + ".c"), "-o", os.path.join(outs[0], m + ".o")],
                                timeout=300)
-                check(f"{m}: {cc} -std=c11 -Wall -Wextra -Werror compiles", r.ok, r.describe())
+                check(f"{m}: {cc} -std=c11 -pedantic -Wall -Wextra -Werror compiles", r.ok, r.describe())
 
         # side-file weights give the same outputs as embedded ones
         mlp = os.path.join(models, "mlp.onnx")
@@ -109,6 +111,46 @@ def main():
             if len(got) == 3:
                 check(f"{m}: bit-identical outputs at 1, 2 and 3 threads",
                       np.array_equal(got[1], got[2]) and np.array_equal(got[1], got[3]))
+        # portable paths: a compiler that is neither gcc nor clang (tcc: no
+        # GNU vectors, no target_clones, the scalar #else code) and aarch64
+        # (cross gcc, run under qemu-user: generic vectors, no x86 dispatch)
+        # give the x86 gcc build's outputs within the conformance tolerance
+        arm = ("aarch64-linux-gnu-gcc", "qemu-aarch64")
+        armcc = os.path.join(tmp, "armcc.sh")
+        with open(armcc, "w") as f:
+            f.write("#!/bin/sh\n"
+                    "# cross-compile for aarch64; 'model' becomes a qemu-user launcher\n"
+                    "out=; prev=\n"
+                    "for a in \"$@\"; do [ \"$prev\" = -o ] && out=$a; prev=$a; done\n"
+                    "aarch64-linux-gnu-gcc -Wall -Wextra -Werror \"$@\" -o \"$out.arm\" || exit 1\n"
+                    "printf '#!/bin/sh\\nexec qemu-aarch64 -L /usr/aarch64-linux-gnu \"$0.arm\" \"$@\"\\n' > \"$out\"\n"
+                    "chmod +x \"$out\"\n")
+        os.chmod(armcc, 0o755)
+        for m in ("mlp", "gpt_block", "resnet_small"):
+            mp = os.path.join(models, m + ".onnx")
+            feeds = []
+            for k in range(8):
+                pb = os.path.join(tmp, f"thr_{m}_{k}.pb")
+                if os.path.exists(pb):
+                    feeds += ["-i", pb]
+            ref = None
+            for label, ccargs, need in (("gcc", ["--cc", "gcc"], ("gcc",)),
+                                        ("tcc", ["--cc", "tcc"], ("tcc",)),
+                                        ("aarch64", ["--cc", armcc], arm)):
+                if not all(shutil.which(x) for x in need):
+                    check(f"{m}: {label} is installed (scripts/deps.sh --test)", False)
+                    continue
+                od = os.path.join(tmp, f"port_{m}_{label}")
+                r = rltest.run([rl, "run", mp, "-d", od] + ccargs + feeds, timeout=600)
+                if not r.ok:
+                    check(f"{m}: builds and runs with {label}", False, r.describe())
+                    continue
+                got = rltest.read_pb(os.path.join(od, "output_0.pb"))[1]
+                if ref is None:
+                    ref = got
+                    continue
+                ok, msg, _, _ = rltest.compare(got, ref, rtol=1e-3, atol=1e-5)
+                check(f"{m}: {label} build matches the gcc build (rtol 1e-3, atol 1e-5)", ok, msg)
         sd = os.path.join(tmp, "side")
         os.makedirs(sd)
         r = rltest.run([rl, mlp, "-o", os.path.join(sd, "mlp_opt.c"), "--weights-max", "0"], timeout=120)

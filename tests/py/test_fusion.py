@@ -395,7 +395,10 @@ def check(case, args, extra, work):
     if not r.ok:
         return "fail", f"rlopt -o model.c: {r.describe(args.stderr_lines)}"
     with open(c_path) as f:
-        names = re.findall(r"^static void (k\w+)\(", f.read(), re.M)
+        # kernel entries: a vectorized one is `static RL_TARGETS void k...`, a
+        # threaded one also has a `k..._range` body and a `k..._task` adapter
+        names = [n for n in re.findall(r"^static (?:RL_TARGETS )?void (k\w+)\(", f.read(), re.M)
+                 if not n.endswith(("_range", "_task"))]
     fused = [n for n in names if "_fused_" in n]
     fusing = not any(a in ("-O0", "-O1") or a.startswith("--passes") for a in extra)
     if fusing and (len(names) != case.kernels or len(fused) != case.fused):

@@ -1,0 +1,333 @@
+/*
+ * emit_math.c - the vector math library a generated .c carries: exp, expm1,
+ * log, log1p, tanh, sigmoid and sqrt on rl_vf (16 floats, emit_rt.c), as
+ * branch-free C that any GNU-compatible compiler turns into straight-line
+ * SIMD at plain -O2: no -ffast-math, no libm call, no intrinsic header.
+ *
+ * Why it looks like this:
+ *
+ * - Each helper takes pointers (`rl_vexp(rl_vf *r, const rl_vf *x)`): a
+ *   64-byte vector passed by value changes the ABI between the target clones
+ *   (GCC warns, Clang refuses); always_inline makes the pointers free.
+ * - Rounding to an integer is the 1.5*2^23 magic constant (adding it leaves
+ *   the nearest integer in the low mantissa bits), so n comes out both as a
+ *   float and, from the bits, as an integer without a float->int conversion
+ *   (undefined for NaN in scalar C); bit casts are vector casts; lane
+ *   selects are rl_vsel on comparison masks, never branches.
+ * - No `|` or `&` of two comparison masks, and no two selects that pick the
+ *   same value (GCC folds those into one): GCC 12 lowers such a combined
+ *   mask lane by lane, 16 scalar compares.
+ * - Only what a file needs is emitted (cg_vmath_need), with its
+ *   dependencies first, into cg->statics under `#ifdef RL_VEC`: the scalar
+ *   path under `#else` keeps the libm calls and rl_tanhf/rl_erff, and
+ *   constant folding keeps its own scalar table.
+ *
+ * Maximum errors, measured by tests/unit/test_emit_math.c against double
+ * precision libm over a dense sweep of floats (every 97th float of the
+ * function's domain plus the edges), in units in the last place of the
+ * float result:
+ *
+ *   rl_vexp      1.5 ulp  Cody-Waite reduction, Taylor degree 7 (1.18 seen)
+ *   rl_vexpm1    2.5 ulp  same core; 2^n q + (2^n - 1) for small n (2.19)
+ *   rl_vlog      2 ulp    m in [sqrt(1/2), sqrt(2)), atanh series to s^9 (1.90)
+ *   rl_vlog1p    4 ulp    log(1+u) u / ((1+u) - 1), Goldberg's correction (3.68)
+ *   rl_vtanh     3 ulp    -e / (e + 2), e = expm1(-2|x|), sign restored (2.49)
+ *   rl_vsigmoid  2.5 ulp  1 / (1 + exp(-x)) (2.31)
+ *   rl_vsqrt     0.5 ulp  Newton in double from a bit-trick 1/sqrt, rounded
+ *                         once: correctly rounded but within 3.3e-11 of a
+ *                         midpoint (0.500 seen)
+ *
+ * Special values: NaN in gives NaN out everywhere. exp: -inf -> 0, +inf and
+ * x > 88.72 -> +inf, results below FLT_MIN are denormals (one rounding).
+ * expm1: -inf -> -1, -0 -> -0. log: x < 0 -> NaN, +-0 -> -inf, +inf -> +inf,
+ * denormal inputs exact as normal ones. tanh: +-inf -> +-1, -0 -> -0.
+ * sigmoid: -inf -> 0, +inf -> 1. sqrt: x < 0 -> NaN, -0 -> -0, +inf -> +inf,
+ * denormals exact. Division everywhere is the native `/` (IEEE).
+ */
+#include "emit.h"
+
+#include <string.h>
+
+/* Lane loads and stores that move fewer than RL_VW floats: the padded last
+ * vector of a row, so tails get the same math as the body. */
+static const char vm_base[] =
+	"#ifdef __AVX512F__\n"
+	"/* Compiled for AVX-512 already (-march=native): the clones add nothing,\n"
+	" * and GCC 12 fails (internal compiler error) inlining these helpers,\n"
+	" * folded for the file's AVX-512 target, into an x86-64-v3 clone. */\n"
+	"#undef RL_TARGETS\n"
+	"#define RL_TARGETS\n"
+	"#endif\n\n"
+	"RL_INLINE void rl_vload_n(rl_vf *r, const float *p, size_t n)\n"
+	"{\n"
+	"    *r = (rl_vf){0};\n"
+	"    memcpy(r, p, n * sizeof(float));\n"
+	"}\n\n"
+	"RL_INLINE void rl_vstore_n(float *p, const rl_vf *v, size_t n)\n"
+	"{\n"
+	"    memcpy(p, v, n * sizeof(float));\n"
+	"}\n\n"
+	"/* |x|: the sign bit cleared */\n"
+	"RL_INLINE void rl_vabs(rl_vf *r, const rl_vf *x)\n"
+	"{\n"
+	"    *r = (rl_vf)((rl_vu)*x & 0x7fffffffu);\n"
+	"}\n\n"
+	"/* x clamped to [lo, hi]; a NaN lane stays NaN (both comparisons false) */\n"
+	"RL_INLINE void rl_vclamp(rl_vf *r, const rl_vf *x, float lo, float hi)\n"
+	"{\n"
+	"    const rl_vf l = (rl_vf){0} + lo, h = (rl_vf){0} + hi;\n"
+	"    rl_vi m = *x < l;\n"
+	"    rl_vsel(r, &m, &l, x);\n"
+	"    m = *r > h;\n"
+	"    rl_vsel(r, &m, &h, r);\n"
+	"}\n\n";
+
+/* The shared core of exp and expm1. */
+static const char vm_expcore[] =
+	"/*\n"
+	" * For x in [-104, 89]: x = n ln2 + r with n = round(x / ln2) (the 1.5*2^23\n"
+	" * magic constant), r by the Cody-Waite two-constant reduction (ln2_hi has 9\n"
+	" * significant bits, so n * ln2_hi is exact), |r| <= ln2/2 + tiny. q = e^r - 1\n"
+	" * by the Taylor polynomial of degree 7 (truncation < 6e-9 relative over the\n"
+	" * interval). ni is n as an integer, read from the bits of the rounded sum.\n"
+	" */\n"
+	"RL_INLINE void rl_vexp_core(rl_vf *q, rl_vf *nf, rl_vi *ni, const rl_vf *x)\n"
+	"{\n"
+	"    const rl_vf t = *x * 1.44269502f + 12582912.0f;\n"
+	"    const rl_vf n = t - 12582912.0f;\n"
+	"    rl_vf r = *x - n * 0.693359375f;\n"
+	"    r = r - n * -2.12194440e-4f;\n"
+	"    rl_vf p = r * 1.98412698e-4f + 1.38888889e-3f;\n"
+	"    p = p * r + 8.33333333e-3f;\n"
+	"    p = p * r + 4.16666667e-2f;\n"
+	"    p = p * r + 1.66666667e-1f;\n"
+	"    p = p * r + 0.5f;\n"
+	"    p = p * r + 1.0f;\n"
+	"    *q = p * r;\n"
+	"    *nf = n;\n"
+	"    *ni = (rl_vi)((rl_vu)t - 0x4b400000u);\n"
+	"}\n\n";
+
+static const char vm_exp[] =
+	"/* e^x, within 1.5 ulp; 2^n is applied as two factors 2^(n/2) 2^(n - n/2),\n"
+	" * both normal, so large x overflows to inf and small x underflows\n"
+	" * through the denormals with a single rounding */\n"
+	"RL_INLINE void rl_vexp(rl_vf *r, const rl_vf *x)\n"
+	"{\n"
+	"    rl_vf xc, q, n;\n"
+	"    rl_vi ni;\n"
+	"    rl_vclamp(&xc, x, -104.0f, 89.0f);\n"
+	"    rl_vexp_core(&q, &n, &ni, &xc);\n"
+	"    const rl_vi h = ni >> 1;\n"
+	"    const rl_vf s1 = (rl_vf)(((rl_vu)h + 127u) << 23);\n"
+	"    const rl_vf s2 = (rl_vf)(((rl_vu)(ni - h) + 127u) << 23);\n"
+	"    *r = (q + 1.0f) * s1 * s2;\n"
+	"}\n\n";
+
+static const char vm_expm1[] =
+	"/* e^x - 1, within 2.5 ulp: q itself for n = 0 (so small x keeps its\n"
+	" * relative accuracy and -0 its sign), 2^n q + (2^n - 1) for n up to 24,\n"
+	" * e^x - 1 through two factors above (the -1 no longer matters) */\n"
+	"RL_INLINE void rl_vexpm1(rl_vf *r, const rl_vf *x)\n"
+	"{\n"
+	"    rl_vf xc, q, n;\n"
+	"    rl_vi ni;\n"
+	"    rl_vclamp(&xc, x, -88.0f, 89.0f);\n"
+	"    rl_vexp_core(&q, &n, &ni, &xc);\n"
+	"    const rl_vi h = ni >> 1;\n"
+	"    const rl_vf s1 = (rl_vf)(((rl_vu)h + 127u) << 23);\n"
+	"    const rl_vf s2 = (rl_vf)(((rl_vu)(ni - h) + 127u) << 23);\n"
+	"    const rl_vf big = (q + 1.0f) * s1 * s2 - 1.0f;\n"
+	"    const rl_vf s = (rl_vf)(((rl_vu)ni + 127u) << 23);\n"
+	"    rl_vf small = q * s + (s - 1.0f);\n"
+	"    rl_vi m = n == 0.0f;\n"
+	"    rl_vsel(&small, &m, &q, &small);\n"
+	"    m = n > 24.0f;\n"
+	"    rl_vsel(&small, &m, &big, &small);\n"
+	"    m = *x == 0.0f; /* the reduction turns -0 into +0 */\n"
+	"    rl_vsel(r, &m, x, &small);\n"
+	"}\n\n";
+
+static const char vm_log[] =
+	"/*\n"
+	" * log x within 2 ulp: x = m 2^e with m in [sqrt(1/2), sqrt(2)) (denormals\n"
+	" * scaled by 2^23 first), f = m - 1 (exact), s = f / (2 + f) and\n"
+	" * log m = 2 atanh s = 2s (1 + s^2/3 + s^4/5 + s^6/7 + s^8/9) (|s| <= 0.172,\n"
+	" * truncation < 3e-9 relative); e ln2 added in two parts. x near 1 has\n"
+	" * e = 0, so log x keeps its relative accuracy there.\n"
+	" */\n"
+	"RL_INLINE void rl_vlog(rl_vf *r, const rl_vf *x)\n"
+	"{\n"
+	"    rl_vf v = *x;\n"
+	"    rl_vi m = v < 1.17549435e-38f;\n"
+	"    const rl_vf up = v * 8388608.0f;\n"
+	"    rl_vsel(&v, &m, &up, &v);\n"
+	"    rl_vf e = __builtin_convertvector((rl_vi)(((rl_vu)v >> 23) & 0xffu), rl_vf);\n"
+	"    e = e - 127.0f - (rl_vf)(m & (rl_vi)((rl_vf){0} + 23.0f));\n"
+	"    rl_vf mm = (rl_vf)(((rl_vu)v & 0x7fffffu) | 0x3f800000u);\n"
+	"    m = mm > 1.41421356f;\n"
+	"    const rl_vf half = mm * 0.5f, e1 = e + 1.0f;\n"
+	"    rl_vsel(&mm, &m, &half, &mm);\n"
+	"    rl_vsel(&e, &m, &e1, &e);\n"
+	"    const rl_vf f = mm - 1.0f;\n"
+	"    const rl_vf s = f / (f + 2.0f);\n"
+	"    const rl_vf z = s * s;\n"
+	"    rl_vf p = z * 0.111111111f + 0.142857143f;\n"
+	"    p = p * z + 0.2f;\n"
+	"    p = p * z + 0.333333333f;\n"
+	"    p = p * z;\n"
+	"    const rl_vf s2 = s + s;\n"
+	"    rl_vf y = e * 0.693145752f + (s2 * p + s2 + e * 1.42860682e-6f);\n"
+	"    /* specials: NaN and +inf (all exponent bits set) pass, 0 gives -inf,\n"
+	"     * negatives (-inf too, hence last) NaN */\n"
+	"    const rl_vf ninf = (rl_vf){0} - __builtin_inff(), nan = (rl_vf){0} + __builtin_nanf(\"\");\n"
+	"    m = (rl_vi)((rl_vu)*x & 0x7fffffffu) >= 0x7f800000;\n"
+	"    rl_vsel(&y, &m, x, &y);\n"
+	"    m = *x == 0.0f;\n"
+	"    rl_vsel(&y, &m, &ninf, &y);\n"
+	"    m = *x < 0.0f;\n"
+	"    rl_vsel(r, &m, &nan, &y);\n"
+	"}\n\n";
+
+static const char vm_log1p[] =
+	"/* log(1 + u) within 4 ulp: w = 1 + u rounds, but log(w) u / (w - 1) cancels\n"
+	" * that rounding to first order (Goldberg); w = 1 gives u itself */\n"
+	"RL_INLINE void rl_vlog1p(rl_vf *r, const rl_vf *u)\n"
+	"{\n"
+	"    const rl_vf w = *u + 1.0f;\n"
+	"    rl_vf l;\n"
+	"    rl_vlog(&l, &w);\n"
+	"    rl_vf y = l * (*u / (w - 1.0f));\n"
+	"    const rl_vf inf = (rl_vf){0} + __builtin_inff();\n"
+	"    rl_vi m = w == 1.0f;\n"
+	"    rl_vsel(&y, &m, u, &y);\n"
+	"    m = *u == inf;\n"
+	"    rl_vsel(r, &m, &inf, &y);\n"
+	"}\n\n";
+
+static const char vm_tanh[] =
+	"/* tanh x within 3 ulp: with t = -2|x| <= 0 and e = e^t - 1 in [-1, 0],\n"
+	" * tanh |x| = -e / (e + 2), no cancellation and exact 1 for |x| > 9. As\n"
+	" * t <= 0, n <= 0 and e = 2^n q + (2^n - 1) needs no select: for n = 0 it\n"
+	" * is q itself (small x keep their relative accuracy), t < -88 clamps to\n"
+	" * e = -1. The sign of x is put back by its bit (so -0 stays -0). */\n"
+	"RL_INLINE void rl_vtanh(rl_vf *r, const rl_vf *x)\n"
+	"{\n"
+	"    rl_vf a, q, n;\n"
+	"    rl_vi ni;\n"
+	"    rl_vabs(&a, x);\n"
+	"    a = a * -2.0f;\n"
+	"    const rl_vf lo = (rl_vf){0} - 88.0f;\n"
+	"    const rl_vi m = a < lo;\n"
+	"    rl_vsel(&a, &m, &lo, &a);\n"
+	"    rl_vexp_core(&q, &n, &ni, &a);\n"
+	"    const rl_vf s = (rl_vf)(((rl_vu)ni + 127u) << 23);\n"
+	"    const rl_vf e = q * s + (s - 1.0f);\n"
+	"    const rl_vf y = -e / (e + 2.0f);\n"
+	"    *r = (rl_vf)((rl_vu)y | ((rl_vu)*x & 0x80000000u));\n"
+	"}\n\n";
+
+static const char vm_sigmoid[] =
+	"/* 1 / (1 + e^-x) within 2.5 ulp, as the scalar table writes it */\n"
+	"RL_INLINE void rl_vsigmoid(rl_vf *r, const rl_vf *x)\n"
+	"{\n"
+	"    const rl_vf t = -*x;\n"
+	"    rl_vf e;\n"
+	"    rl_vexp(&e, &t);\n"
+	"    *r = 1.0f / (e + 1.0f);\n"
+	"}\n\n";
+
+static const char vm_sqrt[] =
+	"/*\n"
+	" * sqrt x within 0.5 ulp + 2^-35 relative: in double, 1/sqrt from the\n"
+	" * bit-trick estimate (3.5% off) and three Newton steps (3.5e-2 -> 1.8e-3\n"
+	" * -> 4.7e-6 -> 3.3e-11), times x, rounded once to float: correctly\n"
+	" * rounded but where sqrt x lies within 3.3e-11 of a midpoint between\n"
+	" * two floats. Denormal floats are normal doubles. +-0 come out as\n"
+	" * x * y = +-0, NaN stays NaN; +inf and negatives are selected.\n"
+	" */\n"
+	"typedef double rl_vd __attribute__((vector_size(128)));\n"
+	"typedef uint64_t rl_vul __attribute__((vector_size(128)));\n"
+	"RL_INLINE void rl_vsqrt(rl_vf *r, const rl_vf *x)\n"
+	"{\n"
+	"    const rl_vd d = __builtin_convertvector(*x, rl_vd);\n"
+	"    const rl_vd h = d * 0.5;\n"
+	"    rl_vd y = (rl_vd)(0x5fe6eb50c7b537a9u - ((rl_vul)d >> 1));\n"
+	"    y = y * (1.5 - h * y * y);\n"
+	"    y = y * (1.5 - h * y * y);\n"
+	"    y = y * (1.5 - h * y * y);\n"
+	"    rl_vf s = __builtin_convertvector(d * y, rl_vf);\n"
+	"    const rl_vf nan = (rl_vf){0} + __builtin_nanf(\"\");\n"
+	"    const rl_vf inf = (rl_vf){0} + __builtin_inff();\n"
+	"    rl_vi m = *x == inf;\n"
+	"    rl_vsel(&s, &m, &inf, &s);\n"
+	"    m = *x < 0.0f;\n"
+	"    rl_vsel(r, &m, &nan, &s);\n"
+	"}\n\n";
+
+/* One function's text, the name it defines and what it needs first. */
+static const struct {
+	unsigned bit;
+	const char *name; /* "void NAME(" marks it as emitted */
+	const char *text;
+	unsigned needs;
+} vm_fns[] = {
+	{RL_VM_BASE, "rl_vload_n", vm_base, 0},
+	{RL_VM_EXPCORE, "rl_vexp_core", vm_expcore, RL_VM_BASE},
+	{RL_VM_EXP, "rl_vexp", vm_exp, RL_VM_EXPCORE},
+	{RL_VM_EXPM1, "rl_vexpm1", vm_expm1, RL_VM_EXPCORE},
+	{RL_VM_LOG, "rl_vlog", vm_log, RL_VM_BASE},
+	{RL_VM_LOG1P, "rl_vlog1p", vm_log1p, RL_VM_LOG},
+	{RL_VM_TANH, "rl_vtanh", vm_tanh, RL_VM_EXPCORE},
+	{RL_VM_SIGMOID, "rl_vsigmoid", vm_sigmoid, RL_VM_EXP},
+	{RL_VM_SQRT, "rl_vsqrt", vm_sqrt, RL_VM_BASE},
+};
+#define VM_COUNT ((int)(sizeof(vm_fns) / sizeof(vm_fns[0])))
+
+/* fns with every dependency added */
+static unsigned vm_closure(unsigned fns)
+{
+	for (;;) {
+		unsigned more = fns;
+		for (int i = 0; i < VM_COUNT; i++)
+			if (fns & vm_fns[i].bit)
+				more |= vm_fns[i].needs;
+		if (more == fns)
+			return fns;
+		fns = more;
+	}
+}
+
+static bool vm_emitted(const struct rl_buf *b, const char *name)
+{
+	char mark[64];
+	snprintf(mark, sizeof(mark), "void %s(", name);
+	return b->s && strstr(b->s, mark);
+}
+
+/* vm_fns is in dependency order, so one pass emits dependencies first. */
+static void vm_write(struct rl_buf *b, unsigned fns, bool skip_emitted)
+{
+	fns = vm_closure(fns);
+	bool any = false;
+	for (int i = 0; i < VM_COUNT; i++) {
+		if (!(fns & vm_fns[i].bit) || (skip_emitted && vm_emitted(b, vm_fns[i].name)))
+			continue;
+		if (!any)
+			rl_buf_printf(b, "#ifdef RL_VEC /* vector math (see the kernels that use it) */\n");
+		any = true;
+		rl_buf_printf(b, "%s", vm_fns[i].text);
+	}
+	if (any)
+		rl_buf_printf(b, "#endif /* RL_VEC */\n\n");
+}
+
+void cg_vmath_need(struct rl_cgen *cg, unsigned fns)
+{
+	vm_write(&cg->statics, fns | RL_VM_BASE, true);
+}
+
+void rl_vmath_text(struct rl_buf *b, unsigned fns)
+{
+	vm_write(b, fns | RL_VM_BASE, false);
+}

@@ -1,0 +1,443 @@
+/*
+ * test_emit_conv.c - the C backend's Conv and pooling kernels
+ * (backends/c/emit_conv.c, emit_pool.c) against a reference computed here.
+ *
+ * One graph holds a Conv per case the emitter tells apart (3x3 at strides 1
+ * and 2, 1x1 at strides 1 and 2, a 7x7/2 stem, depthwise, grouped with
+ * dilation, an odd channel count, a batch of two whose channels do not fit
+ * one band and are summed in chunks, a 1-D Conv) and the pools (separable
+ * and row-form MaxPool, AveragePool with and without the padding counted,
+ * 1-D, GlobalAveragePool). Its C must compile with -std=c11 -Wall -Wextra
+ * -Werror -pedantic (gcc, and clang where installed); a small program runs
+ * it with 1, 2 and 3 threads, and with the FMA micro-kernels turned off
+ * (RL_NO_ISA: the portable tiles), and every output must match a double
+ * reference within a bound scaled by the sum of |terms|. The outputs must be
+ * the same bits at every thread count, and two emissions the same bytes.
+ */
+#include <criterion/criterion.h>
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/c/emit.h"
+#include "ir.h"
+#include "testutil.h"
+
+/* ---- the cases ----------------------------------------------------------- */
+
+struct conv_case {
+	int64_t N, C, H, W, M, KH, KW, S, P, D, G; /* H = 1, KH = 1 for 1-D */
+	bool bias, one_d;
+};
+
+static const struct conv_case convs[] = {
+	{1, 16, 17, 17, 12, 3, 3, 1, 1, 1, 1, true, false},  /* 3x3/1, 4-channel blocks */
+	{1, 8, 20, 20, 16, 3, 3, 2, 1, 1, 1, false, false},  /* 3x3/2: stride phases */
+	{1, 32, 14, 14, 20, 1, 1, 1, 0, 1, 1, true, false},  /* pointwise */
+	{1, 16, 15, 15, 8, 1, 1, 2, 0, 1, 1, false, false},  /* 1x1/2 projection */
+	{1, 3, 30, 30, 8, 7, 7, 2, 3, 1, 1, true, false},    /* 7x7/2 stem */
+	{1, 8, 12, 12, 8, 3, 3, 1, 1, 1, 8, true, false},    /* depthwise */
+	{1, 8, 13, 13, 8, 3, 3, 1, 2, 2, 2, false, false},   /* grouped, dilated */
+	{1, 5, 9, 11, 6, 3, 3, 1, 0, 1, 1, true, false},     /* 2-channel blocks */
+	{2, 512, 12, 12, 8, 3, 3, 1, 1, 1, 1, true, false},  /* chunks of channels */
+	{1, 4, 1, 50, 8, 1, 5, 2, 2, 1, 1, true, true},      /* 1-D */
+};
+#define NCONV ((int)(sizeof(convs) / sizeof(convs[0])))
+
+enum pool_kind { POOL_MAX, POOL_AVG, POOL_AVG_PAD, POOL_GLOBAL };
+
+struct pool_case {
+	enum pool_kind kind;
+	int64_t C, H, W, K, S, P; /* H = 1 for 1-D */
+	bool one_d;
+};
+
+static const struct pool_case pools[] = {
+	{POOL_MAX, 8, 17, 17, 3, 2, 0, false},     /* separable, no edges */
+	{POOL_MAX, 4, 16, 16, 3, 2, 1, false},     /* separable, padded edges */
+	{POOL_MAX, 2, 6, 600, 2, 2, 0, false},     /* rows too wide: row form */
+	{POOL_AVG_PAD, 4, 15, 15, 3, 2, 1, false}, /* padding counted */
+	{POOL_AVG, 3, 10, 10, 3, 2, 1, false},     /* padding not counted */
+	{POOL_MAX, 4, 1, 40, 3, 1, 1, true},       /* 1-D */
+	{POOL_GLOBAL, 16, 7, 7, 0, 0, 0, false},   /* eight partial sums */
+	{POOL_GLOBAL, 4, 3, 3, 0, 0, 0, false},    /* a short plane */
+};
+#define NPOOL ((int)(sizeof(pools) / sizeof(pools[0])))
+
+static int64_t conv_out(const struct conv_case *c, bool h)
+{
+	int64_t in = h ? c->H : c->W, k = h ? c->KH : c->KW;
+	int64_t s = h && c->one_d ? 1 : c->S, p = h && c->one_d ? 0 : c->P;
+	int64_t d = h && c->one_d ? 1 : c->D;
+	return (in + 2 * p - (k - 1) * d - 1) / s + 1;
+}
+
+static int64_t pool_out(const struct pool_case *c, bool h)
+{
+	if (c->kind == POOL_GLOBAL)
+		return 1;
+	if (h && c->one_d)
+		return 1;
+	int64_t in = h ? c->H : c->W;
+	return (in + 2 * c->P - c->K) / c->S + 1;
+}
+
+/* ---- building the graph --------------------------------------------------- */
+
+static uint32_t add_input(struct rl_graph *g, const char *name, int rank, const int64_t *dims)
+{
+	struct rl_shape s;
+	rl_shape_set(&s, rank, dims);
+	uint32_t v = rl_graph_add_value(g, name, RL_DT_FLOAT, &s);
+	g->values[v].flags |= RL_VAL_INPUT;
+	g->inputs = realloc(g->inputs, (g->ninputs + 1) * sizeof(*g->inputs));
+	g->inputs[g->ninputs++] = v;
+	return v;
+}
+
+static uint32_t add_node(struct rl_graph *g, enum rl_op op, const uint32_t *in, int nin)
+{
+	char name[64];
+	snprintf(name, sizeof(name), "y%u", g->nvalues);
+	uint32_t y = rl_graph_add_value(g, name, RL_DT_UNDEFINED, NULL);
+	uint32_t id = rl_graph_add_node(g, op, NULL, in, nin, &y, 1);
+	g->values[y].flags |= RL_VAL_OUTPUT;
+	g->outputs = realloc(g->outputs, (g->noutputs + 1) * sizeof(*g->outputs));
+	g->outputs[g->noutputs++] = y;
+	return id;
+}
+
+static void set_ints(struct rl_graph *g, uint32_t node, const char *name, int n, int64_t v)
+{
+	struct rl_attr *a = rl_node_add_attr(g, node, name, RL_ATTR_INTS);
+	a->ints = rl_arena_alloc(g, sizeof(int64_t) * (size_t)n);
+	for (int i = 0; i < n; i++)
+		a->ints[i] = v;
+	a->n = n;
+}
+
+/* Every conv case (inputs x, w[, b]) then every pool case (input x). */
+static struct rl_graph *build(void)
+{
+	struct rl_graph *g = rl_graph_new();
+	cr_assert(g);
+	g->opset = 13;
+	g->path = "test_emit_conv";
+	char nm[32];
+	for (int i = 0; i < NCONV; i++) {
+		const struct conv_case *c = &convs[i];
+		int r = c->one_d ? 3 : 4;
+		int64_t dx[4] = {c->N, c->C, c->H, c->W}, dw[4] = {c->M, c->C / c->G, c->KH, c->KW};
+		if (c->one_d)
+			dx[2] = c->W, dw[2] = c->KW;
+		uint32_t in[3];
+		snprintf(nm, sizeof(nm), "cx%d", i);
+		in[0] = add_input(g, nm, r, dx);
+		snprintf(nm, sizeof(nm), "cw%d", i);
+		in[1] = add_input(g, nm, r, dw);
+		if (c->bias) {
+			snprintf(nm, sizeof(nm), "cb%d", i);
+			in[2] = add_input(g, nm, 1, &c->M);
+		}
+		uint32_t n = add_node(g, RL_OP_Conv, in, c->bias ? 3 : 2);
+		set_ints(g, n, "strides", r - 2, c->S);
+		set_ints(g, n, "pads", 2 * (r - 2), c->P);
+		set_ints(g, n, "dilations", r - 2, c->D);
+		rl_node_add_attr(g, n, "group", RL_ATTR_INT)->i = c->G;
+	}
+	for (int i = 0; i < NPOOL; i++) {
+		const struct pool_case *c = &pools[i];
+		int r = c->one_d ? 3 : 4;
+		int64_t dx[4] = {1, c->C, c->H, c->W};
+		if (c->one_d)
+			dx[2] = c->W;
+		snprintf(nm, sizeof(nm), "px%d", i);
+		uint32_t x = add_input(g, nm, r, dx);
+		enum rl_op op = c->kind == POOL_GLOBAL ? RL_OP_GlobalAveragePool :
+		                c->kind == POOL_MAX ? RL_OP_MaxPool : RL_OP_AveragePool;
+		uint32_t n = add_node(g, op, &x, 1);
+		if (c->kind == POOL_GLOBAL)
+			continue;
+		set_ints(g, n, "kernel_shape", r - 2, c->K);
+		set_ints(g, n, "strides", r - 2, c->S);
+		set_ints(g, n, "pads", 2 * (r - 2), c->P);
+		if (c->kind == POOL_AVG_PAD)
+			rl_node_add_attr(g, n, "count_include_pad", RL_ATTR_INT)->i = 1;
+	}
+	cr_assert_eq(rl_graph_infer(g), RL_OK, "inference failed: %s", g->err);
+	return g;
+}
+
+/* ---- the reference -------------------------------------------------------- */
+
+/* y and, per output, the sum of |terms| (the scale of its rounding error) */
+static void ref_conv(const struct conv_case *c, const float *x, const float *w, const float *b,
+                     double *y, double *mag)
+{
+	int64_t OH = conv_out(c, true), OW = conv_out(c, false), CG = c->C / c->G;
+	int64_t MG = c->M / c->G, H = c->one_d ? 1 : c->H;
+	int64_t SH = c->one_d ? 1 : c->S, PT = c->one_d ? 0 : c->P, DH = c->one_d ? 1 : c->D;
+	for (int64_t n = 0; n < c->N; n++)
+		for (int64_t m = 0; m < c->M; m++)
+			for (int64_t oh = 0; oh < OH; oh++)
+				for (int64_t ow = 0; ow < OW; ow++) {
+					double s = b ? b[m] : 0, a = b ? fabs(b[m]) : 0;
+					int64_t g = m / MG;
+					for (int64_t ci = 0; ci < CG; ci++)
+						for (int64_t kh = 0; kh < c->KH; kh++)
+							for (int64_t kw = 0; kw < c->KW; kw++) {
+								int64_t ih = oh * SH + kh * DH - PT;
+								int64_t iw = ow * c->S + kw * c->D - c->P;
+								if (ih < 0 || ih >= H || iw < 0 || iw >= c->W)
+									continue;
+								double t = (double)x[((n * c->C + g * CG + ci) * H + ih) * c->W + iw] *
+								           w[((m * CG + ci) * c->KH + kh) * c->KW + kw];
+								s += t;
+								a += fabs(t);
+							}
+					size_t o = (size_t)(((n * c->M + m) * OH + oh) * OW + ow);
+					y[o] = s;
+					mag[o] = a;
+				}
+}
+
+static void ref_pool(const struct pool_case *c, const float *x, double *y, double *mag)
+{
+	int64_t OH = pool_out(c, true), OW = pool_out(c, false), H = c->one_d ? 1 : c->H;
+	bool gl = c->kind == POOL_GLOBAL;
+	int64_t KH = gl ? H : c->one_d ? 1 : c->K, KW = gl ? c->W : c->K;
+	int64_t SH = c->one_d ? 1 : c->S, PT = c->one_d ? 0 : c->P;
+	for (int64_t ch = 0; ch < c->C; ch++)
+		for (int64_t oh = 0; oh < OH; oh++)
+			for (int64_t ow = 0; ow < OW; ow++) {
+				double s = 0, a = 0, m = -INFINITY;
+				int cnt = 0;
+				for (int64_t kh = 0; kh < KH; kh++)
+					for (int64_t kw = 0; kw < KW; kw++) {
+						int64_t ih = oh * SH + kh - PT, iw = ow * c->S + kw - c->P;
+						if (c->kind == POOL_GLOBAL)
+							ih = kh, iw = kw;
+						bool inside = ih >= 0 && ih < H && iw >= 0 && iw < c->W;
+						if (c->kind == POOL_AVG_PAD)
+							cnt += ih < H + PT && iw < c->W + c->P;
+						if (!inside)
+							continue;
+						double v = x[(ch * H + ih) * c->W + iw];
+						cnt += c->kind != POOL_AVG_PAD;
+						s += v;
+						a += fabs(v);
+						m = v > m ? v : m;
+					}
+				size_t o = (size_t)((ch * OH + oh) * OW + ow);
+				y[o] = c->kind == POOL_MAX ? m : s / cnt;
+				mag[o] = c->kind == POOL_MAX ? 0 : a / cnt;
+			}
+}
+
+/* ---- building and running the generated code ----------------------------- */
+
+static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int sh(const char *fmt, ...)
+{
+	char cmd[8192];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	return system(cmd);
+}
+
+/* in.bin: the inputs back to back; for each thread count T in argv,
+ * out_T.bin: the outputs back to back */
+static const char main_src[] =
+	"#include <stdio.h>\n#include <stdlib.h>\n#include \"m.h\"\n"
+	"int main(int argc, char **argv)\n{\n"
+	"    const void *in[M_NUM_INPUTS];\n    void *out[M_NUM_OUTPUTS];\n"
+	"    FILE *f = fopen(\"in.bin\", \"rb\");\n"
+	"    if (!f)\n        return 1;\n"
+	"    for (int i = 0; i < M_NUM_INPUTS; i++) {\n"
+	"        void *p = malloc(m_inputs[i].nbytes);\n"
+	"        if (!p || fread(p, 1, m_inputs[i].nbytes, f) != m_inputs[i].nbytes)\n"
+	"            return 1;\n"
+	"        in[i] = p;\n    }\n    fclose(f);\n"
+	"    for (int i = 0; i < M_NUM_OUTPUTS; i++)\n"
+	"        if (!(out[i] = malloc(m_outputs[i].nbytes)))\n            return 1;\n"
+	"    for (int a = 1; a < argc; a++) {\n"
+	"        char name[64];\n"
+	"        if (m_set_threads(atoi(argv[a])) != 0 || m_run_v(in, out) != 0)\n"
+	"            return 1;\n"
+	"        snprintf(name, sizeof(name), \"out_%s.bin\", argv[a]);\n"
+	"        FILE *g = fopen(name, \"wb\");\n"
+	"        if (!g)\n            return 1;\n"
+	"        for (int i = 0; i < M_NUM_OUTPUTS; i++)\n"
+	"            fwrite(out[i], 1, m_outputs[i].nbytes, g);\n"
+	"        fclose(g);\n    }\n"
+	"    m_free();\n"
+	"    for (int i = 0; i < M_NUM_INPUTS; i++)\n        free((void *)in[i]);\n"
+	"    for (int i = 0; i < M_NUM_OUTPUTS; i++)\n        free(out[i]);\n"
+	"    return 0;\n}\n";
+
+static float *read_file(const char *path, size_t *n)
+{
+	FILE *f = fopen(path, "rb");
+	cr_assert(f, "cannot open %s", path);
+	fseek(f, 0, SEEK_END);
+	long len = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	float *p = malloc((size_t)len + 4);
+	cr_assert(p);
+	cr_assert_eq(fread(p, 1, (size_t)len, f), (size_t)len);
+	fclose(f);
+	*n = (size_t)len / sizeof(float);
+	return p;
+}
+
+struct fixture {
+	struct rl_graph *g;
+	char *dir;
+	float **in; /* per graph input */
+};
+
+static void fixture_make(struct fixture *fx)
+{
+	char err[1024] = "", path[4200];
+	fx->g = build();
+	fx->dir = tu_tmpdir();
+	cr_assert(fx->dir);
+	snprintf(path, sizeof(path), "%s/m.c", fx->dir);
+	cr_assert_eq(rl_emit_c(fx->g, NULL, path, err, sizeof(err)), RL_OK, "emit: %s", err);
+	snprintf(path, sizeof(path), "%s/main.c", fx->dir);
+	cr_assert_eq(tu_write(path, main_src, strlen(main_src)), 0);
+	/* inputs: a fixed pseudo-random pattern in [-1, 1) */
+	fx->in = calloc(fx->g->ninputs, sizeof(*fx->in));
+	snprintf(path, sizeof(path), "%s/in.bin", fx->dir);
+	FILE *f = fopen(path, "wb");
+	cr_assert(f);
+	uint64_t st = 0x9e3779b97f4a7c15ull;
+	for (uint32_t i = 0; i < fx->g->ninputs; i++) {
+		int64_t n = rl_shape_numel(&fx->g->values[fx->g->inputs[i]].shape);
+		fx->in[i] = malloc(sizeof(float) * (size_t)n);
+		for (int64_t k = 0; k < n; k++) {
+			st ^= st >> 12, st ^= st << 25, st ^= st >> 27;
+			fx->in[i][k] = (float)((double)((st * 0x2545f4914f6cdd1dull) >> 40) / (1 << 23) - 1.0);
+		}
+		fwrite(fx->in[i], sizeof(float), (size_t)n, f);
+	}
+	fclose(f);
+}
+
+static void fixture_free(struct fixture *fx)
+{
+	for (uint32_t i = 0; i < fx->g->ninputs; i++)
+		free(fx->in[i]);
+	free(fx->in);
+	tu_rmtree(fx->dir);
+	free(fx->dir);
+	rl_graph_free(fx->g);
+}
+
+/* Check out_<tag>.bin against the reference, output by output. */
+static void check_outputs(struct fixture *fx, const char *tag)
+{
+	char path[4200];
+	size_t n;
+	snprintf(path, sizeof(path), "%s/out_%s.bin", fx->dir, tag);
+	float *got = read_file(path, &n);
+	size_t at = 0;
+	uint32_t xi = 0;
+	for (int i = 0; i < NCONV + NPOOL; i++) {
+		int64_t numel = rl_shape_numel(&fx->g->values[fx->g->outputs[i]].shape);
+		double *y = malloc(sizeof(double) * (size_t)numel), *mag = malloc(sizeof(double) * (size_t)numel);
+		if (i < NCONV) {
+			const struct conv_case *c = &convs[i];
+			ref_conv(c, fx->in[xi], fx->in[xi + 1], c->bias ? fx->in[xi + 2] : NULL, y, mag);
+			xi += c->bias ? 3 : 2;
+		} else {
+			ref_pool(&pools[i - NCONV], fx->in[xi], y, mag);
+			xi++;
+		}
+		cr_assert_leq(at + (size_t)numel, n, "output %d: short file", i);
+		for (int64_t k = 0; k < numel; k++) {
+			double d = fabs((double)got[at + (size_t)k] - y[k]);
+			cr_assert_leq(d, 1e-5 * mag[k] + 1e-6, "%s: output %d element %lld: %.9g, want %.9g",
+			              tag, i, (long long)k, (double)got[at + (size_t)k], y[k]);
+		}
+		at += (size_t)numel;
+		free(y);
+		free(mag);
+	}
+	cr_assert_eq(at, n);
+	free(got);
+}
+
+static bool same_file(const char *a, const char *b)
+{
+	return sh("cmp -s '%s' '%s'", a, b) == 0;
+}
+
+/* ---- tests ------------------------------------------------------------------ */
+
+Test(emit_conv, matches_reference_and_threads_agree)
+{
+	struct fixture fx;
+	fixture_make(&fx);
+	int rc = sh("cd '%s' && ${CC:-cc} -std=c11 -pedantic -Wall -Wextra -Werror -O2 main.c m.c -lm "
+	            "-pthread -o run 2> cc.log && ./run 1 2 3 || { cat cc.log >&2; exit 1; }",
+	            fx.dir);
+	cr_assert_eq(rc, 0, "building or running the program in %s failed", fx.dir);
+	check_outputs(&fx, "1");
+	char a[4200], b[4200];
+	snprintf(a, sizeof(a), "%s/out_1.bin", fx.dir);
+	for (int t = 2; t <= 3; t++) {
+		snprintf(b, sizeof(b), "%s/out_%d.bin", fx.dir, t);
+		cr_assert(same_file(a, b), "outputs with %d threads differ from 1 thread", t);
+	}
+	fixture_free(&fx);
+}
+
+Test(emit_conv, portable_tiles_match_reference)
+{
+	struct fixture fx;
+	fixture_make(&fx);
+	/* no FMA micro-kernels, no per-ISA clones: the kernels' portable path */
+	int rc = sh("cd '%s' && ${CC:-cc} -std=c11 -pedantic -Wall -Wextra -Werror -O2 -DRL_NO_ISA "
+	            "-DRL_NO_CLONES main.c m.c -lm -pthread -o run 2> cc.log && ./run 1 2 "
+	            "|| { cat cc.log >&2; exit 1; }", fx.dir);
+	cr_assert_eq(rc, 0, "building or running the program in %s failed", fx.dir);
+	check_outputs(&fx, "1");
+	check_outputs(&fx, "2");
+	fixture_free(&fx);
+}
+
+Test(emit_conv, compiles_with_clang)
+{
+	if (sh("command -v clang > /dev/null 2>&1") != 0)
+		cr_skip_test("clang is not installed");
+	struct fixture fx;
+	fixture_make(&fx);
+	int rc = sh("cd '%s' && clang -std=c11 -pedantic -Wall -Wextra -Werror -O2 main.c m.c -lm "
+	            "-pthread -o run 2> cc.log && ./run 2 || { cat cc.log >&2; exit 1; }", fx.dir);
+	cr_assert_eq(rc, 0, "clang build or run in %s failed", fx.dir);
+	check_outputs(&fx, "2");
+	fixture_free(&fx);
+}
+
+Test(emit_conv, output_is_deterministic)
+{
+	struct rl_graph *g = build();
+	char *d1 = tu_tmpdir(), *d2 = tu_tmpdir();
+	char err[1024] = "", p1[4200], p2[4200];
+	snprintf(p1, sizeof(p1), "%s/m.c", d1);
+	snprintf(p2, sizeof(p2), "%s/m.c", d2);
+	cr_assert_eq(rl_emit_c(g, NULL, p1, err, sizeof(err)), RL_OK, "%s", err);
+	cr_assert_eq(rl_emit_c(g, NULL, p2, err, sizeof(err)), RL_OK, "%s", err);
+	cr_assert(same_file(p1, p2), "two emissions of one graph differ (%s, %s)", p1, p2);
+	tu_rmtree(d1);
+	tu_rmtree(d2);
+	free(d1);
+	free(d2);
+	rl_graph_free(g);
+}
