@@ -363,29 +363,63 @@ struct rl_graph *rl_cli_load_ex(const char *path, const struct rl_cli_opts *o,
 	}
 	for (int i = 0; i < o->ndims; i++)
 		rl_graph_bind_dim(g, o->dims[i].sym, o->dims[i].v);
-	/* inputs given as tensors bind their own shapes (rlopt run) */
+	/* inputs given as tensors bind their own shapes (rlopt run); the
+	 * symbols as loaded, to name one that two axes bind differently */
+	const char *(*isym)[RL_MAX_RANK] = calloc(g->ninputs + 1, sizeof(*isym));
+	if (!isym)
+		goto fail;
+	for (uint32_t k = 0; k < g->ninputs; k++)
+		for (int d = 0; d < g->values[g->inputs[k]].shape.rank; d++)
+			if (g->values[g->inputs[k]].shape.d[d].v < 0)
+				isym[k][d] = g->values[g->inputs[k]].shape.d[d].sym;
 	for (int i = 0; in && i < nin && (uint32_t)i < g->ninputs; i++) {
 		struct rl_value *v = &g->values[g->inputs[i]];
 		if (v->dtype != in[i].dtype) {
 			rl_graph_error(g, NULL, RL_ERR_SHAPE, "input %d ('%s'): the tensor file holds %s, "
 			               "the model wants %s", i, v->name, rl_dtype_name(in[i].dtype),
 			               rl_dtype_name(v->dtype));
-			goto fail;
+			goto fail_isym;
 		}
 		bool ok = v->shape.rank == in[i].shape.rank;
-		for (int d = 0; ok && d < v->shape.rank; d++)
+		for (int d = 0; ok && d < v->shape.rank; d++) {
 			ok = v->shape.d[d].v < 0 || v->shape.d[d].v == in[i].shape.d[d].v;
+			if (!ok && isym[i][d]) {
+				rl_graph_error(g, NULL, RL_ERR_SHAPE, "input %d ('%s'): dimension '%s' is %lld "
+				               "on axis %d of the tensor file but was bound to %lld", i, v->name,
+				               isym[i][d], (long long)in[i].shape.d[d].v, d,
+				               (long long)v->shape.d[d].v);
+				goto fail_isym;
+			}
+		}
 		if (!ok) {
 			char a[128], b[128];
 			rl_graph_error(g, NULL, RL_ERR_SHAPE, "input %d ('%s'): the tensor file has "
 			               "shape %s, the model wants %s", i, v->name,
 			               rl_shape_str(&in[i].shape, a, sizeof(a)),
 			               rl_shape_str(&v->shape, b, sizeof(b)));
-			goto fail;
+			goto fail_isym;
 		}
+		/* a symbol on several axes (here or in an input bound before) must
+		 * get one size: check every axis again after binding, naming it */
+		const char *const *sym = isym[i];
 		for (int d = 0; d < v->shape.rank; d++)
 			if (v->shape.d[d].v < 0 && v->shape.d[d].sym)
 				rl_graph_bind_dim(g, v->shape.d[d].sym, in[i].shape.d[d].v);
+		for (int d = 0; d < v->shape.rank; d++) {
+			if (v->shape.d[d].v == in[i].shape.d[d].v)
+				continue;
+			rl_graph_error(g, NULL, RL_ERR_SHAPE, "input %d ('%s'): dimension '%s' is %lld on "
+			               "axis %d of the tensor file but was bound to %lld",
+			               i, v->name, sym[d] ? sym[d] : "?", (long long)in[i].shape.d[d].v, d,
+			               (long long)v->shape.d[d].v);
+			goto fail_isym;
+		}
+	}
+	free(isym);
+	if (0) {
+fail_isym:
+		free(isym);
+		goto fail;
 	}
 	if (o->batch > 0) {
 		/* every dim whose symbol reads like a batch, and any symbolic axis 0

@@ -203,6 +203,28 @@ def main():
             ok = r.returncode == code and all(w in r.stderr for w in words) and not left
             check(f"run: {name}: exit {code}", ok, f"exit {r.returncode}, left {left}: {r.stderr.strip()[:300]}")
 
+        # one symbol on several axes must get one size from the input files
+        nn = helper.make_model(helper.make_graph(
+            [helper.make_node("Add", ["x", "y"], ["z"], name="add")], "g",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", "N"]),
+             helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", "N"])],
+            [helper.make_tensor_value_info("z", TensorProto.FLOAT, ["N", "N"])]),
+            opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+        nnp = os.path.join(tmp, "nn.onnx")
+        onnx.save(nn, nnp)
+        p23, p22, p33 = (os.path.join(tmp, f"nn{k}.pb") for k in ("23", "22", "33"))
+        rltest.write_pb(p23, np.ones((2, 3), np.float32), "x")
+        rltest.write_pb(p22, np.ones((2, 2), np.float32), "x")
+        rltest.write_pb(p33, np.ones((3, 3), np.float32), "y")
+        for name, files in (("two axes of one input", [p23, p23]), ("two inputs", [p22, p33])):
+            od = os.path.join(tmp, "o_nn_" + name.replace(" ", "_"))
+            argv = [rl, "run", nnp, "-d", od]
+            for f in files:
+                argv += ["-i", f]
+            r = rltest.run(argv, timeout=120)
+            check(f"run: symbol 'N' bound to two sizes ({name}): exit 2 naming it and both sizes",
+                  r.returncode == 2 and "'N'" in r.stderr and "3" in r.stderr and "2" in r.stderr
+                  and (not os.path.isdir(od) or not os.listdir(od)), r.describe())
         run_case("input dtype mismatch", ["-i", bad_dt], 2, ["int64", "float32"])
         run_case("input shape mismatch", ["-i", bad_sh], 2, ["3x2", "2x3"])
         run_case("missing input", [], 2, ["1 input"])
