@@ -299,6 +299,34 @@ static enum rl_status compute_vnodes(struct rl_cgen *cg, const struct rl_cgen_gr
                                      const char *pre, int first_ext, const char *av);
 
 /*
+ * Every value the group's elementwise nodes touch is float32: the kernel's
+ * inputs from `first_in` on (an epilogue skips the anchor's own inputs), the
+ * inputs and outputs of each node but the anchor, and the kernel's outputs
+ * (in an epilogue group Y0 has the anchor's dtype).
+ */
+static bool all_float32(struct rl_cgen *cg, const struct rl_cgen_group *grp, int first_in)
+{
+	for (int k = first_in; k < grp->nin; k++)
+		if (grp->in[k] != RL_NONE && val(cg, grp->in[k])->dtype != RL_DT_FLOAT)
+			return false;
+	for (int j = 0; j < grp->nnodes; j++) {
+		const struct rl_node *n = &cg->g->nodes[grp->nodes[j]];
+		if (grp->nodes[j] == grp->anchor)
+			continue;
+		for (int s = 0; s < n->nin; s++)
+			if (n->in[s] != RL_NONE && val(cg, n->in[s])->dtype != RL_DT_FLOAT)
+				return false;
+		for (int s = 0; s < n->nout; s++)
+			if (n->out[s] != RL_NONE && val(cg, n->out[s])->dtype != RL_DT_FLOAT)
+				return false;
+	}
+	for (int q = 0; q < grp->nout; q++)
+		if (val(cg, grp->out[q])->dtype != RL_DT_FLOAT)
+			return false;
+	return true;
+}
+
+/*
  * The vector form of an epilogue over float32 values: RL_VW outputs of the
  * run per step (the last one padded through rl_vload_n/rl_vstore_n),
  * operands constant over the run splatted, contiguous ones loaded, others
@@ -310,25 +338,8 @@ static bool epilogue_vec(struct rl_cgen *cg, const struct rl_cgen_group *grp, en
                          int na, const int64_t *md, const int64_t *ostr,
                          int64_t (*ms)[RL_MAX_RANK + 1], int m, const int *kind, int64_t n)
 {
-	if (dt != RL_DT_FLOAT)
+	if (dt != RL_DT_FLOAT || !all_float32(cg, grp, na))
 		return false;
-	for (int k = na; k < grp->nin; k++)
-		if (val(cg, grp->in[k])->dtype != RL_DT_FLOAT)
-			return false;
-	for (int j = 0; j < grp->nnodes; j++) {
-		const struct rl_node *nd = &cg->g->nodes[grp->nodes[j]];
-		if (grp->nodes[j] == grp->anchor)
-			continue;
-		for (int s = 0; s < nd->nin; s++)
-			if (nd->in[s] != RL_NONE && val(cg, nd->in[s])->dtype != RL_DT_FLOAT)
-				return false;
-		for (int s = 0; s < nd->nout; s++)
-			if (nd->out[s] != RL_NONE && val(cg, nd->out[s])->dtype != RL_DT_FLOAT)
-				return false;
-	}
-	for (int q = 0; q < grp->nout; q++)
-		if (val(cg, grp->out[q])->dtype != RL_DT_FLOAT)
-			return false;
 	cg_vmath_need(cg, RL_VM_BASE);
 	cg->simd = 1;
 	rl_buf_printf(&cg->body, "#ifdef RL_VEC\n");
@@ -580,24 +591,6 @@ struct vplan {
 	bool par;
 };
 
-static bool all_float32(struct rl_cgen *cg, const struct rl_cgen_group *grp)
-{
-	for (int k = 0; k < grp->nin; k++)
-		if (grp->in[k] != RL_NONE && val(cg, grp->in[k])->dtype != RL_DT_FLOAT)
-			return false;
-	for (int j = 0; j < grp->nnodes; j++) {
-		const struct rl_node *n = &cg->g->nodes[grp->nodes[j]];
-		if (grp->nodes[j] == grp->anchor)
-			continue;
-		for (int s = 0; s < n->nin; s++)
-			if (n->in[s] != RL_NONE && val(cg, n->in[s])->dtype != RL_DT_FLOAT)
-				return false;
-		for (int s = 0; s < n->nout; s++)
-			if (n->out[s] != RL_NONE && val(cg, n->out[s])->dtype != RL_DT_FLOAT)
-				return false;
-	}
-	return true;
-}
 
 /* Vector locals `<pre>v<j>` for every non-anchor node (see compute_nodes). */
 static enum rl_status compute_vnodes(struct rl_cgen *cg, const struct rl_cgen_group *grp,
@@ -798,7 +791,7 @@ static bool vec_group(struct rl_cgen *cg, const struct rl_cgen_group *grp, enum 
 	const struct rl_shape *ins[17];
 	struct vplan p = {0};
 	static const struct rl_shape scalar = {0};
-	if (grp->nin > 16 || !all_float32(cg, grp))
+	if (grp->nin > 16 || !all_float32(cg, grp, 0))
 		return false;
 	for (int q = 1; q < grp->nout; q++)
 		if (!rl_shape_equal(&val(cg, grp->out[q])->shape, &y->shape))
