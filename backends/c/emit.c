@@ -296,6 +296,19 @@ int cg_bcast_open_par(struct rl_cgen *cg, const struct rl_shape *out, int n,
 	return m;
 }
 
+void cg_rows_open(struct rl_cgen *cg, const char *var, int64_t rows, int64_t row_elems,
+                  int64_t min_par)
+{
+	if (rows > 1 && rows * row_elems >= 2 * min_par) {
+		cg->par_n = rows;
+		cg->par_grain = (min_par + row_elems - 1) / row_elems;
+		cg_line(cg, "for (size_t %s = (size_t)lo; %s < (size_t)hi; %s++) {", var, var, var);
+	} else {
+		cg_line(cg, "for (size_t %s = 0; %s < %lld; %s++) {", var, var, (long long)rows, var);
+	}
+	cg->indent++;
+}
+
 void cg_loops_close(struct rl_cgen *cg, int depth)
 {
 	for (int d = 0; d < depth; d++) {

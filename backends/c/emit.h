@@ -131,6 +131,12 @@ int cg_bcast_open(struct rl_cgen *cg, const struct rl_shape *out, int n,
  * min_par <= 0 never splits. */
 int cg_bcast_open_par(struct rl_cgen *cg, const struct rl_shape *out, int n,
                       const struct rl_shape *const *ins, int64_t min_par);
+/* Open `for (size_t VAR = ...)` over `rows` rows of `row_elems` elements
+ * each (indent + 1; close with cg_loops_close(cg, 1)); the rows are split
+ * across threads (cg->par_n, chunks of at least min_par elements) when there
+ * are at least two rows and 2 * min_par elements in all. */
+void cg_rows_open(struct rl_cgen *cg, const char *var, int64_t rows, int64_t row_elems,
+                  int64_t min_par);
 void cg_loops_close(struct rl_cgen *cg, int depth);
 /* Strides (in elements) of a static row-major shape; returns numel. */
 int64_t cg_strides(const struct rl_shape *s, int64_t *strides);

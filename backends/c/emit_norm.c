@@ -224,14 +224,7 @@ static void layernorm_vec(struct rl_cgen *cg, int64_t R, int64_t D, double eps, 
 	const int64_t nv = D / VW * VW;
 	cg_vmath_need(cg, RL_VM_BASE);
 	cg->simd = 1;
-	if (R * D >= 2 * RL_NORM_MIN_PAR && R > 1) {
-		cg->par_n = R;
-		cg->par_grain = (RL_NORM_MIN_PAR + D - 1) / D;
-		cg_line(cg, "for (size_t r = (size_t)lo; r < (size_t)hi; r++) {");
-	} else {
-		cg_line(cg, "for (size_t r = 0; r < %lld; r++) {", (long long)R);
-	}
-	cg->indent++;
+	cg_rows_open(cg, "r", R, D, RL_NORM_MIN_PAR);
 	cg_line(cg, "const float *x = X0 + r * %lld;", (long long)D);
 	cg_line(cg, "float *y = Y0 + r * %lld;", (long long)D);
 	rl_buf_printf(&cg->body, "#ifdef RL_VEC\n");
@@ -483,14 +476,7 @@ static void softmax_vec(struct rl_cgen *cg, enum rl_op op, int64_t outer, int64_
 	bool tail = D % VW != 0, soft = op == RL_OP_Softmax;
 	cg_vmath_need(cg, RL_VM_EXP);
 	cg->simd = 1;
-	if (outer * D >= 2 * RL_NORM_MIN_PAR && outer > 1) {
-		cg->par_n = outer;
-		cg->par_grain = (RL_NORM_MIN_PAR + D - 1) / D;
-		cg_line(cg, "for (size_t a = (size_t)lo; a < (size_t)hi; a++) {");
-	} else {
-		cg_line(cg, "for (size_t a = 0; a < %lld; a++) {", (long long)outer);
-	}
-	cg->indent++;
+	cg_rows_open(cg, "a", outer, D, RL_NORM_MIN_PAR);
 	cg_line(cg, "const float *x = X0 + a * %lld;", (long long)D);
 	cg_line(cg, "float *y = Y0 + a * %lld;", (long long)D);
 	rl_buf_printf(&cg->body, "#ifdef RL_VEC\n");

@@ -510,14 +510,7 @@ static void emit_reduce_rows(struct rl_cgen *cg, const struct red *R, enum rl_dt
 	const char *init = red_init(R);
 	cg_vmath_need(cg, RL_VM_BASE);
 	cg->simd = 1;
-	if (nout > 1 && nout * cnt >= 2 * RL_RED_MIN_PAR) {
-		cg->par_n = nout;
-		cg->par_grain = (RL_RED_MIN_PAR + cnt - 1) / cnt;
-		cg_line(cg, "for (size_t r = (size_t)lo; r < (size_t)hi; r++) {");
-	} else {
-		cg_line(cg, "for (size_t r = 0; r < %lld; r++) {", (long long)nout);
-	}
-	cg->indent++;
+	cg_rows_open(cg, "r", nout, cnt, RL_RED_MIN_PAR);
 	cg_line(cg, "const float *x = X0 + r * %lld;", (long long)cnt);
 	rl_buf_printf(&cg->body, "#ifdef RL_VEC\n");
 	cg_line(cg, "rl_vf a0 = (rl_vf){0} + %s, a1 = a0;", init);
