@@ -353,6 +353,7 @@ struct rl_graph *rl_cli_load_ex(const char *path, const struct rl_cli_opts *o,
 {
 	char err[1024];
 	struct rl_graph *g;
+	const char *(*isym)[RL_MAX_RANK] = NULL; /* input symbols as loaded */
 	if (rl_onnx_load(path, &g, err, sizeof(err)) != RL_OK) {
 		fprintf(stderr, "rlopt: %s\n", err);
 		return NULL;
@@ -365,7 +366,7 @@ struct rl_graph *rl_cli_load_ex(const char *path, const struct rl_cli_opts *o,
 		rl_graph_bind_dim(g, o->dims[i].sym, o->dims[i].v);
 	/* inputs given as tensors bind their own shapes (rlopt run); the
 	 * symbols as loaded, to name one that two axes bind differently */
-	const char *(*isym)[RL_MAX_RANK] = calloc(g->ninputs + 1, sizeof(*isym));
+	isym = calloc(g->ninputs + 1, sizeof(*isym));
 	if (!isym)
 		goto fail;
 	for (uint32_t k = 0; k < g->ninputs; k++)
@@ -378,7 +379,7 @@ struct rl_graph *rl_cli_load_ex(const char *path, const struct rl_cli_opts *o,
 			rl_graph_error(g, NULL, RL_ERR_SHAPE, "input %d ('%s'): the tensor file holds %s, "
 			               "the model wants %s", i, v->name, rl_dtype_name(in[i].dtype),
 			               rl_dtype_name(v->dtype));
-			goto fail_isym;
+			goto fail;
 		}
 		bool ok = v->shape.rank == in[i].shape.rank;
 		for (int d = 0; ok && d < v->shape.rank; d++) {
@@ -388,7 +389,7 @@ struct rl_graph *rl_cli_load_ex(const char *path, const struct rl_cli_opts *o,
 				               "on axis %d of the tensor file but was bound to %lld", i, v->name,
 				               isym[i][d], (long long)in[i].shape.d[d].v, d,
 				               (long long)v->shape.d[d].v);
-				goto fail_isym;
+				goto fail;
 			}
 		}
 		if (!ok) {
@@ -397,7 +398,7 @@ struct rl_graph *rl_cli_load_ex(const char *path, const struct rl_cli_opts *o,
 			               "shape %s, the model wants %s", i, v->name,
 			               rl_shape_str(&in[i].shape, a, sizeof(a)),
 			               rl_shape_str(&v->shape, b, sizeof(b)));
-			goto fail_isym;
+			goto fail;
 		}
 		/* a symbol on several axes (here or in an input bound before) must
 		 * get one size: check every axis again after binding, naming it */
@@ -412,15 +413,11 @@ struct rl_graph *rl_cli_load_ex(const char *path, const struct rl_cli_opts *o,
 			               "axis %d of the tensor file but was bound to %lld",
 			               i, v->name, sym[d] ? sym[d] : "?", (long long)in[i].shape.d[d].v, d,
 			               (long long)v->shape.d[d].v);
-			goto fail_isym;
+			goto fail;
 		}
 	}
 	free(isym);
-	if (0) {
-fail_isym:
-		free(isym);
-		goto fail;
-	}
+	isym = NULL;
 	if (o->batch > 0) {
 		/* every dim whose symbol reads like a batch, and any symbolic axis 0
 		 * of an input */
@@ -459,6 +456,7 @@ fail_isym:
 	}
 	return g;
 fail:
+	free(isym);
 	fprintf(stderr, "rlopt: %s\n", g->err);
 	rl_graph_free(g);
 	return NULL;
