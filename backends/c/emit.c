@@ -1639,9 +1639,6 @@ enum rl_status rl_emit_c(struct rl_graph *g, const struct rl_cgen_opts *o,
 	if (d.cg.statics.len)
 		rl_buf_printf(&d.c, "%s\n", d.cg.statics.s);
 	rl_buf_printf(&d.c, "%s", d.kernels.s ? d.kernels.s : "");
-	if (!d.cg.any_par)
-		rl_buf_printf(&d.c, "static int %s_threads = 1; /* no kernel is split across threads */\n\n",
-		              prefix);
 
 	/* init / free */
 	rl_buf_printf(&d.c, "int %s_init(const char *weights_path)\n{\n", prefix);
@@ -1685,8 +1682,8 @@ enum rl_status rl_emit_c(struct rl_graph *g, const struct rl_cgen_opts *o,
 		rl_buf_printf(&d.c, "    rl_nthreads = n > RL_MAX_THREADS ? RL_MAX_THREADS : n;\n"
 		                    "#ifdef RL_THREADS\n    if (%s_ws)\n        rl_pool_start();\n#endif\n",
 		              prefix);
-	else
-		rl_buf_printf(&d.c, "    %s_threads = n;\n    (void)%s_threads;\n", prefix, prefix);
+	else /* no kernel is split across threads: nothing to size */
+		rl_buf_printf(&d.c, "    /* no kernel of this model is split across threads */\n");
 	rl_buf_printf(&d.c, "    return 0;\n}\n\n");
 
 	/* run_v */
