@@ -45,6 +45,75 @@ static double value_bytes(const struct rl_graph *g, uint32_t v)
 	return n < 0 ? 0 : (double)n * (double)rl_dtype_size(g->values[v].dtype);
 }
 
+/*
+ * Split a node's counted work into the calibrated classes. Products are
+ * GEMM FLOPs; an elementwise transcendental is one evaluation of its class
+ * per output element (the family charged RL_FLOPS_TRANS for it), the rest
+ * plain arithmetic; Softmax-like rows one exp per element; gathered reads
+ * one GATHER per index; everything else BASIC FLOPs.
+ */
+static void count_math(const struct rl_graph *g, const struct rl_node *n, struct rl_counts *c)
+{
+	double *w = c->math, rest = c->flops;
+	double elems = n->nout && n->out[0] != RL_NONE ? rl_shape_numel(&g->values[n->out[0]].shape) : 0;
+	if (elems < 0)
+		elems = 0;
+	if (c->macs > 0) {
+		w[RL_MATH_GEMM] = 2 * c->macs;
+		rest -= 2 * c->macs;
+	} else if (rl_op_table[n->op].family == RL_FAM_ELEMWISE) {
+		int k[3] = {-1, -1, -1}; /* up to three evaluations per element */
+		switch (n->op) {
+		case RL_OP_Div: case RL_OP_Reciprocal: k[0] = RL_MATH_DIV; break;
+		case RL_OP_Sqrt: k[0] = RL_MATH_SQRT; break;
+		case RL_OP_Exp: case RL_OP_Elu: case RL_OP_Selu: case RL_OP_Celu: k[0] = RL_MATH_EXP; break;
+		case RL_OP_Log: k[0] = RL_MATH_LOG; break;
+		case RL_OP_Tanh: k[0] = RL_MATH_TANH; break;
+		case RL_OP_Sigmoid: k[0] = RL_MATH_SIGMOID; break;
+		case RL_OP_Erf: case RL_OP_Gelu: k[0] = RL_MATH_ERF; break;
+		case RL_OP_Softplus: k[0] = RL_MATH_EXP; k[1] = RL_MATH_LOG; break;
+		case RL_OP_Mish: k[0] = RL_MATH_EXP; k[1] = RL_MATH_LOG; k[2] = RL_MATH_TANH; break;
+		case RL_OP_Pow: k[0] = RL_MATH_EXP; k[1] = RL_MATH_LOG; break;
+		default:
+			/* other transcendentals (trigonometric, hyperbolic): priced as a log */
+			if (rl_op_table[n->op].flags & RL_OPF_TRANS)
+				k[0] = RL_MATH_LOG;
+			break;
+		}
+		for (int i = 0; i < 3; i++) {
+			if (k[i] < 0)
+				continue;
+			w[k[i]] += elems;
+			rest -= (k[i] == RL_MATH_DIV ? 1 : RL_FLOPS_TRANS) * elems;
+		}
+	} else if (n->op == RL_OP_Softmax || n->op == RL_OP_LogSoftmax) {
+		double x = n->nin ? rl_shape_numel(&g->values[n->in[0]].shape) : 0;
+		w[RL_MATH_EXP] = x > 0 ? x : 0;
+		rest -= RL_FLOPS_TRANS * w[RL_MATH_EXP];
+	}
+	if ((rl_op_table[n->op].flags & RL_OPF_GATHER) && c->macs <= 0) {
+		/* one lookup per index (the row it selects streams as memory) */
+		double ni = n->nin > 1 && n->in[1] != RL_NONE ? rl_shape_numel(&g->values[n->in[1]].shape)
+		                                               : elems;
+		w[RL_MATH_GATHER] = ni > 0 ? ni : 0;
+	}
+	w[RL_MATH_BASIC] = rest > 0 ? rest : 0;
+}
+
+double rl_cost_compute_s(const struct rl_machine *m, const struct rl_counts *c, double peak,
+                         bool *calibrated)
+{
+	bool cal = m->cores > 0 && rl_machine_calibrated(m);
+	if (calibrated)
+		*calibrated = cal;
+	if (!cal)
+		return peak > 0 ? c->flops / peak : 0;
+	double t = 0;
+	for (int k = 0; k < RL_MATH_COUNT_; k++)
+		t += c->math[k] / (m->calib[k] * m->cores);
+	return t;
+}
+
 bool rl_count_node(const struct rl_graph *g, uint32_t node, struct rl_counts *c)
 {
 	const struct rl_node *n = &g->nodes[node];
@@ -68,7 +137,10 @@ bool rl_count_node(const struct rl_graph *g, uint32_t node, struct rl_counts *c)
 	                                                      : RL_ACCESS_CONTIGUOUS;
 	/* the family adds FLOPs/MACs and corrects bytes where the baseline
 	 * rule does not fit (views move nothing, Shape reads no data, ...) */
-	return family_count[rl_op_table[n->op].family](g, node, c);
+	if (!family_count[rl_op_table[n->op].family](g, node, c))
+		return false;
+	count_math(g, n, c);
+	return true;
 }
 
 enum rl_prec rl_node_prec(const struct rl_graph *g, uint32_t node)
@@ -89,10 +161,33 @@ enum rl_prec rl_node_prec(const struct rl_graph *g, uint32_t node)
 	}
 }
 
+/*
+ * The level a kernel's bytes come from: the closest cache whose capacity
+ * holds RL_RESIDENT_SHARE of the kernel's whole working set (inputs and
+ * outputs), else main memory. A tensor that small was just written by the
+ * kernel before (or is read again on every run), so it is still there; one
+ * that large streams from main memory. Capacities are the chip's totals,
+ * and so is the working set when the kernel is split across every core.
+ * CPU profiles only: on a GPU the judge and fusion reason about HBM traffic
+ * between launches, and L2 persistence across launches is not modelled.
+ */
+#define RL_RESIDENT_SHARE 0.75
+static int resident_level(const struct rl_machine *m, double ws)
+{
+	int last = m->nlevels - 1;
+	if (strcmp(m->kind, "cpu") != 0)
+		return last < 0 ? 0 : last;
+	for (int i = 0; i < last; i++)
+		if (m->level[i].read_bw > 0 && ws <= RL_RESIDENT_SHARE * m->level[i].capacity)
+			return i;
+	return last < 0 ? 0 : last;
+}
+
 void rl_cost_price(const struct rl_machine *m, const struct rl_counts *c,
                    enum rl_prec prec, bool matrix, struct rl_cost *out)
 {
-	const struct rl_mem_level *dram = rl_machine_dram(m);
+	int lvl = resident_level(m, c->bytes_read + c->bytes_write);
+	const struct rl_mem_level *L = &m->level[lvl];
 	double eff = c->access == RL_ACCESS_GATHER ? m->eff_gather
 	           : c->access == RL_ACCESS_STRIDED ? m->eff_strided : m->eff_contiguous;
 	if (eff <= 0)
@@ -100,13 +195,14 @@ void rl_cost_price(const struct rl_machine *m, const struct rl_counts *c,
 	double peak = rl_machine_peak(m, prec, matrix);
 	if (peak <= 0)
 		peak = rl_machine_peak(m, RL_PREC_FP32, matrix);
-	double wbw = dram->write_bw > 0 ? dram->write_bw : dram->read_bw;
-	double t_mem = c->bytes_read / (dram->read_bw * eff) + c->bytes_write / (wbw * eff);
-	double t_cmp = peak > 0 ? c->flops / peak : 0;
+	double wbw = L->write_bw > 0 ? L->write_bw : L->read_bw;
+	double t_mem = c->bytes_read / (L->read_bw * eff) + c->bytes_write / (wbw * eff);
+	double t_cmp = rl_cost_compute_s(m, c, peak, NULL);
 	double roof = t_mem > t_cmp ? t_mem : t_cmp;
 	out->flops = c->flops;
 	out->bytes = c->bytes_read + c->bytes_write;
 	out->intensity = out->bytes > 0 ? c->flops / out->bytes : 0;
+	out->level = lvl;
 	if (c->flops <= 0 && out->bytes <= 0) {
 		/* a view or an embedded constant: no kernel runs */
 		out->time_s = 0;
@@ -277,6 +373,8 @@ static void group_counts(const struct rl_graph *g, const uint32_t *list, uint32_
 		if (rl_count_node(g, i, &k)) {
 			c->flops += k.flops;
 			c->macs += k.macs;
+			for (int q = 0; q < RL_MATH_COUNT_; q++)
+				c->math[q] += k.math[q];
 			if (i == anchor)
 				c->access = k.access;
 		}
@@ -334,7 +432,7 @@ static void price_levels(const struct rl_machine *m, enum rl_prec prec, const do
 			lvl = i;
 		}
 	}
-	double t_cmp = peak > 0 ? c->flops / peak : 0;
+	double t_cmp = rl_cost_compute_s(m, c, peak, NULL);
 	double roof = t_mem > t_cmp ? t_mem : t_cmp;
 	k->cost.flops = c->flops;
 	k->cost.bytes = bl[last];
@@ -497,7 +595,7 @@ bool rl_cost_kernels(struct rl_graph *g, const struct rl_machine *m, rl_traffic_
 	for (uint32_t q = 0; q < out->nk; q++) {
 		struct rl_kernel *kr = &out->k[q];
 		double bl[RL_MAX_MEM_LEVELS];
-		kr->bound_level = kr->cost.bound == RL_BOUND_MEMORY ? m->nlevels - 1 : -1;
+		kr->bound_level = kr->cost.bound == RL_BOUND_MEMORY ? kr->cost.level : -1;
 		if (kernel_traffic(g, m, traffic, kr, out->nodes + kr->first, bl)) {
 			kr->tiled = true;
 			for (int i = 0; i < RL_MAX_MEM_LEVELS; i++)
@@ -531,8 +629,8 @@ const char *rl_kernel_bound_str(const struct rl_kernel *k, const struct rl_machi
                                 char *buf, size_t len)
 {
 	const char *b = rl_bound_name((enum rl_bound)k->cost.bound);
-	if (k->tiled && k->cost.bound == RL_BOUND_MEMORY && k->bound_level >= 0 &&
-	    k->bound_level < m->nlevels)
+	if (k->cost.bound == RL_BOUND_MEMORY && k->bound_level >= 0 &&
+	    k->bound_level < m->nlevels && (k->tiled || k->bound_level < m->nlevels - 1))
 		snprintf(buf, len, "%s (%s)", b, m->level[k->bound_level].name);
 	else
 		snprintf(buf, len, "%s", b);

@@ -50,6 +50,10 @@ struct rl_counts {
 	double bytes_read;  /* inputs and weights, each read once */
 	double bytes_write; /* outputs written once */
 	double weight_bytes;/* the part of bytes_read that is constant weights */
+	/* the work by calibrated class (machine.h enum rl_math): elements for
+	 * the math classes, FLOPs for BASIC (plain arithmetic) and GEMM; priced
+	 * against the profile's <calibration> rates when it has them */
+	double math[RL_MATH_COUNT_];
 	enum rl_access access;
 };
 
@@ -59,6 +63,14 @@ bool rl_count_node(const struct rl_graph *g, uint32_t node, struct rl_counts *c)
 /* Precision a node computes in (from its dtypes). */
 enum rl_prec rl_node_prec(const struct rl_graph *g, uint32_t node);
 
+/*
+ * Seconds of arithmetic for counts c on m: with a calibrated profile
+ * (rl_machine_calibrated), the sum over classes of c->math[k] / (rate[k] x
+ * cores) -- what the emitted code reaches, transcendentals and all; else
+ * flops / peak. *calibrated says which.
+ */
+double rl_cost_compute_s(const struct rl_machine *m, const struct rl_counts *c, double peak,
+                         bool *calibrated);
 /* Price counts on a machine; matrix selects the matrix-unit peak. */
 void rl_cost_price(const struct rl_machine *m, const struct rl_counts *c,
                    enum rl_prec prec, bool matrix, struct rl_cost *out);

@@ -217,6 +217,8 @@ struct rl_cost {
 	double intensity;  /* flops / bytes */
 	double time_s;     /* predicted time */
 	int bound;         /* enum rl_bound (cost.h) */
+	int level;         /* memory level the bytes were priced at (index into
+	                      the profile's levels; see rl_cost_price) */
 };
 
 /*

@@ -33,6 +33,37 @@ bool rl_prec_from_name(const char *s, enum rl_prec *p);
 
 #define RL_MAX_MEM_LEVELS 8
 
+/*
+ * Classes of per-element work whose speed depends on the code the C backend
+ * emits rather than on the FMA peak: a transcendental is a polynomial of a
+ * dozen FMAs plus range reduction, a division a slow unit, a product a
+ * register-blocked micro-kernel. `rlopt probe` times each class in the code
+ * the generator writes (tools/calib.c) and stores the rate in the profile's
+ * <calibration>; the cost model prices a kernel's compute from these rates
+ * when the profile has them, from the peak otherwise.
+ *   BASIC    add/mul/compare/min/max/select, elements per second per core
+ *   DIV      division or reciprocal
+ *   SQRT, EXP, LOG, TANH, SIGMOID, ERF   the vector math of emit_math.c
+ *   GEMM     FLOP/s of the packed fp32 GEMM (2 per multiply-add)
+ *   GATHER   indices per second resolved into rows of a table far larger than
+ *            the last-level cache (a row of a few floats each)
+ */
+enum rl_math {
+	RL_MATH_BASIC,
+	RL_MATH_DIV,
+	RL_MATH_SQRT,
+	RL_MATH_EXP,
+	RL_MATH_LOG,
+	RL_MATH_TANH,
+	RL_MATH_SIGMOID,
+	RL_MATH_ERF,
+	RL_MATH_GEMM,
+	RL_MATH_GATHER,
+	RL_MATH_COUNT_,
+};
+const char *rl_math_name(enum rl_math c); /* "exp", ... (XML attribute) */
+bool rl_math_from_name(const char *s, enum rl_math *c);
+
 struct rl_mem_level {
 	char name[32];      /* "L1", "L2", "L3", "smem", "HBM3e", "DRAM" */
 	double capacity;    /* bytes (total across the chip) */
@@ -66,11 +97,17 @@ struct rl_machine {
 	int simd_registers;     /* architectural vector registers (16, 32) */
 	int fma_units;          /* FMA pipes per core */
 	int fma_latency;        /* cycles from an FMA's issue to its result */
+	/* measured rates of the emitted code, one core, rl_math units; 0 = not
+	 * measured (the cost model then prices that class from the peak) */
+	double calib[RL_MATH_COUNT_];
+	char calib_cc[64];      /* the compiler command the rates were taken with */
 	char source[256];       /* file it came from, for messages */
 };
 
 /* Best peak for a precision: the matrix unit if present, else vector. */
 double rl_machine_peak(const struct rl_machine *m, enum rl_prec p, bool matrix);
+/* Whether every rl_math class has a measured rate. */
+bool rl_machine_calibrated(const struct rl_machine *m);
 /* Machine balance at main memory for fp32: peak FLOP/s over bytes/s. */
 double rl_machine_balance(const struct rl_machine *m, enum rl_prec p);
 static inline const struct rl_mem_level *

@@ -119,6 +119,14 @@ bool rl_cli_machine(const struct rl_cli_opts *o, struct rl_machine *m);
 bool rl_cli_check_out_dir(const char *path);
 
 int rl_cmd_run(int argc, char **argv);
+/* Run argv (argv[0] looked up in PATH) with stdout and stderr to the file
+ * log, in cwd (NULL: here), killed after timeout_s. Returns the wait status
+ * (0: exited 0), -1 on time-out, -2 when it could not start. */
+int rl_cli_run_child(char *const argv[], const char *log, const char *cwd, int timeout_s);
+/* Time the code rlopt emits for each calibrated class (tools/calib.c) with
+ * `cc cflags` on one thread and store the rates in m; false (m untouched,
+ * a line to log) when it could not. */
+bool rl_calibrate(struct rl_machine *m, const char *cc, const char *cflags, FILE *log);
 int rl_cmd_report(int argc, char **argv);
 int rl_cmd_diff(int argc, char **argv);
 

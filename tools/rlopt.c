@@ -32,7 +32,10 @@ static const char usage_text[] =
 	"                  [--fail-on-slowdown]  judge a rewrite: FLOPs, bytes, time per batch\n"
 	"       rlopt ops                 list the supported ONNX operators\n"
 	"       rlopt hw                  list the shipped machine profiles\n"
-	"       rlopt probe [-o FILE.xml] measure this machine, write a profile\n"
+	"       rlopt probe [-o FILE.xml] [--cc CC] [--cflags FLAGS] [--no-calibrate]\n"
+	"                                measure this machine and the code rlopt emits\n"
+	"                                on it (compiled `CC FLAGS`, default cc -O2),\n"
+	"                                write a profile\n"
 	"                                 (default ~/.config/rlopt/host.xml, then the default --hw)\n"
 	"       rlopt --help | --version\n"
 	"\n"
@@ -641,7 +644,8 @@ static int cmd_hw(void)
 
 static int cmd_probe(int argc, char **argv)
 {
-	const char *out = NULL;
+	const char *out = NULL, *cc = NULL, *cflags = "-O2";
+	bool calibrate = true;
 	char host[4096];
 	for (int i = 1; i < argc; i++) {
 		const char *v;
@@ -649,6 +653,16 @@ static int cmd_probe(int argc, char **argv)
 			if (!(v = optval(argc, argv, &i, "-o")))
 				return RL_EXIT_USAGE;
 			out = v;
+		} else if (is_flag(argv[i], "--cc")) {
+			if (!(v = optval(argc, argv, &i, "--cc")))
+				return RL_EXIT_USAGE;
+			cc = v;
+		} else if (is_flag(argv[i], "--cflags")) {
+			if (!(v = optval(argc, argv, &i, "--cflags")))
+				return RL_EXIT_USAGE;
+			cflags = v;
+		} else if (strcmp(argv[i], "--no-calibrate") == 0) {
+			calibrate = false;
 		} else {
 			usage_error("unknown argument '%s' for probe", argv[i]);
 			return RL_EXIT_USAGE;
@@ -679,6 +693,12 @@ static int cmd_probe(int argc, char **argv)
 		fprintf(stderr, "rlopt: %s\n", err);
 		return RL_EXIT_INPUT;
 	}
+	if (!cc)
+		cc = getenv("CC") && *getenv("CC") ? getenv("CC") : "cc";
+	/* the rates of the emitted code; without them the profile is priced
+	 * from its peak (a compiler missing is not an error of the probe) */
+	if (calibrate && !rl_calibrate(&m, cc, cflags, stdout))
+		printf("probe: no calibrated rates (the report will price compute from the peak)\n");
 	if (!rl_machine_write(&m, out, comment, err, sizeof(err))) {
 		fprintf(stderr, "rlopt: %s\n", err);
 		return RL_EXIT_INPUT;

@@ -91,7 +91,7 @@ static bool write_text(const char *path, const char *s)
 
 /* Run argv (argv[0] a program, or /bin/sh -c) with stdout+stderr to log and
  * a time limit. Returns the wait status, or -1 on time-out. */
-static int run_child(char *const argv[], const char *log, const char *cwd, int timeout_s)
+int rl_cli_run_child(char *const argv[], const char *log, const char *cwd, int timeout_s)
 {
 	pid_t pid = fork();
 	if (pid < 0)
@@ -321,7 +321,7 @@ int rl_cmd_run(int argc, char **argv)
 			        cargv[k]);
 		fprintf(stderr, "\n");
 	}
-	int st = run_child(cargv, log, tmp, timeout_s);
+	int st = rl_cli_run_child(cargv, log, tmp, timeout_s);
 	if (st == -1 || st == -2 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 		if (st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 127)
 			fprintf(stderr, "rlopt: run: compiler '%s' not found (set CC)\n", cc);
@@ -356,7 +356,7 @@ int rl_cmd_run(int argc, char **argv)
 	}
 	pargv[na] = NULL;
 	/* in the build folder: NAME.weights is found there by default */
-	st = run_child(pargv, log, tmp, timeout_s);
+	st = rl_cli_run_child(pargv, log, tmp, timeout_s);
 	for (int i = 2; i < na; i++)
 		free(store[i]);
 	if (st == -1) {

@@ -362,6 +362,17 @@ static void text_machine(FILE *f, const struct rl_machine *m)
 	fprintf(f, "  balance   %.3g FLOP/B fp32 (peak / %s bandwidth); %.3g FLOP/B at contiguous "
 	        "efficiency, which classifies nodes\n", rl_machine_balance(m, RL_PREC_FP32),
 	        d->name, rl_cost_balance(m, RL_PREC_FP32, true));
+	if (rl_machine_calibrated(m))
+		fprintf(f, "  compute   priced from the profile's measured rates of the emitted code "
+		        "(exp %s/s, tanh %s/s, div %s/s, GEMM %s per core%s%s)\n",
+		        si_u(m->calib[RL_MATH_EXP], "", a, sizeof(a)),
+		        si_u(m->calib[RL_MATH_TANH], "", b, sizeof(b)),
+		        si_u(m->calib[RL_MATH_DIV], "", c, sizeof(c)),
+		        si_u(m->calib[RL_MATH_GEMM], "FLOP/s", (char[32]){0}, 32),
+		        m->calib_cc[0] ? ", " : "", m->calib_cc);
+	else
+		fprintf(f, "  compute   peak-based estimate: %s has no calibrated rates "
+		        "(`rlopt probe` measures them)\n", m->name);
 }
 
 static void text_totals(FILE *f, const struct srows *s)
@@ -639,7 +650,15 @@ static void json_machine(FILE *f, const struct rl_machine *m)
 	json_kv_num(f, "strided", m->eff_strided, true);
 	json_kv_num(f, "gather", m->eff_gather, false);
 	fputs("}, ", f);
-	json_kv_num(f, "launch_latency", m->launch_latency, false);
+	json_kv_num(f, "launch_latency", m->launch_latency, true);
+	fputs("\"compute_pricing\": ", f);
+	json_str(f, rl_machine_calibrated(m) ? "calibrated" : "peak");
+	if (rl_machine_calibrated(m)) {
+		fputs(", \"calibration\": {", f);
+		for (int k = 0; k < RL_MATH_COUNT_; k++)
+			json_kv_num(f, rl_math_name((enum rl_math)k), m->calib[k], k + 1 < RL_MATH_COUNT_);
+		fputc('}', f);
+	}
 	fputc('}', f);
 }
 

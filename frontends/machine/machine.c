@@ -62,6 +62,7 @@
 #define RL_MAX_BW 1e15       /* bytes/s */
 #define RL_MAX_CAPACITY 1e15 /* bytes */
 #define RL_MAX_LATENCY 1.0   /* seconds */
+#define RL_MAX_CALIB_RATE 1e16 /* elements or FLOP per second per core */
 #define RL_MAX_CORES 1048576
 /* The optional geometry (<simd>, line_bytes, ways): past these it is a typo.
  * SVE allows 2048-bit vectors; a fully associative 64 MiB cache of 64-byte
@@ -98,6 +99,39 @@ bool rl_prec_from_name(const char *s, enum rl_prec *p)
 		}
 	}
 	return false;
+}
+
+static const char *const rl_math_names[] = {
+	[RL_MATH_BASIC] = "basic", [RL_MATH_DIV] = "div",         [RL_MATH_SQRT] = "sqrt",
+	[RL_MATH_EXP] = "exp",     [RL_MATH_LOG] = "log",         [RL_MATH_TANH] = "tanh",
+	[RL_MATH_SIGMOID] = "sigmoid", [RL_MATH_ERF] = "erf",     [RL_MATH_GEMM] = "gemm",
+	[RL_MATH_GATHER] = "gather",
+};
+_Static_assert(sizeof rl_math_names / sizeof rl_math_names[0] == RL_MATH_COUNT_,
+               "rl_math_names must name every enum rl_math");
+
+const char *rl_math_name(enum rl_math c)
+{
+	return (unsigned)c < RL_MATH_COUNT_ ? rl_math_names[c] : "?";
+}
+
+bool rl_math_from_name(const char *s, enum rl_math *c)
+{
+	for (int i = 0; s && i < RL_MATH_COUNT_; i++) {
+		if (strcmp(s, rl_math_names[i]) == 0) {
+			*c = (enum rl_math)i;
+			return true;
+		}
+	}
+	return false;
+}
+
+bool rl_machine_calibrated(const struct rl_machine *m)
+{
+	for (int i = 0; i < RL_MATH_COUNT_; i++)
+		if (!(m->calib[i] > 0))
+			return false;
+	return true;
 }
 
 double rl_machine_peak(const struct rl_machine *m, enum rl_prec p, bool matrix)
@@ -308,6 +342,7 @@ struct rl_machine_lines {
 	int eff;
 	int lat;
 	int simd;
+	int calib[RL_MATH_COUNT_];
 };
 
 /* Finite and in (0, max]; NaN fails the first comparison. */
@@ -444,6 +479,12 @@ static bool rl_check_lines(const struct rl_machine *m,
 			return rl_fail(err, errlen, file, ln->eff,
 			               "%s efficiency %g is not in (0, 1]", eff_name[i],
 			               eff[i]);
+	for (int k = 0; k < RL_MATH_COUNT_; k++)
+		if (m->calib[k] != 0 && !rl_in_range(m->calib[k], RL_MAX_CALIB_RATE))
+			return rl_fail(err, errlen, file, ln->calib[k],
+			               "<rate> op '%s' per_core %g is not in (0, %g]",
+			               rl_math_name((enum rl_math)k), m->calib[k],
+			               RL_MAX_CALIB_RATE);
 	if (!rl_in_range(m->launch_latency, RL_MAX_LATENCY))
 		return rl_fail(err, errlen, file, ln->lat,
 		               "launch latency %g s is not in (0, %g]",
@@ -628,6 +669,42 @@ static bool rl_read_level(const xmlNode *n, struct rl_machine *m,
 	return true;
 }
 
+/* <calibration cc="..."><rate op="exp" per_core="1.2e9"/>...</calibration> */
+static bool rl_read_calibration(const xmlNode *c, struct rl_machine *m,
+                                struct rl_machine_lines *ln, const char *file,
+                                char *err, size_t errlen)
+{
+	xmlChar *cc = xmlGetProp(c, BAD_CAST "cc");
+	if (cc) {
+		snprintf(m->calib_cc, sizeof m->calib_cc, "%s", (const char *)cc);
+		xmlFree(cc);
+	}
+	for (const xmlNode *r = c->children; r; r = r->next) {
+		if (!rl_elem_is(r, "rate"))
+			continue;
+		xmlChar *op = xmlGetProp(r, BAD_CAST "op");
+		enum rl_math k;
+		bool known = op && rl_math_from_name((const char *)op, &k);
+		if (!known) {
+			bool f = rl_fail(err, errlen, file, rl_line(r),
+			                 "<rate> op '%s' is not a calibrated class (basic, div, "
+			                 "sqrt, exp, log, tanh, sigmoid, erf, gemm, gather)",
+			                 op ? (const char *)op : "");
+			xmlFree(op);
+			return f;
+		}
+		xmlFree(op);
+		if (ln->calib[k])
+			return rl_fail(err, errlen, file, rl_line(r),
+			               "<rate> op '%s' given twice (first at line %d)",
+			               rl_math_name(k), ln->calib[k]);
+		ln->calib[k] = rl_line(r);
+		if (!rl_attr_double(r, "per_core", true, &m->calib[k], file, err, errlen))
+			return false;
+	}
+	return true;
+}
+
 static bool rl_read_machine(const xmlNode *root, struct rl_machine *m,
                             struct rl_machine_lines *ln, const char *file,
                             char *err, size_t errlen)
@@ -671,6 +748,9 @@ static bool rl_read_machine(const xmlNode *root, struct rl_machine *m,
 			                   file, err, errlen) ||
 			    !rl_attr_count(c, "fma_latency_cycles", RL_MAX_FMA_LATENCY,
 			                   &m->fma_latency, file, err, errlen))
+				return false;
+		} else if (rl_elem_is(c, "calibration")) {
+			if (!rl_read_calibration(c, m, ln, file, err, errlen))
 				return false;
 		} else if (rl_elem_is(c, "memory")) {
 			for (const xmlNode *l = c->children; l; l = l->next)
@@ -1023,6 +1103,22 @@ static bool rl_write_doc(xmlTextWriter *w, const struct rl_machine *m,
 			if (sval[i])
 				ok = xmlTextWriterWriteFormatAttribute(w, BAD_CAST sname[i], "%d",
 				                                       sval[i]) >= 0;
+		ok = ok && xmlTextWriterEndElement(w) >= 0;
+	}
+	bool any = false;
+	for (int k = 0; k < RL_MATH_COUNT_; k++)
+		any |= m->calib[k] > 0;
+	if (ok && any) {
+		ok = xmlTextWriterStartElement(w, BAD_CAST "calibration") >= 0;
+		if (ok && m->calib_cc[0])
+			ok = xmlTextWriterWriteAttribute(w, BAD_CAST "cc", BAD_CAST m->calib_cc) >= 0;
+		for (int k = 0; ok && k < RL_MATH_COUNT_; k++)
+			if (m->calib[k] > 0)
+				ok = xmlTextWriterStartElement(w, BAD_CAST "rate") >= 0 &&
+				     xmlTextWriterWriteAttribute(w, BAD_CAST "op",
+				             BAD_CAST rl_math_name((enum rl_math)k)) >= 0 &&
+				     rl_w_attr_double(w, "per_core", m->calib[k]) >= 0 &&
+				     xmlTextWriterEndElement(w) >= 0;
 		ok = ok && xmlTextWriterEndElement(w) >= 0;
 	}
 	ok = ok && xmlTextWriterStartElement(w, BAD_CAST "memory") >= 0;

@@ -63,15 +63,22 @@ class Machine:
         for p in root.iter("peak"):
             self.peak[(p.get("precision"), p.get("unit"))] = float(p.get("flops"))
         levels = list(root.iter("level"))
-        dram = levels[-1]
-        self.bw_r = float(dram.get("read_bw"))
-        self.bw_w = float(dram.get("write_bw") or dram.get("read_bw"))
+        # (capacity, read, write) per level; on a CPU a kernel's bytes come
+        # from the closest cache holding 4/3 of its working set (ir/cost.c)
+        self.levels = [(float(l.get("capacity")), float(l.get("read_bw")),
+                        float(l.get("write_bw") or l.get("read_bw"))) for l in levels]
+        self.cpu = root.get("kind") == "cpu"
         self.eff = float(root.find("efficiency").get("contiguous"))
         self.launch = float(root.find("latency").get("launch"))
         self.fp32 = max(self.peak.get(("fp32", "vector"), 0), self.peak.get(("fp32", "matrix"), 0))
 
     def kernel(self, flops, rd, wr):
-        return max(flops / self.fp32, rd / (self.bw_r * self.eff) + wr / (self.bw_w * self.eff)) \
+        _, bw_r, bw_w = self.levels[-1]
+        for cap, r, w in (self.levels[:-1] if self.cpu else []):
+            if rd + wr <= 0.75 * cap:
+                bw_r, bw_w = r, w
+                break
+        return max(flops / self.fp32, rd / (bw_r * self.eff) + wr / (bw_w * self.eff)) \
             + self.launch
 
 

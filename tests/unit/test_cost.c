@@ -511,7 +511,38 @@ Test(cost, batch1_matmul_memory_bound_h100)
 
 Test(cost, batch1_matmul_memory_bound_cpu)
 {
-	check_bound("epyc9654", 1, 4096, 4096, RL_BOUND_MEMORY);
+	/* 402 MB of weights: more than the 384 MB of L3, so main memory */
+	check_bound("epyc9654", 1, 12288, 8192, RL_BOUND_MEMORY);
+}
+
+Test(cost, cpu_working_set_in_cache_priced_at_its_level)
+{
+	/* Add over 2 x 256 KiB in, 256 KiB out: 768 KiB is within 0.75 of
+	 * epyc9654's L1 (3 MiB over 96 cores), so L1; Add(c, c) over 8M floats
+	 * moves 96 MiB, over 0.75 of L2 (96 MiB) and within 0.75 of L3 */
+	struct rl_machine m;
+	load_machine("epyc9654", &m);
+	uint32_t a = input("a", RL_DT_FLOAT, SH(1, L(65536)));
+	uint32_t b = input("b", RL_DT_FLOAT, SH(1, L(65536)));
+	uint32_t n = add(RL_OP_Add, "y", 2, a, b);
+	uint32_t c = input("c", RL_DT_FLOAT, SH(1, L(8 << 20)));
+	uint32_t n2 = add(RL_OP_Add, "y2", 2, c, c);
+	infer();
+	cr_assert(rl_cost_node(G, n, &m));
+	double ws = 3.0 * 65536 * 4;
+	cr_assert_leq(ws, 0.75 * m.level[0].capacity);
+	cr_assert_eq(G->nodes[n].cost.level, 0);
+	const struct rl_mem_level *l1 = &m.level[0];
+	EQ(G->nodes[n].cost.time_s,
+	   fmax(2.0 * 65536 * 4 / (l1->read_bw * m.eff_contiguous) +
+	        65536.0 * 4 / (l1->write_bw * m.eff_contiguous), 65536.0 / rl_machine_peak(&m, RL_PREC_FP32, false)) +
+	       m.launch_latency);
+	cr_assert(rl_cost_node(G, n2, &m));
+	cr_assert_eq(G->nodes[n2].cost.level, 2, "96 MiB: %d", G->nodes[n2].cost.level);
+	/* a GPU prices at device memory whatever the size */
+	load_machine("h100", &m);
+	cr_assert(rl_cost_node(G, n, &m));
+	cr_assert_eq(G->nodes[n].cost.level, m.nlevels - 1);
 }
 
 Test(cost, big_matmul_compute_bound_h100)
@@ -1041,4 +1072,74 @@ Test(cost, crossing_batch_matches_formula)
 	free(x);
 	rl_graph_free(g[0]);
 	rl_graph_free(g[1]);
+}
+
+/* ---- calibrated compute ---------------------------------------------------- */
+
+/* epyc9654 with made-up rates of the emitted code */
+static void calibrate(struct rl_machine *m, double exp_rate)
+{
+	load_machine("epyc9654", m);
+	for (int k = 0; k < RL_MATH_COUNT_; k++)
+		m->calib[k] = 4e9;
+	m->calib[RL_MATH_EXP] = exp_rate;
+	m->calib[RL_MATH_GEMM] = 8e10;
+}
+
+Test(cost, calibrated_math_classes)
+{
+	uint32_t x = input("x", RL_DT_FLOAT, SH(1, L(1000)));
+	uint32_t e = add(RL_OP_Exp, "e", 1, x);
+	uint32_t s = add(RL_OP_Softplus, "s", 1, x);
+	uint32_t d = add(RL_OP_Div, "d", 2, x, x);
+	uint32_t a = add(RL_OP_Add, "a", 2, x, x);
+	infer();
+	struct rl_counts c = count(e);
+	EQ(c.math[RL_MATH_EXP], 1000);
+	EQ(c.math[RL_MATH_BASIC], 0);
+	c = count(s);
+	EQ(c.math[RL_MATH_EXP], 1000);
+	EQ(c.math[RL_MATH_LOG], 1000);
+	c = count(d);
+	EQ(c.math[RL_MATH_DIV], 1000);
+	EQ(c.math[RL_MATH_BASIC], 0);
+	c = count(a);
+	EQ(c.math[RL_MATH_BASIC], 1000);
+	EQ(c.math[RL_MATH_EXP], 0);
+}
+
+Test(cost, calibrated_exp_is_compute_bound_when_slow)
+{
+	/* 1M floats of Exp: 8 MB moved. On the peak (8 FLOPs each at 10+
+	 * TFLOP/s) it is memory-bound; at a calibrated 1e7 exp/s per core it
+	 * takes 1e6 / (1e7 x cores) seconds of arithmetic and is compute-bound. */
+	uint32_t x = input("x", RL_DT_FLOAT, SH(1, L(1 << 20)));
+	uint32_t e = add(RL_OP_Exp, "e", 1, x);
+	infer();
+	struct rl_machine m;
+	load_machine("epyc9654", &m);
+	cr_assert(rl_cost_node(G, e, &m));
+	cr_assert_eq(G->nodes[e].cost.bound, RL_BOUND_MEMORY);
+	calibrate(&m, 1e7);
+	cr_assert(rl_cost_node(G, e, &m));
+	cr_assert_eq(G->nodes[e].cost.bound, RL_BOUND_COMPUTE);
+	EQ(G->nodes[e].cost.time_s, (double)(1 << 20) / (1e7 * m.cores) + m.launch_latency);
+	/* a fast exp leaves it memory-bound */
+	calibrate(&m, 1e12);
+	cr_assert(rl_cost_node(G, e, &m));
+	cr_assert_eq(G->nodes[e].cost.bound, RL_BOUND_MEMORY);
+}
+
+Test(cost, calibrated_gemm_rate)
+{
+	uint32_t n = big_matmul(512, 512, 512);
+	struct rl_machine m;
+	calibrate(&m, 1e9);
+	cr_assert(rl_cost_node(G, n, &m));
+	double flops = 2.0 * 512 * 512 * 512;
+	struct rl_counts c = count(n);
+	EQ(c.math[RL_MATH_GEMM], flops);
+	bool cal = false;
+	EQ(rl_cost_compute_s(&m, &c, 1, &cal), flops / (8e10 * m.cores));
+	cr_assert(cal);
 }

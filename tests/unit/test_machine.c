@@ -214,6 +214,10 @@ static void assert_same(const struct rl_machine *a, const struct rl_machine *b)
 	cr_assert(a->eff_gather == b->eff_gather);
 	cr_assert(a->launch_latency == b->launch_latency);
 	cr_assert_eq(a->has_sparse24, b->has_sparse24);
+	for (int k = 0; k < RL_MATH_COUNT_; k++)
+		cr_assert(a->calib[k] == b->calib[k], "%s %.17g != %.17g",
+		          rl_math_name((enum rl_math)k), a->calib[k], b->calib[k]);
+	cr_assert_str_eq(a->calib_cc, b->calib_cc);
 }
 
 static bool rel_eq(double a, double b)
@@ -728,4 +732,89 @@ Test(machine, geometry_contradictions_name_file_and_line)
 		free(bad);
 	}
 	free(text);
+}
+
+/* ---- calibrated rates ------------------------------------------------------- */
+
+static const char calib_block[] =
+	"  <calibration cc=\"cc -O2\">\n"
+	"    <rate op=\"basic\" per_core=\"8e9\"/>\n"
+	"    <rate op=\"div\" per_core=\"2e9\"/>\n"
+	"    <rate op=\"sqrt\" per_core=\"2.5e9\"/>\n"
+	"    <rate op=\"exp\" per_core=\"1.5e9\"/>\n"
+	"    <rate op=\"log\" per_core=\"1e9\"/>\n"
+	"    <rate op=\"tanh\" per_core=\"1.25e9\"/>\n"
+	"    <rate op=\"sigmoid\" per_core=\"1.2e9\"/>\n"
+	"    <rate op=\"erf\" per_core=\"1.1e9\"/>\n"
+	"    <rate op=\"gemm\" per_core=\"9.6e10\"/>\n"
+	"    <rate op=\"gather\" per_core=\"7e7\"/>\n"
+	"  </calibration>\n"
+	"  <memory>";
+
+/* epyc9654 with the block above inserted before <memory>, with one edit */
+static char *calibrated_text(const char *old, const char *new)
+{
+	char *text = shipped_text("epyc9654");
+	char *a = replace(text, "  <memory>", calib_block);
+	char *b = old ? replace(a, old, new) : a;
+	if (b != a)
+		free(a);
+	free(text);
+	return b;
+}
+
+Test(machine, calibration_loads_and_round_trips)
+{
+	char *text = calibrated_text(NULL, NULL);
+	char path[600], path2[600], err[1024];
+	tmp_path(path, sizeof path, "cal.xml");
+	write_file(path, text);
+	struct rl_machine m, b;
+	cr_assert(rl_machine_load(path, &m, err, sizeof err), "%s", err);
+	cr_assert(rl_machine_calibrated(&m));
+	cr_assert(m.calib[RL_MATH_EXP] == 1.5e9);
+	cr_assert(m.calib[RL_MATH_GEMM] == 9.6e10);
+	cr_assert_str_eq(m.calib_cc, "cc -O2");
+	tmp_path(path2, sizeof path2, "cal2.xml");
+	cr_assert(rl_machine_write(&m, path2, NULL, err, sizeof err), "%s", err);
+	cr_assert(rl_machine_load(path2, &b, err, sizeof err), "%s", err);
+	assert_same(&m, &b);
+	/* shipped profiles carry none: priced from the peak */
+	cr_assert(rl_machine_load("epyc9654", &m, err, sizeof err), "%s", err);
+	cr_assert(!rl_machine_calibrated(&m));
+	free(text);
+}
+
+Test(machine, calibration_partial_is_not_calibrated)
+{
+	char *text = calibrated_text("    <rate op=\"erf\" per_core=\"1.1e9\"/>\n", "");
+	char path[600], err[1024];
+	tmp_path(path, sizeof path, "part.xml");
+	write_file(path, text);
+	struct rl_machine m;
+	cr_assert(rl_machine_load(path, &m, err, sizeof err), "%s", err);
+	cr_assert(m.calib[RL_MATH_EXP] == 1.5e9);
+	cr_assert(m.calib[RL_MATH_ERF] == 0);
+	cr_assert(!rl_machine_calibrated(&m));
+	free(text);
+}
+
+Test(machine, calibration_bad_rates_name_file_and_line)
+{
+	struct {
+		const char *file, *old, *new, *says;
+	} cases[] = {
+		{"calop.xml", "op=\"tanh\"", "op=\"tan\"", "not a calibrated class"},
+		{"caldup.xml", "op=\"log\" per_core=\"1e9\"", "op=\"exp\" per_core=\"1e9\"",
+		 "given twice"},
+		{"calzero.xml", "per_core=\"2e9\"", "per_core=\"0\"", "xsd"},
+		{"calbig.xml", "per_core=\"2e9\"", "per_core=\"2e19\"", "per_core"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char *bad = calibrated_text(cases[i].old, cases[i].new);
+		const char *err = load_bad(cases[i].file, bad);
+		cr_assert(has_exact_line(err, cases[i].file, line_of(bad, cases[i].new)), "%s", err);
+		cr_assert(strstr(err, cases[i].says) != NULL, "%s", err);
+		free(bad);
+	}
 }
