@@ -163,15 +163,17 @@ enum rl_prec rl_node_prec(const struct rl_graph *g, uint32_t node)
 
 /*
  * The level a kernel's bytes come from: the closest cache whose capacity
- * holds RL_RESIDENT_SHARE of the kernel's whole working set (inputs and
- * outputs), else main memory. A tensor that small was just written by the
+ * (times RL_RESIDENT_SHARE) holds the kernel's whole working set (inputs
+ * and outputs), else main memory. Measured here (bench/bench_predict.py):
+ * a working set as large as a core's L2 still runs at L2 speed, so the
+ * share is the whole capacity. A tensor that small was just written by the
  * kernel before (or is read again on every run), so it is still there; one
  * that large streams from main memory. Capacities are the chip's totals,
  * and so is the working set when the kernel is split across every core.
  * CPU profiles only: on a GPU the judge and fusion reason about HBM traffic
  * between launches, and L2 persistence across launches is not modelled.
  */
-#define RL_RESIDENT_SHARE 0.75
+#define RL_RESIDENT_SHARE 1.0
 static int resident_level(const struct rl_machine *m, double ws)
 {
 	int last = m->nlevels - 1;
@@ -421,7 +423,9 @@ static void price_levels(const struct rl_machine *m, enum rl_prec prec, const do
 	double t_base = c->bytes_read / (d->read_bw * eff) + c->bytes_write / (wbw * eff);
 	double t_mem = 0;
 	int lvl = last;
-	for (int i = 0; i <= last; i++) {
+	/* a working set a cache holds comes from there, not from further out */
+	int res = resident_level(m, ext);
+	for (int i = 0; i <= res; i++) {
 		double t;
 		if (i == last)
 			t = ext > 0 ? t_base * bl[i] / ext : bl[i] / (d->read_bw * eff);

@@ -64,7 +64,7 @@ class Machine:
             self.peak[(p.get("precision"), p.get("unit"))] = float(p.get("flops"))
         levels = list(root.iter("level"))
         # (capacity, read, write) per level; on a CPU a kernel's bytes come
-        # from the closest cache holding 4/3 of its working set (ir/cost.c)
+        # from the closest cache holding its working set (ir/cost.c)
         self.levels = [(float(l.get("capacity")), float(l.get("read_bw")),
                         float(l.get("write_bw") or l.get("read_bw"))) for l in levels]
         self.cpu = root.get("kind") == "cpu"
@@ -75,7 +75,7 @@ class Machine:
     def kernel(self, flops, rd, wr):
         _, bw_r, bw_w = self.levels[-1]
         for cap, r, w in (self.levels[:-1] if self.cpu else []):
-            if rd + wr <= 0.75 * cap:
+            if rd + wr <= cap:
                 bw_r, bw_w = r, w
                 break
         return max(flops / self.fp32, rd / (bw_r * self.eff) + wr / (bw_w * self.eff)) \

@@ -181,12 +181,12 @@ static double peak32(const struct rl_machine *m)
 }
 
 /* one contiguous fp32 product kernel; on a CPU its bytes come from the
- * closest cache that holds 4/3 of its working set (cost.c resident_level) */
+ * closest cache that holds its working set (cost.c resident_level) */
 static double kt(const struct rl_machine *m, double flops, double rd, double wr)
 {
 	const struct rl_mem_level *l = &m->level[m->nlevels - 1];
 	for (int i = 0; strcmp(m->kind, "cpu") == 0 && i < m->nlevels - 1; i++)
-		if (rd + wr <= 0.75 * m->level[i].capacity) {
+		if (rd + wr <= m->level[i].capacity) {
 			l = &m->level[i];
 			break;
 		}
