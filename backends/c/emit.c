@@ -1688,7 +1688,10 @@ enum rl_status rl_emit_c(struct rl_graph *g, const struct rl_cgen_opts *o,
 
 	/* run_v */
 	rl_buf_printf(&d.c, "int %s_run_v(const void *const *in, void *const *out)\n{\n", prefix);
-	rl_buf_printf(&d.c, "    (void)in;\n    (void)out;\n");
+	/* the body first, into its own buffer: `in` and `out` are cast to void
+	 * only when no line reads them (a model of constants only) */
+	struct rl_buf whole = d.c;
+	d.c = (struct rl_buf){0};
 	rl_buf_printf(&d.c, "    if (!%s_ws && %s_init(NULL) != 0)\n        return -1;\n", prefix, prefix);
 	for (uint32_t u = 0; u < d.nunits; u++) {
 		const struct unit *un = &d.units[u];
@@ -1730,6 +1733,16 @@ enum rl_status rl_emit_c(struct rl_graph *g, const struct rl_cgen_opts *o,
 		rl_buf_printf(&d.c, "    memcpy(out[%u], %s, %lld);\n", i, b, (long long)value_bytes(g, v));
 	}
 	rl_buf_printf(&d.c, "    return 0;\n}\n\n");
+	{
+		struct rl_buf body = d.c;
+		d.c = whole;
+		if (!body.s || !strstr(body.s, "in["))
+			rl_buf_printf(&d.c, "    (void)in;\n");
+		if (!body.s || !strstr(body.s, "out["))
+			rl_buf_printf(&d.c, "    (void)out;\n");
+		rl_buf_printf(&d.c, "%s", body.s ? body.s : "");
+		rl_buf_free(&body);
+	}
 
 	/* typed run */
 	rl_buf_printf(&d.c, "int %s_run(", prefix);
