@@ -124,6 +124,7 @@ enum rl_family {
 	RL_FAM_REDUCE,   /* reductions along axes */
 	RL_FAM_SHAPE,    /* data movement and shape computation */
 	RL_FAM_CONST,    /* value generators */
+	RL_FAM_ATTN,     /* attention and sequence-model ops (fam_attn.c) */
 	RL_FAM_COUNT_,
 };
 
