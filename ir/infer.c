@@ -453,7 +453,7 @@ static enum rl_status check_node(struct rl_graph *g, uint32_t node)
 	struct rl_node *n = &g->nodes[node];
 	if (n->op >= RL_OP_COUNT_)
 		return rl_graph_error(g, n, RL_ERR_UNSUPPORTED, "unknown operator");
-	if (n->domain && *n->domain && strcmp(n->domain, "ai.onnx") != 0)
+	if (n->domain && !rl_op_in_domain(n->op, n->domain))
 		return rl_graph_error(g, n, RL_ERR_UNSUPPORTED,
 		                      "operator domain '%s' is not supported", n->domain);
 	if (n->opset < 7)
