@@ -173,6 +173,285 @@ static void strides_of(bool three, int64_t H, int64_t S, int64_t D, int64_t *s)
 	}
 }
 
+/* What the row and block writers of an Attention kernel share. */
+struct attn_emit {
+	struct attn_geom a;
+	enum rl_dtype dt, ydt;       /* Q/K/V storage, Y */
+	const char *ct, *sty;        /* compute and storage C types */
+	const struct rl_value *mask, *nonpad, *yqk;
+	int64_t ms[3], M, mode, cap, QB, TB;
+	double scale, softcap;
+	bool causal, all, vec, blocked;
+};
+
+/* `kr` (or `vr` for values): the storage row of key j of kv head kh, from
+ * past_key/past_value for j < P, else from K/V. */
+static void attn_kv_row(struct rl_cgen *cg, const struct attn_emit *e, bool val, const char *j)
+{
+	const struct attn_geom *a = &e->a;
+	const int64_t *sd = val ? a->vs : a->ks;
+	int64_t D = val ? a->Dv : a->Dk;
+	const char *nm = val ? "vr" : "kr", *past = val ? "X5" : "X4", *cur = val ? "X2" : "X1";
+	if (a->P)
+		cg_line(cg, "const %s *%s = %s < %lld ? %s + ((b * %lld + kh) * %lld + %s) * %lld : %s + "
+		        "b * %lld + kh * %lld + (%s - %lld) * %lld;", e->sty, nm, j, ll(a->P), past,
+		        ll(a->Hkv), ll(a->P), j, ll(D), cur, ll(sd[0]), ll(sd[1]), j, ll(a->P), ll(sd[2]));
+	else
+		cg_line(cg, "const %s *%s = %s + b * %lld + kh * %lld + %s * %lld;", e->sty, nm, cur,
+		        ll(sd[0]), ll(sd[1]), j, ll(sd[2]));
+}
+
+/* jc: the keys that take part for query row i (causal: up to the diagonal);
+ * jq: the keys scored (all T when qk_matmul_output wants the raw scores). */
+static void attn_limits(struct rl_cgen *cg, const struct attn_emit *e)
+{
+	const struct attn_geom *a = &e->a;
+	if (e->causal)
+		cg_line(cg, "const size_t jc = i + %lld < %lld ? i + %lld : %lld;", ll(a->P + 1), ll(a->T),
+		        ll(a->P + 1), ll(a->T));
+	else
+		cg_line(cg, "const size_t jc = %lld;", ll(a->T));
+	if (e->all)
+		cg_line(cg, "const size_t jq = %lld;", ll(a->T));
+	else
+		cg_line(cg, "const size_t jq = jc;");
+	cg_line(cg, "(void)jq;");
+}
+
+/*
+ * The scores s[0, jq) of query row i (r its flat row, b, h in scope) to
+ * probabilities: softcap, the qk_matmul_output modes, the masks as -inf,
+ * the softmax over [0, jc); s[jc, jp) are zeroed for the value loop.
+ */
+static void attn_post(struct rl_cgen *cg, const struct attn_emit *e, bool vec, const char *jp)
+{
+	const struct attn_geom *a = &e->a;
+	const char *ct = e->ct;
+	if (e->softcap > 0) {
+		cg->need_tanh = is_f(ct);
+		cg_line(cg, "for (size_t j = 0; j < jq; j++)");
+		cg_line(cg, "    s[j] = %s * %s(s[j] * %s);", lit(ct, e->softcap),
+		        is_f(ct) ? "rl_tanhf" : "tanh", lit(ct, 1.0 / e->softcap));
+	}
+	if (e->yqk && e->mode < 2) {
+		cg_line(cg, "for (size_t j = 0; j < %lld; j++)", ll(a->T));
+		cg_line(cg, "    Y3[r * %lld + j] = %s;", ll(a->T), st(cg, e->yqk->dtype, "s[j]"));
+	}
+	if (e->mask) {
+		char mi[160];
+		snprintf(mi, sizeof(mi), "b * %lld + h * %lld + i * %lld + j", ll(e->ms[0]), ll(e->ms[1]),
+		         ll(e->ms[2]));
+		const char *lim = "jc";
+		char lb[64];
+		if (e->M < a->T) {
+			snprintf(lb, sizeof(lb), "(jc < %lld ? jc : %lld)", ll(e->M), ll(e->M));
+			lim = lb;
+		}
+		cg_line(cg, "for (size_t j = 0; j < %s; j++)", lim);
+		if (e->mask->dtype == RL_DT_BOOL)
+			cg_line(cg, "    s[j] = X3[%s] ? s[j] : -INFINITY;", mi);
+		else
+			cg_line(cg, "    s[j] += %s;", ld(cg, e->mask->dtype, "X3[%s]", mi));
+		if (e->M < a->T) {
+			cg_line(cg, "for (size_t j = %lld; j < jc; j++)", ll(e->M));
+			cg_line(cg, "    s[j] = -INFINITY;");
+		}
+	}
+	if (e->nonpad) {
+		cg_line(cg, "for (size_t j = X6[b] < 0 ? 0 : (size_t)X6[b]; j < jc; j++)");
+		cg_line(cg, "    s[j] = -INFINITY;");
+	}
+	if (e->yqk && e->mode == 2) {
+		cg_line(cg, "for (size_t j = 0; j < %lld; j++)", ll(a->T));
+		cg_line(cg, "    Y3[r * %lld + j] = %s;", ll(a->T),
+		        st(cg, e->yqk->dtype, e->causal ? "j < jc ? s[j] : -INFINITY" : "s[j]"));
+	}
+	row_softmax(cg, ct, "jc", e->cap, vec);
+	if (e->yqk && e->mode == 3) {
+		cg_line(cg, "for (size_t j = 0; j < %lld; j++)", ll(a->T));
+		cg_line(cg, "    Y3[r * %lld + j] = %s;", ll(a->T),
+		        st(cg, e->yqk->dtype, e->causal ? "j < jc ? s[j] : 0" : "s[j]"));
+	}
+	if (jp) {
+		cg_line(cg, "for (size_t j = jc; j < %s; j++)", jp);
+		cg_line(cg, "    s[j] = 0;");
+	}
+}
+
+/* One query row i at a time (any float dtype; the portable path). */
+static void attn_row(struct rl_cgen *cg, const struct attn_emit *e, bool vec)
+{
+	const struct attn_geom *a = &e->a;
+	const char *ct = e->ct;
+	cg_line(cg, "const size_t r = (b * %lld + h) * %lld + i;", ll(a->Hq), ll(a->Sq));
+	cg_line(cg, "(void)r;");
+	cg_line(cg, "%s qf[%lld], s[%lld], o[%lld];", ct, ll(a->Dk), ll(vec ? e->cap : a->T),
+	        ll(a->Dv));
+	cg_line(cg, "const %s *q = X0 + b * %lld + h * %lld + i * %lld;", e->sty, ll(a->qs[0]),
+	        ll(a->qs[1]), ll(a->qs[2]));
+	cg_line(cg, "for (size_t d = 0; d < %lld; d++)", ll(a->Dk));
+	cg_line(cg, "    qf[d] = %s * %s;", ld(cg, e->dt, "q[d]"), lit(ct, e->scale));
+	attn_limits(cg, e);
+	cg_line(cg, "for (size_t j = 0; j < jq; j++) {");
+	cg->indent++;
+	attn_kv_row(cg, e, false, "j");
+	cg_line(cg, "%s acc = 0;", ct);
+	cg_line(cg, "for (size_t d = 0; d < %lld; d++)", ll(a->Dk));
+	cg_line(cg, "    acc += qf[d] * %s;", ld(cg, e->dt, "kr[d]"));
+	cg_line(cg, "s[j] = acc;");
+	cg->indent--;
+	cg_line(cg, "}");
+	attn_post(cg, e, vec, NULL);
+	cg_line(cg, "for (size_t d = 0; d < %lld; d++)", ll(a->Dv));
+	cg_line(cg, "    o[d] = 0;");
+	cg_line(cg, "for (size_t j = 0; j < jc; j++) {");
+	cg->indent++;
+	attn_kv_row(cg, e, true, "j");
+	cg_line(cg, "const %s p = s[j];", ct);
+	cg_line(cg, "for (size_t d = 0; d < %lld; d++)", ll(a->Dv));
+	cg_line(cg, "    o[d] += p * %s;", ld(cg, e->dt, "vr[d]"));
+	cg->indent--;
+	cg_line(cg, "}");
+	cg_line(cg, "%s *yr = Y0 + b * %lld + h * %lld + i * %lld;", cg_ctype(e->ydt), ll(a->ys[0]),
+	        ll(a->ys[1]), ll(a->ys[2]));
+	cg_line(cg, "for (size_t d = 0; d < %lld; d++)", ll(a->Dv));
+	cg_line(cg, "    yr[d] = %s;", st(cg, e->ydt, "o[d]"));
+}
+
+/*
+ * Float32 rows [i0, i1) of one head together: key chunks of TB rows are
+ * transposed into kt[Dk][TB] so each query's scores for the chunk are
+ * vector multiply-adds over keys (no horizontal sums), four vectors at a
+ * time to cover the FMA latency; every value row is then read once for the
+ * whole block (o[qi][:] += p * v, contiguous in d).
+ */
+static void attn_blocked(struct rl_cgen *cg, const struct attn_emit *e)
+{
+	const struct attn_geom *a = &e->a;
+	int64_t QB = e->QB, TB = e->TB;
+	cg_line(cg, "const size_t nq = i1 - i0;");
+	cg_line(cg, "float qf[%lld][%lld], sb[%lld][%lld];", ll(QB), ll(a->Dk), ll(QB), ll(e->cap));
+	cg_line(cg, "for (size_t qi = 0; qi < nq; qi++) {");
+	cg_line(cg, "    const float *q = X0 + b * %lld + h * %lld + (i0 + qi) * %lld;", ll(a->qs[0]),
+	        ll(a->qs[1]), ll(a->qs[2]));
+	cg_line(cg, "    for (size_t d = 0; d < %lld; d++)", ll(a->Dk));
+	cg_line(cg, "        qf[qi][d] = q[d] * %s;", cg_lit(RL_DT_FLOAT, e->scale));
+	cg_line(cg, "}");
+	/* keys any row of the block scores, and keys any row uses */
+	if (e->causal)
+		cg_line(cg, "const size_t jp = i1 + %lld < %lld ? i1 + %lld : %lld;", ll(a->P), ll(a->T),
+		        ll(a->P), ll(a->T));
+	else
+		cg_line(cg, "const size_t jp = %lld;", ll(a->T));
+	if (e->all)
+		cg_line(cg, "const size_t jend = %lld;", ll(a->T));
+	else
+		cg_line(cg, "const size_t jend = jp;");
+	cg_line(cg, "for (size_t j0 = 0; j0 < jend; j0 += %lld) {", ll(TB));
+	cg->indent++;
+	cg_line(cg, "const size_t jn = jend - j0 < %lld ? jend - j0 : %lld;", ll(TB), ll(TB));
+	cg_line(cg, "const size_t jv = (jn + RL_VW - 1) / RL_VW * RL_VW;");
+	cg_line(cg, "float kt[%lld][%lld];", ll(a->Dk), ll(TB));
+	cg_line(cg, "for (size_t jj = 0; jj < jn; jj++) {");
+	cg->indent++;
+	cg_line(cg, "const size_t j = j0 + jj;");
+	attn_kv_row(cg, e, false, "j");
+	cg_line(cg, "for (size_t d = 0; d < %lld; d++)", ll(a->Dk));
+	cg_line(cg, "    kt[d][jj] = kr[d];");
+	cg->indent--;
+	cg_line(cg, "}");
+	cg_line(cg, "for (size_t jj = jn; jj < jv; jj++)");
+	cg_line(cg, "    for (size_t d = 0; d < %lld; d++)", ll(a->Dk));
+	cg_line(cg, "        kt[d][jj] = 0.0f;");
+	cg_line(cg, "for (size_t qi = 0; qi < nq; qi++) {");
+	cg->indent++;
+	cg_line(cg, "float *sr = sb[qi] + j0;");
+	cg_line(cg, "size_t c = 0;");
+	cg_line(cg, "for (; c + 4 * RL_VW <= jv; c += 4 * RL_VW) {");
+	cg_line(cg, "    rl_vf a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};");
+	cg_line(cg, "    for (size_t d = 0; d < %lld; d++) {", ll(a->Dk));
+	cg_line(cg, "        const float qd = qf[qi][d];");
+	cg_line(cg, "        const float *kd = kt[d] + c;");
+	cg_line(cg, "        a0 += qd * *(const rl_vfu *)kd;");
+	cg_line(cg, "        a1 += qd * *(const rl_vfu *)(kd + RL_VW);");
+	cg_line(cg, "        a2 += qd * *(const rl_vfu *)(kd + 2 * RL_VW);");
+	cg_line(cg, "        a3 += qd * *(const rl_vfu *)(kd + 3 * RL_VW);");
+	cg_line(cg, "    }");
+	cg_line(cg, "    *(rl_vfu *)(sr + c) = a0;");
+	cg_line(cg, "    *(rl_vfu *)(sr + c + RL_VW) = a1;");
+	cg_line(cg, "    *(rl_vfu *)(sr + c + 2 * RL_VW) = a2;");
+	cg_line(cg, "    *(rl_vfu *)(sr + c + 3 * RL_VW) = a3;");
+	cg_line(cg, "}");
+	cg_line(cg, "for (; c < jv; c += RL_VW) {");
+	cg_line(cg, "    rl_vf a0 = {0};");
+	cg_line(cg, "    for (size_t d = 0; d < %lld; d++)", ll(a->Dk));
+	cg_line(cg, "        a0 += qf[qi][d] * *(const rl_vfu *)(kt[d] + c);");
+	cg_line(cg, "    *(rl_vfu *)(sr + c) = a0;");
+	cg_line(cg, "}");
+	cg->indent--;
+	cg_line(cg, "}");
+	cg->indent--;
+	cg_line(cg, "}");
+	/* per row: masks, softmax */
+	cg_line(cg, "for (size_t qi = 0; qi < nq; qi++) {");
+	cg->indent++;
+	cg_line(cg, "const size_t i = i0 + qi, r = (b * %lld + h) * %lld + i;", ll(a->Hq), ll(a->Sq));
+	cg_line(cg, "float *s = sb[qi];");
+	cg_line(cg, "(void)r;");
+	attn_limits(cg, e);
+	attn_post(cg, e, true, "jp");
+	cg->indent--;
+	cg_line(cg, "}");
+	/* values: with Dv a multiple of RL_VW (up to 8 vectors) each row's output
+	 * stays in registers over the keys; else every value row is read once
+	 * for the block and the outputs accumulate in memory */
+	if (a->Dv % VW == 0 && a->Dv / VW <= 8) {
+		int nv = (int)(a->Dv / VW);
+		cg_line(cg, "for (size_t qi = 0; qi < nq; qi++) {");
+		cg->indent++;
+		char decl[256] = "";
+		size_t pl = 0;
+		for (int k = 0; k < nv; k++)
+			pl += (size_t)snprintf(decl + pl, sizeof(decl) - pl, "%so%d = {0}", k ? ", " : "", k);
+		cg_line(cg, "rl_vf %s;", decl);
+		cg_line(cg, "for (size_t j = 0; j < jp; j++) {");
+		cg->indent++;
+		attn_kv_row(cg, e, true, "j");
+		cg_line(cg, "const float p = sb[qi][j];");
+		for (int k = 0; k < nv; k++)
+			cg_line(cg, "o%d += p * *(const rl_vfu *)(vr + %d);", k, k * VW);
+		cg->indent--;
+		cg_line(cg, "}");
+		cg_line(cg, "float *yr = Y0 + b * %lld + h * %lld + (i0 + qi) * %lld;", ll(a->ys[0]),
+		        ll(a->ys[1]), ll(a->ys[2]));
+		for (int k = 0; k < nv; k++)
+			cg_line(cg, "*(rl_vfu *)(yr + %d) = o%d;", k * VW, k);
+		cg->indent--;
+		cg_line(cg, "}");
+		return;
+	}
+	cg_line(cg, "float o[%lld][%lld];", ll(QB), ll(a->Dv));
+	cg_line(cg, "for (size_t qi = 0; qi < nq; qi++)");
+	cg_line(cg, "    for (size_t d = 0; d < %lld; d++)", ll(a->Dv));
+	cg_line(cg, "        o[qi][d] = 0.0f;");
+	cg_line(cg, "for (size_t j = 0; j < jp; j++) {");
+	cg->indent++;
+	attn_kv_row(cg, e, true, "j");
+	cg_line(cg, "for (size_t qi = 0; qi < nq; qi++) {");
+	cg_line(cg, "    const float p = sb[qi][j];");
+	cg_line(cg, "    for (size_t d = 0; d < %lld; d++)", ll(a->Dv));
+	cg_line(cg, "        o[qi][d] += p * vr[d];");
+	cg_line(cg, "}");
+	cg->indent--;
+	cg_line(cg, "}");
+	cg_line(cg, "for (size_t qi = 0; qi < nq; qi++) {");
+	cg_line(cg, "    float *yr = Y0 + b * %lld + h * %lld + (i0 + qi) * %lld;", ll(a->ys[0]),
+	        ll(a->ys[1]), ll(a->ys[2]));
+	cg_line(cg, "    for (size_t d = 0; d < %lld; d++)", ll(a->Dv));
+	cg_line(cg, "        yr[d] = o[qi][d];");
+	cg_line(cg, "}");
+}
+
 static enum rl_status emit_attention(struct rl_cgen *cg, uint32_t node)
 {
 	const struct rl_node *n = &cg->g->nodes[node];
@@ -261,26 +540,40 @@ static enum rl_status emit_attention(struct rl_cgen *cg, uint32_t node)
 		cg_line(cg, "/* empty output */");
 		return RL_OK;
 	}
-	enum rl_dtype dt = q->dtype;
-	const char *ct = cg_comptype(dt);
-	const char *sty = cg_ctype(dt);
-	bool vec = is_f(ct);
-	bool vdot = dt == RL_DT_FLOAT && a.Dk >= VW;
-	int64_t cap = vec ? (a.T + VW - 1) / VW * VW : a.T;
-	cg_line(cg, "/* %s: %lld x %lld query rows of %lld (heads %lld, kv heads %lld) against "
-	        "%lld keys%s%s%s; scale %.9g%s */", rl_op_table[n->op].name, ll(a.B * a.Hq), ll(a.Sq),
-	        ll(a.Dk), ll(a.Hq), ll(a.Hkv), ll(a.T), mask ? ", attn_mask" : "",
+	struct attn_emit e = {
+		.a = a, .dt = q->dtype, .ct = cg_comptype(q->dtype), .sty = cg_ctype(q->dtype),
+		.mask = mask, .nonpad = nonpad, .yqk = yqk, .ydt = y->dtype, .M = M, .mode = mode,
+		.scale = scale, .softcap = softcap, .causal = causal,
+	};
+	memcpy(e.ms, ms, sizeof(ms));
+	e.vec = is_f(e.ct);
+	e.all = yqk && mode < 2 && causal;
+	e.cap = e.vec ? (a.T + VW - 1) / VW * VW : a.T;
+	/* the blocked float32 path: QB query rows share each key chunk and value row */
+	e.blocked = e.dt == RL_DT_FLOAT && y->dtype == RL_DT_FLOAT && a.Dk >= 1;
+	/* 32 rows amortize the key transposition (scalar stores) over 32 rows of
+	 * vector multiply-adds; fewer when the block's scores would pass 256 KiB */
+	e.QB = a.Sq < 32 ? a.Sq : 32;
+	while (e.QB > 1 && e.QB * e.cap * 4 > (256 << 10))
+		e.QB /= 2;
+	e.TB = a.Dk <= 128 ? 128 : 64;
+	if (e.QB < 1)
+		e.QB = 1;
+	int64_t nqb = (a.Sq + e.QB - 1) / e.QB;
+	cg_line(cg, "/* %s: %lld heads x %lld query rows of %lld (kv heads %lld) against "
+	        "%lld keys%s%s%s; scale %.9g%s; blocks of %lld query rows */", rl_op_table[n->op].name,
+	        ll(a.B * a.Hq), ll(a.Sq), ll(a.Dk), ll(a.Hkv), ll(a.T), mask ? ", attn_mask" : "",
 	        causal ? ", causal" : "", nonpad ? ", nonpad_kv_seqlen" : "", scale,
-	        softcap > 0 ? ", softcap" : "");
-	int64_t rows = a.B * a.Hq * a.Sq;
-	cg_rows_open(cg, "r", rows, a.T * (a.Dk + a.Dv), ATTN_MIN_PAR);
-	cg_line(cg, "const size_t b = r / %lld, h = r / %lld %% %lld, i = r %% %lld;",
-	        ll(a.Hq * a.Sq), ll(a.Sq), ll(a.Hq), ll(a.Sq));
-	cg_line(cg, "const size_t kh = h / %lld;", ll(a.G));
-	cg_line(cg, "(void)b; (void)i; (void)kh;");
+	        softcap > 0 ? ", softcap" : "", ll(e.QB));
+	cg_rows_open(cg, "tb", a.B * a.Hq * nqb, e.QB * a.T * (a.Dk + a.Dv), ATTN_MIN_PAR);
+	cg_line(cg, "const size_t b = tb / %lld, h = tb / %lld %% %lld, kh = h / %lld;",
+	        ll(a.Hq * nqb), ll(nqb), ll(a.Hq), ll(a.G));
+	cg_line(cg, "const size_t i0 = tb %% %lld * %lld, i1 = i0 + %lld < %lld ? i0 + %lld : %lld;",
+	        ll(nqb), ll(e.QB), ll(e.QB), ll(a.Sq), ll(e.QB), ll(a.Sq));
+	cg_line(cg, "(void)kh;");
 	/* present_key / present_value: once per (b, kv head) */
 	if (yk || yv) {
-		cg_line(cg, "if (i == 0 && h %% %lld == 0) {", ll(a.G));
+		cg_line(cg, "if (i0 == 0 && h %% %lld == 0) {", ll(a.G));
 		cg->indent++;
 		cg_line(cg, "for (size_t t = 0; t < %lld; t++) {", ll(a.T));
 		cg->indent++;
@@ -289,141 +582,40 @@ static enum rl_status emit_attention(struct rl_cgen *cg, uint32_t node)
 			if (!out)
 				continue;
 			int64_t D = w ? a.Dv : a.Dk;
-			const int64_t *s = w ? a.vs : a.ks;
+			const int64_t *sd = w ? a.vs : a.ks;
 			const char *past = w ? "X5" : "X4", *cur = w ? "X2" : "X1";
-			if (out->dtype != dt)
+			if (out->dtype != e.dt)
 				return cg_error(cg, node, "present outputs must have K's dtype");
 			if (a.P)
 				cg_line(cg, "const %s *src%d = t < %lld ? %s + ((b * %lld + kh) * %lld + t) * %lld"
-				        " : %s + b * %lld + kh * %lld + (t - %lld) * %lld;", sty, w, ll(a.P), past,
-				        ll(a.Hkv), ll(a.P), ll(D), cur, ll(s[0]), ll(s[1]), ll(a.P), ll(s[2]));
+				        " : %s + b * %lld + kh * %lld + (t - %lld) * %lld;", e.sty, w, ll(a.P),
+				        past, ll(a.Hkv), ll(a.P), ll(D), cur, ll(sd[0]), ll(sd[1]), ll(a.P),
+				        ll(sd[2]));
 			else
-				cg_line(cg, "const %s *src%d = %s + b * %lld + kh * %lld + t * %lld;", sty, w, cur,
-				        ll(s[0]), ll(s[1]), ll(s[2]));
+				cg_line(cg, "const %s *src%d = %s + b * %lld + kh * %lld + t * %lld;", e.sty, w,
+				        cur, ll(sd[0]), ll(sd[1]), ll(sd[2]));
 			cg_line(cg, "memcpy(Y%d + ((b * %lld + kh) * %lld + t) * %lld, src%d, %lld * "
-			        "sizeof(%s));", w + 1, ll(a.Hkv), ll(a.T), ll(D), w, ll(D), sty);
+			        "sizeof(%s));", w + 1, ll(a.Hkv), ll(a.T), ll(D), w, ll(D), e.sty);
 		}
 		cg->indent--;
 		cg_line(cg, "}");
 		cg->indent--;
 		cg_line(cg, "}");
 	}
-	cg_line(cg, "%s qf[%lld], s[%lld], o[%lld];", ct, ll(a.Dk), ll(cap), ll(a.Dv));
-	cg_line(cg, "const %s *q = X0 + b * %lld + h * %lld + i * %lld;", sty, ll(a.qs[0]),
-	        ll(a.qs[1]), ll(a.qs[2]));
-	cg_line(cg, "for (size_t d = 0; d < %lld; d++)", ll(a.Dk));
-	cg_line(cg, "    qf[d] = %s * %s;", ld(cg, dt, "q[d]"), lit(ct, scale));
-	/* jc: keys that take part (causal: up to the diagonal); jq: keys scored */
-	if (causal)
-		cg_line(cg, "const size_t jc = i + %lld < %lld ? i + %lld : %lld;", ll(a.P + 1), ll(a.T),
-		        ll(a.P + 1), ll(a.T));
-	else
-		cg_line(cg, "const size_t jc = %lld;", ll(a.T));
-	bool all = yqk && mode < 2 && causal;
-	const char *jq = all ? "jq" : "jc";
-	if (all)
-		cg_line(cg, "const size_t jq = %lld;", ll(a.T));
-	cg_line(cg, "for (size_t j = 0; j < %s; j++) {", jq);
-	cg->indent++;
-	if (a.P)
-		cg_line(cg, "const %s *kr = j < %lld ? X4 + ((b * %lld + kh) * %lld + j) * %lld : X1 + "
-		        "b * %lld + kh * %lld + (j - %lld) * %lld;", sty, ll(a.P), ll(a.Hkv), ll(a.P),
-		        ll(a.Dk), ll(a.ks[0]), ll(a.ks[1]), ll(a.P), ll(a.ks[2]));
-	else
-		cg_line(cg, "const %s *kr = X1 + b * %lld + kh * %lld + j * %lld;", sty, ll(a.ks[0]),
-		        ll(a.ks[1]), ll(a.ks[2]));
-	if (vdot) {
-		int64_t nv = a.Dk / VW * VW;
-		cg_vmath_need(cg, RL_VM_BASE);
+	if (e.blocked) {
+		cg_vmath_need(cg, RL_VM_EXP);
 		cg->simd = 1;
 		rl_buf_printf(&cg->body, "#ifdef RL_VEC\n");
-		cg_line(cg, "rl_vf va = {0};");
-		cg_line(cg, "for (size_t d = 0; d < %lld; d += RL_VW)", ll(nv));
-		cg_line(cg, "    va += *(const rl_vfu *)(qf + d) * *(const rl_vfu *)(kr + d);");
-		cg_line(cg, "float acc = 0.0f;");
-		cg_line(cg, "for (int l = 0; l < RL_VW; l++)");
-		cg_line(cg, "    acc += va[l];");
-		if (nv < a.Dk) {
-			cg_line(cg, "for (size_t d = %lld; d < %lld; d++)", ll(nv), ll(a.Dk));
-			cg_line(cg, "    acc += qf[d] * kr[d];");
-		}
+		attn_blocked(cg, &e);
 		rl_buf_printf(&cg->body, "#else\n");
 	}
-	cg_line(cg, "%s acc = 0;", ct);
-	cg_line(cg, "for (size_t d = 0; d < %lld; d++)", ll(a.Dk));
-	cg_line(cg, "    acc += qf[d] * %s;", ld(cg, dt, "kr[d]"));
-	if (vdot)
-		rl_buf_printf(&cg->body, "#endif\n");
-	cg_line(cg, "s[j] = acc;");
-	cg->indent--;
-	cg_line(cg, "}");
-	if (softcap > 0) {
-		cg->need_tanh = is_f(ct);
-		cg_line(cg, "for (size_t j = 0; j < %s; j++)", jq);
-		cg_line(cg, "    s[j] = %s * %s(s[j] * %s);", lit(ct, softcap),
-		        is_f(ct) ? "rl_tanhf" : "tanh", lit(ct, 1.0 / softcap));
-	}
-	if (yqk && mode < 2) {
-		cg_line(cg, "for (size_t j = 0; j < %lld; j++)", ll(a.T));
-		cg_line(cg, "    Y3[r * %lld + j] = %s;", ll(a.T), st(cg, yqk->dtype, "s[j]"));
-	}
-	/* the additive masks */
-	if (mask) {
-		char mi[160];
-		snprintf(mi, sizeof(mi), "b * %lld + h * %lld + i * %lld + j", ll(ms[0]), ll(ms[1]),
-		         ll(ms[2]));
-		const char *lim = "jc";
-		char lb[64];
-		if (M < a.T) {
-			snprintf(lb, sizeof(lb), "(jc < %lld ? jc : %lld)", ll(M), ll(M));
-			lim = lb;
-		}
-		cg_line(cg, "for (size_t j = 0; j < %s; j++)", lim);
-		if (mask->dtype == RL_DT_BOOL)
-			cg_line(cg, "    s[j] = X3[%s] ? s[j] : -INFINITY;", mi);
-		else
-			cg_line(cg, "    s[j] += %s;", ld(cg, mask->dtype, "X3[%s]", mi));
-		if (M < a.T) {
-			cg_line(cg, "for (size_t j = %lld; j < jc; j++)", ll(M));
-			cg_line(cg, "    s[j] = -INFINITY;");
-		}
-	}
-	if (nonpad) {
-		cg_line(cg, "for (size_t j = X6[b] < 0 ? 0 : (size_t)X6[b]; j < jc; j++)");
-		cg_line(cg, "    s[j] = -INFINITY;");
-	}
-	if (yqk && mode == 2) {
-		cg_line(cg, "for (size_t j = 0; j < %lld; j++)", ll(a.T));
-		cg_line(cg, "    Y3[r * %lld + j] = %s;", ll(a.T),
-		        st(cg, yqk->dtype, causal ? "j < jc ? s[j] : -INFINITY" : "s[j]"));
-	}
-	row_softmax(cg, ct, "jc", cap, vec);
-	if (yqk && mode == 3) {
-		cg_line(cg, "for (size_t j = 0; j < %lld; j++)", ll(a.T));
-		cg_line(cg, "    Y3[r * %lld + j] = %s;", ll(a.T),
-		        st(cg, yqk->dtype, causal ? "j < jc ? s[j] : 0" : "s[j]"));
-	}
-	/* the weighted sum of value rows: contiguous in d, vectorizes */
-	cg_line(cg, "for (size_t d = 0; d < %lld; d++)", ll(a.Dv));
-	cg_line(cg, "    o[d] = 0;");
-	cg_line(cg, "for (size_t j = 0; j < jc; j++) {");
+	cg_line(cg, "for (size_t i = i0; i < i1; i++) {");
 	cg->indent++;
-	if (a.P)
-		cg_line(cg, "const %s *vr = j < %lld ? X5 + ((b * %lld + kh) * %lld + j) * %lld : X2 + "
-		        "b * %lld + kh * %lld + (j - %lld) * %lld;", sty, ll(a.P), ll(a.Hkv), ll(a.P),
-		        ll(a.Dv), ll(a.vs[0]), ll(a.vs[1]), ll(a.P), ll(a.vs[2]));
-	else
-		cg_line(cg, "const %s *vr = X2 + b * %lld + kh * %lld + j * %lld;", sty, ll(a.vs[0]),
-		        ll(a.vs[1]), ll(a.vs[2]));
-	cg_line(cg, "const %s p = s[j];", ct);
-	cg_line(cg, "for (size_t d = 0; d < %lld; d++)", ll(a.Dv));
-	cg_line(cg, "    o[d] += p * %s;", ld(cg, dt, "vr[d]"));
+	attn_row(cg, &e, e.vec && !e.blocked);
 	cg->indent--;
 	cg_line(cg, "}");
-	cg_line(cg, "%s *yr = Y0 + b * %lld + h * %lld + i * %lld;", cg_ctype(y->dtype), ll(a.ys[0]),
-	        ll(a.ys[1]), ll(a.ys[2]));
-	cg_line(cg, "for (size_t d = 0; d < %lld; d++)", ll(a.Dv));
-	cg_line(cg, "    yr[d] = %s;", st(cg, y->dtype, "o[d]"));
+	if (e.blocked)
+		rl_buf_printf(&cg->body, "#endif\n");
 	cg_loops_close(cg, 1);
 	return RL_OK;
 }
