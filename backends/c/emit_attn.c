@@ -884,13 +884,35 @@ static enum rl_status emit_causal_conv(struct rl_cgen *cg, uint32_t node)
 	cg_line(cg, "    for (size_t t = 0; t < %lld; t++)", ll(L));
 	cg_line(cg, "        o[t] += wk * p[t + k];");
 	cg_line(cg, "}");
-	char e[160];
-	if (silu)
-		snprintf(e, sizeof(e), "o[t] / (%s + %s(-o[t]))", lit(ct, 1), mfn(ct, "exp"));
-	else
-		snprintf(e, sizeof(e), "o[t]");
+	if (silu) {
+		/* SiLU: rl_vsigmoid over whole vectors of float rows, the tail (and
+		 * the portable path) in scalar code */
+		bool vec = is_f(ct) && L >= VW;
+		char sc[160];
+		snprintf(sc, sizeof(sc), "o[t] = o[t] / (%s + %s(-o[t]));", lit(ct, 1), mfn(ct, "exp"));
+		if (vec) {
+			cg_vmath_need(cg, RL_VM_SIGMOID);
+			cg->simd = 1;
+			rl_buf_printf(&cg->body, "#ifdef RL_VEC\n");
+			cg_line(cg, "for (size_t t = 0; t < %lld; t += RL_VW) {", ll(L / VW * VW));
+			cg_line(cg, "    const rl_vf v = *(const rl_vfu *)(o + t);");
+			cg_line(cg, "    rl_vf sg;");
+			cg_line(cg, "    rl_vsigmoid(&sg, &v);");
+			cg_line(cg, "    *(rl_vfu *)(o + t) = v * sg;");
+			cg_line(cg, "}");
+			if (L % VW) {
+				cg_line(cg, "for (size_t t = %lld; t < %lld; t++)", ll(L / VW * VW), ll(L));
+				cg_line(cg, "    %s", sc);
+			}
+			rl_buf_printf(&cg->body, "#else\n");
+		}
+		cg_line(cg, "for (size_t t = 0; t < %lld; t++)", ll(L));
+		cg_line(cg, "    %s", sc);
+		if (vec)
+			rl_buf_printf(&cg->body, "#endif\n");
+	}
 	cg_line(cg, "for (size_t t = 0; t < %lld; t++)", ll(L));
-	cg_line(cg, "    Y0[r * %lld + t] = %s;", ll(L), st(cg, y->dtype, e));
+	cg_line(cg, "    Y0[r * %lld + t] = %s;", ll(L), st(cg, y->dtype, "o[t]"));
 	if (ys && K > 1) {
 		cg_line(cg, "for (size_t t = 0; t < %lld; t++)", ll(K - 1));
 		char pe[48];
