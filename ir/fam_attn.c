@@ -24,6 +24,7 @@
 #include "cost_impl.h"
 #include "infer_impl.h"
 
+#include <math.h>
 #include <string.h>
 
 static struct rl_dim dim_div(struct rl_graph *g, uint32_t node, int out, int axis,
@@ -329,7 +330,8 @@ static double vdim(const struct rl_graph *g, uint32_t v, int d)
 /*
  * Attention-style ops: per (batch, q head, query row) and key row one dot
  * product of Dk MACs and one row of Dv MACs against V, plus the softmax
- * (max, subtract, exp, sum, scale: 4 FLOPs and an exp per score). Bytes
+ * (max, subtract, exp, sum, scale: 4 FLOPs and an exp per score); a causal
+ * row i scores only its first i + P + 1 keys, as the kernel does. Bytes
  * stay the baseline: K and V rows of a head are read once per head from
  * cache, and the kernel writes only its outputs.
  */
@@ -350,7 +352,14 @@ bool rl_count_attn(const struct rl_graph *g, uint32_t node, struct rl_counts *c)
 		double dk = three ? vdim(g, kv, 2) / hkv : vdim(g, kv, 3);
 		double dv = three ? vdim(g, vv, 2) / hkv : vdim(g, vv, 3);
 		double tot = vdim(g, kv, three ? 1 : 2) + vdim(g, rl_node_in(n, 4), 2);
-		double scores = vdim(g, qv, 0) * hq * sq * tot;
+		double past = vdim(g, rl_node_in(n, 4), 2), row = sq * tot;
+		if (n->op == RL_OP_Attention && rl_node_attr_int(n, "is_causal", 0)) {
+			/* query row i scores keys [0, min(T, i + P + 1)): rows below the
+			 * diagonal's end see i + P + 1 keys, the rest all T */
+			double m = fmin(sq, tot - past);
+			row = m * (past + 1) + m * (m - 1) / 2 + (sq - m) * tot;
+		}
+		double scores = vdim(g, qv, 0) * hq * row;
 		c->macs = scores * (dk + dv);
 		c->flops = 2 * c->macs + scores * (4 + t);
 		if (n->op == RL_OP_Attention && rl_node_attr_float(n, "softcap", 0) > 0)

@@ -143,6 +143,20 @@ Test(attn, gqa_3d_with_past_gives_present_and_qk_shapes)
 	EQ(c.flops, 2 * 1296 * 16 + 1296 * (4 + RL_FLOPS_TRANS));
 }
 
+Test(attn, causal_counts_only_keys_up_to_the_diagonal)
+{
+	/* 4 queries, 6 keys: rows see 1, 2, 3, 4 keys = 10 scores of 8 + 8 MACs */
+	uint32_t q = input("q", RL_DT_FLOAT, shp(4, L(1), L(1), L(4), L(8)));
+	uint32_t k = input("k", RL_DT_FLOAT, shp(4, L(1), L(1), L(6), L(8)));
+	uint32_t v = input("v", RL_DT_FLOAT, shp(4, L(1), L(1), L(6), L(8)));
+	uint32_t n = add(RL_OP_Attention, "y", 1, 3, q, k, v);
+	attr_i(n, "is_causal", 1);
+	infer();
+	struct rl_counts c = count(n);
+	EQ(c.macs, 10 * 16);
+	EQ(c.flops, 2 * 10 * 16 + 10 * (4 + RL_FLOPS_TRANS));
+}
+
 Test(attn, diff_head_sizes_4d_take_v_head_size)
 {
 	uint32_t q = input("q", RL_DT_FLOAT16, shp(4, L(1), L(2), L(5), L(8)));
