@@ -124,6 +124,7 @@ enum rl_family {
 	RL_FAM_REDUCE,   /* reductions along axes */
 	RL_FAM_SHAPE,    /* data movement and shape computation */
 	RL_FAM_CONST,    /* value generators */
+	RL_FAM_ATTN,     /* attention and sequence-model ops (fam_attn.c) */
 	RL_FAM_COUNT_,
 };
 
@@ -159,6 +160,12 @@ extern const struct rl_op_info rl_op_table[RL_OP_COUNT_];
 /* ONNX op_type (default domain) to op; returns RL_OP_COUNT_ if unknown. */
 enum rl_op rl_op_lookup(const char *op_type);
 const char *rl_family_name(enum rl_family f);
+/* The ONNX domain of an op: "" (the default domain) or, for the preview ops
+ * (FlexAttention), "ai.onnx.preview" (ir/fam_attn.c). */
+const char *rl_op_domain(enum rl_op op);
+/* Whether a node of domain `dom` ("" and "ai.onnx" are the default) may be
+ * op: known, and in the op's own domain. */
+bool rl_op_in_domain(enum rl_op op, const char *dom);
 
 /* ---- attributes --------------------------------------------------------- */
 

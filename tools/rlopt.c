@@ -632,7 +632,8 @@ static int cmd_ops(void)
 {
 	for (int i = 0; i < RL_OP_COUNT_; i++)
 		if (rl_emit_c_supports((enum rl_op)i))
-			printf("%s\n", rl_op_table[i].name);
+			printf("%s%s%s\n", rl_op_domain((enum rl_op)i),
+			       *rl_op_domain((enum rl_op)i) ? ":" : "", rl_op_table[i].name);
 	return RL_EXIT_OK;
 }
 

@@ -516,7 +516,7 @@ static void unknown_ops_add(const Onnx__NodeProto *np, struct unknown_ops *u)
 {
 	const char *dom = np->domain ? np->domain : "";
 	const char *ot = np->op_type ? np->op_type : "";
-	if ((!*dom || strcmp(dom, "ai.onnx") == 0) && rl_op_lookup(ot) != RL_OP_COUNT_)
+	if (rl_op_in_domain(rl_op_lookup(ot), dom))
 		return;
 	char entry[200];
 	snprintf(entry, sizeof(entry), "%s%s%s", *dom ? dom : "", *dom ? "::" : "",
@@ -698,6 +698,8 @@ static enum rl_status build_graph(struct rl_graph *g, const Onnx__ModelProto *m)
 		node_ids[i] = id;
 		struct rl_node *n = &g->nodes[id];
 		n->opset = g->opset;
+		if (*rl_op_domain(op)) /* ai.onnx.preview: FlexAttention */
+			n->domain = rl_op_domain(op);
 		const struct rl_op_info *oi = &rl_op_table[op];
 		if (nout < oi->out_min || (oi->out_max >= 0 && nout > oi->out_max))
 			FAIL(RL_ERR_INVALID, n, "has %d outputs; %s produces %d to %d", nout,
