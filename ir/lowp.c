@@ -15,7 +15,7 @@
  * largest finite, and infinity, become that largest finite; without it
  * they become inf (e5m2) or NaN (the others). fnuz kinds have no negative
  * zero and one NaN, 0x80. float4e2m1 has neither inf nor NaN and always
- * saturates; a NaN becomes 0x8 (-0), as ml_dtypes does. float8e8m0 keeps
+ * saturates; a NaN becomes 0x8 (-0), a negative NaN 0, as ml_dtypes does. float8e8m0 keeps
  * the exponent only, rounded by round_mode like onnx.numpy_helper's
  * to_float8e8m0. Integers truncate toward zero and wrap to the width.
  * backends/c/emit_lowp.c writes the same routines into generated code;
@@ -156,8 +156,8 @@ static unsigned mini_encode(const struct rl_mini *f, uint32_t u, bool sat)
 {
 	unsigned s = (u >> 31) ? f->sbit : 0;
 	uint32_t a = u & 0x7fffffffu;
-	if (a > 0x7f800000u)
-		return f->nan | (f->signed_special ? s : 0);
+	if (a > 0x7f800000u) /* float4's "NaN" 0x8 turns to 0 for a negative NaN */
+		return f->nan ^ (f->signed_special ? s : 0);
 	unsigned code;
 	if (a == 0x7f800000u) {
 		code = f->maxc + 1; /* overflows below */

@@ -110,7 +110,7 @@ static const char lp_enc_src[] =
 	"    uint32_t u, a;\n    unsigned s, code;\n"
 	"    memcpy(&u, &x, 4);\n"
 	"    s = (u >> 31) ? sbit : 0;\n    a = u & 0x7fffffffu;\n"
-	"    if (a > 0x7f800000u)\n        return nanc | (sspec ? s : 0);\n"
+	"    if (a > 0x7f800000u)\n        return nanc ^ (sspec ? s : 0);\n"
 	"    if (a == 0x7f800000u) {\n        code = maxc + 1;\n"
 	"    } else if (a < 0x00800000u) {\n        code = 0;\n"
 	"    } else {\n"
