@@ -1829,7 +1829,15 @@ enum rl_status rl_emit_c(struct rl_graph *g, const struct rl_cgen_opts *o,
 		rl_buf_printf(&d.h, " *   output %u: %s %s[%s]\n", i, ctext(val->name),
 		              rl_dtype_name(val->dtype), rl_shape_str(&val->shape, sb, sizeof(sb)));
 	}
-	rl_buf_printf(&d.h, " * float16 and bfloat16 tensors are passed as uint16_t bit patterns.\n */\n");
+	rl_buf_printf(&d.h, " * float16 and bfloat16 tensors are passed as uint16_t bit patterns.\n");
+	bool io_lowp = false;
+	for (uint32_t i = 0; i < g->ninputs + g->noutputs; i++)
+		io_lowp |= rl_dtype_is_lowp(g->values[i < g->ninputs ? g->inputs[i]
+		                                                    : g->outputs[i - g->ninputs]].dtype);
+	if (io_lowp) /* ir/lowp.c */
+		rl_buf_printf(&d.h, " * float8 and float4 tensors are passed as their codes, one a uint8_t;\n"
+		                    " * int4/int2 one element an int8_t, uint4/uint2 one a uint8_t (unpacked).\n");
+	rl_buf_printf(&d.h, " */\n");
 	rl_buf_printf(&d.h, "#ifndef %s\n#define %s\n\n#include <stdint.h>\n\n", guard, guard);
 	rl_buf_printf(&d.h, "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n");
 	rl_buf_printf(&d.h, "#define %s_NUM_INPUTS %u\n#define %s_NUM_OUTPUTS %u\n\n", upper, g->ninputs,
