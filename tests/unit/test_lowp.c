@@ -8,6 +8,7 @@
 #include <criterion/criterion.h>
 
 #include "backends/c/emit_lowp.h"
+#include "frontends/onnx/onnx.h"
 #include "testutil.h"
 
 #include <math.h>
@@ -48,6 +49,38 @@ Test(lowp, pack_unpack_round_trip)
 	rl_lowp_unpack(RL_DT_INT2, q, 5, r);
 	cr_assert_arr_eq(r, w, 5);
 	cr_assert_eq(rl_dtype_packed_size(RL_DT_FLOAT8E5M2, 5), 5);
+}
+
+/* TensorProto files: int4 in int32_data (one packed byte each), float8 in
+ * int32_data (one code each), and a written int4 tensor read back. */
+Test(lowp, tensor_files_unpack_and_pack)
+{
+	static const uint8_t i4[] = {0x08, 0x03, 0x10, 22, 0x2a, 0x02, 0x78, 0x0f};
+	static const uint8_t f8[] = {0x08, 0x02, 0x10, 17, 0x2a, 0x02, 0x38, 0x7e};
+	char *dir = tu_tmpdir(), path[4096], err[256];
+	struct rl_tensor t, u;
+	snprintf(path, sizeof(path), "%s/i4.pb", dir);
+	cr_assert_eq(tu_write(path, i4, sizeof(i4)), 0);
+	cr_assert_eq(rl_tensor_read(path, &t, err, sizeof(err)), RL_OK, "%s", err);
+	cr_assert_eq(t.dtype, RL_DT_INT4);
+	cr_assert_eq(t.nbytes, 3);
+	const int8_t *v = t.data;
+	cr_assert(v[0] == -8 && v[1] == 7 && v[2] == -1);
+	snprintf(path, sizeof(path), "%s/out.pb", dir);
+	cr_assert_eq(rl_tensor_write(path, &t, err, sizeof(err)), RL_OK, "%s", err);
+	cr_assert_eq(rl_tensor_read(path, &u, err, sizeof(err)), RL_OK, "%s", err);
+	cr_assert_eq(u.nbytes, 3);
+	cr_assert_arr_eq(u.data, t.data, 3);
+	rl_tensor_free(&t);
+	rl_tensor_free(&u);
+	snprintf(path, sizeof(path), "%s/f8.pb", dir);
+	cr_assert_eq(tu_write(path, f8, sizeof(f8)), 0);
+	cr_assert_eq(rl_tensor_read(path, &t, err, sizeof(err)), RL_OK, "%s", err);
+	cr_assert_eq(t.dtype, RL_DT_FLOAT8E4M3FN);
+	cr_assert(t.nbytes == 2 && ((uint8_t *)t.data)[0] == 0x38 && ((uint8_t *)t.data)[1] == 0x7e);
+	rl_tensor_free(&t);
+	tu_rmtree(dir);
+	free(dir);
 }
 
 Test(lowp, cast_tables)
