@@ -24,8 +24,9 @@
  *       rounds by round_mode (enum rl_lowp_round). Integer kinds truncate v
  *       toward zero, then with sat clamp to the range (QuantizeLinear: pass
  *       the already rounded value, e.g. "nearbyintf(x / s) + zp"), without
- *       it wrap like Cast. v may be evaluated once only when it is an
- *       identifier or literal; pass one when in doubt.
+ *       it wrap like Cast (NaN and values beyond int64 are undefined there,
+ *       as in C; with sat a NaN gives 0). Every helper is a function, so v
+ *       is evaluated once.
  *
  * Both return a pointer into a rotating buffer (valid for the next few
  * calls, like cg_load); NULL when t is not a low-precision dtype.
