@@ -426,12 +426,38 @@ static bool eval_view(struct rl_graph *g, struct rl_node *n)
 	return true;
 }
 
+/* Cast to or from a low-precision dtype (saturate and round_mode apply). */
+static bool eval_cast_lowp(struct rl_graph *g, struct rl_node *n)
+{
+	const struct rl_value *x = &g->values[n->in[0]];
+	uint32_t ov = n->out[0];
+	enum rl_dtype to = g->values[ov].dtype;
+	const char *m = rl_node_attr_str(n, "round_mode", "up");
+	int mode = !strcmp(m, "up") ? RL_LOWP_ROUND_UP : !strcmp(m, "down") ? RL_LOWP_ROUND_DOWN
+	           : !strcmp(m, "nearest") ? RL_LOWP_ROUND_NEAREST : -1;
+	int64_t ne = numel_of(x);
+	size_t nb;
+	if (mode < 0 || ne != numel_of(&g->values[ov]))
+		return false;
+	void *p = out_alloc(g, ov, &nb);
+	if (!p)
+		return false;
+	if (!rl_lowp_cast(x->data, x->dtype, p, to, ne, rl_node_attr_int(n, "saturate", 1) != 0,
+	                  mode)) {
+		free(p);
+		return false;
+	}
+	return commit(g, ov, p, nb);
+}
+
 static bool eval_cast(struct rl_graph *g, struct rl_node *n)
 {
 	const struct rl_value *x = &g->values[n->in[0]];
 	uint32_t ov = n->out[0];
 	enum rl_dtype to = g->values[ov].dtype;
 	enum rl_ek from = ekind(x->dtype);
+	if (rl_dtype_is_lowp(x->dtype) || rl_dtype_is_lowp(to)) /* ir/lowp.c */
+		return eval_cast_lowp(g, n);
 	if (from == RL_EK_NONE || ekind(to) == RL_EK_NONE)
 		return false;
 	size_t nb;

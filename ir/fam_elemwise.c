@@ -32,6 +32,7 @@ static enum rl_tc unary_tc(enum rl_op op, int v)
 	case RL_OP_BitwiseNot:
 		return RL_TC_INT;
 	case RL_OP_Cast: case RL_OP_CastLike: case RL_OP_Identity:
+	case RL_OP_BitCast:
 		return RL_TC_ANY;
 	default: /* transcendental and activation functions, rounding, IsNaN */
 		return RL_TC_FLOAT;
@@ -97,6 +98,9 @@ static enum rl_status infer_unary(struct rl_graph *g, uint32_t node)
 			                    "cast to %s is not supported", rl_dtype_name(dt));
 		break;
 	}
+	case RL_OP_BitCast: /* ir/lowp.c */
+		st = rl_infer_bitcast_to(g, node, &dt);
+		break;
 	case RL_OP_Clip:
 		if (n->opset >= 11) {
 			for (int i = 1; i < 3 && st == RL_OK; i++) {
@@ -281,6 +285,7 @@ static double elemwise_flops_per_elem(const struct rl_node *n)
 {
 	switch (n->op) {
 	case RL_OP_Identity: case RL_OP_Cast: case RL_OP_CastLike: case RL_OP_Dropout:
+	case RL_OP_BitCast:
 		return 0;
 	case RL_OP_Clip: case RL_OP_LeakyRelu: case RL_OP_PRelu: case RL_OP_Shrink:
 		return 2;

@@ -16,6 +16,7 @@
 #include "ir.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -823,7 +824,12 @@ static int64_t elem_int(const void *data, enum rl_dtype dt, int64_t i)
 	case RL_DT_DOUBLE: return (int64_t)((const double *)data)[i];
 	case RL_DT_FLOAT16: return (int64_t)rl_half_to_float(((const uint16_t *)data)[i]);
 	case RL_DT_BFLOAT16: return (int64_t)rl_bf16_to_float(((const uint16_t *)data)[i]);
-	default: return 0;
+	default:
+		if (rl_dtype_is_lowp(dt)) {
+			double x = rl_lowp_to_double(dt, ((const uint8_t *)data)[i]);
+			return fabs(x) < 9.2e18 ? (int64_t)x : 0;
+		}
+		return 0;
 	}
 }
 
@@ -844,7 +850,10 @@ double rl_value_get_float(const struct rl_graph *g, uint32_t v, int64_t i)
 	case RL_DT_FLOAT16: return rl_half_to_float(((const uint16_t *)val->data)[i]);
 	case RL_DT_BFLOAT16: return rl_bf16_to_float(((const uint16_t *)val->data)[i]);
 	case RL_DT_UINT64: return (double)((const uint64_t *)val->data)[i];
-	default: return (double)elem_int(val->data, val->dtype, i);
+	default:
+		if (rl_dtype_is_lowp(val->dtype))
+			return rl_lowp_to_double(val->dtype, ((const uint8_t *)val->data)[i]);
+		return (double)elem_int(val->data, val->dtype, i);
 	}
 }
 

@@ -45,6 +45,8 @@ enum rl_status rl_infer_attn(struct rl_graph *g, uint32_t node);
 /* Scans and losses (fam_index.c); reached through the shape family until
  * they get a family of their own. */
 enum rl_status rl_infer_index(struct rl_graph *g, uint32_t node);
+/* BitCast's output dtype: attribute `to`, of the input's width (ir/lowp.c). */
+enum rl_status rl_infer_bitcast_to(struct rl_graph *g, uint32_t node, enum rl_dtype *to);
 /* A loss node's reduction attribute: 0 none, 1 sum, 2 mean, -1 unknown. */
 int rl_loss_reduction(const struct rl_node *n);
 /* A scatter's reduction: 0 none, 1 add, 2 mul, 3 max, 4 min, -1 unknown. */

@@ -71,7 +71,19 @@ enum rl_dtype {
 	RL_DT_COMPLEX64 = 14, /* unsupported for compute */
 	RL_DT_COMPLEX128 = 15,/* unsupported for compute */
 	RL_DT_BFLOAT16 = 16,  /* bfloat16 */
-	RL_DT_COUNT_ = 17,    /* first number rlopt does not know (fp8, int4, ...) */
+	/* low precision (ir/lowp.c): one element per byte in memory, packed
+	 * (two or four per byte) only in ONNX files and tensor files */
+	RL_DT_FLOAT8E4M3FN = 17,   /* float8 e4m3, NaN, no inf */
+	RL_DT_FLOAT8E4M3FNUZ = 18, /* float8 e4m3, one NaN (0x80), no inf, no -0 */
+	RL_DT_FLOAT8E5M2 = 19,     /* float8 e5m2, IEEE-like: inf and NaN */
+	RL_DT_FLOAT8E5M2FNUZ = 20, /* float8 e5m2, one NaN (0x80), no inf, no -0 */
+	RL_DT_UINT4 = 21,          /* 0..15 in a uint8_t */
+	RL_DT_INT4 = 22,           /* -8..7, sign-extended into an int8_t */
+	RL_DT_FLOAT4E2M1 = 23,     /* float4 e2m1 code in the low 4 bits of a byte */
+	RL_DT_FLOAT8E8M0 = 24,     /* float8 e8m0: 2^(b-127), 0xff NaN (MX scales) */
+	RL_DT_UINT2 = 25,          /* 0..3 in a uint8_t */
+	RL_DT_INT2 = 26,           /* -2..1, sign-extended into an int8_t */
+	RL_DT_COUNT_ = 27,    /* first number rlopt does not know */
 };
 
 size_t rl_dtype_size(enum rl_dtype t);     /* bytes per element; 0 if unknown */
@@ -81,6 +93,10 @@ bool rl_dtype_is_int(enum rl_dtype t);     /* signed or unsigned integers */
 bool rl_dtype_is_signed(enum rl_dtype t);
 /* A dtype rlopt can compute on (everything but string and complex). */
 bool rl_dtype_is_numeric(enum rl_dtype t);
+/* The low-precision dtypes (float8, float4, int4, int2 kinds; ir/lowp.c).
+ * They are not numeric for the predicates above: only casts, BitCast and
+ * data movement take them. */
+bool rl_dtype_is_lowp(enum rl_dtype t);
 /* Parse "float32"/"f32"/"int64"...; RL_DT_UNDEFINED if unknown. */
 enum rl_dtype rl_dtype_parse(const char *s);
 
@@ -89,6 +105,40 @@ float rl_half_to_float(uint16_t h);
 uint16_t rl_float_to_half(float f);
 float rl_bf16_to_float(uint16_t h);
 uint16_t rl_float_to_bf16(float f);
+
+/* ---- low-precision dtypes (ir/lowp.c) ----------------------------------- */
+/* rlopt stores every low-precision element in one byte: the float8 and
+ * float4 codes as they are, int4/int2 sign-extended (int8_t), uint4/uint2
+ * zero-extended (uint8_t). ONNX packs the sub-byte types (two 4-bit or four
+ * 2-bit elements a byte, first element in the low bits); the frontends
+ * unpack on load and the writers pack, so only files see the packed form. */
+enum rl_lowp_round {
+	RL_LOWP_ROUND_UP = 0,      /* float8e8m0 round_mode "up" (the default) */
+	RL_LOWP_ROUND_DOWN = 1,    /* "down" */
+	RL_LOWP_ROUND_NEAREST = 2, /* "nearest" */
+};
+/* bits per element in ONNX files: 4, 2, or 8 * rl_dtype_size */
+int rl_dtype_bits(enum rl_dtype t);
+/* bytes numel elements take in an ONNX file (packed sub-byte types) */
+size_t rl_dtype_packed_size(enum rl_dtype t, int64_t numel);
+/* ONNX file bytes <-> one byte an element (no-ops copy for 8-bit types) */
+void rl_lowp_unpack(enum rl_dtype t, const uint8_t *src, int64_t n, uint8_t *dst);
+void rl_lowp_pack(enum rl_dtype t, const uint8_t *src, int64_t n, uint8_t *dst);
+/* stored byte of low-precision dtype t to its value (NaN for NaN codes) */
+double rl_lowp_to_double(enum rl_dtype t, uint8_t b);
+/* float or double to the stored byte of t with ONNX Cast semantics: round
+ * to nearest even (float8e8m0: round_mode), saturate (float8 kinds; float4
+ * always saturates), integers truncate toward zero and wrap (the caller
+ * must pass a value inside int64) */
+uint8_t rl_lowp_from_double(enum rl_dtype t, double x, bool saturate, int round_mode);
+/* int64 to the stored byte of t: integers wrap, floats round as above */
+uint8_t rl_lowp_from_int(enum rl_dtype t, int64_t x, bool saturate);
+/* Cast n elements between two dtypes of which at least one is low
+ * precision, as the generated code does. False where the result is
+ * undefined in ONNX (a NaN or out-of-range float to an integer) or a dtype
+ * is not numeric; nothing is promised about dst then. */
+bool rl_lowp_cast(const void *src, enum rl_dtype from, void *dst, enum rl_dtype to,
+                  int64_t n, bool saturate, int round_mode);
 
 /* ---- shapes ------------------------------------------------------------- */
 

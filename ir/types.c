@@ -71,6 +71,15 @@ static const struct {
 	[RL_DT_UINT32] = {"uint32", 4},       [RL_DT_UINT64] = {"uint64", 8},
 	[RL_DT_COMPLEX64] = {"complex64", 8}, [RL_DT_COMPLEX128] = {"complex128", 16},
 	[RL_DT_BFLOAT16] = {"bfloat16", 2},
+	/* low precision: one byte an element in memory (ir/lowp.c) */
+	[RL_DT_FLOAT8E4M3FN] = {"float8e4m3fn", 1},
+	[RL_DT_FLOAT8E4M3FNUZ] = {"float8e4m3fnuz", 1},
+	[RL_DT_FLOAT8E5M2] = {"float8e5m2", 1},
+	[RL_DT_FLOAT8E5M2FNUZ] = {"float8e5m2fnuz", 1},
+	[RL_DT_UINT4] = {"uint4", 1},         [RL_DT_INT4] = {"int4", 1},
+	[RL_DT_FLOAT4E2M1] = {"float4e2m1", 1},
+	[RL_DT_FLOAT8E8M0] = {"float8e8m0", 1},
+	[RL_DT_UINT2] = {"uint2", 1},         [RL_DT_INT2] = {"int2", 1},
 };
 
 size_t rl_dtype_size(enum rl_dtype t)

@@ -437,6 +437,10 @@ static bool computable(const struct rl_graph *g, const struct rl_node *n)
 		return false;
 	if (is_view(n->op) || n->op == RL_OP_Transpose)
 		return x->dtype == y->dtype && rl_shape_numel(&x->shape) == rl_shape_numel(&y->shape);
+	if ((n->op == RL_OP_Cast || n->op == RL_OP_CastLike) &&
+	    (rl_dtype_is_lowp(x->dtype) || rl_dtype_is_lowp(y->dtype))) /* ir/lowp.c */
+		return rl_shape_numel(&x->shape) == rl_shape_numel(&y->shape) &&
+		       !strcmp(rl_node_attr_str(n, "round_mode", "up"), "up");
 	if (n->op == RL_OP_Cast || n->op == RL_OP_CastLike)
 		return ekind(x->dtype) != EK_NONE && ekind(y->dtype) != EK_NONE &&
 		       rl_shape_numel(&x->shape) == rl_shape_numel(&y->shape);
@@ -518,6 +522,11 @@ static bool fold_compute(struct rl_graph *g, uint32_t node)
 				idx[i] = 0;
 			}
 		}
+	} else if ((n->op == RL_OP_Cast || n->op == RL_OP_CastLike) &&
+	           (rl_dtype_is_lowp(x->dtype) || rl_dtype_is_lowp(y->dtype))) {
+		if (!rl_lowp_cast(x->data, x->dtype, p, y->dtype, ne,
+		                  rl_node_attr_int(n, "saturate", 1) != 0, RL_LOWP_ROUND_UP))
+			return false;
 	} else if (n->op == RL_OP_Cast || n->op == RL_OP_CastLike) {
 		for (int64_t i = 0; i < ne; i++)
 			if (!cast_one(x->data, x->dtype, p, y->dtype, i))

@@ -106,7 +106,8 @@ static bool runs_static(const struct rl_graph *g, const struct rl_node *n)
 
 static bool elementwise_candidate(const struct rl_graph *g, const struct rl_node *n)
 {
-	if (rl_op_table[n->op].family != RL_FAM_ELEMWISE || n->op == RL_OP_Dropout)
+	if (rl_op_table[n->op].family != RL_FAM_ELEMWISE || n->op == RL_OP_Dropout ||
+	    n->op == RL_OP_BitCast) /* bits, not values: emit_lowp.c */
 		return false;
 	return n->nin <= FUSE_MAX_INPUTS && runs_static(g, n);
 }

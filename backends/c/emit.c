@@ -26,6 +26,7 @@
  * addresses, time or the environment.
  */
 #include "emit.h"
+#include "emit_lowp.h"
 
 #include "frontends/onnx/onnx.h"
 
@@ -105,6 +106,7 @@ const char *cg_ctype(enum rl_dtype t)
 	case RL_DT_INT64: return "int64_t";
 	case RL_DT_UINT32: return "uint32_t";
 	case RL_DT_UINT64: return "uint64_t";
+	case RL_DT_INT4: case RL_DT_INT2: return "int8_t"; /* sign-extended, ir/lowp.c */
 	default: return "uint8_t";
 	}
 }
@@ -113,6 +115,9 @@ const char *cg_comptype(enum rl_dtype t)
 {
 	if (t == RL_DT_FLOAT16 || t == RL_DT_BFLOAT16)
 		return "float";
+	if (rl_dtype_is_lowp(t) && t != RL_DT_INT4 && t != RL_DT_INT2 && t != RL_DT_UINT4 &&
+	    t != RL_DT_UINT2)
+		return "float"; /* float8, float4 */
 	return cg_ctype(t);
 }
 
@@ -133,6 +138,9 @@ const char *cg_load(struct rl_cgen *cg, enum rl_dtype t, const char *e)
 	} else if (t == RL_DT_BFLOAT16) {
 		cg->need_bf16 = 1;
 		snprintf(b, 512, "rl_b2f(%s)", e);
+	} else if (rl_dtype_is_lowp(t) && t != RL_DT_INT4 && t != RL_DT_INT2 &&
+	           t != RL_DT_UINT4 && t != RL_DT_UINT2) {
+		snprintf(b, 512, "%s", cg_lowp_to_float(cg, t, e));
 	} else {
 		snprintf(b, 512, "%s", e);
 	}
@@ -150,6 +158,8 @@ const char *cg_store(struct rl_cgen *cg, enum rl_dtype t, const char *e)
 		snprintf(b, 512, "rl_f2b(%s)", e);
 	} else if (t == RL_DT_BOOL) {
 		snprintf(b, 512, "(uint8_t)((%s) != 0)", e);
+	} else if (rl_dtype_is_lowp(t)) { /* Cast's defaults: saturate, round up */
+		snprintf(b, 512, "%s", cg_lowp_from_float(cg, t, e, true, RL_LOWP_ROUND_UP));
 	} else {
 		snprintf(b, 512, "(%s)(%s)", cg_ctype(t), e);
 	}
@@ -819,7 +829,7 @@ static enum rl_status plan(struct driver *d)
 			                      val->name, rl_shape_str(&val->shape, sb, sizeof(sb)),
 			                      sym ? sym : "?", sym ? sym : "SYM");
 		}
-		if (!rl_dtype_is_numeric(val->dtype))
+		if (!rl_dtype_is_numeric(val->dtype) && !rl_dtype_is_lowp(val->dtype))
 			return rl_graph_error(g, NULL, RL_ERR_UNSUPPORTED,
 			                      "value '%s' has dtype %s, which the C backend "
 			                      "does not compute on", val->name,
@@ -1070,7 +1080,12 @@ static void emit_const_array(struct driver *d, uint32_t v)
 			snprintf(b, sizeof(b), "%uu", ((const uint32_t *)val->data)[i]);
 			break;
 		default:
-			snprintf(b, sizeof(b), "%lld", (long long)rl_value_get_int(g, v, i));
+			if (rl_dtype_is_lowp(val->dtype)) /* the stored byte, ir/lowp.c */
+				snprintf(b, sizeof(b), "%d", val->dtype == RL_DT_INT4 ||
+				         val->dtype == RL_DT_INT2 ? ((const int8_t *)val->data)[i]
+				                                  : ((const uint8_t *)val->data)[i]);
+			else
+				snprintf(b, sizeof(b), "%lld", (long long)rl_value_get_int(g, v, i));
 			break;
 		}
 		rl_buf_printf(&d->c, "%s%s", b, i + 1 < ne ? ", " : "");
@@ -1619,6 +1634,7 @@ enum rl_status rl_emit_c(struct rl_graph *g, const struct rl_cgen_opts *o,
 		rl_buf_printf(&d.c, "%s", tanh_helper);
 	if (d.cg.need_erf)
 		rl_buf_printf(&d.c, "%s", erf_helper);
+	rl_emit_lowp_helpers(&d.c, d.cg.need_lowp);
 	bool any_str = false;
 	for (uint32_t v = 0; v < g->nvalues; v++) {
 		if (d.vi[v].st == ST_CONST && d.vi[v].strform)
@@ -1828,7 +1844,15 @@ enum rl_status rl_emit_c(struct rl_graph *g, const struct rl_cgen_opts *o,
 		rl_buf_printf(&d.h, " *   output %u: %s %s[%s]\n", i, ctext(val->name),
 		              rl_dtype_name(val->dtype), rl_shape_str(&val->shape, sb, sizeof(sb)));
 	}
-	rl_buf_printf(&d.h, " * float16 and bfloat16 tensors are passed as uint16_t bit patterns.\n */\n");
+	rl_buf_printf(&d.h, " * float16 and bfloat16 tensors are passed as uint16_t bit patterns.\n");
+	bool io_lowp = false;
+	for (uint32_t i = 0; i < g->ninputs + g->noutputs; i++)
+		io_lowp |= rl_dtype_is_lowp(g->values[i < g->ninputs ? g->inputs[i]
+		                                                    : g->outputs[i - g->ninputs]].dtype);
+	if (io_lowp) /* ir/lowp.c */
+		rl_buf_printf(&d.h, " * float8 and float4 tensors are passed as their codes, one a uint8_t;\n"
+		                    " * int4/int2 one element an int8_t, uint4/uint2 one a uint8_t (unpacked).\n");
+	rl_buf_printf(&d.h, " */\n");
 	rl_buf_printf(&d.h, "#ifndef %s\n#define %s\n\n#include <stdint.h>\n\n", guard, guard);
 	rl_buf_printf(&d.h, "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n");
 	rl_buf_printf(&d.h, "#define %s_NUM_INPUTS %u\n#define %s_NUM_OUTPUTS %u\n\n", upper, g->ninputs,

@@ -59,6 +59,7 @@ struct rl_cgen {
 	unsigned need_bf16 : 1; /* emit bfloat16 helpers */
 	unsigned need_erf : 1;
 	unsigned need_tanh : 1; /* emit rl_tanhf (the elementwise table's tanh) */
+	unsigned need_lowp;     /* low-precision helpers used (emit_lowp.c bits) */
 	int tmp;                /* counter for unique local names */
 	char err[512];
 	/* set by emit_fused.c while the anchor of an epilogue group is written:

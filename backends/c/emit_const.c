@@ -47,7 +47,12 @@ static const char *storage_lit(struct rl_cgen *cg, uint32_t v, int64_t i, char *
 		break;
 	}
 	default:
-		snprintf(b, n, "%lld", (long long)rl_value_get_int(cg->g, v, i));
+		if (rl_dtype_is_lowp(val->dtype)) /* the stored byte, ir/lowp.c */
+			snprintf(b, n, "%d", val->dtype == RL_DT_INT4 || val->dtype == RL_DT_INT2
+			                         ? ((const int8_t *)val->data)[i]
+			                         : ((const uint8_t *)val->data)[i]);
+		else
+			snprintf(b, n, "%lld", (long long)rl_value_get_int(cg->g, v, i));
 		break;
 	}
 	return b;

@@ -27,6 +27,7 @@
  *   integers go through int32/int64 so out-of-range values wrap, not trap).
  */
 #include "emit.h"
+#include "emit_lowp.h"
 
 #include <math.h>
 #include <string.h>
@@ -1022,7 +1023,7 @@ bool cg_elemwise_has_expr(enum rl_op op)
 {
 	if (op >= RL_OP_COUNT_ || rl_op_table[op].family != RL_FAM_ELEMWISE)
 		return false;
-	return op != RL_OP_Dropout;
+	return op != RL_OP_Dropout && op != RL_OP_BitCast;
 }
 
 /*
@@ -1143,6 +1144,8 @@ enum rl_status rl_emit_c_elemwise(struct rl_cgen *cg, uint32_t node)
 	const struct rl_value *y = cg_out(cg, node, 0);
 	if (!y)
 		return cg_error(cg, node, "%s: missing output", rl_op_table[n->op].name);
+	if (cg_lowp_node(cg, node)) /* float8, int4, ... and BitCast */
+		return rl_emit_c_lowp(cg, node);
 	for (int k = 0; k < n->nin; k++) {
 		const struct rl_value *x = cg_in(cg, node, k);
 		if (x && !rl_dtype_is_numeric(x->dtype))

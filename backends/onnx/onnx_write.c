@@ -114,6 +114,14 @@ static Onnx__TensorProto *make_tensor(struct wctx *w, uint32_t v, const char *na
 	t->has_raw_data = 1;
 	t->raw_data.len = val->nbytes;
 	t->raw_data.data = (uint8_t *)val->data;
+	if (rl_dtype_bits(val->dtype) < 8) { /* int4, float4, int2...: pack */
+		int64_t ne = rl_shape_numel(&val->shape);
+		t->raw_data.len = rl_dtype_packed_size(val->dtype, ne);
+		t->raw_data.data = walloc(w, t->raw_data.len + 1);
+		if (!t->raw_data.data)
+			return NULL;
+		rl_lowp_pack(val->dtype, val->data, ne, t->raw_data.data);
+	}
 	return t;
 }
 
@@ -370,13 +378,27 @@ enum rl_status rl_tensor_write(const char *path, const struct rl_tensor *t,
 	tp.has_raw_data = 1;
 	tp.raw_data.data = t->data;
 	tp.raw_data.len = t->nbytes;
+	uint8_t *pk = NULL;
+	if (rl_dtype_bits(t->dtype) < 8) { /* int4, float4, int2...: pack */
+		int64_t ne = rl_shape_numel(&t->shape);
+		tp.raw_data.len = rl_dtype_packed_size(t->dtype, ne);
+		pk = malloc(tp.raw_data.len + 1);
+		if (!pk) {
+			snprintf(err, errlen, "%s: out of memory", path);
+			return RL_ERR_NOMEM;
+		}
+		rl_lowp_pack(t->dtype, t->data, ne, pk);
+		tp.raw_data.data = pk;
+	}
 	size_t len = onnx__tensor_proto__get_packed_size(&tp);
 	uint8_t *buf = malloc(len ? len : 1);
 	if (!buf) {
+		free(pk);
 		snprintf(err, errlen, "%s: out of memory", path);
 		return RL_ERR_NOMEM;
 	}
 	onnx__tensor_proto__pack(&tp, buf);
+	free(pk);
 	enum rl_status st = rl_write_file_atomic(path, buf, len, err, errlen);
 	free(buf);
 	return st;

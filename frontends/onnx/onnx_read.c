@@ -53,15 +53,8 @@ static bool dtype_supported(int32_t dt)
 
 static const char *onnx_dtype_name(int32_t dt)
 {
-	static const char *extra[] = {
-		[17] = "float8e4m3fn", [18] = "float8e4m3fnuz", [19] = "float8e5m2",
-		[20] = "float8e5m2fnuz", [21] = "uint4", [22] = "int4",
-		[23] = "float4e2m1", [24] = "float8e8m0", [25] = "uint2", [26] = "int2",
-	};
 	if (dt >= 0 && dt < RL_DT_COUNT_)
 		return rl_dtype_name((enum rl_dtype)dt);
-	if (dt < (int32_t)(sizeof(extra) / sizeof(extra[0])) && extra[dt])
-		return extra[dt];
 	return "unknown";
 }
 
@@ -246,36 +239,48 @@ static bool decode_tensor(struct rl_graph *g, const char *dir,
 	int64_t numel = rl_shape_numel(shape);
 	size_t es = rl_dtype_size((enum rl_dtype)dt);
 	size_t want = (size_t)numel * es;
+	/* int4, uint4, float4e2m1, int2, uint2: packed in the file, one byte an
+	 * element in memory (ir/lowp.c) */
+	bool packed = rl_dtype_bits((enum rl_dtype)dt) < 8;
+	size_t fwant = rl_dtype_packed_size((enum rl_dtype)dt, numel);
 	*dtp = (enum rl_dtype)dt;
 	*nbytesp = want;
 
+	const void *fdata = NULL;
 	if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
 		if (!g) {
 			snprintf(why, whylen, "external data is not allowed in a tensor file");
 			return false;
 		}
 		struct ext_ref r;
-		return parse_external(t, &r, why, whylen) &&
-		       map_external(g, dir, &r, want, datap, why, whylen);
-	}
-	if (t->has_raw_data) {
-		if (t->raw_data.len != want) {
+		if (!parse_external(t, &r, why, whylen) ||
+		    !map_external(g, dir, &r, fwant, packed ? &fdata : datap, why, whylen))
+			return false;
+		if (!packed)
+			return true;
+	} else if (t->has_raw_data) {
+		if (t->raw_data.len != fwant) {
 			snprintf(why, whylen, "raw_data holds %zu bytes, the shape needs %zu",
-			         t->raw_data.len, want);
+			         t->raw_data.len, fwant);
 			return false;
 		}
-		if (g) {
-			*datap = want ? (const void *)t->raw_data.data : "";
-		} else {
-			void *d = malloc(want ? want : 1);
-			if (!d) {
-				snprintf(why, whylen, "out of memory");
-				return false;
-			}
-			if (want)
-				memcpy(d, t->raw_data.data, want);
-			*datap = d;
+		fdata = t->raw_data.data;
+	}
+	if (fdata || t->has_raw_data) {
+		if (g && !packed) {
+			*datap = want ? fdata : "";
+			return true;
 		}
+		void *d = g ? rl_graph_own(g, want ? want : 1) : malloc(want ? want : 1);
+		if (!d) {
+			snprintf(why, whylen, "out of memory");
+			return false;
+		}
+		if (packed)
+			rl_lowp_unpack((enum rl_dtype)dt, fdata, numel, d);
+		else if (want)
+			memcpy(d, fdata, want);
+		*datap = d;
 		return true;
 	}
 	/* typed fields */
@@ -287,15 +292,33 @@ static bool decode_tensor(struct rl_graph *g, const char *dir,
 	case RL_DT_UINT32: case RL_DT_UINT64: have = t->n_uint64_data; break;
 	default: have = t->n_int32_data; break;
 	}
-	if (have != (size_t)numel) {
+	/* a sub-byte type keeps one packed byte in each int32 */
+	if (have != (packed ? fwant : (size_t)numel)) {
 		snprintf(why, whylen, "tensor has %zu values, its shape needs %lld", have,
-		         (long long)numel);
+		         (long long)(packed ? (int64_t)fwant : numel));
 		return false;
 	}
 	void *d = g ? rl_graph_own(g, want) : malloc(want ? want : 1);
 	if (!d) {
 		snprintf(why, whylen, "out of memory");
 		return false;
+	}
+	if (rl_dtype_is_lowp((enum rl_dtype)dt)) {
+		uint8_t *b = packed ? malloc(fwant ? fwant : 1) : d;
+		if (!b) {
+			if (!g)
+				free(d);
+			snprintf(why, whylen, "out of memory");
+			return false;
+		}
+		for (size_t i = 0; i < have; i++)
+			b[i] = (uint8_t)t->int32_data[i];
+		if (packed) {
+			rl_lowp_unpack((enum rl_dtype)dt, b, numel, d);
+			free(b);
+		}
+		*datap = d;
+		return true;
 	}
 	for (int64_t i = 0; i < numel; i++) {
 		switch (dt) {

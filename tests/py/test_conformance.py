@@ -50,6 +50,9 @@ SUPPORTED_DTYPES = {
     "float", "double", "float16", "bfloat16",
     "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
     "bool",
+    # low precision (ir/lowp.c): one element a byte in memory, packed in files
+    "float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz", "float8e8m0",
+    "float4e2m1", "int4", "uint4", "int2", "uint2",
 }
 
 # attributes that name a dtype (Cast.to, EyeLike.dtype, QuantizeLinear.output_dtype, ...)

@@ -294,8 +294,28 @@ Test(infer, cast_to_unknown_dtype_is_unsupported)
 {
 	uint32_t x = input(G, "x", RL_DT_FLOAT, "2");
 	op1(G, RL_OP_Cast, 19, "c", 1, x);
-	attr_i(G, last_node(G), "to", 17); /* float8e4m3fn */
-	INFER_FAILS(G, RL_ERR_UNSUPPORTED, "cast to dtype 17");
+	attr_i(G, last_node(G), "to", 27); /* past every dtype rlopt knows */
+	INFER_FAILS(G, RL_ERR_UNSUPPORTED, "cast to dtype 27");
+}
+
+Test(infer, cast_to_float8_and_bitcast_widths)
+{
+	uint32_t x = input(G, "x", RL_DT_FLOAT, "2");
+	uint32_t c = op1(G, RL_OP_Cast, 19, "c", 1, x);
+	attr_i(G, last_node(G), "to", RL_DT_FLOAT8E4M3FN);
+	uint32_t b = op1(G, RL_OP_BitCast, 26, "b", 1, c);
+	attr_i(G, last_node(G), "to", RL_DT_UINT8);
+	INFER_OK(G);
+	cr_assert_eq(G->values[c].dtype, RL_DT_FLOAT8E4M3FN);
+	cr_assert_eq(G->values[b].dtype, RL_DT_UINT8);
+}
+
+Test(infer, bitcast_needs_equal_widths)
+{
+	uint32_t x = input(G, "x", RL_DT_FLOAT, "2");
+	op1(G, RL_OP_BitCast, 26, "b", 1, x);
+	attr_i(G, last_node(G), "to", RL_DT_INT4);
+	INFER_FAILS(G, RL_ERR_SHAPE, "the widths must be equal");
 }
 
 Test(infer, clip_inputs_and_dropout_mask)
