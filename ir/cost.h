@@ -159,6 +159,7 @@ double rl_cost_balance(const struct rl_machine *m, enum rl_prec prec, bool matri
 	bool rl_count_##fam(const struct rl_graph *g, uint32_t node, struct rl_counts *c);
 X(elemwise) X(matmul) X(conv) X(pool) X(norm) X(reduce) X(shape) X(const)
 X(attn)
+X(quant) /* qops: ir/fam_quant.c */
 #undef X
 
 #endif /* RL_COST_H */

@@ -25,6 +25,7 @@
  * (Gather of the static part) it attaches them as constant data.
  */
 #include "infer_impl.h"
+#include "quant.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -927,6 +928,21 @@ static bool eval_shape_of(struct rl_graph *g, struct rl_node *n)
 	return commit(g, ov, p, nb);
 }
 
+/* QuantizeLinear / DequantizeLinear of constants (semantics in fam_quant.c) */
+static bool eval_quant(struct rl_graph *g, uint32_t node)
+{
+	size_t nb;
+	uint32_t ov = g->nodes[node].out[0];
+	void *p = out_alloc(g, ov, &nb);
+	if (!p)
+		return false;
+	if (!rl_quant_compute(g, node, p)) {
+		free(p);
+		return false;
+	}
+	return commit(g, ov, p, nb);
+}
+
 bool rl_eval_node(struct rl_graph *g, uint32_t node)
 {
 	struct rl_node *n = &g->nodes[node];
@@ -973,6 +989,7 @@ bool rl_eval_node(struct rl_graph *g, uint32_t node)
 		return eval_reduce(g, node);
 	case RL_OP_Range: return eval_range(g, node);
 	case RL_OP_ConstantOfShape: return eval_const_of_shape(g, n);
+	case RL_OP_QuantizeLinear: case RL_OP_DequantizeLinear: return eval_quant(g, node);
 	default:
 		return false;
 	}

@@ -526,8 +526,9 @@ static const rl_infer_fn rl_family_infer[RL_FAM_COUNT_] = {
 	[RL_FAM_NORM] = rl_infer_norm,         [RL_FAM_REDUCE] = rl_infer_reduce,
 	[RL_FAM_SHAPE] = rl_infer_shape,       [RL_FAM_CONST] = rl_infer_const,
 	[RL_FAM_ATTN] = rl_infer_attn,
+	[RL_FAM_QUANT] = rl_infer_quant, /* qops: ir/fam_quant.c */
 };
-_Static_assert(RL_FAM_COUNT_ == 9, "a new family needs an entry in rl_family_infer");
+_Static_assert(RL_FAM_COUNT_ == 10, "a new family needs an entry in rl_family_infer");
 
 /*
  * Backward fill: where a reduction's axes (or another shape parameter) are a

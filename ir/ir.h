@@ -175,6 +175,7 @@ enum rl_family {
 	RL_FAM_SHAPE,    /* data movement and shape computation */
 	RL_FAM_CONST,    /* value generators */
 	RL_FAM_ATTN,     /* attention and sequence-model ops (fam_attn.c) */
+	RL_FAM_QUANT,    /* quantize/dequantize, integer products (fam_quant.c) */
 	RL_FAM_COUNT_,
 };
 
@@ -459,7 +460,8 @@ enum rl_status rl_graph_infer(struct rl_graph *g);
  * Unsqueeze, Reshape, Flatten, Cast, CastLike, Identity, Add, Sub, Mul, Div,
  * Mod, Neg, Abs, Sqrt, Floor, Ceil, Equal, Less, Greater, Not, And, Or,
  * Where, Min, Max, Range, ConstantOfShape, Expand, Transpose, Tile,
- * ReduceSum/Prod/Max/Min, Constant), the output has at most 65536 elements
+ * ReduceSum/Prod/Max/Min, QuantizeLinear, DequantizeLinear, Constant), the
+ * output has at most 65536 elements
  * and no input more than 1M (a Constant borrows its tensor at any size).
  * The outputs must already be inferred. Outside rl_graph_infer it may be
  * called on any inferred node (the fold pass does). On

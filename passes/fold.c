@@ -45,6 +45,7 @@
  * current. Leaves the graph compacted and sorted.
  */
 #include "pass.h"
+#include "quant.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -596,7 +597,8 @@ static void fold_node(struct rl_graph *g, struct rl_pass_ctx *ctx, uint32_t node
 	struct rl_node *n = &g->nodes[node];
 	double out = out_bytes_of(g, n), freed = freed_bytes(g, node);
 	const char *op = rl_op_table[n->op].name;
-	if (out > (double)ctx->fold_max_bytes && out > freed) {
+	/* a constant weight's DequantizeLinear folds at any size (fold_dequant) */
+	if (out > (double)ctx->fold_max_bytes && out > freed && n->op != RL_OP_DequantizeLinear) {
 		rl_remark(ctx, PASS, n->name, "declined", freed, out, -1, -1,
 		          "%s output of %.0f bytes exceeds the folding cap of %lld bytes and the "
 		          "%.0f bytes of constant inputs it would replace; left as a node",
@@ -612,6 +614,35 @@ static void fold_node(struct rl_graph *g, struct rl_pass_ctx *ctx, uint32_t node
 	          "%s %s: output '%s' (%s %s) is now an initializer", op, how,
 	          g->values[y].name, rl_dtype_name(g->values[y].dtype), sb);
 	rl_graph_remove_node(g, node);
+}
+
+/*
+ * DequantizeLinear of a constant (a QDQ model's weight) at any size: the
+ * float weight it makes is what the float kernels read, and computing it at
+ * run time would read the int8 bytes, write the float copy and read it
+ * again on every call. So it is folded past the size rule, with a remark
+ * giving the bytes; semantics in ir/fam_quant.c.
+ */
+static bool fold_dequant(struct rl_graph *g, struct rl_pass_ctx *ctx, uint32_t node)
+{
+	const struct rl_node *n = &g->nodes[node];
+	uint32_t yv = n->out[0];
+	int64_t ne = rl_shape_numel(&g->values[yv].shape);
+	size_t nb = (size_t)(ne < 0 ? 0 : ne) * rl_dtype_size(g->values[yv].dtype);
+	if (ne < 0 || !nb)
+		return false;
+	void *p = rl_graph_own(g, nb);
+	if (!p || !rl_quant_compute(g, node, p))
+		return false;
+	n = &g->nodes[node];
+	double freed = freed_bytes(g, node);
+	rl_value_set_data(g, yv, p, nb);
+	rl_remark(ctx, PASS, n->name, "folded", freed, (double)nb, -1, -1,
+	          "DequantizeLinear of a constant: output '%s' (%.0f bytes, from %.0f bytes of "
+	          "quantized inputs) is now an initializer the float kernels read directly",
+	          g->values[yv].name, (double)nb, freed);
+	rl_graph_remove_node(g, node);
+	return true;
 }
 
 static void fold_walk(struct rl_graph *g, struct rl_pass_ctx *ctx)
@@ -635,6 +666,8 @@ static void fold_walk(struct rl_graph *g, struct rl_pass_ctx *ctx)
 			fold_node(g, ctx, i, "of constants");
 			continue;
 		}
+		if (g->nodes[i].op == RL_OP_DequantizeLinear && fold_dequant(g, ctx, i))
+			continue;
 		n = &g->nodes[i];
 		if (computable(g, n)) {
 			/* check the size rule before computing anything big */

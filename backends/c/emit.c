@@ -338,6 +338,7 @@ static const emit_fn family_emit[RL_FAM_COUNT_] = {
 	[RL_FAM_NORM] = rl_emit_c_norm,         [RL_FAM_REDUCE] = rl_emit_c_reduce,
 	[RL_FAM_SHAPE] = rl_emit_c_shape,       [RL_FAM_CONST] = rl_emit_c_const,
 	[RL_FAM_ATTN] = rl_emit_c_attn,
+	[RL_FAM_QUANT] = rl_emit_c_quant, /* qops: emit_quant.c */
 };
 static const supports_fn family_supports[RL_FAM_COUNT_] = {
 	[RL_FAM_ELEMWISE] = rl_emit_c_elemwise_supports,
@@ -349,6 +350,7 @@ static const supports_fn family_supports[RL_FAM_COUNT_] = {
 	[RL_FAM_SHAPE] = rl_emit_c_shape_supports,
 	[RL_FAM_CONST] = rl_emit_c_const_supports,
 	[RL_FAM_ATTN] = rl_emit_c_attn_supports,
+	[RL_FAM_QUANT] = rl_emit_c_quant_supports, /* qops: emit_quant.c */
 };
 
 bool rl_emit_c_supports(enum rl_op op)

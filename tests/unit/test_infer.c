@@ -1415,7 +1415,7 @@ Test(infer, random_graphs_never_crash)
 			                         : oi->in_min + (int)rnd((uint32_t)(oi->in_max - oi->in_min + 1));
 			int nout = oi->out_max < 0 ? 1 + (int)rnd(4)
 			                           : oi->out_min + (int)rnd((uint32_t)(oi->out_max - oi->out_min + 1));
-			uint32_t in[8], out[8];
+			uint32_t in[16], out[16]; /* QLinearConv takes 9 inputs */
 			for (int i = 0; i < nin; i++) {
 				if (i > 0 && rnd(10) == 0)
 					in[i] = RL_NONE;
