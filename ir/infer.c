@@ -635,6 +635,21 @@ static enum rl_status infer_forward(struct rl_graph *g)
 	return st;
 }
 
+/* ---- one node, outside a run (frontends/onnx/onnx_subgraph.c) ---------- */
+
+/* Check, infer and evaluate one node whose inputs are already inferred: the
+ * control-flow lowering decides trip counts and branches from these results
+ * while it builds the graph. No symbolic tracking outside a run. */
+enum rl_status rl_infer_node(struct rl_graph *g, uint32_t node)
+{
+	enum rl_status st = check_node(g, node);
+	if (st == RL_OK)
+		st = rl_family_infer[rl_op_table[g->nodes[node].op].family](g, node);
+	if (st == RL_OK)
+		rl_eval_node(g, node);
+	return st;
+}
+
 /* ---- binding symbols ---------------------------------------------------- */
 
 static int bind_name(struct rl_graph *g, const char *sym, int64_t size)

@@ -407,6 +407,9 @@ enum rl_status rl_graph_infer(struct rl_graph *g);
  * success the output gets graph-owned (or the input's borrowed) data and
  * RL_VAL_CONST, and keeps its producer. Returns true if it evaluated. */
 bool rl_eval_node(struct rl_graph *g, uint32_t node);
+/* Check, infer and (when constant) evaluate one node whose inputs are
+ * inferred, outside rl_graph_infer (control-flow lowering, ir/infer.c). */
+enum rl_status rl_infer_node(struct rl_graph *g, uint32_t node);
 /* ---- end of additions --------------------------------------------------- */
 
 /* Einsum equations (ir/fam_index.c): every axis of every operand and of the

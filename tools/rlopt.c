@@ -630,6 +630,9 @@ static int cmd_ops(void)
 	for (int i = 0; i < RL_OP_COUNT_; i++)
 		if (rl_emit_c_supports((enum rl_op)i))
 			printf("%s\n", rl_op_table[i].name);
+	/* lowered by the reader into the operators above */
+	for (int i = 0; rl_onnx_lowered_op(i); i++)
+		printf("%s\n", rl_onnx_lowered_op(i));
 	return RL_EXIT_OK;
 }
 

@@ -50,4 +50,8 @@ void rl_tensor_free(struct rl_tensor *t);
 enum rl_status rl_write_file_atomic(const char *path, const void *data,
                                     size_t len, char *err, size_t errlen);
 
+/* The operators the reader lowers into other nodes itself (If, Loop, Scan,
+ * sequences, optionals; onnx_subgraph.c): the i-th, NULL past the last. */
+const char *rl_onnx_lowered_op(int i);
+
 #endif /* RL_ONNX_H */
