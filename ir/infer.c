@@ -568,6 +568,13 @@ static enum rl_status infer_forward(struct rl_graph *g);
 
 enum rl_status rl_graph_infer(struct rl_graph *g)
 {
+	if (g->lower) {
+		enum rl_status (*lower)(struct rl_graph *, const void *) = g->lower;
+		g->lower = NULL;
+		enum rl_status ls = lower(g, g->lower_arg);
+		if (ls != RL_OK)
+			return ls;
+	}
 	enum rl_status st = infer_forward(g);
 	if (st == RL_OK && fill_backward(g))
 		st = infer_forward(g);

@@ -295,6 +295,12 @@ struct rl_graph {
 	                        driver skip re-inference after a pass that only
 	                        annotated */
 
+	/* a frontend's lowering that needs bound shapes (the ONNX reader's
+	 * control flow, frontends/onnx/onnx_subgraph.c): rl_graph_infer runs it
+	 * once, first, and clears it */
+	enum rl_status (*lower)(struct rl_graph *g, const void *arg);
+	const void *lower_arg;
+
 	/* resources released by rl_graph_free */
 	struct rl_mapping *maps;
 	struct rl_cleanup *cleanups;

@@ -825,7 +825,9 @@ static enum rl_status build_graph(struct rl_graph *g, const Onnx__ModelProto *m)
 			val->shape = s;
 	}
 	free(node_ids);
-	return rl_onnx_lower_ctrl(g, gp);
+	/* control flow waits for the shapes the caller binds */
+	rl_onnx_defer_ctrl(g, gp);
+	return RL_OK;
 fail:
 	free(node_ids);
 	return status;

@@ -29,6 +29,12 @@
  *    needs the static length of its axis. Optionals are a tensor, a sequence
  *    or nothing, also known at build time.
  *
+ * The reader builds every other node and leaves the outputs of these as
+ * values without a producer; the lowering runs at the start of the first
+ * rl_graph_infer() (g->lower), after the caller bound symbolic input dims
+ * (--dim, --shape, or the input files of `rlopt run`), so a Scan over a
+ * symbolic sequence length unrolls once it is bound.
+ *
  * Decisions need shapes and constants, so the lowering infers as it goes:
  * before an input is looked at, the nodes it depends on are inferred (and
  * folded when constant) with rl_infer_node(); every node built here is
@@ -625,7 +631,6 @@ static enum rl_status guard_item(struct lower *L, uint32_t active, const struct 
 static enum rl_status lower_loop(struct lower *L, struct scope *sc, const Onnx__NodeProto *np,
                                  const struct item *in, int nin, struct item *out)
 {
-	struct rl_graph *g = L->g;
 	const Onnx__GraphProto *body = graph_attr(np, "body");
 	if (!body)
 		return fail(L, RL_ERR_INVALID, "the body is missing");
@@ -651,6 +656,9 @@ static enum rl_status lower_loop(struct lower *L, struct scope *sc, const Onnx__
 			trips = 0;
 	}
 	/* the bound of a run-time trip count: the declared scan output length */
+	if (trips > RL_UNROLL_MAX)
+		return fail(L, RL_ERR_UNSUPPORTED, "trip count %lld; at most %d iterations are "
+		            "unrolled", (long long)trips, RL_UNROLL_MAX);
 	int64_t bound = trips;
 	if (bound < 0)
 		for (int k = 0; k < nscan; k++) {
@@ -758,7 +766,6 @@ static enum rl_status lower_loop(struct lower *L, struct scope *sc, const Onnx__
 	free(cur);
 	free(bin);
 	free(bout);
-	(void)g;
 	return st;
 }
 
@@ -1298,12 +1305,30 @@ static enum rl_status lower_nodes(struct lower *L, struct scope *sc, const Onnx_
 
 /* ---- the main graph ---------------------------------------------------------- */
 
+static bool has_ctrl(const Onnx__GraphProto *gp)
+{
+	for (size_t i = 0; i < gp->n_node; i++)
+		if (rl_onnx_ctrl_op(gp->node[i]->op_type))
+			return true;
+	return false;
+}
+
+static enum rl_status lower_deferred(struct rl_graph *g, const void *gp)
+{
+	return rl_onnx_lower_ctrl(g, gp);
+}
+
+void rl_onnx_defer_ctrl(struct rl_graph *g, const Onnx__GraphProto *gp)
+{
+	if (has_ctrl(gp)) {
+		g->lower = lower_deferred;
+		g->lower_arg = gp;
+	}
+}
+
 enum rl_status rl_onnx_lower_ctrl(struct rl_graph *g, const Onnx__GraphProto *gp)
 {
-	bool any = false;
-	for (size_t i = 0; i < gp->n_node && !any; i++)
-		any = rl_onnx_ctrl_op(gp->node[i]->op_type);
-	if (!any)
+	if (!has_ctrl(gp))
 		return RL_OK;
 	struct lower L = {.g = g};
 	struct scope main = {.gp = gp};

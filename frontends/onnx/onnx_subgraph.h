@@ -19,6 +19,11 @@ bool rl_onnx_ctrl_op(const char *op_type);
  * naming the file, the node and the reason. */
 enum rl_status rl_onnx_lower_ctrl(struct rl_graph *g, const Onnx__GraphProto *gp);
 
+/* Arrange for rl_onnx_lower_ctrl(g, gp) to run at the start of the first
+ * rl_graph_infer(g), after the caller bound the input shapes; nothing when
+ * gp has no such node. */
+void rl_onnx_defer_ctrl(struct rl_graph *g, const Onnx__GraphProto *gp);
+
 /* onnx_read.c: attributes of np onto node nid; a reason in why on failure. */
 enum rl_status rl_onnx_node_attrs(struct rl_graph *g, uint32_t nid,
                                   const Onnx__NodeProto *np, char *why, size_t whylen);
