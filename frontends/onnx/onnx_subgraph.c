@@ -108,6 +108,7 @@ struct lower {
 	uint8_t *state;      /* per node: 0 not inferred, 1 on the stack, 2 done */
 	uint32_t nstate;
 	uint32_t added;      /* nodes built here */
+	int depth;           /* subgraphs being built, nested */
 	uint32_t uniq;
 	const char *where;   /* "node 'x' (Loop)" for messages */
 };
@@ -482,8 +483,11 @@ static enum rl_status lower_body(struct lower *L, struct scope *up,
 	if ((int)sg->n_input != nin)
 		return fail(L, RL_ERR_INVALID, "the subgraph takes %zu inputs, the node gives %d",
 		            sg->n_input, nin);
+	if (L->depth >= 16)
+		return fail(L, RL_ERR_UNSUPPORTED, "subgraphs nest more than 16 deep");
 	const char *saved = L->prefix;
 	L->prefix = prefix;
+	L->depth++;
 	struct scope sc = {.up = up, .gp = sg};
 	enum rl_status st = RL_OK;
 	for (int i = 0; i < nin; i++)
@@ -507,6 +511,7 @@ static enum rl_status lower_body(struct lower *L, struct scope *up,
 		st = resolve(L, &sc, sg->output[k]->name, &out[k]);
 	scope_free(&sc);
 	L->prefix = saved;
+	L->depth--;
 	return st;
 }
 
@@ -1189,7 +1194,8 @@ static enum rl_status lower_ctrl(struct lower *L, struct scope *sc, const Onnx__
 	const char *saved = L->where;
 	L->where = node_label(L->g, np);
 	int nin = (int)np->n_input;
-	struct item *in = calloc((size_t)nin + 1, sizeof(*in));
+	/* room past nin: the operators read their optional inputs as absent */
+	struct item *in = calloc((size_t)nin + 4, sizeof(*in));
 	RL_ASSERT(in);
 	enum rl_status st = RL_OK;
 	for (int i = 0; i < nin && st == RL_OK; i++)
@@ -1231,11 +1237,16 @@ static enum rl_status lower_plain(struct lower *L, struct scope *sc, const Onnx_
 	RL_ASSERT(in && outs);
 	enum rl_status st = RL_OK;
 	enum rl_op op = rl_op_lookup(np->op_type);
+	if (op == RL_OP_COUNT_) {
+		st = fail(L, RL_ERR_UNSUPPORTED, "unsupported operator");
+		goto out;
+	}
 	const struct rl_op_info *oi = &rl_op_table[op];
 	for (int i = 0; i < nin && st == RL_OK; i++) {
 		struct item it;
 		st = resolve(L, sc, np->input[i], &it);
-		if (st == RL_OK && it.kind == IT_SEQ && op == RL_OP_Identity && np->n_output == 1) {
+		if (st == RL_OK && it.kind == IT_SEQ && op == RL_OP_Identity && np->n_output == 1 &&
+		    np->output[0]) {
 			scope_bind(sc, np->output[0], it); /* Identity of a sequence */
 			goto out;
 		}
