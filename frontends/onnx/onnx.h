@@ -5,7 +5,10 @@
  * (every encoding), external data (mmap'd, never copied, confined to the
  * model's folder), Constant nodes, value_info and symbolic dims. It checks
  * structure (unknown operators, dangling names, duplicate producers, input
- * counts) but not shapes: call rl_graph_infer() for that.
+ * counts) but not shapes: call rl_graph_infer() for that. If, Loop, Scan,
+ * sequence and optional nodes become plain nodes in the first
+ * rl_graph_infer(), after the caller bound the input dims (onnx_subgraph.c);
+ * until then their outputs are values without a producer.
  *
  * The writer turns a graph back into a ModelProto that onnx.checker accepts.
  */
