@@ -427,12 +427,18 @@ static int64_t declared_len(const Onnx__GraphProto *gp, const char *name, int de
 static enum rl_status lower_nodes(struct lower *L, struct scope *sc,
                                   const Onnx__GraphProto *gp);
 
-static const char *node_label(struct rl_graph *g, const Onnx__NodeProto *np)
+/* "node 'name' (Op)"; an unnamed node is named by where it was built */
+static const char *node_label(struct lower *L, const Onnx__NodeProto *np)
 {
 	char buf[512];
-	snprintf(buf, sizeof(buf), "node '%s' (%s)", np->name && *np->name ? np->name : "",
-	         np->op_type ? np->op_type : "");
-	return rl_arena_strdup(g, buf);
+	const char *op = np->op_type ? np->op_type : "";
+	if (np->name && *np->name)
+		snprintf(buf, sizeof(buf), "node '%s' (%s)", np->name, op);
+	else if (L->depth == 0)
+		snprintf(buf, sizeof(buf), "node '%s' (%s)", L->prefix, op);
+	else
+		snprintf(buf, sizeof(buf), "node '%s/%s' (%s)", L->prefix, op, op);
+	return rl_arena_strdup(L->g, buf);
 }
 
 static bool lookup(struct scope *sc, const char *name, struct item *it)
@@ -1192,7 +1198,7 @@ static enum rl_status lower_ctrl(struct lower *L, struct scope *sc, const Onnx__
                                  struct item *out)
 {
 	const char *saved = L->where;
-	L->where = node_label(L->g, np);
+	L->where = node_label(L, np);
 	int nin = (int)np->n_input;
 	/* room past nin: the operators read their optional inputs as absent */
 	struct item *in = calloc((size_t)nin + 4, sizeof(*in));
@@ -1228,7 +1234,7 @@ static enum rl_status lower_plain(struct lower *L, struct scope *sc, const Onnx_
 {
 	struct rl_graph *g = L->g;
 	const char *saved = L->where;
-	L->where = node_label(g, np);
+	L->where = node_label(L, np);
 	int nin = (int)np->n_input;
 	while (nin > 0 && (!np->input[nin - 1] || !*np->input[nin - 1]))
 		nin--;
@@ -1357,7 +1363,7 @@ enum rl_status rl_onnx_lower_ctrl(struct rl_graph *g, const Onnx__GraphProto *gp
 		struct item *out = calloc(np->n_output + 1, sizeof(*out));
 		RL_ASSERT(out);
 		st = lower_ctrl(&L, &main, np, out);
-		L.where = node_label(g, np);
+		L.where = node_label(&L, np);
 		for (size_t k = 0; k < np->n_output && st == RL_OK; k++) {
 			const char *on = np->output[k];
 			if (!on || !*on)
