@@ -19,8 +19,9 @@
  *    Where(active, new, old)) up to a bound: the constant trip count, or the
  *    length the model declares for a scan output (or for the value a chain
  *    of Cast/Identity nodes makes of it). That declared length is the
- *    contract of the generated code's interface; a Loop with neither is an
- *    error naming the node. Scan's trip count is the scan axis's length,
+ *    contract of the generated code's interface (with scan outputs it is
+ *    required, since their length follows the run-time count); a Loop with
+ *    no bound is an error naming the node. Scan's trip count is the scan axis's length,
  *    which must be static once the input shapes are bound. At most
  *    RL_UNROLL_MAX iterations per loop are unrolled.
  *  - Sequences are lists of tensors known at build time; every position
@@ -666,17 +667,17 @@ static enum rl_status lower_loop(struct lower *L, struct scope *sc, const Onnx__
 		else if (trips < 0)
 			trips = 0;
 	}
-	/* the bound of a run-time trip count: the declared scan output length */
 	if (trips > RL_UNROLL_MAX)
 		return fail(L, RL_ERR_UNSUPPORTED, "trip count %lld; at most %d iterations are "
 		            "unrolled", (long long)trips, RL_UNROLL_MAX);
-	int64_t bound = trips;
-	if (bound < 0)
-		for (int k = 0; k < nscan; k++) {
-			const char *on = np->output[ncarry + k];
-			for (struct scope *s = sc; s && bound < 0; s = s->up)
-				bound = declared_len(s->gp, on, 0);
-		}
+	/* the length the model declares for a scan output: with a run-time trip
+	 * count or condition, the number of iterations the generated code runs */
+	int64_t decl = -1;
+	for (int k = 0; k < nscan && decl < 0; k++) {
+		const char *on = np->output[ncarry + k];
+		for (struct scope *s = sc; s && decl < 0; s = s->up)
+			decl = declared_len(s->gp, on, 0);
+	}
 	struct item cond = {.kind = IT_NONE};
 	if (nin > 1 && in[1].kind != IT_NONE) {
 		if ((st = need_tensor(L, &in[1], "the condition")) != RL_OK)
@@ -707,14 +708,20 @@ static enum rl_status lower_loop(struct lower *L, struct scope *sc, const Onnx__
 		if (trips >= 0 && it >= trips)
 			break;
 		if (mval != RL_NONE || active != RL_NONE) {
-			if (bound < 0) {
+			if (trips < 0 && decl < 0) {
 				st = fail(L, RL_ERR_UNSUPPORTED, "the trip count depends on run-time "
 				          "values (%s) and no scan output declares a length to bound "
 				          "it; static C cannot run an unbounded loop",
 				          mval != RL_NONE ? "trip count input" : "condition");
 				break;
 			}
-			if (it >= bound)
+			if (nscan > 0 && decl < 0) {
+				st = fail(L, RL_ERR_UNSUPPORTED, "the condition is a run-time value, so "
+				          "the scan outputs' length is too, and no scan output declares "
+				          "it; static C needs one");
+				break;
+			}
+			if (decl >= 0 && it >= decl)
 				break;
 		}
 		if (it >= RL_UNROLL_MAX) {

@@ -12,7 +12,8 @@ beyond what the ONNX node tests cover:
   SequenceLength, ConcatFromSequence) match onnxruntime;
 - bad input is a one-line error naming the node and the reason: branches of
   different shapes under a run-time condition, a Loop whose run-time trip
-  count nothing bounds, a trip count above the unroll limit, a position that
+  count nothing bounds, a Loop whose run-time condition leaves a scan
+  output's length unknown, a trip count above the unroll limit, a position that
   is a run-time value.
 """
 
@@ -147,6 +148,22 @@ def loop_unbounded():
                  [vi("m", I64, []), vi("v0", F, [1])], [vi("v", F, [1])])
 
 
+def loop_cond_scan_undeclared():
+    """Trip count 4, a run-time condition, and a scan output of no declared
+    length: how many rows it has is known only at run time."""
+    body = helper.make_graph(
+        [helper.make_node("Less", ["i", "stop"], ["c_out"], name="lt"),
+         helper.make_node("Identity", ["v_in"], ["v_out"], name="same"),
+         helper.make_node("Identity", ["v_in"], ["row"], name="row")],
+        "body", [vi("i", I64, []), vi("c_in", B, []), vi("v_in", F, [1])],
+        [vi("c_out", B, []), vi("v_out", F, [1]), vi("row", F, [1])])
+    return model([const("m", np.int64(4)),
+                  helper.make_node("Loop", ["m", "", "v0"], ["v", "rows"], name="cond_loop",
+                                   body=body)],
+                 [vi("v0", F, [1]), vi("stop", I64, [])],
+                 [vi("v", F, [1]), vi("rows", F, None)])
+
+
 def loop_too_long():
     body = helper.make_graph(
         [helper.make_node("Identity", ["c_in"], ["c_out"], name="k"),
@@ -254,6 +271,9 @@ def main():
         one_line_error("loop_unbounded", loop_unbounded(),
                        {"m": np.array(3, np.int64), "v0": np.ones(1, np.float32)},
                        ["runaway", "run-time", "bound"])
+        one_line_error("loop_cond_scan_undeclared", loop_cond_scan_undeclared(),
+                       {"v0": np.ones(1, np.float32), "stop": np.array(2, np.int64)},
+                       ["cond_loop", "scan outputs' length"])
         one_line_error("loop_too_long", loop_too_long(), {"v0": np.ones(1, np.float32)},
                        ["long_loop", "100000", "4096"])
         one_line_error("seq_runtime_position", seq_runtime_position(),
