@@ -570,6 +570,13 @@ static enum rl_status infer_forward(struct rl_graph *g);
 
 enum rl_status rl_graph_infer(struct rl_graph *g)
 {
+	if (g->lower) {
+		enum rl_status (*lower)(struct rl_graph *, const void *) = g->lower;
+		g->lower = NULL;
+		enum rl_status ls = lower(g, g->lower_arg);
+		if (ls != RL_OK)
+			return ls;
+	}
 	enum rl_status st = infer_forward(g);
 	if (st == RL_OK && fill_backward(g))
 		st = infer_forward(g);
@@ -634,6 +641,21 @@ static enum rl_status infer_forward(struct rl_graph *g)
 	free(ctx.sv);
 	free(ctx.prev);
 	free(ctx.prevn);
+	return st;
+}
+
+/* ---- one node, outside a run (frontends/onnx/onnx_subgraph.c) ---------- */
+
+/* Check, infer and evaluate one node whose inputs are already inferred: the
+ * control-flow lowering decides trip counts and branches from these results
+ * while it builds the graph. No symbolic tracking outside a run. */
+enum rl_status rl_infer_node(struct rl_graph *g, uint32_t node)
+{
+	enum rl_status st = check_node(g, node);
+	if (st == RL_OK)
+		st = rl_family_infer[rl_op_table[g->nodes[node].op].family](g, node);
+	if (st == RL_OK)
+		rl_eval_node(g, node);
 	return st;
 }
 

@@ -355,6 +355,12 @@ struct rl_graph {
 	                        driver skip re-inference after a pass that only
 	                        annotated */
 
+	/* a frontend's lowering that needs bound shapes (the ONNX reader's
+	 * control flow, frontends/onnx/onnx_subgraph.c): rl_graph_infer runs it
+	 * once, first, and clears it */
+	enum rl_status (*lower)(struct rl_graph *g, const void *arg);
+	const void *lower_arg;
+
 	/* resources released by rl_graph_free */
 	struct rl_mapping *maps;
 	struct rl_cleanup *cleanups;
@@ -468,6 +474,9 @@ enum rl_status rl_graph_infer(struct rl_graph *g);
  * success the output gets graph-owned (or the input's borrowed) data and
  * RL_VAL_CONST, and keeps its producer. Returns true if it evaluated. */
 bool rl_eval_node(struct rl_graph *g, uint32_t node);
+/* Check, infer and (when constant) evaluate one node whose inputs are
+ * inferred, outside rl_graph_infer (control-flow lowering, ir/infer.c). */
+enum rl_status rl_infer_node(struct rl_graph *g, uint32_t node);
 /* ---- end of additions --------------------------------------------------- */
 
 /* Einsum equations (ir/fam_index.c): every axis of every operand and of the

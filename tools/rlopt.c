@@ -634,6 +634,9 @@ static int cmd_ops(void)
 		if (rl_emit_c_supports((enum rl_op)i))
 			printf("%s%s%s\n", rl_op_domain((enum rl_op)i),
 			       *rl_op_domain((enum rl_op)i) ? ":" : "", rl_op_table[i].name);
+	/* lowered by the reader into the operators above */
+	for (int i = 0; rl_onnx_lowered_op(i); i++)
+		printf("%s\n", rl_onnx_lowered_op(i));
 	return RL_EXIT_OK;
 }
 

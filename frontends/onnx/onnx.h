@@ -5,7 +5,10 @@
  * (every encoding), external data (mmap'd, never copied, confined to the
  * model's folder), Constant nodes, value_info and symbolic dims. It checks
  * structure (unknown operators, dangling names, duplicate producers, input
- * counts) but not shapes: call rl_graph_infer() for that.
+ * counts) but not shapes: call rl_graph_infer() for that. If, Loop, Scan,
+ * sequence and optional nodes become plain nodes in the first
+ * rl_graph_infer(), after the caller bound the input dims (onnx_subgraph.c);
+ * until then their outputs are values without a producer.
  *
  * The writer turns a graph back into a ModelProto that onnx.checker accepts.
  */
@@ -49,5 +52,9 @@ void rl_tensor_free(struct rl_tensor *t);
  * renamed over path on success; nothing is left behind on failure. */
 enum rl_status rl_write_file_atomic(const char *path, const void *data,
                                     size_t len, char *err, size_t errlen);
+
+/* The operators the reader lowers into other nodes itself (If, Loop, Scan,
+ * sequences, optionals; onnx_subgraph.c): the i-th, NULL past the last. */
+const char *rl_onnx_lowered_op(int i);
 
 #endif /* RL_ONNX_H */

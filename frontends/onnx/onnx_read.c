@@ -18,6 +18,7 @@
  */
 #include "onnx.h"
 #include "onnx.pb-c.h"
+#include "onnx_subgraph.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -500,6 +501,28 @@ static enum rl_status convert_attrs(struct rl_graph *g, uint32_t nid,
 	return RL_OK;
 }
 
+/* ---- shared with the control-flow lowering (onnx_subgraph.c) ------------ */
+
+enum rl_status rl_onnx_node_attrs(struct rl_graph *g, uint32_t nid,
+                                  const Onnx__NodeProto *np, char *why, size_t whylen)
+{
+	return convert_attrs(g, nid, np, why, whylen);
+}
+
+uint32_t rl_onnx_tensor_value(struct rl_graph *g, const Onnx__TensorProto *t,
+                              const char *name, char *why, size_t whylen)
+{
+	enum rl_dtype dt;
+	struct rl_shape s;
+	const void *data;
+	size_t nb;
+	if (!decode_tensor(g, g->dir, t, &dt, &s, &data, &nb, why, whylen))
+		return RL_NONE;
+	uint32_t v = rl_graph_add_value(g, name, dt, &s);
+	rl_value_set_data(g, v, data, nb);
+	return v;
+}
+
 /* ---- the model ---------------------------------------------------------- */
 
 static void free_model(void *p)
@@ -539,7 +562,8 @@ static void unknown_ops_add(const Onnx__NodeProto *np, struct unknown_ops *u)
 {
 	const char *dom = np->domain ? np->domain : "";
 	const char *ot = np->op_type ? np->op_type : "";
-	if (rl_op_in_domain(rl_op_lookup(ot), dom))
+	if (rl_op_in_domain(rl_op_lookup(ot), dom) ||
+	    ((!*dom || strcmp(dom, "ai.onnx") == 0) && rl_onnx_ctrl_op(ot)))
 		return;
 	char entry[200];
 	snprintf(entry, sizeof(entry), "%s%s%s", *dom ? dom : "", *dom ? "::" : "",
@@ -687,6 +711,21 @@ static enum rl_status build_graph(struct rl_graph *g, const Onnx__ModelProto *m)
 		uint32_t outs[64];
 		if (np->n_output > 64)
 			FAIL(RL_ERR_UNSUPPORTED, NULL, "node %zu has %zu outputs", i, np->n_output);
+		node_ids[i] = RL_NONE;
+		if (op == RL_OP_COUNT_) {
+			/* control flow, sequences, optionals: only the outputs now,
+			 * rl_onnx_lower_ctrl() builds what computes them */
+			for (size_t k = 0; k < np->n_output; k++) {
+				const char *on = np->output[k];
+				if (!on || !*on)
+					continue;
+				if (rl_graph_find_value(g, on) != RL_NONE)
+					FAIL(RL_ERR_INVALID, NULL, "node '%s' (%s): output '%s' is also "
+					     "produced elsewhere", np->name ? np->name : "", np->op_type, on);
+				rl_graph_add_value(g, on, RL_DT_UNDEFINED, NULL);
+			}
+			continue;
+		}
 		/* create the node with no inputs; they are wired in the second loop */
 		char nbuf[64];
 		const char *nname = np->name;
@@ -734,6 +773,8 @@ static enum rl_status build_graph(struct rl_graph *g, const Onnx__ModelProto *m)
 	for (size_t i = 0; i < gp->n_node; i++) {
 		const Onnx__NodeProto *np = gp->node[i];
 		uint32_t id = node_ids[i];
+		if (id == RL_NONE)
+			continue; /* lowered below */
 		int nin = (int)np->n_input;
 		while (nin > 0 && (!np->input[nin - 1] || !*np->input[nin - 1]))
 			nin--; /* trailing omitted optionals */
@@ -809,6 +850,8 @@ static enum rl_status build_graph(struct rl_graph *g, const Onnx__ModelProto *m)
 			val->shape = s;
 	}
 	free(node_ids);
+	/* control flow waits for the shapes the caller binds */
+	rl_onnx_defer_ctrl(g, gp);
 	return RL_OK;
 fail:
 	free(node_ids);

@@ -93,8 +93,8 @@ def main():
         save(if_with_unknown_inside(), mp)
         r = rltest.run([rl, mp, "-o", os.path.join(d, "m3.c")], timeout=60)
         err = r.stderr.strip()
-        check("operators inside subgraphs are listed", r.returncode != 0 and "If" in err
-              and "Bernoulli" in err, err)
+        check("operators inside subgraphs are listed", r.returncode != 0
+              and "Bernoulli" in err, err)  # If itself is supported (onnx_subgraph.c)
     finally:
         shutil.rmtree(d, ignore_errors=True)
     sys.exit(t.finish())
