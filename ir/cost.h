@@ -145,7 +145,7 @@ double rl_cost_balance(const struct rl_machine *m, enum rl_prec prec, bool matri
 /* Per-family counters, in ir/fam_<family>.c. */
 #define X(fam) \
 	bool rl_count_##fam(const struct rl_graph *g, uint32_t node, struct rl_counts *c);
-X(elemwise) X(matmul) X(conv) X(pool) X(norm) X(reduce) X(shape) X(const)
+X(elemwise) X(matmul) X(conv) X(pool) X(norm) X(reduce) X(shape) X(const) X(seq)
 #undef X
 
 #endif /* RL_COST_H */

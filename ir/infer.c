@@ -453,10 +453,11 @@ static enum rl_status check_node(struct rl_graph *g, uint32_t node)
 	struct rl_node *n = &g->nodes[node];
 	if (n->op >= RL_OP_COUNT_)
 		return rl_graph_error(g, n, RL_ERR_UNSUPPORTED, "unknown operator");
-	if (n->domain && *n->domain && strcmp(n->domain, "ai.onnx") != 0)
+	const char *dom = n->domain && strcmp(n->domain, "ai.onnx") != 0 ? n->domain : "";
+	if (strcmp(dom, rl_op_domain(n->op)) != 0)
 		return rl_graph_error(g, n, RL_ERR_UNSUPPORTED,
 		                      "operator domain '%s' is not supported", n->domain);
-	if (n->opset < 7)
+	if (n->opset < 7 && !*dom)
 		return rl_graph_error(g, n, RL_ERR_UNSUPPORTED,
 		                      "opset %d is older than 7, the oldest rlopt supports",
 		                      n->opset);
@@ -525,8 +526,9 @@ static const rl_infer_fn rl_family_infer[RL_FAM_COUNT_] = {
 	[RL_FAM_CONV] = rl_infer_conv,         [RL_FAM_POOL] = rl_infer_pool,
 	[RL_FAM_NORM] = rl_infer_norm,         [RL_FAM_REDUCE] = rl_infer_reduce,
 	[RL_FAM_SHAPE] = rl_infer_shape,       [RL_FAM_CONST] = rl_infer_const,
+	[RL_FAM_SEQ] = rl_infer_seq,
 };
-_Static_assert(RL_FAM_COUNT_ == 8, "a new family needs an entry in rl_family_infer");
+_Static_assert(RL_FAM_COUNT_ == 9, "a new family needs an entry in rl_family_infer");
 
 /*
  * Backward fill: where a reduction's axes (or another shape parameter) are a

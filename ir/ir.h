@@ -124,6 +124,8 @@ enum rl_family {
 	RL_FAM_REDUCE,   /* reductions along axes */
 	RL_FAM_SHAPE,    /* data movement and shape computation */
 	RL_FAM_CONST,    /* value generators */
+	RL_FAM_SEQ,      /* recurrent and signal: RNN/GRU/LSTM, DFT, STFT, Det,
+	                    and small ai.onnx.ml / training ops (fam_seq.c) */
 	RL_FAM_COUNT_,
 };
 
@@ -140,6 +142,8 @@ enum {
 	RL_OPF_GATHER = 1 << 9,   /* data-dependent (gathered) reads */
 	RL_OPF_INDEXF = 1 << 10,  /* filed under SHAPE, handled by fam_index.c and
 	                             backends/c/emit_index.c (no family of its own yet) */
+	RL_OPF_ML = 1 << 11,      /* domain ai.onnx.ml */
+	RL_OPF_TRAIN = 1 << 12,   /* domain ai.onnx.preview.training */
 };
 
 enum rl_op {
@@ -158,6 +162,10 @@ struct rl_op_info {
 extern const struct rl_op_info rl_op_table[RL_OP_COUNT_];
 /* ONNX op_type (default domain) to op; returns RL_OP_COUNT_ if unknown. */
 enum rl_op rl_op_lookup(const char *op_type);
+/* The same for an op in `domain` ("" and "ai.onnx" are the default). */
+enum rl_op rl_op_lookup_domain(const char *domain, const char *op_type);
+/* The op's domain: "", "ai.onnx.ml" or "ai.onnx.preview.training". */
+const char *rl_op_domain(enum rl_op op);
 const char *rl_family_name(enum rl_family f);
 
 /* ---- attributes --------------------------------------------------------- */

@@ -628,8 +628,11 @@ static int cmd_main(int argc, char **argv)
 static int cmd_ops(void)
 {
 	for (int i = 0; i < RL_OP_COUNT_; i++)
-		if (rl_emit_c_supports((enum rl_op)i))
-			printf("%s\n", rl_op_table[i].name);
+		if (rl_emit_c_supports((enum rl_op)i)) {
+			/* ops of other domains as the conformance driver keys them */
+			const char *dom = rl_op_domain((enum rl_op)i);
+			printf("%s%s%s\n", dom, *dom ? ":" : "", rl_op_table[i].name);
+		}
 	return RL_EXIT_OK;
 }
 

@@ -327,6 +327,7 @@ static const emit_fn family_emit[RL_FAM_COUNT_] = {
 	[RL_FAM_CONV] = rl_emit_c_conv,         [RL_FAM_POOL] = rl_emit_c_pool,
 	[RL_FAM_NORM] = rl_emit_c_norm,         [RL_FAM_REDUCE] = rl_emit_c_reduce,
 	[RL_FAM_SHAPE] = rl_emit_c_shape,       [RL_FAM_CONST] = rl_emit_c_const,
+	[RL_FAM_SEQ] = rl_emit_c_seq,
 };
 static const supports_fn family_supports[RL_FAM_COUNT_] = {
 	[RL_FAM_ELEMWISE] = rl_emit_c_elemwise_supports,
@@ -337,6 +338,7 @@ static const supports_fn family_supports[RL_FAM_COUNT_] = {
 	[RL_FAM_REDUCE] = rl_emit_c_reduce_supports,
 	[RL_FAM_SHAPE] = rl_emit_c_shape_supports,
 	[RL_FAM_CONST] = rl_emit_c_const_supports,
+	[RL_FAM_SEQ] = rl_emit_c_seq_supports,
 };
 
 bool rl_emit_c_supports(enum rl_op op)
