@@ -160,11 +160,10 @@ struct cell {
 /* `T var = src` clipped to [-clip, clip] when the node asks for it. */
 static void cell_pre(const struct cell *c, const char *var, const char *src)
 {
+	cg_line(c->cg, "%s %s = %s;", c->T, var, src);
 	if (*c->clip)
-		cg_line(c->cg, "%s %s = %s < -%s ? -%s : (%s > %s ? %s : %s);", c->T, var, src, c->clip,
-		        c->clip, src, c->clip, c->clip, src);
-	else
-		cg_line(c->cg, "%s %s = %s;", c->T, var, src);
+		cg_line(c->cg, "%s = %s < -%s ? -%s : (%s > %s ? %s : %s);", var, var, c->clip, c->clip,
+		        var, c->clip, c->clip, var);
 }
 
 /* Loops over the H units of batch row b (hb, cb) with activations A. */
@@ -213,17 +212,16 @@ static void cell_update(const struct cell *c, const struct act *A)
 		cg_line(cg, "memcpy(hb, g + %lld, %lld * sizeof(*hb));", 2 * H, H);
 		return;
 	} else {
-		cell_pre(c, "vi", "g[j]");
-		snprintf(src, sizeof(src), "g[j + %lld]", H);
-		cell_pre(c, "vo", src);
-		snprintf(src, sizeof(src), "g[j + %lld]", 2 * H);
-		cell_pre(c, "vf", src);
+		/* the peepholes join before the clip (onnxruntime's order) */
+		cell_pre(c, "vi", c->has_p ? "g[j] + P[j] * cb[j]" : "g[j]");
+		if (c->has_p)
+			snprintf(src, sizeof(src), "g[j + %lld] + P[j + %lld] * cb[j]", 2 * H, 2 * H);
+		else
+			snprintf(src, sizeof(src), "g[j + %lld]", 2 * H);
+		if (!c->coupled)
+			cell_pre(c, "vf", src);
 		snprintf(src, sizeof(src), "g[j + %lld]", 3 * H);
 		cell_pre(c, "vc", src);
-		if (c->has_p) {
-			cg_line(cg, "vi += P[j] * cb[j];");
-			cg_line(cg, "vf += P[%lld + j] * cb[j];", 2 * H);
-		}
 		cg_line(cg, "const %s ig = %s;", T, act_expr(cg, &A[0], c->dbl, "vi", e1, sizeof(e1)));
 		if (c->coupled)
 			cg_line(cg, "const %s fg = 1 - ig;", T);
@@ -233,7 +231,10 @@ static void cell_update(const struct cell *c, const struct act *A)
 		        act_expr(cg, &A[1], c->dbl, "vc", e1, sizeof(e1)));
 		cg_line(cg, "cb[j] = cn;");
 		if (c->has_p)
-			cg_line(cg, "vo += P[%lld + j] * cn;", H);
+			snprintf(src, sizeof(src), "g[j + %lld] + P[j + %lld] * cn", H, H);
+		else
+			snprintf(src, sizeof(src), "g[j + %lld]", H);
+		cell_pre(c, "vo", src);
 		cg_line(cg, "hb[j] = %s * %s;", act_expr(cg, &A[0], c->dbl, "vo", e1, sizeof(e1)),
 		        act_expr(cg, &A[2], c->dbl, "cn", e2, sizeof(e2)));
 	}
@@ -403,6 +404,14 @@ static enum rl_status emit_rnn(struct rl_cgen *cg, uint32_t node)
 		snprintf(ys, sizeof(ys), "(b * %d + d) * %lld", D, (long long)H);
 	else
 		snprintf(ys, sizeof(ys), "(d * %lld + b) * %lld", (long long)B, (long long)H);
+	/* a row of length 0 gives zeros, as onnxruntime does, not its initial state */
+	if (has_len && (yh || yc)) {
+		cg_line(cg, "if (len == 0) {");
+		cg_line(cg, "    memset(hb, 0, %lld * sizeof(*hb));", (long long)H);
+		if (lstm)
+			cg_line(cg, "    memset(cb, 0, %lld * sizeof(*cb));", (long long)H);
+		cg_line(cg, "}");
+	}
 	if (yh)
 		cg_line(cg, "memcpy(Y1 + %s, hb, %lld * sizeof(*Y1));", ys, (long long)H);
 	if (yc)
@@ -680,8 +689,8 @@ static enum rl_status emit_tfidf(struct rl_cgen *cg, uint32_t node)
 	int64_t O = y->shape.d[y->shape.rank - 1].v;
 	int64_t C = x->shape.rank == 0 ? 1 : x->shape.d[x->shape.rank - 1].v;
 	int64_t rows = C > 0 ? numel(x) / C : 0;
-	if (wa && wa->kind == RL_ATTR_FLOATS && wa->n < O)
-		return cg_error(cg, node, "weights has %d entries for %lld outputs", wa->n, (long long)O);
+	if (wa && wa->kind == RL_ATTR_FLOATS && wa->n > 0 && wa->n < ni)
+		return cg_error(cg, node, "weights has %d entries for %d n-grams", wa->n, ni);
 	/* the n-grams in [mn, mx], by size: tokens, then per gram its output */
 	struct rl_buf tok = {0}, out = {0}, rng = {0};
 	int64_t id = 0, ngr = 0, ntok = 0;
@@ -766,10 +775,18 @@ static enum rl_status emit_tfidf(struct rl_cgen *cg, uint32_t node)
 		if (wmode > 0) {
 			bool w = wa && wa->kind == RL_ATTR_FLOATS && wa->n > 0;
 			if (w) {
+				/* weights[g] belongs to the g-th n-gram of the pool (the spec,
+				 * and onnxruntime): moved to that n-gram's output */
+				double *wo = calloc((size_t)O, sizeof(double));
+				RL_ASSERT(wo);
+				for (int g = 0; g < ni && g < wa->n; g++)
+					if (idx[g] < O)
+						wo[idx[g]] = wa->floats[g];
 				struct rl_buf wb = {0};
 				char lb[48];
 				for (int64_t i = 0; i < O; i++)
-					rl_buf_printf(&wb, "%s%s", i ? ", " : "", dlit(lb, sizeof(lb), wa->floats[i]));
+					rl_buf_printf(&wb, "%s%s", i ? ", " : "", dlit(lb, sizeof(lb), wo[i]));
+				free(wo);
 				rl_buf_printf(&cg->statics, "static const float %s_w[%lld] = {%s};\n", k,
 				              (long long)O, wb.s);
 				rl_buf_free(&wb);
@@ -1012,7 +1029,11 @@ static enum rl_status emit_tree(struct rl_cgen *cg, uint32_t node)
 		cg->indent--;
 		cg_line(cg, "}");
 		cg_line(cg, "for (size_t t = 0; t < %lld; t++)", (long long)T);
-		cg_line(cg, "    Y0[n * %lld + t] = (%s)acc[t];", (long long)T, cg_ctype(x->dtype));
+		if (agg >= 2) /* a target no leaf reached: 0, as onnxruntime gives */
+			cg_line(cg, "    Y0[n * %lld + t] = (%s)(acc[t] == %s%s ? 0 : acc[t]);", (long long)T,
+			        cg_ctype(x->dtype), agg == 3 ? "-" : "", big);
+		else
+			cg_line(cg, "    Y0[n * %lld + t] = (%s)acc[t];", (long long)T, cg_ctype(x->dtype));
 		cg->indent--;
 		cg_line(cg, "}");
 	}
