@@ -119,6 +119,8 @@ static const char *act_expr(struct rl_cgen *cg, const struct act *a, bool dbl, c
 			snprintf(e, n, "rl_tanhf(%s)", x);
 		}
 	} else if (!strcmp(a->name, "Sigmoid")) {
+		/* 1 / (1 + exp(-x)), not 1/2 + tanh(x/2)/2: near 1 the latter
+		 * rounds 1 - 6e-8 to 1, and GRU's 1 - z needs that difference */
 		snprintf(e, n, "(1 / (1 + exp%s(-%s)))", f, x);
 	} else if (!strcmp(a->name, "Relu")) {
 		snprintf(e, n, "(%s > 0 ? %s : 0)", x, x);
@@ -187,22 +189,30 @@ static void cell_update(const struct cell *c, const struct act *A)
 		cg_line(cg, "g[j + %lld] = %s;", H, act_expr(cg, &A[0], c->dbl, "vr", e1, sizeof(e1)));
 		cg->indent--;
 		cg_line(cg, "}");
+		/* the recurrent part of the h gate, (r * h) R_h, or R_h h + Rb_h
+		 * that r scales with linear_before_reset */
+		if (c->lbr && c->has_b)
+			cg_line(cg, "memcpy(ga, Br + %lld, %lld * sizeof(*ga));", 2 * H, H);
+		else
+			cg_line(cg, "memset(ga, 0, %lld * sizeof(*ga));", H);
+		if (c->lbr)
+			snprintf(src, sizeof(src), "hb[i]");
+		else
+			snprintf(src, sizeof(src), "g[%lld + i] * hb[i]", H);
+		cg_line(cg, "for (size_t i = 0; i < %lld; i++) {", H);
+		cg_line(cg, "    const %s hi = %s, *restrict ri = rt + i * %lld + %lld;", T, src, 3 * H,
+		        2 * H);
+		cg_line(cg, "    for (size_t j = 0; j < %lld; j++)", H);
+		cg_line(cg, "        ga[j] += ri[j] * hi;");
+		cg_line(cg, "}");
 		cg_line(cg, "for (size_t j = 0; j < %lld; j++) {", H);
 		cg->indent++;
-		cg_line(cg, "const %s *restrict rq = R + (%lld + j) * %lld;", T, 2 * H, H);
-		cg_line(cg, "%s a = 0;", T);
-		cg_line(cg, "for (size_t i = 0; i < %lld; i++)", H);
-		if (c->lbr) {
-			cg_line(cg, "    a += rq[i] * hb[i];");
-			if (c->has_b)
-				cg_line(cg, "a += Br[%lld + j];", 2 * H);
-			cg_line(cg, "a = g[%lld + j] + g[%lld + j] * a;", 2 * H, H);
-		} else {
-			cg_line(cg, "    a += rq[i] * (g[%lld + i] * hb[i]);", H);
-			if (c->has_b)
-				cg_line(cg, "a += Br[%lld + j];", 2 * H);
-			cg_line(cg, "a += g[%lld + j];", 2 * H);
-		}
+		if (c->lbr)
+			cg_line(cg, "%s a = g[%lld + j] + g[%lld + j] * ga[j];", T, 2 * H, H);
+		else if (c->has_b)
+			cg_line(cg, "%s a = g[%lld + j] + ga[j] + Br[%lld + j];", T, 2 * H, 2 * H);
+		else
+			cg_line(cg, "%s a = g[%lld + j] + ga[j];", T, 2 * H);
 		cell_pre(c, "vh", "a");
 		cg_line(cg, "const %s hh = %s;", T, act_expr(cg, &A[1], c->dbl, "vh", e1, sizeof(e1)));
 		/* the new h waits in the h row of g: later units still read the old */
@@ -279,8 +289,11 @@ static enum rl_status emit_rnn(struct rl_cgen *cg, uint32_t node)
 	if (clip && clip->kind == RL_ATTR_FLOAT)
 		dlit(cl, sizeof(cl), clip->f);
 	/* state: h and c per batch row; the gates of one row */
-	rl_buf_printf(&cg->statics, "static %s %s_h[%lld], %s_g[%lld];\n", T, k, (long long)(B * H), k,
-	              (long long)(G * H));
+	rl_buf_printf(&cg->statics, "static %s %s_h[%lld], %s_g[%lld], %s_wt[%lld], %s_rt[%lld];\n", T,
+	              k, (long long)(B * H), k, (long long)(G * H), k, (long long)(G * H * I), k,
+	              (long long)(G * H * H));
+	if (gru)
+		rl_buf_printf(&cg->statics, "static %s %s_a[%lld];\n", T, k, (long long)H);
 	if (lstm)
 		rl_buf_printf(&cg->statics, "static %s %s_c[%lld];\n", T, k, (long long)(B * H));
 	cg_line(cg, "/* %s, %s, %d gate%s of %lld units, %lld steps, batch %lld, input %lld */",
@@ -289,7 +302,9 @@ static enum rl_status emit_rnn(struct rl_cgen *cg, uint32_t node)
 	cg_line(cg, "%s *restrict h = %s_h;", T, k);
 	if (lstm)
 		cg_line(cg, "%s *restrict c = %s_c;", T, k);
-	cg_line(cg, "%s *restrict g = %s_g;", T, k);
+	cg_line(cg, "%s *restrict g = %s_g, *restrict wt = %s_wt, *restrict rt = %s_rt;", T, k, k, k);
+	if (gru)
+		cg_line(cg, "%s *restrict ga = %s_a;", T, k);
 	if (y)
 		cg_line(cg, "memset(Y0, 0, %lld * sizeof(*Y0));", (long long)numel(y));
 	cg_line(cg, "for (size_t d = 0; d < %d; d++) {", D);
@@ -305,6 +320,15 @@ static enum rl_status emit_rnn(struct rl_cgen *cg, uint32_t node)
 		        (long long)(2 * G * H), (long long)(G * H));
 	if (has_p)
 		cg_line(cg, "const %s *restrict P = X7 + d * %lld;", T, (long long)(3 * H));
+	/* W and R of this direction transposed, so that the gate loops below run
+	 * along contiguous rows: multiply-adds the compiler vectorizes without
+	 * reassociating a sum */
+	cg_line(cg, "for (size_t q = 0; q < %lld; q++) {", (long long)(G * H));
+	cg_line(cg, "    for (size_t i = 0; i < %lld; i++)", (long long)I);
+	cg_line(cg, "        wt[i * %lld + q] = W[q * %lld + i];", (long long)(G * H), (long long)I);
+	cg_line(cg, "    for (size_t i = 0; i < %lld; i++)", (long long)H);
+	cg_line(cg, "        rt[i * %lld + q] = R[q * %lld + i];", (long long)(G * H), (long long)H);
+	cg_line(cg, "}");
 	/* initial state */
 	char hs[96];
 	if (layout)
@@ -345,29 +369,28 @@ static enum rl_status emit_rnn(struct rl_cgen *cg, uint32_t node)
 	else
 		cg_line(cg, "const %s *restrict xt = X0 + (t * %lld + b) * %lld;", T, (long long)B,
 		        (long long)I);
-	/* gate pre-activations: bias + W x (+ R h, except GRU's h gate with
-	 * linear_before_reset = 0, which needs r first) */
-	int64_t full = gru ? 2 * H : G * H; /* rows that take R h directly */
-	cg_line(cg, "for (size_t q = 0; q < %lld; q++) {", (long long)(G * H));
-	cg->indent++;
-	cg_line(cg, "%s a = %s;", T, has_b ? "Bw[q]" : "0");
-	cg_line(cg, "const %s *restrict wq = W + q * %lld;", T, (long long)I);
-	cg_line(cg, "for (size_t i = 0; i < %lld; i++)", (long long)I);
-	cg_line(cg, "    a += wq[i] * xt[i];");
-	if (gru)
-		cg_line(cg, "if (q < %lld) {", (long long)full);
-	else
-		cg_line(cg, "{");
-	cg->indent++;
-	if (has_b)
-		cg_line(cg, "a += Br[q];");
-	cg_line(cg, "const %s *restrict rq = R + q * %lld;", T, (long long)H);
-	cg_line(cg, "for (size_t i = 0; i < %lld; i++)", (long long)H);
-	cg_line(cg, "    a += rq[i] * hb[i];");
-	cg->indent--;
+	/* gate pre-activations: bias + W x + R h, except the R h of GRU's h
+	 * gate, which needs r first (cell_update) */
+	int64_t full = gru ? 2 * H : G * H; /* rows that take R h here */
+	if (has_b) {
+		cg_line(cg, "for (size_t q = 0; q < %lld; q++)", (long long)full);
+		cg_line(cg, "    g[q] = Bw[q] + Br[q];");
+		if (full < G * H) {
+			cg_line(cg, "for (size_t q = %lld; q < %lld; q++)", (long long)full, (long long)(G * H));
+			cg_line(cg, "    g[q] = Bw[q];");
+		}
+	} else {
+		cg_line(cg, "memset(g, 0, %lld * sizeof(*g));", (long long)(G * H));
+	}
+	cg_line(cg, "for (size_t i = 0; i < %lld; i++) {", (long long)I);
+	cg_line(cg, "    const %s xi = xt[i], *restrict wi = wt + i * %lld;", T, (long long)(G * H));
+	cg_line(cg, "    for (size_t q = 0; q < %lld; q++)", (long long)(G * H));
+	cg_line(cg, "        g[q] += wi[q] * xi;");
 	cg_line(cg, "}");
-	cg_line(cg, "g[q] = a;");
-	cg->indent--;
+	cg_line(cg, "for (size_t i = 0; i < %lld; i++) {", (long long)H);
+	cg_line(cg, "    const %s hi = hb[i], *restrict ri = rt + i * %lld;", T, (long long)(G * H));
+	cg_line(cg, "    for (size_t q = 0; q < %lld; q++)", (long long)full);
+	cg_line(cg, "        g[q] += ri[q] * hi;");
 	cg_line(cg, "}");
 	/* activations, one branch per direction when the two differ */
 	int variants = 1;
