@@ -37,7 +37,10 @@ static const count_fn family_count[RL_FAM_COUNT_] = {
 	[RL_FAM_ATTN] = rl_count_attn,
 	[RL_FAM_QUANT] = rl_count_quant, /* qops: ir/fam_quant.c */
 };
-_Static_assert(RL_FAM_COUNT_ == 10, "family_count must list every family");
+_Static_assert(RL_FAM_COUNT_ == 11, "family_count must list every family");
+	[RL_FAM_SEQ] = rl_count_seq,
+};
+_Static_assert(RL_FAM_COUNT_ == 11, "family_count must list every family");
 
 static double value_bytes(const struct rl_graph *g, uint32_t v)
 {

@@ -160,6 +160,7 @@ double rl_cost_balance(const struct rl_machine *m, enum rl_prec prec, bool matri
 X(elemwise) X(matmul) X(conv) X(pool) X(norm) X(reduce) X(shape) X(const)
 X(attn)
 X(quant) /* qops: ir/fam_quant.c */
+X(elemwise) X(matmul) X(conv) X(pool) X(norm) X(reduce) X(shape) X(const) X(seq)
 #undef X
 
 #endif /* RL_COST_H */

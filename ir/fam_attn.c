@@ -411,19 +411,3 @@ bool rl_count_attn(const struct rl_graph *g, uint32_t node, struct rl_counts *c)
 		return false;
 	}
 }
-
-/* ---- domains ---------------------------------------------------------------- */
-
-const char *rl_op_domain(enum rl_op op)
-{
-	return op == RL_OP_FlexAttention ? "ai.onnx.preview" : "";
-}
-
-bool rl_op_in_domain(enum rl_op op, const char *dom)
-{
-	if (op >= RL_OP_COUNT_)
-		return false;
-	if (!dom || !strcmp(dom, "ai.onnx"))
-		dom = "";
-	return strcmp(dom, rl_op_domain(op)) == 0;
-}

@@ -454,9 +454,11 @@ static enum rl_status check_node(struct rl_graph *g, uint32_t node)
 	if (n->op >= RL_OP_COUNT_)
 		return rl_graph_error(g, n, RL_ERR_UNSUPPORTED, "unknown operator");
 	if (n->domain && !rl_op_in_domain(n->op, n->domain))
+	const char *dom = n->domain && strcmp(n->domain, "ai.onnx") != 0 ? n->domain : "";
+	if (strcmp(dom, rl_op_domain(n->op)) != 0)
 		return rl_graph_error(g, n, RL_ERR_UNSUPPORTED,
 		                      "operator domain '%s' is not supported", n->domain);
-	if (n->opset < 7)
+	if (n->opset < 7 && !*dom)
 		return rl_graph_error(g, n, RL_ERR_UNSUPPORTED,
 		                      "opset %d is older than 7, the oldest rlopt supports",
 		                      n->opset);
@@ -528,7 +530,10 @@ static const rl_infer_fn rl_family_infer[RL_FAM_COUNT_] = {
 	[RL_FAM_ATTN] = rl_infer_attn,
 	[RL_FAM_QUANT] = rl_infer_quant, /* qops: ir/fam_quant.c */
 };
-_Static_assert(RL_FAM_COUNT_ == 10, "a new family needs an entry in rl_family_infer");
+_Static_assert(RL_FAM_COUNT_ == 11, "a new family needs an entry in rl_family_infer");
+	[RL_FAM_SEQ] = rl_infer_seq,
+};
+_Static_assert(RL_FAM_COUNT_ == 11, "a new family needs an entry in rl_family_infer");
 
 /*
  * Backward fill: where a reduction's axes (or another shape parameter) are a

@@ -43,6 +43,7 @@ enum rl_status rl_infer_shape(struct rl_graph *g, uint32_t node);
 enum rl_status rl_infer_const(struct rl_graph *g, uint32_t node);
 enum rl_status rl_infer_attn(struct rl_graph *g, uint32_t node);
 enum rl_status rl_infer_quant(struct rl_graph *g, uint32_t node);
+enum rl_status rl_infer_seq(struct rl_graph *g, uint32_t node);
 /* Scans and losses (fam_index.c); reached through the shape family until
  * they get a family of their own. */
 enum rl_status rl_infer_index(struct rl_graph *g, uint32_t node);

@@ -176,6 +176,8 @@ enum rl_family {
 	RL_FAM_CONST,    /* value generators */
 	RL_FAM_ATTN,     /* attention and sequence-model ops (fam_attn.c) */
 	RL_FAM_QUANT,    /* quantize/dequantize, integer products (fam_quant.c) */
+	RL_FAM_SEQ,      /* recurrent and signal: RNN/GRU/LSTM, DFT, STFT, Det,
+	                    and small ai.onnx.ml / training ops (fam_seq.c) */
 	RL_FAM_COUNT_,
 };
 
@@ -192,6 +194,8 @@ enum {
 	RL_OPF_GATHER = 1 << 9,   /* data-dependent (gathered) reads */
 	RL_OPF_INDEXF = 1 << 10,  /* filed under SHAPE, handled by fam_index.c and
 	                             backends/c/emit_index.c (no family of its own yet) */
+	RL_OPF_ML = 1 << 11,      /* domain ai.onnx.ml */
+	RL_OPF_TRAIN = 1 << 12,   /* domain ai.onnx.preview.training */
 };
 
 enum rl_op {
@@ -210,9 +214,11 @@ struct rl_op_info {
 extern const struct rl_op_info rl_op_table[RL_OP_COUNT_];
 /* ONNX op_type (default domain) to op; returns RL_OP_COUNT_ if unknown. */
 enum rl_op rl_op_lookup(const char *op_type);
+/* The same for an op in `domain` ("" and "ai.onnx" are the default). */
+enum rl_op rl_op_lookup_domain(const char *domain, const char *op_type);
 const char *rl_family_name(enum rl_family f);
-/* The ONNX domain of an op: "" (the default domain) or, for the preview ops
- * (FlexAttention), "ai.onnx.preview" (ir/fam_attn.c). */
+/* The ONNX domain of an op: "" (the default domain), "ai.onnx.ml",
+ * "ai.onnx.preview.training" or, for FlexAttention, "ai.onnx.preview". */
 const char *rl_op_domain(enum rl_op op);
 /* Whether a node of domain `dom` ("" and "ai.onnx" are the default) may be
  * op: known, and in the op's own domain. */

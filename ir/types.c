@@ -23,7 +23,7 @@ static int op_cmp(const void *a, const void *b)
 	return strcmp(rl_op_table[*(const int *)a].name, rl_op_table[*(const int *)b].name);
 }
 
-enum rl_op rl_op_lookup(const char *op_type)
+static enum rl_op op_lookup_any(const char *op_type)
 {
 	static int sorted[RL_OP_COUNT_];
 	static bool ready;
@@ -47,12 +47,43 @@ enum rl_op rl_op_lookup(const char *op_type)
 	return RL_OP_COUNT_;
 }
 
+const char *rl_op_domain(enum rl_op op)
+{
+	if (op == RL_OP_FlexAttention)
+		return "ai.onnx.preview";
+	unsigned f = op < RL_OP_COUNT_ ? rl_op_table[op].flags : 0;
+	return f & RL_OPF_ML ? "ai.onnx.ml" : f & RL_OPF_TRAIN ? "ai.onnx.preview.training" : "";
+}
+
+bool rl_op_in_domain(enum rl_op op, const char *dom)
+{
+	if (op >= RL_OP_COUNT_)
+		return false;
+	if (!dom || !strcmp(dom, "ai.onnx"))
+		dom = "";
+	return strcmp(dom, rl_op_domain(op)) == 0;
+}
+
+enum rl_op rl_op_lookup_domain(const char *domain, const char *op_type)
+{
+	if (!domain || strcmp(domain, "ai.onnx") == 0)
+		domain = "";
+	enum rl_op op = op_lookup_any(op_type);
+	return op < RL_OP_COUNT_ && strcmp(rl_op_domain(op), domain) == 0 ? op : RL_OP_COUNT_;
+}
+
+enum rl_op rl_op_lookup(const char *op_type)
+{
+	return rl_op_lookup_domain("", op_type);
+}
+
 const char *rl_family_name(enum rl_family f)
 {
 	static const char *names[RL_FAM_COUNT_] = {
 		"elementwise", "matmul", "conv", "pool", "norm", "reduce", "shape", "const",
 		"attn",
 		"quant",
+		"seq",
 	};
 	return f < RL_FAM_COUNT_ ? names[f] : "?";
 }

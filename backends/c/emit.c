@@ -339,6 +339,7 @@ static const emit_fn family_emit[RL_FAM_COUNT_] = {
 	[RL_FAM_SHAPE] = rl_emit_c_shape,       [RL_FAM_CONST] = rl_emit_c_const,
 	[RL_FAM_ATTN] = rl_emit_c_attn,
 	[RL_FAM_QUANT] = rl_emit_c_quant, /* qops: emit_quant.c */
+	[RL_FAM_SEQ] = rl_emit_c_seq,
 };
 static const supports_fn family_supports[RL_FAM_COUNT_] = {
 	[RL_FAM_ELEMWISE] = rl_emit_c_elemwise_supports,
@@ -351,6 +352,7 @@ static const supports_fn family_supports[RL_FAM_COUNT_] = {
 	[RL_FAM_CONST] = rl_emit_c_const_supports,
 	[RL_FAM_ATTN] = rl_emit_c_attn_supports,
 	[RL_FAM_QUANT] = rl_emit_c_quant_supports, /* qops: emit_quant.c */
+	[RL_FAM_SEQ] = rl_emit_c_seq_supports,
 };
 
 bool rl_emit_c_supports(enum rl_op op)

@@ -255,9 +255,10 @@ enum rl_status rl_onnx_write(const struct rl_graph *g, const char *path,
 	m.graph = &gp;
 	gp.name = (char *)(g->graph_name && *g->graph_name ? g->graph_name : "rlopt");
 
-	/* opsets: keep the model's; make sure the default domain is there */
+	/* opsets: keep the model's; make sure the default domain is there (unless
+	 * the model imports none: ai.onnx.ml or training ops alone, g->opset 0) */
 	int nops = g->nopsets;
-	bool has_default = false;
+	bool has_default = g->opset <= 0;
 	for (int i = 0; i < nops; i++)
 		has_default |= !*g->opset_domains[i] || !strcmp(g->opset_domains[i], "ai.onnx");
 	m.opset_import = walloc(&w, (size_t)(nops + 1) * sizeof(*m.opset_import));

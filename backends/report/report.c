@@ -251,7 +251,8 @@ static const char *family_color(enum rl_family f)
 		[RL_FAM_NORM] = "#9467bd",     [RL_FAM_REDUCE] = "#8c564b",
 		[RL_FAM_SHAPE] = "#e377c2",    [RL_FAM_CONST] = "#7f7f7f",
 		[RL_FAM_ATTN] = "#17becf",
-		[RL_FAM_QUANT] = "#17becf", /* qops */
+		[RL_FAM_QUANT] = "#aec7e8",
+		[RL_FAM_SEQ] = "#bcbd22",
 	};
 	return (unsigned)f < RL_FAM_COUNT_ ? c[f] : "#000000";
 }

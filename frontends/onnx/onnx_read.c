@@ -562,7 +562,7 @@ static void unknown_ops_add(const Onnx__NodeProto *np, struct unknown_ops *u)
 {
 	const char *dom = np->domain ? np->domain : "";
 	const char *ot = np->op_type ? np->op_type : "";
-	if (rl_op_in_domain(rl_op_lookup(ot), dom) ||
+	if (rl_op_lookup_domain(dom, ot) != RL_OP_COUNT_ ||
 	    ((!*dom || strcmp(dom, "ai.onnx") == 0) && rl_onnx_ctrl_op(ot)))
 		return;
 	char entry[200];
@@ -630,12 +630,19 @@ static enum rl_status build_graph(struct rl_graph *g, const Onnx__ModelProto *m)
 		if (!*dom || strcmp(dom, "ai.onnx") == 0)
 			g->opset = (int)o->version;
 	}
-	if (g->opset < 0) {
-		if (m->n_opset_import)
-			FAIL(RL_ERR_INVALID, NULL, "the model imports no default-domain opset");
-		g->opset = 1; /* IR 3 models may omit it: oldest semantics */
+	/* a model of ai.onnx.ml or training ops alone may import no default
+	 * domain: only a default-domain node needs one */
+	bool uses_default = false;
+	for (size_t i = 0; i < gp->n_node; i++) {
+		const char *dom = gp->node[i]->domain ? gp->node[i]->domain : "";
+		uses_default |= !*dom || strcmp(dom, "ai.onnx") == 0;
 	}
-	if (g->opset < 7 && gp->n_node)
+	if (g->opset < 0) {
+		if (m->n_opset_import && uses_default)
+			FAIL(RL_ERR_INVALID, NULL, "the model imports no default-domain opset");
+		g->opset = m->n_opset_import ? 0 : 1; /* IR 3 models may omit it: oldest semantics */
+	}
+	if (g->opset < 7 && uses_default)
 		FAIL(RL_ERR_UNSUPPORTED, NULL, "opset %d is not supported (7 and later are)",
 		     g->opset);
 
@@ -707,7 +714,7 @@ static enum rl_status build_graph(struct rl_graph *g, const Onnx__ModelProto *m)
 	}
 	for (size_t i = 0; i < gp->n_node; i++) {
 		const Onnx__NodeProto *np = gp->node[i];
-		enum rl_op op = rl_op_lookup(np->op_type);
+		enum rl_op op = rl_op_lookup_domain(np->domain, np->op_type);
 		uint32_t outs[64];
 		if (np->n_output > 64)
 			FAIL(RL_ERR_UNSUPPORTED, NULL, "node %zu has %zu outputs", i, np->n_output);
@@ -760,8 +767,14 @@ static enum rl_status build_graph(struct rl_graph *g, const Onnx__ModelProto *m)
 		node_ids[i] = id;
 		struct rl_node *n = &g->nodes[id];
 		n->opset = g->opset;
-		if (*rl_op_domain(op)) /* ai.onnx.preview: FlexAttention */
+		if (*rl_op_domain(op)) {
+			/* ai.onnx.ml, ai.onnx.preview(.training): that domain's version */
 			n->domain = rl_op_domain(op);
+			n->opset = 1;
+			for (int k = 0; k < g->nopsets; k++)
+				if (strcmp(g->opset_domains[k], n->domain) == 0)
+					n->opset = (int)g->opset_versions[k];
+		}
 		const struct rl_op_info *oi = &rl_op_table[op];
 		if (nout < oi->out_min || (oi->out_max >= 0 && nout > oi->out_max))
 			FAIL(RL_ERR_INVALID, n, "has %d outputs; %s produces %d to %d", nout,

@@ -69,7 +69,9 @@ def parse_ops_def(path):
         for line in f:
             m = re.match(r"\s*RL_OP\(\s*(\w+)\s*,", line)
             if m:
-                ops.append(m.group(1))
+                dom = ("ai.onnx.ml:" if "RL_OPF_ML" in line else
+                       "ai.onnx.preview.training:" if "RL_OPF_TRAIN" in line else "")
+                ops.append(dom + m.group(1))
     return ops
 
 
