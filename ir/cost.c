@@ -34,8 +34,9 @@ static const count_fn family_count[RL_FAM_COUNT_] = {
 	[RL_FAM_CONV] = rl_count_conv,         [RL_FAM_POOL] = rl_count_pool,
 	[RL_FAM_NORM] = rl_count_norm,         [RL_FAM_REDUCE] = rl_count_reduce,
 	[RL_FAM_SHAPE] = rl_count_shape,       [RL_FAM_CONST] = rl_count_const,
+	[RL_FAM_DETECT] = rl_count_detect,
 };
-_Static_assert(RL_FAM_COUNT_ == 8, "family_count must list every family");
+_Static_assert(RL_FAM_COUNT_ == 9, "family_count must list every family");
 
 static double value_bytes(const struct rl_graph *g, uint32_t v)
 {

@@ -124,6 +124,7 @@ enum rl_family {
 	RL_FAM_REDUCE,   /* reductions along axes */
 	RL_FAM_SHAPE,    /* data movement and shape computation */
 	RL_FAM_CONST,    /* value generators */
+	RL_FAM_DETECT,   /* detection, unpooling and data-dependent selection */
 	RL_FAM_COUNT_,
 };
 
@@ -208,6 +209,11 @@ struct rl_value {
 	const void *data;   /* RL_VAL_CONST: numel * dtype_size bytes */
 	size_t nbytes;
 	unsigned flags;
+	/* 1 + the axis whose dim is only an upper bound: the extent along it
+	 * depends on input values and is known when the generated code runs
+	 * (NonZero, Compress, Unique, NonMaxSuppression: ir/fam_detect.c);
+	 * 0 when every dim is exact */
+	uint8_t extent_axis;
 };
 
 /* Annotations that passes attach to a node (cost model, fusion, ...). */

@@ -51,6 +51,7 @@ const char *rl_family_name(enum rl_family f)
 {
 	static const char *names[RL_FAM_COUNT_] = {
 		"elementwise", "matmul", "conv", "pool", "norm", "reduce", "shape", "const",
+		[RL_FAM_DETECT] = "detect",
 	};
 	return f < RL_FAM_COUNT_ ? names[f] : "?";
 }

@@ -250,6 +250,7 @@ static const char *family_color(enum rl_family f)
 		[RL_FAM_CONV] = "#ff7f0e",     [RL_FAM_POOL] = "#2ca02c",
 		[RL_FAM_NORM] = "#9467bd",     [RL_FAM_REDUCE] = "#8c564b",
 		[RL_FAM_SHAPE] = "#e377c2",    [RL_FAM_CONST] = "#7f7f7f",
+		[RL_FAM_DETECT] = "#17becf",
 	};
 	return (unsigned)f < RL_FAM_COUNT_ ? c[f] : "#000000";
 }
