@@ -18,8 +18,9 @@
  * not the buffer, and is replaced by the bound. Only a graph output may
  * carry a bounded extent: rl_detect_check_inputs() rejects, with a message
  * naming the node, any node that reads one (its own shape would depend on
- * the values too). When every input of one of these ops is constant, the
- * fold pass has nothing to evaluate it with, so it runs as above.
+ * the values too). When every input of NonZero or Compress is constant
+ * (and small), inference evaluates the node instead: the output is then an
+ * exact constant that any node may read.
  *
  * Sizes given as inputs (Col2Im's image_shape and block_shape, MaxUnpool's
  * output_shape) give static dims when constant; otherwise the dims stay
@@ -28,6 +29,7 @@
 #include "infer_impl.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Set output k with `axis` bounded (see above). */
@@ -63,6 +65,44 @@ enum rl_status rl_detect_check_inputs(struct rl_graph *g, uint32_t node)
 		                      p == RL_NONE ? "?" : rl_op_table[g->nodes[p].op].name,
 		                      p == RL_NONE ? "?" : g->nodes[p].name);
 	}
+	return RL_OK;
+}
+
+/* Every present input constant and at most 64Ki elements. */
+static bool foldable(const struct rl_graph *g, const struct rl_node *n)
+{
+	for (int i = 0; i < n->nin; i++) {
+		uint32_t v = n->in[i];
+		if (v == RL_NONE)
+			continue;
+		int64_t ne = rl_shape_numel(&g->values[v].shape);
+		if (!rl_value_is_const(g, v) || ne < 0 || ne > 65536)
+			return false;
+	}
+	return true;
+}
+
+/* Set output k to the exact shape s and the constant `bytes` (reusing the
+ * block of the previous inference run when it is the same). */
+static enum rl_status set_folded(struct rl_graph *g, uint32_t node, int k, enum rl_dtype dt,
+                                 const struct rl_shape *s, const void *bytes, size_t nbytes)
+{
+	enum rl_status st = rl_infer_set(g, node, k, dt, s);
+	if (st != RL_OK)
+		return st;
+	uint32_t v = g->nodes[node].out[k];
+	g->values[v].extent_axis = 0;
+	size_t pn = 0;
+	const void *prev = rl_infer_prev_data(v, &pn);
+	if (!prev || pn != nbytes || (nbytes && memcmp(prev, bytes, nbytes))) {
+		void *p = rl_graph_own(g, nbytes ? nbytes : 1);
+		if (!p)
+			return rl_graph_error(g, &g->nodes[node], RL_ERR_NOMEM, "out of memory");
+		if (nbytes)
+			memcpy(p, bytes, nbytes);
+		prev = p;
+	}
+	rl_value_set_data(g, v, prev, nbytes);
 	return RL_OK;
 }
 
@@ -160,7 +200,7 @@ static enum rl_status infer_nms(struct rl_graph *g, uint32_t node)
 	if (ss->rank == 3 && rl_shape_is_static(ss)) {
 		int64_t nb = ss->d[2].v;
 		double m;
-		if (n->nin < 3 || n->in[2] == RL_NONE)
+		if (n->nin < 3 || n->in[2] == RL_NONE || rl_shape_numel(&g->values[n->in[2]].shape) == 0)
 			nb = 0; /* no max_output_boxes_per_class: nothing is selected */
 		else if (const_scalar(g, n, 2, &m) && m < (double)nb)
 			nb = m < 0 ? 0 : (int64_t)m;
@@ -325,7 +365,28 @@ static enum rl_status infer_nonzero(struct rl_graph *g, uint32_t node)
 	int64_t ne = rl_shape_numel(&x->shape);
 	if (ne >= 0)
 		out.d[1] = rl_dim_num(ne);
-	return set_bounded(g, node, 0, RL_DT_INT64, &out, 1);
+	if (!foldable(g, n) || n->nout < 1 || n->out[0] == RL_NONE)
+		return set_bounded(g, node, 0, RL_DT_INT64, &out, 1);
+	int r = x->shape.rank;
+	int64_t *y = malloc((size_t)(r * ne + 1) * sizeof(*y)), cnt = 0;
+	if (!y)
+		return rl_graph_error(g, n, RL_ERR_NOMEM, "out of memory");
+	for (int64_t i = 0; i < ne; i++)
+		cnt += rl_value_get_float(g, n->in[0], i) != 0;
+	for (int64_t i = 0, j = 0; i < ne; i++) {
+		if (rl_value_get_float(g, n->in[0], i) == 0)
+			continue;
+		int64_t rest = i;
+		for (int d = r - 1; d >= 0; d--) {
+			y[d * cnt + j] = rest % x->shape.d[d].v;
+			rest /= x->shape.d[d].v;
+		}
+		j++;
+	}
+	out.d[1] = rl_dim_num(cnt);
+	st = set_folded(g, node, 0, RL_DT_INT64, &out, y, (size_t)(r * cnt) * sizeof(*y));
+	free(y);
+	return st;
 }
 
 static enum rl_status infer_compress(struct rl_graph *g, uint32_t node)
@@ -363,7 +424,35 @@ static enum rl_status infer_compress(struct rl_graph *g, uint32_t node)
 		return rl_graph_error(g, n, RL_ERR_SHAPE, "condition has %lld entries, more than "
 		                      "the %lld it selects from", (long long)len.v, (long long)full.v);
 	out.d[axis] = len.v >= 0 && full.v >= 0 ? rl_dim_num(len.v) : rl_dim_unk(g, node, 0, axis);
-	return set_bounded(g, node, 0, x->dtype, &out, axis);
+	if (!foldable(g, n) || n->nout < 1 || n->out[0] == RL_NONE || !rl_dtype_size(x->dtype))
+		return set_bounded(g, node, 0, x->dtype, &out, axis);
+	/* constant: copy the selected slices, (outer, dim, inner) with `inner`
+	 * elements per slice */
+	int64_t outer = 1, inner = 1, cnt = 0, esz = (int64_t)rl_dtype_size(x->dtype);
+	if (aa) {
+		for (int i = 0; i < axis; i++)
+			outer *= x->shape.d[i].v;
+		for (int i = axis + 1; i < x->shape.rank; i++)
+			inner *= x->shape.d[i].v;
+	}
+	for (int64_t i = 0; i < len.v; i++)
+		cnt += rl_value_get_int(g, n->in[1], i) != 0;
+	size_t nb = (size_t)(outer * cnt * inner * esz);
+	unsigned char *y = malloc(nb + 1);
+	if (!y)
+		return rl_graph_error(g, n, RL_ERR_NOMEM, "out of memory");
+	const unsigned char *src = x->data;
+	size_t o = 0;
+	for (int64_t a = 0; a < outer; a++)
+		for (int64_t i = 0; i < len.v; i++)
+			if (rl_value_get_int(g, n->in[1], i) != 0) {
+				memcpy(y + o, src + ((a * full.v + i) * inner) * esz, (size_t)(inner * esz));
+				o += (size_t)(inner * esz);
+			}
+	out.d[axis] = rl_dim_num(cnt);
+	st = set_folded(g, node, 0, x->dtype, &out, y, nb);
+	free(y);
+	return st;
 }
 
 static enum rl_status infer_unique(struct rl_graph *g, uint32_t node)

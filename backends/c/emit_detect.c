@@ -190,6 +190,10 @@ static enum rl_status emit_nms(struct rl_cgen *cg, uint32_t node)
 	extent_var(cg, node, 0, nv, sizeof(nv));
 	const struct rl_value *mx = cg_in(cg, node, 2), *it = cg_in(cg, node, 3),
 	                      *st = cg_in(cg, node, 4);
+	/* an empty tensor stands for an absent input, as in the reference */
+	mx = mx && numel(mx) > 0 ? mx : NULL;
+	it = it && numel(it) > 0 ? it : NULL;
+	st = st && numel(st) > 0 ? st : NULL;
 	cg_line(cg, "int64_t cnt = 0;");
 	if (!mx || bound == 0 || N == 0) {
 		cg_line(cg, "/* %s: nothing is selected */",

@@ -294,3 +294,40 @@ Test(detect, deform_conv_and_roi_align_counts)
 	EQ(c.flops, 24 * 4 * 16);
 	cr_assert_eq(c.access, RL_ACCESS_GATHER);
 }
+
+Test(detect, nonzero_and_compress_of_constants_fold_to_exact_values)
+{
+	/* NonZero([[1, 0], [0, 3]]) = [[0, 1], [0, 1]]; a reader is fine then */
+	struct rl_shape s = shp(2, L(2), L(2));
+	uint32_t x = rl_graph_add_value(G, "x", RL_DT_FLOAT, &s);
+	float *xp = rl_graph_own(G, 16);
+	memcpy(xp, (float[]){1, 0, 0, 3}, 16);
+	rl_value_set_data(G, x, xp, 16);
+	uint32_t nz = addn(RL_OP_NonZero, "nz", false, 1, 1, x);
+	uint32_t r = addn(RL_OP_Neg, "reader", true, 1, 1, G->nodes[nz].out[0]);
+	/* Compress(x, [0, 1], axis 1) = [[0], [3]] */
+	struct rl_shape cs = shp(1, L(2));
+	uint32_t c = rl_graph_add_value(G, "c", RL_DT_BOOL, &cs);
+	uint8_t *cp = rl_graph_own(G, 2);
+	cp[0] = 0;
+	cp[1] = 1;
+	rl_value_set_data(G, c, cp, 2);
+	uint32_t cm = addn(RL_OP_Compress, "cm", true, 1, 2, x, c);
+	attr_i(cm, "axis", 1);
+	infer();
+	const struct rl_value *v = out(nz, 0);
+	expect_shape(v, 2, (int64_t[]){2, 2});
+	cr_assert_eq(v->extent_axis, 0);
+	cr_assert(v->flags & RL_VAL_CONST);
+	const int64_t *d = v->data;
+	cr_assert(d[0] == 0 && d[1] == 1 && d[2] == 0 && d[3] == 1);
+	expect_shape(out(r, 0), 2, (int64_t[]){2, 2});
+	v = out(cm, 0);
+	expect_shape(v, 2, (int64_t[]){2, 1});
+	cr_assert_eq(v->extent_axis, 0);
+	const float *f = v->data;
+	cr_assert(f[0] == 0 && f[1] == 3);
+	/* inference again (as after a pass): same values, no error */
+	infer();
+	cr_assert_eq(out(cm, 0)->shape.d[0].v, 2);
+}
