@@ -19,8 +19,9 @@
  *   sample is taken once and multiplied into every output channel of its
  *   group.
  * - Col2Im: block_shape is read when the kernel runs (the image size is the
- *   output's static shape); a block shape that does not fit the static
- *   sizes leaves the output zero rather than read out of bounds.
+ *   output's static shape); an image_shape other than that, or a block
+ *   shape that does not fit the static sizes, leaves the output zero rather
+ *   than read out of bounds. MaxUnpool's output_shape input likewise.
  * - MaxUnpool: the indices address the unpooled tensor of the shape
  *   inferred from X and the attributes; with output_shape, that tensor is
  *   placed at the start of every axis of the output (zeros elsewhere).
@@ -430,6 +431,8 @@ static enum rl_status emit_col2im(struct rl_cgen *cg, uint32_t node)
 	cg_line(cg, "/* the block shape is an input: the blocks per axis follow from it */");
 	cg_line(cg, "int64_t bk[%d], nb[%d], p = 1, l = 1;", nsp, nsp);
 	cg_line(cg, "for (int i = 0; i < %d; i++) {", nsp);
+	cg_line(cg, "    if (X1[i] != img[i])");
+	cg_line(cg, "        return; /* image_shape is not the output's: zeros */");
 	cg_line(cg, "    bk[i] = (int64_t)X2[i];");
 	cg_line(cg, "    const int64_t span = img[i] + pb[i] + pb[%d + i] - dl[i] * (bk[i] - 1) - 1;", nsp);
 	cg_line(cg, "    nb[i] = bk[i] > 0 && span >= 0 ? span / st[i] + 1 : 0;");
@@ -487,6 +490,17 @@ static enum rl_status emit_max_unpool(struct rl_cgen *cg, uint32_t node)
 	cg_line(cg, "memset(Y0, 0, %lld * sizeof(*Y0));", (long long)numel(y));
 	if (numel(y) == 0 || numel(x) == 0)
 		return RL_OK;
+	if (cg_in(cg, node, 2)) {
+		char os[256];
+		size_t o = 0;
+		for (int i = 0; i < r; i++)
+			o += (size_t)snprintf(os + o, sizeof(os) - o, "%s%lld", i ? ", " : "",
+			                      (long long)y->shape.d[i].v);
+		cg_line(cg, "static const int64_t os[%d] = {%s};", r, os);
+		cg_line(cg, "for (int d = 0; d < %d; d++)", r);
+		cg_line(cg, "    if (X2[d] != os[d])");
+		cg_line(cg, "        return; /* output_shape is not the output's: zeros */");
+	}
 	int64_t un = rl_shape_numel(&u);
 	if (rl_shape_equal(&u, &y->shape)) {
 		cg_line(cg, "for (int64_t e = 0; e < %lld; e++) {", (long long)numel(x));
