@@ -649,8 +649,13 @@ static enum rl_status emit_unique(struct rl_cgen *cg, uint32_t node)
 		snprintf(eb, sizeof(eb), "x[(o * %lld + b) * %lld + i]", (long long)n, (long long)inner);
 		rl_buf_printf(b, "            const %s u = %s;\n", cg_comptype(dt), cg_load(cg, dt, ea));
 		rl_buf_printf(b, "            const %s v = %s;\n", cg_comptype(dt), cg_load(cg, dt, eb));
-		rl_buf_printf(b, "            if (u != v)\n                return u < v ? -1 : 1;\n"
-		                 "        }\n    return 0;\n}\n\n");
+		if (rl_dtype_is_float(dt)) /* NaNs sort last and equal each other, as numpy's */
+			rl_buf_printf(b, "            if (u != v && (u == u || v == v))\n"
+			                 "                return u != u ? 1 : v != v || u < v ? -1 : 1;\n"
+			                 "        }\n    return 0;\n}\n\n");
+		else
+			rl_buf_printf(b, "            if (u != v)\n                return u < v ? -1 : 1;\n"
+			                 "        }\n    return 0;\n}\n\n");
 		cg_line(cg, "int64_t *perm = %s_perm, *tmp = %s_tmp, *grp = %s_grp, *first = %s_first, "
 		        "*cnts = %s_cnts;", k, k, k, k, k);
 		cg_line(cg, "for (int64_t i = 0; i < %lld; i++)", (long long)n);
