@@ -34,13 +34,10 @@ static const count_fn family_count[RL_FAM_COUNT_] = {
 	[RL_FAM_CONV] = rl_count_conv,         [RL_FAM_POOL] = rl_count_pool,
 	[RL_FAM_NORM] = rl_count_norm,         [RL_FAM_REDUCE] = rl_count_reduce,
 	[RL_FAM_SHAPE] = rl_count_shape,       [RL_FAM_CONST] = rl_count_const,
-	[RL_FAM_ATTN] = rl_count_attn,
-	[RL_FAM_QUANT] = rl_count_quant, /* qops: ir/fam_quant.c */
+	[RL_FAM_ATTN] = rl_count_attn,         [RL_FAM_QUANT] = rl_count_quant,
+	[RL_FAM_SEQ] = rl_count_seq,           [RL_FAM_DETECT] = rl_count_detect,
 };
-_Static_assert(RL_FAM_COUNT_ == 11, "family_count must list every family");
-	[RL_FAM_SEQ] = rl_count_seq,
-};
-_Static_assert(RL_FAM_COUNT_ == 11, "family_count must list every family");
+_Static_assert(RL_FAM_COUNT_ == 12, "family_count must list every family");
 
 static double value_bytes(const struct rl_graph *g, uint32_t v)
 {

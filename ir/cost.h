@@ -158,9 +158,7 @@ double rl_cost_balance(const struct rl_machine *m, enum rl_prec prec, bool matri
 #define X(fam) \
 	bool rl_count_##fam(const struct rl_graph *g, uint32_t node, struct rl_counts *c);
 X(elemwise) X(matmul) X(conv) X(pool) X(norm) X(reduce) X(shape) X(const)
-X(attn)
-X(quant) /* qops: ir/fam_quant.c */
-X(elemwise) X(matmul) X(conv) X(pool) X(norm) X(reduce) X(shape) X(const) X(seq)
+X(attn) X(quant) X(seq) X(detect)
 #undef X
 
 #endif /* RL_COST_H */

@@ -527,13 +527,10 @@ static const rl_infer_fn rl_family_infer[RL_FAM_COUNT_] = {
 	[RL_FAM_CONV] = rl_infer_conv,         [RL_FAM_POOL] = rl_infer_pool,
 	[RL_FAM_NORM] = rl_infer_norm,         [RL_FAM_REDUCE] = rl_infer_reduce,
 	[RL_FAM_SHAPE] = rl_infer_shape,       [RL_FAM_CONST] = rl_infer_const,
-	[RL_FAM_ATTN] = rl_infer_attn,
-	[RL_FAM_QUANT] = rl_infer_quant, /* qops: ir/fam_quant.c */
+	[RL_FAM_ATTN] = rl_infer_attn,         [RL_FAM_QUANT] = rl_infer_quant,
+	[RL_FAM_SEQ] = rl_infer_seq,           [RL_FAM_DETECT] = rl_infer_detect,
 };
-_Static_assert(RL_FAM_COUNT_ == 11, "a new family needs an entry in rl_family_infer");
-	[RL_FAM_SEQ] = rl_infer_seq,
-};
-_Static_assert(RL_FAM_COUNT_ == 11, "a new family needs an entry in rl_family_infer");
+_Static_assert(RL_FAM_COUNT_ == 12, "a new family needs an entry in rl_family_infer");
 
 /*
  * Backward fill: where a reduction's axes (or another shape parameter) are a
@@ -631,6 +628,8 @@ static enum rl_status infer_forward(struct rl_graph *g)
 	for (uint32_t k = 0; k < g->norder && st == RL_OK; k++) {
 		uint32_t node = g->order[k];
 		st = check_node(g, node);
+		if (st == RL_OK) /* a data-dependent extent ends at a graph output */
+			st = rl_detect_check_inputs(g, node);
 		if (st != RL_OK)
 			break;
 		st = rl_family_infer[rl_op_table[g->nodes[node].op].family](g, node);

@@ -44,6 +44,10 @@ enum rl_status rl_infer_const(struct rl_graph *g, uint32_t node);
 enum rl_status rl_infer_attn(struct rl_graph *g, uint32_t node);
 enum rl_status rl_infer_quant(struct rl_graph *g, uint32_t node);
 enum rl_status rl_infer_seq(struct rl_graph *g, uint32_t node);
+enum rl_status rl_infer_detect(struct rl_graph *g, uint32_t node);
+/* Fails, naming the node, when it reads a value whose extent along one axis
+ * is data-dependent (value->extent_axis; fam_detect.c). */
+enum rl_status rl_detect_check_inputs(struct rl_graph *g, uint32_t node);
 /* Scans and losses (fam_index.c); reached through the shape family until
  * they get a family of their own. */
 enum rl_status rl_infer_index(struct rl_graph *g, uint32_t node);

@@ -178,6 +178,7 @@ enum rl_family {
 	RL_FAM_QUANT,    /* quantize/dequantize, integer products (fam_quant.c) */
 	RL_FAM_SEQ,      /* recurrent and signal: RNN/GRU/LSTM, DFT, STFT, Det,
 	                    and small ai.onnx.ml / training ops (fam_seq.c) */
+	RL_FAM_DETECT,   /* detection, unpooling and data-dependent selection */
 	RL_FAM_COUNT_,
 };
 
@@ -272,6 +273,11 @@ struct rl_value {
 	const void *data;   /* RL_VAL_CONST: numel * dtype_size bytes */
 	size_t nbytes;
 	unsigned flags;
+	/* 1 + the axis whose dim is only an upper bound: the extent along it
+	 * depends on input values and is known when the generated code runs
+	 * (NonZero, Compress, Unique, NonMaxSuppression: ir/fam_detect.c);
+	 * 0 when every dim is exact */
+	uint8_t extent_axis;
 };
 
 /* Annotations that passes attach to a node (cost model, fusion, ...). */

@@ -84,6 +84,7 @@ const char *rl_family_name(enum rl_family f)
 		"attn",
 		"quant",
 		"seq",
+		[RL_FAM_DETECT] = "detect",
 	};
 	return f < RL_FAM_COUNT_ ? names[f] : "?";
 }

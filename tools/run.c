@@ -56,9 +56,24 @@ static const char harness_src[] =
 	"    if (model_init(NULL) != 0 || model_run_v(in, out) != 0) {\n"
 	"        fprintf(stderr, \"harness: model_run failed\\n\");\n        return 3;\n    }\n"
 	"    for (int i = 0; i < MODEL_NUM_OUTPUTS; i++) {\n"
+	"        unsigned long nb = model_outputs[i].nbytes;\n"
+	"#ifdef MODEL_DYNAMIC_OUTPUTS\n"
+	"        /* dims of this run in OUT.dims, one per line; the data is their product */\n"
+	"        const long long *d = model_run_dims(i);\n"
+	"        char dp[4200];\n"
+	"        snprintf(dp, sizeof(dp), \"%s.dims\", argv[2 + MODEL_NUM_INPUTS + i]);\n"
+	"        FILE *df = fopen(dp, \"w\");\n"
+	"        unsigned long ne = 1;\n"
+	"        for (int k = 0; k < model_outputs[i].rank; k++) {\n"
+	"            ne *= (unsigned long)d[k];\n"
+	"            if (df)\n                fprintf(df, \"%lld\\n\", d[k]);\n"
+	"        }\n"
+	"        if (!df || fclose(df) != 0) {\n"
+	"            fprintf(stderr, \"harness: cannot write %s\\n\", dp);\n            return 2;\n        }\n"
+	"        nb = model_outputs[i].numel ? nb / (unsigned long)model_outputs[i].numel * ne : 0;\n"
+	"#endif\n"
 	"        FILE *f = fopen(argv[2 + MODEL_NUM_INPUTS + i], \"wb\");\n"
-	"        if (!f || (model_outputs[i].nbytes &&\n"
-	"                   fwrite(out[i], 1, model_outputs[i].nbytes, f) != model_outputs[i].nbytes)) {\n"
+	"        if (!f || (nb && fwrite(out[i], 1, nb, f) != nb)) {\n"
 	"            fprintf(stderr, \"harness: cannot write output %d\\n\", i);\n            return 2;\n        }\n"
 	"        fclose(f);\n    }\n"
 	"    model_free();\n    return 0;\n}\n";
@@ -128,6 +143,26 @@ int rl_cli_run_child(char *const argv[], const char *log, const char *cwd, int t
 		struct timespec ts = {0, 5 * 1000 * 1000};
 		nanosleep(&ts, NULL);
 	}
+}
+
+/* A data-dependent output's dims in this run: the harness writes them to
+ * OUT.dims, one per line, each at most the bound in s (emit_detect.h). */
+static bool read_run_dims(const char *out, struct rl_shape *s)
+{
+	char p[4200];
+	snprintf(p, sizeof(p), "%s.dims", out);
+	FILE *f = fopen(p, "r");
+	if (!f)
+		return false;
+	bool ok = true;
+	for (int k = 0; k < s->rank && ok; k++) {
+		long long v;
+		ok = fscanf(f, "%lld", &v) == 1 && v >= 0 && v <= s->d[k].v;
+		if (ok)
+			s->d[k].v = v;
+	}
+	fclose(f);
+	return ok;
 }
 
 static void print_log(const char *log, int max_lines)
@@ -385,9 +420,13 @@ int rl_cmd_run(int argc, char **argv)
 		t.name = (char *)v->name;
 		t.dtype = v->dtype;
 		t.shape = v->shape;
-		t.nbytes = (size_t)rl_shape_numel(&v->shape) * rl_dtype_size(v->dtype);
-		t.data = malloc(t.nbytes + 1);
 		snprintf(path, sizeof(path), "%s/out%u.bin", tmp, i);
+		if (v->extent_axis && !read_run_dims(path, &t.shape)) {
+			fprintf(stderr, "rlopt: run: the dims of output %u are missing\n", i);
+			goto out;
+		}
+		t.nbytes = (size_t)rl_shape_numel(&t.shape) * rl_dtype_size(v->dtype);
+		t.data = malloc(t.nbytes + 1);
 		FILE *f = fopen(path, "rb");
 		size_t got = f && t.data ? fread(t.data, 1, t.nbytes, f) : 0;
 		if (f)

@@ -319,9 +319,7 @@ void cg_gemm_emit_task(struct rl_cgen *cg, const struct cg_gemm_call *c,
  */
 #define RL_FAMILY_EMITTERS(X) \
 	X(elemwise) X(matmul) X(conv) X(pool) X(norm) X(reduce) X(shape) X(const) \
-	X(attn)
-	X(quant)
-	X(elemwise) X(matmul) X(conv) X(pool) X(norm) X(reduce) X(shape) X(const) X(seq)
+	X(attn) X(quant) X(seq) X(detect)
 #define X(fam) \
 	enum rl_status rl_emit_c_##fam(struct rl_cgen *cg, uint32_t node); \
 	bool rl_emit_c_##fam##_supports(enum rl_op op);

@@ -152,7 +152,9 @@ static Onnx__TypeProto *make_type(struct wctx *w, const struct rl_value *val)
 		if (!d)
 			return NULL;
 		onnx__tensor_shape_proto__dimension__init(d);
-		if (val->shape.d[i].v >= 0) {
+		if (val->extent_axis == i + 1) {
+			/* data-dependent (ir/fam_detect.c): the dim is only a bound; unknown */
+		} else if (val->shape.d[i].v >= 0) {
 			d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
 			d->dim_value = val->shape.d[i].v;
 		} else if (val->shape.d[i].sym) {

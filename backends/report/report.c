@@ -253,6 +253,7 @@ static const char *family_color(enum rl_family f)
 		[RL_FAM_ATTN] = "#17becf",
 		[RL_FAM_QUANT] = "#aec7e8",
 		[RL_FAM_SEQ] = "#bcbd22",
+		[RL_FAM_DETECT] = "#98df8a",
 	};
 	return (unsigned)f < RL_FAM_COUNT_ ? c[f] : "#000000";
 }
