@@ -118,6 +118,10 @@ bool rl_cli_machine(const struct rl_cli_opts *o, struct rl_machine *m);
 /* The folder of an output path must exist; prints the error. */
 bool rl_cli_check_out_dir(const char *path);
 
+/* CUDA (cuda_cli.c): --hw defaults to a GPU profile; a CPU profile is
+ * refused with one line. */
+bool rl_cli_cuda_hw(struct rl_cli_opts *o);
+
 int rl_cmd_run(int argc, char **argv);
 int rl_cmd_report(int argc, char **argv);
 int rl_cmd_diff(int argc, char **argv);

@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""Every .cu the CUDA backend writes compiles with nvcc, warnings as errors.
+
+For the example models and a set of ONNX node-test models (elementwise and
+fused groups, MatMul, Gemm, Conv, pooling, normalization, shape ops), runs
+`rlopt MODEL -o X.cu` and then
+
+    nvcc -arch=sm_90 -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror -c X.cu
+    nvcc -arch=sm_80 (the same)
+
+(device code for Hopper and Ampere; the host side through the host compiler
+with -Wall -Wextra). nvcc is found on PATH, else under /usr/local/cuda*/bin;
+without it every case is skipped with that reason printed. Ends with
+"N passed, N failed, N skipped".
+"""
+
+import glob
+import os
+import shutil
+import sys
+import tempfile
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import rltest  # noqa: E402
+
+NODE_TESTS = [
+    "test_add_bcast", "test_gelu_tanh_1", "test_gemm_all_attributes", "test_matmul_4d",
+    "test_conv_with_strides_padding", "test_softmax_axis_1", "test_layer_normalization_3d_axis1_epsilon",
+    "test_transpose_all_permutations_3", "test_maxpool_2d_pads", "test_reduce_mean_keepdims_example",
+    "test_cast_FLOAT_to_FLOAT16", "test_and_bcast4v3d",
+]
+ARCHS = ["sm_90", "sm_80"]
+
+
+def find_nvcc():
+    p = shutil.which("nvcc")
+    if p:
+        return p
+    for c in sorted(glob.glob("/usr/local/cuda*/bin/nvcc"), reverse=True):
+        if os.access(c, os.X_OK):
+            return c
+    return None
+
+
+def main():
+    ap = rltest.make_parser(__doc__)
+    args = ap.parse_args()
+    rlopt = os.path.abspath(args.rlopt)
+    tally = rltest.Tally()
+    models = [(os.path.basename(m)[:-5], m)
+              for m in sorted(glob.glob(os.path.join(args.source, "examples", "*.onnx")))
+              if os.path.isdir(m[:-5] + "_data")]
+    node = os.path.join(rltest.onnx_data_dir(), "node")
+    models += [(t, os.path.join(node, t, "model.onnx")) for t in NODE_TESTS]
+    nvcc = find_nvcc()
+    if not nvcc:
+        print("skip: nvcc not found on PATH or under /usr/local/cuda*/bin "
+              "(install the CUDA toolkit to run this check)")
+        for _ in models:
+            tally.add("skip")
+        return tally.finish()
+    with tempfile.TemporaryDirectory(prefix="rlopt-cuda-nvcc-") as tmp:
+        for name, model in models:
+            cu = os.path.join(tmp, name + ".cu")
+            r = rltest.run([rlopt, model, "-o", cu], timeout=120)
+            if not r.ok:
+                print(f"FAIL {name}: rlopt -o {name}.cu: {r.describe()}")
+                tally.add("fail")
+                continue
+            for arch in ARCHS:
+                c = rltest.run([nvcc, "-arch=" + arch, "-Werror", "all-warnings",
+                                "-Xcompiler", "-Wall,-Wextra,-Werror", "-c", cu,
+                                "-o", os.path.join(tmp, f"{name}.{arch}.o")], timeout=300)
+                if c.ok:
+                    print(f"ok   {name} nvcc -arch={arch} ({c.seconds:.1f} s)")
+                    tally.add("pass")
+                else:
+                    print(f"FAIL {name} nvcc -arch={arch}: {c.describe(20)}")
+                    tally.add("fail")
+    return tally.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
