@@ -685,6 +685,177 @@ static enum rl_status k_conv(struct cu *d, uint32_t node, struct launch *L)
 	return RL_OK;
 }
 
+/* ---- Softmax, LogSoftmax, LayerNormalization: one block per row ---------- */
+
+/* Tree reduction of the per-thread partials in shared array `a` (op "+" or
+ * "max"), one barrier per halving; the result is a[0]. */
+static void row_reduce(struct rl_cgen *cg, const char *a, bool max, int threads)
+{
+	cg_line(cg, "for (int h = %d; h > 0; h >>= 1) {", threads / 2);
+	cg_line(cg, "    RL_THREADS {");
+	cg_line(cg, "        if ((int)threadIdx.x < h)");
+	if (max)
+		cg_line(cg, "            %s[threadIdx.x] = fmaxf(%s[threadIdx.x], %s[threadIdx.x + h]);",
+		        a, a, a);
+	else
+		cg_line(cg, "            %s[threadIdx.x] += %s[threadIdx.x + h];", a, a);
+	cg_line(cg, "    }");
+	cg_line(cg, "    RL_SYNC");
+	cg_line(cg, "}");
+}
+
+/* True when the node was written; false (nothing written) for a form the
+ * block-per-row kernel does not cover: the caller falls back. */
+static bool k_rows(struct cu *d, uint32_t node, struct launch *L)
+{
+	struct rl_cgen *cg = &d->cg;
+	const struct rl_node *n = &d->g->nodes[node];
+	const struct rl_value *X = cg_in(cg, node, 0), *Y = cg_out(cg, node, 0);
+	if (!X || !Y || strcmp(cg_comptype(X->dtype), "float") != 0 || X->dtype != Y->dtype)
+		return false;
+	int r = X->shape.rank;
+	bool ln = n->op == RL_OP_LayerNormalization;
+	int64_t axis = rl_node_attr_int(n, "axis", ln || n->opset >= 13 ? -1 : 1);
+	if (axis < 0)
+		axis += r;
+	if (axis < 0 || axis >= r || (!ln && n->opset >= 13 && axis != r - 1))
+		return false;
+	int64_t D = 1, ne = rl_shape_numel(&X->shape);
+	for (int k = (int)axis; k < r; k++)
+		D *= X->shape.d[k].v;
+	if (D <= 0 || ne <= 0)
+		return false;
+	const struct rl_value *S = NULL, *B = NULL;
+	double eps = 1e-5;
+	if (ln) {
+		S = cg_in(cg, node, 1);
+		B = cg_in(cg, node, 2);
+		for (int o = 1; o < n->nout; o++)
+			if (n->out[o] != RL_NONE)
+				return false;
+		if (!S || S->dtype != X->dtype || rl_shape_numel(&S->shape) != D ||
+		    (B && (B->dtype != X->dtype || rl_shape_numel(&B->shape) != D)))
+			return false;
+		eps = rl_node_attr_float(n, "epsilon", 1e-5);
+	}
+	int T = 32;
+	while (T < 256 && T < D)
+		T *= 2;
+	L->grid = ne / D;
+	L->block = T;
+	L->phased = true;
+	enum rl_dtype dt = X->dtype;
+	cg_line(cg, "/* one block of %d threads per row of %lld elements; partials reduced in "
+	        "shared memory */", T, (long long)D);
+	cg_line(cg, "__shared__ float ra[%d], rb[%d];", T, T);
+	cg_line(cg, "const %s *x = X0 + (size_t)blockIdx.x * %lld;", cg_ctype(dt), (long long)D);
+	cg_line(cg, "%s *y = Y0 + (size_t)blockIdx.x * %lld;", cg_ctype(dt), (long long)D);
+	const char *xj = cg_load(cg, dt, "x[j]");
+	char xl[128];
+	snprintf(xl, sizeof(xl), "%s", xj);
+	if (ln) {
+		cg_line(cg, "RL_THREADS {");
+		cg_line(cg, "    float a = 0.0f;");
+		cg_line(cg, "    for (int64_t j = threadIdx.x; j < %lld; j += %d)", (long long)D, T);
+		cg_line(cg, "        a += %s;", xl);
+		cg_line(cg, "    ra[threadIdx.x] = a;");
+		cg_line(cg, "}");
+		cg_line(cg, "RL_SYNC");
+		row_reduce(cg, "ra", false, T);
+		cg_line(cg, "RL_THREADS {");
+		cg_line(cg, "    const float mean = ra[0] / %lld.0f;", (long long)D);
+		cg_line(cg, "    float a = 0.0f;");
+		cg_line(cg, "    for (int64_t j = threadIdx.x; j < %lld; j += %d) {", (long long)D, T);
+		cg_line(cg, "        const float t = %s - mean;", xl);
+		cg_line(cg, "        a += t * t;");
+		cg_line(cg, "    }");
+		cg_line(cg, "    rb[threadIdx.x] = a;");
+		cg_line(cg, "}");
+		cg_line(cg, "RL_SYNC");
+		row_reduce(cg, "rb", false, T);
+		cg_line(cg, "RL_THREADS {");
+		cg_line(cg, "    const float mean = ra[0] / %lld.0f;", (long long)D);
+		cg_line(cg, "    const float inv = 1.0f / sqrtf(rb[0] / %lld.0f + %s);", (long long)D,
+		        cg_lit(RL_DT_FLOAT, eps));
+		cg_line(cg, "    for (int64_t j = threadIdx.x; j < %lld; j += %d) {", (long long)D, T);
+		char e[400], sc[96], bi[96];
+		snprintf(sc, sizeof(sc), "%s", cg_load(cg, dt, "X1[j]"));
+		snprintf(bi, sizeof(bi), "%s", B ? cg_load(cg, dt, "X2[j]") : "0.0f");
+		snprintf(e, sizeof(e), "(%s - mean) * inv * %s + %s", xl, sc, bi);
+		cg_line(cg, "        y[j] = %s;", cg_store(cg, dt, e));
+		cg_line(cg, "    }");
+		cg_line(cg, "}");
+		return true;
+	}
+	cg_line(cg, "RL_THREADS {");
+	cg_line(cg, "    float m = -INFINITY;");
+	cg_line(cg, "    for (int64_t j = threadIdx.x; j < %lld; j += %d)", (long long)D, T);
+	cg_line(cg, "        m = fmaxf(m, %s);", xl);
+	cg_line(cg, "    ra[threadIdx.x] = m;");
+	cg_line(cg, "}");
+	cg_line(cg, "RL_SYNC");
+	row_reduce(cg, "ra", true, T);
+	cg_line(cg, "RL_THREADS {");
+	cg_line(cg, "    const float m = ra[0];");
+	cg_line(cg, "    float a = 0.0f;");
+	cg_line(cg, "    for (int64_t j = threadIdx.x; j < %lld; j += %d)", (long long)D, T);
+	cg_line(cg, "        a += expf(%s - m);", xl);
+	cg_line(cg, "    rb[threadIdx.x] = a;");
+	cg_line(cg, "}");
+	cg_line(cg, "RL_SYNC");
+	row_reduce(cg, "rb", false, T);
+	cg_line(cg, "RL_THREADS {");
+	cg_line(cg, "    const float m = ra[0], sum = rb[0];");
+	cg_line(cg, "    for (int64_t j = threadIdx.x; j < %lld; j += %d)", (long long)D, T);
+	char e[300];
+	if (n->op == RL_OP_LogSoftmax)
+		snprintf(e, sizeof(e), "%s - m - logf(sum)", xl);
+	else
+		snprintf(e, sizeof(e), "expf(%s - m) / sum", xl);
+	cg_line(cg, "        y[j] = %s;", cg_store(cg, dt, e));
+	cg_line(cg, "}");
+	return true;
+}
+
+/* ---- Transpose: one thread per output element ---------------------------- */
+
+static bool k_transpose(struct cu *d, uint32_t node, struct launch *L)
+{
+	struct rl_cgen *cg = &d->cg;
+	const struct rl_node *n = &d->g->nodes[node];
+	const struct rl_value *X = cg_in(cg, node, 0), *Y = cg_out(cg, node, 0);
+	int r = X ? X->shape.rank : 0, perm[RL_MAX_RANK];
+	if (!X || !Y || r < 1 || !rl_transpose_perm(n, r, perm))
+		return false;
+	int64_t ist[RL_MAX_RANK], acc = 1, ne = rl_shape_numel(&Y->shape);
+	for (int k = r - 1; k >= 0; k--) {
+		ist[k] = acc;
+		acc *= X->shape.d[k].v;
+	}
+	int64_t blocks = (ne + CU_THREADS - 1) / CU_THREADS;
+	L->block = CU_THREADS;
+	L->grid = ne > 0 ? (blocks < CU_MAX_BLOCKS ? blocks : CU_MAX_BLOCKS) : 0;
+	if (ne <= 0)
+		return true;
+	/* output coordinate k (innermost first) times the input stride of axis perm[k] */
+	char ix[1200] = "";
+	size_t p = 0;
+	int64_t ost = 1;
+	for (int k = r - 1; k >= 0 && p + 100 < sizeof(ix); k--) {
+		int64_t dim = Y->shape.d[k].v;
+		if (dim > 1)
+			p += (size_t)snprintf(ix + p, sizeof(ix) - p, "%s(o / %lld %% %lld) * %lld",
+			                      p ? " + " : "", (long long)ost, (long long)dim,
+			                      (long long)ist[perm[k]]);
+		ost *= dim;
+	}
+	cg_line(cg, "const int64_t stride = (int64_t)gridDim.x * blockDim.x;");
+	cg_line(cg, "for (int64_t o = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; o < %lldll; "
+	        "o += stride)", (long long)ne);
+	cg_line(cg, "    Y0[o] = X0[%s];", p ? ix : "0");
+	return true;
+}
+
 /* ---- every other op: the C emitter's body ------------------------------- */
 
 static enum rl_status k_fallback(struct cu *d, uint32_t node, const struct rl_cgen_group *gr,
@@ -837,6 +1008,13 @@ static enum rl_status emit_kernels(struct cu *d)
 		} else if (!gr && (n->op == RL_OP_MatMul || n->op == RL_OP_Gemm)) {
 			st = k_matmul(d, un->node, &L);
 			how = "tiled product";
+		} else if (!gr && n->op == RL_OP_Transpose && k_transpose(d, un->node, &L)) {
+			st = RL_OK;
+			how = "one thread per element";
+		} else if (!gr && (n->op == RL_OP_Softmax || n->op == RL_OP_LogSoftmax ||
+		                   n->op == RL_OP_LayerNormalization) && k_rows(d, un->node, &L)) {
+			st = RL_OK;
+			how = "one block per row";
 		} else {
 			st = k_fallback(d, un->node, gr, &L);
 			how = L.serial ? "serial: the C backend's loop nest on one thread (no parallel CUDA "
