@@ -695,8 +695,8 @@ static void row_reduce(struct rl_cgen *cg, const char *a, bool max, int threads)
 	cg_line(cg, "    RL_THREADS {");
 	cg_line(cg, "        if ((int)threadIdx.x < h)");
 	if (max)
-		cg_line(cg, "            %s[threadIdx.x] = fmaxf(%s[threadIdx.x], %s[threadIdx.x + h]);",
-		        a, a, a);
+		cg_line(cg, "            if (%s[threadIdx.x + h] > %s[threadIdx.x]) %s[threadIdx.x] = "
+		        "%s[threadIdx.x + h];", a, a, a, a);
 	else
 		cg_line(cg, "            %s[threadIdx.x] += %s[threadIdx.x + h];", a, a);
 	cg_line(cg, "    }");
@@ -856,6 +856,153 @@ static bool k_transpose(struct cu *d, uint32_t node, struct launch *L)
 	return true;
 }
 
+/* ---- Reduce*: one block per output element --------------------------------- */
+
+/* The combining statement of two partials a (updated) and b, per op; for Max
+ * and Min a NaN wins, as in the C kernel's step. */
+static void red_combine(struct rl_cgen *cg, enum rl_op op, const char *a, const char *b)
+{
+	switch (op) {
+	case RL_OP_ReduceMax:
+		cg_line(cg, "if (%s > %s || isnan(%s)) %s = %s;", b, a, b, a, b);
+		break;
+	case RL_OP_ReduceMin:
+		cg_line(cg, "if (%s < %s || isnan(%s)) %s = %s;", b, a, b, a, b);
+		break;
+	case RL_OP_ReduceProd:
+		cg_line(cg, "%s *= %s;", a, b);
+		break;
+	default:
+		cg_line(cg, "%s += %s;", a, b);
+		break;
+	}
+}
+
+static bool k_reduce(struct cu *d, uint32_t node, struct launch *L)
+{
+	struct rl_cgen *cg = &d->cg;
+	const struct rl_node *n = &d->g->nodes[node];
+	const struct rl_value *X = cg_in(cg, node, 0), *Y = cg_out(cg, node, 0);
+	struct rl_reduce_plan rp;
+	enum rl_op op = n->op;
+	if (!X || !Y || X->dtype != Y->dtype || !rl_dtype_is_float(X->dtype) ||
+	    (op != RL_OP_ReduceSum && op != RL_OP_ReduceMean && op != RL_OP_ReduceMax &&
+	     op != RL_OP_ReduceMin && op != RL_OP_ReduceProd && op != RL_OP_ReduceL1 &&
+	     op != RL_OP_ReduceL2 && op != RL_OP_ReduceSumSquare && op != RL_OP_ReduceLogSum &&
+	     op != RL_OP_ReduceLogSumExp) ||
+	    rl_reduce_plan(d->g, node, &rp) != RL_OK || !rp.known || rp.noop)
+		return false;
+	int r = X->shape.rank;
+	int64_t ist[RL_MAX_RANK], acc = 1, R = 1, ny = rl_shape_numel(&Y->shape);
+	for (int k = r - 1; k >= 0; k--) {
+		ist[k] = acc;
+		acc *= X->shape.d[k].v;
+		if (rp.axis[k])
+			R *= X->shape.d[k].v;
+	}
+	if (R <= 0 || ny <= 0 || acc <= 0)
+		return false;
+	/* input offset of output o (kept dims) and of reduced element e */
+	char base[1200] = "", roff[1200] = "";
+	size_t pb = 0, pr = 0;
+	int64_t os = 1, rs = 1;
+	for (int k = r - 1; k >= 0; k--) {
+		int64_t dim = X->shape.d[k].v;
+		if (dim == 1)
+			continue;
+		char *b = rp.axis[k] ? roff : base;
+		size_t *p = rp.axis[k] ? &pr : &pb;
+		int64_t *s = rp.axis[k] ? &rs : &os;
+		const char *var = rp.axis[k] ? "e" : "(int64_t)blockIdx.x";
+		if (*p + 120 < sizeof(base))
+			*p += (size_t)snprintf(b + *p, sizeof(base) - *p, "%s(%s / %lld %% %lld) * %lld",
+			                       *p ? " + " : "", var, (long long)*s, (long long)dim,
+			                       (long long)ist[k]);
+		*s *= dim;
+	}
+	enum rl_dtype dt = X->dtype;
+	bool dbl = dt == RL_DT_DOUBLE;
+	const char *ct = dbl ? "double" : "float", *f = dbl ? "" : "f";
+	int T = 32;
+	while (T < 256 && T < R)
+		T *= 2;
+	L->grid = ny;
+	L->block = T;
+	L->phased = true;
+	const char *init = op == RL_OP_ReduceMax ? "-INFINITY" : op == RL_OP_ReduceMin ? "INFINITY"
+	                   : op == RL_OP_ReduceProd ? "1" : "0";
+	bool lse = op == RL_OP_ReduceLogSumExp;
+	cg_line(cg, "/* %s of %lld elements per output: one block of %d threads, partials reduced "
+	        "in shared memory */", rl_op_table[op].name, (long long)R, T);
+	cg_line(cg, "__shared__ %s ra[%d]%s;", ct, T, lse ? ", rm[1]" : "");
+	cg_line(cg, "const %s *x = X0 + %s;", cg_ctype(dt), pb ? base : "0");
+	char ld[1300], xe[1300];
+	snprintf(xe, sizeof(xe), "x[%s]", pr ? roff : "0");
+	snprintf(ld, sizeof(ld), "%s", cg_load(cg, dt, xe));
+	if (lse) { /* the maximum first, so the exponentials cannot overflow */
+		cg_line(cg, "RL_THREADS {");
+		cg_line(cg, "    %s a = -INFINITY;", ct);
+		cg_line(cg, "    for (int64_t e = threadIdx.x; e < %lld; e += %d) {", (long long)R, T);
+		cg_line(cg, "        const %s v = %s;", ct, ld);
+		cg_line(cg, "        if (v > a) a = v;");
+		cg_line(cg, "    }");
+		cg_line(cg, "    ra[threadIdx.x] = a;");
+		cg_line(cg, "}");
+		cg_line(cg, "RL_SYNC");
+		row_reduce(cg, "ra", true, T);
+		cg_line(cg, "RL_THREADS {");
+		cg_line(cg, "    if (threadIdx.x == 0)");
+		cg_line(cg, "        rm[0] = isinf(ra[0]) ? 0 : ra[0];");
+		cg_line(cg, "}");
+		cg_line(cg, "RL_SYNC");
+	}
+	cg_line(cg, "RL_THREADS {");
+	cg->indent++;
+	cg_line(cg, "%s a = %s;", ct, lse ? "0" : init);
+	cg_line(cg, "for (int64_t e = threadIdx.x; e < %lld; e += %d) {", (long long)R, T);
+	cg_line(cg, "    const %s v = %s;", ct, ld);
+	cg->indent++;
+	switch (op) {
+	case RL_OP_ReduceL1: cg_line(cg, "a += fabs%s(v);", f); break;
+	case RL_OP_ReduceL2: case RL_OP_ReduceSumSquare: cg_line(cg, "a += v * v;"); break;
+	case RL_OP_ReduceLogSumExp: cg_line(cg, "a += exp%s(v - rm[0]);", f); break;
+	default: red_combine(cg, op, "a", "v"); break;
+	}
+	cg->indent--;
+	cg_line(cg, "}");
+	cg_line(cg, "ra[threadIdx.x] = a;");
+	cg->indent--;
+	cg_line(cg, "}");
+	cg_line(cg, "RL_SYNC");
+	cg_line(cg, "for (int h = %d; h > 0; h >>= 1) {", T / 2);
+	cg_line(cg, "    RL_THREADS {");
+	cg_line(cg, "        if ((int)threadIdx.x < h) {");
+	cg->indent += 3;
+	enum rl_op cop = op == RL_OP_ReduceMax || op == RL_OP_ReduceMin || op == RL_OP_ReduceProd
+	                 ? op : RL_OP_ReduceSum;
+	red_combine(cg, cop, "ra[threadIdx.x]", "ra[threadIdx.x + h]");
+	cg->indent -= 3;
+	cg_line(cg, "        }");
+	cg_line(cg, "    }");
+	cg_line(cg, "    RL_SYNC");
+	cg_line(cg, "}");
+	char fin[128];
+	switch (op) {
+	case RL_OP_ReduceMean:
+		snprintf(fin, sizeof(fin), "ra[0] / %s", cg_lit(dbl ? RL_DT_DOUBLE : RL_DT_FLOAT, (double)R));
+		break;
+	case RL_OP_ReduceL2: snprintf(fin, sizeof(fin), "sqrt%s(ra[0])", f); break;
+	case RL_OP_ReduceLogSum: snprintf(fin, sizeof(fin), "log%s(ra[0])", f); break;
+	case RL_OP_ReduceLogSumExp: snprintf(fin, sizeof(fin), "log%s(ra[0]) + rm[0]", f); break;
+	default: snprintf(fin, sizeof(fin), "ra[0]"); break;
+	}
+	cg_line(cg, "RL_THREADS {");
+	cg_line(cg, "    if (threadIdx.x == 0)");
+	cg_line(cg, "        Y0[blockIdx.x] = %s;", cg_store(cg, dt, fin));
+	cg_line(cg, "}");
+	return true;
+}
+
 /* ---- every other op: the C emitter's body ------------------------------- */
 
 static enum rl_status k_fallback(struct cu *d, uint32_t node, const struct rl_cgen_group *gr,
@@ -1008,6 +1155,10 @@ static enum rl_status emit_kernels(struct cu *d)
 		} else if (!gr && (n->op == RL_OP_MatMul || n->op == RL_OP_Gemm)) {
 			st = k_matmul(d, un->node, &L);
 			how = "tiled product";
+		} else if (!gr && rl_op_table[n->op].family == RL_FAM_REDUCE &&
+		           k_reduce(d, un->node, &L)) {
+			st = RL_OK;
+			how = "one block per output";
 		} else if (!gr && n->op == RL_OP_Transpose && k_transpose(d, un->node, &L)) {
 			st = RL_OK;
 			how = "one thread per element";
@@ -1114,11 +1265,23 @@ static const char prelude[] =
 	"#define RL_GRID(g, b) \\\n"
 	"    gridDim.x = (unsigned)(g), gridDim.y = gridDim.z = 1, blockDim.x = (unsigned)(b), \\\n"
 	"    blockDim.y = blockDim.z = 1, blockIdx.y = blockIdx.z = threadIdx.y = threadIdx.z = 0\n"
-	"#define RL_LAUNCH(k, g, b, ...) do { RL_GRID(g, b); \\\n"
+	"/* a crash names the kernel, block and thread it happened in */\n"
+	"#include <signal.h>\n#include <unistd.h>\n"
+	"static const char *rl_emu_kernel = \"(none)\";\n"
+	"static void rl_emu_signal(int sig)\n{\n"
+	"    char b[256];\n"
+	"    int n = snprintf(b, sizeof(b), \"emulation: signal %d in kernel %s, block %u, thread %u\\n\",\n"
+	"                     sig, rl_emu_kernel, blockIdx.x, threadIdx.x);\n"
+	"    if (n > 0 && write(2, b, (size_t)n) < 0)\n        _exit(70);\n"
+	"    _exit(70);\n}\n"
+	"static inline void rl_emu_trap(void)\n{\n"
+	"    signal(SIGSEGV, rl_emu_signal);\n    signal(SIGFPE, rl_emu_signal);\n"
+	"    signal(SIGBUS, rl_emu_signal);\n    signal(SIGILL, rl_emu_signal);\n}\n"
+	"#define RL_LAUNCH(k, g, b, ...) do { RL_GRID(g, b); rl_emu_kernel = #k; \\\n"
 	"    for (blockIdx.x = 0; blockIdx.x < gridDim.x; blockIdx.x++) \\\n"
 	"        for (threadIdx.x = 0; threadIdx.x < blockDim.x; threadIdx.x++) \\\n"
 	"            k(__VA_ARGS__); } while (0)\n"
-	"#define RL_LAUNCH_PHASED(k, g, b, ...) do { RL_GRID(g, b); \\\n"
+	"#define RL_LAUNCH_PHASED(k, g, b, ...) do { RL_GRID(g, b); rl_emu_kernel = #k; \\\n"
 	"    for (blockIdx.x = 0; blockIdx.x < gridDim.x; blockIdx.x++) \\\n"
 	"        k(__VA_ARGS__); } while (0)\n"
 	"typedef int cudaError_t;\ntypedef void *cudaStream_t;\n"
@@ -1138,12 +1301,22 @@ static const char prelude[] =
 	"#include <cuda_runtime.h>\n"
 	"#define RL_THREADS\n#define RL_SYNC __syncthreads();\n"
 	"#define RL_LOCAL(T, name, dims) T name dims\n#define RL_L(name) name\n"
+	"/* -DRL_CUDA_NO_GRAPH: launch kernel by kernel on every run (for debugging\n"
+	" * and profiling: each launch is waited for, checked, and named when it\n"
+	" * fails) instead of replaying the CUDA graph captured at init */\n"
+	"#ifdef RL_CUDA_NO_GRAPH\n#define RL_NO_GRAPH 1\n"
+	"static int rl_check(cudaStream_t s, const char *k)\n{\n"
+	"    cudaError_t e = cudaStreamSynchronize(s);\n"
+	"    if (e == cudaSuccess)\n        e = cudaGetLastError();\n"
+	"    if (e != cudaSuccess)\n"
+	"        fprintf(stderr, \"kernel %s: %s\\n\", k, cudaGetErrorString(e));\n"
+	"    return e == cudaSuccess ? 0 : -1;\n}\n"
+	"#define RL_LAUNCH(k, g, b, ...) do { k<<<(g), (b), 0, s>>>(__VA_ARGS__); \\\n"
+	"    if (rl_check(s, #k) != 0) return -1; } while (0)\n"
+	"#else\n"
 	"#define RL_LAUNCH(k, g, b, ...) k<<<(g), (b), 0, s>>>(__VA_ARGS__)\n"
+	"#endif\n"
 	"#define RL_LAUNCH_PHASED RL_LAUNCH\n"
-	"/* -DRL_CUDA_NO_GRAPH: launch kernel by kernel on every run (for debugging:\n"
-	" * each launch is checked and named when it fails) instead of replaying\n"
-	" * the CUDA graph captured at init */\n"
-	"#ifdef RL_CUDA_NO_GRAPH\n#define RL_NO_GRAPH 1\n#endif\n"
 	"#endif\n"
 	"#define restrict __restrict__\n\n";
 
@@ -1252,7 +1425,8 @@ static void emit_host(struct cu *d)
 	rl_buf_printf(c, "    return cudaGetLastError() == cudaSuccess ? 0 : -1;\n}\n\n");
 	/* init */
 	rl_buf_printf(c, "int %s_init(const char *weights_path)\n{\n    (void)weights_path;\n"
-	              "    if (%s_ws)\n        return 0;\n", P, P);
+	              "    if (%s_ws)\n        return 0;\n"
+	              "#ifdef RL_CUDA_EMULATE\n    rl_emu_trap();\n#endif\n", P, P);
 	rl_buf_printf(c, "    if (cudaMalloc((void **)&%s_ws, %lld) != cudaSuccess ||\n"
 	              "        cudaMalloc((void **)&%s_cst, %lld) != cudaSuccess ||\n"
 	              "        cudaMalloc((void **)&%s_io, %lld) != cudaSuccess)\n"

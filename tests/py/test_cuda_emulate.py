@@ -1,14 +1,20 @@
 #!/usr/bin/env python3
 """The CUDA backend's numerics without a GPU.
 
-1. Every example model with reference data (examples/NAME.onnx and
+1. Models built here (onnx.helper, opset 17) whose shapes reach what the
+   node tests do not: MatMul/Gemm with partial 64 x 64 tiles, batch
+   broadcasting and transposes, Conv with groups, strides, dilations and a
+   fused Relu epilogue, reductions with constant axes (one block per output),
+   Softmax/LayerNorm rows longer than a block, a fused elementwise chain with
+   broadcasting. Reference: onnxruntime on the same inputs.
+2. Every example model with reference data (examples/NAME.onnx and
    examples/NAME_data/) through
 
        rlopt run NAME.onnx -i input_0.pb -d OUT --target cuda --emulate
 
    compared with the expected outputs at the conformance defaults (rtol 1e-3,
    atol 1e-7), the tolerances the C backend is held to.
-2. A subset of the ONNX backend node tests (the operators the CUDA backend
+3. A subset of the ONNX backend node tests (the operators the CUDA backend
    has its own kernels for, and some that run the C emitter's loop nest on
    the GPU) through tests/py/test_conformance.py with
    --rlopt-args="--target cuda --emulate" and the operator list of
@@ -28,6 +34,12 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import rltest  # noqa: E402
 
+import numpy as np  # noqa: E402
+import onnxruntime as ort  # noqa: E402
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+F32 = TensorProto.FLOAT
+
 # ops with a CUDA kernel of their own (elementwise, fused groups, MatMul,
 # Gemm, Conv) and a few shape/normalization ops that run the C loop nest
 SUBSET = [
@@ -39,6 +51,94 @@ SUBSET = [
 ]
 
 
+def build_cases():
+    """(name, model, {input: array}) for the hand-made cases."""
+    rng = np.random.default_rng(12)
+    cases = []
+
+    def add(name, nodes, inputs, outputs, inits=()):
+        g = helper.make_graph(nodes, name,
+                              [helper.make_tensor_value_info(k, F32, list(v.shape)) for k, v in inputs.items()],
+                              [helper.make_tensor_value_info(k, F32, None) for k in outputs],
+                              [numpy_helper.from_array(np.asarray(a), n) for n, a in inits])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+        cases.append((name, m, inputs))
+
+    def r(*shape):
+        return rng.standard_normal(shape).astype(np.float32)
+
+    add("matmul_partial_tiles", [helper.make_node("MatMul", ["a", "b"], ["y"])],
+        {"a": r(70, 90), "b": r(90, 130)}, ["y"])
+    add("matmul_batch_bcast", [helper.make_node("MatMul", ["a", "b"], ["y"])],
+        {"a": r(2, 1, 33, 40), "b": r(3, 40, 17)}, ["y"])
+    add("gemm_trans_bias_relu",
+        [helper.make_node("Gemm", ["a", "w", "c"], ["t"], transA=1, transB=1, alpha=0.5, beta=2.0),
+         helper.make_node("Relu", ["t"], ["y"])],
+        {"a": r(96, 80)}, ["y"], [("w", r(72, 96)), ("c", r(72))])
+    add("conv_group_stride_dilation_relu",
+        [helper.make_node("Conv", ["x", "w", "b"], ["t"], group=2, strides=[2, 1], dilations=[1, 2],
+                          pads=[1, 2, 0, 1]),
+         helper.make_node("Relu", ["t"], ["y"])],
+        {"x": r(2, 4, 11, 9)}, ["y"], [("w", r(6, 2, 3, 3)), ("b", r(6))])
+    add("conv1d_same_upper", [helper.make_node("Conv", ["x", "w"], ["y"], auto_pad="SAME_UPPER",
+                                               strides=[2])],
+        {"x": r(1, 3, 20)}, ["y"], [("w", r(5, 3, 4))])
+    for op in ["ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceL2", "ReduceLogSumExp"]:
+        add(f"{op.lower()}_axes_0_2", [helper.make_node(op, ["x"], ["y"], axes=[0, 2], keepdims=0)]
+            if op != "ReduceSum" else
+            [helper.make_node(op, ["x", "ax"], ["y"], keepdims=1)],
+            {"x": r(5, 7, 300)}, ["y"], [("ax", np.array([0, 2], np.int64))] if op == "ReduceSum" else [])
+    add("softmax_long_rows", [helper.make_node("Softmax", ["x"], ["y"], axis=-1)],
+        {"x": r(6, 700) * 4}, ["y"])
+    add("logsoftmax_short_rows", [helper.make_node("LogSoftmax", ["x"], ["y"], axis=-1)],
+        {"x": r(9, 5)}, ["y"])
+    add("layernorm_long_rows", [helper.make_node("LayerNormalization", ["x", "s", "b"], ["y"],
+                                                 axis=-1, epsilon=1e-3)],
+        {"x": r(3, 1000) + 2}, ["y"], [("s", r(1000)), ("b", r(1000))])
+    add("elementwise_bcast_chain",
+        [helper.make_node("Mul", ["x", "s"], ["t"]), helper.make_node("Add", ["t", "c"], ["u"]),
+         helper.make_node("Tanh", ["u"], ["y"])],
+        {"x": r(4, 3, 50)}, ["y"], [("s", r(3, 1)), ("c", r(50))])
+    add("transpose_3d", [helper.make_node("Transpose", ["x"], ["y"], perm=[2, 0, 1])],
+        {"x": r(3, 40, 7)}, ["y"])
+    return cases
+
+
+def run_cases(rlopt, tmp, tally):
+    for name, model, inputs in build_cases():
+        d = os.path.join(tmp, "case_" + name)
+        os.makedirs(d)
+        path = os.path.join(d, "model.onnx")
+        with open(path, "wb") as f:
+            f.write(model.SerializeToString())
+        sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+        expected = sess.run(None, inputs)
+        cmd = [rlopt, "run", path, "-d", os.path.join(d, "out"), "--target", "cuda", "--emulate"]
+        for k, v in inputs.items():
+            p = os.path.join(d, k + ".pb")
+            rltest.write_pb(p, v, k)
+            cmd += ["-i", p]
+        res = rltest.run(cmd, timeout=300)
+        if not res.ok:
+            print(f"FAIL case {name}: {res.describe()}")
+            tally.add("fail")
+            continue
+        _, got = rltest.read_pb(os.path.join(d, "out", "output_0.pb"))
+        ok, msg, _, _ = rltest.compare(got, expected[0], rtol=1e-3, atol=1e-5)
+        # every case has a parallel CUDA kernel: none may fall back to the serial loop nest
+        cu = os.path.join(d, "m.cu")
+        gen = rltest.run([rlopt, path, "-o", cu], timeout=120)
+        if not gen.ok:
+            ok, msg = False, "rlopt -o m.cu: " + gen.describe()
+        else:
+            with open(cu) as f:
+                text = f.read()
+            if "; serial:" in text or " (0 serial)" not in text:
+                ok, msg = False, "a kernel fell back to the serial loop nest"
+        print(f"{'ok  ' if ok else 'FAIL'} case {name}{'' if ok else ': ' + msg}")
+        tally.add("pass" if ok else "fail")
+
+
 def main():
     ap = rltest.make_parser(__doc__)
     ap.add_argument("-j", "--jobs", type=int, default=2)
@@ -46,7 +146,8 @@ def main():
     rlopt = os.path.abspath(args.rlopt)
     tally = rltest.Tally()
     with tempfile.TemporaryDirectory(prefix="rlopt-cuda-emu-") as tmp:
-        # 1. the examples
+        run_cases(rlopt, tmp, tally)
+        # 2. the examples
         for model in sorted(glob.glob(os.path.join(args.source, "examples", "*.onnx"))):
             name = os.path.basename(model)[:-5]
             data = os.path.join(args.source, "examples", name + "_data")
@@ -75,7 +176,7 @@ def main():
             else:
                 print(f"ok   example {name} (emulated CUDA matches the reference)")
                 tally.add("pass")
-        # 2. the node-test subset
+        # 3. the node-test subset
         ops = rltest.run([rlopt, "ops", "--target", "cuda"], timeout=60)
         if not ops.ok:
             print(f"FAIL rlopt ops --target cuda: {ops.describe()}")
