@@ -1003,6 +1003,152 @@ static bool k_reduce(struct cu *d, uint32_t node, struct launch *L)
 	return true;
 }
 
+/* ---- shape ops: one thread per element, index arithmetic only ------------- */
+
+/* Open the grid-stride loop over ne elements (flat index o); close with "}". */
+static void flat_open(struct rl_cgen *cg, struct launch *L, int64_t ne)
+{
+	int64_t blocks = (ne + CU_THREADS - 1) / CU_THREADS;
+	L->block = CU_THREADS;
+	L->grid = blocks < CU_MAX_BLOCKS ? blocks : CU_MAX_BLOCKS;
+	cg_line(cg, "const int64_t stride = (int64_t)gridDim.x * blockDim.x;");
+	cg_line(cg, "for (int64_t o = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; o < %lldll; "
+	        "o += stride) {", (long long)ne);
+}
+
+/* Elements before, along and after `axis` of shape s. */
+static void axis_split(const struct rl_shape *s, int axis, int64_t *outer, int64_t *len,
+                       int64_t *inner)
+{
+	*outer = *inner = 1;
+	for (int k = 0; k < axis; k++)
+		*outer *= s->d[k].v;
+	for (int k = axis + 1; k < s->rank; k++)
+		*inner *= s->d[k].v;
+	*len = s->d[axis].v;
+}
+
+static bool k_shape(struct cu *d, uint32_t node, struct launch *L)
+{
+	struct rl_cgen *cg = &d->cg;
+	const struct rl_node *n = &d->g->nodes[node];
+	const struct rl_value *X = cg_in(cg, node, 0), *Y = cg_out(cg, node, 0);
+	if (!X || !Y || X->dtype != Y->dtype)
+		return false;
+	int64_t ne = rl_shape_numel(&Y->shape), nx = rl_shape_numel(&X->shape);
+	int r = X->shape.rank, axis;
+	switch (n->op) {
+	case RL_OP_Expand: {
+		char ix[1200];
+		if (ne <= 0)
+			return false;
+		bcast_index(&Y->shape, &X->shape, "o", ix, sizeof(ix));
+		flat_open(cg, L, ne);
+		cg_line(cg, "    Y0[o] = X0[%s];", ix);
+		cg_line(cg, "}");
+		return true;
+	}
+	case RL_OP_Slice: {
+		struct rl_slice_plan sp;
+		if (ne <= 0 || rl_slice_plan(d->g, node, &sp) != RL_OK || !sp.known)
+			return false;
+		int64_t ist[RL_MAX_RANK], acc = 1, base = 0;
+		for (int k = r - 1; k >= 0; k--) {
+			ist[k] = acc;
+			acc *= X->shape.d[k].v;
+		}
+		char ix[1200];
+		size_t p = 0;
+		int64_t os = 1;
+		ix[0] = 0;
+		for (int k = r - 1; k >= 0 && p + 100 < sizeof(ix); k--) {
+			int64_t start = sp.sliced[k] ? sp.start[k] : 0, step = sp.sliced[k] ? sp.step[k] : 1;
+			int64_t dim = Y->shape.d[k].v;
+			base += start * ist[k];
+			if (dim > 1)
+				p += (size_t)snprintf(ix + p, sizeof(ix) - p, " + (o / %lld %% %lld) * %lld",
+				                      (long long)os, (long long)dim, (long long)(step * ist[k]));
+			os *= dim;
+		}
+		flat_open(cg, L, ne);
+		cg_line(cg, "    Y0[o] = X0[%lld%s];", (long long)base, ix);
+		cg_line(cg, "}");
+		return true;
+	}
+	case RL_OP_Concat: {
+		if (ne <= 0 || n->nin > 16 || !rl_axis_norm(rl_node_attr_int(n, "axis", 0), r, false, &axis))
+			return false;
+		int64_t outer, len, inner, at = 0;
+		axis_split(&Y->shape, axis, &outer, &len, &inner);
+		flat_open(cg, L, ne);
+		cg_line(cg, "    const int64_t c = o / %lld %% %lld, q = o / %lld, i = o %% %lld;",
+		        (long long)inner, (long long)len, (long long)(inner * len), (long long)inner);
+		cg_line(cg, "    (void)q;");
+		cg_line(cg, "    (void)i;");
+		for (int k = 0; k < n->nin; k++) {
+			const struct rl_value *xk = cg_in(cg, node, k);
+			if (!xk || xk->dtype != Y->dtype)
+				return false;
+			int64_t lk = xk->shape.d[axis].v;
+			if (lk == 0)
+				continue;
+			cg_line(cg, "    %sif (c < %lld)", at ? "else " : "", (long long)(at + lk));
+			cg_line(cg, "        Y0[o] = X%d[(q * %lld + c - %lld) * %lld + i];", k, (long long)lk,
+			        (long long)at, (long long)inner);
+			at += lk;
+		}
+		cg_line(cg, "}");
+		return true;
+	}
+	case RL_OP_Split: {
+		if (nx <= 0 || n->nout > 16 || !rl_axis_norm(rl_node_attr_int(n, "axis", 0), r, false, &axis))
+			return false;
+		int64_t outer, len, inner, at = 0;
+		axis_split(&X->shape, axis, &outer, &len, &inner);
+		flat_open(cg, L, nx);
+		cg_line(cg, "    const int64_t c = o / %lld %% %lld, q = o / %lld, i = o %% %lld;",
+		        (long long)inner, (long long)len, (long long)(inner * len), (long long)inner);
+		cg_line(cg, "    (void)q;");
+		cg_line(cg, "    (void)i;");
+		for (int k = 0; k < n->nout; k++) {
+			const struct rl_value *yk = cg_out(cg, node, k);
+			if (!yk || yk->dtype != X->dtype)
+				return false;
+			int64_t lk = yk->shape.d[axis].v;
+			if (lk == 0)
+				continue;
+			cg_line(cg, "    %sif (c < %lld)", at ? "else " : "", (long long)(at + lk));
+			cg_line(cg, "        Y%d[(q * %lld + c - %lld) * %lld + i] = X0[o];", k, (long long)lk,
+			        (long long)at, (long long)inner);
+			at += lk;
+		}
+		cg_line(cg, "}");
+		return true;
+	}
+	case RL_OP_Gather: {
+		const struct rl_value *I = cg_in(cg, node, 1);
+		if (ne <= 0 || !I || (I->dtype != RL_DT_INT64 && I->dtype != RL_DT_INT32) ||
+		    !rl_axis_norm(rl_node_attr_int(n, "axis", 0), r, false, &axis))
+			return false;
+		int64_t outer, len, inner, ni = rl_shape_numel(&I->shape);
+		axis_split(&X->shape, axis, &outer, &len, &inner);
+		flat_open(cg, L, ne);
+		cg_line(cg, "    const int64_t i = o %% %lld, j = o / %lld %% %lld, q = o / %lld;",
+		        (long long)inner, (long long)inner, (long long)ni, (long long)(inner * ni));
+		cg_line(cg, "    int64_t t = (int64_t)X1[j];");
+		cg_line(cg, "    if (t < 0)");
+		cg_line(cg, "        t += %lld;", (long long)len);
+		cg_line(cg, "    /* an index out of range reads element 0: no fault on the GPU */");
+		cg_line(cg, "    Y0[o] = t >= 0 && t < %lld ? X0[(q * %lld + t) * %lld + i] : X0[0];",
+		        (long long)len, (long long)len, (long long)inner);
+		cg_line(cg, "}");
+		return true;
+	}
+	default:
+		return false;
+	}
+}
+
 /* ---- every other op: the C emitter's body ------------------------------- */
 
 static enum rl_status k_fallback(struct cu *d, uint32_t node, const struct rl_cgen_group *gr,
@@ -1012,6 +1158,11 @@ static enum rl_status k_fallback(struct cu *d, uint32_t node, const struct rl_cg
 	const struct rl_node *n = &d->g->nodes[node];
 	size_t sl = cg->statics.len, il = cg->init.len, fl = cg->fini.len;
 	enum rl_status st;
+	/* a CUDA kernel that declined this form may have begun its body */
+	cg->body.len = 0;
+	if (cg->body.s)
+		cg->body.s[0] = 0;
+	cg->indent = 0;
 	if (gr)
 		st = rl_emit_c_fused(cg, gr);
 	else if (!rl_emit_c_supports(n->op))
@@ -1159,6 +1310,11 @@ static enum rl_status emit_kernels(struct cu *d)
 		           k_reduce(d, un->node, &L)) {
 			st = RL_OK;
 			how = "one block per output";
+		} else if (!gr && (n->op == RL_OP_Expand || n->op == RL_OP_Slice ||
+		                   n->op == RL_OP_Concat || n->op == RL_OP_Split ||
+		                   n->op == RL_OP_Gather) && k_shape(d, un->node, &L)) {
+			st = RL_OK;
+			how = "one thread per element";
 		} else if (!gr && n->op == RL_OP_Transpose && k_transpose(d, un->node, &L)) {
 			st = RL_OK;
 			how = "one thread per element";

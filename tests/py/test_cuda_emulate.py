@@ -101,6 +101,19 @@ def build_cases():
         {"x": r(4, 3, 50)}, ["y"], [("s", r(3, 1)), ("c", r(50))])
     add("transpose_3d", [helper.make_node("Transpose", ["x"], ["y"], perm=[2, 0, 1])],
         {"x": r(3, 40, 7)}, ["y"])
+    add("slice_steps", [helper.make_node("Slice", ["x", "st", "en", "ax", "sp"], ["y"])],
+        {"x": r(6, 20, 9)}, ["y"], [("st", np.array([1, -2], np.int64)), ("en", np.array([19, 0], np.int64)),
+                                    ("ax", np.array([1, 2], np.int64)), ("sp", np.array([3, -2], np.int64))])
+    add("gather_negative_indices", [helper.make_node("Gather", ["x", "i"], ["y"], axis=1)],
+        {"x": r(3, 10, 4)}, ["y"], [("i", np.array([[0, -1], [4, -10]], np.int64))])
+    add("concat_axis1", [helper.make_node("Concat", ["x", "c"], ["y"], axis=1)],
+        {"x": r(2, 3, 5)}, ["y"], [("c", r(2, 4, 5))])
+    add("split_uneven_then_add",
+        [helper.make_node("Split", ["x", "sz"], ["a", "b"], axis=2),
+         helper.make_node("Mul", ["a", "a"], ["y"])],
+        {"x": r(2, 3, 11)}, ["y"], [("sz", np.array([4, 7], np.int64))])
+    add("expand_rows", [helper.make_node("Expand", ["x", "sh"], ["y"])],
+        {"x": r(3, 1)}, ["y"], [("sh", np.array([2, 3, 6], np.int64))])
     return cases
 
 
