@@ -14,7 +14,9 @@
 
    compared with the expected outputs at the conformance defaults (rtol 1e-3,
    atol 1e-7), the tolerances the C backend is held to.
-3. A subset of the ONNX backend node tests (the operators the CUDA backend
+3. Bad input: a CPU profile, an op the CUDA backend cannot emit, --emulate
+   without --target cuda: exit status, one line, no file written.
+4. A subset of the ONNX backend node tests (the operators the CUDA backend
    has its own kernels for, and some that run the C emitter's loop nest on
    the GPU) through tests/py/test_conformance.py with
    --rlopt-args="--target cuda --emulate" and the operator list of
@@ -152,6 +154,31 @@ def run_cases(rlopt, tmp, tally):
         tally.add("pass" if ok else "fail")
 
 
+def bad_inputs(rlopt, source, tmp, tally):
+    node = os.path.join(rltest.onnx_data_dir(), "node")
+    mlp = os.path.join(source, "examples", "mlp.onnx")
+    out = os.path.join(tmp, "bad.cu")
+    checks = [
+        ("cpu profile refused", [rlopt, mlp, "-o", out, "--hw", "generic-cpu"], 2, "GPU profile"),
+        ("unsupported op named", [rlopt, os.path.join(node, "test_resize_upsample_scales_linear",
+                                                      "model.onnx"), "-o", out], 2, "(Resize)"),
+        ("--emulate needs --target cuda", [rlopt, "run", mlp, "-i", "x.pb", "-d", tmp, "--emulate"],
+         1, "--target cuda"),
+        ("--target cuda wants .cu", [rlopt, mlp, "-o", os.path.join(tmp, "x.c"), "--target", "cuda"],
+         1, "OUT.cu"),
+    ]
+    for name, cmd, code, text in checks:
+        r = rltest.run(cmd, timeout=60)
+        lines = (r.stderr or "").strip().splitlines()
+        left = [f for f in os.listdir(tmp) if f.startswith("bad.") or f.startswith("x.")]
+        # errors are one line; usage errors (exit 1) may add "Try 'rlopt --help'."
+        ok = (r.returncode == code and lines and text in lines[0] and not left and
+              (len(lines) == 1 or (code == 1 and len(lines) == 2)))
+        print(f"{'ok  ' if ok else 'FAIL'} bad input: {name}"
+              + ("" if ok else f": exit {r.returncode}, stderr {lines!r}, files {left}"))
+        tally.add("pass" if ok else "fail")
+
+
 def main():
     ap = rltest.make_parser(__doc__)
     ap.add_argument("-j", "--jobs", type=int, default=2)
@@ -160,6 +187,7 @@ def main():
     tally = rltest.Tally()
     with tempfile.TemporaryDirectory(prefix="rlopt-cuda-emu-") as tmp:
         run_cases(rlopt, tmp, tally)
+        bad_inputs(rlopt, args.source, tmp, tally)
         # 2. the examples
         for model in sorted(glob.glob(os.path.join(args.source, "examples", "*.onnx"))):
             name = os.path.basename(model)[:-5]
