@@ -579,8 +579,6 @@ static int cmd_main(int argc, char **argv)
 		return RL_EXIT_USAGE;
 	}
 	unsigned used = (RL_OPT_BIT(RL_OPT_COUNT_) - 1) & ~RL_OPT_BIT(RL_OPT_BATCH_LIST);
-	if (to_cu)
-		used &= ~RL_OPT_BIT(RL_OPT_WEIGHTS_MAX); /* weights are embedded, uploaded at init */
 	if (to_cu && !rl_cli_check_used(&o, used, "rlopt MODEL -o OUT.cu"))
 		return RL_EXIT_USAGE;
 	if (to_cu && !rl_cli_cuda_hw(&o))
@@ -636,7 +634,8 @@ static int cmd_main(int argc, char **argv)
 		struct rl_cgen_opts co = {.prefix = NULL, .weights_max = o.weights_max};
 		st = rl_emit_c(g, &co, out, err, sizeof(err));
 	} else if (to_cu) {
-		st = rl_emit_cuda(g, NULL, out, err, sizeof(err));
+		struct rl_cuda_opts cuo = {.prefix = NULL, .weights_max = o.weights_max};
+		st = rl_emit_cuda(g, &cuo, out, err, sizeof(err));
 	} else {
 		st = rl_onnx_write(g, out, err, sizeof(err));
 	}

@@ -300,7 +300,7 @@ int rl_cmd_run(int argc, char **argv)
 	snprintf(prog, sizeof(prog), "%s/model", tmp);
 	snprintf(log, sizeof(log), "%s/log.txt", tmp);
 	struct rl_cgen_opts co = {.prefix = "model", .weights_max = o.weights_max};
-	struct rl_cuda_opts cuo = {.prefix = "model"};
+	struct rl_cuda_opts cuo = {.prefix = "model", .weights_max = o.weights_max};
 	if ((cuda ? rl_emit_cuda(g, &cuo, cfile, err, sizeof(err))
 	          : rl_emit_c(g, &co, cfile, err, sizeof(err))) != RL_OK) {
 		fprintf(stderr, "rlopt: %s\n", err);

@@ -53,6 +53,8 @@
 #define CU_MM_KC 16
 #define CU_MM_RT 4
 #define CU_MM_SMEM (48 * 1024) /* static shared memory a block may declare */
+#define CU_WEIGHTS_MAX (64ll << 20) /* constants embedded up to this, else NAME.weights */
+#define CU_SIDE_HEADER 16           /* "RLWTS001" and the file's size (int64) */
 
 struct launch {
 	int64_t grid;  /* blocks; 0: nothing to launch */
@@ -67,6 +69,8 @@ struct cu {
 	struct rl_plan pl;
 	int64_t *coff;          /* per value: offset in the constant arena */
 	int64_t cst_size;
+	bool side;              /* constants in NAME.weights (the device arena's image) */
+	char wbase[256];        /* its file name */
 	int64_t *io_in, *io_out; /* offsets of inputs and outputs in the io arena */
 	int64_t io_size;
 	struct rl_buf c, h, kernels, launches;
@@ -1588,11 +1592,26 @@ static void emit_host(struct cu *d)
 	              "        cudaMalloc((void **)&%s_io, %lld) != cudaSuccess)\n"
 	              "        goto fail;\n", P, (long long)align_up(d->pl.ws_size + 1), P,
 	              (long long)align_up(d->cst_size + 1), P, (long long)align_up(d->io_size + 1));
-	for (uint32_t v = 0; v < g->nvalues; v++)
-		if (d->pl.vals[v].st == RL_PLAN_CONST && val(d, v)->nbytes)
-			rl_buf_printf(c, "    if (cudaMemcpy(%s_cst + %lld, %s_h%u, %zu, "
-			              "cudaMemcpyHostToDevice) != cudaSuccess)\n        goto fail;\n", P,
-			              (long long)d->coff[v], P, v, val(d, v)->nbytes);
+	if (d->side) {
+		/* the side file is the constant arena's image after a 16-byte header */
+		long long total = CU_SIDE_HEADER + d->cst_size;
+		rl_buf_printf(c, "    {\n        if (!weights_path)\n            weights_path = \"%s\";\n"
+		              "        FILE *f = fopen(weights_path, \"rb\");\n"
+		              "        unsigned char *w = f ? (unsigned char *)malloc(%lld) : NULL;\n"
+		              "        size_t got = w ? fread(w, 1, %lld, f) : 0;\n"
+		              "        int extra = f ? fgetc(f) : EOF;\n"
+		              "        if (f)\n            fclose(f);\n"
+		              "        int ok = got == %lldu && extra == EOF && memcmp(w, \"RLWTS001\", 8) == 0 &&\n"
+		              "                 cudaMemcpy(%s_cst, w + %d, %lld, cudaMemcpyHostToDevice) == cudaSuccess;\n"
+		              "        free(w);\n        if (!ok)\n            goto fail;\n    }\n",
+		              d->wbase, total, total, total, P, CU_SIDE_HEADER, (long long)d->cst_size);
+	} else {
+		for (uint32_t v = 0; v < g->nvalues; v++)
+			if (d->pl.vals[v].st == RL_PLAN_CONST && val(d, v)->nbytes)
+				rl_buf_printf(c, "    if (cudaMemcpy(%s_cst + %lld, %s_h%u, %zu, "
+				              "cudaMemcpyHostToDevice) != cudaSuccess)\n        goto fail;\n", P,
+				              (long long)d->coff[v], P, v, val(d, v)->nbytes);
+	}
 	rl_buf_printf(c, "#ifndef RL_CUDA_EMULATE\n"
 	              "    if (cudaStreamCreateWithFlags(&%s_stream, cudaStreamNonBlocking) != cudaSuccess)\n"
 	              "        goto fail;\n#endif\n", P);
@@ -1741,7 +1760,11 @@ static void emit_header(struct cu *d, const char *hbase)
 	              "    long long numel;\n    unsigned long nbytes;\n};\n", P);
 	rl_buf_printf(h, "extern const struct %s_tensor_info %s_inputs[];\n", P, P);
 	rl_buf_printf(h, "extern const struct %s_tensor_info %s_outputs[];\n\n", P, P);
-	rl_buf_printf(h, "/* weights_path: unused (weights are embedded and uploaded by init). */\n");
+	if (d->side)
+		rl_buf_printf(h, "/* weights_path: the side file %s (NULL: that name, in the current\n"
+		              " * folder); init uploads it to the GPU. */\n", d->wbase);
+	else
+		rl_buf_printf(h, "/* weights_path: unused (weights are embedded and uploaded by init). */\n");
 	rl_buf_printf(h, "int %s_init(const char *weights_path);\nvoid %s_free(void);\n", P, P);
 	rl_buf_printf(h, "/* For the C backend's API: accepted (n >= 1) and ignored. */\n"
 	              "int %s_set_threads(int n);\n", P);
@@ -1779,7 +1802,9 @@ enum rl_status rl_emit_cuda(struct rl_graph *g, const struct rl_cuda_opts *o,
 	struct cu d = {.g = g};
 	d.cg.g = g;
 	enum rl_status st;
-	char prefix[64], hbase[512], h_path[4096];
+	char prefix[64], hbase[512], h_path[4096], w_path[4096];
+	unsigned char *side = NULL;
+	long long wmax = o && o->weights_max >= 0 ? o->weights_max : CU_WEIGHTS_MAX;
 	g->err[0] = 0;
 	size_t cl = strlen(cu_path);
 	if (cl < 4 || strcmp(cu_path + cl - 3, ".cu") != 0) {
@@ -1790,6 +1815,8 @@ enum rl_status rl_emit_cuda(struct rl_graph *g, const struct rl_cuda_opts *o,
 	const char *slash = strrchr(cu_path, '/');
 	const char *base = slash ? slash + 1 : cu_path;
 	snprintf(hbase, sizeof(hbase), "%.*s.h", (int)(strlen(base) - 3), base);
+	snprintf(w_path, sizeof(w_path), "%.*s.weights", (int)(cl - 3), cu_path);
+	snprintf(d.wbase, sizeof(d.wbase), "%.*s.weights", (int)(strlen(base) - 3), base);
 	if (o && o->prefix) {
 		sanitize(o->prefix, prefix, sizeof(prefix));
 	} else {
@@ -1818,6 +1845,20 @@ enum rl_status rl_emit_cuda(struct rl_graph *g, const struct rl_cuda_opts *o,
 			d.coff[v] = d.cst_size;
 			d.cst_size += align_up((int64_t)g->values[v].nbytes);
 		}
+	d.side = d.cst_size > wmax;
+	if (d.side) {
+		side = calloc(1, (size_t)(CU_SIDE_HEADER + d.cst_size));
+		if (!side) {
+			st = rl_graph_error(g, NULL, RL_ERR_NOMEM, "out of memory for the weights file");
+			goto fail;
+		}
+		long long total = CU_SIDE_HEADER + d.cst_size;
+		memcpy(side, "RLWTS001", 8);
+		memcpy(side + 8, &total, 8);
+		for (uint32_t v = 0; v < g->nvalues; v++)
+			if (d.pl.vals[v].st == RL_PLAN_CONST && g->values[v].nbytes)
+				memcpy(side + CU_SIDE_HEADER + d.coff[v], g->values[v].data, g->values[v].nbytes);
+	}
 	for (uint32_t i = 0; i < g->ninputs; i++) {
 		d.io_in[i] = d.io_size;
 		d.io_size += align_up(value_bytes(g, g->inputs[i]));
@@ -1839,8 +1880,8 @@ enum rl_status rl_emit_cuda(struct rl_graph *g, const struct rl_cuda_opts *o,
 	rl_buf_printf(&d.c, " * Do not edit: regenerate instead. Build with nvcc (-arch=sm_80 or later),\n"
 	              " * or on a CPU with g++ -x c++ -DRL_CUDA_EMULATE (emulation: same kernels).\n");
 	rl_buf_printf(&d.c, " * %u kernels (%d serial), %lld bytes of workspace, %lld bytes of "
-	              "constants.\n */\n", nk, d.nserial, (long long)d.pl.ws_size,
-	              (long long)d.cst_size);
+	              "constants%s.\n */\n", nk, d.nserial, (long long)d.pl.ws_size,
+	              (long long)d.cst_size, d.side ? " (in the side file)" : "");
 	rl_buf_printf(&d.c, "#include \"%s\"\n\n%s", hbase, prelude);
 	if (d.cg.need_half)
 		emit_helper(&d.c, rl_cg_helper_text[0]);
@@ -1850,7 +1891,7 @@ enum rl_status rl_emit_cuda(struct rl_graph *g, const struct rl_cuda_opts *o,
 		emit_helper(&d.c, rl_cg_helper_text[2]);
 	if (d.cg.need_erf)
 		emit_helper(&d.c, rl_cg_helper_text[3]);
-	for (uint32_t v = 0; v < g->nvalues; v++)
+	for (uint32_t v = 0; v < g->nvalues && !d.side; v++)
 		if (d.pl.vals[v].st == RL_PLAN_CONST && val(&d, v)->nbytes)
 			emit_const(&d, v);
 	rl_buf_printf(&d.c, "\n%s", d.kernels.s ? d.kernels.s : "");
@@ -1867,16 +1908,25 @@ enum rl_status rl_emit_cuda(struct rl_graph *g, const struct rl_cuda_opts *o,
 		rl_buf_free(&host);
 	}
 	st = rl_write_file_atomic(h_path, d.h.s, d.h.len, err, errlen);
-	if (st == RL_OK) {
-		st = rl_write_file_atomic(cu_path, d.c.s, d.c.len, err, errlen);
+	if (st == RL_OK && d.side) {
+		st = rl_write_file_atomic(w_path, side, (size_t)(CU_SIDE_HEADER + d.cst_size), err, errlen);
 		if (st != RL_OK)
 			remove(h_path);
+	}
+	if (st == RL_OK) {
+		st = rl_write_file_atomic(cu_path, d.c.s, d.c.len, err, errlen);
+		if (st != RL_OK) {
+			remove(h_path);
+			if (d.side)
+				remove(w_path);
+		}
 	}
 	goto done;
 fail:
 	snprintf(err, errlen, "%s", g->err[0] ? g->err : "CUDA code generation failed");
 done:
 	rl_emit_plan_free(&d.pl);
+	free(side);
 	free(d.coff);
 	free(d.io_in);
 	free(d.io_out);

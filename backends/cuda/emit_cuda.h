@@ -12,11 +12,14 @@
 #include "ir.h"
 
 struct rl_cuda_opts {
-	const char *prefix; /* symbol prefix; NULL: from the .cu file name */
+	const char *prefix;    /* symbol prefix; NULL: from the .cu file name */
+	long long weights_max; /* bytes of constants embedded before they all go to
+	                          NAME.weights, read by NAME_init; <0: 64 MiB */
 };
 
 /*
- * Write CU_PATH (NAME.cu) and NAME.h beside it. All or nothing. The graph
+ * Write CU_PATH (NAME.cu), NAME.h beside it and, when the constants exceed
+ * weights_max, NAME.weights (the C backend's format). All or nothing. The graph
  * must be inferred and verified with static shapes. An op without a CUDA
  * kernel fails with one line naming the node and the op (RL_ERR_UNSUPPORTED).
  */

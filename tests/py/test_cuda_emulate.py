@@ -189,14 +189,19 @@ def main():
         run_cases(rlopt, tmp, tally)
         bad_inputs(rlopt, args.source, tmp, tally)
         # 2. the examples
-        for model in sorted(glob.glob(os.path.join(args.source, "examples", "*.onnx"))):
-            name = os.path.basename(model)[:-5]
+        examples = [(os.path.basename(m)[:-5], m, [])
+                    for m in sorted(glob.glob(os.path.join(args.source, "examples", "*.onnx")))]
+        # the weights in NAME.weights, uploaded by init, instead of embedded
+        examples.append(("mlp", os.path.join(args.source, "examples", "mlp.onnx"),
+                         ["--weights-max", "0"]))
+        for name, model, extra in examples:
             data = os.path.join(args.source, "examples", name + "_data")
             if not os.path.isdir(data):
                 continue
             ins = sorted(glob.glob(os.path.join(data, "input_*.pb")))
-            out = os.path.join(tmp, name)
-            cmd = [rlopt, "run", model, "-d", out, "--target", "cuda", "--emulate"]
+            out = os.path.join(tmp, name + ("_side" if extra else ""))
+            name += " (side file)" if extra else ""
+            cmd = [rlopt, "run", model, "-d", out, "--target", "cuda", "--emulate"] + extra
             for p in ins:
                 cmd += ["-i", p]
             r = rltest.run(cmd, timeout=300)
