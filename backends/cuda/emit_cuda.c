@@ -412,6 +412,127 @@ static void batch_off(const struct rl_shape *ys, int yb, const struct rl_shape *
 	snprintf(b, n, "(%s) * %lld", ix, (long long)mat);
 }
 
+/* ---- few-row products (batch-1 decode): GEMV, streaming B once ------------ */
+
+#define CU_GEMV_MAX_M 4   /* rows of A up to which a product streams B as a GEMV */
+#define CU_GEMV_THREADS 128
+
+/* The store of output row gi, column gj, batch bt from the value `acc`, with
+ * Gemm's alpha and C and the fused epilogue. */
+static void mm_store(struct rl_cgen *cg, const struct mm *m, enum rl_dtype dt, double alpha,
+                     const struct rl_value *C, double beta, const char *acc)
+{
+	char e[600], cterm[400] = "";
+	cg_line(cg, "const size_t o = (size_t)(bt * %lld + gi * %lld + gj);", (long long)(m->M * m->N),
+	        (long long)m->N);
+	if (alpha != 1.0)
+		snprintf(e, sizeof(e), "%s * %s", cg_lit(dt, alpha), acc);
+	else
+		snprintf(e, sizeof(e), "%s", acc);
+	if (C && beta != 0.0) {
+		struct gemm_c gc = {C, 2, beta};
+		gemm_c_init(cg, &gc, "gi", "gj", cterm, sizeof(cterm));
+		size_t l = strlen(e);
+		snprintf(e + l, sizeof(e) - l, " + %s", cterm);
+	}
+	cg_line(cg, "Y0[o] = %s;", cg_store(cg, dt, e));
+	cg_epilogue(cg, "Y0 + o", "o", 1, m->N);
+}
+
+/*
+ * B stored K x N (b(k,j) = B[k N + j]): one thread per column, all M rows at
+ * once, so each element of B is read once and consecutive threads read
+ * consecutive addresses. B stored N x K (Gemm transB, the nn.Linear layout):
+ * one block per column, its threads splitting K in consecutive runs and
+ * adding their partials in shared memory.
+ */
+static void k_gemv(struct rl_cgen *cg, const struct mm *m, enum rl_dtype dt, bool tb,
+                   const char *aoff, const char *boff, const char *aix, const char *bix,
+                   double alpha, const struct rl_value *C, double beta, struct launch *L)
+{
+	const char *ct = cg_comptype(dt);
+	char src[256], av[300], bv[300];
+	snprintf(src, sizeof(src), "a[%s]", aix);
+	snprintf(av, sizeof(av), "%s", cg_load(cg, dt, src));
+	snprintf(src, sizeof(src), "b[%s]", bix);
+	snprintf(bv, sizeof(bv), "%s", cg_load(cg, dt, src));
+	cg_line(cg, "/* C[%lld x %lld] = A[%lld x %lld] B, %lld time%s: a GEMV streaming B once, %s */",
+	        (long long)m->M, (long long)m->N, (long long)m->M, (long long)m->K, (long long)m->nb,
+	        m->nb == 1 ? "" : "s", tb ? "one block per column splitting K" : "one thread per column");
+	if (!tb) {
+		int64_t blocks = (m->nb * m->N + CU_GEMV_THREADS - 1) / CU_GEMV_THREADS;
+		L->block = CU_GEMV_THREADS;
+		L->grid = blocks < CU_MAX_BLOCKS ? blocks : CU_MAX_BLOCKS;
+		L->phased = false;
+		cg_line(cg, "const int64_t stride = (int64_t)gridDim.x * blockDim.x;");
+		cg_line(cg, "for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < %lldll; "
+		        "t += stride) {", (long long)(m->nb * m->N));
+		cg->indent++;
+		cg_line(cg, "const int64_t bt = t / %lld, gj = t %% %lld;", (long long)m->N, (long long)m->N);
+		cg_line(cg, "const %s *a = X0 + %s;", cg_ctype(dt), aoff);
+		cg_line(cg, "const %s *b = X1 + %s;", cg_ctype(dt), boff);
+		cg_line(cg, "%s acc[%lld];", ct, (long long)m->M);
+		cg_line(cg, "for (int gi = 0; gi < %lld; gi++)", (long long)m->M);
+		cg_line(cg, "    acc[gi] = 0;");
+		cg_line(cg, "for (int64_t gk = 0; gk < %lld; gk++) {", (long long)m->K);
+		cg_line(cg, "    const %s bk = %s;", ct, bv);
+		cg_line(cg, "    for (int64_t gi = 0; gi < %lld; gi++)", (long long)m->M);
+		cg_line(cg, "        acc[gi] += %s * bk;", av);
+		cg_line(cg, "}");
+		cg_line(cg, "for (int64_t gi = 0; gi < %lld; gi++) {", (long long)m->M);
+		cg->indent++;
+		mm_store(cg, m, dt, alpha, C, beta, "acc[gi]");
+		cg->indent--;
+		cg_line(cg, "}");
+		cg->indent--;
+		cg_line(cg, "}");
+		return;
+	}
+	int T = CU_GEMV_THREADS;
+	L->grid = m->nb * m->N;
+	L->block = T;
+	L->phased = true;
+	cg_line(cg, "__shared__ %s ra[%lld][%d];", ct, (long long)m->M, T);
+	cg_line(cg, "const int64_t bt = blockIdx.x / %lld, gj = blockIdx.x %% %lld;", (long long)m->N,
+	        (long long)m->N);
+	cg_line(cg, "const %s *a = X0 + %s;", cg_ctype(dt), aoff);
+	cg_line(cg, "const %s *b = X1 + %s;", cg_ctype(dt), boff);
+	cg_line(cg, "(void)bt;");
+	cg_line(cg, "RL_THREADS {");
+	cg->indent++;
+	cg_line(cg, "%s acc[%lld];", ct, (long long)m->M);
+	cg_line(cg, "for (int gi = 0; gi < %lld; gi++)", (long long)m->M);
+	cg_line(cg, "    acc[gi] = 0;");
+	cg_line(cg, "for (int64_t gk = threadIdx.x; gk < %lld; gk += %d) {", (long long)m->K, T);
+	cg_line(cg, "    const %s bk = %s;", ct, bv);
+	cg_line(cg, "    for (int64_t gi = 0; gi < %lld; gi++)", (long long)m->M);
+	cg_line(cg, "        acc[gi] += %s * bk;", av);
+	cg_line(cg, "}");
+	cg_line(cg, "for (int gi = 0; gi < %lld; gi++)", (long long)m->M);
+	cg_line(cg, "    ra[gi][threadIdx.x] = acc[gi];");
+	cg->indent--;
+	cg_line(cg, "}");
+	cg_line(cg, "RL_SYNC");
+	cg_line(cg, "for (int h = %d; h > 0; h >>= 1) {", T / 2);
+	cg_line(cg, "    RL_THREADS {");
+	cg_line(cg, "        if ((int)threadIdx.x < h)");
+	cg_line(cg, "            for (int gi = 0; gi < %lld; gi++)", (long long)m->M);
+	cg_line(cg, "                ra[gi][threadIdx.x] += ra[gi][threadIdx.x + h];");
+	cg_line(cg, "    }");
+	cg_line(cg, "    RL_SYNC");
+	cg_line(cg, "}");
+	cg_line(cg, "RL_THREADS {");
+	cg->indent++;
+	cg_line(cg, "if ((int64_t)threadIdx.x < %lld) {", (long long)m->M);
+	cg->indent++;
+	cg_line(cg, "const int64_t gi = threadIdx.x;");
+	mm_store(cg, m, dt, alpha, C, beta, "ra[gi][0]");
+	cg->indent--;
+	cg_line(cg, "}");
+	cg->indent--;
+	cg_line(cg, "}");
+}
+
 static enum rl_status k_matmul(struct cu *d, uint32_t node, struct launch *L)
 {
 	struct rl_cgen *cg = &d->cg;
@@ -477,6 +598,10 @@ static enum rl_status k_matmul(struct cu *d, uint32_t node, struct launch *L)
 	else
 		snprintf(bix, sizeof(bix), "gk * %lld + gj", (long long)m.N);
 
+	if (m.M <= CU_GEMV_MAX_M) {
+		k_gemv(cg, &m, dt, tb, aoff, boff, aix, bix, alpha, C, beta, L);
+		return RL_OK;
+	}
 	cg_line(cg, "/* C[%lld x %lld] = A[%lld x %lld] B, %lld time%s; %s: %lld x %lld outputs per "
 	        "block in %lld-deep steps through shared memory, %lld x %lld per thread */",
 	        (long long)m.M, (long long)m.N, (long long)m.M, (long long)m.K, (long long)m.nb,
@@ -559,19 +684,7 @@ static enum rl_status k_matmul(struct cu *d, uint32_t node, struct launch *L)
 	cg_line(cg, "const int64_t gj = n0 + tx + j * %lld;", (long long)tn);
 	cg_line(cg, "if (gi >= %lld || gj >= %lld)", (long long)m.M, (long long)m.N);
 	cg_line(cg, "    continue;");
-	cg_line(cg, "const size_t o = (size_t)(bt * %lld + gi * %lld + gj);", (long long)(m.M * m.N),
-	        (long long)m.N);
-	char e[600] = "RL_L(acc)[i][j]", cterm[400] = "";
-	if (alpha != 1.0)
-		snprintf(e, sizeof(e), "%s * RL_L(acc)[i][j]", cg_lit(dt, alpha));
-	if (C && beta != 0.0) {
-		struct gemm_c gc = {C, 2, beta};
-		gemm_c_init(cg, &gc, "gi", "gj", cterm, sizeof(cterm));
-		size_t l = strlen(e);
-		snprintf(e + l, sizeof(e) - l, " + %s", cterm);
-	}
-	cg_line(cg, "Y0[o] = %s;", cg_store(cg, dt, e));
-	cg_epilogue(cg, "Y0 + o", "o", 1, m.N);
+	mm_store(cg, &m, dt, alpha, C, beta, "RL_L(acc)[i][j]");
 	cg->indent--;
 	cg_line(cg, "}");
 	cg->indent--;

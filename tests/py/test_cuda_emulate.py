@@ -69,6 +69,7 @@ def build_cases():
     def r(*shape):
         return rng.standard_normal(shape).astype(np.float32)
 
+    # products: tiled (more than 4 rows) and GEMV (up to 4 rows, both B layouts)
     add("matmul_partial_tiles", [helper.make_node("MatMul", ["a", "b"], ["y"])],
         {"a": r(70, 90), "b": r(90, 130)}, ["y"])
     add("matmul_batch_bcast", [helper.make_node("MatMul", ["a", "b"], ["y"])],
@@ -103,6 +104,12 @@ def build_cases():
         {"x": r(4, 3, 50)}, ["y"], [("s", r(3, 1)), ("c", r(50))])
     add("transpose_3d", [helper.make_node("Transpose", ["x"], ["y"], perm=[2, 0, 1])],
         {"x": r(3, 40, 7)}, ["y"])
+    add("gemv_transb_bias_tanh",
+        [helper.make_node("Gemm", ["a", "w", "c"], ["t"], transB=1),
+         helper.make_node("Tanh", ["t"], ["y"])],
+        {"a": r(1, 300)}, ["y"], [("w", r(70, 300) * 0.1), ("c", r(70))])
+    add("gemv_batched_rows", [helper.make_node("MatMul", ["a", "b"], ["y"])],
+        {"a": r(3, 2, 50)}, ["y"], [("b", r(50, 33))])
     add("slice_steps", [helper.make_node("Slice", ["x", "st", "en", "ax", "sp"], ["y"])],
         {"x": r(6, 20, 9)}, ["y"], [("st", np.array([1, -2], np.int64)), ("en", np.array([19, 0], np.int64)),
                                     ("ax", np.array([1, 2], np.int64)), ("sp", np.array([3, -2], np.int64))])
