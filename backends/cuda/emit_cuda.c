@@ -1903,10 +1903,18 @@ static void emit_header(struct cu *d, const char *hbase)
 
 /* ---- the entry ------------------------------------------------------------ */
 
+/* Ops whose C kernels always need the C file's CPU-side helpers (the
+ * resampling tap tables of emit_image.c): no CUDA form yet. */
+static bool needs_cpu_runtime(enum rl_op op)
+{
+	return op == RL_OP_Resize || op == RL_OP_Upsample || op == RL_OP_GridSample;
+}
+
 bool rl_emit_cuda_supports(enum rl_op op)
 {
-	return op < RL_OP_COUNT_ && (cg_elemwise_has_expr(op) || op == RL_OP_MatMul ||
-	                             op == RL_OP_Gemm || rl_emit_c_supports(op));
+	return op < RL_OP_COUNT_ && !needs_cpu_runtime(op) &&
+	       (cg_elemwise_has_expr(op) || op == RL_OP_MatMul || op == RL_OP_Gemm ||
+	        rl_emit_c_supports(op));
 }
 
 enum rl_status rl_emit_cuda(struct rl_graph *g, const struct rl_cuda_opts *o,
