@@ -382,6 +382,44 @@ static const char prelude[] =
 	"#endif\n"
 	"#define restrict __restrict__\n\n";
 
+/* Tensor cores: nvcuda::wmma on the GPU; in emulation a fragment holds its
+ * whole 16 x 16 tile in float, so each thread computes its warp's tile (the
+ * warp's stores are identical). Row-major operands only, as the kernels use. */
+static const char wmma_prelude[] =
+	"#ifdef RL_CUDA_EMULATE\n"
+	"typedef uint16_t __half;\n"
+	"#define __align__(n) __attribute__((aligned(n)))\n"
+	"#define __ushort_as_half(x) ((__half)(x))\n"
+	"namespace nvcuda {\nnamespace wmma {\n"
+	"struct matrix_a;\nstruct matrix_b;\nstruct accumulator;\nstruct row_major;\n"
+	"enum layout_t { mem_row_major, mem_col_major };\n"
+	"template <typename Use, int M, int N, int K, typename T, typename Layout = void>\n"
+	"struct fragment { float x[256]; };\n"
+	"template <typename Use, typename T, typename L>\n"
+	"inline void fill_fragment(fragment<Use, 16, 16, 16, T, L> &f, float v)\n"
+	"{ for (int i = 0; i < 256; i++) f.x[i] = v; }\n"
+	"template <typename Use, typename L>\n"
+	"inline void load_matrix_sync(fragment<Use, 16, 16, 16, __half, L> &f, const __half *p, unsigned ld)\n"
+	"{ for (int r = 0; r < 16; r++) for (int c = 0; c < 16; c++) f.x[r * 16 + c] = rl_h2f(p[r * ld + c]); }\n"
+	"template <typename La, typename Lb>\n"
+	"inline void mma_sync(fragment<accumulator, 16, 16, 16, float> &d,\n"
+	"                     const fragment<matrix_a, 16, 16, 16, __half, La> &a,\n"
+	"                     const fragment<matrix_b, 16, 16, 16, __half, Lb> &b,\n"
+	"                     const fragment<accumulator, 16, 16, 16, float> &c)\n"
+	"{\n    float t[256];\n"
+	"    for (int i = 0; i < 16; i++)\n        for (int j = 0; j < 16; j++) {\n"
+	"            float s = c.x[i * 16 + j];\n"
+	"            for (int k = 0; k < 16; k++)\n                s += a.x[i * 16 + k] * b.x[k * 16 + j];\n"
+	"            t[i * 16 + j] = s;\n        }\n"
+	"    for (int i = 0; i < 256; i++)\n        d.x[i] = t[i];\n}\n"
+	"inline void store_matrix_sync(float *p, const fragment<accumulator, 16, 16, 16, float> &f,\n"
+	"                              unsigned ld, layout_t l)\n"
+	"{ (void)l; for (int r = 0; r < 16; r++) for (int c = 0; c < 16; c++) p[r * ld + c] = f.x[r * 16 + c]; }\n"
+	"}\n}\n"
+	"#else\n#include <cuda_fp16.h>\n#include <mma.h>\n#endif\n"
+	"using namespace nvcuda;\n"
+	"typedef wmma::fragment<wmma::accumulator, 16, 16, 16, float> rl_wmma_acc;\n\n";
+
 /* The scalar helpers, callable from kernels and host code alike. */
 static void emit_helper(struct rl_buf *c, const char *text)
 {
@@ -797,6 +835,8 @@ enum rl_status rl_emit_cuda(struct rl_graph *g, const struct rl_cuda_opts *o,
 		emit_helper(&d.c, rl_cg_helper_text[0]);
 	if (d.cg.need_bf16)
 		emit_helper(&d.c, rl_cg_helper_text[1]);
+	if (d.need_wmma)
+		rl_buf_printf(&d.c, "%s", wmma_prelude);
 	if (d.cg.need_tanh)
 		emit_helper(&d.c, rl_cg_helper_text[2]);
 	if (d.cg.need_erf)

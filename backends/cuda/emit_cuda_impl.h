@@ -45,6 +45,7 @@ struct cu {
 	struct rl_buf c, h, kernels, launches;
 	struct rl_cgen cg;
 	int nserial;
+	bool need_wmma;         /* a kernel uses tensor cores: the WMMA prelude */
 };
 
 static inline const struct rl_value *cu_val(struct cu *d, uint32_t v)

@@ -211,6 +211,116 @@ static void k_gemv(struct rl_cgen *cg, const struct mm *m, enum rl_dtype dt, boo
 	cg_line(cg, "}");
 }
 
+/* ---- float16 products on tensor cores (WMMA) ------------------------------ */
+
+#define CU_WMMA_BM 64 /* block tile: 4 warps, each 32 x 32 = 2 x 2 fragments */
+#define CU_WMMA_BK 16
+
+/*
+ * The product through 16 x 16 x 16 WMMA fragments: half A and B tiles staged
+ * in shared memory (zero outside the matrix, so any M, N, K), float
+ * accumulators kept in fragments across the K loop (RL_LOCAL), the result
+ * staged through shared memory so that Gemm's alpha and C, the float16
+ * rounding and the fused epilogue run per output as in the other kernels.
+ * Every thread of a warp runs the same wmma calls, as they require; the
+ * emulation's fragments hold whole tiles, so there each thread computes its
+ * warp's tile and the warp's identical stores agree.
+ */
+static void k_wmma(struct cu *d, const struct mm *m, enum rl_dtype dt, bool ta, bool tb,
+                   const char *aoff, const char *boff, const char *aix, const char *bix,
+                   double alpha, const struct rl_value *C, double beta, struct launch *L)
+{
+	struct rl_cgen *cg = &d->cg;
+	const int BM = CU_WMMA_BM, BK = CU_WMMA_BK, T = 128;
+	int64_t mt = (m->M + BM - 1) / BM, nt = (m->N + BM - 1) / BM;
+	d->need_wmma = true;
+	cg->need_half = 1;
+	L->grid = m->nb * mt * nt;
+	L->block = T;
+	L->phased = true;
+	cg_line(cg, "/* C[%lld x %lld] = A[%lld x %lld] B, %lld time%s, float16 on tensor cores: "
+	        "%d x %d outputs per block (4 warps of 2 x 2 WMMA 16x16x16 fragments, float "
+	        "accumulators), %d deep through shared memory */", (long long)m->M, (long long)m->N,
+	        (long long)m->M, (long long)m->K, (long long)m->nb, m->nb == 1 ? "" : "s", BM, BM, BK);
+	cg_line(cg, "__shared__ __align__(32) __half As[%d][%d];", BM, BK + 8);
+	cg_line(cg, "__shared__ __align__(32) __half Bs[%d][%d];", BK, BM + 8);
+	cg_line(cg, "__shared__ __align__(32) float Cs[%d][%d];", BM, BM + 4);
+	cg_line(cg, "RL_LOCAL(rl_wmma_acc, acc, [2][2]);");
+	cg_line(cg, "const int64_t bt = blockIdx.x / %lld;", (long long)(mt * nt));
+	cg_line(cg, "const int64_t m0 = blockIdx.x / %lld %% %lld * %d, n0 = blockIdx.x %% %lld * %d;",
+	        (long long)nt, (long long)mt, BM, (long long)nt, BM);
+	cg_line(cg, "const uint16_t *a = X0 + %s;", aoff);
+	cg_line(cg, "const uint16_t *b = X1 + %s;", boff);
+	cg_line(cg, "(void)bt;");
+	cg_line(cg, "RL_THREADS {");
+	cg_line(cg, "    for (int i = 0; i < 2; i++)");
+	cg_line(cg, "        for (int j = 0; j < 2; j++)");
+	cg_line(cg, "            wmma::fill_fragment(RL_L(acc)[i][j], 0.0f);");
+	cg_line(cg, "}");
+	cg_line(cg, "for (int64_t k0 = 0; k0 < %lld; k0 += %d) {", (long long)m->K, BK);
+	cg->indent++;
+	cg_line(cg, "RL_THREADS {");
+	cg->indent++;
+	cg_line(cg, "for (int e = threadIdx.x; e < %d; e += %d) {", BM * BK, T);
+	if (ta)
+		cg_line(cg, "    const int kk = e / %d, ii = e %% %d;", BM, BM);
+	else
+		cg_line(cg, "    const int ii = e / %d, kk = e %% %d;", BK, BK);
+	cg_line(cg, "    const int64_t gi = m0 + ii, gk = k0 + kk;");
+	cg_line(cg, "    As[ii][kk] = __ushort_as_half(gi < %lld && gk < %lld ? a[%s] : (uint16_t)0);",
+	        (long long)m->M, (long long)m->K, aix);
+	cg_line(cg, "}");
+	cg_line(cg, "for (int e = threadIdx.x; e < %d; e += %d) {", BM * BK, T);
+	if (tb)
+		cg_line(cg, "    const int jj = e / %d, kk = e %% %d;", BK, BK);
+	else
+		cg_line(cg, "    const int kk = e / %d, jj = e %% %d;", BM, BM);
+	cg_line(cg, "    const int64_t gj = n0 + jj, gk = k0 + kk;");
+	cg_line(cg, "    Bs[kk][jj] = __ushort_as_half(gj < %lld && gk < %lld ? b[%s] : (uint16_t)0);",
+	        (long long)m->N, (long long)m->K, bix);
+	cg_line(cg, "}");
+	cg->indent--;
+	cg_line(cg, "}");
+	cg_line(cg, "RL_SYNC");
+	cg_line(cg, "RL_THREADS {");
+	cg->indent++;
+	cg_line(cg, "const int w = threadIdx.x / 32, wr = w / 2, wc = w %% 2;");
+	cg_line(cg, "wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> fa[2];");
+	cg_line(cg, "wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> fb[2];");
+	cg_line(cg, "for (int i = 0; i < 2; i++)");
+	cg_line(cg, "    wmma::load_matrix_sync(fa[i], &As[wr * 32 + i * 16][0], %d);", BK + 8);
+	cg_line(cg, "for (int j = 0; j < 2; j++)");
+	cg_line(cg, "    wmma::load_matrix_sync(fb[j], &Bs[0][wc * 32 + j * 16], %d);", BM + 8);
+	cg_line(cg, "for (int i = 0; i < 2; i++)");
+	cg_line(cg, "    for (int j = 0; j < 2; j++)");
+	cg_line(cg, "        wmma::mma_sync(RL_L(acc)[i][j], fa[i], fb[j], RL_L(acc)[i][j]);");
+	cg->indent--;
+	cg_line(cg, "}");
+	cg_line(cg, "RL_SYNC");
+	cg->indent--;
+	cg_line(cg, "}");
+	cg_line(cg, "RL_THREADS {");
+	cg_line(cg, "    const int w = threadIdx.x / 32, wr = w / 2, wc = w %% 2;");
+	cg_line(cg, "    for (int i = 0; i < 2; i++)");
+	cg_line(cg, "        for (int j = 0; j < 2; j++)");
+	cg_line(cg, "            wmma::store_matrix_sync(&Cs[wr * 32 + i * 16][wc * 32 + j * 16], "
+	        "RL_L(acc)[i][j], %d, wmma::mem_row_major);", BM + 4);
+	cg_line(cg, "}");
+	cg_line(cg, "RL_SYNC");
+	cg_line(cg, "RL_THREADS {");
+	cg->indent++;
+	cg_line(cg, "for (int e = threadIdx.x; e < %d; e += %d) {", BM * BM, T);
+	cg->indent++;
+	cg_line(cg, "const int64_t gi = m0 + e / %d, gj = n0 + e %% %d;", BM, BM);
+	cg_line(cg, "if (gi >= %lld || gj >= %lld)", (long long)m->M, (long long)m->N);
+	cg_line(cg, "    continue;");
+	mm_store(cg, m, dt, alpha, C, beta, "Cs[e / 64][e % 64]");
+	cg->indent--;
+	cg_line(cg, "}");
+	cg->indent--;
+	cg_line(cg, "}");
+}
+
 enum rl_status cu_k_matmul(struct cu *d, uint32_t node, struct launch *L)
 {
 	struct rl_cgen *cg = &d->cg;
@@ -278,6 +388,10 @@ enum rl_status cu_k_matmul(struct cu *d, uint32_t node, struct launch *L)
 
 	if (m.M <= CU_GEMV_MAX_M) {
 		k_gemv(cg, &m, dt, tb, aoff, boff, aix, bix, alpha, C, beta, L);
+		return RL_OK;
+	}
+	if (dt == RL_DT_FLOAT16) { /* every GPU profile shipped has tensor cores (sm_80 on) */
+		k_wmma(d, &m, dt, ta, tb, aoff, boff, aix, bix, alpha, C, beta, L);
 		return RL_OK;
 	}
 	cg_line(cg, "/* C[%lld x %lld] = A[%lld x %lld] B, %lld time%s; %s: %lld x %lld outputs per "

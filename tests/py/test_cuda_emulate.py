@@ -54,17 +54,17 @@ SUBSET = [
 
 
 def build_cases():
-    """(name, model, {input: array}) for the hand-made cases."""
+    """(name, model, {input: array}, expected or None for onnxruntime's) per case."""
     rng = np.random.default_rng(12)
     cases = []
 
-    def add(name, nodes, inputs, outputs, inits=()):
+    def add(name, nodes, inputs, outputs, inits=(), expected=None):
         g = helper.make_graph(nodes, name,
                               [helper.make_tensor_value_info(k, F32, list(v.shape)) for k, v in inputs.items()],
                               [helper.make_tensor_value_info(k, F32, None) for k in outputs],
                               [numpy_helper.from_array(np.asarray(a), n) for n, a in inits])
         m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
-        cases.append((name, m, inputs))
+        cases.append((name, m, inputs, expected))
 
     def r(*shape):
         return rng.standard_normal(shape).astype(np.float32)
@@ -110,6 +110,15 @@ def build_cases():
         {"a": r(1, 300)}, ["y"], [("w", r(70, 300) * 0.1), ("c", r(70))])
     add("gemv_batched_rows", [helper.make_node("MatMul", ["a", "b"], ["y"])],
         {"a": r(3, 2, 50)}, ["y"], [("b", r(50, 33))])
+    # float16 on tensor cores (WMMA): the reference is the float32 product rounded to float16
+    a16, b16 = r(70, 40).astype(np.float16), r(40, 90).astype(np.float16)
+    g = helper.make_graph([helper.make_node("MatMul", ["a", "b"], ["y"])], "wmma",
+                          [helper.make_tensor_value_info("a", TensorProto.FLOAT16, [70, 40])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT16, None)],
+                          [numpy_helper.from_array(b16, "b")])
+    cases.append(("matmul_float16_wmma",
+                  helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8),
+                  {"a": a16}, (a16.astype(np.float32) @ b16.astype(np.float32)).astype(np.float16)))
     add("slice_steps", [helper.make_node("Slice", ["x", "st", "en", "ax", "sp"], ["y"])],
         {"x": r(6, 20, 9)}, ["y"], [("st", np.array([1, -2], np.int64)), ("en", np.array([19, 0], np.int64)),
                                     ("ax", np.array([1, 2], np.int64)), ("sp", np.array([3, -2], np.int64))])
@@ -127,14 +136,17 @@ def build_cases():
 
 
 def run_cases(rlopt, tmp, tally):
-    for name, model, inputs in build_cases():
+    for name, model, inputs, ref in build_cases():
         d = os.path.join(tmp, "case_" + name)
         os.makedirs(d)
         path = os.path.join(d, "model.onnx")
         with open(path, "wb") as f:
             f.write(model.SerializeToString())
-        sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
-        expected = sess.run(None, inputs)
+        if ref is None:
+            sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+            expected = sess.run(None, inputs)
+        else:
+            expected = [ref]
         cmd = [rlopt, "run", path, "-d", os.path.join(d, "out"), "--target", "cuda", "--emulate"]
         for k, v in inputs.items():
             p = os.path.join(d, k + ".pb")
@@ -146,7 +158,9 @@ def run_cases(rlopt, tmp, tally):
             tally.add("fail")
             continue
         _, got = rltest.read_pb(os.path.join(d, "out", "output_0.pb"))
-        ok, msg, _, _ = rltest.compare(got, expected[0], rtol=1e-3, atol=1e-5)
+        half = got.dtype == np.float16  # one float16 rounding apart at most, plus the sum's order
+        ok, msg, _, _ = rltest.compare(got, expected[0], rtol=2e-3 if half else 1e-3,
+                                       atol=2e-3 if half else 1e-5)
         # every case has a parallel CUDA kernel: none may fall back to the serial loop nest
         cu = os.path.join(d, "m.cu")
         gen = rltest.run([rlopt, path, "-o", cu], timeout=120)

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Every .cu the CUDA backend writes compiles with nvcc, warnings as errors.
 
-For the example models and a set of ONNX node-test models (elementwise and
-fused groups, MatMul, Gemm, Conv, pooling, normalization, shape ops), runs
+For the example models, a set of ONNX node-test models (elementwise and
+fused groups, MatMul, Gemm, Conv, pooling, normalization, shape ops) and a
+float16 Gemm (the tensor-core kernel), runs
 `rlopt MODEL -o X.cu` and then
 
     nvcc -arch=sm_90 -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror -c X.cu
@@ -24,6 +25,10 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import rltest  # noqa: E402
 
+import numpy as np  # noqa: E402
+import onnx  # noqa: E402
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
 NODE_TESTS = [
     "test_add_bcast", "test_gelu_tanh_1", "test_gemm_all_attributes", "test_matmul_4d",
     "test_conv_with_strides_padding", "test_softmax_axis_1", "test_layer_normalization_3d_axis1_epsilon",
@@ -31,6 +36,19 @@ NODE_TESTS = [
     "test_cast_FLOAT_to_FLOAT16", "test_and_bcast4v3d",
 ]
 ARCHS = ["sm_90", "sm_80"]
+
+
+def float16_gemm(path):
+    """A float16 Gemm with a fused Relu: the tensor-core (WMMA) kernel."""
+    b = np.random.default_rng(1).standard_normal((40, 90)).astype(np.float16)
+    g = helper.make_graph([helper.make_node("Gemm", ["a", "b", "c"], ["t"], alpha=0.5),
+                           helper.make_node("Relu", ["t"], ["y"])], "f16",
+                          [helper.make_tensor_value_info("a", TensorProto.FLOAT16, [70, 40])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT16, None)],
+                          [numpy_helper.from_array(b, "b"),
+                           numpy_helper.from_array(np.ones(90, np.float16), "c")])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), path)
+    return path
 
 
 def find_nvcc():
@@ -61,6 +79,7 @@ def main():
             tally.add("skip")
         return tally.finish()
     with tempfile.TemporaryDirectory(prefix="rlopt-cuda-nvcc-") as tmp:
+        models.append(("float16_gemm_wmma", float16_gemm(os.path.join(tmp, "f16.onnx"))))
         for name, model in models:
             cu = os.path.join(tmp, name + ".cu")
             r = rltest.run([rlopt, model, "-o", cu], timeout=120)
