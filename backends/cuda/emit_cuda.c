@@ -367,7 +367,7 @@ static const char prelude[] =
 	" * and profiling: each launch is waited for, checked, and named when it\n"
 	" * fails) instead of replaying the CUDA graph captured at init */\n"
 	"#ifdef RL_CUDA_NO_GRAPH\n#define RL_NO_GRAPH 1\n"
-	"static int rl_check(cudaStream_t s, const char *k)\n{\n"
+	"static inline int rl_check(cudaStream_t s, const char *k)\n{\n"
 	"    cudaError_t e = cudaStreamSynchronize(s);\n"
 	"    if (e == cudaSuccess)\n        e = cudaGetLastError();\n"
 	"    if (e != cudaSuccess)\n"
@@ -430,7 +430,8 @@ static void emit_helper(struct rl_buf *c, const char *text)
 			rl_buf_printf(c, "%s", p);
 			break;
 		}
-		rl_buf_printf(c, "%.*sstatic __host__ __device__ inline", (int)(q - p), p);
+		rl_buf_printf(c, "%.*sstatic __host__ __device__ inline __attribute__((unused))",
+		              (int)(q - p), p);
 		p = q + strlen(from);
 	}
 }
@@ -791,7 +792,7 @@ enum rl_status rl_emit_cuda(struct rl_graph *g, const struct rl_cuda_opts *o,
 	for (uint32_t v = 0; v < g->nvalues; v++)
 		if (d.pl.vals[v].st == RL_PLAN_CONST) {
 			d.coff[v] = d.cst_size;
-			d.cst_size += align_up((int64_t)g->values[v].nbytes);
+			d.cst_size += align_up((int64_t)g->values[v].nbytes + 1); /* distinct, even if empty */
 		}
 	d.side = d.cst_size > wmax;
 	if (d.side) {
@@ -809,11 +810,11 @@ enum rl_status rl_emit_cuda(struct rl_graph *g, const struct rl_cuda_opts *o,
 	}
 	for (uint32_t i = 0; i < g->ninputs; i++) {
 		d.io_in[i] = d.io_size;
-		d.io_size += align_up(value_bytes(g, g->inputs[i]));
+		d.io_size += align_up(value_bytes(g, g->inputs[i]) + 1);
 	}
 	for (uint32_t i = 0; i < g->noutputs; i++) {
 		d.io_out[i] = d.io_size;
-		d.io_size += align_up(value_bytes(g, g->outputs[i]));
+		d.io_size += align_up(value_bytes(g, g->outputs[i]) + 1);
 	}
 	if ((st = emit_kernels(&d)) != RL_OK)
 		goto fail;

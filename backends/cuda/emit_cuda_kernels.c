@@ -169,7 +169,14 @@ enum rl_status cu_k_elemwise(struct cu *d, const struct rl_cgen_group *gr, struc
 	        "o += stride) {", (long long)ne);
 	cg->indent++;
 	for (int k = 0; k < gr->nin; k++) {
-		if (gr->in[k] == RL_NONE)
+		/* an input only CastLike reads for its type is never loaded */
+		bool read = false;
+		for (int j = 0; j < gr->nnodes && !read && gr->in[k] != RL_NONE; j++) {
+			const struct rl_node *nj = &d->g->nodes[gr->nodes[j]];
+			for (int q = 0; q < nj->nin && !read; q++)
+				read = nj->in[q] == gr->in[k] && !(nj->op == RL_OP_CastLike && q == 1);
+		}
+		if (!read)
 			continue;
 		const struct rl_value *x = cu_val(d, gr->in[k]);
 		char ix[1024], src[1100];

@@ -10,8 +10,10 @@ float16 Gemm (the tensor-core kernel), runs
     nvcc -arch=sm_80 (the same)
 
 (device code for Hopper and Ampere; the host side through the host compiler
-with -Wall -Wextra). nvcc is found on PATH, else under /usr/local/cuda*/bin;
-without it every case is skipped with that reason printed. Ends with
+with -Wall -Wextra), and the emulation build, g++ -std=c++17 -x c++
+-DRL_CUDA_EMULATE -Wall -Wextra -Werror -c X.cu, which needs no CUDA. nvcc is
+found on PATH, else under /usr/local/cuda*/bin; without it the nvcc cases
+are skipped with that reason printed. Ends with
 "N passed, N failed, N skipped".
 """
 
@@ -74,10 +76,7 @@ def main():
     nvcc = find_nvcc()
     if not nvcc:
         print("skip: nvcc not found on PATH or under /usr/local/cuda*/bin "
-              "(install the CUDA toolkit to run this check)")
-        for _ in models:
-            tally.add("skip")
-        return tally.finish()
+              "(install the CUDA toolkit to run the nvcc half of this check)")
     with tempfile.TemporaryDirectory(prefix="rlopt-cuda-nvcc-") as tmp:
         models.append(("float16_gemm_wmma", float16_gemm(os.path.join(tmp, "f16.onnx"))))
         for name, model in models:
@@ -87,7 +86,15 @@ def main():
                 print(f"FAIL {name}: rlopt -o {name}.cu: {r.describe()}")
                 tally.add("fail")
                 continue
+            e = rltest.run(["g++", "-std=c++17", "-x", "c++", "-DRL_CUDA_EMULATE", "-Wall", "-Wextra",
+                            "-Werror", "-c", cu, "-o", os.path.join(tmp, name + ".emu.o")], timeout=300)
+            print(f"{'ok  ' if e.ok else 'FAIL'} {name} g++ -DRL_CUDA_EMULATE -Wall -Wextra"
+                  + ("" if e.ok else ": " + e.describe(20)))
+            tally.add("pass" if e.ok else "fail")
             for arch in ARCHS:
+                if not nvcc:
+                    tally.add("skip")
+                    continue
                 c = rltest.run([nvcc, "-arch=" + arch, "-Werror", "all-warnings",
                                 "-Xcompiler", "-Wall,-Wextra,-Werror", "-c", cu,
                                 "-o", os.path.join(tmp, f"{name}.{arch}.o")], timeout=300)
