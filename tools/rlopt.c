@@ -655,9 +655,15 @@ static int cmd_main(int argc, char **argv)
 
 static int cmd_ops(bool cuda)
 {
-	for (int i = 0; i < RL_OP_COUNT_; i++)
-		if (cuda ? rl_emit_cuda_supports((enum rl_op)i) : rl_emit_c_supports((enum rl_op)i))
+	for (int i = 0; i < RL_OP_COUNT_; i++) {
+		const char *note = cuda ? rl_emit_cuda_note((enum rl_op)i) : NULL;
+		if (!(cuda ? rl_emit_cuda_supports((enum rl_op)i) : rl_emit_c_supports((enum rl_op)i)))
+			continue;
+		if (note)
+			printf("%-22s # %s\n", rl_op_table[i].name, note);
+		else
 			printf("%s\n", rl_op_table[i].name);
+	}
 	return RL_EXIT_OK;
 }
 

@@ -745,6 +745,27 @@ bool rl_emit_cuda_supports(enum rl_op op)
 	        rl_emit_c_supports(op));
 }
 
+const char *rl_emit_cuda_note(enum rl_op op)
+{
+	if (!rl_emit_cuda_supports(op))
+		return NULL;
+	switch (op) {
+	case RL_OP_MatMul: case RL_OP_Gemm: case RL_OP_Conv: case RL_OP_Softmax:
+	case RL_OP_LogSoftmax: case RL_OP_LayerNormalization: case RL_OP_Transpose:
+	case RL_OP_Expand: case RL_OP_Slice: case RL_OP_Concat: case RL_OP_Split: case RL_OP_Gather:
+	case RL_OP_Reshape: case RL_OP_Squeeze: case RL_OP_Unsqueeze: case RL_OP_Flatten:
+	case RL_OP_Identity:
+		return NULL;
+	default:
+		break;
+	}
+	if (cg_elemwise_has_expr(op))
+		return NULL;
+	if (rl_op_table[op].family == RL_FAM_REDUCE && op != RL_OP_ArgMax && op != RL_OP_ArgMin)
+		return "CUDA kernel for float types with constant axes; else the C loop nest on the GPU";
+	return "the C backend's loop nest on the GPU (split over its outer loop, or serial)";
+}
+
 enum rl_status rl_emit_cuda(struct rl_graph *g, const struct rl_cuda_opts *o,
                             const char *cu_path, char *err, size_t errlen)
 {

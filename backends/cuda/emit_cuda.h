@@ -28,5 +28,8 @@ enum rl_status rl_emit_cuda(struct rl_graph *g, const struct rl_cuda_opts *o,
 
 /* Ops the CUDA backend can emit (for `rlopt ops --target cuda`). */
 bool rl_emit_cuda_supports(enum rl_op op);
+/* How a supported op runs: NULL for a CUDA kernel of its own (for the usual
+ * dtypes and forms), else a note such as "the C loop nest on the GPU". */
+const char *rl_emit_cuda_note(enum rl_op op);
 
 #endif /* RL_EMIT_CUDA_H */
