@@ -58,13 +58,13 @@ def build_cases():
     rng = np.random.default_rng(12)
     cases = []
 
-    def add(name, nodes, inputs, outputs, inits=(), expected=None):
+    def add(name, nodes, inputs, outputs, inits=(), expected=None, args=()):
         g = helper.make_graph(nodes, name,
                               [helper.make_tensor_value_info(k, F32, list(v.shape)) for k, v in inputs.items()],
                               [helper.make_tensor_value_info(k, F32, None) for k in outputs],
                               [numpy_helper.from_array(np.asarray(a), n) for n, a in inits])
         m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
-        cases.append((name, m, inputs, expected))
+        cases.append((name, m, inputs, expected, list(args)))
 
     def r(*shape):
         return rng.standard_normal(shape).astype(np.float32)
@@ -72,6 +72,9 @@ def build_cases():
     # products: tiled (more than 4 rows) and GEMV (up to 4 rows, both B layouts)
     add("matmul_partial_tiles", [helper.make_node("MatMul", ["a", "b"], ["y"])],
         {"a": r(70, 90), "b": r(90, 130)}, ["y"])
+    # without the tile pass (-O0): the default 64 x 64 tile
+    add("matmul_default_tile_O0", [helper.make_node("MatMul", ["a", "b"], ["y"])],
+        {"a": r(130, 70), "b": r(70, 100)}, ["y"], args=["-O0"])
     add("matmul_batch_bcast", [helper.make_node("MatMul", ["a", "b"], ["y"])],
         {"a": r(2, 1, 33, 40), "b": r(3, 40, 17)}, ["y"])
     add("gemm_trans_bias_relu",
@@ -118,7 +121,7 @@ def build_cases():
                           [numpy_helper.from_array(b16, "b")])
     cases.append(("matmul_float16_wmma",
                   helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8),
-                  {"a": a16}, (a16.astype(np.float32) @ b16.astype(np.float32)).astype(np.float16)))
+                  {"a": a16}, (a16.astype(np.float32) @ b16.astype(np.float32)).astype(np.float16), []))
     add("slice_steps", [helper.make_node("Slice", ["x", "st", "en", "ax", "sp"], ["y"])],
         {"x": r(6, 20, 9)}, ["y"], [("st", np.array([1, -2], np.int64)), ("en", np.array([19, 0], np.int64)),
                                     ("ax", np.array([1, 2], np.int64)), ("sp", np.array([3, -2], np.int64))])
@@ -136,7 +139,7 @@ def build_cases():
 
 
 def run_cases(rlopt, tmp, tally):
-    for name, model, inputs, ref in build_cases():
+    for name, model, inputs, ref, args in build_cases():
         d = os.path.join(tmp, "case_" + name)
         os.makedirs(d)
         path = os.path.join(d, "model.onnx")
@@ -147,7 +150,7 @@ def run_cases(rlopt, tmp, tally):
             expected = sess.run(None, inputs)
         else:
             expected = [ref]
-        cmd = [rlopt, "run", path, "-d", os.path.join(d, "out"), "--target", "cuda", "--emulate"]
+        cmd = [rlopt, "run", path, "-d", os.path.join(d, "out"), "--target", "cuda", "--emulate"] + args
         for k, v in inputs.items():
             p = os.path.join(d, k + ".pb")
             rltest.write_pb(p, v, k)
@@ -163,7 +166,7 @@ def run_cases(rlopt, tmp, tally):
                                        atol=2e-3 if half else 1e-5)
         # every case has a parallel CUDA kernel: none may fall back to the serial loop nest
         cu = os.path.join(d, "m.cu")
-        gen = rltest.run([rlopt, path, "-o", cu], timeout=120)
+        gen = rltest.run([rlopt, path, "-o", cu] + args, timeout=120)
         if not gen.ok:
             ok, msg = False, "rlopt -o m.cu: " + gen.describe()
         else:
