@@ -118,6 +118,10 @@ bool rl_cli_machine(const struct rl_cli_opts *o, struct rl_machine *m);
 /* The folder of an output path must exist; prints the error. */
 bool rl_cli_check_out_dir(const char *path);
 
+/* CUDA (cuda_cli.c): --hw defaults to a GPU profile; a CPU profile is
+ * refused with one line. */
+bool rl_cli_cuda_hw(struct rl_cli_opts *o);
+
 int rl_cmd_run(int argc, char **argv);
 /* Run argv (argv[0] looked up in PATH) with stdout and stderr to the file
  * log, in cwd (NULL: here), killed after timeout_s. Returns the wait status

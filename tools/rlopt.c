@@ -8,6 +8,7 @@
 #include "cli.h"
 
 #include "backends/c/emit.h"
+#include "backends/cuda/emit_cuda.h"
 #include "backends/report/report.h"
 #include "frontends/onnx/onnx.h"
 #include "passes/pass.h"
@@ -22,6 +23,9 @@
 static const char usage_text[] =
 	"usage: rlopt MODEL.onnx -o OUT.c [options]     generate C (OUT.c, OUT.h)\n"
 	"       rlopt MODEL.onnx -o OUT.onnx [options]  write the (optimized) model\n"
+	"       rlopt MODEL.onnx -o OUT.cu [options]    generate CUDA (OUT.cu, OUT.h; --hw a GPU,\n"
+	"                                 default h200); `rlopt run --target cuda --emulate`\n"
+	"                                 runs its kernels on the CPU\n"
 	"       rlopt run MODEL.onnx -i IN.pb... -d OUTDIR [options]\n"
 	"                                 generate, compile with $CC, run, write OUTDIR/output_K.pb\n"
 	"       rlopt report MODEL.onnx [--batch B[,B...]] [-O0|-O1|-O2|--passes P] [--per-node]\n"
@@ -62,6 +66,9 @@ static const char usage_text[] =
 	"  --cflags 'FLAGS'      (run) extra compiler flags, after -std=c11 -O2 (no shell)\n"
 	"  --timeout S           (run) limit on compile and run time in seconds (default 600)\n"
 	"  --keep                (run) keep the temporary build folder\n"
+	"  --target c|cuda       backend (default: from -o's extension; run: c)\n"
+	"  --emulate             (run --target cuda) build the .cu with $CXX or g++ and run every\n"
+	"                        kernel on the CPU (default: nvcc and the GPU)\n"
 	"  -v                    verbose\n"
 	"\n"
 	"exit codes: 0 success, 1 usage error, 2 bad or unsupported input,\n"
@@ -526,7 +533,7 @@ static int cmd_main(int argc, char **argv)
 {
 	struct rl_cli_opts o;
 	rl_cli_opts_init(&o);
-	const char *model = NULL, *out = NULL;
+	const char *model = NULL, *out = NULL, *target = NULL;
 	for (int i = 1; i < argc; i++) {
 		int r = rl_cli_parse_common(&o, argc, argv, &i);
 		if (r < 0)
@@ -538,6 +545,9 @@ static int cmd_main(int argc, char **argv)
 			if (!(v = optval(argc, argv, &i, "-o")))
 				return RL_EXIT_USAGE;
 			out = v;
+		} else if (is_flag(argv[i], "--target")) {
+			if (!(target = optval(argc, argv, &i, "--target")))
+				return RL_EXIT_USAGE;
 		} else if (argv[i][0] == '-' && argv[i][1]) {
 			usage_error("unknown option '%s'", argv[i]);
 			return RL_EXIT_USAGE;
@@ -556,12 +566,27 @@ static int cmd_main(int argc, char **argv)
 		usage_error("%s", "no output given: use -o OUT.c (or -o OUT.onnx)");
 		return RL_EXIT_USAGE;
 	}
-	if (!ends_with(out, ".c") && !ends_with(out, ".onnx")) {
-		usage_error("output '%s' must end in .c or .onnx", out);
+	/* CUDA: -o X.cu or --target cuda (which wants X.cu) */
+	bool to_cu = ends_with(out, ".cu");
+	if (target && strcmp(target, "c") != 0 && strcmp(target, "cuda") != 0) {
+		usage_error("--target wants c or cuda, not '%s'", target);
+		return RL_EXIT_USAGE;
+	}
+	if (target && (strcmp(target, "cuda") == 0) != to_cu) {
+		usage_error("%s", strcmp(target, "cuda") == 0 ? "--target cuda writes OUT.cu"
+		                                              : "--target c writes OUT.c");
+		return RL_EXIT_USAGE;
+	}
+	if (!ends_with(out, ".c") && !ends_with(out, ".onnx") && !to_cu) {
+		usage_error("output '%s' must end in .c, .cu or .onnx", out);
 		return RL_EXIT_USAGE;
 	}
 	unsigned used = (RL_OPT_BIT(RL_OPT_COUNT_) - 1) & ~RL_OPT_BIT(RL_OPT_BATCH_LIST);
-	if (!ends_with(out, ".c"))
+	if (to_cu && !rl_cli_check_used(&o, used, "rlopt MODEL -o OUT.cu"))
+		return RL_EXIT_USAGE;
+	if (to_cu && !rl_cli_cuda_hw(&o))
+		return RL_EXIT_INPUT;
+	if (!ends_with(out, ".c") && !to_cu)
 		used &= ~RL_OPT_BIT(RL_OPT_WEIGHTS_MAX); /* constants stay in the ONNX file */
 	if (!rl_cli_check_used(&o, used, ends_with(out, ".c") ? "rlopt MODEL -o OUT.c"
 	                                                      : "rlopt MODEL -o OUT.onnx"))
@@ -581,8 +606,8 @@ static int cmd_main(int argc, char **argv)
 			return RL_EXIT_INPUT;
 	}
 	bool to_c = ends_with(out, ".c");
-	o.onnx_out = !to_c;
-	struct rl_graph *g = rl_cli_load(model, &o, to_c);
+	o.onnx_out = !to_c && !to_cu;
+	struct rl_graph *g = rl_cli_load(model, &o, to_c || to_cu);
 	if (!g)
 		return RL_EXIT_INPUT;
 	char err[1024];
@@ -611,6 +636,9 @@ static int cmd_main(int argc, char **argv)
 	if (to_c) {
 		struct rl_cgen_opts co = {.prefix = NULL, .weights_max = o.weights_max};
 		st = rl_emit_c(g, &co, out, err, sizeof(err));
+	} else if (to_cu) {
+		struct rl_cuda_opts cuo = {.prefix = NULL, .weights_max = o.weights_max};
+		st = rl_emit_cuda(g, &cuo, out, err, sizeof(err));
 	} else {
 		st = rl_onnx_write(g, out, err, sizeof(err));
 	}
@@ -628,16 +656,21 @@ static int cmd_main(int argc, char **argv)
 	return RL_EXIT_OK;
 }
 
-static int cmd_ops(void)
+static int cmd_ops(bool cuda)
 {
-	for (int i = 0; i < RL_OP_COUNT_; i++)
-		if (rl_emit_c_supports((enum rl_op)i)) {
-			/* ops of other domains as the conformance driver keys them */
-			const char *dom = rl_op_domain((enum rl_op)i);
+	for (int i = 0; i < RL_OP_COUNT_; i++) {
+		const char *note = cuda ? rl_emit_cuda_note((enum rl_op)i) : NULL;
+		if (!(cuda ? rl_emit_cuda_supports((enum rl_op)i) : rl_emit_c_supports((enum rl_op)i)))
+			continue;
+		/* ops of other domains as the conformance driver keys them */
+		const char *dom = rl_op_domain((enum rl_op)i);
+		if (note)
+			printf("%s%s%-22s # %s\n", dom, *dom ? ":" : "", rl_op_table[i].name, note);
+		else
 			printf("%s%s%s\n", dom, *dom ? ":" : "", rl_op_table[i].name);
-		}
+	}
 	/* lowered by the reader into the operators above */
-	for (int i = 0; rl_onnx_lowered_op(i); i++)
+	for (int i = 0; !cuda && rl_onnx_lowered_op(i); i++)
 		printf("%s\n", rl_onnx_lowered_op(i));
 	return RL_EXIT_OK;
 }
@@ -763,12 +796,15 @@ int main(int argc, char **argv)
 		return rl_cmd_report(argc - 1, argv + 1);
 	if (strcmp(c, "diff") == 0)
 		return rl_cmd_diff(argc - 1, argv + 1);
+	if (strcmp(c, "ops") == 0 && argc == 4 && strcmp(argv[2], "--target") == 0 &&
+	    (strcmp(argv[3], "cuda") == 0 || strcmp(argv[3], "c") == 0))
+		return cmd_ops(strcmp(argv[3], "cuda") == 0);
 	if ((strcmp(c, "ops") == 0 || strcmp(c, "hw") == 0) && argc > 2) {
 		fprintf(stderr, "rlopt: %s: takes no options or arguments, not '%s'\n", c, argv[2]);
 		return RL_EXIT_USAGE;
 	}
 	if (strcmp(c, "ops") == 0)
-		return cmd_ops();
+		return cmd_ops(false);
 	if (strcmp(c, "hw") == 0)
 		return cmd_hw();
 	if (strcmp(c, "probe") == 0)

@@ -3,6 +3,12 @@
  * and write TensorProto outputs. This is how users and the conformance tests
  * check generated code against a reference.
  *
+ * --target cuda writes model.cu instead and builds it with nvcc for the GPU
+ * here, or with --emulate with $CXX (else g++) as C++ with -DRL_CUDA_EMULATE,
+ * which runs every block and thread of every kernel on the CPU: the same
+ * harness, the same outputs, so the conformance tests check the CUDA
+ * kernels' numerics on any machine.
+ *
  * The generated model and a small harness are compiled in a private temporary
  * folder with --cc, $CC or cc, then -std=c11 -O2 and --cflags, run without a
  * shell (-v prints the command); the harness reads raw input
@@ -14,6 +20,7 @@
 #include "cli.h"
 
 #include "backends/c/emit.h"
+#include "backends/cuda/emit_cuda.h"
 #include "frontends/onnx/onnx.h"
 #include "passes/pass.h"
 
@@ -187,7 +194,7 @@ int rl_cmd_run(int argc, char **argv)
 	const char *inputs[RL_MAX_IO];
 	int nin = 0, timeout_s = 600, threads = 0;
 	const char *cc_opt = NULL, *cflags = NULL;
-	bool keep = false;
+	bool keep = false, cuda = false, emulate = false;
 	for (int i = 1; i < argc; i++) {
 		int r = rl_cli_parse_common(&o, argc, argv, &i);
 		if (r < 0)
@@ -238,6 +245,14 @@ int rl_cmd_run(int argc, char **argv)
 			}
 		} else if (!strcmp(a, "--keep")) {
 			keep = true;
+		} else if (!strcmp(a, "--emulate")) {
+			emulate = true;
+		} else if (!strcmp(a, "--target")) {
+			if (i + 1 >= argc || (strcmp(argv[i + 1], "c") && strcmp(argv[i + 1], "cuda"))) {
+				fprintf(stderr, "rlopt: run: --target wants c or cuda\n");
+				return RL_EXIT_USAGE;
+			}
+			cuda = !strcmp(argv[++i], "cuda");
 		} else if (a[0] == '-' && a[1]) {
 			fprintf(stderr, "rlopt: run: unknown option '%s'\nTry 'rlopt --help'.\n", a);
 			return RL_EXIT_USAGE;
@@ -256,6 +271,12 @@ int rl_cmd_run(int argc, char **argv)
 	if (!rl_cli_check_used(&o, (RL_OPT_BIT(RL_OPT_COUNT_) - 1) & ~(RL_OPT_BIT(RL_OPT_BATCH_LIST) |
 	                           RL_OPT_BIT(RL_OPT_REPORT) | RL_OPT_BIT(RL_OPT_FORMAT)), "run"))
 		return RL_EXIT_USAGE;
+	if (emulate && !cuda) {
+		fprintf(stderr, "rlopt: run: --emulate runs CUDA kernels on the CPU: give --target cuda\n");
+		return RL_EXIT_USAGE;
+	}
+	if (cuda && !rl_cli_cuda_hw(&o))
+		return RL_EXIT_INPUT;
 	struct stat sb;
 	if (stat(outdir, &sb) != 0) {
 		char probe[4096];
@@ -309,12 +330,14 @@ int rl_cmd_run(int argc, char **argv)
 		goto out;
 	}
 	char path[4096], cfile[4096], hfile[4096], prog[4096], log[4096];
-	snprintf(cfile, sizeof(cfile), "%s/model.c", tmp);
+	snprintf(cfile, sizeof(cfile), "%s/model.%s", tmp, cuda ? "cu" : "c");
 	snprintf(hfile, sizeof(hfile), "%s/harness.c", tmp);
 	snprintf(prog, sizeof(prog), "%s/model", tmp);
 	snprintf(log, sizeof(log), "%s/log.txt", tmp);
 	struct rl_cgen_opts co = {.prefix = "model", .weights_max = o.weights_max};
-	if (rl_emit_c(g, &co, cfile, err, sizeof(err)) != RL_OK) {
+	struct rl_cuda_opts cuo = {.prefix = "model", .weights_max = o.weights_max};
+	if ((cuda ? rl_emit_cuda(g, &cuo, cfile, err, sizeof(err))
+	          : rl_emit_c(g, &co, cfile, err, sizeof(err))) != RL_OK) {
 		fprintf(stderr, "rlopt: %s\n", err);
 		goto out;
 	}
@@ -334,18 +357,26 @@ int rl_cmd_run(int argc, char **argv)
 	 * are split at blanks into words handed to execvp as they are, so shell
 	 * metacharacters reach the compiler as text and are never run. The
 	 * user's flags come after -O2 and so can override it. */
-	const char *cc = cc_opt ? cc_opt : getenv("CC");
+	const char *cc = cc_opt ? cc_opt : getenv(cuda && emulate ? "CXX" : "CC");
+	if (cuda && !emulate && !cc_opt)
+		cc = "nvcc";
 	if (!cc || !*cc)
-		cc = "cc";
+		cc = cuda ? "g++" : "cc";
 	char words[8192];
-	snprintf(words, sizeof(words), "%s -std=c11 -O2 %s", cc, cflags ? cflags : "");
+	if (cuda && emulate) /* the harness is C that is also C++ */
+		snprintf(words, sizeof(words), "%s -std=c++17 -O2 -DRL_CUDA_EMULATE %s -x c++", cc,
+		         cflags ? cflags : "");
+	else if (cuda)
+		snprintf(words, sizeof(words), "%s -O2 -arch=native %s", cc, cflags ? cflags : "");
+	else
+		snprintf(words, sizeof(words), "%s -std=c11 -O2 %s", cc, cflags ? cflags : "");
 	char *cargv[256];
 	int cn = 0;
 	for (char *p = strtok(words, " \t\n"); p && cn < 248; p = strtok(NULL, " \t\n"))
 		cargv[cn++] = p;
 	cargv[cn++] = "-o";
 	cargv[cn++] = "model";
-	cargv[cn++] = "model.c";
+	cargv[cn++] = cuda ? "model.cu" : "model.c";
 	cargv[cn++] = "harness.c";
 	cargv[cn++] = "-lm";
 	cargv[cn] = NULL;
@@ -358,8 +389,12 @@ int rl_cmd_run(int argc, char **argv)
 	}
 	int st = rl_cli_run_child(cargv, log, tmp, timeout_s);
 	if (st == -1 || st == -2 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-		if (st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 127)
-			fprintf(stderr, "rlopt: run: compiler '%s' not found (set CC)\n", cc);
+		if (st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 127 && cuda && !emulate)
+			fprintf(stderr, "rlopt: run: '%s' not found: install the CUDA toolkit (package "
+			        "cuda-toolkit, or nvidia-cuda-toolkit), or add --emulate\n", cc);
+		else if (st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 127)
+			fprintf(stderr, "rlopt: run: compiler '%s' not found (set %s)\n", cc,
+			        cuda ? "CXX" : "CC");
 		else if (st == -1)
 			fprintf(stderr, "rlopt: run: compiler '%s' timed out after %d s\n", cc, timeout_s);
 		else

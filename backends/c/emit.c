@@ -409,6 +409,8 @@ struct driver {
 	struct rl_buf c, h, kernels;
 	unsigned char *side; /* side file bytes */
 	struct rl_cgen cg;
+	bool (*supports)(enum rl_op); /* the backend's op list (rl_emit_plan) */
+	const char *backend;          /* "C", "CUDA": for the unsupported-op message */
 };
 
 static void sanitize(const char *in, char *out, size_t n)
@@ -862,13 +864,13 @@ static enum rl_status plan(struct driver *d)
 		 * (ConstantOfShape, Expand, Range filling weights): running the node
 		 * costs less than a source file full of literals */
 		bool inflating = out_bytes > 16384 && out_bytes > 4 * in_bytes &&
-		                 rl_emit_c_supports(n->op);
+		                 d->supports(n->op);
 		if (all_const && !inflating)
 			continue;
-		if (!rl_emit_c_supports(n->op))
+		if (!d->supports(n->op))
 			return rl_graph_error(g, n, RL_ERR_UNSUPPORTED,
-			                      "the C backend does not implement %s yet",
-			                      rl_op_table[n->op].name);
+			                      "the %s backend does not implement %s yet",
+			                      d->backend, rl_op_table[n->op].name);
 		d->exec[i] = true;
 	}
 	/* fused groups, then the order kernels run in */
@@ -1489,6 +1491,9 @@ static const char erf_helper[] =
 	"    return y * p / q;\n"
 	"}\n\n";
 
+/* The helper texts, for the CUDA backend (emit.h). */
+const char *const rl_cg_helper_text[4] = {half_helpers, bf16_helpers, tanh_helper, erf_helper};
+
 static void dims_list(const struct rl_shape *s, char *b, size_t n)
 {
 	size_t p = 0;
@@ -1525,7 +1530,7 @@ static enum rl_status write_files(struct driver *d, const char *c_path,
 enum rl_status rl_emit_c(struct rl_graph *g, const struct rl_cgen_opts *o,
                          const char *c_path, char *err, size_t errlen)
 {
-	struct driver d = {.g = g};
+	struct driver d = {.g = g, .supports = rl_emit_c_supports, .backend = "C"};
 	d.cg.g = g;
 	enum rl_status st;
 	char prefix[64], hbase[512], h_path[4096], w_path[4096], wbase[512];
@@ -1928,4 +1933,55 @@ done:
 	rl_buf_free(&d.cg.init);
 	rl_buf_free(&d.cg.fini);
 	return st;
+}
+
+/* ---- the run plan, for other backends (emit.h) ----------------------------
+ * The same plan() the C file is written from, copied out: a backend that
+ * uses it runs the same kernels in the same order on the same storage. */
+_Static_assert((int)ST_ALIAS == (int)RL_PLAN_ALIAS && (int)ST_WORKSPACE == (int)RL_PLAN_WORKSPACE &&
+               (int)ST_INPUT == (int)RL_PLAN_INPUT, "enum storage follows enum rl_plan_storage");
+
+enum rl_status rl_emit_plan(struct rl_graph *g, bool (*supports)(enum rl_op),
+                            const char *backend, struct rl_plan *p)
+{
+	struct driver d = {.g = g, .supports = supports, .backend = backend};
+	enum rl_status st = RL_OK;
+	memset(p, 0, sizeof(*p));
+	g->err[0] = 0;
+	if (!g->norder && g->nnodes)
+		st = rl_graph_toposort(g);
+	if (st == RL_OK)
+		st = plan(&d);
+	p->vals = calloc((size_t)g->nvalues + 1, sizeof(*p->vals));
+	RL_ASSERT(p->vals);
+	for (uint32_t v = 0; d.vi && v < g->nvalues; v++)
+		p->vals[v] = (struct rl_plan_val){(enum rl_plan_storage)d.vi[v].st, d.vi[v].io,
+		                                  d.vi[v].off, d.vi[v].alias};
+	p->units = calloc((size_t)d.nunits + 1, sizeof(*p->units));
+	RL_ASSERT(p->units);
+	for (uint32_t u = 0; u < d.nunits; u++)
+		p->units[u] = (struct rl_plan_unit){d.units[u].view, d.units[u].node, d.units[u].grp,
+		                                    d.units[u].k};
+	p->nunits = d.nunits;
+	p->grps = d.grps;
+	p->ngrps = d.ngrps;
+	p->ws_size = d.ws_size;
+	free(d.grp_of);
+	free(d.units);
+	free(d.vi);
+	free(d.exec);
+	return st;
+}
+
+void rl_emit_plan_free(struct rl_plan *p)
+{
+	for (uint32_t q = 0; q < p->ngrps; q++) {
+		free(p->grps[q].nodes);
+		free(p->grps[q].in);
+		free(p->grps[q].out);
+	}
+	free(p->grps);
+	free(p->vals);
+	free(p->units);
+	memset(p, 0, sizeof(*p));
 }

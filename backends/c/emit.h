@@ -362,4 +362,46 @@ bool cg_elemwise_vexpr(struct rl_cgen *cg, uint32_t node, const char *const *in,
  * dtypes do not fit it; then nothing was written. */
 bool cg_elemwise_vec_single(struct rl_cgen *cg, uint32_t node, enum rl_status *st);
 
+/* ---- the run plan, for other backends (the CUDA emitter) ----------------
+ * What rl_emit_c decides before it writes a kernel: which nodes run, the
+ * fused groups that passed the driver's checks, the order kernels run in,
+ * views, and where every value lives (workspace offsets from the lifetime
+ * plan). rl_emit_plan fails, naming node and op, when supports() refuses an
+ * op that must run ("the BACKEND backend does not implement OP yet"). */
+enum rl_plan_storage {
+	RL_PLAN_NONE,      /* not needed at run time */
+	RL_PLAN_INPUT,     /* graph input io */
+	RL_PLAN_OUTPUT,    /* graph output io, written in place */
+	RL_PLAN_CONST,     /* constant: the value's data */
+	RL_PLAN_WORKSPACE, /* at off in the workspace */
+	RL_PLAN_ALIAS,     /* a view of value alias's storage */
+};
+struct rl_plan_val {
+	enum rl_plan_storage st;
+	int io;
+	int64_t off;
+	uint32_t alias;
+};
+struct rl_plan_unit {
+	bool view;     /* no kernel: the output aliases the input */
+	uint32_t node; /* the node; for a group its first node in g->order */
+	int32_t grp;   /* index in grps, -1 for a single node */
+	uint32_t k;    /* kernel number: g->order position of node */
+};
+struct rl_plan {
+	struct rl_plan_val *vals;   /* per value */
+	struct rl_plan_unit *units; /* in run order */
+	uint32_t nunits;
+	struct rl_cgen_group *grps;
+	uint32_t ngrps;
+	int64_t ws_size;            /* workspace bytes */
+};
+/* The scalar helpers a kernel may call, as the C file defines them:
+ * [0] rl_h2f/rl_f2h (need_half), [1] rl_b2f/rl_f2b (need_bf16),
+ * [2] rl_tanhf (need_tanh), [3] rl_erff (need_erf). */
+extern const char *const rl_cg_helper_text[4];
+enum rl_status rl_emit_plan(struct rl_graph *g, bool (*supports)(enum rl_op),
+                            const char *backend, struct rl_plan *p);
+void rl_emit_plan_free(struct rl_plan *p);
+
 #endif /* RL_EMIT_C_H */

@@ -1,0 +1,77 @@
+/*
+ * emit_cuda_impl.h - what the CUDA backend's files share (private): the
+ * driver's state, a kernel's launch shape, and the kernel writers. Each
+ * writer appends the body of one __global__ function to d->cg.body (inputs
+ * X0.., outputs Y0.., as the C backend's kernels) and fills in the launch.
+ */
+#ifndef RL_EMIT_CUDA_IMPL_H
+#define RL_EMIT_CUDA_IMPL_H
+
+#include "emit_cuda.h"
+
+#include "backends/c/emit.h"
+
+#define CU_ALIGN 256        /* device allocations and arena slots */
+#define CU_THREADS 256      /* threads per block of an elementwise kernel */
+#define CU_MAX_BLOCKS 65535 /* grid-stride loops cover the rest */
+#define CU_FALLBACK_THREADS 128
+/* MatMul/Gemm without a GPU tile from the tile pass: 64 x 64 outputs per
+ * block, 4 x 4 per thread (256 threads), 16 deep; small products 16 x 16
+ * with one output per thread */
+#define CU_MM_MC 64
+#define CU_MM_KC 16
+#define CU_MM_RT 4
+#define CU_MM_SMEM (48 * 1024) /* static shared memory a block may declare */
+#define CU_WEIGHTS_MAX (64ll << 20) /* constants embedded up to this, else NAME.weights */
+#define CU_SIDE_HEADER 16           /* "RLWTS001" and the file's size (int64) */
+
+struct launch {
+	int64_t grid;  /* blocks; 0: nothing to launch */
+	int block;     /* threads per block */
+	bool phased;   /* written with RL_THREADS/RL_SYNC: emulation calls it per block */
+	bool serial;   /* the C body on one thread */
+};
+
+struct cu {
+	struct rl_graph *g;
+	const char *prefix;
+	struct rl_plan pl;
+	int64_t *coff;          /* per value: offset in the constant arena */
+	int64_t cst_size;
+	bool side;              /* constants in NAME.weights (the device arena's image) */
+	char wbase[256];        /* its file name */
+	int64_t *io_in, *io_out; /* offsets of inputs and outputs in the io arena */
+	int64_t io_size;
+	struct rl_buf c, h, kernels, launches;
+	struct rl_cgen cg;
+	int nserial;
+	bool need_wmma;         /* a kernel uses tensor cores: the WMMA prelude */
+};
+
+static inline const struct rl_value *cu_val(struct cu *d, uint32_t v)
+{
+	return &d->g->values[v];
+}
+
+/* Comment text: no terminator or control character from a name. */
+void cu_ctext(const char *s, char *b, size_t n);
+/* Flat index into `in` (numpy-broadcast into `out`) from flat output index o. */
+void cu_bcast_index(const struct rl_shape *out, const struct rl_shape *in, const char *o,
+                    char *b, size_t n);
+
+/* emit_cuda_kernels.c: elementwise and fused groups, rows, reductions, shape
+ * ops, and the C emitter's body as a kernel. The bool writers return false
+ * (having written nothing) for a form they do not cover. */
+enum rl_status cu_k_elemwise(struct cu *d, const struct rl_cgen_group *gr, struct launch *L);
+bool cu_k_rows(struct cu *d, uint32_t node, struct launch *L);
+bool cu_k_reduce(struct cu *d, uint32_t node, struct launch *L);
+bool cu_k_transpose(struct cu *d, uint32_t node, struct launch *L);
+bool cu_k_shape(struct cu *d, uint32_t node, struct launch *L);
+enum rl_status cu_k_fallback(struct cu *d, uint32_t node, const struct rl_cgen_group *gr,
+                             struct launch *L);
+/* emit_cuda_mm.c: MatMul/Gemm (tiled, or GEMV up to 4 rows) and Conv; with
+ * d->cg.epi set, the group's epilogue runs on every stored output. */
+enum rl_status cu_k_matmul(struct cu *d, uint32_t node, struct launch *L);
+enum rl_status cu_k_conv(struct cu *d, uint32_t node, struct launch *L);
+
+#endif /* RL_EMIT_CUDA_IMPL_H */

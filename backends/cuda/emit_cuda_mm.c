@@ -1,0 +1,596 @@
+/*
+ * emit_cuda_mm.c - the CUDA backend's products: MatMul and Gemm as a block
+ * tile through shared memory with a register tile per thread (the tile
+ * pass's GPU schedule, else defaults), products of up to four rows as a GEMV
+ * that streams B once (the batch-1 decode case), and Conv as a direct
+ * convolution; each applies its fused group's epilogue (cg_epilogue) to
+ * every output it stores.
+ */
+#include "emit_cuda_impl.h"
+
+#include "infer_impl.h"
+
+#include <string.h>
+
+/* ---- MatMul and Gemm ----------------------------------------------------- */
+
+struct mm {
+	int64_t M, N, K, nb;
+	int64_t mc, nc, kc, mr, nr;
+	const char *why;
+};
+
+/* The block schedule: the tile pass's GPU tile when it fits a block, else
+ * the defaults. */
+static void mm_schedule(const struct rl_tile *t, struct mm *m, size_t esize)
+{
+	int64_t threads = t->mr > 0 && t->nr > 0 ? (int64_t)(t->mc / t->mr) * (t->nc / t->nr) : 0;
+	if (t->kind == RL_TILE_GEMM && t->mr > 0 && t->nr > 0 && t->kc > 0 && t->mc % t->mr == 0 &&
+	    t->nc % t->nr == 0 && threads >= 32 && threads <= 1024 && t->mr * t->nr <= 64 &&
+	    (int64_t)(t->mc + t->nc) * t->kc * (int64_t)esize <= CU_MM_SMEM) {
+		m->mc = t->mc, m->nc = t->nc, m->kc = t->kc, m->mr = t->mr, m->nr = t->nr;
+		m->why = "GPU tile from the tile pass";
+		return;
+	}
+	if (m->M >= CU_MM_MC && m->N >= CU_MM_MC) {
+		m->mc = m->nc = CU_MM_MC, m->mr = m->nr = CU_MM_RT;
+		m->why = "default tile (64 x 64, 4 x 4 per thread)";
+	} else {
+		m->mc = m->nc = 16, m->mr = m->nr = 1;
+		m->why = "default tile for a small product (16 x 16, one output per thread)";
+	}
+	m->kc = CU_MM_KC;
+}
+
+/* Gemm's C term for output (gi, gj), as an expression (empty when none). */
+struct gemm_c {
+	const struct rl_value *c;
+	int slot;
+	double beta;
+};
+
+static void gemm_c_init(struct rl_cgen *cg, void *ctx, const char *ri, const char *cj, char *e,
+                        size_t n)
+{
+	const struct gemm_c *gc = ctx;
+	const struct rl_shape *s = &gc->c->shape;
+	char ix[256];
+	int64_t d0 = s->rank >= 2 ? s->d[s->rank - 2].v : 1, d1 = s->rank >= 1 ? s->d[s->rank - 1].v : 1;
+	if (d0 == 1 && d1 == 1)
+		snprintf(ix, sizeof(ix), "0");
+	else if (d0 == 1)
+		snprintf(ix, sizeof(ix), "%s", cj);
+	else if (d1 == 1)
+		snprintf(ix, sizeof(ix), "%s", ri);
+	else
+		snprintf(ix, sizeof(ix), "%s * %lld + %s", ri, (long long)d1, cj);
+	char src[300];
+	snprintf(src, sizeof(src), "X%d[%s]", gc->slot, ix);
+	snprintf(e, n, "%s * %s", cg_lit(gc->c->dtype, gc->beta), cg_load(cg, gc->c->dtype, src));
+}
+
+/* Flat offset of batch `bt` of an operand with batch dims `as` (rank ra, the
+ * trailing two dims excluded) broadcast into the output's batch dims. */
+static void batch_off(const struct rl_shape *ys, int yb, const struct rl_shape *as, int ab,
+                      int64_t mat, char *b, size_t n)
+{
+	struct rl_shape o = {0}, i = {0};
+	o.rank = yb;
+	for (int k = 0; k < yb; k++)
+		o.d[k] = ys->d[k];
+	i.rank = ab;
+	for (int k = 0; k < ab; k++)
+		i.d[k] = as->d[k];
+	char ix[700];
+	if (ab == 0) {
+		snprintf(b, n, "0");
+		return;
+	}
+	cu_bcast_index(&o, &i, "bt", ix, sizeof(ix));
+	snprintf(b, n, "(%s) * %lld", ix, (long long)mat);
+}
+
+/* ---- few-row products (batch-1 decode): GEMV, streaming B once ------------ */
+
+#define CU_GEMV_MAX_M 4   /* rows of A up to which a product streams B as a GEMV */
+#define CU_GEMV_THREADS 128
+
+/* The store of output row gi, column gj, batch bt from the value `acc`, with
+ * Gemm's alpha and C and the fused epilogue. */
+static void mm_store(struct rl_cgen *cg, const struct mm *m, enum rl_dtype dt, double alpha,
+                     const struct rl_value *C, double beta, const char *acc)
+{
+	char e[600], cterm[400] = "";
+	cg_line(cg, "const size_t o = (size_t)(bt * %lld + gi * %lld + gj);", (long long)(m->M * m->N),
+	        (long long)m->N);
+	if (alpha != 1.0)
+		snprintf(e, sizeof(e), "%s * %s", cg_lit(dt, alpha), acc);
+	else
+		snprintf(e, sizeof(e), "%s", acc);
+	if (C && beta != 0.0) {
+		struct gemm_c gc = {C, 2, beta};
+		gemm_c_init(cg, &gc, "gi", "gj", cterm, sizeof(cterm));
+		size_t l = strlen(e);
+		snprintf(e + l, sizeof(e) - l, " + %s", cterm);
+	}
+	cg_line(cg, "Y0[o] = %s;", cg_store(cg, dt, e));
+	cg_epilogue(cg, "Y0 + o", "o", 1, m->N);
+}
+
+/*
+ * B stored K x N (b(k,j) = B[k N + j]): one thread per column, all M rows at
+ * once, so each element of B is read once and consecutive threads read
+ * consecutive addresses. B stored N x K (Gemm transB, the nn.Linear layout):
+ * one block per column, its threads splitting K in consecutive runs and
+ * adding their partials in shared memory.
+ */
+static void k_gemv(struct rl_cgen *cg, const struct mm *m, enum rl_dtype dt, bool tb,
+                   const char *aoff, const char *boff, const char *aix, const char *bix,
+                   double alpha, const struct rl_value *C, double beta, struct launch *L)
+{
+	const char *ct = cg_comptype(dt);
+	char src[256], av[300], bv[300];
+	snprintf(src, sizeof(src), "a[%s]", aix);
+	snprintf(av, sizeof(av), "%s", cg_load(cg, dt, src));
+	snprintf(src, sizeof(src), "b[%s]", bix);
+	snprintf(bv, sizeof(bv), "%s", cg_load(cg, dt, src));
+	cg_line(cg, "/* C[%lld x %lld] = A[%lld x %lld] B, %lld time%s: a GEMV streaming B once, %s */",
+	        (long long)m->M, (long long)m->N, (long long)m->M, (long long)m->K, (long long)m->nb,
+	        m->nb == 1 ? "" : "s", tb ? "one block per column splitting K" : "one thread per column");
+	if (!tb) {
+		int64_t blocks = (m->nb * m->N + CU_GEMV_THREADS - 1) / CU_GEMV_THREADS;
+		L->block = CU_GEMV_THREADS;
+		L->grid = blocks < CU_MAX_BLOCKS ? blocks : CU_MAX_BLOCKS;
+		L->phased = false;
+		cg_line(cg, "const int64_t stride = (int64_t)gridDim.x * blockDim.x;");
+		cg_line(cg, "for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < %lldll; "
+		        "t += stride) {", (long long)(m->nb * m->N));
+		cg->indent++;
+		cg_line(cg, "const int64_t bt = t / %lld, gj = t %% %lld;", (long long)m->N, (long long)m->N);
+		cg_line(cg, "const %s *a = X0 + %s;", cg_ctype(dt), aoff);
+		cg_line(cg, "const %s *b = X1 + %s;", cg_ctype(dt), boff);
+		cg_line(cg, "%s acc[%lld];", ct, (long long)m->M);
+		cg_line(cg, "for (int gi = 0; gi < %lld; gi++)", (long long)m->M);
+		cg_line(cg, "    acc[gi] = 0;");
+		cg_line(cg, "for (int64_t gk = 0; gk < %lld; gk++) {", (long long)m->K);
+		cg_line(cg, "    const %s bk = %s;", ct, bv);
+		cg_line(cg, "    for (int64_t gi = 0; gi < %lld; gi++)", (long long)m->M);
+		cg_line(cg, "        acc[gi] += %s * bk;", av);
+		cg_line(cg, "}");
+		cg_line(cg, "for (int64_t gi = 0; gi < %lld; gi++) {", (long long)m->M);
+		cg->indent++;
+		mm_store(cg, m, dt, alpha, C, beta, "acc[gi]");
+		cg->indent--;
+		cg_line(cg, "}");
+		cg->indent--;
+		cg_line(cg, "}");
+		return;
+	}
+	int T = CU_GEMV_THREADS;
+	L->grid = m->nb * m->N;
+	L->block = T;
+	L->phased = true;
+	cg_line(cg, "__shared__ %s ra[%lld][%d];", ct, (long long)m->M, T);
+	cg_line(cg, "const int64_t bt = blockIdx.x / %lld, gj = blockIdx.x %% %lld;", (long long)m->N,
+	        (long long)m->N);
+	cg_line(cg, "const %s *a = X0 + %s;", cg_ctype(dt), aoff);
+	cg_line(cg, "const %s *b = X1 + %s;", cg_ctype(dt), boff);
+	cg_line(cg, "(void)bt;");
+	cg_line(cg, "RL_THREADS {");
+	cg->indent++;
+	cg_line(cg, "%s acc[%lld];", ct, (long long)m->M);
+	cg_line(cg, "for (int gi = 0; gi < %lld; gi++)", (long long)m->M);
+	cg_line(cg, "    acc[gi] = 0;");
+	cg_line(cg, "for (int64_t gk = threadIdx.x; gk < %lld; gk += %d) {", (long long)m->K, T);
+	cg_line(cg, "    const %s bk = %s;", ct, bv);
+	cg_line(cg, "    for (int64_t gi = 0; gi < %lld; gi++)", (long long)m->M);
+	cg_line(cg, "        acc[gi] += %s * bk;", av);
+	cg_line(cg, "}");
+	cg_line(cg, "for (int gi = 0; gi < %lld; gi++)", (long long)m->M);
+	cg_line(cg, "    ra[gi][threadIdx.x] = acc[gi];");
+	cg->indent--;
+	cg_line(cg, "}");
+	cg_line(cg, "RL_SYNC");
+	cg_line(cg, "for (int h = %d; h > 0; h >>= 1) {", T / 2);
+	cg_line(cg, "    RL_THREADS {");
+	cg_line(cg, "        if ((int)threadIdx.x < h)");
+	cg_line(cg, "            for (int gi = 0; gi < %lld; gi++)", (long long)m->M);
+	cg_line(cg, "                ra[gi][threadIdx.x] += ra[gi][threadIdx.x + h];");
+	cg_line(cg, "    }");
+	cg_line(cg, "    RL_SYNC");
+	cg_line(cg, "}");
+	cg_line(cg, "RL_THREADS {");
+	cg->indent++;
+	cg_line(cg, "if ((int64_t)threadIdx.x < %lld) {", (long long)m->M);
+	cg->indent++;
+	cg_line(cg, "const int64_t gi = threadIdx.x;");
+	mm_store(cg, m, dt, alpha, C, beta, "ra[gi][0]");
+	cg->indent--;
+	cg_line(cg, "}");
+	cg->indent--;
+	cg_line(cg, "}");
+}
+
+/* ---- float16 products on tensor cores (WMMA) ------------------------------ */
+
+#define CU_WMMA_BM 64 /* block tile: 4 warps, each 32 x 32 = 2 x 2 fragments */
+#define CU_WMMA_BK 16
+
+/*
+ * The product through 16 x 16 x 16 WMMA fragments: half A and B tiles staged
+ * in shared memory (zero outside the matrix, so any M, N, K), float
+ * accumulators kept in fragments across the K loop (RL_LOCAL), the result
+ * staged through shared memory so that Gemm's alpha and C, the float16
+ * rounding and the fused epilogue run per output as in the other kernels.
+ * Every thread of a warp runs the same wmma calls, as they require; the
+ * emulation's fragments hold whole tiles, so there each thread computes its
+ * warp's tile and the warp's identical stores agree.
+ */
+static void k_wmma(struct cu *d, const struct mm *m, enum rl_dtype dt, bool ta, bool tb,
+                   const char *aoff, const char *boff, const char *aix, const char *bix,
+                   double alpha, const struct rl_value *C, double beta, struct launch *L)
+{
+	struct rl_cgen *cg = &d->cg;
+	const int BM = CU_WMMA_BM, BK = CU_WMMA_BK, T = 128;
+	int64_t mt = (m->M + BM - 1) / BM, nt = (m->N + BM - 1) / BM;
+	d->need_wmma = true;
+	cg->need_half = 1;
+	L->grid = m->nb * mt * nt;
+	L->block = T;
+	L->phased = true;
+	cg_line(cg, "/* C[%lld x %lld] = A[%lld x %lld] B, %lld time%s, float16 on tensor cores: "
+	        "%d x %d outputs per block (4 warps of 2 x 2 WMMA 16x16x16 fragments, float "
+	        "accumulators), %d deep through shared memory */", (long long)m->M, (long long)m->N,
+	        (long long)m->M, (long long)m->K, (long long)m->nb, m->nb == 1 ? "" : "s", BM, BM, BK);
+	cg_line(cg, "__shared__ __align__(32) __half As[%d][%d];", BM, BK + 8);
+	cg_line(cg, "__shared__ __align__(32) __half Bs[%d][%d];", BK, BM + 8);
+	cg_line(cg, "__shared__ __align__(32) float Cs[%d][%d];", BM, BM + 4);
+	cg_line(cg, "RL_LOCAL(rl_wmma_acc, acc, [2][2]);");
+	cg_line(cg, "const int64_t bt = blockIdx.x / %lld;", (long long)(mt * nt));
+	cg_line(cg, "const int64_t m0 = blockIdx.x / %lld %% %lld * %d, n0 = blockIdx.x %% %lld * %d;",
+	        (long long)nt, (long long)mt, BM, (long long)nt, BM);
+	cg_line(cg, "const uint16_t *a = X0 + %s;", aoff);
+	cg_line(cg, "const uint16_t *b = X1 + %s;", boff);
+	cg_line(cg, "(void)bt;");
+	cg_line(cg, "RL_THREADS {");
+	cg_line(cg, "    for (int i = 0; i < 2; i++)");
+	cg_line(cg, "        for (int j = 0; j < 2; j++)");
+	cg_line(cg, "            wmma::fill_fragment(RL_L(acc)[i][j], 0.0f);");
+	cg_line(cg, "}");
+	cg_line(cg, "for (int64_t k0 = 0; k0 < %lld; k0 += %d) {", (long long)m->K, BK);
+	cg->indent++;
+	cg_line(cg, "RL_THREADS {");
+	cg->indent++;
+	cg_line(cg, "for (int e = threadIdx.x; e < %d; e += %d) {", BM * BK, T);
+	if (ta)
+		cg_line(cg, "    const int kk = e / %d, ii = e %% %d;", BM, BM);
+	else
+		cg_line(cg, "    const int ii = e / %d, kk = e %% %d;", BK, BK);
+	cg_line(cg, "    const int64_t gi = m0 + ii, gk = k0 + kk;");
+	cg_line(cg, "    As[ii][kk] = __ushort_as_half(gi < %lld && gk < %lld ? a[%s] : (uint16_t)0);",
+	        (long long)m->M, (long long)m->K, aix);
+	cg_line(cg, "}");
+	cg_line(cg, "for (int e = threadIdx.x; e < %d; e += %d) {", BM * BK, T);
+	if (tb)
+		cg_line(cg, "    const int jj = e / %d, kk = e %% %d;", BK, BK);
+	else
+		cg_line(cg, "    const int kk = e / %d, jj = e %% %d;", BM, BM);
+	cg_line(cg, "    const int64_t gj = n0 + jj, gk = k0 + kk;");
+	cg_line(cg, "    Bs[kk][jj] = __ushort_as_half(gj < %lld && gk < %lld ? b[%s] : (uint16_t)0);",
+	        (long long)m->N, (long long)m->K, bix);
+	cg_line(cg, "}");
+	cg->indent--;
+	cg_line(cg, "}");
+	cg_line(cg, "RL_SYNC");
+	cg_line(cg, "RL_THREADS {");
+	cg->indent++;
+	cg_line(cg, "const int w = threadIdx.x / 32, wr = w / 2, wc = w %% 2;");
+	cg_line(cg, "wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> fa[2];");
+	cg_line(cg, "wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> fb[2];");
+	cg_line(cg, "for (int i = 0; i < 2; i++)");
+	cg_line(cg, "    wmma::load_matrix_sync(fa[i], &As[wr * 32 + i * 16][0], %d);", BK + 8);
+	cg_line(cg, "for (int j = 0; j < 2; j++)");
+	cg_line(cg, "    wmma::load_matrix_sync(fb[j], &Bs[0][wc * 32 + j * 16], %d);", BM + 8);
+	cg_line(cg, "for (int i = 0; i < 2; i++)");
+	cg_line(cg, "    for (int j = 0; j < 2; j++)");
+	cg_line(cg, "        wmma::mma_sync(RL_L(acc)[i][j], fa[i], fb[j], RL_L(acc)[i][j]);");
+	cg->indent--;
+	cg_line(cg, "}");
+	cg_line(cg, "RL_SYNC");
+	cg->indent--;
+	cg_line(cg, "}");
+	cg_line(cg, "RL_THREADS {");
+	cg_line(cg, "    const int w = threadIdx.x / 32, wr = w / 2, wc = w %% 2;");
+	cg_line(cg, "    for (int i = 0; i < 2; i++)");
+	cg_line(cg, "        for (int j = 0; j < 2; j++)");
+	cg_line(cg, "            wmma::store_matrix_sync(&Cs[wr * 32 + i * 16][wc * 32 + j * 16], "
+	        "RL_L(acc)[i][j], %d, wmma::mem_row_major);", BM + 4);
+	cg_line(cg, "}");
+	cg_line(cg, "RL_SYNC");
+	cg_line(cg, "RL_THREADS {");
+	cg->indent++;
+	cg_line(cg, "for (int e = threadIdx.x; e < %d; e += %d) {", BM * BM, T);
+	cg->indent++;
+	cg_line(cg, "const int64_t gi = m0 + e / %d, gj = n0 + e %% %d;", BM, BM);
+	cg_line(cg, "if (gi >= %lld || gj >= %lld)", (long long)m->M, (long long)m->N);
+	cg_line(cg, "    continue;");
+	mm_store(cg, m, dt, alpha, C, beta, "Cs[e / 64][e % 64]");
+	cg->indent--;
+	cg_line(cg, "}");
+	cg->indent--;
+	cg_line(cg, "}");
+}
+
+enum rl_status cu_k_matmul(struct cu *d, uint32_t node, struct launch *L)
+{
+	struct rl_cgen *cg = &d->cg;
+	const struct rl_node *n = &d->g->nodes[node];
+	const struct rl_value *A = cg_in(cg, node, 0), *B = cg_in(cg, node, 1);
+	const struct rl_value *Y = cg_out(cg, node, 0), *C = n->op == RL_OP_Gemm ? cg_in(cg, node, 2)
+	                                                                       : NULL;
+	enum rl_dtype dt = Y->dtype;
+	if (!A || !B || A->dtype != dt || B->dtype != dt || !rl_dtype_is_numeric(dt) ||
+	    dt == RL_DT_BOOL)
+		return cg_error(cg, node, "%s on %s has no CUDA kernel", rl_op_table[n->op].name,
+		                rl_dtype_name(dt));
+	struct mm m = {0};
+	int ar = A->shape.rank, br = B->shape.rank, yr = Y->shape.rank;
+	bool ta = false, tb = false;
+	double alpha = 1, beta = 1;
+	if (n->op == RL_OP_Gemm) {
+		ta = rl_node_attr_int(n, "transA", 0) != 0;
+		tb = rl_node_attr_int(n, "transB", 0) != 0;
+		alpha = rl_node_attr_float(n, "alpha", 1.0);
+		beta = rl_node_attr_float(n, "beta", 1.0);
+		if (ar != 2 || br != 2)
+			return cg_error(cg, node, "Gemm wants 2-D operands");
+		m.M = A->shape.d[ta ? 1 : 0].v;
+		m.K = A->shape.d[ta ? 0 : 1].v;
+		m.N = B->shape.d[tb ? 0 : 1].v;
+		m.nb = 1;
+		if (C && C->dtype != dt)
+			return cg_error(cg, node, "Gemm with C of another dtype has no CUDA kernel");
+	} else {
+		if (ar < 1 || br < 1)
+			return cg_error(cg, node, "MatMul of a scalar");
+		m.M = ar >= 2 ? A->shape.d[ar - 2].v : 1;
+		m.K = A->shape.d[ar - 1].v;
+		m.N = br >= 2 ? B->shape.d[br - 1].v : 1;
+		int64_t ne = rl_shape_numel(&Y->shape);
+		m.nb = m.M * m.N > 0 ? ne / (m.M * m.N) : 0;
+	}
+	const char *ct = cg_comptype(dt);
+	size_t es = strcmp(ct, "double") == 0 || strcmp(ct, "int64_t") == 0 ||
+	            strcmp(ct, "uint64_t") == 0 ? 8 : 4;
+	mm_schedule(&n->tile, &m, es);
+	if (rl_shape_numel(&Y->shape) == 0)
+		return RL_OK;
+	int64_t mt = (m.M + m.mc - 1) / m.mc, nt = (m.N + m.nc - 1) / m.nc;
+	int64_t tn = m.nc / m.nr, threads = (m.mc / m.mr) * tn;
+	L->grid = m.nb * mt * nt;
+	L->block = (int)threads;
+	L->phased = true;
+	/* operand indexing */
+	char aoff[800] = "0", boff[800] = "0", aix[160], bix[160];
+	if (n->op == RL_OP_MatMul) {
+		int yb = yr - (ar >= 2) - (br >= 2);
+		batch_off(&Y->shape, yb, &A->shape, ar >= 2 ? ar - 2 : 0, m.M * m.K, aoff, sizeof(aoff));
+		batch_off(&Y->shape, yb, &B->shape, br >= 2 ? br - 2 : 0, m.K * m.N, boff, sizeof(boff));
+	}
+	if (ta)
+		snprintf(aix, sizeof(aix), "gk * %lld + gi", (long long)m.M);
+	else
+		snprintf(aix, sizeof(aix), "gi * %lld + gk", (long long)m.K);
+	if (tb)
+		snprintf(bix, sizeof(bix), "gj * %lld + gk", (long long)m.K);
+	else
+		snprintf(bix, sizeof(bix), "gk * %lld + gj", (long long)m.N);
+
+	if (m.M <= CU_GEMV_MAX_M) {
+		k_gemv(cg, &m, dt, tb, aoff, boff, aix, bix, alpha, C, beta, L);
+		return RL_OK;
+	}
+	if (dt == RL_DT_FLOAT16) { /* every GPU profile shipped has tensor cores (sm_80 on) */
+		k_wmma(d, &m, dt, ta, tb, aoff, boff, aix, bix, alpha, C, beta, L);
+		return RL_OK;
+	}
+	cg_line(cg, "/* C[%lld x %lld] = A[%lld x %lld] B, %lld time%s; %s: %lld x %lld outputs per "
+	        "block in %lld-deep steps through shared memory, %lld x %lld per thread */",
+	        (long long)m.M, (long long)m.N, (long long)m.M, (long long)m.K, (long long)m.nb,
+	        m.nb == 1 ? "" : "s", m.why, (long long)m.mc, (long long)m.nc, (long long)m.kc,
+	        (long long)m.mr, (long long)m.nr);
+	cg_line(cg, "__shared__ %s As[%lld][%lld];", ct, (long long)m.kc, (long long)m.mc);
+	cg_line(cg, "__shared__ %s Bs[%lld][%lld];", ct, (long long)m.kc, (long long)m.nc);
+	cg_line(cg, "RL_LOCAL(%s, acc, [%lld][%lld]);", ct, (long long)m.mr, (long long)m.nr);
+	cg_line(cg, "const int64_t bt = blockIdx.x / %lld;", (long long)(mt * nt));
+	cg_line(cg, "const int64_t m0 = blockIdx.x / %lld %% %lld * %lld, n0 = blockIdx.x %% %lld * %lld;",
+	        (long long)nt, (long long)mt, (long long)m.mc, (long long)nt, (long long)m.nc);
+	cg_line(cg, "const %s *a = X0 + %s;", cg_ctype(dt), aoff);
+	cg_line(cg, "const %s *b = X1 + %s;", cg_ctype(dt), boff);
+	cg_line(cg, "(void)bt;");
+	cg_line(cg, "RL_THREADS {");
+	cg_line(cg, "    for (int i = 0; i < %lld; i++)", (long long)m.mr);
+	cg_line(cg, "        for (int j = 0; j < %lld; j++)", (long long)m.nr);
+	cg_line(cg, "            RL_L(acc)[i][j] = 0;");
+	cg_line(cg, "}");
+	cg_line(cg, "for (int64_t k0 = 0; k0 < %lld; k0 += %lld) {", (long long)m.K, (long long)m.kc);
+	cg->indent++;
+	cg_line(cg, "RL_THREADS {");
+	cg->indent++;
+	/* consecutive threads read consecutive addresses of the stored layout */
+	cg_line(cg, "for (int e = threadIdx.x; e < %lld; e += %lld) {", (long long)(m.kc * m.mc),
+	        (long long)threads);
+	if (ta)
+		cg_line(cg, "    const int kk = e / %lld, ii = e %% %lld;", (long long)m.mc, (long long)m.mc);
+	else
+		cg_line(cg, "    const int ii = e / %lld, kk = e %% %lld;", (long long)m.kc, (long long)m.kc);
+	cg_line(cg, "    const int64_t gi = m0 + ii, gk = k0 + kk;");
+	char src[256];
+	snprintf(src, sizeof(src), "a[%s]", aix);
+	cg_line(cg, "    As[kk][ii] = gi < %lld && gk < %lld ? %s : (%s)0;", (long long)m.M,
+	        (long long)m.K, cg_load(cg, dt, src), ct);
+	cg_line(cg, "}");
+	cg_line(cg, "for (int e = threadIdx.x; e < %lld; e += %lld) {", (long long)(m.kc * m.nc),
+	        (long long)threads);
+	if (tb)
+		cg_line(cg, "    const int jj = e / %lld, kk = e %% %lld;", (long long)m.kc, (long long)m.kc);
+	else
+		cg_line(cg, "    const int kk = e / %lld, jj = e %% %lld;", (long long)m.nc, (long long)m.nc);
+	cg_line(cg, "    const int64_t gj = n0 + jj, gk = k0 + kk;");
+	snprintf(src, sizeof(src), "b[%s]", bix);
+	cg_line(cg, "    Bs[kk][jj] = gj < %lld && gk < %lld ? %s : (%s)0;", (long long)m.N,
+	        (long long)m.K, cg_load(cg, dt, src), ct);
+	cg_line(cg, "}");
+	cg->indent--;
+	cg_line(cg, "}");
+	cg_line(cg, "RL_SYNC");
+	cg_line(cg, "RL_THREADS {");
+	cg->indent++;
+	cg_line(cg, "const int ty = threadIdx.x / %lld, tx = threadIdx.x %% %lld;", (long long)tn,
+	        (long long)tn);
+	cg_line(cg, "for (int kk = 0; kk < %lld; kk++) {", (long long)m.kc);
+	cg_line(cg, "    %s ra[%lld], rb[%lld];", ct, (long long)m.mr, (long long)m.nr);
+	cg_line(cg, "    for (int i = 0; i < %lld; i++)", (long long)m.mr);
+	cg_line(cg, "        ra[i] = As[kk][ty * %lld + i];", (long long)m.mr);
+	cg_line(cg, "    for (int j = 0; j < %lld; j++)", (long long)m.nr);
+	cg_line(cg, "        rb[j] = Bs[kk][tx + j * %lld];", (long long)tn);
+	cg_line(cg, "    for (int i = 0; i < %lld; i++)", (long long)m.mr);
+	cg_line(cg, "        for (int j = 0; j < %lld; j++)", (long long)m.nr);
+	cg_line(cg, "            RL_L(acc)[i][j] += ra[i] * rb[j];");
+	cg_line(cg, "}");
+	cg->indent--;
+	cg_line(cg, "}");
+	cg_line(cg, "RL_SYNC");
+	cg->indent--;
+	cg_line(cg, "}");
+	/* store, with Gemm's alpha and C, then the fused epilogue per output */
+	cg_line(cg, "RL_THREADS {");
+	cg->indent++;
+	cg_line(cg, "const int ty = threadIdx.x / %lld, tx = threadIdx.x %% %lld;", (long long)tn,
+	        (long long)tn);
+	cg_line(cg, "for (int i = 0; i < %lld; i++) {", (long long)m.mr);
+	cg->indent++;
+	cg_line(cg, "const int64_t gi = m0 + ty * %lld + i;", (long long)m.mr);
+	cg_line(cg, "for (int j = 0; j < %lld; j++) {", (long long)m.nr);
+	cg->indent++;
+	cg_line(cg, "const int64_t gj = n0 + tx + j * %lld;", (long long)tn);
+	cg_line(cg, "if (gi >= %lld || gj >= %lld)", (long long)m.M, (long long)m.N);
+	cg_line(cg, "    continue;");
+	mm_store(cg, &m, dt, alpha, C, beta, "RL_L(acc)[i][j]");
+	cg->indent--;
+	cg_line(cg, "}");
+	cg->indent--;
+	cg_line(cg, "}");
+	cg->indent--;
+	cg_line(cg, "}");
+	return RL_OK;
+}
+
+/* ---- Conv: direct, one thread per output element ------------------------- */
+
+enum rl_status cu_k_conv(struct cu *d, uint32_t node, struct launch *L)
+{
+	struct rl_cgen *cg = &d->cg;
+	struct rl_node *n = &d->g->nodes[node];
+	const struct rl_value *X = cg_in(cg, node, 0), *W = cg_in(cg, node, 1),
+	                      *B = cg_in(cg, node, 2), *Y = cg_out(cg, node, 0);
+	enum rl_dtype dt = Y->dtype;
+	int nsp = X->shape.rank - 2;
+	if (!rl_dtype_is_float(dt) || X->dtype != dt || W->dtype != dt || (B && B->dtype != dt) ||
+	    nsp < 1 || nsp > 3 || W->shape.rank != nsp + 2)
+		return cg_error(cg, node, "Conv on %s with %d spatial axes has no CUDA kernel",
+		                rl_dtype_name(dt), nsp);
+	struct rl_window w;
+	enum rl_status st = rl_window_read(d->g, node, nsp, &W->shape, &w);
+	if (st != RL_OK)
+		return st;
+	int64_t group = rl_node_attr_int(n, "group", 1);
+	int64_t C = X->shape.d[1].v, M = Y->shape.d[1].v, CG = W->shape.d[1].v;
+	if (group < 1 || M % group || CG * group != C)
+		return cg_error(cg, node, "Conv with group %lld does not divide its channels",
+		                (long long)group);
+	int64_t in[3], out[3], pb[3], is = 1, os = 1, ks = 1;
+	for (int i = 0; i < nsp; i++) {
+		in[i] = X->shape.d[2 + i].v;
+		out[i] = Y->shape.d[2 + i].v;
+		is *= in[i];
+		os *= out[i];
+		ks *= w.k[i];
+		int64_t total = (out[i] - 1) * w.s[i] + (w.k[i] - 1) * w.d[i] + 1 - in[i];
+		if (total < 0)
+			total = 0;
+		if (w.autopad == RL_PAD_NOTSET)
+			pb[i] = w.pb[i];
+		else if (w.autopad == RL_PAD_SAME_UPPER)
+			pb[i] = total / 2;
+		else if (w.autopad == RL_PAD_SAME_LOWER)
+			pb[i] = total - total / 2;
+		else
+			pb[i] = 0;
+	}
+	int64_t ne = rl_shape_numel(&Y->shape);
+	int64_t blocks = (ne + CU_THREADS - 1) / CU_THREADS;
+	L->block = CU_THREADS;
+	L->grid = blocks < CU_MAX_BLOCKS ? blocks : CU_MAX_BLOCKS;
+	if (ne == 0)
+		return RL_OK;
+	const char *ct = cg_comptype(dt), *sp = "abc";
+	cg_line(cg, "/* direct convolution: %lld x %lld channels per group (%lld groups), "
+	        "%lld-tap window */", (long long)CG, (long long)(M / group), (long long)group,
+	        (long long)ks);
+	cg_line(cg, "const int64_t stride = (int64_t)gridDim.x * blockDim.x;");
+	cg_line(cg, "for (int64_t o = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; o < %lldll; "
+	        "o += stride) {", (long long)ne);
+	cg->indent++;
+	cg_line(cg, "int64_t r = o;");
+	for (int i = nsp - 1; i >= 0; i--) {
+		cg_line(cg, "const int64_t o%c = r %% %lld;", sp[i], (long long)out[i]);
+		cg_line(cg, "r /= %lld;", (long long)out[i]);
+	}
+	cg_line(cg, "const int64_t m = r %% %lld, nb = r / %lld;", (long long)M, (long long)M);
+	char src[200];
+	if (B)
+		cg_line(cg, "%s acc = %s;", ct, cg_load(cg, dt, "X2[m]"));
+	else
+		cg_line(cg, "%s acc = 0;", ct);
+	cg_line(cg, "for (int64_t c = 0; c < %lld; c++) {", (long long)CG);
+	cg->indent++;
+	cg_line(cg, "const %s *xc = X0 + (nb * %lld + m / %lld * %lld + c) * %lld;", cg_ctype(dt),
+	        (long long)C, (long long)(M / group), (long long)CG, (long long)is);
+	cg_line(cg, "const %s *wc = X1 + (m * %lld + c) * %lld;", cg_ctype(dt), (long long)CG,
+	        (long long)ks);
+	char xi[200] = "", wi[200] = "";
+	for (int i = 0; i < nsp; i++) {
+		cg_line(cg, "for (int64_t k%c = 0; k%c < %lld; k%c++) {", sp[i], sp[i],
+		        (long long)w.k[i], sp[i]);
+		cg->indent++;
+		cg_line(cg, "const int64_t i%c = o%c * %lld - %lld + k%c * %lld;", sp[i], sp[i],
+		        (long long)w.s[i], (long long)pb[i], sp[i], (long long)w.d[i]);
+		cg_line(cg, "if (i%c < 0 || i%c >= %lld)", sp[i], sp[i], (long long)in[i]);
+		cg_line(cg, "    continue;");
+		size_t l = strlen(xi), lw = strlen(wi);
+		int64_t st_in = 1, st_k = 1;
+		for (int j = i + 1; j < nsp; j++)
+			st_in *= in[j], st_k *= w.k[j];
+		snprintf(xi + l, sizeof(xi) - l, "%si%c * %lld", l ? " + " : "", sp[i], (long long)st_in);
+		snprintf(wi + lw, sizeof(wi) - lw, "%sk%c * %lld", lw ? " + " : "", sp[i], (long long)st_k);
+	}
+	char a[256], b[256];
+	snprintf(src, sizeof(src), "xc[%s]", xi);
+	snprintf(a, sizeof(a), "%s", cg_load(cg, dt, src));
+	snprintf(src, sizeof(src), "wc[%s]", wi);
+	snprintf(b, sizeof(b), "%s", cg_load(cg, dt, src));
+	cg_line(cg, "acc += %s * %s;", a, b);
+	for (int i = 0; i < nsp; i++) {
+		cg->indent--;
+		cg_line(cg, "}");
+	}
+	cg->indent--;
+	cg_line(cg, "}");
+	cg_line(cg, "Y0[o] = %s;", cg_store(cg, dt, "acc"));
+	cg_epilogue(cg, "Y0 + o", "o", 1, 1);
+	cg->indent--;
+	cg_line(cg, "}");
+	return RL_OK;
+}
+

@@ -1,0 +1,286 @@
+#!/usr/bin/env python3
+"""The CUDA backend's numerics without a GPU.
+
+1. Models built here (onnx.helper, opset 17) whose shapes reach what the
+   node tests do not: MatMul/Gemm with partial 64 x 64 tiles, batch
+   broadcasting and transposes, Conv with groups, strides, dilations and a
+   fused Relu epilogue, reductions with constant axes (one block per output),
+   Softmax/LayerNorm rows longer than a block, a fused elementwise chain with
+   broadcasting. Reference: onnxruntime on the same inputs.
+2. Every example model with reference data (examples/NAME.onnx and
+   examples/NAME_data/) through
+
+       rlopt run NAME.onnx -i input_0.pb -d OUT --target cuda --emulate
+
+   compared with the expected outputs at the conformance defaults (rtol 1e-3,
+   atol 1e-7), the tolerances the C backend is held to.
+3. Bad input: a CPU profile, an op the CUDA backend cannot emit, --emulate
+   without --target cuda: exit status, one line, no file written.
+4. A subset of the ONNX backend node tests (the operators the CUDA backend
+   has its own kernels for, and some that run the C emitter's loop nest on
+   the GPU) through tests/py/test_conformance.py with
+   --rlopt-args="--target cuda --emulate" and the operator list of
+   `rlopt ops --target cuda`.
+
+Emulation builds the same .cu with g++ -DRL_CUDA_EMULATE and runs every block
+and thread of every kernel on the CPU. Ends with "N passed, N failed, N skipped".
+"""
+
+import glob
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import rltest  # noqa: E402
+
+import numpy as np  # noqa: E402
+import onnxruntime as ort  # noqa: E402
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+F32 = TensorProto.FLOAT
+
+# ops with a CUDA kernel of their own (elementwise, fused groups, MatMul,
+# Gemm, Conv) and a few shape/normalization ops that run the C loop nest
+SUBSET = [
+    "test_add*", "test_mul_bcast*", "test_sub*", "test_div_bcast*", "test_relu*",
+    "test_sigmoid*", "test_tanh*", "test_erf*", "test_gelu*", "test_clip*", "test_cast_FLOAT_to_FLOAT16*",
+    "test_where*", "test_and*", "test_matmul_*", "test_gemm*", "test_conv_*", "test_basic_conv*",
+    "test_softmax_axis*", "test_layer_normalization_2d*", "test_transpose_all*", "test_concat_2d*",
+    "test_gather_0*", "test_reduce_sum_default*", "test_maxpool_2d_default*",
+]
+
+
+def build_cases():
+    """(name, model, {input: array}, expected or None for onnxruntime's) per case."""
+    rng = np.random.default_rng(12)
+    cases = []
+
+    def add(name, nodes, inputs, outputs, inits=(), expected=None, args=()):
+        g = helper.make_graph(nodes, name,
+                              [helper.make_tensor_value_info(k, F32, list(v.shape)) for k, v in inputs.items()],
+                              [helper.make_tensor_value_info(k, F32, None) for k in outputs],
+                              [numpy_helper.from_array(np.asarray(a), n) for n, a in inits])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+        cases.append((name, m, inputs, expected, list(args)))
+
+    def r(*shape):
+        return rng.standard_normal(shape).astype(np.float32)
+
+    # products: tiled (more than 4 rows) and GEMV (up to 4 rows, both B layouts)
+    add("matmul_partial_tiles", [helper.make_node("MatMul", ["a", "b"], ["y"])],
+        {"a": r(70, 90), "b": r(90, 130)}, ["y"])
+    # without the tile pass (-O0): the default 64 x 64 tile
+    add("matmul_default_tile_O0", [helper.make_node("MatMul", ["a", "b"], ["y"])],
+        {"a": r(130, 70), "b": r(70, 100)}, ["y"], args=["-O0"])
+    add("matmul_batch_bcast", [helper.make_node("MatMul", ["a", "b"], ["y"])],
+        {"a": r(2, 1, 33, 40), "b": r(3, 40, 17)}, ["y"])
+    add("gemm_trans_bias_relu",
+        [helper.make_node("Gemm", ["a", "w", "c"], ["t"], transA=1, transB=1, alpha=0.5, beta=2.0),
+         helper.make_node("Relu", ["t"], ["y"])],
+        {"a": r(96, 80)}, ["y"], [("w", r(72, 96)), ("c", r(72))])
+    add("conv_group_stride_dilation_relu",
+        [helper.make_node("Conv", ["x", "w", "b"], ["t"], group=2, strides=[2, 1], dilations=[1, 2],
+                          pads=[1, 2, 0, 1]),
+         helper.make_node("Relu", ["t"], ["y"])],
+        {"x": r(2, 4, 11, 9)}, ["y"], [("w", r(6, 2, 3, 3)), ("b", r(6))])
+    add("conv1d_same_upper", [helper.make_node("Conv", ["x", "w"], ["y"], auto_pad="SAME_UPPER",
+                                               strides=[2])],
+        {"x": r(1, 3, 20)}, ["y"], [("w", r(5, 3, 4))])
+    for op in ["ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceL2", "ReduceLogSumExp"]:
+        add(f"{op.lower()}_axes_0_2", [helper.make_node(op, ["x"], ["y"], axes=[0, 2], keepdims=0)]
+            if op != "ReduceSum" else
+            [helper.make_node(op, ["x", "ax"], ["y"], keepdims=1)],
+            {"x": r(5, 7, 300)}, ["y"], [("ax", np.array([0, 2], np.int64))] if op == "ReduceSum" else [])
+    add("softmax_long_rows", [helper.make_node("Softmax", ["x"], ["y"], axis=-1)],
+        {"x": r(6, 700) * 4}, ["y"])
+    add("logsoftmax_short_rows", [helper.make_node("LogSoftmax", ["x"], ["y"], axis=-1)],
+        {"x": r(9, 5)}, ["y"])
+    add("layernorm_long_rows", [helper.make_node("LayerNormalization", ["x", "s", "b"], ["y"],
+                                                 axis=-1, epsilon=1e-3)],
+        {"x": r(3, 1000) + 2}, ["y"], [("s", r(1000)), ("b", r(1000))])
+    add("elementwise_bcast_chain",
+        [helper.make_node("Mul", ["x", "s"], ["t"]), helper.make_node("Add", ["t", "c"], ["u"]),
+         helper.make_node("Tanh", ["u"], ["y"])],
+        {"x": r(4, 3, 50)}, ["y"], [("s", r(3, 1)), ("c", r(50))])
+    add("transpose_3d", [helper.make_node("Transpose", ["x"], ["y"], perm=[2, 0, 1])],
+        {"x": r(3, 40, 7)}, ["y"])
+    add("gemv_transb_bias_tanh",
+        [helper.make_node("Gemm", ["a", "w", "c"], ["t"], transB=1),
+         helper.make_node("Tanh", ["t"], ["y"])],
+        {"a": r(1, 300)}, ["y"], [("w", r(70, 300) * 0.1), ("c", r(70))])
+    add("gemv_batched_rows", [helper.make_node("MatMul", ["a", "b"], ["y"])],
+        {"a": r(3, 2, 50)}, ["y"], [("b", r(50, 33))])
+    # float16 on tensor cores (WMMA): the reference is the float32 product rounded to float16
+    a16, b16 = r(70, 40).astype(np.float16), r(40, 90).astype(np.float16)
+    g = helper.make_graph([helper.make_node("MatMul", ["a", "b"], ["y"])], "wmma",
+                          [helper.make_tensor_value_info("a", TensorProto.FLOAT16, [70, 40])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT16, None)],
+                          [numpy_helper.from_array(b16, "b")])
+    cases.append(("matmul_float16_wmma",
+                  helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8),
+                  {"a": a16}, (a16.astype(np.float32) @ b16.astype(np.float32)).astype(np.float16), []))
+    add("slice_steps", [helper.make_node("Slice", ["x", "st", "en", "ax", "sp"], ["y"])],
+        {"x": r(6, 20, 9)}, ["y"], [("st", np.array([1, -2], np.int64)), ("en", np.array([19, 0], np.int64)),
+                                    ("ax", np.array([1, 2], np.int64)), ("sp", np.array([3, -2], np.int64))])
+    add("gather_negative_indices", [helper.make_node("Gather", ["x", "i"], ["y"], axis=1)],
+        {"x": r(3, 10, 4)}, ["y"], [("i", np.array([[0, -1], [4, -10]], np.int64))])
+    add("concat_axis1", [helper.make_node("Concat", ["x", "c"], ["y"], axis=1)],
+        {"x": r(2, 3, 5)}, ["y"], [("c", r(2, 4, 5))])
+    add("split_uneven_then_add",
+        [helper.make_node("Split", ["x", "sz"], ["a", "b"], axis=2),
+         helper.make_node("Mul", ["a", "a"], ["y"])],
+        {"x": r(2, 3, 11)}, ["y"], [("sz", np.array([4, 7], np.int64))])
+    add("expand_rows", [helper.make_node("Expand", ["x", "sh"], ["y"])],
+        {"x": r(3, 1)}, ["y"], [("sh", np.array([2, 3, 6], np.int64))])
+    return cases
+
+
+def run_cases(rlopt, tmp, tally):
+    for name, model, inputs, ref, args in build_cases():
+        d = os.path.join(tmp, "case_" + name)
+        os.makedirs(d)
+        path = os.path.join(d, "model.onnx")
+        with open(path, "wb") as f:
+            f.write(model.SerializeToString())
+        if ref is None:
+            sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+            expected = sess.run(None, inputs)
+        else:
+            expected = [ref]
+        cmd = [rlopt, "run", path, "-d", os.path.join(d, "out"), "--target", "cuda", "--emulate"] + args
+        for k, v in inputs.items():
+            p = os.path.join(d, k + ".pb")
+            rltest.write_pb(p, v, k)
+            cmd += ["-i", p]
+        res = rltest.run(cmd, timeout=300)
+        if not res.ok:
+            print(f"FAIL case {name}: {res.describe()}")
+            tally.add("fail")
+            continue
+        _, got = rltest.read_pb(os.path.join(d, "out", "output_0.pb"))
+        half = got.dtype == np.float16  # one float16 rounding apart at most, plus the sum's order
+        ok, msg, _, _ = rltest.compare(got, expected[0], rtol=2e-3 if half else 1e-3,
+                                       atol=2e-3 if half else 1e-5)
+        # every case has a parallel CUDA kernel: none may fall back to the serial loop nest
+        cu = os.path.join(d, "m.cu")
+        gen = rltest.run([rlopt, path, "-o", cu] + args, timeout=120)
+        if not gen.ok:
+            ok, msg = False, "rlopt -o m.cu: " + gen.describe()
+        else:
+            with open(cu) as f:
+                text = f.read()
+            if "; serial:" in text or " (0 serial)" not in text:
+                ok, msg = False, "a kernel fell back to the serial loop nest"
+        print(f"{'ok  ' if ok else 'FAIL'} case {name}{'' if ok else ': ' + msg}")
+        tally.add("pass" if ok else "fail")
+
+
+def bad_inputs(rlopt, source, tmp, tally):
+    node = os.path.join(rltest.onnx_data_dir(), "node")
+    mlp = os.path.join(source, "examples", "mlp.onnx")
+    out = os.path.join(tmp, "bad.cu")
+    checks = [
+        ("cpu profile refused", [rlopt, mlp, "-o", out, "--hw", "generic-cpu"], 2, "GPU profile"),
+        ("unsupported op named", [rlopt, os.path.join(node, "test_resize_upsample_scales_linear",
+                                                      "model.onnx"), "-o", out], 2, "(Resize)"),
+        ("--emulate needs --target cuda", [rlopt, "run", mlp, "-i", "x.pb", "-d", tmp, "--emulate"],
+         1, "--target cuda"),
+        ("--target cuda wants .cu", [rlopt, mlp, "-o", os.path.join(tmp, "x.c"), "--target", "cuda"],
+         1, "OUT.cu"),
+    ]
+    for name, cmd, code, text in checks:
+        r = rltest.run(cmd, timeout=60)
+        lines = (r.stderr or "").strip().splitlines()
+        left = [f for f in os.listdir(tmp) if f.startswith("bad.") or f.startswith("x.")]
+        # errors are one line; usage errors (exit 1) may add "Try 'rlopt --help'."
+        ok = (r.returncode == code and lines and text in lines[0] and not left and
+              (len(lines) == 1 or (code == 1 and len(lines) == 2)))
+        print(f"{'ok  ' if ok else 'FAIL'} bad input: {name}"
+              + ("" if ok else f": exit {r.returncode}, stderr {lines!r}, files {left}"))
+        tally.add("pass" if ok else "fail")
+
+
+def main():
+    ap = rltest.make_parser(__doc__)
+    ap.add_argument("-j", "--jobs", type=int, default=2)
+    args = ap.parse_args()
+    rlopt = os.path.abspath(args.rlopt)
+    tally = rltest.Tally()
+    with tempfile.TemporaryDirectory(prefix="rlopt-cuda-emu-") as tmp:
+        run_cases(rlopt, tmp, tally)
+        bad_inputs(rlopt, args.source, tmp, tally)
+        # 2. the examples
+        examples = [(os.path.basename(m)[:-5], m, [])
+                    for m in sorted(glob.glob(os.path.join(args.source, "examples", "*.onnx")))]
+        # the weights in NAME.weights, uploaded by init, instead of embedded
+        examples.append(("mlp", os.path.join(args.source, "examples", "mlp.onnx"),
+                         ["--weights-max", "0"]))
+        for name, model, extra in examples:
+            data = os.path.join(args.source, "examples", name + "_data")
+            if not os.path.isdir(data):
+                continue
+            ins = sorted(glob.glob(os.path.join(data, "input_*.pb")))
+            out = os.path.join(tmp, name + ("_side" if extra else ""))
+            name += " (side file)" if extra else ""
+            cmd = [rlopt, "run", model, "-d", out, "--target", "cuda", "--emulate"] + extra
+            for p in ins:
+                cmd += ["-i", p]
+            r = rltest.run(cmd, timeout=300)
+            if not r.ok:
+                print(f"FAIL example {name}: {r.describe()}")
+                tally.add("fail")
+                continue
+            bad = []
+            for exp in sorted(glob.glob(os.path.join(data, "output_*.pb"))):
+                _, e = rltest.read_pb(exp)
+                _, a = rltest.read_pb(os.path.join(out, os.path.basename(exp)))
+                ok, msg, _, _ = rltest.compare(a, e)
+                if not ok:
+                    bad.append(f"{os.path.basename(exp)}: {msg}")
+            if bad:
+                print(f"FAIL example {name}: " + "; ".join(bad))
+                tally.add("fail")
+            else:
+                print(f"ok   example {name} (emulated CUDA matches the reference)")
+                tally.add("pass")
+        # 3. the node-test subset
+        ops = rltest.run([rlopt, "ops", "--target", "cuda"], timeout=60)
+        if not ops.ok:
+            print(f"FAIL rlopt ops --target cuda: {ops.describe()}")
+            tally.add("fail")
+            return tally.finish()
+        ops_file = os.path.join(tmp, "cuda_ops.txt")
+        with open(ops_file, "w") as f:
+            f.write(ops.stdout)
+        conf = os.path.join(os.path.dirname(os.path.abspath(__file__)), "test_conformance.py")
+        cmd = [sys.executable, "-B", conf, "--rlopt", rlopt, "--source", args.source,
+               "-j", str(args.jobs), "--ops-file", ops_file,
+               "--rlopt-args=--target cuda --emulate"]
+        for k in SUBSET:
+            cmd += ["-k", k]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+        lines = p.stdout.strip().splitlines()
+        for line in lines:
+            if line.startswith("FAIL") or line.startswith("    "):
+                print(line)
+        last = lines[-1] if lines else "(no output)"
+        print(f"node tests through --target cuda --emulate: {last}")
+        try:
+            np_, nf, ns = (int(w) for w in last.replace(",", "").split()[0:6:2])
+        except ValueError:
+            print(p.stderr[-2000:])
+            np_, nf, ns = 0, 1, 0
+        tally.passed += np_
+        tally.failed += nf
+        tally.skipped += ns
+        if np_ < 100:
+            print(f"only {np_} node tests passed through the CUDA emulation (expected >= 100)")
+            tally.add("fail")
+    return tally.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""Every .cu the CUDA backend writes compiles with nvcc, warnings as errors.
+
+For the example models, a set of ONNX node-test models (elementwise and
+fused groups, MatMul, Gemm, Conv, pooling, normalization, shape ops) and a
+float16 Gemm (the tensor-core kernel), runs
+`rlopt MODEL -o X.cu` and then
+
+    nvcc -arch=sm_90 -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror -c X.cu
+    nvcc -arch=sm_80 (the same)
+
+(device code for Hopper and Ampere; the host side through the host compiler
+with -Wall -Wextra), and the emulation build, g++ -std=c++17 -x c++
+-DRL_CUDA_EMULATE -Wall -Wextra -Werror -c X.cu, which needs no CUDA. nvcc is
+found on PATH, else under /usr/local/cuda*/bin; without it the nvcc cases
+are skipped with that reason printed. Ends with
+"N passed, N failed, N skipped".
+"""
+
+import glob
+import os
+import shutil
+import sys
+import tempfile
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import rltest  # noqa: E402
+
+import numpy as np  # noqa: E402
+import onnx  # noqa: E402
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+NODE_TESTS = [
+    "test_add_bcast", "test_gelu_tanh_1", "test_gemm_all_attributes", "test_matmul_4d",
+    "test_conv_with_strides_padding", "test_softmax_axis_1", "test_layer_normalization_3d_axis1_epsilon",
+    "test_transpose_all_permutations_3", "test_maxpool_2d_pads", "test_reduce_mean_keepdims_example",
+    "test_cast_FLOAT_to_FLOAT16", "test_and_bcast4v3d",
+]
+ARCHS = ["sm_90", "sm_80"]
+
+
+def float16_gemm(path):
+    """A float16 Gemm with a fused Relu: the tensor-core (WMMA) kernel."""
+    b = np.random.default_rng(1).standard_normal((40, 90)).astype(np.float16)
+    g = helper.make_graph([helper.make_node("Gemm", ["a", "b", "c"], ["t"], alpha=0.5),
+                           helper.make_node("Relu", ["t"], ["y"])], "f16",
+                          [helper.make_tensor_value_info("a", TensorProto.FLOAT16, [70, 40])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT16, None)],
+                          [numpy_helper.from_array(b, "b"),
+                           numpy_helper.from_array(np.ones(90, np.float16), "c")])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), path)
+    return path
+
+
+def find_nvcc():
+    p = shutil.which("nvcc")
+    if p:
+        return p
+    for c in sorted(glob.glob("/usr/local/cuda*/bin/nvcc"), reverse=True):
+        if os.access(c, os.X_OK):
+            return c
+    return None
+
+
+def main():
+    ap = rltest.make_parser(__doc__)
+    args = ap.parse_args()
+    rlopt = os.path.abspath(args.rlopt)
+    tally = rltest.Tally()
+    models = [(os.path.basename(m)[:-5], m)
+              for m in sorted(glob.glob(os.path.join(args.source, "examples", "*.onnx")))
+              if os.path.isdir(m[:-5] + "_data")]
+    node = os.path.join(rltest.onnx_data_dir(), "node")
+    models += [(t, os.path.join(node, t, "model.onnx")) for t in NODE_TESTS]
+    nvcc = find_nvcc()
+    if not nvcc:
+        print("skip: nvcc not found on PATH or under /usr/local/cuda*/bin "
+              "(install the CUDA toolkit to run the nvcc half of this check)")
+    with tempfile.TemporaryDirectory(prefix="rlopt-cuda-nvcc-") as tmp:
+        models.append(("float16_gemm_wmma", float16_gemm(os.path.join(tmp, "f16.onnx"))))
+        for name, model in models:
+            cu = os.path.join(tmp, name + ".cu")
+            r = rltest.run([rlopt, model, "-o", cu], timeout=120)
+            if not r.ok:
+                print(f"FAIL {name}: rlopt -o {name}.cu: {r.describe()}")
+                tally.add("fail")
+                continue
+            e = rltest.run(["g++", "-std=c++17", "-x", "c++", "-DRL_CUDA_EMULATE", "-Wall", "-Wextra",
+                            "-Werror", "-c", cu, "-o", os.path.join(tmp, name + ".emu.o")], timeout=300)
+            print(f"{'ok  ' if e.ok else 'FAIL'} {name} g++ -DRL_CUDA_EMULATE -Wall -Wextra"
+                  + ("" if e.ok else ": " + e.describe(20)))
+            tally.add("pass" if e.ok else "fail")
+            for arch in ARCHS:
+                if not nvcc:
+                    tally.add("skip")
+                    continue
+                c = rltest.run([nvcc, "-arch=" + arch, "-Werror", "all-warnings",
+                                "-Xcompiler", "-Wall,-Wextra,-Werror", "-c", cu,
+                                "-o", os.path.join(tmp, f"{name}.{arch}.o")], timeout=300)
+                if c.ok:
+                    print(f"ok   {name} nvcc -arch={arch} ({c.seconds:.1f} s)")
+                    tally.add("pass")
+                else:
+                    print(f"FAIL {name} nvcc -arch={arch}: {c.describe(20)}")
+                    tally.add("fail")
+    return tally.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,27 @@
+/*
+ * cuda_cli.c - the command line's CUDA choices, shared by `rlopt -o X.cu`
+ * and `rlopt run --target cuda`: the default GPU profile, the refusal of a
+ * CPU profile, and the compile command for the GPU or for emulation.
+ */
+#include "cli.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define RL_CUDA_DEFAULT_HW "h200"
+
+bool rl_cli_cuda_hw(struct rl_cli_opts *o)
+{
+	struct rl_machine m;
+	if (!o->hw)
+		o->hw = RL_CUDA_DEFAULT_HW;
+	if (!rl_cli_machine(o, &m))
+		return false;
+	if (strcmp(m.kind, "gpu") != 0) {
+		fprintf(stderr, "rlopt: --hw %s is a %s profile; the CUDA backend needs a GPU "
+		        "profile (h200, h100, a100, rtx4090; default %s)\n", o->hw,
+		        m.kind[0] ? m.kind : "non-GPU", RL_CUDA_DEFAULT_HW);
+		return false;
+	}
+	return true;
+}
