@@ -453,9 +453,8 @@ static enum rl_status check_node(struct rl_graph *g, uint32_t node)
 	struct rl_node *n = &g->nodes[node];
 	if (n->op >= RL_OP_COUNT_)
 		return rl_graph_error(g, n, RL_ERR_UNSUPPORTED, "unknown operator");
-	if (n->domain && !rl_op_in_domain(n->op, n->domain))
 	const char *dom = n->domain && strcmp(n->domain, "ai.onnx") != 0 ? n->domain : "";
-	if (strcmp(dom, rl_op_domain(n->op)) != 0)
+	if (!rl_op_in_domain(n->op, dom))
 		return rl_graph_error(g, n, RL_ERR_UNSUPPORTED,
 		                      "operator domain '%s' is not supported", n->domain);
 	if (n->opset < 7 && !*dom)
