@@ -1,0 +1,187 @@
+/*
+ * quant.c - packing float weights into the quantized layouts of quant.h,
+ * unpacking them again (the pass measures error with it), and the shape
+ * and cost rules of QuantMatMul.
+ *
+ * Rounding is to nearest (ties away from zero, lrintf would depend on the
+ * rounding mode), so the same weights give the same bytes on every host.
+ */
+#include "quant.h"
+
+#include "cost_impl.h"
+#include "infer_impl.h"
+
+#include <math.h>
+#include <string.h>
+
+const char *rl_qscheme_name(enum rl_qscheme s)
+{
+	switch (s) {
+	case RL_Q_NONE: return "float";
+	case RL_Q_INT8_CHANNEL: return "int8/channel";
+	case RL_Q_INT8_BLOCK: return "int8/block";
+	case RL_Q_INT4_SYM: return "int4/block";
+	case RL_Q_INT4_ASYM: return "int4/block+zp";
+	case RL_Q_COUNT_: break;
+	}
+	return "?";
+}
+
+int rl_qscheme_bits(enum rl_qscheme s)
+{
+	switch (s) {
+	case RL_Q_INT8_CHANNEL: case RL_Q_INT8_BLOCK: return 8;
+	case RL_Q_INT4_SYM: case RL_Q_INT4_ASYM: return 4;
+	default: return 32;
+	}
+}
+
+int64_t rl_qweight_geometry(struct rl_qweight *w, enum rl_qscheme scheme, int64_t k,
+                            int64_t n, int64_t block)
+{
+	memset(w, 0, sizeof(*w));
+	w->scheme = scheme;
+	w->bits = rl_qscheme_bits(scheme);
+	w->k = k;
+	w->n = n;
+	w->block = scheme == RL_Q_INT8_CHANNEL ? k : block;
+	w->nb = (k + w->block - 1) / w->block;
+	w->bb = w->bits == 8 ? w->block : w->block / 2;
+	return n * w->nb * (w->bb + 4 + (scheme == RL_Q_INT4_ASYM));
+}
+
+static int32_t round_clamp(float x, int32_t lo, int32_t hi)
+{
+	float r = x >= 0 ? floorf(x + 0.5f) : -floorf(-x + 0.5f);
+	return r < (float)lo ? lo : r > (float)hi ? hi : (int32_t)r;
+}
+
+static void put4(uint8_t *blk, int64_t bs, int64_t j, int32_t code)
+{
+	int64_t h = bs / 2;
+	if (j < h)
+		blk[j] = (uint8_t)((blk[j] & 0xf0) | code);
+	else
+		blk[j - h] = (uint8_t)((blk[j - h] & 0x0f) | (code << 4));
+}
+
+static int32_t get4(const uint8_t *blk, int64_t bs, int64_t j)
+{
+	int64_t h = bs / 2;
+	return j < h ? blk[j] & 15 : blk[j - h] >> 4;
+}
+
+void rl_qweight_pack(struct rl_qweight *w, const float *src, int64_t ks, int64_t ns)
+{
+	for (int64_t n = 0; n < w->n; n++) {
+		for (int64_t b = 0; b < w->nb; b++) {
+			int64_t k0 = b * w->block;
+			int64_t len = w->k - k0 < w->block ? w->k - k0 : w->block;
+			uint8_t *blk = w->q + (n * w->nb + b) * w->bb;
+			float mn = 0, mx = 0, amax = 0;
+			for (int64_t j = 0; j < len; j++) {
+				float x = src[(k0 + j) * ks + n * ns];
+				mn = j == 0 || x < mn ? x : mn;
+				mx = j == 0 || x > mx ? x : mx;
+				amax = fabsf(x) > amax ? fabsf(x) : amax;
+			}
+			float *s = &w->s[n * w->nb + b];
+			if (w->bits == 8) {
+				*s = amax / 127.0f;
+				float inv = *s > 0 ? 1.0f / *s : 0;
+				for (int64_t j = 0; j < w->bb; j++) {
+					int32_t q = j < len ? round_clamp(src[(k0 + j) * ks + n * ns] * inv, -127, 127) : 0;
+					blk[j] = (uint8_t)(int8_t)q;
+				}
+				continue;
+			}
+			int32_t zp = 8;
+			*s = amax / 7.0f;
+			if (w->scheme == RL_Q_INT4_ASYM && mx > mn) {
+				/* the range [min(mn,0), max(mx,0)]: 0 stays exact (padding) */
+				float lo = mn < 0 ? mn : 0, hi = mx > 0 ? mx : 0;
+				*s = (hi - lo) / 15.0f;
+				zp = round_clamp(-lo / *s, 0, 15);
+			}
+			if (w->z)
+				w->z[n * w->nb + b] = (uint8_t)zp;
+			float inv = *s > 0 ? 1.0f / *s : 0;
+			memset(blk, 0, (size_t)w->bb);
+			for (int64_t j = 0; j < w->block; j++) {
+				int32_t q = j < len ? round_clamp(src[(k0 + j) * ks + n * ns] * inv + (float)zp, 0, 15)
+				                    : zp;
+				put4(blk, w->block, j, q);
+			}
+		}
+	}
+}
+
+void rl_qweight_column(const struct rl_qweight *w, int64_t n, float *col)
+{
+	for (int64_t b = 0; b < w->nb; b++) {
+		int64_t k0 = b * w->block;
+		int64_t len = w->k - k0 < w->block ? w->k - k0 : w->block;
+		const uint8_t *blk = w->q + (n * w->nb + b) * w->bb;
+		float s = w->s[n * w->nb + b];
+		if (w->bits == 8) {
+			for (int64_t j = 0; j < len; j++)
+				col[k0 + j] = s * (float)(int8_t)blk[j];
+			continue;
+		}
+		float z = w->z ? (float)w->z[n * w->nb + b] : 8.0f;
+		for (int64_t j = 0; j < len; j++)
+			col[k0 + j] = s * ((float)get4(blk, w->block, j) - z);
+	}
+}
+
+/* ---- QuantMatMul: shapes and counts -------------------------------------- */
+
+enum rl_status rl_infer_quant_matmul(struct rl_graph *g, uint32_t node)
+{
+	struct rl_node *n = &g->nodes[node];
+	int64_t K = rl_node_attr_int(n, "K", -1), N = rl_node_attr_int(n, "N", -1);
+	int64_t bits = rl_node_attr_int(n, "bits", -1), bs = rl_node_attr_int(n, "block_size", -1);
+	if (K <= 0 || N <= 0 || (bits != 8 && bits != 4) || bs <= 0 || (bits == 4 && bs % 32))
+		return rl_graph_error(g, n, RL_ERR_INVALID, "QuantMatMul needs attributes K, N > 0, "
+		                      "bits 8 or 4 and block_size (a multiple of 32 for 4 bits)");
+	int64_t nb = (K + bs - 1) / bs, bb = bits == 8 ? bs : bs / 2;
+	struct rl_value *a = rl_infer_in(g, n, 0), *q = rl_infer_in(g, n, 1);
+	struct rl_value *s = rl_infer_in(g, n, 2), *z = rl_infer_in(g, n, 3);
+	struct rl_value *bias = rl_infer_in(g, n, 4);
+	const int64_t qd[3] = {N, nb, bb}, sd[2] = {N, nb};
+	struct rl_shape qs, ss, bsh;
+	rl_shape_set(&qs, 3, qd);
+	rl_shape_set(&ss, 2, sd);
+	rl_shape_set(&bsh, 1, &N);
+	if (!a || !q || !s || a->dtype != RL_DT_FLOAT || q->dtype != RL_DT_UINT8 ||
+	    s->dtype != RL_DT_FLOAT || !rl_shape_equal(&q->shape, &qs) ||
+	    !rl_shape_equal(&s->shape, &ss) ||
+	    (z && (z->dtype != RL_DT_UINT8 || bits != 4 || !rl_shape_equal(&z->shape, &ss))) ||
+	    (bias && (bias->dtype != RL_DT_FLOAT || !rl_shape_equal(&bias->shape, &bsh))))
+		return rl_graph_error(g, n, RL_ERR_SHAPE, "QuantMatMul inputs do not match K=%lld "
+		                      "N=%lld bits=%lld block_size=%lld", (long long)K, (long long)N,
+		                      (long long)bits, (long long)bs);
+	struct rl_shape out = {.rank = -1};
+	if (a->shape.rank >= 1) {
+		struct rl_dim k = a->shape.d[a->shape.rank - 1];
+		if (k.v >= 0 && k.v != K)
+			return rl_graph_error(g, n, RL_ERR_SHAPE, "QuantMatMul: A's last dimension "
+			                      "%lld is not K=%lld", (long long)k.v, (long long)K);
+		out = a->shape;
+		out.d[out.rank - 1] = rl_dim_num(N);
+	}
+	return rl_infer_set(g, node, 0, RL_DT_FLOAT, &out);
+}
+
+/* MACs as the float product; the extra FLOPs of dequantization (one
+ * multiply-add per weight and row) are the kernel's business, not the
+ * model's: the report keeps FLOPs comparable before and after. */
+bool rl_count_quant_matmul(const struct rl_graph *g, uint32_t node, struct rl_counts *c)
+{
+	const struct rl_node *n = &g->nodes[node];
+	double mn = rl_cnt_out(g, n, 0);
+	double k = (double)rl_node_attr_int(n, "K", 0);
+	c->macs = mn * k;
+	c->flops = 2 * c->macs + (rl_node_in(n, 4) != RL_NONE ? mn : 0);
+	return true;
+}
