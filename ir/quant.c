@@ -46,8 +46,9 @@ int64_t rl_qweight_geometry(struct rl_qweight *w, enum rl_qscheme scheme, int64_
 	w->n = n;
 	w->block = scheme == RL_Q_INT8_CHANNEL ? k : block;
 	w->nb = (k + w->block - 1) / w->block;
-	w->bb = w->bits == 8 ? w->block : w->block / 2;
-	return n * w->nb * (w->bb + 4 + (scheme == RL_Q_INT4_ASYM));
+	int64_t chunk = w->bits == 8 ? 64 : 128; /* codes per 64-byte chunk */
+	w->rowbytes = (k + chunk - 1) / chunk * 64;
+	return n * (w->rowbytes + w->nb * (4 + (scheme == RL_Q_INT4_ASYM)));
 }
 
 static int32_t round_clamp(float x, int32_t lo, int32_t hi)
@@ -56,28 +57,36 @@ static int32_t round_clamp(float x, int32_t lo, int32_t hi)
 	return r < (float)lo ? lo : r > (float)hi ? hi : (int32_t)r;
 }
 
-static void put4(uint8_t *blk, int64_t bs, int64_t j, int32_t code)
+/* byte and shift of code k within a channel's row */
+static int64_t code_at(int bits, int64_t k, int *shift)
 {
-	int64_t h = bs / 2;
-	if (j < h)
-		blk[j] = (uint8_t)((blk[j] & 0xf0) | code);
-	else
-		blk[j - h] = (uint8_t)((blk[j - h] & 0x0f) | (code << 4));
+	int64_t chunk = k / (bits == 8 ? 64 : 128), j = k % (bits == 8 ? 64 : 128);
+	int64_t lane = j % 16, plane = j / 16;
+	if (bits == 8) {
+		*shift = 0;
+		return chunk * 64 + lane * 4 + plane;
+	}
+	*shift = (int)(plane % 2) * 4;
+	return chunk * 64 + lane * 4 + plane / 2;
 }
 
-static int32_t get4(const uint8_t *blk, int64_t bs, int64_t j)
+int rl_qweight_code(const struct rl_qweight *w, int64_t k, int64_t n)
 {
-	int64_t h = bs / 2;
-	return j < h ? blk[j] & 15 : blk[j - h] >> 4;
+	int sh;
+	int64_t at = code_at(w->bits, k, &sh);
+	uint8_t b = w->q[n * w->rowbytes + at];
+	return w->bits == 8 ? (int)(int8_t)b : (b >> sh) & 15;
 }
 
 void rl_qweight_pack(struct rl_qweight *w, const float *src, int64_t ks, int64_t ns)
 {
+	memset(w->q, 0, (size_t)(w->n * w->rowbytes));
 	for (int64_t n = 0; n < w->n; n++) {
+		uint8_t *row = w->q + n * w->rowbytes;
+		int64_t kpad = w->rowbytes * (w->bits == 8 ? 1 : 2);
 		for (int64_t b = 0; b < w->nb; b++) {
 			int64_t k0 = b * w->block;
 			int64_t len = w->k - k0 < w->block ? w->k - k0 : w->block;
-			uint8_t *blk = w->q + (n * w->nb + b) * w->bb;
 			float mn = 0, mx = 0, amax = 0;
 			for (int64_t j = 0; j < len; j++) {
 				float x = src[(k0 + j) * ks + n * ns];
@@ -86,31 +95,35 @@ void rl_qweight_pack(struct rl_qweight *w, const float *src, int64_t ks, int64_t
 				amax = fabsf(x) > amax ? fabsf(x) : amax;
 			}
 			float *s = &w->s[n * w->nb + b];
+			int32_t zp = 0;
 			if (w->bits == 8) {
 				*s = amax / 127.0f;
-				float inv = *s > 0 ? 1.0f / *s : 0;
-				for (int64_t j = 0; j < w->bb; j++) {
-					int32_t q = j < len ? round_clamp(src[(k0 + j) * ks + n * ns] * inv, -127, 127) : 0;
-					blk[j] = (uint8_t)(int8_t)q;
+			} else {
+				zp = 8;
+				*s = amax / 7.0f;
+				if (w->scheme == RL_Q_INT4_ASYM && mx > mn) {
+					/* the range [min(mn,0), max(mx,0)]: 0 stays exact (padding) */
+					float lo = mn < 0 ? mn : 0, hi = mx > 0 ? mx : 0;
+					*s = (hi - lo) / 15.0f;
+					zp = round_clamp(-lo / *s, 0, 15);
 				}
-				continue;
+				if (w->z)
+					w->z[n * w->nb + b] = (uint8_t)zp;
 			}
-			int32_t zp = 8;
-			*s = amax / 7.0f;
-			if (w->scheme == RL_Q_INT4_ASYM && mx > mn) {
-				/* the range [min(mn,0), max(mx,0)]: 0 stays exact (padding) */
-				float lo = mn < 0 ? mn : 0, hi = mx > 0 ? mx : 0;
-				*s = (hi - lo) / 15.0f;
-				zp = round_clamp(-lo / *s, 0, 15);
-			}
-			if (w->z)
-				w->z[n * w->nb + b] = (uint8_t)zp;
 			float inv = *s > 0 ? 1.0f / *s : 0;
-			memset(blk, 0, (size_t)w->bb);
-			for (int64_t j = 0; j < w->block; j++) {
-				int32_t q = j < len ? round_clamp(src[(k0 + j) * ks + n * ns] * inv + (float)zp, 0, 15)
-				                    : zp;
-				put4(blk, w->block, j, q);
+			/* the last block also fills the padding to the chunk's end */
+			int64_t end = b == w->nb - 1 ? kpad - k0 : len;
+			for (int64_t j = 0; j < end; j++) {
+				int sh;
+				int64_t at = code_at(w->bits, k0 + j, &sh);
+				if (w->bits == 8) {
+					int32_t q = j < len ? round_clamp(src[(k0 + j) * ks + n * ns] * inv, -127, 127) : 0;
+					row[at] = (uint8_t)(int8_t)q;
+				} else {
+					int32_t q = j < len ? round_clamp(src[(k0 + j) * ks + n * ns] * inv + (float)zp, 0, 15)
+					                    : zp;
+					row[at] = (uint8_t)(row[at] | (q << sh));
+				}
 			}
 		}
 	}
@@ -118,19 +131,11 @@ void rl_qweight_pack(struct rl_qweight *w, const float *src, int64_t ks, int64_t
 
 void rl_qweight_column(const struct rl_qweight *w, int64_t n, float *col)
 {
-	for (int64_t b = 0; b < w->nb; b++) {
-		int64_t k0 = b * w->block;
-		int64_t len = w->k - k0 < w->block ? w->k - k0 : w->block;
-		const uint8_t *blk = w->q + (n * w->nb + b) * w->bb;
+	for (int64_t k = 0; k < w->k; k++) {
+		int64_t b = k / w->block;
 		float s = w->s[n * w->nb + b];
-		if (w->bits == 8) {
-			for (int64_t j = 0; j < len; j++)
-				col[k0 + j] = s * (float)(int8_t)blk[j];
-			continue;
-		}
-		float z = w->z ? (float)w->z[n * w->nb + b] : 8.0f;
-		for (int64_t j = 0; j < len; j++)
-			col[k0 + j] = s * ((float)get4(blk, w->block, j) - z);
+		float z = w->bits == 8 ? 0.0f : w->z ? (float)w->z[n * w->nb + b] : 8.0f;
+		col[k] = s * ((float)rl_qweight_code(w, k, n) - z);
 	}
 }
 
@@ -144,13 +149,14 @@ enum rl_status rl_infer_quant_matmul(struct rl_graph *g, uint32_t node)
 	if (K <= 0 || N <= 0 || (bits != 8 && bits != 4) || bs <= 0 || (bits == 4 && bs % 32))
 		return rl_graph_error(g, n, RL_ERR_INVALID, "QuantMatMul needs attributes K, N > 0, "
 		                      "bits 8 or 4 and block_size (a multiple of 32 for 4 bits)");
-	int64_t nb = (K + bs - 1) / bs, bb = bits == 8 ? bs : bs / 2;
+	int64_t nb = (K + bs - 1) / bs, chunk = bits == 8 ? 64 : 128;
+	int64_t rowbytes = (K + chunk - 1) / chunk * 64;
 	struct rl_value *a = rl_infer_in(g, n, 0), *q = rl_infer_in(g, n, 1);
 	struct rl_value *s = rl_infer_in(g, n, 2), *z = rl_infer_in(g, n, 3);
 	struct rl_value *bias = rl_infer_in(g, n, 4);
-	const int64_t qd[3] = {N, nb, bb}, sd[2] = {N, nb};
+	const int64_t qd[2] = {N, rowbytes}, sd[2] = {N, nb};
 	struct rl_shape qs, ss, bsh;
-	rl_shape_set(&qs, 3, qd);
+	rl_shape_set(&qs, 2, qd);
 	rl_shape_set(&ss, 2, sd);
 	rl_shape_set(&bsh, 1, &N);
 	if (!a || !q || !s || a->dtype != RL_DT_FLOAT || q->dtype != RL_DT_UINT8 ||

@@ -6,7 +6,7 @@
  * constant float32 weight into QuantMatMul (ops.def), whose inputs are
  *
  *   0  A     float32 [..., K]        the activations, as MatMul's A
- *   1  Q     uint8   [N, nb, bb]     codes, one row of blocks per output channel
+ *   1  Q     uint8   [N, rowbytes]   codes, one row per output channel
  *   2  S     float32 [N, nb]         one scale per block
  *   3  Z     uint8   [N, nb]         int4 zero points (optional; absent: 8)
  *   4  bias  float32 [N]             Gemm's C (optional)
@@ -15,14 +15,16 @@
  * K itself for int8 per output channel), nb = ceil(K / block_size). Output
  * Y = A x W + bias of shape A.shape[:-1] + [N] (a 1-D A gives [N]).
  *
- * Layout, chosen for the kernels (backends/c/emit_qgemm.c), not for ONNX:
- * output channel n is contiguous in K, so batch 1 streams each channel's
- * codes once (the layout of com.microsoft MatMulNBits, which the ONNX writer
- * repacks to). int8: one signed byte per code, w = s * q, q in [-127, 127].
- * int4: block of `bs` codes in bs/2 bytes, byte j holding code j in its low
- * nibble and code j + bs/2 in its high nibble (so 16 bytes unpack to two runs
- * of 16 consecutive codes: two vectors, no shuffle), w = s * (q - z). A block
- * that runs past K is padded with codes worth 0.
+ * Layout, chosen for the kernels (backends/c/emit_qgemm.c), not for ONNX
+ * (the writer repacks): output channel n's codes are contiguous in K, so
+ * batch 1 streams each channel once. A channel's codes come in chunks of 64
+ * bytes, seen as 16 little-endian 32-bit lanes: int8, 64 codes per chunk,
+ * code 16p + i in byte p of lane i; int4, 128 codes, code 16p + i in
+ * nibble p of lane i. So a chunk loaded as one 16-lane integer vector
+ * yields each run of 16 consecutive codes with two shifts (int8: sign
+ * extension) or a shift and a mask (int4), no shuffles. Rows are padded to
+ * whole chunks with codes worth 0. int8: w = s * q, q in [-127, 127]; int4:
+ * w = s * (q - z), q in [0, 15].
  */
 #ifndef RL_QUANT_H
 #define RL_QUANT_H
@@ -55,8 +57,9 @@ struct rl_qweight {
 	int bits;           /* 8 or 4 */
 	int64_t k, n;       /* reduction and output extents */
 	int64_t block;      /* codes per scale (K for per-channel int8) */
-	int64_t nb, bb;     /* blocks per channel, bytes per block */
-	uint8_t *q;         /* [n][nb][bb] */
+	int64_t nb;         /* blocks per channel */
+	int64_t rowbytes;   /* bytes of codes per channel (whole 64-byte chunks) */
+	uint8_t *q;         /* [n][rowbytes] */
 	float *s;           /* [n][nb] */
 	uint8_t *z;         /* [n][nb] int4 zero points, or NULL (8) */
 };
@@ -71,6 +74,8 @@ int64_t rl_qweight_geometry(struct rl_qweight *w, enum rl_qscheme scheme, int64_
  * geometry. An all-zero block gets scale 0 and codes worth 0. The source
  * must be finite (the pass checks). */
 void rl_qweight_pack(struct rl_qweight *w, const float *src, int64_t ks, int64_t ns);
+/* Code of weight (k, n): int8 as a signed value, int4 in [0, 15]. */
+int rl_qweight_code(const struct rl_qweight *w, int64_t k, int64_t n);
 /* Dequantize output channel n into col[0..K). */
 void rl_qweight_column(const struct rl_qweight *w, int64_t n, float *col);
 

@@ -196,10 +196,10 @@ static enum rl_status rewrite(struct rl_graph *g, const struct qcand *c,
                               const struct rl_qweight *qw)
 {
 	const char *name = g->nodes[c->node].name;
-	int64_t qd[3] = {c->n, qw->nb, qw->bb}, sd[2] = {c->n, qw->nb};
+	int64_t qd[2] = {c->n, qw->rowbytes}, sd[2] = {c->n, qw->nb};
 	uint32_t in[5] = {c->a, RL_NONE, RL_NONE, RL_NONE, RL_NONE};
-	in[1] = add_const(g, name, "qweight", RL_DT_UINT8, 3, qd, qw->q,
-	                  (size_t)(c->n * qw->nb * qw->bb));
+	in[1] = add_const(g, name, "qweight", RL_DT_UINT8, 2, qd, qw->q,
+	                  (size_t)(c->n * qw->rowbytes));
 	in[2] = add_const(g, name, "qscale", RL_DT_FLOAT, 2, sd, qw->s,
 	                  (size_t)(c->n * qw->nb) * sizeof(float));
 	if (qw->z)
@@ -346,7 +346,7 @@ enum rl_status rl_pass_quantize(struct rl_graph *g, struct rl_pass_ctx *ctx)
 		for (int s = 0; s < nsc && !found; s++) {
 			int64_t qbytes = rl_qweight_geometry(&qw, sc[s], c.k, c.n, block);
 			(void)qbytes;
-			qw.q = malloc((size_t)(c.n * qw.nb * qw.bb));
+			qw.q = malloc((size_t)(c.n * qw.rowbytes));
 			qw.s = malloc((size_t)(c.n * qw.nb) * sizeof(float));
 			qw.z = sc[s] == RL_Q_INT4_ASYM ? malloc((size_t)(c.n * qw.nb)) : NULL;
 			if (!qw.q || !qw.s || (sc[s] == RL_Q_INT4_ASYM && !qw.z)) {
@@ -376,7 +376,7 @@ enum rl_status rl_pass_quantize(struct rl_graph *g, struct rl_pass_ctx *ctx)
 			          "stays float", ctx->max_rel_error, block, from, tried);
 			continue;
 		}
-		double qbytes = (double)(c.n * qw.nb * qw.bb) + (double)(c.n * qw.nb) * (4.0 + (qw.z != NULL));
+		double qbytes = (double)(c.n * qw.rowbytes) + (double)(c.n * qw.nb) * (4.0 + (qw.z != NULL));
 		if (priced) {
 			struct rl_counts c2 = cnt;
 			c2.bytes_read += qbytes - wbytes;
