@@ -696,7 +696,7 @@ static int cmd_main(int argc, char **argv)
 		struct rl_cgen_opts co = {.prefix = NULL, .weights_max = o.weights_max};
 		st = rl_emit_c(g, &co, out, err, sizeof(err));
 	} else {
-		st = rl_onnx_write(g, out, err, sizeof(err));
+		st = rl_onnx_write_fmt(g, out, o.onnx_format, err, sizeof(err));
 	}
 	if (st == RL_OK && rbuf)
 		st = rl_write_file_atomic(o.report, rbuf, rlen, err, sizeof(err));

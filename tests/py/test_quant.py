@@ -214,6 +214,63 @@ def check_shrink(args, work):
     return "pass", f"weights shrink {r8:.2f}x (int8), {r4:.2f}x (int4)"
 
 
+def check_onnx_formats(args, work):
+    """-o OUT.onnx with --onnx-format qdq|matmulnbits: onnx.checker accepts the
+    file and onnxruntime (graph optimizations off: the operators' own
+    semantics) computes what rlopt's generated C computes on the same
+    quantized weights; an opset-17 model refuses qdq for int4 (exit 2)."""
+    import onnxruntime as ort
+    d = os.path.join(work, "formats")
+    os.makedirs(d)
+    r = rng(15)
+    K, N = 100, 70  # K: a partial block of 32 and of 64/128
+    x = r.standard_normal((3, K)).astype(np.float32)
+    xp = os.path.join(d, "x.pb")
+    rltest.write_pb(xp, x)
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    cases = [("sym", (r.standard_normal((K, N)) / 10).astype(np.float32)),
+             ("asym", r.uniform(0, 1, (K, N)).astype(np.float32))]
+    done = []
+    for wname, w in cases:
+        c = r.standard_normal(N).astype(np.float32)
+        for opset in (17, 21):
+            n = helper.make_node("Gemm", ["x", "w", "c"], ["y"], name="g")
+            m = model([n], {"w": w, "c": c}, [3, K], [3, N], opset)
+            m.ir_version = 10
+            path = os.path.join(d, f"{wname}{opset}.onnx")
+            onnx.save(m, path)
+            for q, budget in (("int8", "0.02"), ("int4", "0.05" if wname == "asym" else "0.3")):
+                out = os.path.join(d, f"o_{wname}{opset}_{q}")
+                rr = rltest.run([args.rlopt, "run", path, "-i", xp, "-d", out, "--quantize", q,
+                                 "--max-rel-error", budget], args.timeout)
+                if rr.returncode != 0:
+                    return "fail", rr.describe()
+                yc = rltest.read_pb(os.path.join(out, "output_0.pb"))[1]
+                for fmt in ("qdq", "matmulnbits"):
+                    qp = os.path.join(d, f"q_{wname}{opset}_{q}_{fmt}.onnx")
+                    rr = rltest.run([args.rlopt, path, "-o", qp, "--quantize", q, "--onnx-format",
+                                     fmt, "--max-rel-error", budget], args.timeout)
+                    if fmt == "qdq" and q == "int4" and opset == 17:
+                        if rr.returncode != 2 or "need opset 21" not in rr.stderr or os.path.exists(qp):
+                            return "fail", f"int4 qdq at opset 17: want exit 2; got {rr.describe()}"
+                        continue
+                    if rr.returncode != 0:
+                        return "fail", rr.describe()
+                    onnx.checker.check_model(qp, full_check=True)
+                    ops = sorted({nd.op_type for nd in onnx.load(qp).graph.node})
+                    want = "DequantizeLinear" if fmt == "qdq" else "MatMulNBits"
+                    if want not in ops:
+                        return "fail", f"{qp}: no {want} in {ops}"
+                    y = ort.InferenceSession(qp, so, providers=["CPUExecutionProvider"]).run(
+                        None, {"x": x})[0]
+                    e = float(np.abs(y - yc).max() / np.abs(yc).max())
+                    if not e <= 1e-5:
+                        return "fail", f"{qp}: onnxruntime differs from the generated C by {e:.3g}"
+                    done.append(f"{wname}/{opset}/{q}/{fmt}")
+    return "pass", f"{len(done)} files match the generated C"
+
+
 def check_bad_inputs(args, work):
     d = os.path.join(work, "bad")
     os.makedirs(d)
@@ -259,12 +316,13 @@ def main():
         have_ort = False
     work = tempfile.mkdtemp(prefix="rlopt-quant.")
     checks = [(n, functools.partial(check_case, n, f)) for n, f in CASES.items()]
-    checks += [("shrink", check_shrink), ("bad_inputs", check_bad_inputs)]
+    checks += [("shrink", check_shrink), ("bad_inputs", check_bad_inputs),
+               ("onnx_formats", check_onnx_formats)]
     try:
         for name, fn in checks:
             if args.patterns and not any(fnmatch.fnmatchcase(name, p) for p in args.patterns):
                 continue
-            if not have_ort and name in CASES:
+            if not have_ort and (name in CASES or name == "onnx_formats"):
                 tally.add("skip")
                 continue
             try:
