@@ -715,7 +715,7 @@ static int cmd_main(int argc, char **argv)
 static int cmd_ops(void)
 {
 	for (int i = 0; i < RL_OP_COUNT_; i++)
-		if (rl_emit_c_supports((enum rl_op)i))
+		if (rl_emit_c_supports((enum rl_op)i) && i != RL_OP_QuantMatMul) /* internal */
 			printf("%s\n", rl_op_table[i].name);
 	return RL_EXIT_OK;
 }
