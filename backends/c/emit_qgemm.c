@@ -75,8 +75,9 @@ static void gen_col(struct rl_buf *b, int bits, int mr, int nacc)
 	for (int p = 0; p < planes; p++) {
 		rl_buf_printf(b, "        {\n            int64_t blk = (c + %d) / bs;\n", 16 * p);
 		if (bits == 8)
-			rl_buf_printf(b, "            rl_vf w = __builtin_convertvector((rl_vi)(v << %d) >> 24, "
-			              "rl_vf) * s[blk];\n", 24 - 8 * p);
+			rl_buf_printf(b, "            rl_vf w = __builtin_convertvector((rl_vi)(v << %d) >> 24, rl_vf);\n"
+			              "            if (bs < K) /* else one scale: applied to the sum */\n"
+			              "                w *= s[blk];\n", 24 - 8 * p);
 		else
 			rl_buf_printf(b, "            float sc = s[blk], zs = -(z ? (float)z[blk] : 8.0f) * sc;\n"
 			              "            rl_vf w = __builtin_convertvector((rl_vi)((v >> %d) & 15), "
@@ -99,14 +100,21 @@ static void gen_col(struct rl_buf *b, int bits, int mr, int nacc)
 	for (int r = 0; r < mr; r++)
 		rl_buf_printf(b, "        t%d += x[%sc] * w;\n", r, rowoff(r, "ldx"));
 	rl_buf_printf(b, "    }\n#ifdef RL_VEC\n");
+	if (bits == 8)
+		rl_buf_printf(b, "    float vs = bs < K ? 1.0f : s[0];\n");
+	for (int r = 0; r < mr; r++)
+		rl_buf_printf(b, "    float u%d = 0;\n", r);
 	rl_buf_printf(b, "    for (int i = 0; i < RL_VW; i++) {\n");
 	for (int r = 0; r < mr; r++) {
-		rl_buf_printf(b, "        t%d +=", r);
+		rl_buf_printf(b, "        u%d +=", r);
 		for (int a = 0; a < nacc; a++)
 			rl_buf_printf(b, "%s a%d_%d[i]", a ? " +" : "", r, a);
 		rl_buf_printf(b, ";\n");
 	}
-	rl_buf_printf(b, "    }\n#endif\n");
+	rl_buf_printf(b, "    }\n");
+	for (int r = 0; r < mr; r++)
+		rl_buf_printf(b, "    t%d += %su%d;\n", r, bits == 8 ? "vs * " : "", r);
+	rl_buf_printf(b, "#endif\n");
 	for (int r = 0; r < mr; r++)
 		rl_buf_printf(b, "    y[%s0] = t%d;\n", rowoff(r, "ldy"), r);
 	rl_buf_printf(b, "}\n\n");
