@@ -57,6 +57,46 @@ static int32_t round_clamp(float x, int32_t lo, int32_t hi)
 	return r < (float)lo ? lo : r > (float)hi ? hi : (int32_t)r;
 }
 
+/* Squared error of a block of int4 codes at scale s, zero point zp. */
+static double sse4(const float *x, int64_t ks, int64_t len, float s, int32_t zp)
+{
+	double e = 0;
+	float inv = s > 0 ? 1.0f / s : 0;
+	for (int64_t j = 0; j < len; j++) {
+		float v = x[j * ks];
+		float d = v - s * (float)(round_clamp(v * inv + (float)zp, 0, 15) - zp);
+		e += (double)d * d;
+	}
+	return e;
+}
+
+/*
+ * A grid over the block's whole range wastes codes: the largest weight
+ * rarely sits where a uniform grid is best. Try the scale shrunk in steps of
+ * 1/64 down to 7/8 (the largest weights then clamp to the end code; at 7/8
+ * a symmetric block maps its largest weight to -8 as llama.cpp's Q4_0 does)
+ * and keep the one of least squared error; ties keep the whole range. With
+ * a zero point, the range's low end stays where it was.
+ */
+static void search4(const float *x, int64_t ks, int64_t len, float *s, int32_t *zp, bool asym)
+{
+	float s0 = *s;
+	if (!(s0 > 0))
+		return;
+	float lo = -(float)*zp * s0;
+	double best = sse4(x, ks, len, s0, *zp);
+	for (int t = 1; t <= 8; t++) {
+		float sc = s0 * (1.0f - (float)t / 64.0f);
+		int32_t z = asym ? round_clamp(-lo / sc, 0, 15) : 8;
+		double e = sse4(x, ks, len, sc, z);
+		if (e < best) {
+			best = e;
+			*s = sc;
+			*zp = z;
+		}
+	}
+}
+
 /* byte and shift of code k within a channel's row */
 static int64_t code_at(int bits, int64_t k, int *shift)
 {
@@ -107,6 +147,7 @@ void rl_qweight_pack(struct rl_qweight *w, const float *src, int64_t ks, int64_t
 					*s = (hi - lo) / 15.0f;
 					zp = round_clamp(-lo / *s, 0, 15);
 				}
+				search4(src + k0 * ks + n * ns, ks, len, s, &zp, w->scheme == RL_Q_INT4_ASYM);
 				if (w->z)
 					w->z[n * w->nb + b] = (uint8_t)zp;
 			}

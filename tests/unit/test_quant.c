@@ -79,6 +79,29 @@ Test(quant, int8_layout_and_rounding)
 	unpack_free(&q);
 }
 
+Test(quant, int4_scale_search)
+{
+	/* one large weight among small ones: the plain range (scale 10/7) puts
+	 * every small weight on code 0; shrinking the scale cannot make the
+	 * squared error worse than the plain range's */
+	enum { K = 32 };
+	float w[K];
+	for (int k = 0; k < K; k++)
+		w[k] = k == 5 ? 10.0f : 0.3f * (float)((k % 7) - 3);
+	struct rl_qweight q = pack(RL_Q_INT4_SYM, K, 1, 32, w);
+	float col[K];
+	rl_qweight_column(&q, 0, col);
+	double e = 0, e0 = 0, s0 = 10.0 / 7.0;
+	for (int k = 0; k < K; k++) {
+		double r = s0 * (double)lround(w[k] / s0);
+		e += (col[k] - w[k]) * (col[k] - w[k]);
+		e0 += (r - w[k]) * (r - w[k]);
+	}
+	cr_expect(e <= e0 + 1e-9, "searched %g > plain %g", e, e0);
+	cr_expect(q.s[0] <= s0 + 1e-6 && q.s[0] >= s0 * 7 / 8 - 1e-6);
+	unpack_free(&q);
+}
+
 Test(quant, int4_layout_symmetric)
 {
 	/* two channels, K = 128 in blocks of 32; code k in nibble (k % 128) / 16
@@ -125,9 +148,15 @@ Test(quant, int4_zero_points)
 	rl_qweight_column(&q, 0, col);
 	for (int k = 0; k < K; k++)
 		cr_expect_float_eq(col[k], w[k], 1e-6);
-	/* symmetric on the same block wastes half the codes: scale 15/7 */
+	/* symmetric on the same block wastes half the codes: a scale between
+	 * 15/8 and 15/7 (the search's range), and an error the zero point avoids */
 	struct rl_qweight s = pack(RL_Q_INT4_SYM, K, 1, 32, w);
-	cr_expect_float_eq(s.s[0], 15.0f / 7.0f, 1e-6);
+	cr_expect(s.s[0] >= 15.0f / 8.0f - 1e-6f && s.s[0] <= 15.0f / 7.0f + 1e-6f, "%g", s.s[0]);
+	rl_qweight_column(&s, 0, col);
+	double e = 0;
+	for (int k = 0; k < K; k++)
+		e += (col[k] - w[k]) * (col[k] - w[k]);
+	cr_expect(e > 1.0, "%g", e);
 	unpack_free(&q);
 	unpack_free(&s);
 }
