@@ -20,7 +20,11 @@ What it does, in a temporary folder:
      on --hw), and the read-only streaming limit of bench/stream_limit.c
      measured in the same run (one thread, all threads), plus `rlopt probe`'s
      DRAM read figure with --probe.
-  4. A two-layer MLP of 1024 at batch 1 and batch 64 with --quantize auto on
+  4. onnxruntime on the same product, same thread counts: float, its
+     quantize_dynamic int8 model, and the MatMulNBits int4 file rlopt writes
+     with accuracy_level 4 added (onnxruntime's own 4-bit quantizer needs the
+     onnx_ir package, which the venv lacks).
+  5. A two-layer MLP of 1024 at batch 1 and batch 64 with --quantize auto on
      --hw (a CPU profile): prints each node's verdict and the numbers behind
      it; at batch 64 the products are compute-bound and stay float.
 
@@ -176,6 +180,44 @@ def run(args, threads, work):
         err = float(np.linalg.norm(y - ref) / np.linalg.norm(ref))
         res[name] = dict(times=times, wbytes=wbytes, err=err, rem=rem[0] if rem else "")
 
+    # onnxruntime on the same product: its quantize_dynamic int8 model, and
+    # the MatMulNBits int4 file rlopt writes (accuracy_level 4: int8 dot
+    # products on A quantized per block, onnxruntime's fastest CPU path)
+    ort_t = {}
+    try:
+        import onnx
+        import onnxruntime as ort
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+        q8 = os.path.join(work, "ort_int8.onnx")
+        quantize_dynamic(path, q8, weight_type=QuantType.QInt8)
+        q4 = os.path.join(work, "ort_int4.onnx")
+        sh([args.rlopt, path, "-o", q4, "--quantize", "int4", "--max-rel-error",
+            str(args.int4_error), "--onnx-format", "matmulnbits"])
+        m4 = onnx.load(q4)
+        for nd in m4.graph.node:
+            if nd.op_type == "MatMulNBits":
+                nd.attribute.append(onnx.helper.make_attribute("accuracy_level", 4))
+        onnx.save(m4, q4)
+        x = np.random.default_rng(1).uniform(-1, 1, (1, G)).astype(np.float32)
+        import time
+        for name, mp in (("ort float", path), ("ort int8", q8), ("ort int4", q4)):
+            for t in threads:
+                so = ort.SessionOptions()
+                so.intra_op_num_threads = t
+                sess = ort.InferenceSession(mp, so, providers=["CPUExecutionProvider"])
+                for _ in range(2):
+                    sess.run(None, {"x": x})
+                ts = []
+                end = time.monotonic() + args.seconds
+                while time.monotonic() < end or len(ts) < 3:
+                    c0, w0 = time.thread_time(), time.monotonic()
+                    sess.run(None, {"x": x})
+                    ts.append(time.thread_time() - c0 if t == 1 and args.cpu_time
+                              else time.monotonic() - w0)
+                ort_t[(name, t)] = float(np.median(ts))
+    except Exception as e:  # the peer is optional
+        print(f"(onnxruntime comparison skipped: {type(e).__name__}: {e})")
+
     print(f"\nmachine: read-only stream (bench/stream_limit.c, this run) "
           f"{lim.get('stream_read_GBps', 0):.1f} GB/s on 1 thread, "
           f"{lim.get('stream_read_all_GBps', 0):.1f} GB/s on {int(lim.get('read_threads', 0))}"
@@ -195,6 +237,16 @@ def run(args, threads, work):
                         f"{f0['times'][t] / s:>6.2f}x")
         print(f"{name:<8} {r['wbytes'] / 1e6:>8.1f} {f0['wbytes'] / r['wbytes']:>6.2f}x "
               f"{r['err']:>9.2e} " + " ".join(cols) + f" {pred:>9}")
+    if ort_t:
+        print()
+        for name in ("float", "int8", "int4"):
+            for t in threads:
+                o = ort_t.get((f"ort {name}", t))
+                if o:
+                    ours = res[name]["times"][t]
+                    print(f"  {name} t={t}: ours {ours * 1e3:.2f} ms, onnxruntime "
+                          f"{'quantize_dynamic ' if name == 'int8' else 'MatMulNBits ' if name == 'int4' else ''}"
+                          f"{o * 1e3:.2f} ms: ours {o / ours:.2f}x as fast")
     for name in ("int8", "int4"):
         r = res[name]
         tb, ta = predicted(r["rem"])
