@@ -344,8 +344,7 @@ enum rl_status rl_pass_quantize(struct rl_graph *g, struct rl_pass_ctx *ctx)
 		double err = 0;
 		bool found = false;
 		for (int s = 0; s < nsc && !found; s++) {
-			int64_t qbytes = rl_qweight_geometry(&qw, sc[s], c.k, c.n, block);
-			(void)qbytes;
+			rl_qweight_geometry(&qw, sc[s], c.k, c.n, block);
 			qw.q = malloc((size_t)(c.n * qw.rowbytes));
 			qw.s = malloc((size_t)(c.n * qw.nb) * sizeof(float));
 			qw.z = sc[s] == RL_Q_INT4_ASYM ? malloc((size_t)(c.n * qw.nb)) : NULL;
