@@ -8,6 +8,7 @@
  * broadcasts unidirectionally to MxN (C is optional from opset 11).
  */
 #include "infer_impl.h"
+#include "qweights.h"
 
 static enum rl_status infer_matmul(struct rl_graph *g, uint32_t node)
 {
@@ -113,6 +114,7 @@ enum rl_status rl_infer_matmul(struct rl_graph *g, uint32_t node)
 	switch (g->nodes[node].op) {
 	case RL_OP_MatMul: return infer_matmul(g, node);
 	case RL_OP_Gemm: return infer_gemm(g, node);
+	case RL_OP_QuantMatMul: return rl_infer_quant_matmul(g, node); /* ir/qweights.c */
 	default:
 		return rl_graph_error(g, &g->nodes[node], RL_ERR_UNSUPPORTED,
 		                      "no matmul shape rule for this operator");
@@ -138,6 +140,8 @@ bool rl_count_matmul(const struct rl_graph *g, uint32_t node, struct rl_counts *
 	const struct rl_node *n = &g->nodes[node];
 	double mn = rl_cnt_out(g, n, 0), k;
 	uint32_t a = rl_node_in(n, 0);
+	if (n->op == RL_OP_QuantMatMul)
+		return rl_count_quant_matmul(g, node, c); /* ir/qweights.c */
 	int ra = g->values[a].shape.rank;
 	if (n->op == RL_OP_MatMul) {
 		k = rl_cnt_dim(g, n, 0, ra - 1);

@@ -34,6 +34,8 @@ struct rl_remark {
 	                                     rl_remark by passes that price) */
 };
 
+struct rl_tensor;
+
 struct rl_pass_ctx {
 	const struct rl_machine *machine; /* for passes that price (may be NULL) */
 	int opt_level;          /* 0, 1, 2 */
@@ -54,6 +56,11 @@ struct rl_pass_ctx {
 	/* rewrite judge and --factorize (passes/judge.c, passes/factorize.c) */
 	bool factorize;         /* --factorize: apply accepted factorizations */
 	double max_rel_error;   /* --max-rel-error: Frobenius bound (1e-2) */
+	/* weight quantization (passes/quantize.c) */
+	int quantize;           /* enum rl_quant_mode (ir/qweights.h): --quantize */
+	int quant_block;        /* --block: 32, 64 or 128 codes per scale */
+	const struct rl_tensor *calib; /* --calibrate: tensors for the graph inputs, */
+	int ncalib;                    /* in input order (frontends/onnx/onnx.h) */
 };
 
 typedef enum rl_status (*rl_pass_fn)(struct rl_graph *g, struct rl_pass_ctx *ctx);
@@ -104,6 +111,7 @@ enum rl_status rl_pass_fuse(struct rl_graph *g, struct rl_pass_ctx *ctx);
 enum rl_status rl_pass_judge(struct rl_graph *g, struct rl_pass_ctx *ctx);
 enum rl_status rl_pass_factorize(struct rl_graph *g, struct rl_pass_ctx *ctx);
 enum rl_status rl_pass_tile(struct rl_graph *g, struct rl_pass_ctx *ctx);
+enum rl_status rl_pass_quantize(struct rl_graph *g, struct rl_pass_ctx *ctx);
 
 /*
  * Bytes the schedule in g->nodes[node].tile moves at each level of m's

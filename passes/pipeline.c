@@ -20,6 +20,7 @@ const struct rl_pass_info rl_pipeline[] = {
 	{"judge", rl_pass_judge, 2, "price low-rank, Tucker-2/CP, depthwise-separable, sparse, grouped rewrites of weighted nodes (remarks only)"},
 	{"factorize", rl_pass_factorize, 2, "with --factorize: apply the low-rank / Tucker-2 rewrites that are >= 10% faster and accurate"},
 	{"roofline", rl_pass_roofline, 2, "price every node on the machine; remark its bound (memory, compute, latency)"},
+	{"quantize", rl_pass_quantize, 2, "with --quantize: int8/int4 weights for MatMul/Gemm (auto: memory-bound ones) within --max-rel-error"},
 	{"fuse", rl_pass_fuse, 2, "fuse elementwise chains and MatMul/Gemm/Conv epilogues when it moves fewer bytes"},
 	{"tile", rl_pass_tile, 2, "tile products (BLIS blocks, GEMV accumulators) and streaming kernels (L1 strips) for the machine"},
 	{NULL, NULL, 0, NULL},
@@ -38,6 +39,7 @@ void rl_pass_ctx_init(struct rl_pass_ctx *ctx, const struct rl_machine *m,
 	 * one memset-speed kernel. */
 	ctx->fold_max_bytes = 16 << 10;
 	ctx->max_rel_error = 1e-2;
+	ctx->quant_block = 32;
 #ifndef NDEBUG
 	ctx->verify = true;
 #endif

@@ -43,6 +43,11 @@ enum rl_cli_opt {
 	RL_OPT_MAX_REL_ERROR, /* --max-rel-error */
 	RL_OPT_REMARKS,       /* --remarks */
 	RL_OPT_VERBOSE,       /* -v */
+	/* weight quantization (passes/quantize.c) */
+	RL_OPT_QUANTIZE,      /* --quantize */
+	RL_OPT_BLOCK,         /* --block */
+	RL_OPT_CALIBRATE,     /* --calibrate */
+	RL_OPT_ONNX_FORMAT,   /* --onnx-format */
 	RL_OPT_COUNT_,
 };
 #define RL_OPT_BIT(x) (1u << (x))
@@ -73,6 +78,12 @@ struct rl_cli_opts {
 	bool onnx_out;             /* the result is written as ONNX (-o OUT.onnx) */
 	bool factorize;            /* --factorize: apply accepted factorizations */
 	double max_rel_error;      /* --max-rel-error E (default 1e-2) */
+	/* weight quantization (passes/quantize.c) */
+	int quantize;              /* --quantize: enum rl_quant_mode (ir/qweights.h) */
+	int quant_block;           /* --block 32|64|128 (default 32) */
+	const char *calib[RL_MAX_BIND]; /* --calibrate IN.pb[,IN.pb...], per graph input */
+	int ncalib;
+	int onnx_format;           /* --onnx-format: 0 qdq, 1 matmulnbits */
 	bool verbose;
 	unsigned given;            /* RL_OPT_BIT of every shared option given */
 	const char *given_as[RL_OPT_COUNT_]; /* its spelling, for messages */

@@ -125,7 +125,9 @@ int rl_cmd_report(int argc, char **argv)
 	                RL_OPT_BIT(RL_OPT_PASSES) | RL_OPT_BIT(RL_OPT_VERBOSE);
 	if (optimize)
 		used |= RL_OPT_BIT(RL_OPT_DUMP_AFTER) | RL_OPT_BIT(RL_OPT_REMARKS) |
-		        RL_OPT_BIT(RL_OPT_FACTORIZE) | RL_OPT_BIT(RL_OPT_MAX_REL_ERROR);
+		        RL_OPT_BIT(RL_OPT_FACTORIZE) | RL_OPT_BIT(RL_OPT_MAX_REL_ERROR) |
+		        RL_OPT_BIT(RL_OPT_QUANTIZE) | RL_OPT_BIT(RL_OPT_BLOCK) |
+		        RL_OPT_BIT(RL_OPT_CALIBRATE);
 	if (!rl_cli_check_used(&o, used, "report"))
 		return RL_EXIT_USAGE;
 	enum rl_report_format fmt = RL_REPORT_TEXT;

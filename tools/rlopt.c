@@ -60,7 +60,15 @@ static const char usage_text[] =
 	"  --remarks             print every decision the passes took or declined\n"
 	"  --factorize           apply low-rank / Tucker-2 factorizations the judge accepts\n"
 	"                        (predicted speedup >= 10% and weight error under --max-rel-error)\n"
-	"  --max-rel-error E     relative Frobenius error bound for --factorize (default 1e-2)\n"
+	"  --max-rel-error E     relative error bound for --factorize and --quantize (default 1e-2)\n"
+	"  --quantize none|int8|int4|auto\n"
+	"                        int8/int4 weights for MatMul/Gemm within --max-rel-error;\n"
+	"                        auto: only memory-bound nodes, narrowest scheme (default none)\n"
+	"  --block 32|64|128     codes per scale along K for blocked schemes (default 32)\n"
+	"  --calibrate IN.pb[,IN.pb...]  inputs the quantization error is measured on\n"
+	"                        (default: seeded random rows)\n"
+	"  --onnx-format qdq|matmulnbits  quantized weights in -o OUT.onnx: DequantizeLinear\n"
+	"                        (opset 21) or com.microsoft MatMulNBits (default qdq)\n"
 	"  --threads N           (run) threads the generated code uses (default: online cores)\n"
 	"  --cc CC               (run) compiler (default $CC, else cc); -v prints the command\n"
 	"  --cflags 'FLAGS'      (run) extra compiler flags, after -std=c11 -O2 (no shell)\n"
@@ -182,6 +190,8 @@ int rl_cli_parse_common(struct rl_cli_opts *o, int argc, char **argv, int *i)
 		{"-O1", RL_OPT_OLEVEL}, {"-O2", RL_OPT_OLEVEL}, {"--factorize", RL_OPT_FACTORIZE},
 		{"--max-rel-error", RL_OPT_MAX_REL_ERROR}, {"--remarks", RL_OPT_REMARKS},
 		{"-v", RL_OPT_VERBOSE}, {"--verbose", RL_OPT_VERBOSE},
+		{"--quantize", RL_OPT_QUANTIZE}, {"--block", RL_OPT_BLOCK},
+		{"--calibrate", RL_OPT_CALIBRATE}, {"--onnx-format", RL_OPT_ONNX_FORMAT},
 	};
 	const char *a = argv[*i];
 	int r = parse_common(o, argc, argv, i);
@@ -201,7 +211,8 @@ int rl_cli_parse_common(struct rl_cli_opts *o, int argc, char **argv, int *i)
 static bool steers_passes(int b)
 {
 	return b == RL_OPT_DUMP_AFTER || b == RL_OPT_REMARKS || b == RL_OPT_FACTORIZE ||
-	       b == RL_OPT_MAX_REL_ERROR;
+	       b == RL_OPT_MAX_REL_ERROR || b == RL_OPT_QUANTIZE || b == RL_OPT_BLOCK ||
+	       b == RL_OPT_CALIBRATE;
 }
 
 bool rl_cli_check_used(const struct rl_cli_opts *o, unsigned used, const char *cmd)
@@ -221,8 +232,13 @@ bool rl_cli_check_used(const struct rl_cli_opts *o, unsigned used, const char *c
 	if ((o->given & RL_OPT_BIT(RL_OPT_OLEVEL)) && (o->given & RL_OPT_BIT(RL_OPT_PASSES)))
 		bad = "-O and --passes both choose the passes: give one";
 	else if ((o->given & RL_OPT_BIT(RL_OPT_MAX_REL_ERROR)) &&
-	         !(o->given & RL_OPT_BIT(RL_OPT_FACTORIZE)))
-		bad = "--max-rel-error bounds --factorize: give both";
+	         !(o->given & (RL_OPT_BIT(RL_OPT_FACTORIZE) | RL_OPT_BIT(RL_OPT_QUANTIZE))))
+		bad = "--max-rel-error bounds --factorize or --quantize: give one of them";
+	else if ((o->given & (RL_OPT_BIT(RL_OPT_BLOCK) | RL_OPT_BIT(RL_OPT_CALIBRATE))) &&
+	         !(o->given & RL_OPT_BIT(RL_OPT_QUANTIZE)))
+		bad = "--block and --calibrate steer --quantize: give it too";
+	else if ((o->given & RL_OPT_BIT(RL_OPT_QUANTIZE)) && !o->passes && o->opt_level < 2)
+		bad = "--quantize runs at -O2 (or with quantize in --passes)";
 	else if ((o->given & RL_OPT_BIT(RL_OPT_FACTORIZE)) && !o->passes && o->opt_level < 2)
 		bad = "--factorize runs at -O2 (or with factorize in --passes)";
 	else if ((o->given & RL_OPT_BIT(RL_OPT_FORMAT)) && (used & RL_OPT_BIT(RL_OPT_REPORT)) &&
@@ -332,6 +348,55 @@ static int parse_common(struct rl_cli_opts *o, int argc, char **argv, int *i)
 	}
 	if (strcmp(a, "--remarks") == 0) {
 		o->remarks = true;
+		return 1;
+	}
+	if (is_flag(a, "--quantize")) {
+		static const char *const modes[] = {"none", "int8", "int4", "auto"};
+		if (!(v = optval(argc, argv, i, "--quantize")))
+			return -1;
+		o->quantize = -1;
+		for (int k = 0; k < 4; k++)
+			if (strcmp(v, modes[k]) == 0)
+				o->quantize = k;
+		if (o->quantize < 0) {
+			usage_error("--quantize wants none, int8, int4 or auto, not '%s'", v);
+			return -1;
+		}
+		return 1;
+	}
+	if (is_flag(a, "--block")) {
+		if (!(v = optval(argc, argv, i, "--block")))
+			return -1;
+		if (strcmp(v, "32") && strcmp(v, "64") && strcmp(v, "128")) {
+			usage_error("--block wants 32, 64 or 128, not '%s'", v);
+			return -1;
+		}
+		o->quant_block = atoi(v);
+		return 1;
+	}
+	if (is_flag(a, "--calibrate")) {
+		if (!(v = optval(argc, argv, i, "--calibrate")))
+			return -1;
+		for (const char *p = v; *p;) {
+			const char *e = strchr(p, ',');
+			size_t n = e ? (size_t)(e - p) : strlen(p);
+			if (!n || o->ncalib == RL_MAX_BIND) {
+				usage_error("--calibrate wants IN.pb[,IN.pb...] (one per model input), not '%s'", v);
+				return -1;
+			}
+			o->calib[o->ncalib++] = strndup(p, n);
+			p += n + (e != NULL);
+		}
+		return 1;
+	}
+	if (is_flag(a, "--onnx-format")) {
+		if (!(v = optval(argc, argv, i, "--onnx-format")))
+			return -1;
+		if (strcmp(v, "qdq") && strcmp(v, "matmulnbits")) {
+			usage_error("--onnx-format wants qdq or matmulnbits, not '%s'", v);
+			return -1;
+		}
+		o->onnx_format = strcmp(v, "matmulnbits") == 0;
 		return 1;
 	}
 	if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) {
@@ -494,7 +559,27 @@ bool rl_cli_optimize(struct rl_graph *g, const struct rl_cli_opts *o,
 	ctx->onnx_out = o->onnx_out;
 	ctx->factorize = o->factorize;
 	ctx->max_rel_error = o->max_rel_error;
-	if (rl_pipeline_run(g, ctx, o->passes) != RL_OK) {
+	ctx->quantize = o->quantize;
+	if (o->quant_block)
+		ctx->quant_block = o->quant_block;
+	struct rl_tensor cal[RL_MAX_BIND];
+	for (int k = 0; k < o->ncalib; k++) {
+		char err[1024];
+		if (rl_tensor_read(o->calib[k], &cal[k], err, sizeof(err)) != RL_OK) {
+			fprintf(stderr, "rlopt: --calibrate: %s\n", err);
+			while (k--)
+				rl_tensor_free(&cal[k]);
+			return false;
+		}
+	}
+	ctx->calib = cal;
+	ctx->ncalib = o->ncalib;
+	enum rl_status st = rl_pipeline_run(g, ctx, o->passes);
+	for (int k = 0; k < o->ncalib; k++)
+		rl_tensor_free(&cal[k]);
+	ctx->calib = NULL;
+	ctx->ncalib = 0;
+	if (st != RL_OK) {
 		fprintf(stderr, "rlopt: %s\n", g->err);
 		return false;
 	}
@@ -588,6 +673,8 @@ static int cmd_main(int argc, char **argv)
 		return RL_EXIT_INPUT;
 	if (!ends_with(out, ".c") && !to_cu)
 		used &= ~RL_OPT_BIT(RL_OPT_WEIGHTS_MAX); /* constants stay in the ONNX file */
+	else
+		used &= ~RL_OPT_BIT(RL_OPT_ONNX_FORMAT);
 	if (!rl_cli_check_used(&o, used, ends_with(out, ".c") ? "rlopt MODEL -o OUT.c"
 	                                                      : "rlopt MODEL -o OUT.onnx"))
 		return RL_EXIT_USAGE;
@@ -640,7 +727,7 @@ static int cmd_main(int argc, char **argv)
 		struct rl_cuda_opts cuo = {.prefix = NULL, .weights_max = o.weights_max};
 		st = rl_emit_cuda(g, &cuo, out, err, sizeof(err));
 	} else {
-		st = rl_onnx_write(g, out, err, sizeof(err));
+		st = rl_onnx_write_fmt(g, out, o.onnx_format, err, sizeof(err));
 	}
 	if (st == RL_OK && rbuf)
 		st = rl_write_file_atomic(o.report, rbuf, rlen, err, sizeof(err));
@@ -660,6 +747,8 @@ static int cmd_ops(bool cuda)
 {
 	for (int i = 0; i < RL_OP_COUNT_; i++) {
 		const char *note = cuda ? rl_emit_cuda_note((enum rl_op)i) : NULL;
+		if (i == RL_OP_QuantMatMul) /* internal: made by the quantize pass */
+			continue;
 		if (!(cuda ? rl_emit_cuda_supports((enum rl_op)i) : rl_emit_c_supports((enum rl_op)i)))
 			continue;
 		/* ops of other domains as the conformance driver keys them */

@@ -269,7 +269,8 @@ int rl_cmd_run(int argc, char **argv)
 	}
 	/* run writes no report and binds one shape */
 	if (!rl_cli_check_used(&o, (RL_OPT_BIT(RL_OPT_COUNT_) - 1) & ~(RL_OPT_BIT(RL_OPT_BATCH_LIST) |
-	                           RL_OPT_BIT(RL_OPT_REPORT) | RL_OPT_BIT(RL_OPT_FORMAT)), "run"))
+	                           RL_OPT_BIT(RL_OPT_REPORT) | RL_OPT_BIT(RL_OPT_FORMAT) |
+	                           RL_OPT_BIT(RL_OPT_ONNX_FORMAT)), "run"))
 		return RL_EXIT_USAGE;
 	if (emulate && !cuda) {
 		fprintf(stderr, "rlopt: run: --emulate runs CUDA kernels on the CPU: give --target cuda\n");

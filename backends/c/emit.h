@@ -325,6 +325,8 @@ void cg_gemm_emit_task(struct rl_cgen *cg, const struct cg_gemm_call *c,
 	bool rl_emit_c_##fam##_supports(enum rl_op op);
 RL_FAMILY_EMITTERS(X)
 #undef X
+/* QuantMatMul over int8/int4 weights (emit_qgemm.c; emit_matmul.c dispatches) */
+enum rl_status rl_emit_c_qgemm(struct rl_cgen *cg, uint32_t node);
 
 /* ---- vector math (emit_math.c) ------------------------------------------ */
 

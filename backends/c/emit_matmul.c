@@ -45,7 +45,8 @@
 
 bool rl_emit_c_matmul_supports(enum rl_op op)
 {
-	return op == RL_OP_MatMul || op == RL_OP_Gemm;
+	return op == RL_OP_MatMul || op == RL_OP_Gemm ||
+	       op == RL_OP_QuantMatMul; /* emit_qgemm.c */
 }
 
 /* How the element types are computed. */
@@ -885,6 +886,7 @@ enum rl_status rl_emit_c_matmul(struct rl_cgen *cg, uint32_t node)
 	switch (cg->g->nodes[node].op) {
 	case RL_OP_MatMul: return emit_matmul(cg, node);
 	case RL_OP_Gemm: return emit_gemm(cg, node);
+	case RL_OP_QuantMatMul: return rl_emit_c_qgemm(cg, node);
 	default: return cg_error(cg, node, "not a matmul-family operator");
 	}
 }

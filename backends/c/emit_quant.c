@@ -2,7 +2,7 @@
  * emit_quant.c - C kernels for the quantization family: QuantizeLinear,
  * DequantizeLinear, DynamicQuantizeLinear, MatMulInteger, QLinearMatMul,
  * ConvInteger and QLinearConv. Semantics are the ONNX reference's, and the
- * same as ir/fam_quant.c computes on the host for folding (see ir/quant.h).
+ * same as ir/fam_quant.c computes on the host for folding (see ir/quant.h; the quantize pass's packed weights are ir/qweights.h).
  *
  * Rounding without libm: a quotient is clamped to +-2^22 (far beyond any
  * 16-bit range; NaN goes to the low end) and rounded half to even by

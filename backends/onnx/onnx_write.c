@@ -10,6 +10,7 @@
  * inferred shapes.
  */
 #include "frontends/onnx/onnx.h"
+#include "ir/qweights.h"
 #include "onnx.pb-c.h"
 
 #include <errno.h>
@@ -240,8 +241,237 @@ static Onnx__AttributeProto *make_attr(struct wctx *w, const struct rl_attr *a)
 	return ap;
 }
 
+
+/* ---- quantized products (QuantMatMul, ir/quant.h) ----------------------- */
+/*
+ * QuantMatMul is rlopt's own node; the file gets standard operators instead:
+ *   qdq          DequantizeLinear(codes [K,N], scales, zero points) -> MatMul
+ *                (int8 per output channel: axis 1, opset 13; blocked and int4:
+ *                axis 0 with block_size, opset 21), then Add for a bias
+ *   matmulnbits  com.microsoft MatMulNBits (bits, block_size; B packed
+ *                [N, blocks, block_size * bits / 8] as onnxruntime documents:
+ *                two int4 per byte, the first in the low nibble, unsigned
+ *                with zero point 8 or 128 unless given), then Add for a bias
+ * The codes are repacked from the kernels' layout into new tensors.
+ */
+
+static char *wstr(struct wctx *w, const char *a, const char *b)
+{
+	size_t n = strlen(a) + strlen(b) + 1;
+	char *s = walloc(w, n);
+	if (s)
+		snprintf(s, n, "%s%s", a, b);
+	return s;
+}
+
+static Onnx__TensorProto *new_tensor(struct wctx *w, const char *name, int dt, int rank,
+                                     const int64_t *dims, size_t nbytes)
+{
+	Onnx__TensorProto *t = walloc(w, sizeof(*t));
+	if (!t)
+		return NULL;
+	onnx__tensor_proto__init(t);
+	t->name = (char *)name;
+	t->has_data_type = 1;
+	t->data_type = dt;
+	t->n_dims = (size_t)rank;
+	t->dims = walloc(w, (size_t)(rank + 1) * sizeof(int64_t));
+	t->has_raw_data = 1;
+	t->raw_data.len = nbytes;
+	t->raw_data.data = walloc(w, nbytes);
+	if (!t->dims || !t->raw_data.data)
+		return NULL;
+	memcpy(t->dims, dims, (size_t)rank * sizeof(int64_t));
+	return t;
+}
+
+static Onnx__NodeProto *new_node(struct wctx *w, const char *name, const char *op,
+                                 const char *domain, int nin, int nattr)
+{
+	Onnx__NodeProto *np = walloc(w, sizeof(*np));
+	if (!np)
+		return NULL;
+	onnx__node_proto__init(np);
+	np->name = (char *)name;
+	np->op_type = (char *)op;
+	np->domain = (char *)domain;
+	np->input = walloc(w, (size_t)(nin + 1) * sizeof(char *));
+	np->output = walloc(w, 2 * sizeof(char *));
+	np->attribute = walloc(w, (size_t)(nattr + 1) * sizeof(*np->attribute));
+	np->n_input = (size_t)nin;
+	np->n_output = 1;
+	return np->input && np->output && np->attribute ? np : NULL;
+}
+
+static void node_int(struct wctx *w, Onnx__NodeProto *np, const char *name, int64_t v)
+{
+	Onnx__AttributeProto *ap = walloc(w, sizeof(*ap));
+	if (!ap)
+		return;
+	onnx__attribute_proto__init(ap);
+	ap->name = (char *)name;
+	ap->has_type = 1;
+	ap->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+	ap->has_i = 1;
+	ap->i = v;
+	np->attribute[np->n_attribute++] = ap;
+}
+
+static void qweight_of(const struct rl_graph *g, const struct rl_node *n, struct rl_qweight *qw)
+{
+	int64_t K = rl_node_attr_int(n, "K", 0), N = rl_node_attr_int(n, "N", 0);
+	int64_t bits = rl_node_attr_int(n, "bits", 8), bs = rl_node_attr_int(n, "block_size", K);
+	uint32_t z = rl_node_in(n, 3);
+	rl_qweight_geometry(qw, bits == 4 ? (z != RL_NONE ? RL_Q_INT4_ASYM : RL_Q_INT4_SYM)
+	                              : bs == K ? RL_Q_INT8_CHANNEL : RL_Q_INT8_BLOCK, K, N, bs);
+	qw->q = (uint8_t *)g->values[n->in[1]].data;
+	qw->s = (float *)g->values[n->in[2]].data;
+	qw->z = z != RL_NONE ? (uint8_t *)g->values[z].data : NULL;
+}
+
+/* The default-domain opset the qdq form of node n needs. */
+static int qdq_opset(const struct rl_node *n)
+{
+	bool per_channel = rl_node_attr_int(n, "bits", 8) == 8 &&
+	                   rl_node_attr_int(n, "block_size", 0) == rl_node_attr_int(n, "K", -1);
+	return per_channel ? 13 : 21;
+}
+
+/* Append the nodes and initializers of QuantMatMul n; false when out of memory. */
+static bool write_quant(struct wctx *w, const struct rl_node *n, int format,
+                        Onnx__GraphProto *gp)
+{
+	const struct rl_graph *g = w->g;
+	struct rl_qweight qw;
+	qweight_of(g, n, &qw);
+	int64_t K = qw.k, N = qw.n;
+	const char *qn = g->values[n->in[1]].name, *sn = g->values[n->in[2]].name;
+	const char *zn = qw.z ? g->values[n->in[3]].name : NULL;
+	const char *a = g->values[n->in[0]].name, *y = g->values[n->out[0]].name;
+	bool bias = rl_node_in(n, 4) != RL_NONE;
+	const char *prod = bias ? wstr(w, y, "_nobias") : y;
+	Onnx__NodeProto *np;
+	if (format == 0) {
+		bool chan = qw.scheme == RL_Q_INT8_CHANNEL;
+		int64_t qd[2] = {K, N}, sd[2] = {qw.nb, N};
+		int dt = qw.bits == 8 ? 3 : qw.z ? 21 : 22; /* INT8, UINT4, INT4 */
+		size_t nbytes = qw.bits == 8 ? (size_t)(K * N) : (size_t)((K * N + 1) / 2);
+		Onnx__TensorProto *tq = new_tensor(w, qn, dt, 2, qd, nbytes);
+		Onnx__TensorProto *ts = new_tensor(w, sn, 1, chan ? 1 : 2, chan ? &N : sd,
+		                                   (size_t)(qw.nb * N) * sizeof(float));
+		Onnx__TensorProto *tz = qw.z ? new_tensor(w, zn, 21, 2, sd, (size_t)((qw.nb * N + 1) / 2)) : NULL;
+		if (!tq || !ts || (qw.z && !tz))
+			return false;
+		uint8_t *qb = tq->raw_data.data;
+		for (int64_t k = 0; k < K; k++)
+			for (int64_t j = 0; j < N; j++) {
+				int c = rl_qweight_code(&qw, k, j);
+				int64_t i = k * N + j;
+				if (qw.bits == 8)
+					qb[i] = (uint8_t)(int8_t)c;
+				else
+					qb[i / 2] |= (uint8_t)(((qw.z ? c : c - 8) & 15) << (i % 2 * 4));
+			}
+		float *sb = (float *)ts->raw_data.data;
+		for (int64_t b = 0; b < qw.nb; b++)
+			for (int64_t j = 0; j < N; j++) {
+				sb[b * N + j] = qw.s[j * qw.nb + b];
+				if (tz)
+					tz->raw_data.data[(b * N + j) / 2] |=
+						(uint8_t)(qw.z[j * qw.nb + b] << ((b * N + j) % 2 * 4));
+			}
+		gp->initializer[gp->n_initializer++] = tq;
+		gp->initializer[gp->n_initializer++] = ts;
+		if (tz)
+			gp->initializer[gp->n_initializer++] = tz;
+		const char *wf = wstr(w, qn, "_dq");
+		if (!(np = new_node(w, wstr(w, n->name, "_dequantize"), "DequantizeLinear", "",
+		                    tz ? 3 : 2, 2)))
+			return false;
+		np->input[0] = (char *)qn;
+		np->input[1] = (char *)sn;
+		if (tz)
+			np->input[2] = (char *)zn;
+		np->output[0] = (char *)wf;
+		node_int(w, np, "axis", chan ? 1 : 0);
+		if (!chan)
+			node_int(w, np, "block_size", qw.block);
+		gp->node[gp->n_node++] = np;
+		if (!(np = new_node(w, n->name, "MatMul", "", 2, 0)))
+			return false;
+		np->input[0] = (char *)a;
+		np->input[1] = (char *)wf;
+		np->output[0] = (char *)prod;
+		gp->node[gp->n_node++] = np;
+	} else {
+		/* blocks of a power of two >= 16: per-channel int8 becomes one block */
+		int64_t bs = qw.block;
+		if (qw.scheme == RL_Q_INT8_CHANNEL)
+			for (bs = 16; bs < K; bs *= 2)
+				;
+		int64_t nb = (K + bs - 1) / bs, blob = bs * qw.bits / 8;
+		int64_t qd[3] = {N, nb, blob}, sd = N * nb, zd = N * ((nb + 1) / 2);
+		Onnx__TensorProto *tq = new_tensor(w, qn, 2, 3, qd, (size_t)(N * nb * blob));
+		Onnx__TensorProto *ts = new_tensor(w, sn, 1, 1, &sd, (size_t)sd * sizeof(float));
+		Onnx__TensorProto *tz = qw.z ? new_tensor(w, zn, 2, 1, &zd, (size_t)zd) : NULL;
+		if (!tq || !ts || (qw.z && !tz))
+			return false;
+		uint8_t *qb = tq->raw_data.data;
+		for (int64_t j = 0; j < N; j++) {
+			uint8_t *row = qb + j * nb * blob;
+			for (int64_t k = 0; k < nb * bs; k++) {
+				int c = k < K ? rl_qweight_code(&qw, k, j) : qw.bits == 8 ? 0 : qw.z ? -1 : 8;
+				if (qw.bits == 8)
+					row[k] = (uint8_t)(c + 128);
+				else if (c >= 0)
+					row[k / 2] |= (uint8_t)(c << (k % 2 * 4));
+				else /* padding past K: the block's zero point */
+					row[k / 2] |= (uint8_t)(qw.z[j * qw.nb + k / bs] << (k % 2 * 4));
+			}
+			for (int64_t b = 0; b < nb; b++) {
+				((float *)ts->raw_data.data)[j * nb + b] = qw.s[j * qw.nb + b];
+				if (tz)
+					tz->raw_data.data[j * ((nb + 1) / 2) + b / 2] |=
+						(uint8_t)(qw.z[j * qw.nb + b] << (b % 2 * 4));
+			}
+		}
+		gp->initializer[gp->n_initializer++] = tq;
+		gp->initializer[gp->n_initializer++] = ts;
+		if (tz)
+			gp->initializer[gp->n_initializer++] = tz;
+		if (!(np = new_node(w, n->name, "MatMulNBits", "com.microsoft", tz ? 4 : 3, 4)))
+			return false;
+		np->input[0] = (char *)a;
+		np->input[1] = (char *)qn;
+		np->input[2] = (char *)sn;
+		if (tz)
+			np->input[3] = (char *)zn;
+		np->output[0] = (char *)prod;
+		node_int(w, np, "K", K);
+		node_int(w, np, "N", N);
+		node_int(w, np, "bits", qw.bits);
+		node_int(w, np, "block_size", bs);
+		gp->node[gp->n_node++] = np;
+	}
+	if (bias) {
+		if (!(np = new_node(w, wstr(w, n->name, "_bias"), "Add", "", 2, 0)))
+			return false;
+		np->input[0] = (char *)prod;
+		np->input[1] = (char *)g->values[n->in[4]].name;
+		np->output[0] = (char *)y;
+		gp->node[gp->n_node++] = np;
+	}
+	return true;
+}
+
 enum rl_status rl_onnx_write(const struct rl_graph *g, const char *path,
                              char *err, size_t errlen)
+{
+	return rl_onnx_write_fmt(g, path, 0, err, errlen);
+}
+
+enum rl_status rl_onnx_write_fmt(const struct rl_graph *g, const char *path, int qformat,
+                                 char *err, size_t errlen)
 {
 	struct wctx w = {.g = g};
 	enum rl_status st = RL_OK;
@@ -257,21 +487,51 @@ enum rl_status rl_onnx_write(const struct rl_graph *g, const char *path,
 	m.graph = &gp;
 	gp.name = (char *)(g->graph_name && *g->graph_name ? g->graph_name : "rlopt");
 
+	/* quantized products: the opset their form needs (qdq: DequantizeLinear
+	 * with block_size or int4 is opset 21; from 18 on, the operators a model
+	 * can hold changed only by additions up to 21, so such a model is
+	 * written at 21) and com.microsoft for MatMulNBits */
+	uint32_t nq = 0;
+	int64_t opset = g->opset;
+	for (uint32_t i = 0; i < g->nnodes; i++) {
+		const struct rl_node *n = &g->nodes[i];
+		if (n->dead || n->op != RL_OP_QuantMatMul)
+			continue;
+		nq++;
+		int need = qformat ? 1 : qdq_opset(n);
+		if (need <= opset)
+			continue;
+		if (need == 21 && opset >= 18) {
+			opset = 21;
+			continue;
+		}
+		snprintf(err, errlen, "%s: node '%s': its %s weights as DequantizeLinear need opset %d "
+		         "and the model imports opset %d; use --onnx-format matmulnbits (or --quantize "
+		         "int8 for one scale per channel at opset 13)", path, n->name,
+		         rl_node_attr_int(n, "bits", 8) == 4 ? "int4" : "blocked int8", need, g->opset);
+		return RL_ERR_UNSUPPORTED;
+	}
 	/* opsets: keep the model's; make sure the default domain is there (unless
 	 * the model imports none: ai.onnx.ml or training ops alone, g->opset 0) */
 	int nops = g->nopsets;
-	bool has_default = g->opset <= 0;
-	for (int i = 0; i < nops; i++)
+	bool has_default = g->opset <= 0, has_ms = false;
+	for (int i = 0; i < nops; i++) {
 		has_default |= !*g->opset_domains[i] || !strcmp(g->opset_domains[i], "ai.onnx");
-	m.opset_import = walloc(&w, (size_t)(nops + 1) * sizeof(*m.opset_import));
-	for (int i = 0; m.opset_import && i < nops + !has_default; i++) {
+		has_ms |= !strcmp(g->opset_domains[i], "com.microsoft");
+	}
+	bool add_ms = nq && qformat && !has_ms;
+	m.opset_import = walloc(&w, (size_t)(nops + 2) * sizeof(*m.opset_import));
+	for (int i = 0; m.opset_import && i < nops + !has_default + add_ms; i++) {
 		Onnx__OperatorSetIdProto *o = walloc(&w, sizeof(*o));
 		if (!o)
 			break;
 		onnx__operator_set_id_proto__init(o);
-		o->domain = (char *)(i < nops ? g->opset_domains[i] : "");
+		bool ms = i == nops + !has_default;
+		o->domain = (char *)(i < nops ? g->opset_domains[i] : ms ? "com.microsoft" : "");
 		o->has_version = 1;
-		o->version = i < nops ? g->opset_versions[i] : g->opset;
+		o->version = i < nops ? g->opset_versions[i] : ms ? 1 : opset;
+		if (i < nops && (!*o->domain || !strcmp(o->domain, "ai.onnx")))
+			o->version = opset;
 		m.opset_import[m.n_opset_import++] = o;
 	}
 
@@ -279,7 +539,8 @@ enum rl_status rl_onnx_write(const struct rl_graph *g, const char *path,
 	uint32_t nlive = 0;
 	for (uint32_t i = 0; i < g->nnodes; i++)
 		nlive += !g->nodes[i].dead;
-	gp.node = walloc(&w, (nlive + 1) * sizeof(*gp.node));
+	gp.node = walloc(&w, (nlive + 2 * nq + 1) * sizeof(*gp.node));
+	gp.initializer = walloc(&w, (g->nvalues + 3 * nq + 1) * sizeof(*gp.initializer));
 	bool use_order = g->norder == nlive && nlive;
 	for (uint32_t k = 0; gp.node && k < g->nnodes; k++) {
 		uint32_t idx = use_order ? (k < g->norder ? g->order[k] : RL_NONE) : k;
@@ -288,6 +549,11 @@ enum rl_status rl_onnx_write(const struct rl_graph *g, const char *path,
 		const struct rl_node *n = &g->nodes[idx];
 		if (n->dead)
 			continue;
+		if (n->op == RL_OP_QuantMatMul) {
+			if (!gp.initializer || !write_quant(&w, n, qformat, &gp))
+				w.oom = true;
+			continue;
+		}
 		Onnx__NodeProto *np = walloc(&w, sizeof(*np));
 		if (!np)
 			break;
@@ -318,11 +584,15 @@ enum rl_status rl_onnx_write(const struct rl_graph *g, const char *path,
 	bool *attr_owned = calloc(g->nvalues + 1, 1);
 	if (!attr_owned)
 		w.oom = true;
-	for (uint32_t i = 0; attr_owned && i < g->nnodes; i++)
+	for (uint32_t i = 0; attr_owned && i < g->nnodes; i++) {
 		for (int k = 0; !g->nodes[i].dead && k < g->nodes[i].nattrs; k++)
 			if (g->nodes[i].attrs[k].kind == RL_ATTR_TENSOR)
 				attr_owned[g->nodes[i].attrs[k].tensor] = true;
-	gp.initializer = walloc(&w, (g->nvalues + 1) * sizeof(*gp.initializer));
+		/* the codes, scales and zero points went out repacked (write_quant) */
+		for (int k = 1; !g->nodes[i].dead && g->nodes[i].op == RL_OP_QuantMatMul && k <= 3; k++)
+			if (rl_node_in(&g->nodes[i], k) != RL_NONE)
+				attr_owned[g->nodes[i].in[k]] = true;
+	}
 	gp.value_info = walloc(&w, (g->nvalues + 1) * sizeof(*gp.value_info));
 	for (uint32_t v = 0; attr_owned && gp.initializer && gp.value_info && v < g->nvalues; v++) {
 		const struct rl_value *val = &g->values[v];

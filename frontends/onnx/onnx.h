@@ -33,6 +33,10 @@ enum rl_status rl_onnx_load_buffer(const void *buf, size_t len,
 /* Write the graph as a ModelProto (temporary file, renamed on success). */
 enum rl_status rl_onnx_write(const struct rl_graph *g, const char *path,
                              char *err, size_t errlen);
+/* The same; qformat says how quantized products (QuantMatMul) are written:
+ * 0 DequantizeLinear + MatMul (QDQ), 1 com.microsoft MatMulNBits. */
+enum rl_status rl_onnx_write_fmt(const struct rl_graph *g, const char *path, int qformat,
+                                 char *err, size_t errlen);
 
 /* A tensor read from or written to a TensorProto file (.pb). */
 struct rl_tensor {

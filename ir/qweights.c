@@ -1,0 +1,234 @@
+/*
+ * quant.c - packing float weights into the quantized layouts of quant.h,
+ * unpacking them again (the pass measures error with it), and the shape
+ * and cost rules of QuantMatMul.
+ *
+ * Rounding is to nearest (ties away from zero, lrintf would depend on the
+ * rounding mode), so the same weights give the same bytes on every host.
+ */
+#include "qweights.h"
+
+#include "cost_impl.h"
+#include "infer_impl.h"
+
+#include <math.h>
+#include <string.h>
+
+const char *rl_qscheme_name(enum rl_qscheme s)
+{
+	switch (s) {
+	case RL_Q_NONE: return "float";
+	case RL_Q_INT8_CHANNEL: return "int8/channel";
+	case RL_Q_INT8_BLOCK: return "int8/block";
+	case RL_Q_INT4_SYM: return "int4/block";
+	case RL_Q_INT4_ASYM: return "int4/block+zp";
+	case RL_Q_COUNT_: break;
+	}
+	return "?";
+}
+
+int rl_qscheme_bits(enum rl_qscheme s)
+{
+	switch (s) {
+	case RL_Q_INT8_CHANNEL: case RL_Q_INT8_BLOCK: return 8;
+	case RL_Q_INT4_SYM: case RL_Q_INT4_ASYM: return 4;
+	default: return 32;
+	}
+}
+
+int64_t rl_qweight_geometry(struct rl_qweight *w, enum rl_qscheme scheme, int64_t k,
+                            int64_t n, int64_t block)
+{
+	memset(w, 0, sizeof(*w));
+	w->scheme = scheme;
+	w->bits = rl_qscheme_bits(scheme);
+	w->k = k;
+	w->n = n;
+	w->block = scheme == RL_Q_INT8_CHANNEL ? k : block;
+	w->nb = (k + w->block - 1) / w->block;
+	int64_t chunk = w->bits == 8 ? 64 : 128; /* codes per 64-byte chunk */
+	w->rowbytes = (k + chunk - 1) / chunk * 64;
+	return n * (w->rowbytes + w->nb * (4 + (scheme == RL_Q_INT4_ASYM)));
+}
+
+static int32_t round_clamp(float x, int32_t lo, int32_t hi)
+{
+	float r = x >= 0 ? floorf(x + 0.5f) : -floorf(-x + 0.5f);
+	return r < (float)lo ? lo : r > (float)hi ? hi : (int32_t)r;
+}
+
+/* Squared error of a block of int4 codes at scale s, zero point zp. */
+static double sse4(const float *x, int64_t ks, int64_t len, float s, int32_t zp)
+{
+	double e = 0;
+	float inv = s > 0 ? 1.0f / s : 0;
+	for (int64_t j = 0; j < len; j++) {
+		float v = x[j * ks];
+		float d = v - s * (float)(round_clamp(v * inv + (float)zp, 0, 15) - zp);
+		e += (double)d * d;
+	}
+	return e;
+}
+
+/*
+ * A grid over the block's whole range wastes codes: the largest weight
+ * rarely sits where a uniform grid is best. Try the scale shrunk in steps of
+ * 1/64 down to 7/8 (the largest weights then clamp to the end code; at 7/8
+ * a symmetric block maps its largest weight to -8 as llama.cpp's Q4_0 does)
+ * and keep the one of least squared error; ties keep the whole range. With
+ * a zero point, the range's low end stays where it was.
+ */
+static void search4(const float *x, int64_t ks, int64_t len, float *s, int32_t *zp, bool asym)
+{
+	float s0 = *s;
+	if (!(s0 > 0))
+		return;
+	float lo = -(float)*zp * s0;
+	double best = sse4(x, ks, len, s0, *zp);
+	for (int t = 1; t <= 8; t++) {
+		float sc = s0 * (1.0f - (float)t / 64.0f);
+		int32_t z = asym ? round_clamp(-lo / sc, 0, 15) : 8;
+		double e = sse4(x, ks, len, sc, z);
+		if (e < best) {
+			best = e;
+			*s = sc;
+			*zp = z;
+		}
+	}
+}
+
+/* byte and shift of code k within a channel's row */
+static int64_t code_at(int bits, int64_t k, int *shift)
+{
+	int64_t chunk = k / (bits == 8 ? 64 : 128), j = k % (bits == 8 ? 64 : 128);
+	int64_t lane = j % 16, plane = j / 16;
+	if (bits == 8) {
+		*shift = 0;
+		return chunk * 64 + lane * 4 + plane;
+	}
+	*shift = (int)(plane % 2) * 4;
+	return chunk * 64 + lane * 4 + plane / 2;
+}
+
+int rl_qweight_code(const struct rl_qweight *w, int64_t k, int64_t n)
+{
+	int sh;
+	int64_t at = code_at(w->bits, k, &sh);
+	uint8_t b = w->q[n * w->rowbytes + at];
+	return w->bits == 8 ? (int)(int8_t)b : (b >> sh) & 15;
+}
+
+void rl_qweight_pack(struct rl_qweight *w, const float *src, int64_t ks, int64_t ns)
+{
+	memset(w->q, 0, (size_t)(w->n * w->rowbytes));
+	for (int64_t n = 0; n < w->n; n++) {
+		uint8_t *row = w->q + n * w->rowbytes;
+		int64_t kpad = w->rowbytes * (w->bits == 8 ? 1 : 2);
+		for (int64_t b = 0; b < w->nb; b++) {
+			int64_t k0 = b * w->block;
+			int64_t len = w->k - k0 < w->block ? w->k - k0 : w->block;
+			float mn = 0, mx = 0, amax = 0;
+			for (int64_t j = 0; j < len; j++) {
+				float x = src[(k0 + j) * ks + n * ns];
+				mn = j == 0 || x < mn ? x : mn;
+				mx = j == 0 || x > mx ? x : mx;
+				amax = fabsf(x) > amax ? fabsf(x) : amax;
+			}
+			float *s = &w->s[n * w->nb + b];
+			int32_t zp = 0;
+			if (w->bits == 8) {
+				*s = amax / 127.0f;
+			} else {
+				zp = 8;
+				*s = amax / 7.0f;
+				if (w->scheme == RL_Q_INT4_ASYM && mx > mn) {
+					/* the range [min(mn,0), max(mx,0)]: 0 stays exact (padding) */
+					float lo = mn < 0 ? mn : 0, hi = mx > 0 ? mx : 0;
+					*s = (hi - lo) / 15.0f;
+					zp = round_clamp(-lo / *s, 0, 15);
+				}
+				search4(src + k0 * ks + n * ns, ks, len, s, &zp, w->scheme == RL_Q_INT4_ASYM);
+				if (w->z)
+					w->z[n * w->nb + b] = (uint8_t)zp;
+			}
+			float inv = *s > 0 ? 1.0f / *s : 0;
+			/* the last block also fills the padding to the chunk's end */
+			int64_t end = b == w->nb - 1 ? kpad - k0 : len;
+			for (int64_t j = 0; j < end; j++) {
+				int sh;
+				int64_t at = code_at(w->bits, k0 + j, &sh);
+				if (w->bits == 8) {
+					int32_t q = j < len ? round_clamp(src[(k0 + j) * ks + n * ns] * inv, -127, 127) : 0;
+					row[at] = (uint8_t)(int8_t)q;
+				} else {
+					int32_t q = j < len ? round_clamp(src[(k0 + j) * ks + n * ns] * inv + (float)zp, 0, 15)
+					                    : zp;
+					row[at] = (uint8_t)(row[at] | (q << sh));
+				}
+			}
+		}
+	}
+}
+
+void rl_qweight_column(const struct rl_qweight *w, int64_t n, float *col)
+{
+	for (int64_t k = 0; k < w->k; k++) {
+		int64_t b = k / w->block;
+		float s = w->s[n * w->nb + b];
+		float z = w->bits == 8 ? 0.0f : w->z ? (float)w->z[n * w->nb + b] : 8.0f;
+		col[k] = s * ((float)rl_qweight_code(w, k, n) - z);
+	}
+}
+
+/* ---- QuantMatMul: shapes and counts -------------------------------------- */
+
+enum rl_status rl_infer_quant_matmul(struct rl_graph *g, uint32_t node)
+{
+	struct rl_node *n = &g->nodes[node];
+	int64_t K = rl_node_attr_int(n, "K", -1), N = rl_node_attr_int(n, "N", -1);
+	int64_t bits = rl_node_attr_int(n, "bits", -1), bs = rl_node_attr_int(n, "block_size", -1);
+	if (K <= 0 || N <= 0 || (bits != 8 && bits != 4) || bs <= 0 || (bits == 4 && bs % 32))
+		return rl_graph_error(g, n, RL_ERR_INVALID, "QuantMatMul needs attributes K, N > 0, "
+		                      "bits 8 or 4 and block_size (a multiple of 32 for 4 bits)");
+	int64_t nb = (K + bs - 1) / bs, chunk = bits == 8 ? 64 : 128;
+	int64_t rowbytes = (K + chunk - 1) / chunk * 64;
+	struct rl_value *a = rl_infer_in(g, n, 0), *q = rl_infer_in(g, n, 1);
+	struct rl_value *s = rl_infer_in(g, n, 2), *z = rl_infer_in(g, n, 3);
+	struct rl_value *bias = rl_infer_in(g, n, 4);
+	const int64_t qd[2] = {N, rowbytes}, sd[2] = {N, nb};
+	struct rl_shape qs, ss, bsh;
+	rl_shape_set(&qs, 2, qd);
+	rl_shape_set(&ss, 2, sd);
+	rl_shape_set(&bsh, 1, &N);
+	if (!a || !q || !s || a->dtype != RL_DT_FLOAT || q->dtype != RL_DT_UINT8 ||
+	    s->dtype != RL_DT_FLOAT || !rl_shape_equal(&q->shape, &qs) ||
+	    !rl_shape_equal(&s->shape, &ss) ||
+	    (z && (z->dtype != RL_DT_UINT8 || bits != 4 || !rl_shape_equal(&z->shape, &ss))) ||
+	    (bias && (bias->dtype != RL_DT_FLOAT || !rl_shape_equal(&bias->shape, &bsh))))
+		return rl_graph_error(g, n, RL_ERR_SHAPE, "QuantMatMul inputs do not match K=%lld "
+		                      "N=%lld bits=%lld block_size=%lld", (long long)K, (long long)N,
+		                      (long long)bits, (long long)bs);
+	struct rl_shape out = {.rank = -1};
+	if (a->shape.rank >= 1) {
+		struct rl_dim k = a->shape.d[a->shape.rank - 1];
+		if (k.v >= 0 && k.v != K)
+			return rl_graph_error(g, n, RL_ERR_SHAPE, "QuantMatMul: A's last dimension "
+			                      "%lld is not K=%lld", (long long)k.v, (long long)K);
+		out = a->shape;
+		out.d[out.rank - 1] = rl_dim_num(N);
+	}
+	return rl_infer_set(g, node, 0, RL_DT_FLOAT, &out);
+}
+
+/* MACs as the float product; the extra FLOPs of dequantization (one
+ * multiply-add per weight and row) are the kernel's business, not the
+ * model's: the report keeps FLOPs comparable before and after. */
+bool rl_count_quant_matmul(const struct rl_graph *g, uint32_t node, struct rl_counts *c)
+{
+	const struct rl_node *n = &g->nodes[node];
+	double mn = rl_cnt_out(g, n, 0);
+	double k = (double)rl_node_attr_int(n, "K", 0);
+	c->macs = mn * k;
+	c->flops = 2 * c->macs + (rl_node_in(n, 4) != RL_NONE ? mn : 0);
+	return true;
+}

@@ -1,0 +1,432 @@
+/*
+ * quantize.c - weight quantization where bytes bind.
+ *
+ * Fewer bits per weight means fewer bytes fetched, which is what a node left
+ * of the roofline's bend waits for; a compute-bound node gains nothing and
+ * still pays in accuracy. So, for every MatMul and Gemm with a constant
+ * float32 weight (--quantize):
+ *
+ *   int8  one scale per output channel, else (over budget) per --block codes
+ *   int4  blocks of --block codes along K, symmetric, else with zero points
+ *   auto  only memory-bound nodes (as priced on the machine at the bound
+ *         batch), the narrowest of int4, int4+zp, int8/channel, int8/block
+ *         that meets the budget, and only when the predicted time drops by
+ *         5% or more; compute- and latency-bound nodes stay float
+ *
+ * Accuracy guard: each candidate's output is compared with the float
+ * product on calibration rows (--calibrate, when the node reads a graph
+ * input directly), else on seeded standard-normal rows; the relative
+ * Frobenius error ||X (Wq - W)|| / ||X W|| must be within --max-rel-error,
+ * else the next scheme is tried, and the node stays float when none fits.
+ * Weights with NaN or Inf stay float.
+ *
+ * A quantized node becomes QuantMatMul (ir/qweights.h) carrying the packed
+ * codes, scales and zero points as new constants; the float weight dies
+ * with its last use. Every node considered gets one remark: the scheme, the
+ * bytes and predicted time before and after, and the measured errors.
+ *
+ * Preconditions: shapes inferred and static for the nodes it prices; runs
+ * after `roofline` (auto reads the bound from it) and before `fuse`/`tile`.
+ */
+#include "pass.h"
+
+#include "frontends/onnx/onnx.h"
+#include "qweights.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CAL_ROWS 8 /* rows of X the error is measured on */
+
+/* What the rewrite needs to know about one MatMul/Gemm. */
+struct qcand {
+	uint32_t node, a, w, bias, y;
+	int64_t k, n;        /* W is K x N */
+	int64_t ks, ns;      /* W(k, n) = data[k * ks + n * ns] */
+	const float *data;
+	float alpha;
+};
+
+/* The node is a MatMul/Gemm with a constant float32 weight that the
+ * QuantMatMul form can express; else why not, in `why` (NULL: do not remark,
+ * the weight is not constant). */
+static bool candidate(struct rl_graph *g, uint32_t i, struct qcand *c, const char **why)
+{
+	const struct rl_node *nd = &g->nodes[i];
+	*why = NULL;
+	memset(c, 0, sizeof(*c));
+	c->node = i;
+	c->a = rl_node_in(nd, 0);
+	c->w = rl_node_in(nd, 1);
+	c->bias = RL_NONE;
+	c->y = nd->out[0];
+	c->alpha = 1;
+	if (!rl_value_is_const(g, c->w) || rl_value_is_const(g, c->a))
+		return false;
+	const struct rl_value *a = &g->values[c->a], *w = &g->values[c->w];
+	if (a->dtype != RL_DT_FLOAT || w->dtype != RL_DT_FLOAT)
+		return *why = "not float32", false;
+	if (w->shape.rank != 2 || !rl_shape_is_static(&w->shape) || a->shape.rank < 1 ||
+	    !rl_shape_is_static(&g->values[c->y].shape))
+		return *why = "weight not a matrix, or shapes not static", false;
+	c->data = w->data;
+	int64_t r = w->shape.d[0].v, s = w->shape.d[1].v;
+	c->k = r, c->n = s, c->ks = s, c->ns = 1;
+	if (nd->op == RL_OP_Gemm) {
+		if (rl_node_attr_int(nd, "transA", 0))
+			return *why = "Gemm with transA", false;
+		if (rl_node_attr_int(nd, "transB", 0))
+			c->k = s, c->n = r, c->ks = 1, c->ns = s;
+		c->alpha = (float)rl_node_attr_float(nd, "alpha", 1.0);
+		uint32_t cv = rl_node_in(nd, 2);
+		if (cv != RL_NONE) {
+			const struct rl_value *b = &g->values[cv];
+			if (rl_node_attr_float(nd, "beta", 1.0) != 1.0)
+				return *why = "Gemm with beta != 1", false;
+			if (b->dtype != RL_DT_FLOAT || rl_shape_numel(&b->shape) != c->n ||
+			    b->shape.d[b->shape.rank - 1].v != c->n)
+				return *why = "Gemm bias C is not one value per output column", false;
+			if (b->shape.rank != 1 && !rl_value_is_const(g, cv))
+				return *why = "Gemm bias C of rank 2 computed at run time", false;
+			c->bias = cv;
+		}
+	}
+	if (a->shape.d[a->shape.rank - 1].v != c->k)
+		return *why = "A's last dimension is not K", false;
+	return true;
+}
+
+/* splitmix64 / Box-Muller: the same rows on every host */
+static uint64_t mix(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static double normal(uint64_t *s)
+{
+	double u = ((double)(mix(s) >> 11) + 0.5) / 9007199254740992.0;
+	double v = (double)(mix(s) >> 11) / 9007199254740992.0;
+	return sqrt(-2 * log(u)) * cos(6.283185307179586 * v);
+}
+
+/* Fill x [rows x K] from the calibration tensor of the graph input the node
+ * reads, else seeded normal rows. Returns rows; *from says which. */
+static int cal_rows(const struct rl_graph *g, const struct rl_pass_ctx *ctx,
+                    const struct qcand *c, float *x, const char **from)
+{
+	for (int j = 0; j < ctx->ncalib && (uint32_t)j < g->ninputs; j++) {
+		if (g->inputs[j] != c->a || ctx->calib[j].dtype != RL_DT_FLOAT)
+			continue;
+		int64_t have = (int64_t)(ctx->calib[j].nbytes / sizeof(float)) / c->k;
+		int rows = have < CAL_ROWS ? (int)have : CAL_ROWS;
+		if (rows < 1)
+			break;
+		memcpy(x, ctx->calib[j].data, (size_t)(rows * c->k) * sizeof(float));
+		*from = "calibration rows";
+		return rows;
+	}
+	uint64_t seed = 0x5eed;
+	for (int64_t i = 0; i < CAL_ROWS * c->k; i++)
+		x[i] = (float)normal(&seed);
+	*from = "seeded normal rows";
+	return CAL_ROWS;
+}
+
+/* ||X (Wq - W)|| / ||X W|| over the rows; yf holds X W [rows x N]. */
+static double rel_error(const struct qcand *c, const struct rl_qweight *qw, const float *x,
+                        int rows, const double *yf, float *col)
+{
+	double num = 0, den = 0;
+	for (int64_t n = 0; n < c->n; n++) {
+		rl_qweight_column(qw, n, col);
+		for (int r = 0; r < rows; r++) {
+			const float *xr = x + r * c->k;
+			double y = 0;
+			for (int64_t k = 0; k < c->k; k++)
+				y += (double)xr[k] * col[k];
+			double d = y - yf[r * c->n + n];
+			num += d * d;
+			den += yf[r * c->n + n] * yf[r * c->n + n];
+		}
+	}
+	return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+static void float_product(const struct qcand *c, const float *x, int rows, double *yf)
+{
+	for (int r = 0; r < rows; r++)
+		for (int64_t n = 0; n < c->n; n++) {
+			double y = 0;
+			for (int64_t k = 0; k < c->k; k++)
+				y += (double)x[r * c->k + k] * c->data[k * c->ks + n * c->ns];
+			yf[r * c->n + n] = y;
+		}
+}
+
+static uint32_t add_const(struct rl_graph *g, const char *node, const char *suffix,
+                          enum rl_dtype dt, int rank, const int64_t *dims, const void *src,
+                          size_t nbytes)
+{
+	char buf[256];
+	snprintf(buf, sizeof(buf), "%s_%s", node, suffix);
+	for (int k = 1; rl_graph_find_value(g, buf) != RL_NONE; k++)
+		snprintf(buf, sizeof(buf), "%s_%s_%d", node, suffix, k);
+	void *data = rl_graph_own(g, nbytes ? nbytes : 1);
+	if (!data)
+		return RL_NONE;
+	memcpy(data, src, nbytes);
+	struct rl_shape sh;
+	rl_shape_set(&sh, rank, dims);
+	uint32_t v = rl_graph_add_value(g, rl_arena_strdup(g, buf), dt, &sh);
+	rl_value_set_data(g, v, data, nbytes);
+	return v;
+}
+
+static void set_int(struct rl_graph *g, uint32_t node, const char *name, int64_t v)
+{
+	rl_node_add_attr(g, node, name, RL_ATTR_INT)->i = v;
+}
+
+/* Replace the node by QuantMatMul over the packed weight. */
+static enum rl_status rewrite(struct rl_graph *g, const struct qcand *c,
+                              const struct rl_qweight *qw)
+{
+	const char *name = g->nodes[c->node].name;
+	int64_t qd[2] = {c->n, qw->rowbytes}, sd[2] = {c->n, qw->nb};
+	uint32_t in[5] = {c->a, RL_NONE, RL_NONE, RL_NONE, RL_NONE};
+	in[1] = add_const(g, name, "qweight", RL_DT_UINT8, 2, qd, qw->q,
+	                  (size_t)(c->n * qw->rowbytes));
+	in[2] = add_const(g, name, "qscale", RL_DT_FLOAT, 2, sd, qw->s,
+	                  (size_t)(c->n * qw->nb) * sizeof(float));
+	if (qw->z)
+		in[3] = add_const(g, name, "qzero", RL_DT_UINT8, 2, sd, qw->z, (size_t)(c->n * qw->nb));
+	if (c->bias != RL_NONE) {
+		const struct rl_value *b = &g->values[c->bias];
+		in[4] = b->shape.rank == 1 ? c->bias
+		      : add_const(g, name, "bias", RL_DT_FLOAT, 1, &c->n, b->data, b->nbytes);
+	}
+	if (in[1] == RL_NONE || in[2] == RL_NONE || (qw->z && in[3] == RL_NONE) ||
+	    (c->bias != RL_NONE && in[4] == RL_NONE))
+		return rl_graph_error(g, &g->nodes[c->node], RL_ERR_NOMEM,
+		                      "out of memory for the quantized weight");
+	int nin = in[4] != RL_NONE ? 5 : in[3] != RL_NONE ? 4 : 3;
+	uint32_t y = c->y;
+	rl_graph_remove_node(g, c->node);
+	uint32_t q = rl_graph_add_node(g, RL_OP_QuantMatMul, name, in, nin, &y, 1);
+	set_int(g, q, "K", c->k);
+	set_int(g, q, "N", c->n);
+	set_int(g, q, "bits", qw->bits);
+	set_int(g, q, "block_size", qw->block);
+	return RL_OK;
+}
+
+/* Scale candidates the mode allows, narrowest first. */
+static int schemes(int mode, enum rl_qscheme *out)
+{
+	int n = 0;
+	if (mode == RL_QUANT_INT4 || mode == RL_QUANT_AUTO) {
+		out[n++] = RL_Q_INT4_SYM;
+		out[n++] = RL_Q_INT4_ASYM;
+	}
+	if (mode == RL_QUANT_INT8 || mode == RL_QUANT_AUTO) {
+		out[n++] = RL_Q_INT8_CHANNEL;
+		out[n++] = RL_Q_INT8_BLOCK;
+	}
+	return n;
+}
+
+static bool check_calib(struct rl_graph *g, const struct rl_pass_ctx *ctx, enum rl_status *st)
+{
+	*st = RL_OK;
+	if (ctx->ncalib > (int)g->ninputs) {
+		*st = rl_graph_error(g, NULL, RL_ERR_SHAPE, "--calibrate: %d files for %u model "
+		                     "inputs", ctx->ncalib, g->ninputs);
+		return false;
+	}
+	for (int j = 0; j < ctx->ncalib; j++) {
+		const struct rl_value *v = &g->values[g->inputs[j]];
+		const struct rl_tensor *t = &ctx->calib[j];
+		bool ok = t->dtype == v->dtype && t->shape.rank == v->shape.rank;
+		for (int d = 0; ok && d < v->shape.rank; d++)
+			ok = v->shape.d[d].v < 0 || v->shape.d[d].v == t->shape.d[d].v;
+		if (!ok) {
+			char a[128], b[128];
+			*st = rl_graph_error(g, NULL, RL_ERR_SHAPE, "--calibrate: file %d holds %s %s, "
+			                     "input '%s' is %s %s", j + 1, rl_dtype_name(t->dtype),
+			                     rl_shape_str(&t->shape, a, sizeof(a)), v->name,
+			                     rl_dtype_name(v->dtype), rl_shape_str(&v->shape, b, sizeof(b)));
+			return false;
+		}
+	}
+	return true;
+}
+
+enum rl_status rl_pass_quantize(struct rl_graph *g, struct rl_pass_ctx *ctx)
+{
+	const struct rl_machine *m = ctx->machine;
+	enum rl_status st;
+	if (ctx->quantize == RL_QUANT_NONE)
+		return RL_OK;
+	if (!check_calib(g, ctx, &st))
+		return st;
+	if ((st = rl_pass_ensure_order(g)) != RL_OK)
+		return st;
+	uint32_t nvalues_before = g->nvalues, norder = g->norder;
+	uint32_t *order = malloc((norder + 1) * sizeof(*order));
+	if (!order)
+		return RL_ERR_NOMEM;
+	memcpy(order, g->order, norder * sizeof(*order));
+	int block = ctx->quant_block ? ctx->quant_block : 32;
+	double bytes_before = 0, bytes_after = 0, t_before = 0, t_after = 0;
+	int nq = 0;
+	for (uint32_t o = 0; o < norder && st == RL_OK; o++) {
+		uint32_t i = order[o];
+		if (g->nodes[i].dead || (g->nodes[i].op != RL_OP_MatMul && g->nodes[i].op != RL_OP_Gemm))
+			continue;
+		const char *name = g->nodes[i].name, *why;
+		struct qcand c;
+		if (!candidate(g, i, &c, &why)) {
+			if (why)
+				rl_remark(ctx, "quantize", name, "float", -1, -1, -1, -1, "%s", why);
+			continue;
+		}
+		/* price before, and after as the bytes of each scheme */
+		struct rl_counts cnt;
+		struct rl_cost cb = {0}, ca = {0};
+		bool priced = m && rl_count_node(g, i, &cnt);
+		if (priced)
+			rl_cost_price(m, &cnt, rl_node_prec(g, i), true, &cb);
+		double wbytes = (double)c.k * (double)c.n * 4;
+		if (ctx->quantize == RL_QUANT_AUTO) {
+			if (!priced) {
+				rl_remark(ctx, "quantize", name, "float", -1, -1, -1, -1,
+				          "auto: not priced (no machine, or symbolic shapes): stays float");
+				continue;
+			}
+			double bal = rl_cost_balance(m, rl_node_prec(g, i), true);
+			if (cb.bound != RL_BOUND_MEMORY) {
+				rl_remark(ctx, "quantize", name, "float", cb.bytes, cb.bytes, cb.time_s,
+				          cb.time_s, "auto: %s-bound on %s (intensity %.3g FLOP/B vs balance "
+				          "%.3g): fewer weight bytes would not make it faster; stays float",
+				          rl_bound_name((enum rl_bound)cb.bound), m->name, cb.intensity, bal);
+				continue;
+			}
+		}
+		bool finite = true;
+		for (int64_t k = 0; k < c.k && finite; k++)
+			for (int64_t n = 0; n < c.n && finite; n++)
+				finite = isfinite(c.data[k * c.ks + n * c.ns]);
+		if (!finite) {
+			rl_remark(ctx, "quantize", name, "float", -1, -1, -1, -1,
+			          "the weight holds NaN or Inf: stays float");
+			continue;
+		}
+		float *x = malloc((size_t)(CAL_ROWS * c.k) * sizeof(float));
+		float *col = malloc((size_t)c.k * sizeof(float));
+		double *yf = malloc((size_t)(CAL_ROWS * c.n) * sizeof(double));
+		if (!x || !col || !yf) {
+			free(x), free(col), free(yf);
+			st = rl_graph_error(g, NULL, RL_ERR_NOMEM, "out of memory measuring quantization error");
+			break;
+		}
+		const char *from;
+		int rows = cal_rows(g, ctx, &c, x, &from);
+		float_product(&c, x, rows, yf);
+		enum rl_qscheme sc[4];
+		int nsc = schemes(ctx->quantize, sc);
+		char tried[256] = "";
+		size_t tl = 0;
+		struct rl_qweight qw = {0};
+		double err = 0;
+		bool found = false;
+		for (int s = 0; s < nsc && !found; s++) {
+			rl_qweight_geometry(&qw, sc[s], c.k, c.n, block);
+			qw.q = malloc((size_t)(c.n * qw.rowbytes));
+			qw.s = malloc((size_t)(c.n * qw.nb) * sizeof(float));
+			qw.z = sc[s] == RL_Q_INT4_ASYM ? malloc((size_t)(c.n * qw.nb)) : NULL;
+			if (!qw.q || !qw.s || (sc[s] == RL_Q_INT4_ASYM && !qw.z)) {
+				free(qw.q), free(qw.s), free(qw.z);
+				st = rl_graph_error(g, NULL, RL_ERR_NOMEM, "out of memory packing a weight");
+				break;
+			}
+			rl_qweight_pack(&qw, c.data, c.ks, c.ns);
+			err = rel_error(&c, &qw, x, rows, yf, col);
+			tl += (size_t)snprintf(tried + tl, sizeof(tried) - tl, "%s%s %.3g",
+			                       tl ? ", " : "", rl_qscheme_name(sc[s]), err);
+			if (tl >= sizeof(tried))
+				tl = sizeof(tried) - 1;
+			if (err <= ctx->max_rel_error) {
+				found = true;
+				break;
+			}
+			free(qw.q), free(qw.s), free(qw.z);
+			memset(&qw, 0, sizeof(qw));
+		}
+		free(x), free(col), free(yf);
+		if (st != RL_OK)
+			break;
+		if (!found) {
+			rl_remark(ctx, "quantize", name, "float", cb.bytes, cb.bytes, cb.time_s, cb.time_s,
+			          "no scheme within --max-rel-error %.3g (block %d; %s: errors %s): "
+			          "stays float", ctx->max_rel_error, block, from, tried);
+			continue;
+		}
+		double qbytes = (double)(c.n * qw.rowbytes) + (double)(c.n * qw.nb) * (4.0 + (qw.z != NULL));
+		if (priced) {
+			struct rl_counts c2 = cnt;
+			c2.bytes_read += qbytes - wbytes;
+			c2.weight_bytes += qbytes - wbytes;
+			rl_cost_price(m, &c2, rl_node_prec(g, i), true, &ca);
+		}
+		if (ctx->quantize == RL_QUANT_AUTO && ca.time_s > 0.95 * cb.time_s) {
+			rl_remark(ctx, "quantize", name, "float", cb.bytes, ca.bytes, cb.time_s, ca.time_s,
+			          "auto: %s would save only %.1f%% of the predicted time (weights %.4g of "
+			          "%.4g bytes): stays float", rl_qscheme_name(qw.scheme),
+			          100 * (1 - ca.time_s / cb.time_s), wbytes, cb.bytes);
+			free(qw.q), free(qw.s), free(qw.z);
+			continue;
+		}
+		if (c.alpha != 1.0f)
+			for (int64_t j = 0; j < c.n * qw.nb; j++)
+				qw.s[j] *= c.alpha;
+		char sname[48];
+		if (qw.scheme == RL_Q_INT8_CHANNEL)
+			snprintf(sname, sizeof(sname), "int8/channel");
+		else
+			snprintf(sname, sizeof(sname), "%s%d%s", qw.bits == 8 ? "int8/block" : "int4/block",
+			         block, qw.z ? "+zp" : "");
+		double nb0 = priced ? cb.bytes : -1, nb1 = priced ? ca.bytes : -1;
+		rl_remark(ctx, "quantize", name, qw.bits == 8 ? "int8" : "int4", nb0, nb1,
+		          priced ? cb.time_s : -1, priced ? ca.time_s : -1,
+		          "%s: weight %.4g -> %.4g bytes (%.2fx), error %.3g <= %.3g on %s%s%s%s",
+		          sname, wbytes, qbytes, wbytes / qbytes, err, ctx->max_rel_error, from,
+		          ctx->quantize == RL_QUANT_AUTO ? "; memory-bound, " : "",
+		          ctx->quantize == RL_QUANT_AUTO ? "tried " : "",
+		          ctx->quantize == RL_QUANT_AUTO ? tried : "");
+		if (priced) {
+			ctx->remarks[ctx->nremarks - 1].flops_before = cb.flops;
+			ctx->remarks[ctx->nremarks - 1].flops_after = ca.flops;
+			bytes_before += cb.bytes, bytes_after += ca.bytes;
+			t_before += cb.time_s, t_after += ca.time_s;
+		}
+		st = rewrite(g, &c, &qw);
+		free(qw.q), free(qw.s), free(qw.z);
+		nq++;
+	}
+	free(order);
+	if (st != RL_OK)
+		return st;
+	if (nq)
+		rl_remark(ctx, "quantize", NULL, "summary", bytes_before, bytes_after, t_before, t_after,
+		          "%d nodes quantized: their bytes %.4g -> %.4g, predicted time %.3g -> %.3g s",
+		          nq, bytes_before, bytes_after, t_before, t_after);
+	if ((st = rl_pass_finish(g, nvalues_before)) != RL_OK || !nq || !m)
+		return st;
+	struct rl_cost_total t; /* the new nodes' cost annotations */
+	rl_cost_graph(g, m, &t);
+	return RL_OK;
+}

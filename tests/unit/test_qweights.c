@@ -1,0 +1,303 @@
+/*
+ * test_qweights.c - packed weights (ir/qweights.c) and the quantize pass
+ * (passes/quantize.c).
+ *
+ * Layout: every code is checked at the byte and nibble ir/qweights.h promises
+ * (the kernels read exactly those); rounding, scales and zero points against
+ * values computed here by hand; all-zero blocks give scale 0 and no NaN.
+ * Pass: which nodes it rewrites under each mode, the bytes and predicted
+ * times in the remarks against the cost model's formula on a shipped
+ * profile, and the nodes it must leave alone (NaN weights, compute-bound
+ * under auto, over budget).
+ */
+#include <criterion/criterion.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir.h"
+#include "machine.h"
+#include "passes/pass.h"
+#include "qweights.h"
+
+static struct rl_qweight pack(enum rl_qscheme sc, int64_t K, int64_t N, int64_t bs,
+                              const float *w /* [K][N] */)
+{
+	struct rl_qweight q;
+	rl_qweight_geometry(&q, sc, K, N, bs);
+	q.q = malloc((size_t)(N * q.rowbytes));
+	q.s = malloc((size_t)(N * q.nb) * sizeof(float));
+	q.z = sc == RL_Q_INT4_ASYM ? malloc((size_t)(N * q.nb)) : NULL;
+	cr_assert(q.q && q.s);
+	rl_qweight_pack(&q, w, N, 1);
+	return q;
+}
+
+static void unpack_free(struct rl_qweight *q)
+{
+	free(q->q), free(q->s), free(q->z);
+}
+
+Test(quant, geometry)
+{
+	struct rl_qweight q;
+	/* int8 per channel: one scale, rows padded to 64 codes */
+	cr_expect_eq(rl_qweight_geometry(&q, RL_Q_INT8_CHANNEL, 100, 3, 32), 3 * (128 + 4));
+	cr_expect_eq(q.nb, 1);
+	cr_expect_eq(q.block, 100);
+	/* int4 blocks of 32 over K = 100: 4 blocks, 128 codes = 64 bytes per row */
+	cr_expect_eq(rl_qweight_geometry(&q, RL_Q_INT4_SYM, 100, 3, 32), 3 * (64 + 4 * 4));
+	cr_expect_eq(q.nb, 4);
+	cr_expect_eq(rl_qweight_geometry(&q, RL_Q_INT4_ASYM, 256, 2, 128), 2 * (128 + 2 * 5));
+	cr_expect_eq(rl_qweight_geometry(&q, RL_Q_INT8_BLOCK, 64, 1, 64), 64 + 4);
+}
+
+Test(quant, int8_layout_and_rounding)
+{
+	/* one channel, K = 70: codes at byte 4 * (k % 16) + (k % 64) / 16 of
+	 * chunk k / 64; w = k - 35 scaled so that max |w| = 35 maps to 127 */
+	enum { K = 70 };
+	float w[K];
+	for (int k = 0; k < K; k++)
+		w[k] = (float)(k - 35);
+	struct rl_qweight q = pack(RL_Q_INT8_CHANNEL, K, 1, 32, w);
+	cr_expect_float_eq(q.s[0], 35.0f / 127.0f, 1e-7);
+	for (int k = 0; k < K; k++) {
+		int want = (int)lround((k - 35) * 127.0 / 35.0);
+		int64_t at = (k / 64) * 64 + 4 * (k % 16) + (k % 64) / 16;
+		cr_expect_eq((int8_t)q.q[at], want, "k=%d", k);
+		cr_expect_eq(rl_qweight_code(&q, k, 0), want);
+	}
+	/* padding past K is code 0 */
+	for (int k = K; k < 128; k++)
+		cr_expect_eq(q.q[(k / 64) * 64 + 4 * (k % 16) + (k % 64) / 16], 0);
+	float col[K];
+	rl_qweight_column(&q, 0, col);
+	for (int k = 0; k < K; k++)
+		cr_expect(fabsf(col[k] - w[k]) <= 0.5f * q.s[0] + 1e-5f, "k=%d", k);
+	unpack_free(&q);
+}
+
+Test(quant, int4_scale_search)
+{
+	/* one large weight among small ones: the plain range (scale 10/7) puts
+	 * every small weight on code 0; shrinking the scale cannot make the
+	 * squared error worse than the plain range's */
+	enum { K = 32 };
+	float w[K];
+	for (int k = 0; k < K; k++)
+		w[k] = k == 5 ? 10.0f : 0.3f * (float)((k % 7) - 3);
+	struct rl_qweight q = pack(RL_Q_INT4_SYM, K, 1, 32, w);
+	float col[K];
+	rl_qweight_column(&q, 0, col);
+	double e = 0, e0 = 0, s0 = 10.0 / 7.0;
+	for (int k = 0; k < K; k++) {
+		double r = s0 * (double)lround(w[k] / s0);
+		e += (col[k] - w[k]) * (col[k] - w[k]);
+		e0 += (r - w[k]) * (r - w[k]);
+	}
+	cr_expect(e <= e0 + 1e-9, "searched %g > plain %g", e, e0);
+	cr_expect(q.s[0] <= s0 + 1e-6 && q.s[0] >= s0 * 7 / 8 - 1e-6);
+	unpack_free(&q);
+}
+
+Test(quant, int4_layout_symmetric)
+{
+	/* two channels, K = 128 in blocks of 32; code k in nibble (k % 128) / 16
+	 * of 32-bit lane k % 16: byte 4 * (k % 16) + nibble / 2, high half when
+	 * the nibble is odd */
+	enum { K = 128, N = 2 };
+	float w[K * N];
+	for (int k = 0; k < K; k++)
+		for (int n = 0; n < N; n++)
+			w[k * N + n] = n ? (float)((k % 15) - 7) : 0.0f; /* channel 0: all zero */
+	struct rl_qweight q = pack(RL_Q_INT4_SYM, K, N, 32, w);
+	for (int b = 0; b < 4; b++) {
+		cr_expect_eq(q.s[b], 0.0f);                   /* all-zero blocks: scale 0 */
+		cr_expect_float_eq(q.s[4 + b], 1.0f, 1e-6);   /* max |w| = 7 -> scale 1 */
+	}
+	for (int k = 0; k < K; k++) {
+		int p = k / 16, lane = k % 16;
+		uint8_t byte = q.q[q.rowbytes + 4 * lane + p / 2];
+		int code = p % 2 ? byte >> 4 : byte & 15;
+		cr_expect_eq(code, (k % 15) - 7 + 8, "k=%d", k);
+		cr_expect_eq(rl_qweight_code(&q, k, 0), 8); /* zero point: worth 0 */
+	}
+	float col[K];
+	rl_qweight_column(&q, 0, col);
+	for (int k = 0; k < K; k++)
+		cr_expect(col[k] == 0.0f && !isnan(col[k]));
+	rl_qweight_column(&q, 1, col);
+	for (int k = 0; k < K; k++)
+		cr_expect_float_eq(col[k], (float)((k % 15) - 7), 1e-6);
+	unpack_free(&q);
+}
+
+Test(quant, int4_zero_points)
+{
+	/* values in [0, 15]: min 0, max 15 -> scale 1, zero point 0, exact */
+	enum { K = 64 };
+	float w[K];
+	for (int k = 0; k < K; k++)
+		w[k] = (float)(k % 16);
+	struct rl_qweight q = pack(RL_Q_INT4_ASYM, K, 1, 32, w);
+	cr_expect_float_eq(q.s[0], 1.0f, 1e-6);
+	cr_expect_eq(q.z[0], 0);
+	float col[K];
+	rl_qweight_column(&q, 0, col);
+	for (int k = 0; k < K; k++)
+		cr_expect_float_eq(col[k], w[k], 1e-6);
+	/* symmetric on the same block wastes half the codes: a scale between
+	 * 15/8 and 15/7 (the search's range), and an error the zero point avoids */
+	struct rl_qweight s = pack(RL_Q_INT4_SYM, K, 1, 32, w);
+	cr_expect(s.s[0] >= 15.0f / 8.0f - 1e-6f && s.s[0] <= 15.0f / 7.0f + 1e-6f, "%g", s.s[0]);
+	rl_qweight_column(&s, 0, col);
+	double e = 0;
+	for (int k = 0; k < K; k++)
+		e += (col[k] - w[k]) * (col[k] - w[k]);
+	cr_expect(e > 1.0, "%g", e);
+	unpack_free(&q);
+	unpack_free(&s);
+}
+
+/* ---- the pass ------------------------------------------------------------ */
+
+static uint64_t rng = 7;
+static float frand(void)
+{
+	rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+	return (float)((double)(rng >> 11) / 9007199254740992.0 * 2 - 1);
+}
+
+/* y = x[b, K] W[K, N] (node "mm"), W filled by frand or `nan_at` */
+static struct rl_graph *matmul(int64_t b, int64_t K, int64_t N, int64_t nan_at)
+{
+	struct rl_graph *g = rl_graph_new();
+	struct rl_shape sx, sw;
+	int64_t dx[2] = {b, K}, dw[2] = {K, N};
+	rl_shape_set(&sx, 2, dx);
+	rl_shape_set(&sw, 2, dw);
+	uint32_t x = rl_graph_add_value(g, "x", RL_DT_FLOAT, &sx);
+	g->values[x].flags |= RL_VAL_INPUT;
+	g->inputs = malloc(sizeof(uint32_t));
+	g->inputs[0] = x;
+	g->ninputs = 1;
+	uint32_t w = rl_graph_add_value(g, "w", RL_DT_FLOAT, &sw);
+	float *d = rl_graph_own(g, (size_t)(K * N) * sizeof(float));
+	for (int64_t i = 0; i < K * N; i++)
+		d[i] = i == nan_at ? NAN : frand();
+	rl_value_set_data(g, w, d, (size_t)(K * N) * sizeof(float));
+	uint32_t y = rl_graph_add_value(g, "y", RL_DT_UNDEFINED, NULL);
+	uint32_t in[2] = {x, w};
+	rl_graph_add_node(g, RL_OP_MatMul, "mm", in, 2, &y, 1);
+	g->values[y].flags |= RL_VAL_OUTPUT;
+	g->outputs = malloc(sizeof(uint32_t));
+	g->outputs[0] = y;
+	g->noutputs = 1;
+	g->opset = 17;
+	cr_assert_eq(rl_graph_infer(g), RL_OK, "%s", g->err);
+	return g;
+}
+
+static const struct rl_remark *run(struct rl_graph *g, struct rl_machine *m, int mode,
+                                   double budget, struct rl_pass_ctx *ctx)
+{
+	char err[512];
+	cr_assert(rl_machine_load("epyc9654", m, err, sizeof(err)), "%s", err);
+	rl_pass_ctx_init(ctx, m, 2);
+	ctx->quantize = mode;
+	ctx->max_rel_error = budget;
+	ctx->verify = true;
+	cr_assert_eq(rl_pipeline_run(g, ctx, "roofline,quantize"), RL_OK, "%s", g->err);
+	for (uint32_t i = 0; i < ctx->nremarks; i++)
+		if (!strcmp(ctx->remarks[i].pass, "quantize") && !strcmp(ctx->remarks[i].node, "mm"))
+			return &ctx->remarks[i];
+	cr_assert_fail("no quantize remark for mm");
+	return NULL;
+}
+
+static uint32_t node_op(const struct rl_graph *g, enum rl_op op)
+{
+	for (uint32_t i = 0; i < g->nnodes; i++)
+		if (!g->nodes[i].dead && g->nodes[i].op == op)
+			return i;
+	return RL_NONE;
+}
+
+Test(quantize_pass, int8_rewrites_with_bytes_and_time)
+{
+	/* 1 x 512 x 256: weight 524288 bytes; int8 per channel 256 * (512 + 4) */
+	struct rl_graph *g = matmul(1, 512, 256, -1);
+	struct rl_machine m;
+	struct rl_pass_ctx ctx;
+	const struct rl_remark *r = run(g, &m, RL_QUANT_INT8, 1e-2, &ctx);
+	cr_expect_str_eq(r->verdict, "int8");
+	uint32_t q = node_op(g, RL_OP_QuantMatMul);
+	cr_assert_neq(q, RL_NONE);
+	cr_expect_eq(node_op(g, RL_OP_MatMul), RL_NONE);
+	double act = 4.0 * (512 + 256);
+	cr_expect_float_eq(r->bytes_before, 524288 + act, 1e-6);
+	cr_expect_float_eq(r->bytes_after, 256.0 * (512 + 4) + act, 1e-6);
+	/* memory-bound both ways: time = read/bw_r + write/bw_w + latency */
+	const struct rl_mem_level *dram = rl_machine_dram(&m);
+	double wbw = dram->write_bw > 0 ? dram->write_bw : dram->read_bw;
+	double e = m.eff_contiguous > 0 ? m.eff_contiguous : 1;
+	double t1 = (256.0 * 516 + 2048) / (dram->read_bw * e) + 1024 / (wbw * e) + m.launch_latency;
+	cr_expect_float_eq(r->time_after, t1, 1e-12 + 1e-9 * t1);
+	cr_expect(strstr(r->msg, "int8/channel"), "%s", r->msg);
+	/* the node's own cost annotation is the quantized one */
+	cr_expect_float_eq(g->nodes[q].cost.bytes, r->bytes_after, 1e-6);
+	rl_pass_ctx_free(&ctx);
+	rl_graph_free(g);
+}
+
+Test(quantize_pass, int4_over_budget_stays_float)
+{
+	/* uniform weights: int4 error ~ 0.08, over a 1% budget */
+	struct rl_graph *g = matmul(1, 256, 64, -1);
+	struct rl_machine m;
+	struct rl_pass_ctx ctx;
+	const struct rl_remark *r = run(g, &m, RL_QUANT_INT4, 1e-2, &ctx);
+	cr_expect_str_eq(r->verdict, "float");
+	cr_expect(strstr(r->msg, "no scheme within --max-rel-error"), "%s", r->msg);
+	cr_expect_neq(node_op(g, RL_OP_MatMul), RL_NONE);
+	cr_expect_eq(node_op(g, RL_OP_QuantMatMul), RL_NONE);
+	rl_pass_ctx_free(&ctx);
+	rl_graph_free(g);
+}
+
+Test(quantize_pass, nan_weight_stays_float)
+{
+	struct rl_graph *g = matmul(1, 64, 32, 77);
+	struct rl_machine m;
+	struct rl_pass_ctx ctx;
+	const struct rl_remark *r = run(g, &m, RL_QUANT_INT8, 1e-2, &ctx);
+	cr_expect_str_eq(r->verdict, "float");
+	cr_expect(strstr(r->msg, "NaN or Inf"), "%s", r->msg);
+	rl_pass_ctx_free(&ctx);
+	rl_graph_free(g);
+}
+
+Test(quantize_pass, auto_by_bound)
+{
+	/* batch 1: memory-bound, quantized (int4 meets a 20% budget);
+	 * batch 512 on 512x512: intensity ~ 2*512*512*512 / (3 * 4 * 512*512) =
+	 * 85 FLOP/B, above the profile's balance: compute-bound, stays float */
+	struct rl_machine m;
+	struct rl_pass_ctx ctx;
+	struct rl_graph *g = matmul(1, 512, 512, -1);
+	const struct rl_remark *r = run(g, &m, RL_QUANT_AUTO, 0.2, &ctx);
+	cr_expect_str_eq(r->verdict, "int4");
+	cr_expect(strstr(r->msg, "memory-bound"), "%s", r->msg);
+	cr_expect(r->time_after < r->time_before);
+	rl_pass_ctx_free(&ctx);
+	rl_graph_free(g);
+	g = matmul(512, 512, 512, -1);
+	r = run(g, &m, RL_QUANT_AUTO, 0.2, &ctx);
+	cr_expect_str_eq(r->verdict, "float");
+	cr_expect(strstr(r->msg, "compute-bound on epyc9654"), "%s", r->msg);
+	cr_expect_neq(node_op(g, RL_OP_MatMul), RL_NONE);
+	rl_pass_ctx_free(&ctx);
+	rl_graph_free(g);
+}
