@@ -181,6 +181,7 @@ static enum rl_status emit_kernels(struct cu *d)
 		struct launch L = {0};
 		enum rl_status st;
 		const char *how;
+		bool verbatim = false; /* the C emitter's body */
 		if (gr && gr->anchor != RL_NONE &&
 		    (g->nodes[gr->anchor].op == RL_OP_MatMul || g->nodes[gr->anchor].op == RL_OP_Gemm ||
 		     g->nodes[gr->anchor].op == RL_OP_Conv)) {
@@ -230,6 +231,7 @@ static enum rl_status emit_kernels(struct cu *d)
 			how = "one block per row";
 		} else {
 			st = cu_k_fallback(d, un->node, gr, &L);
+			verbatim = true;
 			how = L.serial ? "serial: the C backend's loop nest on one thread (no parallel CUDA "
 			                 "kernel for this op yet)"
 			               : "the C backend's loop nest, one outer iteration per thread";
@@ -264,7 +266,13 @@ static enum rl_status emit_kernels(struct cu *d)
 			              rl_dtype_name(cu_val(d, v)->dtype),
 			              rl_shape_str(&cu_val(d, v)->shape, sb, sizeof(sb)));
 		}
-		rl_buf_printf(&d->kernels, "\n */\n__global__ void __launch_bounds__(%d) %s(", L.block > 0
+		/* the C loop nests run verbatim may set a counter they then do not
+		 * read (LpPool's tap count): nvcc's "set but never used" is off for them */
+		rl_buf_printf(&d->kernels, "\n */\n");
+		if (verbatim)
+			rl_buf_printf(&d->kernels, "#ifdef __CUDACC__\n#pragma nv_diagnostic push\n"
+			              "#pragma nv_diag_suppress 550\n#endif\n");
+		rl_buf_printf(&d->kernels, "__global__ void __launch_bounds__(%d) %s(", L.block > 0
 		              ? L.block : 1, kname);
 		for (int q = 0; q < nin + nout; q++) {
 			bool out = q >= nin;
@@ -283,7 +291,10 @@ static enum rl_status emit_kernels(struct cu *d)
 			if (!uses_ident(cg->body.s, id))
 				rl_buf_printf(&d->kernels, "    (void)%s;\n", id);
 		}
-		rl_buf_printf(&d->kernels, "%s}\n\n", cg->body.s ? cg->body.s : "");
+		rl_buf_printf(&d->kernels, "%s}\n", cg->body.s ? cg->body.s : "");
+		if (verbatim)
+			rl_buf_printf(&d->kernels, "#ifdef __CUDACC__\n#pragma nv_diagnostic pop\n#endif\n");
+		rl_buf_printf(&d->kernels, "\n");
 		/* the launch */
 		if (L.grid <= 0)
 			continue;
