@@ -5,10 +5,16 @@
  * FLOPs and bytes, and the host-side semantics of QuantizeLinear and
  * DequantizeLinear that constant evaluation and folding use (see quant.h).
  *
- * Dtypes: quantized tensors are int8, uint8, int16, uint16 (and int32 as a
- * DequantizeLinear input); scales are float32, float16, bfloat16 or
- * float64. The products take int8/uint8 operands, accumulate in int32 and
- * (QLinear*) requantize with
+ * Dtypes: quantized tensors are int8, uint8, int16, uint16, int4, uint4,
+ * int2, uint2 (and int32 as a DequantizeLinear input), and the float8
+ * kinds (e4m3fn, e4m3fnuz, e5m2, e5m2fnuz) and float4e2m1, stored one
+ * element a byte (ir/lowp.c); scales are float32, float16, bfloat16 or
+ * float64. The integer kinds saturate to their range; float8 casts x /
+ * scale with the `saturate` attribute and ignores the zero point, float4
+ * casts x / scale + zero point (always saturating), as the reference does;
+ * DequantizeLinear of float8/float4 is float(x) * scale. The products
+ * take int8/uint8 operands, accumulate in int32 and (QLinear*) requantize
+ * with
  *   y = saturate(round_half_even(acc * (a_scale * b_scale / y_scale) + y_zero_point))
  * where the multiplier is computed in the scales' precision and the
  * product in double, as the ONNX reference does. Zero points: scalars, or
@@ -32,33 +38,27 @@ double rl_quant_round_sat(double v, double lo, double hi)
 	return nearbyint(v); /* the default rounding mode: half to even */
 }
 
-#define QINT(T, name)                                                          \
+#define QLOAD(T, name)                                                         \
 	static double qload_##name(const void *p, int64_t i)                   \
 	{                                                                      \
 		return (double)((const T *)p)[i];                              \
-	}                                                                      \
-	static void qstore_##name(void *p, int64_t i, double q, double zp);
-QINT(int8_t, i8)
-QINT(uint8_t, u8)
-QINT(int16_t, i16)
-QINT(uint16_t, u16)
-QINT(int32_t, i32)
-#undef QINT
-
-static const struct rl_qtype qtypes[] = {
-	{RL_DT_INT8, true, -128, 127, qload_i8, qstore_i8},
-	{RL_DT_UINT8, true, 0, 255, qload_u8, qstore_u8},
-	{RL_DT_INT16, true, -32768, 32767, qload_i16, qstore_i16},
-	{RL_DT_UINT16, true, 0, 65535, qload_u16, qstore_u16},
-	{RL_DT_INT32, true, INT32_MIN, INT32_MAX, qload_i32, qstore_i32},
-};
+	}
+QLOAD(int8_t, i8) /* int4 and int2 too: sign-extended bytes */
+QLOAD(uint8_t, u8) /* uint4 and uint2 too */
+QLOAD(int16_t, i16)
+QLOAD(uint16_t, u16)
+QLOAD(int32_t, i32)
+#undef QLOAD
 
 /* x / scale rounded, plus the zero point, saturated: the integer rule. The
  * quotient is clamped to +-2^22 first (beyond any 16-bit range), exactly
  * what the generated code does. */
 #define QSTORE(T, name, lo, hi)                                                \
-	static void qstore_##name(void *p, int64_t i, double q, double zp)     \
+	static void qstore_##name(void *p, int64_t i, double q, double zp,     \
+	                          bool saturate, enum rl_dtype prec)           \
 	{                                                                      \
+		(void)saturate;                                                \
+		(void)prec;                                                    \
 		double r = rl_quant_round_sat(q, -4194304.0, 4194304.0) + zp;  \
 		((T *)p)[i] = (T)rl_quant_round_sat(r, lo, hi);                \
 	}
@@ -67,7 +67,72 @@ QSTORE(uint8_t, u8, 0, 255)
 QSTORE(int16_t, i16, -32768, 32767)
 QSTORE(uint16_t, u16, 0, 65535)
 QSTORE(int32_t, i32, INT32_MIN, INT32_MAX)
+QSTORE(int8_t, i4, -8, 7)
+QSTORE(uint8_t, u4, 0, 15)
+QSTORE(int8_t, i2, -2, 1)
+QSTORE(uint8_t, u2, 0, 3)
 #undef QSTORE
+
+/* v rounded to half or bfloat16 t (other t: v) */
+static double to_prec(enum rl_dtype t, double v)
+{
+	if (t == RL_DT_FLOAT16)
+		return rl_half_to_float(rl_float_to_half((float)v));
+	if (t == RL_DT_BFLOAT16)
+		return rl_bf16_to_float(rl_float_to_bf16((float)v));
+	return v;
+}
+
+/* v rounded to precision t (the sum x / scale + zero point of float4) */
+static double in_prec(enum rl_dtype t, double v)
+{
+	return t == RL_DT_DOUBLE ? v : t == RL_DT_FLOAT16 || t == RL_DT_BFLOAT16 ? to_prec(t, v)
+	                                                                          : (float)v;
+}
+
+/* float8: the code of x / scale as Cast rounds it (to nearest even; with
+ * saturate, beyond the largest finite and inf become it); the reference
+ * ignores the zero point (which the standard requires to be 0).
+ * float4e2m1: (x / scale + zero point) in the compute precision, then the
+ * always saturating cast. */
+#define QFLOAT(name, DT)                                                       \
+	static double qload_##name(const void *p, int64_t i)                   \
+	{                                                                      \
+		return rl_lowp_to_double(DT, ((const uint8_t *)p)[i]);         \
+	}                                                                      \
+	static void qstore_##name(void *p, int64_t i, double q, double zp,     \
+	                          bool saturate, enum rl_dtype prec)           \
+	{                                                                      \
+		if (DT == RL_DT_FLOAT4E2M1) {                                  \
+			q = in_prec(prec, q + zp);                             \
+			saturate = true;                                       \
+		}                                                              \
+		((uint8_t *)p)[i] = rl_lowp_from_double(DT, q, saturate,       \
+		                                        RL_LOWP_ROUND_NEAREST); \
+	}
+QFLOAT(f8e4m3fn, RL_DT_FLOAT8E4M3FN)
+QFLOAT(f8e4m3fnuz, RL_DT_FLOAT8E4M3FNUZ)
+QFLOAT(f8e5m2, RL_DT_FLOAT8E5M2)
+QFLOAT(f8e5m2fnuz, RL_DT_FLOAT8E5M2FNUZ)
+QFLOAT(f4e2m1, RL_DT_FLOAT4E2M1)
+#undef QFLOAT
+
+static const struct rl_qtype qtypes[] = {
+	{RL_DT_INT8, true, -128, 127, qload_i8, qstore_i8},
+	{RL_DT_UINT8, true, 0, 255, qload_u8, qstore_u8},
+	{RL_DT_INT16, true, -32768, 32767, qload_i16, qstore_i16},
+	{RL_DT_UINT16, true, 0, 65535, qload_u16, qstore_u16},
+	{RL_DT_INT32, true, INT32_MIN, INT32_MAX, qload_i32, qstore_i32},
+	{RL_DT_INT4, true, -8, 7, qload_i8, qstore_i4},
+	{RL_DT_UINT4, true, 0, 15, qload_u8, qstore_u4},
+	{RL_DT_INT2, true, -2, 1, qload_i8, qstore_i2},
+	{RL_DT_UINT2, true, 0, 3, qload_u8, qstore_u2},
+	{RL_DT_FLOAT8E4M3FN, false, 0, 0, qload_f8e4m3fn, qstore_f8e4m3fn},
+	{RL_DT_FLOAT8E4M3FNUZ, false, 0, 0, qload_f8e4m3fnuz, qstore_f8e4m3fnuz},
+	{RL_DT_FLOAT8E5M2, false, 0, 0, qload_f8e5m2, qstore_f8e5m2},
+	{RL_DT_FLOAT8E5M2FNUZ, false, 0, 0, qload_f8e5m2fnuz, qstore_f8e5m2fnuz},
+	{RL_DT_FLOAT4E2M1, false, 0, 0, qload_f4e2m1, qstore_f4e2m1},
+};
 
 const struct rl_qtype *rl_qtype_of(enum rl_dtype dt)
 {
@@ -435,13 +500,17 @@ static void store_float(void *p, enum rl_dtype t, int64_t i, double v)
 	}
 }
 
-/* x / s in precision t, as numpy computes it */
-static double quotient(enum rl_dtype t, double x, double s)
+/* x / s in precision t, as numpy computes it; the `precision` attribute
+ * (cast) converts both operands to t first */
+static double quotient(enum rl_dtype t, double x, double s, bool cast)
 {
+	if (cast) {
+		x = to_prec(t, x);
+		s = to_prec(t, s);
+	}
 	switch (t) {
 	case RL_DT_DOUBLE: return x / s;
-	case RL_DT_FLOAT16: return rl_half_to_float(rl_float_to_half((float)x / (float)s));
-	case RL_DT_BFLOAT16: return rl_bf16_to_float(rl_float_to_bf16((float)x / (float)s));
+	case RL_DT_FLOAT16: case RL_DT_BFLOAT16: return to_prec(t, (float)x / (float)s);
 	default: return (float)x / (float)s;
 	}
 }
@@ -467,21 +536,27 @@ bool rl_quant_compute(const struct rl_graph *g, uint32_t node, void *out)
 		prec = (enum rl_dtype)rl_node_attr_int(n, "precision", 0);
 	if (q && !rl_dtype_is_float(prec))
 		return false;
+	bool cast = prec != x->dtype;
+	bool sat = n->opset < 19 || rl_node_attr_int(n, "saturate", 1) != 0;
+	/* DequantizeLinear of float8/float4 ignores the zero point, as the
+	 * reference does (the standard requires it to be 0) */
+	bool use_zp = z && (q || qt->integer);
 	bool wide = !q && (x->dtype == RL_DT_INT32 || s->dtype == RL_DT_DOUBLE);
 	for (int64_t o = 0, e = 0; o < l.outer; o++)
 		for (int64_t d = 0; d < l.dim; d++)
 			for (int64_t i = 0; i < l.inner; i++, e++) {
 				int64_t k = rl_qlayout_index(&l, o, d, i);
 				double sc = load_num(s->data, s->dtype, k);
-				double zp = z ? load_num(z->data, z->dtype, k) : 0;
+				double zp = use_zp ? load_num(z->data, z->dtype, k) : 0;
 				double xv = load_num(x->data, x->dtype, e);
 				if (q) {
-					qt->store(out, e, quotient(prec, xv, sc), zp);
+					qt->store(out, e, quotient(prec, xv, sc, cast), zp, sat, prec);
 				} else if (wide) {
 					/* numpy: float32(x) - zp in float64, times the scale */
 					store_float(out, y->dtype, e, ((double)(float)xv - zp) * sc);
 				} else {
-					/* 8/16-bit: the difference is exact in float */
+					/* 2..16-bit and float8/float4 (zp 0): the
+					 * difference is exact in float */
 					store_float(out, y->dtype, e, (float)(xv - zp) * (float)sc);
 				}
 			}

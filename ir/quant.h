@@ -54,11 +54,14 @@ bool rl_qlayout_of(const struct rl_graph *g, const struct rl_node *n, struct rl_
                    char *why, size_t whylen);
 
 /*
- * One row per quantized dtype. Integer types saturate to [qmin, qmax] after
- * the zero point is added; the float8/float4 types (added with the low
- * precision dtypes) plug in here with their own load/store hooks and
- * `integer` false. The C emitter keeps a matching table of expression hooks
- * (backends/c/emit_quant.c, qc_types).
+ * One row per quantized dtype. Integer types (int4/uint4/int2/uint2
+ * included, one element a byte) saturate to [qmin, qmax] after the zero
+ * point is added; the float8 kinds and float4e2m1 have `integer` false and
+ * store with ir/lowp.c's Cast conversions (float8: x / scale with the
+ * `saturate` attribute, zero point ignored; float4: x / scale + zero point
+ * in the compute precision, always saturating). DequantizeLinear of a
+ * float8/float4 input ignores its zero point. The C emitter keeps a
+ * matching table of expression hooks (backends/c/emit_quant.c, qc_types).
  */
 struct rl_qtype {
 	enum rl_dtype dt;
@@ -66,9 +69,11 @@ struct rl_qtype {
 	int64_t qmin, qmax;
 	/* element i of storage p as a number (zero point not subtracted) */
 	double (*load)(const void *p, int64_t i);
-	/* store q = x / scale (already in the compute precision) with zero
-	 * point zp (the zero point's own number, 0 when absent) */
-	void (*store)(void *p, int64_t i, double q, double zp);
+	/* store q = x / scale (already in the compute precision `prec`) with
+	 * zero point zp (the zero point's own number, 0 when absent);
+	 * saturate is QuantizeLinear's attribute (float8 only) */
+	void (*store)(void *p, int64_t i, double q, double zp, bool saturate,
+	              enum rl_dtype prec);
 };
 /* The row for dt, NULL when dt is not a quantized type rlopt handles. */
 const struct rl_qtype *rl_qtype_of(enum rl_dtype dt);

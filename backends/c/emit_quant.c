@@ -12,8 +12,9 @@
  *
  * float <-> quantized conversions go through qc_types, one row per
  * quantized dtype with a store hook (quotient and zero point to storage)
- * and a load hook (storage minus zero point as a number); new quantized
- * dtypes (float8, int4, ...) add a row.
+ * and a load hook (storage minus zero point as a number). int4/uint4 and
+ * int2/uint2 live one element a byte and take the integer hooks; the
+ * float8 kinds and float4e2m1 convert through emit_lowp.h's helpers.
  *
  * The integer products (MatMulInteger, QLinearMatMul) are blocked: a task
  * is 4 rows of A by a block of up to 256 columns of B, whose int32 sums
@@ -30,6 +31,7 @@
  * its heavy layers would want the im2col path the float Conv has.
  */
 #include "emit.h"
+#include "emit_lowp.h"
 #include "quant.h"
 
 #include <string.h>
@@ -56,20 +58,25 @@ static void line_close(struct rl_cgen *cg)
 struct qc_type {
 	enum rl_dtype dt;
 	long long qmin, qmax;
+	bool fl; /* float8/float4: zero points are float codes (cg_lowp_to_float) */
 	/* statements storing quotient `q` (an identifier of type float, or
-	 * double when dbl) with zero point `zp` (an int32 expression) into
-	 * lvalue `dst` */
+	 * double when prec is double) with zero point `zp` (an int32
+	 * expression; for fl a float expression) into lvalue `dst`; sat is
+	 * QuantizeLinear's saturate attribute */
 	void (*store)(struct rl_cgen *cg, const struct qc_type *t, const char *dst, const char *q,
-	              const char *zp, bool dbl);
+	              const char *zp, enum rl_dtype prec, bool sat);
 	/* expression: element `src` minus zero point `zp` (an int32 expression)
 	 * as a number of C type `ct` ("float" or "double") */
 	void (*load)(struct rl_cgen *cg, const struct qc_type *t, const char *src, const char *zp,
 	             const char *ct, char *e, size_t n);
 };
 
+/* int8 ... uint16, and int4/uint4/int2/uint2 in their one-byte storage */
 static void qc_store_int(struct rl_cgen *cg, const struct qc_type *t, const char *dst,
-                         const char *q, const char *zp, bool dbl)
+                         const char *q, const char *zp, enum rl_dtype prec, bool sat)
 {
+	(void)sat;
+	bool dbl = prec == RL_DT_DOUBLE;
 	const char *f = dbl ? "" : "f";
 	cg_line(cg, "%s = %s > -4194304.0%s ? %s : -4194304.0%s;", q, q, f, q, f);
 	cg_line(cg, "%s = %s < 4194304.0%s ? %s : 4194304.0%s;", q, q, f, q, f);
@@ -92,12 +99,68 @@ static void qc_load_int(struct rl_cgen *cg, const struct qc_type *t, const char 
 		snprintf(e, n, "(%s)((int32_t)%s - %s)", ct, src, zp);
 }
 
+/*
+ * float8 and float4e2m1 (ir/fam_quant.c): float8 casts q (zero point
+ * ignored, as the reference does) with the saturate attribute; float4
+ * casts q + zero point, summed in the compute precision, always
+ * saturating. A double goes to float rounding to odd first (ir/lowp.c's
+ * d2f_odd), so the minifloat sees one rounding as on the host.
+ */
+static void qc_store_float(struct rl_cgen *cg, const struct qc_type *t, const char *dst,
+                           const char *q, const char *zp, enum rl_dtype prec, bool sat)
+{
+	bool dbl = prec == RL_DT_DOUBLE;
+	const char *ct = dbl ? "double" : "float";
+	const char *w = q;
+	if (t->dt == RL_DT_FLOAT4E2M1) {
+		char sum[300];
+		snprintf(sum, sizeof(sum), "%s + (%s)%s", q, ct, zp);
+		if (prec == RL_DT_FLOAT16 || prec == RL_DT_BFLOAT16)
+			cg_line(cg, "const float w = %s;", cg_load(cg, prec, cg_store(cg, prec, sum)));
+		else
+			cg_line(cg, "const %s w = %s;", ct, sum);
+		w = "w";
+		sat = true;
+	}
+	if (dbl) {
+		cg_line(cg, "float wf = (float)%s;", w);
+		cg_line(cg, "if (%s == %s && !isinf(wf) && (double)wf != %s) { /* round to odd */", w, w, w);
+		cg->indent++;
+		cg_line(cg, "uint32_t u;");
+		cg_line(cg, "memcpy(&u, &wf, 4);");
+		cg_line(cg, "if (%s > 0 ? (double)wf > %s : (double)wf < %s)", w, w, w);
+		cg_line(cg, "    u--;");
+		cg_line(cg, "u |= 1u;");
+		cg_line(cg, "memcpy(&wf, &u, 4);");
+		line_close(cg);
+		w = "wf";
+	}
+	cg_line(cg, "%s = %s;", dst, cg_lowp_from_float(cg, t->dt, w, sat, 0));
+}
+
+/* float(x) (the zero point is ignored, as the reference does) */
+static void qc_load_float(struct rl_cgen *cg, const struct qc_type *t, const char *src,
+                          const char *zp, const char *ct, char *e, size_t n)
+{
+	(void)zp;
+	snprintf(e, n, "(%s)%s", ct, cg_lowp_to_float(cg, t->dt, src));
+}
+
 static const struct qc_type qc_types[] = {
-	{RL_DT_INT8, -128, 127, qc_store_int, qc_load_int},
-	{RL_DT_UINT8, 0, 255, qc_store_int, qc_load_int},
-	{RL_DT_INT16, -32768, 32767, qc_store_int, qc_load_int},
-	{RL_DT_UINT16, 0, 65535, qc_store_int, qc_load_int},
-	{RL_DT_INT32, -2147483647LL - 1, 2147483647LL, NULL, qc_load_int},
+	{RL_DT_INT8, -128, 127, false, qc_store_int, qc_load_int},
+	{RL_DT_UINT8, 0, 255, false, qc_store_int, qc_load_int},
+	{RL_DT_INT16, -32768, 32767, false, qc_store_int, qc_load_int},
+	{RL_DT_UINT16, 0, 65535, false, qc_store_int, qc_load_int},
+	{RL_DT_INT32, -2147483647LL - 1, 2147483647LL, false, NULL, qc_load_int},
+	{RL_DT_INT4, -8, 7, false, qc_store_int, qc_load_int},
+	{RL_DT_UINT4, 0, 15, false, qc_store_int, qc_load_int},
+	{RL_DT_INT2, -2, 1, false, qc_store_int, qc_load_int},
+	{RL_DT_UINT2, 0, 3, false, qc_store_int, qc_load_int},
+	{RL_DT_FLOAT8E4M3FN, 0, 0, true, qc_store_float, qc_load_float},
+	{RL_DT_FLOAT8E4M3FNUZ, 0, 0, true, qc_store_float, qc_load_float},
+	{RL_DT_FLOAT8E5M2, 0, 0, true, qc_store_float, qc_load_float},
+	{RL_DT_FLOAT8E5M2FNUZ, 0, 0, true, qc_store_float, qc_load_float},
+	{RL_DT_FLOAT4E2M1, 0, 0, true, qc_store_float, qc_load_float},
 };
 
 static const struct qc_type *qc_type_of(enum rl_dtype dt)
@@ -174,8 +237,11 @@ static enum rl_status emit_qdq(struct rl_cgen *cg, uint32_t node)
 	int64_t ne = rl_shape_numel(&X->shape);
 	if (ne <= 0)
 		return RL_OK;
-	char e[1600], zp[64];
-	snprintf(zp, sizeof(zp), "%s", Z ? "(int32_t)X2[kq]" : "0");
+	char e[1600], zp[160];
+	if (qt->fl && q)
+		snprintf(zp, sizeof(zp), "%s", Z ? cg_lowp_to_float(cg, Z->dtype, "X2[kq]") : "0.0f");
+	else
+		snprintf(zp, sizeof(zp), "%s", Z ? "(int32_t)X2[kq]" : "0");
 	if (q) {
 		enum rl_dtype prec = X->dtype;
 		if (n->opset >= 23 && rl_node_attr_int(n, "precision", 0))
@@ -185,7 +251,10 @@ static enum rl_status emit_qdq(struct rl_cgen *cg, uint32_t node)
 			                rl_dtype_name(X->dtype), rl_dtype_name(prec));
 		bool dbl = prec == RL_DT_DOUBLE;
 		const char *ct = dbl ? "double" : "float";
-		cg_line(cg, "/* QuantizeLinear: y = saturate(round_half_even(x / scale) + zero_point), %s */",
+		cg_line(cg, "/* QuantizeLinear: y = %s, %s */",
+		        !qt->fl ? "saturate(round_half_even(x / scale) + zero_point)"
+		        : Y->dtype == RL_DT_FLOAT4E2M1 ? "float4e2m1(x / scale + zero_point)"
+		        : "float8(x / scale), the zero point ignored",
 		        l.kind == RL_QK_TENSOR ? "per tensor" : l.kind == RL_QK_AXIS ? "per axis"
 		        : "blocked");
 		int depth = qdq_loops(cg, &l, ne);
@@ -193,7 +262,18 @@ static enum rl_status emit_qdq(struct rl_cgen *cg, uint32_t node)
 		snprintf(xs, sizeof(xs), "X0[e]");
 		snprintf(xv, sizeof(xv), "(%s)%s", ct, cg_load(cg, X->dtype, xs));
 		snprintf(sv, sizeof(sv), "(%s)%s", ct, cg_load(cg, S->dtype, "X1[kq]"));
-		if (prec == RL_DT_FLOAT16 || prec == RL_DT_BFLOAT16) {
+		bool half = prec == RL_DT_FLOAT16 || prec == RL_DT_BFLOAT16;
+		if (half && prec != X->dtype) {
+			/* the precision attribute casts both operands first */
+			char t[200];
+			snprintf(t, sizeof(t), "%s", cg_load(cg, prec, cg_store(cg, prec, xv)));
+			snprintf(xv, sizeof(xv), "%s", t);
+			if (S->dtype != prec) {
+				snprintf(t, sizeof(t), "%s", cg_load(cg, prec, cg_store(cg, prec, sv)));
+				snprintf(sv, sizeof(sv), "%s", t);
+			}
+		}
+		if (half) {
 			/* numpy divides half by half in float and rounds to half */
 			char t[420];
 			snprintf(t, sizeof(t), "%s / %s", xv, sv);
@@ -202,7 +282,8 @@ static enum rl_status emit_qdq(struct rl_cgen *cg, uint32_t node)
 			snprintf(e, sizeof(e), "%s / %s", xv, sv);
 		}
 		cg_line(cg, "%s v = %s;", ct, e);
-		qt->store(cg, qt, "Y0[e]", "v", zp, dbl);
+		qt->store(cg, qt, "Y0[e]", "v", zp, prec,
+		          n->opset < 19 || rl_node_attr_int(n, "saturate", 1) != 0);
 		cg_loops_close(cg, depth);
 		return RL_OK;
 	}
@@ -211,7 +292,8 @@ static enum rl_status emit_qdq(struct rl_cgen *cg, uint32_t node)
 		                rl_dtype_name(Y->dtype));
 	bool dbl = X->dtype == RL_DT_INT32 || S->dtype == RL_DT_DOUBLE;
 	const char *ct = dbl ? "double" : "float";
-	cg_line(cg, "/* DequantizeLinear: y = (x - zero_point) * scale, %s */",
+	cg_line(cg, "/* DequantizeLinear: y = %s * scale, %s */",
+	        qt->fl ? "float(x)" : "(x - zero_point)",
 	        l.kind == RL_QK_TENSOR ? "per tensor" : l.kind == RL_QK_AXIS ? "per axis"
 	        : "blocked");
 	int depth = qdq_loops(cg, &l, ne);
@@ -259,7 +341,7 @@ static enum rl_status emit_dynq(struct rl_cgen *cg, uint32_t node)
 	cg_line(cg, "for (size_t e = 0; e < %lld; e++) {", (long long)ne);
 	cg->indent++;
 	cg_line(cg, "float v = X0[e] / sc;");
-	qt->store(cg, qt, "Y0[e]", "v", "zp", false);
+	qt->store(cg, qt, "Y0[e]", "v", "zp", RL_DT_FLOAT, true);
 	line_close(cg);
 	cg_line(cg, "Y1[0] = sc;");
 	cg_line(cg, "Y2[0] = (uint8_t)zp;");

@@ -97,13 +97,13 @@ def cases():
         onnx.ModelProto(ir_version=8, opset_import=OPSET).SerializeToString()), 2, ["no graph"])
 
     def unknown_ops(d):
-        return model([helper.make_node("Unique", ["x"], ["v", "i"], name="t"),
+        return model([helper.make_node("Bernoulli", ["x"], ["v"], name="t"),
                       helper.make_node("Relu", ["v"], ["r"], name="r"),
                       helper.make_node("FancyOp", ["r"], ["y"], name="f", domain="com.example"),
-                      helper.make_node("NonZero", ["x"], ["z"], name="nz")],
+                      helper.make_node("RandomUniformLike", ["x"], ["z"], name="nz")],
                      [vi("x", [4]), vi("k", [1], TensorProto.INT64)], [vi("y", [2]), vi("z", [1, 4])])
     add("unknown operators (all listed)", write_model(unknown_ops), 2,
-        ["Unique", "com.example::FancyOp", "NonZero", "unsupported operator"])
+        ["Bernoulli", "com.example::FancyOp", "RandomUniformLike", "unsupported operator"])
     add("wrong number of inputs", write_model(lambda d: model(
         [helper.make_node("Relu", ["x", "x"], ["y"], name="r2")], [vi("x", [2])], [vi("y", [2])])),
         2, ["r2", "inputs"])

@@ -17,6 +17,10 @@ fold pass turns into a float weight at -O2:
   matmul_integer  MatMulInteger [2,3,9,40] x [3,40,33], per-row/column zero points
   dynamic_quant   DynamicQuantizeLinear -> MatMulInteger (quantize_dynamic's form)
   qlinear_conv    QLinearConv 2 x 8 x 12 x 12, per-channel weight scales, bias
+  lowp_qdq        QuantizeLinear/DequantizeLinear with float8 (all four), float4e2m1,
+                  int4/uint4/int2/uint2, per row, on inputs and on constants, edge
+                  values (ties, -0, inf, NaN, saturate=0), against the ONNX
+                  reference evaluator; low-precision outputs compare exactly
 
 Each runs through `rlopt run` at -O2 and at -O0; integer outputs must match
 exactly, float outputs within rtol 1e-4 / atol 1e-5. With --rlopt-args the
@@ -170,6 +174,108 @@ def case_qlinear_conv(rng):
     return m, [("x", rng.integers(0, 256, size=(N, C, H, H)).astype(np.uint8))], None
 
 
+# the low-precision quantized dtypes: (onnx elem type, kind, integer range)
+LOWP = [
+    (TensorProto.FLOAT8E4M3FN, "f8", None), (TensorProto.FLOAT8E4M3FNUZ, "f8", None),
+    (TensorProto.FLOAT8E5M2, "f8", None), (TensorProto.FLOAT8E5M2FNUZ, "f8", None),
+    (TensorProto.FLOAT4E2M1, "f4", None),
+    (TensorProto.INT4, "int", (-8, 7)), (TensorProto.UINT4, "int", (0, 15)),
+    (TensorProto.INT2, "int", (-2, 1)), (TensorProto.UINT2, "int", (0, 3)),
+]
+
+
+def case_lowp_qdq(rng):
+    """QuantizeLinear to and DequantizeLinear from every low-precision type,
+    per row (axis 0), each on a graph input (the C kernel) and on a constant
+    (constant evaluation), against the ONNX reference evaluator."""
+    R, C = 3, 48
+    from onnx.helper import tensor_dtype_to_np_dtype as np_of
+    sc = np.array([1.0, 0.37, 3.1], np.float32)
+    # ties, signed zeros, subnormal and huge quotients, infinities and NaN
+    edge = np.array([0.0, -0.0, 0.5, 1.5, 2.5, -2.5, 0.25, 0.75, 1.25, 5.0, -5.0, 6.5,
+                     1e-9, -1e-9, 300.0, -300.0, 1e6, -1e6, 57344.0, 61440.0, 464.0,
+                     np.inf, -np.inf, np.nan], np.float32)
+    x = (rng.standard_normal((R, C)) * 4).astype(np.float32)
+    x[:, :edge.size] = edge[None, :] * sc[:, None]
+    x[1, :edge.size] = edge  # not multiples of the scale
+    xi = np.where(np.isfinite(x), x, 0).astype(np.float32)  # int kinds: NaN/inf undefined
+    nodes, outs, inits = [], [], [("sc", sc), ("sh", sc.astype(np.float16)), ("xc", x),
+                                  ("xic", xi)]
+    feeds = [("x", x), ("xi", xi)]
+    ins = [tinfo("x", TensorProto.FLOAT, [R, C]), tinfo("xi", TensorProto.FLOAT, [R, C])]
+
+    def out(name, t):
+        outs.append(tinfo(name, t, [R, C]))
+
+    for t, kind, rng_ in LOWP:
+        nm = helper.tensor_dtype_to_string(t).split(".")[-1].lower()
+        npt = np_of(t)
+        if kind == "int":
+            z = rng.integers(rng_[0], rng_[1] + 1, size=R).astype(npt)
+            codes = rng.integers(rng_[0], rng_[1] + 1, size=(R, C)).astype(npt)
+        else:
+            if kind == "f4":
+                z = np.array([0.0, 0.5, -1.0], np.float32).astype(npt)
+            else:
+                z = np.zeros(R, npt)
+            ncode = 16 if kind == "f4" else 256
+            codes = rng.integers(0, ncode, size=(R, C)).astype(np.uint8)
+            codes[0, :min(C, ncode)] = np.arange(min(C, ncode))
+            codes = codes.view(npt)
+        src = "xi" if kind == "int" else "x"
+        inits += [(f"z_{nm}", z), (f"c_{nm}", codes)]
+        feeds.append((f"d_{nm}", codes))
+        ins.append(tinfo(f"d_{nm}", t, [R, C]))
+        for v, xin in (("run", src), ("const", src + "c")):
+            nodes.append(helper.make_node("QuantizeLinear", [xin, "sc", f"z_{nm}"],
+                                          [f"q_{nm}_{v}"], axis=0))
+            out(f"q_{nm}_{v}", t)
+            d_in = f"d_{nm}" if v == "run" else f"c_{nm}"
+            nodes.append(helper.make_node("DequantizeLinear", [d_in, "sc", f"z_{nm}"],
+                                          [f"dq_{nm}_{v}"], axis=0))
+            out(f"dq_{nm}_{v}", TensorProto.FLOAT)
+            if kind == "f8":
+                # saturate=0, no zero point; dequantized to float16
+                nodes.append(helper.make_node("QuantizeLinear", [xin, "sc"], [f"qn_{nm}_{v}"],
+                                              axis=0, saturate=0, output_dtype=t))
+                out(f"qn_{nm}_{v}", t)
+                nodes.append(helper.make_node("DequantizeLinear", [d_in, "sh"],
+                                              [f"dh_{nm}_{v}"], axis=0))
+                out(f"dh_{nm}_{v}", TensorProto.FLOAT16)
+    m = model(nodes, ins, outs, inits)
+    from onnx.reference import ReferenceEvaluator
+    with np.errstate(all="ignore"):
+        ref = ReferenceEvaluator(m).run(None, dict(feeds))
+    return m, feeds, ref
+
+
+def lowp_compare(got, expected):
+    """Exact compare of low-precision arrays (ml_dtypes): integer kinds by
+    value, float kinds by code, any NaN code matching any NaN."""
+    got, expected = np.asarray(got), np.asarray(expected)
+    if got.dtype != expected.dtype or got.shape != expected.shape:
+        return False, f"{got.dtype}{list(got.shape)} != expected {expected.dtype}{list(expected.shape)}"
+    if "int" in expected.dtype.name:
+        bad = got.astype(np.int32) != expected.astype(np.int32)
+    else:
+        mask = 0xF if "float4" in expected.dtype.name else 0xFF
+        gb, eb = got.view(np.uint8) & mask, expected.view(np.uint8) & mask
+        with np.errstate(all="ignore"):
+            nan = np.isnan(got.astype(np.float32)) & np.isnan(expected.astype(np.float32))
+        bad = (gb != eb) & ~nan
+    if not bad.any():
+        return True, ""
+    idx = np.unravel_index(int(np.argmax(bad)), bad.shape)
+    return False, (f"{int(bad.sum())}/{bad.size} differ; first at {list(map(int, idx))}: got "
+                   f"{got[idx]!r} ({got.view(np.uint8)[idx]:#x}), expected {expected[idx]!r} "
+                   f"({expected.view(np.uint8)[idx]:#x})")
+
+
+def is_lowp(a):
+    return np.asarray(a).dtype.itemsize == 1 and np.asarray(a).dtype.name not in (
+        "int8", "uint8", "bool")
+
+
 CASES = [
     ("qdq_matmul", case_qdq_matmul),
     ("qdq_blocked", case_qdq_blocked),
@@ -178,6 +284,7 @@ CASES = [
     ("matmul_integer", case_matmul_integer),
     ("dynamic_quant", case_dynamic_quant),
     ("qlinear_conv", case_qlinear_conv),
+    ("lowp_qdq", case_lowp_qdq),
 ]
 
 
@@ -213,7 +320,10 @@ def check(name, m, feeds, ref, args, flags, work):
         return False, "the weight's DequantizeLinear was not folded at -O2"
     for k, expected in enumerate(ref):
         _, got = rltest.read_pb(os.path.join(out, f"output_{k}.pb"))
-        ok, msg, _, _ = rltest.compare(got, np.asarray(expected), rtol=1e-4, atol=1e-5)
+        if is_lowp(expected):
+            ok, msg = lowp_compare(got, expected)
+        else:
+            ok, msg, _, _ = rltest.compare(got, np.asarray(expected), rtol=1e-4, atol=1e-5)
         if not ok:
             return False, f"output {k}: {msg}"
     return True, ""

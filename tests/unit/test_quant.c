@@ -2,7 +2,8 @@
  * test_quant.c - the quantization family (ir/fam_quant.c): shape and dtype
  * inference with its errors, the scale layouts (per tensor, per axis,
  * blocked), QuantizeLinear/DequantizeLinear evaluated on constants (round
- * half to even, saturation, blocked zero points), and golden FLOP and byte
+ * half to even, saturation, blocked zero points; float8, float4, int4 and
+ * uint2 codes worked out by hand), and golden FLOP and byte
  * counts worked out by hand from the formulas in fam_quant.c.
  */
 #include <criterion/criterion.h>
@@ -120,6 +121,116 @@ Test(quant, quantize_default_uint8_with_zero_point_per_axis)
 	const uint8_t want[] = {8, 128, 254, 210, 28, 251};
 	for (int i = 0; i < 6; i++)
 		cr_assert_eq(((const uint8_t *)y->data)[i], want[i], "element %d", i);
+}
+
+/* QuantizeLinear node of constant x [n] with scalar scale s, zero point
+ * (dtype zt, NULL: none), evaluated; its output's bytes. */
+static const uint8_t *qconst(const float *x, int64_t n, float s, enum rl_dtype zt,
+                             const void *z, int64_t out_dtype, int64_t saturate)
+{
+	const int64_t dx[] = {n}, d0[] = {0};
+	uint32_t in[3] = {constant("x", RL_DT_FLOAT, 1, dx, x), constant("s", RL_DT_FLOAT, 0, d0, &s),
+	                  z ? constant("z", zt, 0, d0, z) : RL_NONE};
+	uint32_t nd = add(RL_OP_QuantizeLinear, "y", z ? 3 : 2, in);
+	if (out_dtype)
+		attr_i(nd, "output_dtype", out_dtype);
+	if (saturate >= 0)
+		attr_i(nd, "saturate", saturate);
+	cr_assert_eq(rl_graph_infer(G), RL_OK, "%s", G->err);
+	const struct rl_value *y = &G->values[G->nodes[nd].out[0]];
+	cr_assert(rl_value_is_const(G, G->nodes[nd].out[0]), "QuantizeLinear to %s evaluated",
+	          rl_dtype_name(y->dtype));
+	cr_assert_eq(y->dtype, z ? zt : (enum rl_dtype)out_dtype);
+	return y->data;
+}
+
+#define CODES(got, want, n)                                                    \
+	for (int i = 0; i < (n); i++)                                          \
+		cr_assert_eq(((const uint8_t *)(got))[i], (uint8_t)(want)[i],  \
+		             "element %d: %#x, want %#x", i, ((const uint8_t *)(got))[i], \
+		             (uint8_t)(want)[i])
+
+Test(quant, quantize_float8e4m3fn_rounds_even_and_saturates)
+{
+	/* e4m3fn: 1 = 0x38; 0.3 -> 0.3125 = 0x2a; 17 and 19 are ties between
+	 * 16 (0x58), 18 (0x59) and 20 (0x5a): even mantissas; beyond 448 and
+	 * inf saturate to 0x7e; NaN 0x7f; -0 keeps its sign (the zero point
+	 * is ignored) */
+	const float x[] = {1.0f, 0.3f, 17.0f, 19.0f, 1000.0f, -1000.0f, INFINITY, NAN, -0.0f};
+	const uint8_t z = 0;
+	const uint8_t want[] = {0x38, 0x2a, 0x58, 0x5a, 0x7e, 0xfe, 0x7e, 0x7f, 0x80};
+	CODES(qconst(x, 9, 1.0f, RL_DT_FLOAT8E4M3FN, &z, 0, -1), want, 9);
+}
+
+Test(quant, quantize_float8e4m3fn_without_saturation)
+{
+	/* saturate=0: beyond the largest finite and inf become NaN (no inf) */
+	const float x[] = {2.0f, 1000.0f, -1000.0f, INFINITY};
+	const uint8_t want[] = {0x38, 0x7f, 0xff, 0x7f};
+	CODES(qconst(x, 4, 2.0f, RL_DT_UNDEFINED, NULL, RL_DT_FLOAT8E4M3FN, 0), want, 4);
+}
+
+Test(quant, quantize_float4e2m1_adds_the_zero_point)
+{
+	/* x / 2 + 0: -0 becomes +0 (the reference adds the zero point in
+	 * float); 0.4 -> 0.2 -> 0; 10.2 -> 5.1 -> 6 (0x7); 1000 saturates to 6 */
+	const float x[] = {-0.0f, 0.4f, 10.2f, 1000.0f, -3.0f};
+	const uint8_t want[] = {0x0, 0x0, 0x7, 0x7, 0xb /* -1.5 */};
+	CODES(qconst(x, 5, 2.0f, RL_DT_UNDEFINED, NULL, RL_DT_FLOAT4E2M1, -1), want, 5);
+	/* with zero point 1.0 (0x2): 1.5 + 1 = 2.5, a tie -> 2 (0x4) */
+	rl_graph_free(G);
+	setup();
+	const float x2[] = {3.0f, -14.0f};
+	const uint8_t z = 0x2, want2[] = {0x4, 0xf /* -7 + 1 = -6 */};
+	CODES(qconst(x2, 2, 2.0f, RL_DT_FLOAT4E2M1, &z, 0, -1), want2, 2);
+}
+
+Test(quant, quantize_int4_rounds_half_even_and_saturates)
+{
+	/* x / 0.5 = {5, -7, 200, -200, 2.5, 15}, rounded half to even, + 1,
+	 * clamped to [-8, 7]; int4 is stored sign-extended in a byte */
+	const float x[] = {2.5f, -3.5f, 100.0f, -100.0f, 1.25f, 7.5f};
+	const int8_t z = 1;
+	const int8_t want[] = {6, -6, 7, -8, 3, 7};
+	CODES(qconst(x, 6, 0.5f, RL_DT_INT4, &z, 0, -1), want, 6);
+}
+
+Test(quant, quantize_uint2_default_zero_point)
+{
+	const float x[] = {-1.0f, 0.5f, 1.5f, 2.6f, 9.0f};
+	const uint8_t want[] = {0, 0, 2, 3, 3};
+	CODES(qconst(x, 5, 1.0f, RL_DT_UNDEFINED, NULL, RL_DT_UINT2, -1), want, 5);
+}
+
+Test(quant, dequantize_int4_and_float8e5m2)
+{
+	const int64_t dx[] = {4}, d0[] = {0};
+	const int8_t x[] = {-8, 7, 0, -1}, z = -1;
+	const float s = 0.5f;
+	uint32_t in[3] = {constant("x", RL_DT_INT4, 1, dx, x), constant("s", RL_DT_FLOAT, 0, d0, &s),
+	                  constant("z", RL_DT_INT4, 0, d0, &z)};
+	uint32_t n = add(RL_OP_DequantizeLinear, "y", 3, in);
+	/* e5m2: 1.0 = 0x3c, inf 0x7c, -0 0x80, 0x01 the smallest subnormal 2^-16;
+	 * the zero point (0) is not subtracted, so -0 stays -0 */
+	const uint8_t x8[] = {0x3c, 0x7c, 0x80, 0x01}, z8 = 0;
+	const float s8 = 2.0f;
+	uint32_t in8[3] = {constant("x8", RL_DT_FLOAT8E5M2, 1, dx, x8),
+	                   constant("s8", RL_DT_FLOAT, 0, d0, &s8),
+	                   constant("z8", RL_DT_FLOAT8E5M2, 0, d0, &z8)};
+	uint32_t n8 = add(RL_OP_DequantizeLinear, "y8", 3, in8);
+	cr_assert_eq(rl_graph_infer(G), RL_OK, "%s", G->err);
+	const struct rl_value *y = &G->values[G->nodes[n].out[0]];
+	const struct rl_value *y8 = &G->values[G->nodes[n8].out[0]];
+	cr_assert(rl_value_is_const(G, G->nodes[n].out[0]) && rl_value_is_const(G, G->nodes[n8].out[0]));
+	cr_assert_eq(y->dtype, RL_DT_FLOAT);
+	const float want[] = {-3.5f, 4.0f, 0.5f, 0.0f};
+	for (int i = 0; i < 4; i++)
+		EQ(((const float *)y->data)[i], want[i]);
+	const float *f = y8->data;
+	EQ(f[0], 2.0);
+	cr_assert(isinf(f[1]) && f[1] > 0);
+	cr_assert(f[2] == 0 && signbit(f[2]));
+	EQ(f[3], ldexp(1.0, -15));
 }
 
 Test(quant, dequantize_blocked_with_remainder_block)
