@@ -156,8 +156,9 @@ static struct rl_graph *cal_graph(const struct cal_case *c, float **wbuf)
 	return g;
 }
 
-/* The driver: times every case's run, prints "name seconds". */
-static bool cal_driver(const char *path)
+/* The driver: times every case's run, prints "name seconds"; nin[i] is
+ * case i's number of graph inputs (as its graph was built). */
+static bool cal_driver(const char *path, const uint32_t *nin)
 {
 	FILE *f = fopen(path, "w");
 	if (!f)
@@ -205,15 +206,14 @@ static bool cal_driver(const char *path)
 		        "        void *out[1];\n"
 		        "        if (%s_init(NULL) != 0)\n            return 1;\n"
 		        "        %s_set_threads(1);\n"
-		        "        for (int i = 0; i < (int)(sizeof(%s_inputs[0]) ? 2 : 0); i++)\n"
-		        "            if (i < %d)\n"
-		        "                in[i] = fill(%s_inputs[i].numel, %s_inputs[i].onnx_dtype, %.17g, %.17g, %lld);\n"
+		        "        for (int i = 0; i < %u; i++)\n"
+		        "            in[i] = fill(%s_inputs[i].numel, %s_inputs[i].onnx_dtype, %.17g, %.17g, %lld);\n"
 		        "        out[0] = malloc(%s_outputs[0].nbytes);\n"
 		        "        printf(\"%s %%.9g\\n\", best(%s_run_v, in, out));\n"
 		        "        free((void *)in[0]);\n        free((void *)in[1]);\n        free(out[0]);\n"
 		        "        %s_free();\n"
 		        "    }\n",
-		        P, P, P, c->op == RL_OP_Div || c->op == RL_OP_Gather ? 2 : 1,
+		        P, P, nin[i],
 		        P, P, c->lo, c->hi, (long long)RL_CAL_GATHER_ROWS, P, P, P, P);
 	}
 	fprintf(f, "    return 0;\n}\n");
@@ -248,6 +248,7 @@ bool rl_calibrate(struct rl_machine *m, const char *cc, const char *cflags, FILE
 		return false;
 	}
 	bool ok = true;
+	uint32_t nin[RL_CAL_CASES] = {0};
 	/* the models, through the -O2 pipeline and the C backend */
 	for (size_t i = 0; ok && i < RL_CAL_CASES; i++) {
 		float *w = NULL;
@@ -255,6 +256,7 @@ bool rl_calibrate(struct rl_machine *m, const char *cc, const char *cflags, FILE
 		struct rl_pass_ctx ctx;
 		ok = g && rl_graph_infer(g) == RL_OK;
 		if (ok) {
+			nin[i] = g->ninputs;
 			rl_pass_ctx_init(&ctx, m, 2);
 			ok = rl_pipeline_run(g, &ctx, NULL) == RL_OK;
 			rl_pass_ctx_free(&ctx);
@@ -269,7 +271,7 @@ bool rl_calibrate(struct rl_machine *m, const char *cc, const char *cflags, FILE
 		free(w);
 	}
 	snprintf(path, sizeof(path), "%s/driver.c", dir);
-	ok = ok && cal_driver(path);
+	ok = ok && cal_driver(path, nin);
 	/* cc CFLAGS -pthread -I dir driver.c cal_*.c -o calib -lm */
 	char *argv[64 + RL_CAL_CASES];
 	char words[1024], srcs[RL_CAL_CASES][4096], exe[4096], inc[4200], blog[4096];
