@@ -89,7 +89,17 @@ struct rl_machine {
 	double eff_contiguous;
 	double eff_strided;
 	double eff_gather;
-	double launch_latency;  /* s per kernel launch or function call */
+	/* Fixed cost per kernel, in seconds. `launch_latency` is the figure every
+	 * consumer prices with (cost model, judge, fusion, report); it is the
+	 * profile's `launch` (eager: one launch or function call per kernel) or,
+	 * in graph mode, its `graph` (a kernel replayed inside a captured CUDA
+	 * graph, ~0.5-1 us instead of several). rl_machine_set_launch() chooses;
+	 * a GPU profile loads in graph mode because the CUDA backend replays a
+	 * graph, a CPU profile in eager mode (kernels are function calls). */
+	double launch_latency;
+	double launch_eager;    /* the profile's <latency launch=> */
+	double launch_graph;    /* its <latency graph=>; 0 = not given */
+	enum rl_launch_mode { RL_LAUNCH_EAGER, RL_LAUNCH_GRAPH } launch_mode;
 	bool has_sparse24;      /* 2:4 structured sparsity in matrix units */
 	/* per-core vector unit, optional (0 = not given; the tiling pass then
 	 * uses its documented defaults and says so in a remark) */
@@ -103,6 +113,15 @@ struct rl_machine {
 	char calib_cc[64];      /* the compiler command the rates were taken with */
 	char source[256];       /* file it came from, for messages */
 };
+
+/* Price kernels as launched eagerly or replayed in a CUDA graph. Graph mode
+ * needs a GPU profile; one without a `graph` figure is priced at its eager
+ * latency (rl_machine_launch_note says so). False (m unchanged) for graph
+ * mode on a CPU profile. */
+bool rl_machine_set_launch(struct rl_machine *m, enum rl_launch_mode mode);
+/* One line for reports: "CUDA graph replay, 1 us per kernel (eager 4 us)". */
+void rl_machine_launch_note(const struct rl_machine *m, char *buf, size_t len);
+const char *rl_launch_mode_name(enum rl_launch_mode mode); /* "eager", "graph" */
 
 /* Best peak for a precision: the matrix unit if present, else vector. */
 double rl_machine_peak(const struct rl_machine *m, enum rl_prec p, bool matrix);

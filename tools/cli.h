@@ -48,6 +48,7 @@ enum rl_cli_opt {
 	RL_OPT_BLOCK,         /* --block */
 	RL_OPT_CALIBRATE,     /* --calibrate */
 	RL_OPT_ONNX_FORMAT,   /* --onnx-format */
+	RL_OPT_LAUNCH,        /* --launch eager|graph */
 	RL_OPT_COUNT_,
 };
 #define RL_OPT_BIT(x) (1u << (x))
@@ -84,6 +85,8 @@ struct rl_cli_opts {
 	const char *calib[RL_MAX_BIND]; /* --calibrate IN.pb[,IN.pb...], per graph input */
 	int ncalib;
 	int onnx_format;           /* --onnx-format: 0 qdq, 1 matmulnbits */
+	int launch;                /* --launch: enum rl_launch_mode; -1 = the profile's
+	                              default (graph on a GPU, calls on a CPU) */
 	bool verbose;
 	unsigned given;            /* RL_OPT_BIT of every shared option given */
 	const char *given_as[RL_OPT_COUNT_]; /* its spelling, for messages */

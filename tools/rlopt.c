@@ -53,6 +53,8 @@ static const char usage_text[] =
 	"  --shape NAME=DIMS     bind input NAME to DIMS, e.g. --shape x=1x3x224x224\n"
 	"  --dim SYM=N           bind the symbolic dim SYM to N\n"
 	"  --hw NAME|FILE.xml    machine profile (see `rlopt hw`)\n"
+	"  --launch eager|graph  GPU: price (and, for .cu, emit) kernel-by-kernel launches\n"
+	"                        or a replayed CUDA graph (default graph)\n"
 	"  --weights-max BYTES   embed constants up to this size, else NAME.weights (64 MiB)\n"
 	"  -O0 | -O1 | -O2       optimization level (default -O2): -O0 none, -O1 cleanup, -O2 all\n"
 	"  --passes a,b,c        run exactly these passes, in this order\n"
@@ -97,6 +99,7 @@ void rl_cli_opts_init(struct rl_cli_opts *o)
 	o->opt_level = 2;
 	o->weights_max = -1;
 	o->max_rel_error = 1e-2;
+	o->launch = -1;
 }
 
 bool rl_cli_parse_dims(const char *s, struct rl_shape *out)
@@ -192,6 +195,7 @@ int rl_cli_parse_common(struct rl_cli_opts *o, int argc, char **argv, int *i)
 		{"-v", RL_OPT_VERBOSE}, {"--verbose", RL_OPT_VERBOSE},
 		{"--quantize", RL_OPT_QUANTIZE}, {"--block", RL_OPT_BLOCK},
 		{"--calibrate", RL_OPT_CALIBRATE}, {"--onnx-format", RL_OPT_ONNX_FORMAT},
+		{"--launch", RL_OPT_LAUNCH},
 	};
 	const char *a = argv[*i];
 	int r = parse_common(o, argc, argv, i);
@@ -389,6 +393,16 @@ static int parse_common(struct rl_cli_opts *o, int argc, char **argv, int *i)
 		}
 		return 1;
 	}
+	if (is_flag(a, "--launch")) {
+		if (!(v = optval(argc, argv, i, "--launch")))
+			return -1;
+		if (strcmp(v, "eager") && strcmp(v, "graph")) {
+			usage_error("--launch wants eager or graph, not '%s'", v);
+			return -1;
+		}
+		o->launch = strcmp(v, "graph") == 0 ? RL_LAUNCH_GRAPH : RL_LAUNCH_EAGER;
+		return 1;
+	}
 	if (is_flag(a, "--onnx-format")) {
 		if (!(v = optval(argc, argv, i, "--onnx-format")))
 			return -1;
@@ -543,6 +557,12 @@ bool rl_cli_machine(const struct rl_cli_opts *o, struct rl_machine *m)
 	const char *spec = o->hw ? o->hw : rl_machine_default();
 	if (!rl_machine_load(spec, m, err, sizeof(err))) {
 		fprintf(stderr, "rlopt: %s\n", err);
+		return false;
+	}
+	if (o->launch >= 0 && !rl_machine_set_launch(m, (enum rl_launch_mode)o->launch)) {
+		fprintf(stderr, "rlopt: --launch graph: %s is a %s profile; its kernels are "
+		        "function calls, only GPU kernels replay from a CUDA graph\n", m->source,
+		        m->kind);
 		return false;
 	}
 	return true;
@@ -724,7 +744,8 @@ static int cmd_main(int argc, char **argv)
 		struct rl_cgen_opts co = {.prefix = NULL, .weights_max = o.weights_max};
 		st = rl_emit_c(g, &co, out, err, sizeof(err));
 	} else if (to_cu) {
-		struct rl_cuda_opts cuo = {.prefix = NULL, .weights_max = o.weights_max};
+		struct rl_cuda_opts cuo = {.prefix = NULL, .weights_max = o.weights_max,
+		                           .eager = m.launch_mode == RL_LAUNCH_EAGER};
 		st = rl_emit_cuda(g, &cuo, out, err, sizeof(err));
 	} else {
 		st = rl_onnx_write_fmt(g, out, o.onnx_format, err, sizeof(err));

@@ -864,6 +864,9 @@ enum rl_status rl_emit_cuda(struct rl_graph *g, const struct rl_cuda_opts *o,
 	rl_buf_printf(&d.c, " * %u kernels (%d serial), %lld bytes of workspace, %lld bytes of "
 	              "constants%s.\n */\n", nk, d.nserial, (long long)d.pl.ws_size,
 	              (long long)d.cst_size, d.side ? " (in the side file)" : "");
+	if (o && o->eager)
+		rl_buf_printf(&d.c, "/* built with --launch eager: kernel by kernel, as priced */\n"
+		              "#ifndef RL_CUDA_NO_GRAPH\n#define RL_CUDA_NO_GRAPH 1\n#endif\n");
 	rl_buf_printf(&d.c, "#include \"%s\"\n\n%s", hbase, prelude);
 	if (d.cg.need_half)
 		emit_helper(&d.c, rl_cg_helper_text[0]);

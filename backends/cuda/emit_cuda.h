@@ -15,6 +15,9 @@ struct rl_cuda_opts {
 	const char *prefix;    /* symbol prefix; NULL: from the .cu file name */
 	long long weights_max; /* bytes of constants embedded before they all go to
 	                          NAME.weights, read by NAME_init; <0: 64 MiB */
+	bool eager;            /* launch kernel by kernel (as -DRL_CUDA_NO_GRAPH) by
+	                          default instead of replaying a CUDA graph: what
+	                          `--launch eager` priced */
 };
 
 /*

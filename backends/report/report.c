@@ -363,6 +363,9 @@ static void text_machine(FILE *f, const struct rl_machine *m)
 	        "x%.2g gather), launch %s\n", si_u(fp32_peak(m), "FLOP/s", a, sizeof(a)), d->name,
 	        si_u(d->read_bw, "B/s", b, sizeof(b)), m->eff_contiguous, m->eff_strided, m->eff_gather,
 	        secs(m->launch_latency, c, sizeof(c)));
+	char ln[160];
+	rl_machine_launch_note(m, ln, sizeof ln);
+	fprintf(f, "  launch    %s\n", ln);
 	fprintf(f, "  balance   %.3g FLOP/B fp32 (peak / %s bandwidth); %.3g FLOP/B at contiguous "
 	        "efficiency, which classifies nodes\n", rl_machine_balance(m, RL_PREC_FP32),
 	        d->name, rl_cost_balance(m, RL_PREC_FP32, true));
@@ -655,6 +658,13 @@ static void json_machine(FILE *f, const struct rl_machine *m)
 	json_kv_num(f, "gather", m->eff_gather, false);
 	fputs("}, ", f);
 	json_kv_num(f, "launch_latency", m->launch_latency, true);
+	fputs("\"launch_mode\": ", f);
+	json_str(f, strcmp(m->kind, "gpu") != 0 ? "call" : rl_launch_mode_name(m->launch_mode));
+	fputs(", ", f);
+	json_kv_num(f, "launch_eager", m->launch_eager > 0 ? m->launch_eager : m->launch_latency,
+	            true);
+	if (m->launch_graph > 0)
+		json_kv_num(f, "launch_graph", m->launch_graph, true);
 	fputs("\"compute_pricing\": ", f);
 	json_str(f, rl_machine_calibrated(m) ? "calibrated" : "peak");
 	if (rl_machine_calibrated(m)) {

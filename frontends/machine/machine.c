@@ -489,7 +489,52 @@ static bool rl_check_lines(const struct rl_machine *m,
 		return rl_fail(err, errlen, file, ln->lat,
 		               "launch latency %g s is not in (0, %g]",
 		               m->launch_latency, RL_MAX_LATENCY);
+	if (m->launch_graph != 0) {
+		double eager = m->launch_eager > 0 ? m->launch_eager : m->launch_latency;
+		if (strcmp(m->kind, "gpu") != 0)
+			return rl_fail(err, errlen, file, ln->lat,
+			               "graph replay latency on a %s profile: only GPU kernels "
+			               "are replayed from a captured graph", m->kind);
+		if (!rl_in_range(m->launch_graph, eager))
+			return rl_fail(err, errlen, file, ln->lat,
+			               "graph replay latency %g s is not in (0, %g] (the eager "
+			               "launch latency: replaying a graph never costs more)",
+			               m->launch_graph, eager);
+	}
 	return true;
+}
+
+const char *rl_launch_mode_name(enum rl_launch_mode mode)
+{
+	return mode == RL_LAUNCH_GRAPH ? "graph" : "eager";
+}
+
+bool rl_machine_set_launch(struct rl_machine *m, enum rl_launch_mode mode)
+{
+	if (m->launch_eager <= 0)
+		m->launch_eager = m->launch_latency;
+	if (mode == RL_LAUNCH_GRAPH && strcmp(m->kind, "gpu") != 0)
+		return false;
+	m->launch_mode = mode;
+	m->launch_latency = mode == RL_LAUNCH_GRAPH && m->launch_graph > 0 ? m->launch_graph
+	                                                                   : m->launch_eager;
+	return true;
+}
+
+void rl_machine_launch_note(const struct rl_machine *m, char *buf, size_t len)
+{
+	double eager = m->launch_eager > 0 ? m->launch_eager : m->launch_latency;
+	if (strcmp(m->kind, "gpu") != 0)
+		snprintf(buf, len, "function call, %.3g us per kernel", m->launch_latency * 1e6);
+	else if (m->launch_mode == RL_LAUNCH_GRAPH && m->launch_graph > 0)
+		snprintf(buf, len, "CUDA graph replay, %.3g us per kernel (eager launch %.3g us)",
+		         m->launch_latency * 1e6, eager * 1e6);
+	else if (m->launch_mode == RL_LAUNCH_GRAPH)
+		snprintf(buf, len, "CUDA graph replay priced at the eager %.3g us per kernel "
+		         "(the profile gives no <latency graph=> figure)", eager * 1e6);
+	else
+		snprintf(buf, len, "eager launches, %.3g us per kernel%s", eager * 1e6,
+		         m->launch_graph > 0 ? " (the CUDA backend's default is graph replay)" : "");
 }
 
 bool rl_machine_check(const struct rl_machine *m, char *err, size_t errlen)
@@ -769,8 +814,11 @@ static bool rl_read_machine(const xmlNode *root, struct rl_machine *m,
 		} else if (rl_elem_is(c, "latency")) {
 			ln->lat = rl_line(c);
 			if (!rl_attr_double(c, "launch", true, &m->launch_latency,
-			                    file, err, errlen))
+			                    file, err, errlen) ||
+			    !rl_attr_double(c, "graph", false, &m->launch_graph, file,
+			                    err, errlen))
 				return false;
+			m->launch_eager = m->launch_latency;
 		} else if (rl_elem_is(c, "features")) {
 			xmlChar *v = xmlGetProp(c, BAD_CAST "sparse24");
 			if (v) {
@@ -883,6 +931,9 @@ static bool rl_load_file(const char *path, struct rl_machine *m, char *err,
 	if (!rl_check_lines(&tmp, &ln, path, err, errlen))
 		goto done;
 	snprintf(tmp.source, sizeof tmp.source, "%s", path);
+	/* the CUDA backend replays a captured graph; CPU kernels are calls */
+	rl_machine_set_launch(&tmp, strcmp(tmp.kind, "gpu") == 0 ? RL_LAUNCH_GRAPH
+	                                                        : RL_LAUNCH_EAGER);
 	*m = tmp;
 	ok = true;
 done:
@@ -1144,7 +1195,9 @@ static bool rl_write_doc(xmlTextWriter *w, const struct rl_machine *m,
 	     rl_w_attr_double(w, "gather", m->eff_gather) >= 0 &&
 	     xmlTextWriterEndElement(w) >= 0 &&
 	     xmlTextWriterStartElement(w, BAD_CAST "latency") >= 0 &&
-	     rl_w_attr_double(w, "launch", m->launch_latency) >= 0 &&
+	     rl_w_attr_double(w, "launch", m->launch_eager > 0 ? m->launch_eager
+	                                                        : m->launch_latency) >= 0 &&
+	     (m->launch_graph <= 0 || rl_w_attr_double(w, "graph", m->launch_graph) >= 0) &&
 	     xmlTextWriterEndElement(w) >= 0 &&
 	     xmlTextWriterStartElement(w, BAD_CAST "features") >= 0 &&
 	     xmlTextWriterWriteAttribute(w, BAD_CAST "sparse24",

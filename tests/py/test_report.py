@@ -171,7 +171,8 @@ NODE_KEYS = {"name": str, "op": str, "family": str, "shape": str, "dtype": str, 
 TOTAL_KEYS = {"flops", "macs", "bytes", "time_s", "kernels", "memory", "compute", "latency",
               "views", "build_time", "unpriced"}
 MACHINE_KEYS = {"name", "description", "kind", "cores", "balance", "balance_effective",
-                "peak", "memory", "efficiency", "launch_latency"}
+                "peak", "memory", "efficiency", "launch_latency", "launch_mode",
+                "launch_eager"}
 
 
 def schema_errors(rep):
@@ -445,6 +446,54 @@ def check_unused_options(c, rl, src, work):
                 not os.path.exists(os.path.join(work, leftover)), leftover)
 
 
+# ---- GPU launch modes ---------------------------------------------------------------
+
+
+def check_launch(c, rl, src, work):
+    """A GPU profile prices kernels as the CUDA backend runs them (replayed
+    from a CUDA graph) unless --launch eager; the report says which; the
+    time of the whole model differs by (eager - graph) per kernel."""
+    model = os.path.join(src, "examples", "gpt_block.onnx")
+    reps = {}
+    for mode in ("graph", "eager"):
+        j, r = run_json(rl, [model, "--hw", "h200", "--batch", "1", "--launch", mode],
+                        os.path.join(work, f"l_{mode}.json"))
+        reps[mode] = j
+        c.check(f"report --launch {mode} on h200", j is not None and
+                j["machine"]["launch_mode"] == mode, r.describe() if j is None else "")
+    j, r = run_json(rl, [model, "--hw", "h200", "--batch", "1"], os.path.join(work, "l_def.json"))
+    c.check("report on a GPU profile defaults to graph replay",
+            j is not None and j["machine"]["launch_mode"] == "graph" and
+            j["machine"]["launch_latency"] == j["machine"]["launch_graph"] == 1e-6,
+            r.describe() if j is None else str(j["machine"]))
+    g, e = reps["graph"], reps["eager"]
+    if g and e:
+        n = g["total"]["kernels"]
+        dt = e["total"]["time_s"] - g["total"]["time_s"]
+        c.check("eager minus graph time is (4 us - 1 us) per kernel", n > 0 and
+                abs(dt - n * 3e-6) <= 1e-9 + 1e-6 * e["total"]["time_s"],
+                f"{n} nodes, difference {dt:.4g} s")
+    r = rltest.run([rl, "report", model, "--hw", "h200", "--batch", "1", "--launch", "graph"], 60)
+    c.check("text report names the launch mode", r.ok and "CUDA graph replay, 1 us per kernel"
+            in r.stdout, r.describe())
+    r = rltest.run([rl, "report", model, "--hw", "generic-cpu", "--launch", "graph"], 60)
+    c.check("--launch graph on a CPU profile: one-line error, exit 2",
+            r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and
+            "CPU" in r.stderr.upper() and "graph" in r.stderr, r.describe())
+    r = rltest.run([rl, "report", model, "--launch", "sometimes"], 60)
+    c.check("--launch with a bad value: usage error, exit 1", r.returncode == 1 and
+            "eager or graph" in r.stderr, r.describe())
+    out = os.path.join(work, "mlp_eager.cu")
+    r = rltest.run([rl, os.path.join(src, "examples", "mlp.onnx"), "-o", out, "--launch",
+                    "eager"], 120)
+    ok = r.ok and "#define RL_CUDA_NO_GRAPH 1" in open(out).read()
+    out2 = os.path.join(work, "mlp_graph.cu")
+    r2 = rltest.run([rl, os.path.join(src, "examples", "mlp.onnx"), "-o", out2], 120)
+    ok = ok and r2.ok and "#define RL_CUDA_NO_GRAPH 1" not in open(out2).read()
+    c.check(".cu built with --launch eager launches kernel by kernel; default replays a graph",
+            ok, r.describe() + r2.describe())
+
+
 # ---- main form and bad input ------------------------------------------------------
 
 
@@ -518,6 +567,7 @@ def main():
         check_main_form(c, args.rlopt, args.source, work)
         check_kernels(c, args.rlopt, args.source, work)
         check_unused_options(c, args.rlopt, args.source, work)
+        check_launch(c, args.rlopt, args.source, work)
         check_scale(c, args.rlopt, args.source, work)
         check_bad(c, args.rlopt, args.source, work)
     finally:

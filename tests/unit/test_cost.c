@@ -1143,3 +1143,26 @@ Test(cost, calibrated_gemm_rate)
 	EQ(rl_cost_compute_s(&m, &c, 1, &cal), flops / (8e10 * m.cores));
 	cr_assert(cal);
 }
+
+Test(cost, gpu_launch_mode_prices_graph_replay)
+{
+	/* 4096 floats of Relu on an H200: 32 KB moved in ~7 ns at HBM speed, so
+	 * the fixed per-kernel cost decides. Replayed from a CUDA graph (the
+	 * CUDA backend's default) it is the profile's 1 us; launched eagerly,
+	 * 4 us. Both are latency-bound and differ by exactly the two figures. */
+	uint32_t x = input("x", RL_DT_FLOAT, SH(1, L(4096)));
+	uint32_t r = add(RL_OP_Relu, "r", 1, x);
+	infer();
+	struct rl_machine m;
+	load_machine("h200", &m);
+	cr_assert_eq(m.launch_mode, RL_LAUNCH_GRAPH);
+	cr_assert(rl_cost_node(G, r, &m));
+	cr_assert_eq(G->nodes[r].cost.bound, RL_BOUND_LATENCY);
+	double tg = G->nodes[r].cost.time_s;
+	cr_assert(rl_machine_set_launch(&m, RL_LAUNCH_EAGER));
+	cr_assert(rl_cost_node(G, r, &m));
+	cr_assert_eq(G->nodes[r].cost.bound, RL_BOUND_LATENCY);
+	double te = G->nodes[r].cost.time_s;
+	EQ(te - tg, 4e-6 - 1e-6);
+	cr_assert(tg > 1e-6 && tg < 1.1e-6, "graph-mode time %g", tg);
+}

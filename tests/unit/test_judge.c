@@ -237,9 +237,11 @@ Test(judge, verdict_rule_is_five_percent)
  *   1x1 R->C: flops 2*P*R*C, read 4*(P*R + C*R), write 4*P*C
  * FLOPs ratio (4CR + 18R^2) / (18C^2) = 2176 / 18432 = 0.118: 8.5x fewer.
  */
-static void tucker_case(const char *hw, const char *verdict, const char *bound_before)
+static void tucker_case(const char *hw, enum rl_launch_mode mode, const char *verdict,
+                        const char *bound_before)
 {
 	struct rl_machine m = machine(hw);
+	cr_assert(rl_machine_set_launch(&m, mode));
 	struct rl_graph *g = conv(1, 32, 32, 112, 3, false, NULL);
 	struct rl_pass_ctx ctx;
 	judge(g, &m, &ctx);
@@ -263,14 +265,22 @@ static void tucker_case(const char *hw, const char *verdict, const char *bound_b
 
 Test(judge, tucker2_conv_slowdown_on_h100)
 {
-	/* 3 launches of 4 us against one: launches and the 2 intermediates
-	 * (784 KiB written and read back) dominate the FLOPs saved */
-	tucker_case("h100", "slowdown", "latency");
+	/* launched eagerly, 3 launches of 4 us against one: launches and the 2
+	 * intermediates (784 KiB written and read back) dominate the FLOPs saved */
+	tucker_case("h100", RL_LAUNCH_EAGER, "slowdown", "latency");
 }
 
 Test(judge, tucker2_conv_slowdown_on_h200)
 {
-	tucker_case("h200", "slowdown", "latency");
+	tucker_case("h200", RL_LAUNCH_EAGER, "slowdown", "latency");
+}
+
+Test(judge, tucker2_conv_under_graph_replay_h100)
+{
+	/* replayed from a CUDA graph (1 us a kernel, the CUDA backend's default)
+	 * the dense Conv is compute-bound and the two extra kernels cost about
+	 * what the FLOPs save: no longer a slowdown, not a speedup either */
+	tucker_case("h100", RL_LAUNCH_GRAPH, "neutral", "compute");
 }
 
 Test(judge, tucker2_conv_speedup_on_cpu)
@@ -281,7 +291,7 @@ Test(judge, tucker2_conv_speedup_on_cpu)
 	const double P = 112.0 * 112, C = 32;
 	double f0 = 2 * P * C * C * 9, rd0 = 4 * (P * C + C * C * 9), wr0 = 4 * P * C;
 	cr_assert_gt(f0 / peak32(&m), rd0 / dram_r(&m) + wr0 / dram_w(&m));
-	tucker_case("generic-cpu", "speedup", "compute");
+	tucker_case("generic-cpu", RL_LAUNCH_EAGER, "speedup", "compute");
 }
 
 /* ---- 50% unstructured sparsity at batch 1 -------------------------------- */
@@ -400,9 +410,11 @@ Test(judge, lowrank_d4_training_batch_h100)
  *   depthwise: flops 2*P*C*9,   read 4*(P*C + 9*C),   write 4*P*C
  *   pointwise: flops 2*P*C*C,   read 4*(P*C + C*C),   write 4*P*C
  */
-static void dwsep_case(const char *hw, double C, double H, const char *verdict)
+static void dwsep_case(const char *hw, enum rl_launch_mode mode, double C, double H,
+                       const char *verdict)
 {
 	struct rl_machine m = machine(hw);
+	cr_assert(rl_machine_set_launch(&m, mode));
 	struct rl_graph *g = conv(1, (int64_t)C, (int64_t)C, (int64_t)H, 3, false, NULL);
 	struct rl_pass_ctx ctx;
 	judge(g, &m, &ctx);
@@ -420,15 +432,23 @@ static void dwsep_case(const char *hw, double C, double H, const char *verdict)
 Test(judge, dwsep_batch1_late_layer_slowdown_h100)
 {
 	/* 256 channels at 14x14: 8.7x fewer FLOPs, but the dense Conv takes
-	 * 3.5 us of arithmetic and the extra launch 4 us */
-	dwsep_case("h100", 256, 14, "slowdown");
+	 * 3.5 us of arithmetic and the extra eager launch 4 us */
+	dwsep_case("h100", RL_LAUNCH_EAGER, 256, 14, "slowdown");
+}
+
+Test(judge, dwsep_batch1_late_layer_speedup_under_graph_replay_h100)
+{
+	/* the same layer replayed from a CUDA graph: the extra kernel costs 1 us,
+	 * less than the 3.5 us of arithmetic saved, and the verdict turns */
+	dwsep_case("h100", RL_LAUNCH_GRAPH, 256, 14, "speedup");
 }
 
 Test(judge, dwsep_batch1_early_layer_speedup_h100)
 {
 	/* 128 channels at 56x56: the dense Conv's 14 us of arithmetic is worth
 	 * a launch */
-	dwsep_case("h100", 128, 56, "speedup");
+	dwsep_case("h100", RL_LAUNCH_EAGER, 128, 56, "speedup");
+	dwsep_case("h100", RL_LAUNCH_GRAPH, 128, 56, "speedup");
 }
 
 /* ---- 2:4 ------------------------------------------------------------------ */
@@ -504,6 +524,7 @@ Test(judge, unbound_batch_is_skipped_with_reason)
 Test(judge, print_singles_out_fewer_flops_but_slower)
 {
 	struct rl_machine m = machine("h100");
+	cr_assert(rl_machine_set_launch(&m, RL_LAUNCH_EAGER));
 	struct rl_graph *g = conv(1, 32, 32, 112, 3, false, NULL);
 	struct rl_pass_ctx ctx;
 	judge(g, &m, &ctx);

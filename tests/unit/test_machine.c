@@ -213,6 +213,9 @@ static void assert_same(const struct rl_machine *a, const struct rl_machine *b)
 	cr_assert(a->eff_strided == b->eff_strided);
 	cr_assert(a->eff_gather == b->eff_gather);
 	cr_assert(a->launch_latency == b->launch_latency);
+	cr_assert(a->launch_eager == b->launch_eager);
+	cr_assert(a->launch_graph == b->launch_graph);
+	cr_assert_eq(a->launch_mode, b->launch_mode);
 	cr_assert_eq(a->has_sparse24, b->has_sparse24);
 	for (int k = 0; k < RL_MATH_COUNT_; k++)
 		cr_assert(a->calib[k] == b->calib[k], "%s %.17g != %.17g",
@@ -598,7 +601,7 @@ Test(machine, write_odd_values_round_trip)
 	a.peak_vector[RL_PREC_FP32] = 19096480202.8014;
 	a.level[0].read_bw = 1.0 / 3.0 * 1e11;
 	a.eff_gather = 0.0035890303091172747;
-	a.launch_latency = 1.4385575000005702e-8;
+	a.launch_latency = a.launch_eager = 1.4385575000005702e-8;
 	a.cores = 2;
 	snprintf(a.desc, sizeof a.desc, "quotes \" and <angles> & ampersands");
 	tmp_path(path, sizeof path, "odd.xml");
@@ -732,6 +735,70 @@ Test(machine, geometry_contradictions_name_file_and_line)
 		free(bad);
 	}
 	free(text);
+}
+
+/* ---- launch modes ----------------------------------------------------------- */
+
+/* A GPU profile loads priced as the CUDA backend runs (graph replay); eager
+ * mode restores the launch figure; a CPU profile has no graph mode. */
+Test(machine, launch_modes)
+{
+	char err[1024], note[200];
+	struct rl_machine g, c;
+	cr_assert(rl_machine_load("h200", &g, err, sizeof err), "%s", err);
+	cr_assert_eq(g.launch_mode, RL_LAUNCH_GRAPH);
+	cr_assert(g.launch_eager == 4e-6 && g.launch_graph == 1e-6, "%g %g", g.launch_eager,
+	          g.launch_graph);
+	cr_assert(g.launch_latency == 1e-6);
+	rl_machine_launch_note(&g, note, sizeof note);
+	cr_assert(strstr(note, "graph replay") && strstr(note, "eager launch 4 us"), "%s", note);
+	cr_assert(rl_machine_set_launch(&g, RL_LAUNCH_EAGER));
+	cr_assert(g.launch_latency == 4e-6);
+	rl_machine_launch_note(&g, note, sizeof note);
+	cr_assert(strstr(note, "eager launches, 4 us") != NULL, "%s", note);
+	cr_assert(rl_machine_set_launch(&g, RL_LAUNCH_GRAPH) && g.launch_latency == 1e-6);
+
+	cr_assert(rl_machine_load("epyc9654", &c, err, sizeof err), "%s", err);
+	cr_assert_eq(c.launch_mode, RL_LAUNCH_EAGER);
+	cr_assert(c.launch_latency == 2e-8 && c.launch_graph == 0);
+	cr_assert_not(rl_machine_set_launch(&c, RL_LAUNCH_GRAPH));
+	cr_assert(c.launch_latency == 2e-8 && c.launch_mode == RL_LAUNCH_EAGER);
+
+	/* a GPU profile without the graph figure prices graph mode at eager, and says so */
+	char *text = shipped_text("h200");
+	char *nog = replace(text, "graph=\"1e-6\"", "");
+	char path[600];
+	tmp_path(path, sizeof path, "nograph.xml");
+	write_file(path, nog);
+	cr_assert(rl_machine_load(path, &g, err, sizeof err), "%s", err);
+	cr_assert(g.launch_mode == RL_LAUNCH_GRAPH && g.launch_latency == 4e-6);
+	rl_machine_launch_note(&g, note, sizeof note);
+	cr_assert(strstr(note, "no <latency graph=> figure") != NULL, "%s", note);
+	free(nog);
+	free(text);
+}
+
+Test(machine, launch_contradictions_name_file_and_line)
+{
+	char *gpu = shipped_text("h200"), *cpu = shipped_text("epyc9654");
+	/* replaying a graph dearer than launching eagerly */
+	char *bad = replace(gpu, "graph=\"1e-6\"", "graph=\"5e-6\"");
+	const char *err = load_bad("dear.xml", bad);
+	cr_assert(has_exact_line(err, "dear.xml", line_of(bad, "graph=\"5e-6\"")), "%s", err);
+	cr_assert(strstr(err, "graph replay latency") != NULL, "%s", err);
+	free(bad);
+	bad = replace(gpu, "graph=\"1e-6\"", "graph=\"0\"");
+	err = load_bad("zero.xml", bad);
+	cr_assert(strstr(err, "xsd") != NULL, "%s", err);
+	free(bad);
+	/* a CPU has no graph replay */
+	bad = replace(cpu, "launch=\"2e-8\"", "launch=\"2e-8\" graph=\"1e-8\"");
+	err = load_bad("cpugraph.xml", bad);
+	cr_assert(has_exact_line(err, "cpugraph.xml", line_of(bad, "graph=\"1e-8\"")), "%s", err);
+	cr_assert(strstr(err, "cpu profile") != NULL, "%s", err);
+	free(bad);
+	free(gpu);
+	free(cpu);
 }
 
 /* ---- calibrated rates ------------------------------------------------------- */
