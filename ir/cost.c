@@ -142,7 +142,31 @@ bool rl_count_node(const struct rl_graph *g, uint32_t node, struct rl_counts *c)
 	if (!family_count[rl_op_table[n->op].family](g, node, c))
 		return false;
 	count_math(g, n, c);
+	enum rl_family fam = rl_op_table[n->op].family;
+	if (fam == RL_FAM_ELEMWISE || fam == RL_FAM_NORM || fam == RL_FAM_REDUCE) {
+		for (int i = 0; i < n->nin + n->nout; i++) {
+			uint32_t v = i < n->nin ? n->in[i] : n->out[i - n->nin];
+			if (v == RL_NONE || rl_value_is_const(g, v))
+				continue;
+			double e = (double)rl_shape_numel(&g->values[v].shape);
+			if (e > c->par_elems)
+				c->par_elems = e;
+		}
+	}
 	return true;
+}
+
+int rl_cost_threads(const struct rl_machine *m, const struct rl_counts *c)
+{
+	int cores = m->cores > 0 ? m->cores : 1;
+	if (strcmp(m->kind, "cpu") != 0 || cores == 1)
+		return cores;
+	if (c->macs > 0 || c->par_elems <= 0)
+		return cores;
+	if (c->par_elems < 2.0 * RL_COST_PAR_MIN_ELEMS)
+		return 1;
+	double k = floor(c->par_elems / RL_COST_PAR_MIN_ELEMS);
+	return k < cores ? (int)k : cores;
 }
 
 enum rl_prec rl_node_prec(const struct rl_graph *g, uint32_t node)
@@ -200,8 +224,10 @@ void rl_cost_price(const struct rl_machine *m, const struct rl_counts *c,
 	if (peak <= 0)
 		peak = rl_machine_peak(m, RL_PREC_FP32, matrix);
 	double wbw = L->write_bw > 0 ? L->write_bw : L->read_bw;
-	double t_mem = c->bytes_read / (L->read_bw * eff) + c->bytes_write / (wbw * eff);
-	double t_cmp = rl_cost_compute_s(m, c, peak, NULL);
+	/* a kernel the runtime runs on fewer cores gets their share of the chip */
+	double share = (double)(m->cores > 0 ? m->cores : 1) / rl_cost_threads(m, c);
+	double t_mem = share * (c->bytes_read / (L->read_bw * eff) + c->bytes_write / (wbw * eff));
+	double t_cmp = share * rl_cost_compute_s(m, c, peak, NULL);
 	double roof = t_mem > t_cmp ? t_mem : t_cmp;
 	out->flops = c->flops;
 	out->bytes = c->bytes_read + c->bytes_write;
@@ -377,6 +403,8 @@ static void group_counts(const struct rl_graph *g, const uint32_t *list, uint32_
 		if (rl_count_node(g, i, &k)) {
 			c->flops += k.flops;
 			c->macs += k.macs;
+			if (k.par_elems > c->par_elems)
+				c->par_elems = k.par_elems;
 			for (int q = 0; q < RL_MATH_COUNT_; q++)
 				c->math[q] += k.math[q];
 			if (i == anchor)
@@ -438,7 +466,9 @@ static void price_levels(const struct rl_machine *m, enum rl_prec prec, const do
 			lvl = i;
 		}
 	}
-	double t_cmp = rl_cost_compute_s(m, c, peak, NULL);
+	double share = (double)(m->cores > 0 ? m->cores : 1) / rl_cost_threads(m, c);
+	t_mem *= share;
+	double t_cmp = share * rl_cost_compute_s(m, c, peak, NULL);
 	double roof = t_mem > t_cmp ? t_mem : t_cmp;
 	k->cost.flops = c->flops;
 	k->cost.bytes = bl[last];

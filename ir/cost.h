@@ -55,7 +55,26 @@ struct rl_counts {
 	 * against the profile's <calibration> rates when it has them */
 	double math[RL_MATH_COUNT_];
 	enum rl_access access;
+	/* elements of the largest non-constant tensor an elementwise, norm or
+	 * reduce kernel's split loop runs over; 0 where the kernel splits by
+	 * other rules (rl_cost_threads) */
+	double par_elems;
 };
+
+/*
+ * How many of a CPU's cores the C backend's kernel for counts c runs on, as
+ * the runtime splits it (backends/c/emit_rt.c rl_parallel_for): elementwise,
+ * normalization and reduction loops split only when they have at least
+ * 2 x RL_COST_PAR_MIN_ELEMS elements, in chunks of at least that many (so
+ * at most par_elems / RL_COST_PAR_MIN_ELEMS threads work). Products, the
+ * other families and every GPU kernel are priced on all cores (their
+ * kernels split into tasks by their own rules, down to one output run for
+ * a GEMV). A kernel on k of C cores is priced at k/C of the chip's compute
+ * and bandwidth (for main memory that undercounts what one core draws:
+ * 21.7 of 37.3 GB/s on the 2-core probe host, not half).
+ */
+#define RL_COST_PAR_MIN_ELEMS (1 << 15)
+int rl_cost_threads(const struct rl_machine *m, const struct rl_counts *c);
 
 /* Fill counts for node (static shapes required; returns false if not). */
 bool rl_count_node(const struct rl_graph *g, uint32_t node, struct rl_counts *c);

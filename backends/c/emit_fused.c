@@ -27,6 +27,7 @@
  * through rl_f2h/rl_h2f, integers through their C type, bools to 0/1).
  */
 #include "emit.h"
+#include "cost.h"
 
 #include <string.h>
 
@@ -581,6 +582,7 @@ enum rl_status rl_emit_c_fused(struct rl_cgen *cg, const struct rl_cgen_group *g
  */
 #define RL_VEC_BLOCK 4096 /* a multiple of VW */
 #define RL_VEC_MIN_PAR (1 << 15)
+_Static_assert(RL_VEC_MIN_PAR == RL_COST_PAR_MIN_ELEMS, "ir/cost.h prices the split made here");
 
 struct vplan {
 	int m;                               /* merged output dims */

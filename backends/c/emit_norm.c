@@ -27,11 +27,13 @@
  * Before opset 14 only the inference form (a single output) is emitted.
  */
 #include "emit.h"
+#include "cost.h"
 
 #include <string.h>
 
 #define RL_NORM_TILE 256 /* lanes of a tiled softmax */
 #define RL_NORM_MIN_PAR (1 << 15) /* elements per thread at least */
+_Static_assert(RL_NORM_MIN_PAR == RL_COST_PAR_MIN_ELEMS, "ir/cost.h prices the split made here");
 #define VW 16 /* RL_VW, floats per vector in the generated code */
 
 static int64_t numel(const struct rl_value *v)

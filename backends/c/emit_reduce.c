@@ -31,11 +31,13 @@
  * in which case the element-wise part still runs (ReduceSumSquare squares).
  */
 #include "emit.h"
+#include "cost.h"
 
 #include <string.h>
 
 #define RL_RED_TILE 256 /* elements of a vector accumulator */
 #define RL_RED_MIN_PAR (1 << 15) /* elements per thread at least */
+_Static_assert(RL_RED_MIN_PAR == RL_COST_PAR_MIN_ELEMS, "ir/cost.h prices the split made here");
 #define VW 16 /* RL_VW, floats per vector in the generated code */
 
 static int64_t numel(const struct rl_value *v)

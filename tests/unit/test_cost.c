@@ -533,9 +533,13 @@ Test(cost, cpu_working_set_in_cache_priced_at_its_level)
 	cr_assert_leq(ws, m.level[0].capacity);
 	cr_assert_eq(G->nodes[n].cost.level, 0);
 	const struct rl_mem_level *l1 = &m.level[0];
+	/* 65536 elements: the runtime splits it into 2 chunks of 32768, so 2
+	 * of the 96 cores work: 2/96 of the chip's L1 bandwidth and peak */
+	double share = m.cores / 2.0;
 	EQ(G->nodes[n].cost.time_s,
-	   fmax(2.0 * 65536 * 4 / (l1->read_bw * m.eff_contiguous) +
-	        65536.0 * 4 / (l1->write_bw * m.eff_contiguous), 65536.0 / rl_machine_peak(&m, RL_PREC_FP32, false)) +
+	   share * fmax(2.0 * 65536 * 4 / (l1->read_bw * m.eff_contiguous) +
+	                65536.0 * 4 / (l1->write_bw * m.eff_contiguous),
+	                65536.0 / rl_machine_peak(&m, RL_PREC_FP32, false)) +
 	       m.launch_latency);
 	cr_assert(rl_cost_node(G, n2, &m));
 	cr_assert_eq(G->nodes[n2].cost.level, 2, "144 MiB: %d", G->nodes[n2].cost.level);
@@ -1123,7 +1127,8 @@ Test(cost, calibrated_exp_is_compute_bound_when_slow)
 	calibrate(&m, 1e7);
 	cr_assert(rl_cost_node(G, e, &m));
 	cr_assert_eq(G->nodes[e].cost.bound, RL_BOUND_COMPUTE);
-	EQ(G->nodes[e].cost.time_s, (double)(1 << 20) / (1e7 * m.cores) + m.launch_latency);
+	/* 1M elements split in chunks of 32768: 32 of the 96 cores work */
+	EQ(G->nodes[e].cost.time_s, (double)(1 << 20) / (1e7 * 32) + m.launch_latency);
 	/* a fast exp leaves it memory-bound */
 	calibrate(&m, 1e12);
 	cr_assert(rl_cost_node(G, e, &m));
@@ -1165,4 +1170,43 @@ Test(cost, gpu_launch_mode_prices_graph_replay)
 	double te = G->nodes[r].cost.time_s;
 	EQ(te - tg, 4e-6 - 1e-6);
 	cr_assert(tg > 1e-6 && tg < 1.1e-6, "graph-mode time %g", tg);
+}
+
+Test(cost, small_cpu_kernels_priced_on_the_cores_they_run_on)
+{
+	/* The C runtime splits an elementwise loop only from 2 x 32768 elements,
+	 * in chunks of at least 32768 (backends/c/emit_rt.c): on the 96-core
+	 * epyc9654 an Add of 4096 floats runs on one core, of 131072 on 4, of
+	 * 16M on all 96. GPUs and products are priced on every core/SM. */
+	uint32_t a = input("p", RL_DT_FLOAT, SH(1, L(4096)));
+	uint32_t b = input("q", RL_DT_FLOAT, SH(1, L(131072)));
+	uint32_t c = input("r", RL_DT_FLOAT, SH(1, L(16 << 20)));
+	uint32_t ya = add(RL_OP_Relu, "ya", 1, a);
+	uint32_t yb = add(RL_OP_Relu, "yb", 1, b);
+	uint32_t yc = add(RL_OP_Relu, "yc", 1, c);
+	uint32_t mm = big_matmul(4, 64, 64);
+	infer();
+	struct rl_machine m;
+	load_machine("epyc9654", &m);
+	struct rl_counts k;
+	cr_assert(rl_count_node(G, ya, &k));
+	cr_assert_eq(rl_cost_threads(&m, &k), 1);
+	cr_assert(rl_count_node(G, yb, &k));
+	cr_assert_eq(rl_cost_threads(&m, &k), 4);
+	cr_assert(rl_count_node(G, yc, &k));
+	cr_assert_eq(rl_cost_threads(&m, &k), m.cores);
+	cr_assert(rl_count_node(G, mm, &k));
+	cr_assert_eq(rl_cost_threads(&m, &k), m.cores);
+	/* the one-core kernel: its working set (32 KiB) is L1-resident; one
+	 * core's share of the chip's L1 bandwidth */
+	cr_assert(rl_cost_node(G, ya, &m));
+	const struct rl_mem_level *l1 = &m.level[0];
+	double e = m.eff_contiguous;
+	double tm = m.cores * (4096.0 * 4 / (l1->read_bw * e) + 4096.0 * 4 / (l1->write_bw * e));
+	double tc = m.cores * 4096.0 / rl_machine_peak(&m, RL_PREC_FP32, false);
+	EQ(G->nodes[ya].cost.time_s, fmax(tm, tc) + m.launch_latency);
+	struct rl_machine h;
+	load_machine("h200", &h);
+	cr_assert(rl_count_node(G, ya, &k));
+	cr_assert_eq(rl_cost_threads(&h, &k), h.cores);
 }
