@@ -237,19 +237,6 @@ static void ref_pool(const struct pool_case *c, const float *x, double *y, doubl
 			}
 }
 
-/* ---- building and running the generated code ----------------------------- */
-
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...)
-{
-	char cmd[8192];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	return system(cmd);
-}
-
 /* in.bin: the inputs back to back; for each thread count T in argv,
  * out_T.bin: the outputs back to back */
 static const char main_src[] =
@@ -375,7 +362,7 @@ static void check_outputs(struct fixture *fx, const char *tag)
 
 static bool same_file(const char *a, const char *b)
 {
-	return sh("cmp -s '%s' '%s'", a, b) == 0;
+	return tu_sh("cmp -s '%s' '%s'", a, b) == 0;
 }
 
 /* ---- tests ------------------------------------------------------------------ */
@@ -384,7 +371,7 @@ Test(emit_conv, matches_reference_and_threads_agree)
 {
 	struct fixture fx;
 	fixture_make(&fx);
-	int rc = sh("cd '%s' && ${CC:-cc} -std=c11 -pedantic -Wall -Wextra -Werror -O2 main.c m.c -lm "
+	int rc = tu_sh("cd '%s' && ${CC:-cc} -std=c11 -pedantic -Wall -Wextra -Werror -O2 main.c m.c -lm "
 	            "-pthread -o run 2> cc.log && ./run 1 2 3 || { cat cc.log >&2; exit 1; }",
 	            fx.dir);
 	cr_assert_eq(rc, 0, "building or running the program in %s failed", fx.dir);
@@ -403,7 +390,7 @@ Test(emit_conv, portable_tiles_match_reference)
 	struct fixture fx;
 	fixture_make(&fx);
 	/* no FMA micro-kernels, no per-ISA clones: the kernels' portable path */
-	int rc = sh("cd '%s' && ${CC:-cc} -std=c11 -pedantic -Wall -Wextra -Werror -O2 -DRL_NO_ISA "
+	int rc = tu_sh("cd '%s' && ${CC:-cc} -std=c11 -pedantic -Wall -Wextra -Werror -O2 -DRL_NO_ISA "
 	            "-DRL_NO_CLONES main.c m.c -lm -pthread -o run 2> cc.log && ./run 1 2 "
 	            "|| { cat cc.log >&2; exit 1; }", fx.dir);
 	cr_assert_eq(rc, 0, "building or running the program in %s failed", fx.dir);
@@ -414,11 +401,11 @@ Test(emit_conv, portable_tiles_match_reference)
 
 Test(emit_conv, compiles_with_clang)
 {
-	if (sh("command -v clang > /dev/null 2>&1") != 0)
+	if (tu_sh("command -v clang > /dev/null 2>&1") != 0)
 		cr_skip_test("clang is not installed");
 	struct fixture fx;
 	fixture_make(&fx);
-	int rc = sh("cd '%s' && clang -std=c11 -pedantic -Wall -Wextra -Werror -O2 main.c m.c -lm "
+	int rc = tu_sh("cd '%s' && clang -std=c11 -pedantic -Wall -Wextra -Werror -O2 main.c m.c -lm "
 	            "-pthread -o run 2> cc.log && ./run 2 || { cat cc.log >&2; exit 1; }", fx.dir);
 	cr_assert_eq(rc, 0, "clang build or run in %s failed", fx.dir);
 	check_outputs(&fx, "2");

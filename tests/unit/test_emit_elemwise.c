@@ -82,35 +82,6 @@ static void set_str(struct rl_graph *g, uint32_t node, const char *name, const c
 	a->n = (int)strlen(s);
 }
 
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...)
-{
-	char cmd[8192];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	return system(cmd);
-}
-
-/* Infer, emit DIR/m.c and compile it warning-free; returns DIR (free with
- * tu_rmtree + free). */
-static char *emit_and_compile(struct rl_graph *g)
-{
-	char err[1024] = "", path[4200];
-	enum rl_status st = rl_graph_infer(g);
-	cr_assert_eq(st, RL_OK, "inference failed: %s", g->err);
-	char *dir = tu_tmpdir();
-	cr_assert(dir);
-	snprintf(path, sizeof(path), "%s/m.c", dir);
-	st = rl_emit_c(g, NULL, path, err, sizeof(err));
-	cr_assert_eq(st, RL_OK, "emit failed: %s", err);
-	int rc = sh("cd '%s' && ${CC:-cc} -std=c11 -Wall -Wextra -Werror -O2 -c m.c -o m.o 2> cc.log"
-	            " || { cat cc.log >&2; exit 1; }", dir);
-	cr_assert_eq(rc, 0, "generated C in %s does not compile cleanly", dir);
-	return dir;
-}
-
 /* ---- everything ONNX defines per dtype compiles cleanly ----------------- */
 
 static const enum rl_dtype all_dtypes[] = {
@@ -215,7 +186,7 @@ static void compile_all_for(enum rl_dtype dt)
 		add_node(g, RL_OP_Cast, &a, 1, &node);
 		set_int(g, node, "to", all_dtypes[k]);
 	}
-	char *dir = emit_and_compile(g);
+	char *dir = tu_emit_compile(g);
 	tu_rmtree(dir);
 	free(dir);
 	rl_graph_free(g);
@@ -236,30 +207,6 @@ Test(emit_elemwise, compiles_uint64) { compile_all_for(RL_DT_UINT64); }
 Test(emit_elemwise, compiles_bool) { compile_all_for(RL_DT_BOOL); }
 
 /* ---- generated code computes the right values --------------------------- */
-
-/* Write main.c that feeds the inputs given as C initializers, runs the model
- * and prints every output element with %.9g (one line per output), then
- * compile and run it; returns the printed text (malloc'd). */
-static char *run_model(struct rl_graph *g, const char *main_src)
-{
-	char *dir = emit_and_compile(g);
-	char path[4200];
-	snprintf(path, sizeof(path), "%s/main.c", dir);
-	cr_assert_eq(tu_write(path, main_src, strlen(main_src)), 0);
-	int rc = sh("cd '%s' && ${CC:-cc} -std=c11 -Wall -Wextra -Werror -O2 main.c m.o -lm -o run 2> cc.log"
-	            " && ./run > out.txt || { cat cc.log >&2; exit 1; }", dir);
-	cr_assert_eq(rc, 0, "building or running the program in %s failed", dir);
-	snprintf(path, sizeof(path), "%s/out.txt", dir);
-	FILE *f = fopen(path, "rb");
-	cr_assert(f);
-	char *buf = calloc(1, 65536);
-	size_t n = fread(buf, 1, 65535, f);
-	buf[n] = 0;
-	fclose(f);
-	tu_rmtree(dir);
-	free(dir);
-	return buf;
-}
 
 Test(emit_elemwise, runs_arith_cast_minmax)
 {
@@ -303,7 +250,7 @@ Test(emit_elemwise, runs_arith_cast_minmax)
 		"    for (int i = 0; i < 6; i++) printf(\"%d \", (int)dv[i]);\n    printf(\"\\n\");\n"
 		"    for (int i = 0; i < 6; i++) printf(\"%g \", rnd[i]);\n    printf(\"\\n\");\n"
 		"    m_free();\n    return 0;\n}\n";
-	char *got = run_model(g, src);
+	char *got = tu_run_model(g, src);
 	const char *want =
 		"2.5 -0.5 3.5 nan 4.5 2.3 \n"     /* a + b, b broadcast over rows */
 		"1 2 -2 -1 0 3 \n"                /* Python: sign of the divisor; x % 0 = 0 */
@@ -355,7 +302,7 @@ Test(emit_elemwise, runs_generators)
 		"    for (int i = 0; i < 12; i++) printf(\"%d\", (int)eye[i]);\n    printf(\"\\n\");\n"
 		"    for (int i = 0; i < 4; i++) printf(\"%d \", (int)rg[i]);\n    printf(\"\\n\");\n"
 		"    m_free();\n    return 0;\n}\n";
-	char *got = run_model(g, src);
+	char *got = tu_run_model(g, src);
 	cr_assert_str_eq(got, "7 7 7 7 7 7 \n"
 	                      "010000100001\n"
 	                      "10 7 4 1 \n");

@@ -30,17 +30,6 @@
 #include "ir.h"
 #include "testutil.h"
 
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...)
-{
-	char cmd[8192];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	return system(cmd);
-}
-
 /* ---- 1. accuracy of each function ----------------------------------------- */
 
 /* The sweep program: for function F with domain [lo, hi] (in float bits
@@ -169,11 +158,11 @@ static const struct bound bounds[] = {
  * the documented bounds; tag names the build in messages. */
 static void run_sweep(const char *dir, const char *extra, const char *tag)
 {
-	int rc = sh("cd '%s' && ${CC:-cc} -std=c11 -Wall -Wextra -Werror -O2 %s sweep.c -o sweep -lm"
+	int rc = tu_sh("cd '%s' && ${CC:-cc} -std=c11 -Wall -Wextra -Werror -O2 %s sweep.c -o sweep -lm"
 	            " 2> cc.log || { cat cc.log >&2; exit 1; }",
 	            dir, extra);
 	cr_assert_eq(rc, 0, "the vector math library does not compile cleanly (%s, %s)", tag, dir);
-	rc = sh("cd '%s' && ./sweep > out.txt", dir);
+	rc = tu_sh("cd '%s' && ./sweep > out.txt", dir);
 	cr_assert_eq(rc, 0);
 	char path[4200];
 	snprintf(path, sizeof(path), "%s/out.txt", dir);
@@ -224,7 +213,7 @@ Test(vmath, accuracy_and_special_values, .timeout = 900)
 	cr_assert_eq(tu_write(path, b.s, b.len), 0);
 	rl_buf_free(&b);
 	run_sweep(dir, "", "baseline");
-	if (sh("cd '%s' && echo 'int main(void) { return 0; }' > native.c &&"
+	if (tu_sh("cd '%s' && echo 'int main(void) { return 0; }' > native.c &&"
 	       " ${CC:-cc} -march=native native.c -o native > /dev/null 2>&1", dir) == 0)
 		run_sweep(dir, "-march=native", "native");
 	tu_rmtree(dir);
@@ -348,7 +337,7 @@ Test(vmath, vector_kernels_agree_with_scalar_table, .timeout = 600)
 	cr_assert_eq(rl_emit_c(g, NULL, path, err, sizeof(err)), RL_OK, "%s", err);
 	snprintf(path, sizeof(path), "%s/main.c", dir);
 	cr_assert_eq(tu_write(path, agree_main, strlen(agree_main)), 0);
-	int rc = sh("cd '%s' && ${CC:-cc} -std=c11 -Wall -Wextra -Werror -pedantic -O2 m.c main.c"
+	int rc = tu_sh("cd '%s' && ${CC:-cc} -std=c11 -Wall -Wextra -Werror -pedantic -O2 m.c main.c"
 	            " -o vec -lm -lpthread 2> cc.log && ${CC:-cc} -std=c11 -O2 -DRL_NO_VEC m.c main.c"
 	            " -o sca -lm -lpthread 2>> cc.log && ./vec 1 v1.bin && ./vec 2 v2.bin &&"
 	            " ./sca 1 s1.bin || { cat cc.log >&2; exit 1; }", dir);

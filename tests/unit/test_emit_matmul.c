@@ -97,35 +97,6 @@ static void set_ints(struct rl_graph *g, uint32_t node, const char *name, int n,
 	a->n = n;
 }
 
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...)
-{
-	char cmd[8192];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	return system(cmd);
-}
-
-/* Infer, emit DIR/m.c and compile it warning-free; returns DIR (free with
- * tu_rmtree + free). */
-static char *emit_and_compile(struct rl_graph *g)
-{
-	char err[1024] = "", path[4200];
-	enum rl_status st = rl_graph_infer(g);
-	cr_assert_eq(st, RL_OK, "inference failed: %s", g->err);
-	char *dir = tu_tmpdir();
-	cr_assert(dir);
-	snprintf(path, sizeof(path), "%s/m.c", dir);
-	st = rl_emit_c(g, NULL, path, err, sizeof(err));
-	cr_assert_eq(st, RL_OK, "emit failed: %s", err);
-	int rc = sh("cd '%s' && ${CC:-cc} -std=c11 -Wall -Wextra -Werror -O2 -c m.c -o m.o 2> cc.log"
-	            " || { cat cc.log >&2; exit 1; }", dir);
-	cr_assert_eq(rc, 0, "generated C in %s does not compile cleanly", dir);
-	return dir;
-}
-
 /* ---- every variant compiles cleanly ------------------------------------- */
 
 static void compile_all_for(enum rl_dtype dt)
@@ -232,7 +203,7 @@ static void compile_all_for(enum rl_dtype dt)
 	add_node(g, RL_OP_GlobalAveragePool, &x, 1, NULL);
 	add_node(g, RL_OP_GlobalMaxPool, &x3, 1, NULL);
 done:;
-	char *dir = emit_and_compile(g);
+	char *dir = tu_emit_compile(g);
 	tu_rmtree(dir);
 	free(dir);
 	rl_graph_free(g);
@@ -247,29 +218,6 @@ Test(emit_matmul, compiles_int64) { compile_all_for(RL_DT_INT64); }
 Test(emit_matmul, compiles_uint64) { compile_all_for(RL_DT_UINT64); }
 
 /* ---- generated code computes the right values --------------------------- */
-
-/* Write main.c, build it against the generated code, run it; returns what
- * it printed (malloc'd). */
-static char *run_model(struct rl_graph *g, const char *main_src)
-{
-	char *dir = emit_and_compile(g);
-	char path[4200];
-	snprintf(path, sizeof(path), "%s/main.c", dir);
-	cr_assert_eq(tu_write(path, main_src, strlen(main_src)), 0);
-	int rc = sh("cd '%s' && ${CC:-cc} -std=c11 -Wall -Wextra -Werror -O2 main.c m.o -lm -o run 2> cc.log"
-	            " && ./run > out.txt || { cat cc.log >&2; exit 1; }", dir);
-	cr_assert_eq(rc, 0, "building or running the program in %s failed", dir);
-	snprintf(path, sizeof(path), "%s/out.txt", dir);
-	FILE *f = fopen(path, "rb");
-	cr_assert(f);
-	char *buf = calloc(1, 65536);
-	size_t n = fread(buf, 1, 65535, f);
-	buf[n] = 0;
-	fclose(f);
-	tu_rmtree(dir);
-	free(dir);
-	return buf;
-}
 
 Test(emit_matmul, runs_matmul_gemm)
 {
@@ -301,7 +249,7 @@ Test(emit_matmul, runs_matmul_gemm)
 		"    for (int i = 0; i < 4; i++) printf(\"%d \", (int)y1[i]);\n    printf(\"\\n\");\n"
 		"    for (int i = 0; i < 4; i++) printf(\"%g \", y2[i]);\n    printf(\"\\n\");\n"
 		"    m_free();\n    return 0;\n}\n";
-	char *got = run_model(g, src);
+	char *got = tu_run_model(g, src);
 	const char *want =
 		"4 -1 10 -1 \n"      /* [1 2 3; 4 5 6] x [1 0; 0 1; 1 -1] */
 		"3 5 196617 14 \n"   /* 65536 * 65536 wraps to 0 in int32 */
@@ -346,7 +294,7 @@ Test(emit_matmul, runs_conv_pool)
 		"    for (int i = 0; i < 4; i++) printf(\"%d \", (int)y3[i]);\n    printf(\"\\n\");\n"
 		"    for (int i = 0; i < 4; i++) printf(\"%g \", y4[i]);\n    printf(\"\\n\");\n"
 		"    m_free();\n    return 0;\n}\n";
-	char *got = run_model(g, src);
+	char *got = tu_run_model(g, src);
 	const char *want =
 		"12 16 24 28 \n"   /* [1 2; 4 5], [2 3; 5 6], ... summed */
 		"1 5 11 28 \n"     /* windows at -1, 1 on each axis, clipped */

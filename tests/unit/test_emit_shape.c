@@ -118,60 +118,9 @@ static void set_str(struct rl_graph *g, uint32_t node, const char *name, const c
 	a->n = (int)strlen(s);
 }
 
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...)
-{
-	char cmd[8192];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	return system(cmd);
-}
-
-/* Infer, emit DIR/m.c and compile it warning-free; returns DIR (free with
- * tu_rmtree + free). */
-static char *emit_and_compile(struct rl_graph *g)
-{
-	char err[1024] = "", path[4200];
-	enum rl_status st = rl_graph_infer(g);
-	cr_assert_eq(st, RL_OK, "inference failed: %s", g->err);
-	char *dir = tu_tmpdir();
-	cr_assert(dir);
-	snprintf(path, sizeof(path), "%s/m.c", dir);
-	st = rl_emit_c(g, NULL, path, err, sizeof(err));
-	cr_assert_eq(st, RL_OK, "emit failed: %s", err);
-	int rc = sh("cd '%s' && ${CC:-cc} -std=c11 -Wall -Wextra -Werror -O2 -c m.c -o m.o 2> cc.log"
-	            " || { cat cc.log >&2; exit 1; }", dir);
-	cr_assert_eq(rc, 0, "generated C in %s does not compile cleanly", dir);
-	return dir;
-}
-
-/* Link main_src against the model, run it, return its stdout (malloc'd). */
-static char *run_model(struct rl_graph *g, const char *main_src)
-{
-	char *dir = emit_and_compile(g);
-	char path[4200];
-	snprintf(path, sizeof(path), "%s/main.c", dir);
-	cr_assert_eq(tu_write(path, main_src, strlen(main_src)), 0);
-	int rc = sh("cd '%s' && ${CC:-cc} -std=c11 -Wall -Wextra -Werror -O2 main.c m.o -lm -o run 2> cc.log"
-	            " && ./run > out.txt || { cat cc.log >&2; exit 1; }", dir);
-	cr_assert_eq(rc, 0, "building or running the program in %s failed", dir);
-	snprintf(path, sizeof(path), "%s/out.txt", dir);
-	FILE *f = fopen(path, "rb");
-	cr_assert(f);
-	char *buf = calloc(1, 65536);
-	size_t n = fread(buf, 1, 65535, f);
-	buf[n] = 0;
-	fclose(f);
-	tu_rmtree(dir);
-	free(dir);
-	return buf;
-}
-
 static void compile_only(struct rl_graph *g)
 {
-	char *dir = emit_and_compile(g);
+	char *dir = tu_emit_compile(g);
 	tu_rmtree(dir);
 	free(dir);
 	rl_graph_free(g);
@@ -400,7 +349,7 @@ Test(emit_shape, runs_movement)
 		"    if (m_run_v(in, out) != 0)\n        return 1;\n"
 		"    pr(t, 6); pr(s, 4); pr(p, 6); pr(ga, 2); pr(ti, 12); pr(tr, 6);\n"
 		"    m_free();\n    return 0;\n}\n";
-	char *got = run_model(g, src);
+	char *got = tu_run_model(g, src);
 	cr_assert_str_eq(got,
 	                 "1 4 2 5 3 6 \n"              /* transpose of [[1 2 3] [4 5 6]] */
 	                 "3 1 6 4 \n"                  /* every second column, backwards */
@@ -451,7 +400,7 @@ Test(emit_shape, runs_reduce_norm)
 		"    for (int i = 0; i < 4; i++) printf(\"%d \", (int)am[i]);\n    printf(\"\\n\");\n"
 		"    printf(\"%g %g %g\\n\", mean[0], mean[1], mean[2]);\n"
 		"    m_free();\n    return 0;\n}\n";
-	char *got = run_model(g, src);
+	char *got = tu_run_model(g, src);
 	/* log(sum(exp(1..6))) = 6.4562; softmax along the middle axis of
 	 * [[0 1] [0 1] [0 1]] is 1/3 everywhere, of [[1 1] [1 2] [1 0]] is
 	 * (e, e, e)/3e for column 0 and (e, e^2, 1)/(e + e^2 + 1) for column 1 */

@@ -228,19 +228,6 @@ static const char *out_name(const struct rl_graph *g, uint32_t k)
 	return g->values[g->outputs[k]].name;
 }
 
-/* ---- same results before and after -------------------------------------- */
-
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...)
-{
-	char cmd[8192];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	return system(cmd);
-}
-
 static void emit(struct rl_graph *g, const char *dir, const char *prefix)
 {
 	char path[4200], err[1024] = "";
@@ -309,10 +296,10 @@ static struct rl_graph *check_same(struct rl_graph *(*build)(void), const char *
 	snprintf(path, sizeof(path), "%s/main.c", dir);
 	cr_assert_eq(tu_write(path, m.s, m.len), 0);
 	rl_buf_free(&m);
-	int rc = sh("cd '%s' && ${CC:-cc} -std=c11 -O1 -w a.c b.c main.c -lm -o run 2> cc.log"
+	int rc = tu_sh("cd '%s' && ${CC:-cc} -std=c11 -O1 -w a.c b.c main.c -lm -o run 2> cc.log"
 	            " || { cat cc.log >&2; exit 1; }", dir);
 	cr_assert_eq(rc, 0, "building the comparison in %s failed", dir);
-	rc = sh("cd '%s' && ./run > out.txt; r=$?; [ $r -eq 0 ] || cat out.txt >&2; exit $r", dir);
+	rc = tu_sh("cd '%s' && ./run > out.txt; r=$?; [ $r -eq 0 ] || cat out.txt >&2; exit $r", dir);
 	if (rc != 0)
 		dump_remarks(ctx);
 	cr_assert_eq(rc, 0, "outputs differ after %s (program in %s)", passes, dir);
