@@ -98,7 +98,8 @@ Test(seq, dft_onesided_constant_axis_and_length)
 	/* x (2, 6, 1) real, axis 1 (an input at opset 20), length 8 (pads):
 	 * one-sided output 8 / 2 + 1 = 5 bins of (re, im) */
 	uint32_t x = tu_input(G, "x", RL_DT_FLOAT, TU_SHAPE(3, 2, 6, 1));
-	uint32_t n = tu_add(G, RL_OP_DFT, "y", 1, 3, x, tu_scalar_i64(G, "len", 8), tu_scalar_i64(G, "axis", 1));
+	uint32_t n = tu_add(G, RL_OP_DFT, "y", 1, 3, x, tu_scalar_i64(G, "len", 8),
+	                    tu_scalar_i64(G, "axis", 1));
 	G->nodes[n].opset = 20;
 	tu_attr_i(G, n, "onesided", 1);
 	tu_infer(G);

@@ -111,6 +111,11 @@ void tu_output(struct rl_graph *g, uint32_t v)
 uint32_t tu_const(struct rl_graph *g, const char *name, enum rl_dtype dt, struct rl_shape s,
                   const void *data)
 {
+	char auto_name[32];
+	if (!name) {
+		snprintf(auto_name, sizeof(auto_name), "c%u", g->nvalues);
+		name = auto_name;
+	}
 	uint32_t v = rl_graph_add_value(g, name, dt, &s);
 	size_t nb = (size_t)rl_shape_numel(&s) * rl_dtype_size(dt);
 	void *p = rl_graph_own(g, nb ? nb : 1);
@@ -163,6 +168,30 @@ uint32_t tu_node(struct rl_graph *g, enum rl_op op, const char *name, int nout, 
 	uint32_t nd = node_va(g, op, name, false, nout, nin, ap);
 	va_end(ap);
 	return nd;
+}
+
+uint32_t tu_add_flow(struct rl_graph *g, enum rl_op op, const uint32_t *in, int nin, int nout,
+                     uint32_t *node)
+{
+	uint32_t y[8];
+	cr_assert(nout >= 1 && nout <= 8);
+	for (int k = 0; k < nout; k++) {
+		char name[32];
+		snprintf(name, sizeof(name), "y%u", g->nvalues);
+		y[k] = rl_graph_add_value(g, name, RL_DT_UNDEFINED, NULL);
+	}
+	uint32_t id = rl_graph_add_node(g, op, NULL, in, nin, y, nout);
+	for (int k = 0; k < nout; k++)
+		tu_output(g, y[k]);
+	if (node)
+		*node = id;
+	return y[0];
+}
+
+uint32_t tu_declare(struct rl_graph *g, uint32_t v, int rank, const int64_t *dims)
+{
+	rl_shape_set(&g->values[v].shape, rank, dims);
+	return v;
 }
 
 const struct rl_value *tu_out(const struct rl_graph *g, uint32_t nd, int k)

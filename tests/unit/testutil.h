@@ -37,7 +37,8 @@ struct rl_shape tu_dims(int rank, const int64_t *dims);
 uint32_t tu_input(struct rl_graph *g, const char *name, enum rl_dtype dt, struct rl_shape s);
 /* Mark v a graph output. */
 void tu_output(struct rl_graph *g, uint32_t v);
-/* A constant holding a graph-owned copy of data (numel x dtype size bytes). */
+/* A constant holding a graph-owned copy of data (numel x dtype size bytes);
+ * name NULL: "c<value index>". */
 uint32_t tu_const(struct rl_graph *g, const char *name, enum rl_dtype dt, struct rl_shape s,
                   const void *data);
 /* Constant int64 tensors: 1-D of n values, and a scalar. */
@@ -48,6 +49,13 @@ uint32_t tu_scalar_i64(struct rl_graph *g, const char *name, int64_t x);
  * makes them graph outputs, tu_node does not. */
 uint32_t tu_add(struct rl_graph *g, enum rl_op op, const char *name, int nout, int nin, ...);
 uint32_t tu_node(struct rl_graph *g, enum rl_op op, const char *name, int nout, int nin, ...);
+/* The same as data flow: node op(in[0..nin)) with `nout` fresh graph outputs
+ * named y<value index>; returns the first output, the node in *node (may be
+ * NULL). */
+uint32_t tu_add_flow(struct rl_graph *g, enum rl_op op, const uint32_t *in, int nin, int nout,
+                     uint32_t *node);
+/* Give v a declared shape, as a model's value_info would; returns v. */
+uint32_t tu_declare(struct rl_graph *g, uint32_t v, int rank, const int64_t *dims);
 /* Output k of node nd. */
 const struct rl_value *tu_out(const struct rl_graph *g, uint32_t nd, int k);
 /* Attributes of node nd. */
