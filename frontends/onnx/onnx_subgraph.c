@@ -1222,9 +1222,11 @@ static enum rl_status lower_seq(struct lower *L, const Onnx__NodeProto *np,
  *   Y = Cast<V>(MatMul(probs, Cast<P>(V')))
  *
  * P is softmax_precision, by default float32 unless the inputs are double.
- * The modifiers are built inline like If branches (lower_body), so their
- * constants fold and their elementwise nodes fuse with the rest at -O2. A
- * FlexAttention without modifiers stays one node for the fused kernel.
+ * The modifiers are built inline like If branches (lower_body), renamed
+ * "<node>/score_mod/<name>", so the passes see them as any other nodes (their
+ * position constants fold). The [B, Hq, L, S] scores are held in memory on
+ * this path. A FlexAttention without modifiers stays one node for the fused
+ * kernel.
  */
 
 bool rl_onnx_flex_mod(const Onnx__NodeProto *np)
@@ -1283,8 +1285,12 @@ static enum rl_status flex_mod(struct lower *L, struct scope *sc, const Onnx__No
                                const char *attr, enum rl_dtype P, uint32_t *x)
 {
 	const Onnx__GraphProto *mg = graph_attr(np, attr);
-	if (!mg)
+	if (!mg) {
+		for (size_t i = 0; i < np->n_attribute; i++)
+			if (np->attribute[i]->name && !strcmp(np->attribute[i]->name, attr))
+				return fail(L, RL_ERR_INVALID, "attribute %s is not a graph", attr);
 		return RL_OK;
+	}
 	if (mg->n_input != 1 || mg->n_output != 1)
 		return fail(L, RL_ERR_INVALID, "%s takes %zu inputs and gives %zu outputs; it must "
 		            "take the one tensor and give one", attr, mg->n_input, mg->n_output);
