@@ -12,7 +12,9 @@
  *   rows, then K's); qk_matmul_output is [B, Hq, Sq, P+S].
  * - LinearAttention: 3-D [B, T, H*D] in, output [B, T, Hq*Dv] and the state
  *   [B, Hkv, Dk, Dv].
- * - FlexAttention: 4-D only (no score_mod / prob_mod subgraphs here).
+ * - FlexAttention: 4-D only. One with a score_mod or prob_mod graph never
+ *   reaches here: the reader writes it out as MatMul, the modifier, Softmax
+ *   and MatMul (frontends/onnx/onnx_subgraph.c).
  * - CausalConvWithState: input [B, C, L], depthwise weight [C, 1, K], the
  *   output like the input and the state [B, C, K-1].
  * - AffineGrid: the output size comes from the `size` input; when it is not

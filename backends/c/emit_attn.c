@@ -464,8 +464,12 @@ static enum rl_status emit_attention(struct rl_cgen *cg, uint32_t node)
 	const struct rl_value *y = cg_out(cg, node, 0);
 	const struct rl_value *yk = cg_out(cg, node, 1), *yv = cg_out(cg, node, 2);
 	const struct rl_value *yqk = cg_out(cg, node, 3);
+	/* the ONNX reader writes a FlexAttention with modifiers out as plain
+	 * nodes (frontends/onnx/onnx_subgraph.c); a graph built otherwise that
+	 * still carries one is refused rather than run without it */
 	if (flex && (rl_node_attr(n, "score_mod") || rl_node_attr(n, "prob_mod")))
-		return cg_error(cg, node, "score_mod and prob_mod subgraphs are not supported");
+		return cg_error(cg, node, "score_mod and prob_mod graphs are applied only when the "
+		                "ONNX reader writes the node out");
 	if (!rl_dtype_is_float(q->dtype) || k->dtype != q->dtype || v->dtype != q->dtype)
 		return cg_error(cg, node, "Q, K and V must share one float dtype");
 	if ((pk == NULL) != (pv == NULL))

@@ -719,9 +719,10 @@ static enum rl_status build_graph(struct rl_graph *g, const Onnx__ModelProto *m)
 		if (np->n_output > 64)
 			FAIL(RL_ERR_UNSUPPORTED, NULL, "node %zu has %zu outputs", i, np->n_output);
 		node_ids[i] = RL_NONE;
-		if (op == RL_OP_COUNT_) {
-			/* control flow, sequences, optionals: only the outputs now,
-			 * rl_onnx_lower_ctrl() builds what computes them */
+		if (op == RL_OP_COUNT_ || rl_onnx_flex_mod(np)) {
+			/* control flow, sequences, optionals, FlexAttention with a
+			 * modifier graph: only the outputs now, rl_onnx_lower_ctrl()
+			 * builds what computes them */
 			for (size_t k = 0; k < np->n_output; k++) {
 				const char *on = np->output[k];
 				if (!on || !*on)

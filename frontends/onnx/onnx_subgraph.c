@@ -1,6 +1,6 @@
 /*
- * onnx_subgraph.c - If, Loop, Scan, sequences and optionals, lowered while
- * the model is read.
+ * onnx_subgraph.c - If, Loop, Scan, sequences, optionals and FlexAttention's
+ * modifier graphs, lowered while the model is read.
  *
  * rlopt generates straight-line C with every shape fixed at generation time,
  * so control flow is resolved here, into plain IR nodes, and never reaches
@@ -29,6 +29,9 @@
  *    constant, which the unrolled loop's iteration number is. SplitToSequence
  *    needs the static length of its axis. Optionals are a tensor, a sequence
  *    or nothing, also known at build time.
+ *  - FlexAttention with a score_mod or prob_mod graph is written out as its
+ *    definition (MatMul, the modifier built inline, Softmax, MatMul; see the
+ *    FlexAttention section below); without one it stays a single node.
  *
  * The reader builds every other node and leaves the outputs of these as
  * values without a producer; the lowering runs at the start of the first
@@ -50,6 +53,7 @@
 #include "onnx_subgraph.h"
 #include "onnx.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -1199,6 +1203,206 @@ static enum rl_status lower_seq(struct lower *L, const Onnx__NodeProto *np,
 	return st;
 }
 
+/* ---- FlexAttention with score_mod / prob_mod ------------------------------ */
+
+/*
+ * The attention kernel (backends/c/emit_attn.c) keeps one row of scores in
+ * registers and never materializes Sq x T, so it cannot hand the scores to a
+ * subgraph that sees the whole [B, Hq, L, S] tensor (Shape, Range, Gather of
+ * the query and key positions: any operator). A FlexAttention that carries
+ * score_mod or prob_mod is therefore written out here as the operator's
+ * definition, in the order and precision of onnx.reference:
+ *
+ *   c = Cast<Q>(sqrt(float32(scale)))      scale: the attribute, else 1/sqrt(E)
+ *   K', V' = K, V repeated to Hq heads     (Gather on axis 1, h -> h / G)
+ *   scores = Cast<P>(MatMul(Q * c, Transpose(K' * c)))
+ *   scores = score_mod(scores)
+ *   probs = Softmax(scores, axis -1)
+ *   probs = prob_mod(probs)
+ *   Y = Cast<V>(MatMul(probs, Cast<P>(V')))
+ *
+ * P is softmax_precision, by default float32 unless the inputs are double.
+ * The modifiers are built inline like If branches (lower_body), renamed
+ * "<node>/score_mod/<name>", so the passes see them as any other nodes (their
+ * position constants fold). The [B, Hq, L, S] scores are held in memory on
+ * this path. A FlexAttention without modifiers stays one node for the fused
+ * kernel.
+ */
+
+bool rl_onnx_flex_mod(const Onnx__NodeProto *np)
+{
+	if (!np->op_type || strcmp(np->op_type, "FlexAttention") != 0)
+		return false;
+	for (size_t i = 0; i < np->n_attribute; i++) {
+		const Onnx__AttributeProto *ap = np->attribute[i];
+		if (ap->name && (!strcmp(ap->name, "score_mod") || !strcmp(ap->name, "prob_mod")))
+			return true;
+	}
+	return false;
+}
+
+/* start() of op on x (and y when not RL_NONE), for a node that takes attributes. */
+static uint32_t start1(struct lower *L, enum rl_op op, const char *base, uint32_t x, uint32_t y)
+{
+	uint32_t in[2] = {x, y};
+	return start(L, op, base, in, y == RL_NONE ? 1 : 2, RL_NONE);
+}
+
+static enum rl_status op_cast(struct lower *L, const char *base, uint32_t x, enum rl_dtype to,
+                              uint32_t *res)
+{
+	if (L->g->values[x].dtype == to) {
+		*res = x;
+		return RL_OK;
+	}
+	uint32_t id = start1(L, RL_OP_Cast, base, x, RL_NONE);
+	rl_node_add_attr(L->g, id, "to", RL_ATTR_INT)->i = to;
+	return finish(L, id, res);
+}
+
+/* K or V [B, Hkv, S, D] with each head repeated G times: [B, Hkv * G, S, D] */
+static enum rl_status op_repeat_heads(struct lower *L, const char *base, uint32_t x,
+                                      int64_t hkv, int64_t G, uint32_t *res)
+{
+	if (G == 1) {
+		*res = x;
+		return RL_OK;
+	}
+	int64_t *idx = malloc((size_t)(hkv * G) * sizeof(int64_t));
+	RL_ASSERT(idx);
+	for (int64_t h = 0; h < hkv * G; h++)
+		idx[h] = h / G;
+	uint32_t id = start1(L, RL_OP_Gather, base, x, const_i64(L, "heads", idx, (int)(hkv * G),
+	                                                        false));
+	free(idx);
+	rl_node_add_attr(L->g, id, "axis", RL_ATTR_INT)->i = 1;
+	return finish(L, id, res);
+}
+
+/* One modifier graph on x [B, Hq, L, S] of dtype P; the result must keep
+ * the shape (the spec's contract) and is cast to P as the reference does. */
+static enum rl_status flex_mod(struct lower *L, struct scope *sc, const Onnx__NodeProto *np,
+                               const char *attr, enum rl_dtype P, uint32_t *x)
+{
+	const Onnx__GraphProto *mg = graph_attr(np, attr);
+	if (!mg) {
+		for (size_t i = 0; i < np->n_attribute; i++)
+			if (np->attribute[i]->name && !strcmp(np->attribute[i]->name, attr))
+				return fail(L, RL_ERR_INVALID, "attribute %s is not a graph", attr);
+		return RL_OK;
+	}
+	if (mg->n_input != 1 || mg->n_output != 1)
+		return fail(L, RL_ERR_INVALID, "%s takes %zu inputs and gives %zu outputs; it must "
+		            "take the one tensor and give one", attr, mg->n_input, mg->n_output);
+	struct item in = tensor_item(*x), out;
+	enum rl_status st = lower_body(L, sc, mg, &in, 1, iter_prefix(L, attr, -1), &out);
+	if (st == RL_OK)
+		st = need_tensor(L, &out, attr);
+	if (st != RL_OK)
+		return st;
+	const struct rl_value *a = &L->g->values[*x], *b = &L->g->values[out.v];
+	if (!rl_shape_equal(&a->shape, &b->shape)) {
+		char sa[128], sb[128];
+		return fail(L, RL_ERR_INVALID, "%s gives shape %s for scores of shape %s; it must "
+		            "keep the shape", attr, rl_shape_str(&b->shape, sb, sizeof(sb)),
+		            rl_shape_str(&a->shape, sa, sizeof(sa)));
+	}
+	return op_cast(L, attr, out.v, P, x);
+}
+
+static enum rl_status lower_flex(struct lower *L, struct scope *sc, const Onnx__NodeProto *np,
+                                 const struct item *in, int nin, struct item *out)
+{
+	struct rl_graph *g = L->g;
+	if (nin != 3 || np->n_output != 1)
+		return fail(L, RL_ERR_INVALID, "has %d inputs and %zu outputs; FlexAttention takes "
+		            "Q, K, V and gives Y", nin, np->n_output);
+	enum rl_status st = RL_OK;
+	for (int i = 0; i < 3 && st == RL_OK; i++)
+		st = need_tensor(L, &in[i], i == 0 ? "Q" : i == 1 ? "K" : "V");
+	if (st != RL_OK)
+		return st;
+	/* copies: adding values below moves g->values */
+	const struct rl_value q = g->values[in[0].v], k = g->values[in[1].v], v = g->values[in[2].v];
+	for (int i = 0; i < 3; i++) {
+		const struct rl_value *x = &g->values[in[i].v];
+		bool known = x->shape.rank == 4;
+		for (int d = 0; d < 4 && known; d++)
+			known = x->shape.d[d].v >= 0;
+		char b[128];
+		if (!known)
+			return fail(L, RL_ERR_SHAPE, "%s '%s' has shape %s; FlexAttention with %s needs "
+			            "rank 4 with every dim known (bind symbolic dims with --dim)",
+			            i == 0 ? "Q" : i == 1 ? "K" : "V", x->name,
+			            rl_shape_str(&x->shape, b, sizeof(b)),
+			            graph_attr(np, "score_mod") ? "score_mod" : "prob_mod");
+	}
+	if (!rl_dtype_is_float(q.dtype) || k.dtype != q.dtype || v.dtype != q.dtype)
+		return fail(L, RL_ERR_INVALID, "Q, K and V must share one float dtype");
+	int64_t B = q.shape.d[0].v, Hq = q.shape.d[1].v, E = q.shape.d[3].v;
+	int64_t Hkv = k.shape.d[1].v, S = k.shape.d[2].v;
+	if (k.shape.d[0].v != B || v.shape.d[0].v != B || v.shape.d[1].v != Hkv ||
+	    v.shape.d[2].v != S || k.shape.d[3].v != E)
+		return fail(L, RL_ERR_SHAPE, "Q [B, Hq, L, E], K [B, Hkv, S, E] and V [B, Hkv, S, Ev] "
+		            "do not agree");
+	if (Hkv <= 0 || Hq % Hkv != 0)
+		return fail(L, RL_ERR_SHAPE, "q heads (%lld) must be a multiple of kv heads (%lld)",
+		            (long long)Hq, (long long)Hkv);
+	enum rl_dtype P = q.dtype == RL_DT_DOUBLE ? RL_DT_DOUBLE : RL_DT_FLOAT;
+	int64_t sp = int_attr(np, "softmax_precision", -1);
+	if (sp >= 0) {
+		if (sp != RL_DT_FLOAT && sp != RL_DT_FLOAT16 && sp != RL_DT_BFLOAT16 &&
+		    sp != RL_DT_DOUBLE)
+			return fail(L, RL_ERR_INVALID, "softmax_precision %lld is not float, float16, "
+			            "bfloat16 or double", (long long)sp);
+		P = (enum rl_dtype)sp;
+	}
+	/* sqrt(scale) in float32, as the reference and the function body take it */
+	double scale = 1.0 / sqrt((double)E);
+	for (size_t i = 0; i < np->n_attribute; i++)
+		if (np->attribute[i]->name && !strcmp(np->attribute[i]->name, "scale"))
+			scale = np->attribute[i]->f;
+	struct rl_shape s0 = {.rank = 0};
+	uint32_t c = rl_graph_add_value(g, fresh_name(L, "sqrt_scale"), RL_DT_FLOAT, &s0);
+	float *cd = rl_arena_alloc(g, sizeof(float));
+	*cd = sqrtf((float)scale);
+	rl_value_set_data(g, c, cd, sizeof(float));
+	uint32_t qs, ks, kt, vs, sc4, id;
+	if ((st = op_cast(L, "sqrt_scale_cast", c, q.dtype, &c)) != RL_OK ||
+	    (st = op2(L, RL_OP_Mul, "q_scaled", in[0].v, c, RL_NONE, &qs)) != RL_OK ||
+	    (st = op_repeat_heads(L, "k_heads", in[1].v, Hkv, Hq / Hkv, &ks)) != RL_OK ||
+	    (st = op2(L, RL_OP_Mul, "k_scaled", ks, c, RL_NONE, &ks)) != RL_OK)
+		return st;
+	id = start1(L, RL_OP_Transpose, "k_transposed", ks, RL_NONE);
+	struct rl_attr *perm = rl_node_add_attr(g, id, "perm", RL_ATTR_INTS);
+	perm->n = 4;
+	perm->ints = rl_arena_alloc(g, 4 * sizeof(int64_t));
+	memcpy(perm->ints, (const int64_t[]){0, 1, 3, 2}, 4 * sizeof(int64_t));
+	if ((st = finish(L, id, &kt)) != RL_OK ||
+	    (st = op2(L, RL_OP_MatMul, "scores", qs, kt, RL_NONE, &sc4)) != RL_OK ||
+	    (st = op_cast(L, "scores_cast", sc4, P, &sc4)) != RL_OK ||
+	    (st = flex_mod(L, sc, np, "score_mod", P, &sc4)) != RL_OK)
+		return st;
+	id = start1(L, RL_OP_Softmax, "probs", sc4, RL_NONE);
+	rl_node_add_attr(g, id, "axis", RL_ATTR_INT)->i = -1;
+	if ((st = finish(L, id, &sc4)) != RL_OK ||
+	    (st = flex_mod(L, sc, np, "prob_mod", P, &sc4)) != RL_OK ||
+	    (st = op_repeat_heads(L, "v_heads", in[2].v, Hkv, Hq / Hkv, &vs)) != RL_OK ||
+	    (st = op_cast(L, "v_cast", vs, P, &vs)) != RL_OK ||
+	    (st = op2(L, RL_OP_MatMul, "y", sc4, vs, RL_NONE, &vs)) != RL_OK ||
+	    (st = op_cast(L, "y_cast", vs, v.dtype, &vs)) != RL_OK)
+		return st;
+	out[0] = tensor_item(vs);
+	return RL_OK;
+}
+
+/* Nodes this file builds itself: control flow, sequences, optionals and a
+ * FlexAttention with a modifier graph. */
+static bool lowered_here(const Onnx__NodeProto *np)
+{
+	return rl_onnx_ctrl_op(np->op_type) || rl_onnx_flex_mod(np);
+}
+
 /* ---- one node ----------------------------------------------------------------- */
 
 static enum rl_status lower_ctrl(struct lower *L, struct scope *sc, const Onnx__NodeProto *np,
@@ -1226,6 +1430,8 @@ static enum rl_status lower_ctrl(struct lower *L, struct scope *sc, const Onnx__
 	else if (strcmp(op, "SequenceMap") == 0)
 		st = nin < 1 ? fail(L, RL_ERR_INVALID, "no input sequence")
 		             : lower_seqmap(L, sc, np, in, nin, out);
+	else if (rl_onnx_flex_mod(np))
+		st = lower_flex(L, sc, np, in, nin, out);
 	else if (strcmp(op, "SplitToSequence") == 0)
 		st = nin < 1 ? fail(L, RL_ERR_INVALID, "no input") : lower_split(L, np, in, nin, out);
 	else
@@ -1312,7 +1518,7 @@ static enum rl_status lower_nodes(struct lower *L, struct scope *sc, const Onnx_
 	enum rl_status st = RL_OK;
 	for (size_t i = 0; i < gp->n_node && st == RL_OK; i++) {
 		const Onnx__NodeProto *np = gp->node[i];
-		if (!rl_onnx_ctrl_op(np->op_type)) {
+		if (!lowered_here(np)) {
 			st = lower_plain(L, sc, np, i);
 			continue;
 		}
@@ -1332,7 +1538,7 @@ static enum rl_status lower_nodes(struct lower *L, struct scope *sc, const Onnx_
 static bool has_ctrl(const Onnx__GraphProto *gp)
 {
 	for (size_t i = 0; i < gp->n_node; i++)
-		if (rl_onnx_ctrl_op(gp->node[i]->op_type))
+		if (lowered_here(gp->node[i]))
 			return true;
 	return false;
 }
@@ -1359,7 +1565,7 @@ enum rl_status rl_onnx_lower_ctrl(struct rl_graph *g, const Onnx__GraphProto *gp
 	enum rl_status st = RL_OK;
 	for (size_t i = 0; i < gp->n_node && st == RL_OK; i++) {
 		const Onnx__NodeProto *np = gp->node[i];
-		if (!rl_onnx_ctrl_op(np->op_type))
+		if (!lowered_here(np))
 			continue;
 		char pre[256];
 		if (np->name && *np->name)

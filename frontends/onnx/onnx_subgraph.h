@@ -12,6 +12,11 @@
  * the IR: If, Loop, Scan, the Sequence* operators and the Optional ones. */
 bool rl_onnx_ctrl_op(const char *op_type);
 
+/* True for a FlexAttention with a score_mod or prob_mod graph: the reader
+ * writes it out as MatMul, the modifiers, Softmax and MatMul (the fused
+ * attention kernel has no place to run a whole-tensor subgraph). */
+bool rl_onnx_flex_mod(const Onnx__NodeProto *np);
+
 /* Lower every control-flow, sequence and optional node of the main graph gp
  * into plain IR nodes (the rest of gp is already built into g, with a value,
  * no producer, for each output of those nodes). Shapes and constants the

@@ -125,6 +125,18 @@ def cases():
         [helper.make_node("Relu", ["x"], ["y"], name="r")], [vi("x", [2, -3])], [vi("y", [2, 3])])),
         2, ["dimension"])
 
+    def flex_mod_shape(d):
+        io = [vi(n, ["B", "H", "L", "S"]) for n in ("s", "r")]
+        mod = helper.make_graph([helper.make_node("ReduceMax", ["s"], ["r"], keepdims=1)], "m", io[:1], io[1:])
+        node = helper.make_node("FlexAttention", ["q", "k", "v"], ["y"], name="fa", domain="ai.onnx.preview",
+                                score_mod=mod)
+        g = helper.make_graph([node], "g", [vi("q", [1, 2, 3, 4]), vi("k", [1, 2, 5, 4]), vi("v", [1, 2, 5, 4])],
+                              [vi("y", [1, 2, 3, 4])])
+        return helper.make_model(g, opset_imports=[helper.make_opsetid("", 26),
+                                                   helper.make_opsetid("ai.onnx.preview", 1)], ir_version=8)
+    add("FlexAttention score_mod that changes the shape", write_model(flex_mod_shape), 2,
+        ["'fa'", "FlexAttention", "score_mod", "keep the shape"])
+
     def overflow(d):
         w = TensorProto()
         w.name = "w"

@@ -34,8 +34,7 @@ static struct rl_graph *G;
 
 static void setup(void)
 {
-	G = rl_graph_new();
-	cr_assert(G);
+	G = tu_graph_new(17, NULL);
 }
 
 static void teardown(void)
@@ -45,36 +44,6 @@ static void teardown(void)
 }
 
 TestSuite(cost, .init = setup, .fini = teardown);
-
-static struct rl_shape shp(int rank, ...)
-{
-	struct rl_shape s;
-	memset(&s, 0, sizeof(s));
-	s.rank = rank;
-	va_list ap;
-	va_start(ap, rank);
-	for (int i = 0; i < rank; i++)
-		s.d[i].v = va_arg(ap, int64_t);
-	va_end(ap);
-	return s;
-}
-#define SH(...) shp(__VA_ARGS__)
-#define L(x) ((int64_t)(x))
-
-static void push(uint32_t **arr, uint32_t *n, uint32_t v)
-{
-	*arr = realloc(*arr, (*n + 1) * sizeof(**arr));
-	cr_assert(*arr);
-	(*arr)[(*n)++] = v;
-}
-
-static uint32_t input(const char *name, enum rl_dtype dt, struct rl_shape s)
-{
-	uint32_t v = rl_graph_add_value(G, name, dt, &s);
-	G->values[v].flags |= RL_VAL_INPUT;
-	push(&G->inputs, &G->ninputs, v);
-	return v;
-}
 
 /* A constant filled with small values (graph-owned). */
 static uint32_t weight(const char *name, enum rl_dtype dt, struct rl_shape s)
@@ -90,135 +59,70 @@ static uint32_t weight(const char *name, enum rl_dtype dt, struct rl_shape s)
 	return v;
 }
 
-static uint32_t ints(const char *name, int n, const int64_t *vals)
-{
-	struct rl_shape s = SH(1, L(n));
-	uint32_t v = rl_graph_add_value(G, name, RL_DT_INT64, &s);
-	int64_t *p = rl_graph_own(G, (size_t)n * 8);
-	memcpy(p, vals, (size_t)n * 8);
-	rl_value_set_data(G, v, p, (size_t)n * 8);
-	return v;
-}
-
-/* Add node op(in...) -> one fresh output named `out`, marked a graph output;
- * returns the node index. */
-static uint32_t add(enum rl_op op, const char *out, int nin, ...)
-{
-	uint32_t in[8];
-	va_list ap;
-	va_start(ap, nin);
-	for (int i = 0; i < nin; i++)
-		in[i] = va_arg(ap, uint32_t);
-	va_end(ap);
-	uint32_t o = rl_graph_add_value(G, out, RL_DT_UNDEFINED, NULL);
-	uint32_t n = rl_graph_add_node(G, op, out, in, nin, &o, 1);
-	G->values[o].flags |= RL_VAL_OUTPUT;
-	push(&G->outputs, &G->noutputs, o);
-	return n;
-}
-
-static void attr_i(uint32_t nd, const char *name, int64_t v)
-{
-	rl_node_add_attr(G, nd, name, RL_ATTR_INT)->i = v;
-}
-
-static void attr_f(uint32_t nd, const char *name, double v)
-{
-	rl_node_add_attr(G, nd, name, RL_ATTR_FLOAT)->f = v;
-}
-
-static void attr_ints(uint32_t nd, const char *name, int n, ...)
-{
-	struct rl_attr *a = rl_node_add_attr(G, nd, name, RL_ATTR_INTS);
-	a->n = n;
-	a->ints = rl_arena_alloc(G, (size_t)n * sizeof(int64_t));
-	va_list ap;
-	va_start(ap, n);
-	for (int i = 0; i < n; i++)
-		a->ints[i] = va_arg(ap, int64_t);
-	va_end(ap);
-}
-
-static void infer(void)
-{
-	enum rl_status st = rl_graph_infer(G);
-	cr_assert_eq(st, RL_OK, "infer: %s", G->err);
-}
-
-static struct rl_counts count(uint32_t node)
-{
-	struct rl_counts c;
-	cr_assert(rl_count_node(G, node, &c), "node %u not counted", node);
-	return c;
-}
-
-#define EQ(got, want) cr_assert(fabs((double)(got) - (double)(want)) < 1e-9 * fmax(1, fabs((double)(want))), \
-                                "%s = %.17g, want %.17g", #got, (double)(got), (double)(want))
-
 /* ---- matrix products -------------------------------------------------------- */
 
 Test(cost, matmul_batched)
 {
 	/* A [2,3,4,5] x B [5,6] (a weight) -> Y [2,3,4,6] */
-	uint32_t a = input("a", RL_DT_FLOAT, SH(4, L(2), L(3), L(4), L(5)));
-	uint32_t b = weight("b", RL_DT_FLOAT, SH(2, L(5), L(6)));
-	uint32_t n = add(RL_OP_MatMul, "y", 2, a, b);
-	infer();
-	struct rl_counts c = count(n);
+	uint32_t a = tu_input(G, "a", RL_DT_FLOAT, TU_SHAPE(4, 2, 3, 4, 5));
+	uint32_t b = weight("b", RL_DT_FLOAT, TU_SHAPE(2, 5, 6));
+	uint32_t n = tu_add(G, RL_OP_MatMul, "y", 1, 2, a, b);
+	tu_infer(G);
+	struct rl_counts c = tu_count(G, n);
 	/* 2*3*4 matrices of 4x6 outputs, each a 5-long dot product */
-	EQ(c.macs, 2 * 3 * 4 * 6 * 5);        /* 720 */
-	EQ(c.flops, 2 * 720);
-	EQ(c.bytes_read, 2 * 3 * 4 * 5 * 4 + 5 * 6 * 4); /* 480 + 120 */
-	EQ(c.weight_bytes, 5 * 6 * 4);
-	EQ(c.bytes_write, 2 * 3 * 4 * 6 * 4); /* 576 */
+	TU_EQ(c.macs, 2 * 3 * 4 * 6 * 5);        /* 720 */
+	TU_EQ(c.flops, 2 * 720);
+	TU_EQ(c.bytes_read, 2 * 3 * 4 * 5 * 4 + 5 * 6 * 4); /* 480 + 120 */
+	TU_EQ(c.weight_bytes, 5 * 6 * 4);
+	TU_EQ(c.bytes_write, 2 * 3 * 4 * 6 * 4); /* 576 */
 	cr_assert_eq(c.access, RL_ACCESS_CONTIGUOUS);
 }
 
 Test(cost, matmul_broadcast_batch)
 {
 	/* A [2,1,4,5] x B [3,5,6] -> Y [2,3,4,6]: the batch dims broadcast */
-	uint32_t a = input("a", RL_DT_FLOAT, SH(4, L(2), L(1), L(4), L(5)));
-	uint32_t b = input("b", RL_DT_FLOAT, SH(3, L(3), L(5), L(6)));
-	uint32_t n = add(RL_OP_MatMul, "y", 2, a, b);
-	infer();
-	struct rl_counts c = count(n);
-	EQ(c.macs, 2 * 3 * 4 * 6 * 5);
-	EQ(c.bytes_read, (2 * 4 * 5 + 3 * 5 * 6) * 4);
-	EQ(c.weight_bytes, 0);
+	uint32_t a = tu_input(G, "a", RL_DT_FLOAT, TU_SHAPE(4, 2, 1, 4, 5));
+	uint32_t b = tu_input(G, "b", RL_DT_FLOAT, TU_SHAPE(3, 3, 5, 6));
+	uint32_t n = tu_add(G, RL_OP_MatMul, "y", 1, 2, a, b);
+	tu_infer(G);
+	struct rl_counts c = tu_count(G, n);
+	TU_EQ(c.macs, 2 * 3 * 4 * 6 * 5);
+	TU_EQ(c.bytes_read, (2 * 4 * 5 + 3 * 5 * 6) * 4);
+	TU_EQ(c.weight_bytes, 0);
 }
 
 Test(cost, gemm_trans_alpha_beta_c)
 {
 	/* A is K x M = 8 x 4 (transA), B is N x K = 3 x 8 (transB), C [3] */
-	uint32_t a = input("a", RL_DT_FLOAT, SH(2, L(8), L(4)));
-	uint32_t b = weight("b", RL_DT_FLOAT, SH(2, L(3), L(8)));
-	uint32_t cc = weight("c", RL_DT_FLOAT, SH(1, L(3)));
-	uint32_t n = add(RL_OP_Gemm, "y", 3, a, b, cc);
-	attr_i(n, "transA", 1);
-	attr_i(n, "transB", 1);
-	attr_f(n, "alpha", 0.5);
-	attr_f(n, "beta", 2.0);
-	infer();
-	struct rl_counts c = count(n);
+	uint32_t a = tu_input(G, "a", RL_DT_FLOAT, TU_SHAPE(2, 8, 4));
+	uint32_t b = weight("b", RL_DT_FLOAT, TU_SHAPE(2, 3, 8));
+	uint32_t cc = weight("c", RL_DT_FLOAT, TU_SHAPE(1, 3));
+	uint32_t n = tu_add(G, RL_OP_Gemm, "y", 1, 3, a, b, cc);
+	tu_attr_i(G, n, "transA", 1);
+	tu_attr_i(G, n, "transB", 1);
+	tu_attr_f(G, n, "alpha", 0.5);
+	tu_attr_f(G, n, "beta", 2.0);
+	tu_infer(G);
+	struct rl_counts c = tu_count(G, n);
 	/* Y is 4 x 3: 12 dot products of length 8 */
-	EQ(c.macs, 4 * 3 * 8);
+	TU_EQ(c.macs, 4 * 3 * 8);
 	/* 2 per MAC, + alpha*AB (12), + C (12), + beta*C (12) */
-	EQ(c.flops, 2 * 96 + 12 + 12 + 12);
-	EQ(c.bytes_read, 8 * 4 * 4 + 3 * 8 * 4 + 3 * 4); /* 128 + 96 + 12 */
-	EQ(c.weight_bytes, 96 + 12);
-	EQ(c.bytes_write, 4 * 3 * 4);
+	TU_EQ(c.flops, 2 * 96 + 12 + 12 + 12);
+	TU_EQ(c.bytes_read, 8 * 4 * 4 + 3 * 8 * 4 + 3 * 4); /* 128 + 96 + 12 */
+	TU_EQ(c.weight_bytes, 96 + 12);
+	TU_EQ(c.bytes_write, 4 * 3 * 4);
 }
 
 Test(cost, gemm_plain)
 {
 	/* alpha = beta = 1, no C: just the product */
-	uint32_t a = input("a", RL_DT_FLOAT, SH(2, L(5), L(7)));
-	uint32_t b = weight("b", RL_DT_FLOAT, SH(2, L(7), L(2)));
-	uint32_t n = add(RL_OP_Gemm, "y", 2, a, b);
-	infer();
-	struct rl_counts c = count(n);
-	EQ(c.macs, 5 * 2 * 7);
-	EQ(c.flops, 2 * 70);
+	uint32_t a = tu_input(G, "a", RL_DT_FLOAT, TU_SHAPE(2, 5, 7));
+	uint32_t b = weight("b", RL_DT_FLOAT, TU_SHAPE(2, 7, 2));
+	uint32_t n = tu_add(G, RL_OP_Gemm, "y", 1, 2, a, b);
+	tu_infer(G);
+	struct rl_counts c = tu_count(G, n);
+	TU_EQ(c.macs, 5 * 2 * 7);
+	TU_EQ(c.flops, 2 * 70);
 }
 
 /* ---- convolution --------------------------------------------------------- */
@@ -227,35 +131,35 @@ Test(cost, conv_grouped_strided_bias)
 {
 	/* X [1,4,9,9], W [6,2,3,3] with group 2, B [6], stride 2, pads 1:
 	 * out = floor((9 + 2 - 3) / 2) + 1 = 5, so Y [1,6,5,5] */
-	uint32_t x = input("x", RL_DT_FLOAT, SH(4, L(1), L(4), L(9), L(9)));
-	uint32_t w = weight("w", RL_DT_FLOAT, SH(4, L(6), L(2), L(3), L(3)));
-	uint32_t b = weight("bias", RL_DT_FLOAT, SH(1, L(6)));
-	uint32_t n = add(RL_OP_Conv, "y", 3, x, w, b);
-	attr_i(n, "group", 2);
-	attr_ints(n, "strides", 2, L(2), L(2));
-	attr_ints(n, "pads", 4, L(1), L(1), L(1), L(1));
-	infer();
+	uint32_t x = tu_input(G, "x", RL_DT_FLOAT, TU_SHAPE(4, 1, 4, 9, 9));
+	uint32_t w = weight("w", RL_DT_FLOAT, TU_SHAPE(4, 6, 2, 3, 3));
+	uint32_t b = weight("bias", RL_DT_FLOAT, TU_SHAPE(1, 6));
+	uint32_t n = tu_add(G, RL_OP_Conv, "y", 1, 3, x, w, b);
+	tu_attr_i(G, n, "group", 2);
+	tu_attr_ints(G, n, "strides", 2, (const int64_t[]){2, 2});
+	tu_attr_ints(G, n, "pads", 4, (const int64_t[]){1, 1, 1, 1});
+	tu_infer(G);
 	cr_assert_eq(rl_shape_numel(&G->values[G->nodes[n].out[0]].shape), 150);
-	struct rl_counts c = count(n);
+	struct rl_counts c = tu_count(G, n);
 	/* each of 150 outputs: 2 input channels (4 / group 2) x 3x3 taps */
-	EQ(c.macs, 150 * 2 * 9);             /* 2700 */
-	EQ(c.flops, 2 * 2700 + 150);         /* + the bias add */
-	EQ(c.bytes_read, (4 * 81 + 6 * 2 * 9 + 6) * 4); /* 1296 + 432 + 24 */
-	EQ(c.weight_bytes, (108 + 6) * 4);
-	EQ(c.bytes_write, 150 * 4);
+	TU_EQ(c.macs, 150 * 2 * 9);             /* 2700 */
+	TU_EQ(c.flops, 2 * 2700 + 150);         /* + the bias add */
+	TU_EQ(c.bytes_read, (4 * 81 + 6 * 2 * 9 + 6) * 4); /* 1296 + 432 + 24 */
+	TU_EQ(c.weight_bytes, (108 + 6) * 4);
+	TU_EQ(c.bytes_write, 150 * 4);
 }
 
 Test(cost, conv_depthwise_no_bias)
 {
 	/* depthwise: X [2,8,6,6], W [8,1,3,3], group 8, VALID: Y [2,8,4,4] */
-	uint32_t x = input("x", RL_DT_FLOAT, SH(4, L(2), L(8), L(6), L(6)));
-	uint32_t w = weight("w", RL_DT_FLOAT, SH(4, L(8), L(1), L(3), L(3)));
-	uint32_t n = add(RL_OP_Conv, "y", 2, x, w);
-	attr_i(n, "group", 8);
-	infer();
-	struct rl_counts c = count(n);
-	EQ(c.macs, 2 * 8 * 4 * 4 * 9);
-	EQ(c.flops, 2 * c.macs);
+	uint32_t x = tu_input(G, "x", RL_DT_FLOAT, TU_SHAPE(4, 2, 8, 6, 6));
+	uint32_t w = weight("w", RL_DT_FLOAT, TU_SHAPE(4, 8, 1, 3, 3));
+	uint32_t n = tu_add(G, RL_OP_Conv, "y", 1, 2, x, w);
+	tu_attr_i(G, n, "group", 8);
+	tu_infer(G);
+	struct rl_counts c = tu_count(G, n);
+	TU_EQ(c.macs, 2 * 8 * 4 * 4 * 9);
+	TU_EQ(c.flops, 2 * c.macs);
 }
 
 /* ---- pooling ---------------------------------------------------------------- */
@@ -263,41 +167,41 @@ Test(cost, conv_depthwise_no_bias)
 Test(cost, maxpool)
 {
 	/* X [1,2,8,8], 2x2 windows, stride 2: Y [1,2,4,4] (32 outputs) */
-	uint32_t x = input("x", RL_DT_FLOAT, SH(4, L(1), L(2), L(8), L(8)));
-	uint32_t n = add(RL_OP_MaxPool, "y", 1, x);
-	attr_ints(n, "kernel_shape", 2, L(2), L(2));
-	attr_ints(n, "strides", 2, L(2), L(2));
-	infer();
-	struct rl_counts c = count(n);
-	EQ(c.flops, 32 * 4);     /* one compare per tap */
-	EQ(c.macs, 0);
-	EQ(c.bytes_read, 128 * 4);
-	EQ(c.bytes_write, 32 * 4);
+	uint32_t x = tu_input(G, "x", RL_DT_FLOAT, TU_SHAPE(4, 1, 2, 8, 8));
+	uint32_t n = tu_add(G, RL_OP_MaxPool, "y", 1, 1, x);
+	tu_attr_ints(G, n, "kernel_shape", 2, (const int64_t[]){2, 2});
+	tu_attr_ints(G, n, "strides", 2, (const int64_t[]){2, 2});
+	tu_infer(G);
+	struct rl_counts c = tu_count(G, n);
+	TU_EQ(c.flops, 32 * 4);     /* one compare per tap */
+	TU_EQ(c.macs, 0);
+	TU_EQ(c.bytes_read, 128 * 4);
+	TU_EQ(c.bytes_write, 32 * 4);
 }
 
 Test(cost, averagepool_padded)
 {
 	/* 3x3 windows, stride 1, pads 1: Y [1,2,8,8] (128 outputs) */
-	uint32_t x = input("x", RL_DT_FLOAT, SH(4, L(1), L(2), L(8), L(8)));
-	uint32_t n = add(RL_OP_AveragePool, "y", 1, x);
-	attr_ints(n, "kernel_shape", 2, L(3), L(3));
-	attr_ints(n, "pads", 4, L(1), L(1), L(1), L(1));
-	infer();
-	struct rl_counts c = count(n);
-	EQ(c.flops, 128 * (9 + 1)); /* 9 adds and a divide per output */
-	EQ(c.bytes_read, 512);
-	EQ(c.bytes_write, 512);
+	uint32_t x = tu_input(G, "x", RL_DT_FLOAT, TU_SHAPE(4, 1, 2, 8, 8));
+	uint32_t n = tu_add(G, RL_OP_AveragePool, "y", 1, 1, x);
+	tu_attr_ints(G, n, "kernel_shape", 2, (const int64_t[]){3, 3});
+	tu_attr_ints(G, n, "pads", 4, (const int64_t[]){1, 1, 1, 1});
+	tu_infer(G);
+	struct rl_counts c = tu_count(G, n);
+	TU_EQ(c.flops, 128 * (9 + 1)); /* 9 adds and a divide per output */
+	TU_EQ(c.bytes_read, 512);
+	TU_EQ(c.bytes_write, 512);
 }
 
 Test(cost, global_average_pool)
 {
-	uint32_t x = input("x", RL_DT_FLOAT, SH(4, L(1), L(2), L(8), L(8)));
-	uint32_t n = add(RL_OP_GlobalAveragePool, "y", 1, x);
-	infer();
-	struct rl_counts c = count(n);
-	EQ(c.flops, 128 + 2); /* every element added, one divide per channel */
-	EQ(c.bytes_read, 512);
-	EQ(c.bytes_write, 8);
+	uint32_t x = tu_input(G, "x", RL_DT_FLOAT, TU_SHAPE(4, 1, 2, 8, 8));
+	uint32_t n = tu_add(G, RL_OP_GlobalAveragePool, "y", 1, 1, x);
+	tu_infer(G);
+	struct rl_counts c = tu_count(G, n);
+	TU_EQ(c.flops, 128 + 2); /* every element added, one divide per channel */
+	TU_EQ(c.bytes_read, 512);
+	TU_EQ(c.bytes_write, 8);
 }
 
 /* ---- normalizations and reductions ------------------------------------------ */
@@ -305,58 +209,58 @@ Test(cost, global_average_pool)
 Test(cost, softmax)
 {
 	/* X [4,10], axis -1: per element max, subtract, exp, sum, divide */
-	uint32_t x = input("x", RL_DT_FLOAT, SH(2, L(4), L(10)));
-	uint32_t n = add(RL_OP_Softmax, "y", 1, x);
-	infer();
-	struct rl_counts c = count(n);
-	EQ(c.flops, 40 * (4 + RL_FLOPS_TRANS));
-	EQ(c.bytes_read, 160);
-	EQ(c.bytes_write, 160);
+	uint32_t x = tu_input(G, "x", RL_DT_FLOAT, TU_SHAPE(2, 4, 10));
+	uint32_t n = tu_add(G, RL_OP_Softmax, "y", 1, 1, x);
+	tu_infer(G);
+	struct rl_counts c = tu_count(G, n);
+	TU_EQ(c.flops, 40 * (4 + RL_FLOPS_TRANS));
+	TU_EQ(c.bytes_read, 160);
+	TU_EQ(c.bytes_write, 160);
 }
 
 Test(cost, layernorm)
 {
 	/* X [2,3,8], axis -1, Scale [8], B [8]: 48 elements in 6 rows of 8 */
-	uint32_t x = input("x", RL_DT_FLOAT, SH(3, L(2), L(3), L(8)));
-	uint32_t s = weight("s", RL_DT_FLOAT, SH(1, L(8)));
-	uint32_t b = weight("b", RL_DT_FLOAT, SH(1, L(8)));
-	uint32_t n = add(RL_OP_LayerNormalization, "y", 3, x, s, b);
-	infer();
-	struct rl_counts c = count(n);
+	uint32_t x = tu_input(G, "x", RL_DT_FLOAT, TU_SHAPE(3, 2, 3, 8));
+	uint32_t s = weight("s", RL_DT_FLOAT, TU_SHAPE(1, 8));
+	uint32_t b = weight("b", RL_DT_FLOAT, TU_SHAPE(1, 8));
+	uint32_t n = tu_add(G, RL_OP_LayerNormalization, "y", 1, 3, x, s, b);
+	tu_infer(G);
+	struct rl_counts c = tu_count(G, n);
 	/* per element: mean add, center, square-add (2), normalize, scale, bias
 	 * = 7; per row: two divides, + epsilon, rsqrt = 3 + T */
-	EQ(c.flops, 48 * 7 + 6 * (3 + RL_FLOPS_TRANS));
-	EQ(c.bytes_read, 48 * 4 + 8 * 4 + 8 * 4);
-	EQ(c.weight_bytes, 64);
-	EQ(c.bytes_write, 48 * 4);
+	TU_EQ(c.flops, 48 * 7 + 6 * (3 + RL_FLOPS_TRANS));
+	TU_EQ(c.bytes_read, 48 * 4 + 8 * 4 + 8 * 4);
+	TU_EQ(c.weight_bytes, 64);
+	TU_EQ(c.bytes_write, 48 * 4);
 }
 
 Test(cost, reduce_mean)
 {
 	/* X [4,6], axes [1] (attribute at opset 17), keepdims: Y [4,1] */
-	uint32_t x = input("x", RL_DT_FLOAT, SH(2, L(4), L(6)));
-	uint32_t n = add(RL_OP_ReduceMean, "y", 1, x);
-	attr_ints(n, "axes", 1, L(1));
-	infer();
-	struct rl_counts c = count(n);
-	EQ(c.flops, 24 + 4); /* 24 adds, 4 divides */
-	EQ(c.bytes_read, 96);
-	EQ(c.bytes_write, 16);
+	uint32_t x = tu_input(G, "x", RL_DT_FLOAT, TU_SHAPE(2, 4, 6));
+	uint32_t n = tu_add(G, RL_OP_ReduceMean, "y", 1, 1, x);
+	tu_attr_ints(G, n, "axes", 1, (const int64_t[]){1});
+	tu_infer(G);
+	struct rl_counts c = tu_count(G, n);
+	TU_EQ(c.flops, 24 + 4); /* 24 adds, 4 divides */
+	TU_EQ(c.bytes_read, 96);
+	TU_EQ(c.bytes_write, 16);
 }
 
 Test(cost, reduce_sum_axes_input)
 {
 	/* ReduceSum-13: axes as a constant input [0]; X [4,6] -> Y [1,6] */
 	int64_t ax[1] = {0};
-	uint32_t x = input("x", RL_DT_FLOAT, SH(2, L(4), L(6)));
-	uint32_t a = ints("axes", 1, ax);
-	uint32_t n = add(RL_OP_ReduceSum, "y", 2, x, a);
-	infer();
-	struct rl_counts c = count(n);
-	EQ(c.flops, 24);
+	uint32_t x = tu_input(G, "x", RL_DT_FLOAT, TU_SHAPE(2, 4, 6));
+	uint32_t a = tu_ints(G, "axes", 1, ax);
+	uint32_t n = tu_add(G, RL_OP_ReduceSum, "y", 1, 2, x, a);
+	tu_infer(G);
+	struct rl_counts c = tu_count(G, n);
+	TU_EQ(c.flops, 24);
 	/* the baseline reads every input: X (96 bytes) and the int64 axes (8) */
-	EQ(c.bytes_read, 96 + 8);
-	EQ(c.bytes_write, 6 * 4);
+	TU_EQ(c.bytes_read, 96 + 8);
+	TU_EQ(c.bytes_write, 6 * 4);
 }
 
 /* ---- elementwise, data movement --------------------------------------------- */
@@ -364,78 +268,78 @@ Test(cost, reduce_sum_axes_input)
 Test(cost, add_broadcast)
 {
 	/* [8,1,16] + [4,1] -> [8,4,16]: 512 outputs, each input read once */
-	uint32_t a = input("a", RL_DT_FLOAT, SH(3, L(8), L(1), L(16)));
-	uint32_t b = input("b", RL_DT_FLOAT, SH(2, L(4), L(1)));
-	uint32_t n = add(RL_OP_Add, "y", 2, a, b);
-	infer();
-	struct rl_counts c = count(n);
-	EQ(c.flops, 8 * 4 * 16);
-	EQ(c.bytes_read, 8 * 16 * 4 + 4 * 4); /* 512 + 16 */
-	EQ(c.bytes_write, 8 * 4 * 16 * 4);    /* 2048 */
+	uint32_t a = tu_input(G, "a", RL_DT_FLOAT, TU_SHAPE(3, 8, 1, 16));
+	uint32_t b = tu_input(G, "b", RL_DT_FLOAT, TU_SHAPE(2, 4, 1));
+	uint32_t n = tu_add(G, RL_OP_Add, "y", 1, 2, a, b);
+	tu_infer(G);
+	struct rl_counts c = tu_count(G, n);
+	TU_EQ(c.flops, 8 * 4 * 16);
+	TU_EQ(c.bytes_read, 8 * 16 * 4 + 4 * 4); /* 512 + 16 */
+	TU_EQ(c.bytes_write, 8 * 4 * 16 * 4);    /* 2048 */
 }
 
 Test(cost, unary_transcendental)
 {
-	uint32_t x = input("x", RL_DT_FLOAT, SH(2, L(3), L(5)));
-	uint32_t n = add(RL_OP_Tanh, "y", 1, x);
-	infer();
-	EQ(count(n).flops, 15 * RL_FLOPS_TRANS);
+	uint32_t x = tu_input(G, "x", RL_DT_FLOAT, TU_SHAPE(2, 3, 5));
+	uint32_t n = tu_add(G, RL_OP_Tanh, "y", 1, 1, x);
+	tu_infer(G);
+	TU_EQ(tu_count(G, n).flops, 15 * RL_FLOPS_TRANS);
 }
 
 Test(cost, gather_embedding)
 {
 	/* a [100,16] table (weight) gathered by int64 indices [2,5] -> [2,5,16] */
-	uint32_t d = weight("table", RL_DT_FLOAT, SH(2, L(100), L(16)));
-	uint32_t i = input("idx", RL_DT_INT64, SH(2, L(2), L(5)));
-	uint32_t n = add(RL_OP_Gather, "y", 2, d, i);
-	infer();
-	struct rl_counts c = count(n);
-	EQ(c.flops, 0);
+	uint32_t d = weight("table", RL_DT_FLOAT, TU_SHAPE(2, 100, 16));
+	uint32_t i = tu_input(G, "idx", RL_DT_INT64, TU_SHAPE(2, 2, 5));
+	uint32_t n = tu_add(G, RL_OP_Gather, "y", 1, 2, d, i);
+	tu_infer(G);
+	struct rl_counts c = tu_count(G, n);
+	TU_EQ(c.flops, 0);
 	/* the indices (10 x 8 bytes) and only the 10 rows gathered (160 x 4) */
-	EQ(c.bytes_read, 10 * 8 + 160 * 4);
-	EQ(c.weight_bytes, 160 * 4);
-	EQ(c.bytes_write, 160 * 4);
+	TU_EQ(c.bytes_read, 10 * 8 + 160 * 4);
+	TU_EQ(c.weight_bytes, 160 * 4);
+	TU_EQ(c.bytes_write, 160 * 4);
 	cr_assert_eq(c.access, RL_ACCESS_GATHER);
 }
 
 Test(cost, reshape_is_free)
 {
 	int64_t to[2] = {6, 4};
-	uint32_t x = input("x", RL_DT_FLOAT, SH(3, L(2), L(3), L(4)));
-	uint32_t s = ints("shape", 2, to);
-	uint32_t n = add(RL_OP_Reshape, "y", 2, x, s);
-	infer();
-	struct rl_counts c = count(n);
-	EQ(c.flops, 0);
-	EQ(c.bytes_read, 0);
-	EQ(c.bytes_write, 0);
+	uint32_t x = tu_input(G, "x", RL_DT_FLOAT, TU_SHAPE(3, 2, 3, 4));
+	uint32_t s = tu_ints(G, "shape", 2, to);
+	uint32_t n = tu_add(G, RL_OP_Reshape, "y", 1, 2, x, s);
+	tu_infer(G);
+	struct rl_counts c = tu_count(G, n);
+	TU_EQ(c.flops, 0);
+	TU_EQ(c.bytes_read, 0);
+	TU_EQ(c.bytes_write, 0);
 }
 
 Test(cost, transpose_strided_slice_reads_kept)
 {
 	int64_t st[1] = {1}, en[1] = {3}, ax[1] = {1};
-	uint32_t x = input("x", RL_DT_FLOAT, SH(2, L(4), L(10)));
-	uint32_t t = add(RL_OP_Transpose, "t", 1, x);
-	uint32_t sl = add(RL_OP_Slice, "s", 4, x, ints("st", 1, st), ints("en", 1, en),
-	                  ints("ax", 1, ax));
-	infer();
-	struct rl_counts c = count(t);
+	uint32_t x = tu_input(G, "x", RL_DT_FLOAT, TU_SHAPE(2, 4, 10));
+	uint32_t t = tu_add(G, RL_OP_Transpose, "t", 1, 1, x);
+	uint32_t sl = tu_add(G, RL_OP_Slice, "s", 1, 4, x, tu_ints(G, "st", 1, st),
+	                     tu_ints(G, "en", 1, en), tu_ints(G, "ax", 1, ax));
+	tu_infer(G);
+	struct rl_counts c = tu_count(G, t);
 	cr_assert_eq(c.access, RL_ACCESS_STRIDED);
-	EQ(c.bytes_read, 160);
-	c = count(sl);
+	TU_EQ(c.bytes_read, 160);
+	c = tu_count(G, sl);
 	/* keeps columns 1..2 of 4 rows: 8 elements read, 8 written */
-	EQ(c.bytes_read, 8 * 4);
-	EQ(c.bytes_write, 8 * 4);
+	TU_EQ(c.bytes_read, 8 * 4);
+	TU_EQ(c.bytes_write, 8 * 4);
 }
 
 Test(cost, unpriced_when_symbolic)
 {
-	struct rl_shape s = SH(2, L(0), L(8));
+	struct rl_shape s = TU_SHAPE(2, 0, 8);
 	s.d[0].v = RL_DIM_SYMBOLIC;
 	s.d[0].sym = "batch";
-	uint32_t x = input("x", RL_DT_FLOAT, s);
-	uint32_t n = add(RL_OP_Relu, "y", 1, x);
-	infer();
+	uint32_t x = tu_input(G, "x", RL_DT_FLOAT, s);
+	uint32_t n = tu_add(G, RL_OP_Relu, "y", 1, 1, x);
+	tu_infer(G);
 	struct rl_counts c;
 	cr_assert(!rl_count_node(G, n, &c));
 }
@@ -451,10 +355,10 @@ static void load_machine(const char *name, struct rl_machine *m)
 /* fp32 MatMul [M,K] x [K,N] with both operands inputs (no data needed). */
 static uint32_t big_matmul(int64_t mm, int64_t k, int64_t nn)
 {
-	uint32_t a = input("a", RL_DT_FLOAT, SH(2, mm, k));
-	uint32_t b = input("b", RL_DT_FLOAT, SH(2, k, nn));
-	uint32_t n = add(RL_OP_MatMul, "y", 2, a, b);
-	infer();
+	uint32_t a = tu_input(G, "a", RL_DT_FLOAT, TU_SHAPE(2, mm, k));
+	uint32_t b = tu_input(G, "b", RL_DT_FLOAT, TU_SHAPE(2, k, nn));
+	uint32_t n = tu_add(G, RL_OP_MatMul, "y", 1, 2, a, b);
+	tu_infer(G);
 	return n;
 }
 
@@ -482,10 +386,10 @@ static void check_bound(const char *machine, int64_t mm, int64_t k, int64_t nn,
 	double in = flops / bytes, bal = balance_of(&m);
 	cr_assert(rl_cost_node(G, n, &m));
 	const struct rl_cost *c = &G->nodes[n].cost;
-	EQ(c->flops, flops);
-	EQ(c->bytes, bytes);
-	EQ(c->intensity, in);
-	EQ(rl_cost_balance(&m, RL_PREC_FP32, true), bal);
+	TU_EQ(c->flops, flops);
+	TU_EQ(c->bytes, bytes);
+	TU_EQ(c->intensity, in);
+	TU_EQ(rl_cost_balance(&m, RL_PREC_FP32, true), bal);
 	cr_assert_eq(c->bound, (int)want, "%s %lldx%lldx%lld: bound %s, intensity %g, balance %g",
 	             machine, (long long)mm, (long long)k, (long long)nn,
 	             rl_bound_name((enum rl_bound)c->bound), in, bal);
@@ -501,7 +405,7 @@ static void check_bound(const char *machine, int64_t mm, int64_t k, int64_t nn,
 	                        (d->read_bw * m.eff_contiguous) +
 	            4.0 * (double)mm * (double)nn / (d->write_bw * m.eff_contiguous);
 	double tc = flops / peak;
-	EQ(c->time_s, fmax(tm, tc) + m.launch_latency);
+	TU_EQ(c->time_s, fmax(tm, tc) + m.launch_latency);
 }
 
 Test(cost, batch1_matmul_memory_bound_h100)
@@ -522,12 +426,12 @@ Test(cost, cpu_working_set_in_cache_priced_at_its_level)
 	 * MiB, more than L2 (96 MiB) holds and less than L3 (384 MiB) */
 	struct rl_machine m;
 	load_machine("epyc9654", &m);
-	uint32_t a = input("a", RL_DT_FLOAT, SH(1, L(65536)));
-	uint32_t b = input("b", RL_DT_FLOAT, SH(1, L(65536)));
-	uint32_t n = add(RL_OP_Add, "y", 2, a, b);
-	uint32_t c = input("c", RL_DT_FLOAT, SH(1, L(12 << 20)));
-	uint32_t n2 = add(RL_OP_Add, "y2", 2, c, c);
-	infer();
+	uint32_t a = tu_input(G, "a", RL_DT_FLOAT, TU_SHAPE(1, 65536));
+	uint32_t b = tu_input(G, "b", RL_DT_FLOAT, TU_SHAPE(1, 65536));
+	uint32_t n = tu_add(G, RL_OP_Add, "y", 1, 2, a, b);
+	uint32_t c = tu_input(G, "c", RL_DT_FLOAT, TU_SHAPE(1, 12 << 20));
+	uint32_t n2 = tu_add(G, RL_OP_Add, "y2", 1, 2, c, c);
+	tu_infer(G);
 	cr_assert(rl_cost_node(G, n, &m));
 	double ws = 3.0 * 65536 * 4;
 	cr_assert_leq(ws, m.level[0].capacity);
@@ -536,7 +440,7 @@ Test(cost, cpu_working_set_in_cache_priced_at_its_level)
 	/* 65536 elements: the runtime splits it into 2 chunks of 32768, so 2
 	 * of the 96 cores work: 2/96 of the chip's L1 bandwidth and peak */
 	double share = m.cores / 2.0;
-	EQ(G->nodes[n].cost.time_s,
+	TU_EQ(G->nodes[n].cost.time_s,
 	   share * fmax(2.0 * 65536 * 4 / (l1->read_bw * m.eff_contiguous) +
 	                65536.0 * 4 / (l1->write_bw * m.eff_contiguous),
 	                65536.0 / rl_machine_peak(&m, RL_PREC_FP32, false)) +
@@ -563,9 +467,9 @@ Test(cost, tiny_node_latency_bound_h100)
 {
 	struct rl_machine m;
 	load_machine("h100", &m);
-	uint32_t x = input("x", RL_DT_FLOAT, SH(1, L(16)));
-	uint32_t n = add(RL_OP_Relu, "y", 1, x);
-	infer();
+	uint32_t x = tu_input(G, "x", RL_DT_FLOAT, TU_SHAPE(1, 16));
+	uint32_t n = tu_add(G, RL_OP_Relu, "y", 1, 1, x);
+	tu_infer(G);
 	cr_assert(rl_cost_node(G, n, &m));
 	cr_assert_eq(G->nodes[n].cost.bound, RL_BOUND_LATENCY);
 }
@@ -575,19 +479,19 @@ Test(cost, graph_totals_skip_views)
 	struct rl_machine m;
 	load_machine("generic-cpu", &m);
 	int64_t to[1] = {24};
-	uint32_t x = input("x", RL_DT_FLOAT, SH(2, L(4), L(6)));
-	uint32_t r = add(RL_OP_Relu, "r", 1, x);
+	uint32_t x = tu_input(G, "x", RL_DT_FLOAT, TU_SHAPE(2, 4, 6));
+	uint32_t r = tu_add(G, RL_OP_Relu, "r", 1, 1, x);
 	uint32_t rv = G->nodes[r].out[0];
 	G->values[rv].flags &= ~(unsigned)RL_VAL_OUTPUT;
 	G->noutputs = 0;
-	add(RL_OP_Reshape, "y", 2, rv, ints("to", 1, to));
-	infer();
+	tu_add(G, RL_OP_Reshape, "y", 1, 2, rv, tu_ints(G, "to", 1, to));
+	tu_infer(G);
 	struct rl_cost_total t;
 	rl_cost_graph(G, &m, &t);
 	cr_assert_eq(t.nodes, 1); /* the Reshape runs no kernel */
-	EQ(t.flops, 24);
-	EQ(t.bytes, 192);
-	EQ(t.time_s, G->nodes[r].cost.time_s);
+	TU_EQ(t.flops, 24);
+	TU_EQ(t.bytes, 192);
+	TU_EQ(t.time_s, G->nodes[r].cost.time_s);
 }
 
 /* ---- kernels: fused groups priced as they run ------------------------------ */
@@ -608,13 +512,13 @@ Test(cost, kernel_elementwise_group_one_pass)
 {
 	struct rl_machine m;
 	load_machine("generic-cpu", &m);
-	uint32_t x = input("x", RL_DT_FLOAT, SH(1, L(1024)));
-	uint32_t a = add(RL_OP_Relu, "a", 1, x);
-	uint32_t b = add(RL_OP_Neg, "b", 1, G->nodes[a].out[0]);
-	uint32_t c = add(RL_OP_Exp, "c", 1, G->nodes[b].out[0]);
+	uint32_t x = tu_input(G, "x", RL_DT_FLOAT, TU_SHAPE(1, 1024));
+	uint32_t a = tu_add(G, RL_OP_Relu, "a", 1, 1, x);
+	uint32_t b = tu_add(G, RL_OP_Neg, "b", 1, 1, G->nodes[a].out[0]);
+	uint32_t c = tu_add(G, RL_OP_Exp, "c", 1, 1, G->nodes[b].out[0]);
 	internal(a);
 	internal(b);
-	infer();
+	tu_infer(G);
 	G->nodes[a].group = G->nodes[b].group = G->nodes[c].group = 0;
 	struct rl_kernels ks;
 	cr_assert(rl_cost_kernels(G, &m, NULL, &ks));
@@ -623,30 +527,30 @@ Test(cost, kernel_elementwise_group_one_pass)
 	cr_assert_eq(k->n, 3);
 	cr_assert_eq(k->anchor, RL_NONE);
 	/* x read once, c written once; a and b never touch memory */
-	EQ(k->c.bytes_read, 4096);
-	EQ(k->c.bytes_write, 4096);
-	EQ(k->cost.bytes, 8192);
-	EQ(k->cost.flops, 1024 + 1024 + RL_FLOPS_TRANS * 1024);
+	TU_EQ(k->c.bytes_read, 4096);
+	TU_EQ(k->c.bytes_write, 4096);
+	TU_EQ(k->cost.bytes, 8192);
+	TU_EQ(k->cost.flops, 1024 + 1024 + RL_FLOPS_TRANS * 1024);
 	struct rl_cost want;
 	rl_cost_price(&m, &k->c, RL_PREC_FP32, false, &want);
-	EQ(k->cost.time_s, want.time_s);
+	TU_EQ(k->cost.time_s, want.time_s);
 	cr_assert_eq(ks.t.nodes, 1);
-	EQ(ks.t.bytes, 8192);
-	EQ(ks.t.time_s, want.time_s);
+	TU_EQ(ks.t.bytes, 8192);
+	TU_EQ(ks.t.time_s, want.time_s);
 	cr_assert(ks.of[a] == 0 && ks.of[b] == 0 && ks.of[c] == 0);
 	/* the per-node view is unchanged: each node its own baseline */
-	EQ(G->nodes[b].cost.bytes, 8192);
+	TU_EQ(G->nodes[b].cost.bytes, 8192);
 	rl_kernels_free(&ks);
 }
 
 static uint32_t epilogue_graph(uint32_t *mm, uint32_t *ad, uint32_t *re)
 {
-	uint32_t x = input("x", RL_DT_FLOAT, SH(2, L(4), L(64)));
-	uint32_t w = weight("w", RL_DT_FLOAT, SH(2, L(64), L(32)));
-	uint32_t bias = weight("bias", RL_DT_FLOAT, SH(1, L(32)));
-	*mm = add(RL_OP_MatMul, "y", 2, x, w);
-	*ad = add(RL_OP_Add, "z", 2, G->nodes[*mm].out[0], bias);
-	*re = add(RL_OP_Relu, "r", 1, G->nodes[*ad].out[0]);
+	uint32_t x = tu_input(G, "x", RL_DT_FLOAT, TU_SHAPE(2, 4, 64));
+	uint32_t w = weight("w", RL_DT_FLOAT, TU_SHAPE(2, 64, 32));
+	uint32_t bias = weight("bias", RL_DT_FLOAT, TU_SHAPE(1, 32));
+	*mm = tu_add(G, RL_OP_MatMul, "y", 1, 2, x, w);
+	*ad = tu_add(G, RL_OP_Add, "z", 1, 2, G->nodes[*mm].out[0], bias);
+	*re = tu_add(G, RL_OP_Relu, "r", 1, 1, G->nodes[*ad].out[0]);
 	internal(*ad);
 	return x;
 }
@@ -658,7 +562,7 @@ Test(cost, kernel_epilogue_group)
 	uint32_t mm, ad, re;
 	epilogue_graph(&mm, &ad, &re);
 	internal(mm);
-	infer();
+	tu_infer(G);
 	G->nodes[mm].group = G->nodes[ad].group = G->nodes[re].group = 3;
 	struct rl_kernels ks;
 	cr_assert(rl_cost_kernels(G, &m, NULL, &ks));
@@ -667,11 +571,11 @@ Test(cost, kernel_epilogue_group)
 	cr_assert_eq(k->anchor, mm);
 	cr_assert_eq(k->node, mm);
 	cr_assert_eq(k->group, 3);
-	EQ(k->c.macs, 4.0 * 64 * 32);
-	EQ(k->cost.flops, 2.0 * 4 * 64 * 32 + 4 * 32 + 4 * 32);
-	EQ(k->c.bytes_read, 4.0 * (4 * 64 + 64 * 32 + 32));
-	EQ(k->c.weight_bytes, 4.0 * (64 * 32 + 32));
-	EQ(k->c.bytes_write, 4.0 * 4 * 32);
+	TU_EQ(k->c.macs, 4.0 * 64 * 32);
+	TU_EQ(k->cost.flops, 2.0 * 4 * 64 * 32 + 4 * 32 + 4 * 32);
+	TU_EQ(k->c.bytes_read, 4.0 * (4 * 64 + 64 * 32 + 32));
+	TU_EQ(k->c.weight_bytes, 4.0 * (64 * 32 + 32));
+	TU_EQ(k->c.bytes_write, 4.0 * 4 * 32);
 	rl_kernels_free(&ks);
 }
 
@@ -681,13 +585,13 @@ Test(cost, kernel_group_that_cannot_run_as_one_is_priced_node_by_node)
 	load_machine("generic-cpu", &m);
 	uint32_t mm, ad, re;
 	epilogue_graph(&mm, &ad, &re); /* the product's output is also a graph output */
-	infer();
+	tu_infer(G);
 	G->nodes[mm].group = G->nodes[ad].group = G->nodes[re].group = 0;
 	struct rl_kernels ks;
 	cr_assert(rl_cost_kernels(G, &m, NULL, &ks));
 	cr_assert_eq(ks.nk, 3);
 	double t = G->nodes[mm].cost.time_s + G->nodes[ad].cost.time_s + G->nodes[re].cost.time_s;
-	EQ(ks.t.time_s, t);
+	TU_EQ(ks.t.time_s, t);
 	rl_kernels_free(&ks);
 }
 
@@ -708,14 +612,14 @@ Test(cost, kernel_priced_level_by_level)
 	struct rl_machine m;
 	load_machine("generic-cpu", &m);
 	cr_assert_geq(m.nlevels, 2);
-	uint32_t x = input("x", RL_DT_FLOAT, SH(1, L(1 << 20)));
-	uint32_t r = add(RL_OP_Relu, "r", 1, x);
-	infer();
+	uint32_t x = tu_input(G, "x", RL_DT_FLOAT, TU_SHAPE(1, 1 << 20));
+	uint32_t r = tu_add(G, RL_OP_Relu, "r", 1, 1, x);
+	tu_infer(G);
 	struct rl_kernels ks;
 	/* no schedule: main memory only, as the node */
 	cr_assert(rl_cost_kernels(G, &m, fake_traffic, &ks));
 	cr_assert(!ks.k[0].tiled);
-	EQ(ks.k[0].cost.time_s, G->nodes[r].cost.time_s);
+	TU_EQ(ks.k[0].cost.time_s, G->nodes[r].cost.time_s);
 	rl_kernels_free(&ks);
 	G->nodes[r].tile.kind = RL_TILE_STRIP;
 	G->nodes[r].tile.strip = 1024;
@@ -735,15 +639,15 @@ Test(cost, kernel_priced_level_by_level)
 		}
 	}
 	double tc = (1 << 20) / rl_machine_peak(&m, RL_PREC_FP32, false);
-	EQ(k->bytes_level[0], 64 * ext);
-	EQ(k->cost.bytes, ext);
-	EQ(k->cost.time_s, fmax(tmax, tc) + m.launch_latency);
+	TU_EQ(k->bytes_level[0], 64 * ext);
+	TU_EQ(k->cost.bytes, ext);
+	TU_EQ(k->cost.time_s, fmax(tmax, tc) + m.launch_latency);
 	cr_assert_eq(k->cost.bound, RL_BOUND_MEMORY);
 	cr_assert_eq(k->bound_level, lvl);
 	char buf[64], want[64];
 	snprintf(want, sizeof(want), "memory (%s)", m.level[lvl].name);
 	cr_assert_str_eq(rl_kernel_bound_str(k, &m, buf, sizeof(buf)), want);
-	EQ(ks.t.time_s, k->cost.time_s);
+	TU_EQ(ks.t.time_s, k->cost.time_s);
 	rl_kernels_free(&ks);
 }
 
@@ -779,7 +683,7 @@ Test(cost, kernel_tiled_gemm_bytes_per_level_by_hand)
 	const struct rl_kernel *k = &ks.k[0];
 	cr_assert(k->tiled);
 	for (int i = 0; i < 4; i++)
-		EQ(k->bytes_level[i], want[i]);
+		TU_EQ(k->bytes_level[i], want[i]);
 	/* the slowest level or the compute roof, plus one launch */
 	double ext = 4 * (MK + KN) + 4.0 * M * N, eff = m.eff_contiguous;
 	const struct rl_mem_level *d = &m.level[3];
@@ -790,8 +694,8 @@ Test(cost, kernel_tiled_gemm_bytes_per_level_by_hand)
 	        want[3] / ext;
 	double tm = fmax(fmax(tl[0], tl[1]), fmax(tl[2], tl[3]));
 	double tc = 2.0 * M * N * K / rl_machine_peak(&m, RL_PREC_FP32, true);
-	EQ(k->cost.time_s, fmax(tm, tc) + m.launch_latency);
-	EQ(k->cost.bytes, want[3]);
+	TU_EQ(k->cost.time_s, fmax(tm, tc) + m.launch_latency);
+	TU_EQ(k->cost.bytes, want[3]);
 	rl_kernels_free(&ks);
 }
 
@@ -920,14 +824,14 @@ static bool json_valid(const char *s)
 /* A two-node model (Gemm with a weight, Relu), priced on h100. */
 static void small_model(void)
 {
-	uint32_t x = input("x", RL_DT_FLOAT, SH(2, L(2), L(8)));
-	uint32_t w = weight("w", RL_DT_FLOAT, SH(2, L(8), L(4)));
-	uint32_t g = add(RL_OP_Gemm, "fc", 2, x, w);
+	uint32_t x = tu_input(G, "x", RL_DT_FLOAT, TU_SHAPE(2, 2, 8));
+	uint32_t w = weight("w", RL_DT_FLOAT, TU_SHAPE(2, 8, 4));
+	uint32_t g = tu_add(G, RL_OP_Gemm, "fc", 1, 2, x, w);
 	uint32_t h = G->nodes[g].out[0];
 	G->values[h].flags &= ~(unsigned)RL_VAL_OUTPUT;
 	G->noutputs = 0;
-	add(RL_OP_Relu, "act<&\">", 1, h);
-	infer();
+	tu_add(G, RL_OP_Relu, "act<&\">", 1, 1, h);
+	tu_infer(G);
 }
 
 static char *render(enum rl_report_format f, const struct rl_machine *m, size_t *len)
@@ -1053,10 +957,10 @@ Test(cost, crossing_batch_matches_formula)
 	rl_graph_free(G);
 	for (int k = 0; k < 2; k++) {
 		G = rl_graph_new();
-		uint32_t x = input("x", RL_DT_FLOAT, SH(2, bs[k], L(1024)));
-		uint32_t w = weight("w", RL_DT_FLOAT, SH(2, L(1024), L(1024)));
-		add(RL_OP_MatMul, "mm", 2, x, w);
-		infer();
+		uint32_t x = tu_input(G, "x", RL_DT_FLOAT, TU_SHAPE(2, bs[k], 1024));
+		uint32_t w = weight("w", RL_DT_FLOAT, TU_SHAPE(2, 1024, 1024));
+		tu_add(G, RL_OP_MatMul, "mm", 1, 2, x, w);
+		tu_infer(G);
 		g[k] = G;
 	}
 	G = NULL;
@@ -1067,9 +971,9 @@ Test(cost, crossing_batch_matches_formula)
 	 * a = (1024 + 1024) * 4; B = peak / (bw * eff); b* = B*w / (f - B*a) */
 	double f = 2.0 * 1024 * 1024, w = 4.0 * 1024 * 1024, a = 2048.0 * 4;
 	double B = balance_of(&m);
-	EQ(x[0].f, f);
-	EQ(x[0].w, w);
-	EQ(x[0].a, a);
+	TU_EQ(x[0].f, f);
+	TU_EQ(x[0].w, w);
+	TU_EQ(x[0].a, a);
 	cr_assert_eq(x[0].kind, RL_CROSS_AT);
 	cr_assert(fabs(x[0].batch - B * w / (f - B * a)) < 1e-6 * x[0].batch, "%g vs %g",
 	          x[0].batch, B * w / (f - B * a));
@@ -1092,24 +996,24 @@ static void calibrate(struct rl_machine *m, double exp_rate)
 
 Test(cost, calibrated_math_classes)
 {
-	uint32_t x = input("x", RL_DT_FLOAT, SH(1, L(1000)));
-	uint32_t e = add(RL_OP_Exp, "e", 1, x);
-	uint32_t s = add(RL_OP_Softplus, "s", 1, x);
-	uint32_t d = add(RL_OP_Div, "d", 2, x, x);
-	uint32_t a = add(RL_OP_Add, "a", 2, x, x);
-	infer();
-	struct rl_counts c = count(e);
-	EQ(c.math[RL_MATH_EXP], 1000);
-	EQ(c.math[RL_MATH_BASIC], 0);
-	c = count(s);
-	EQ(c.math[RL_MATH_EXP], 1000);
-	EQ(c.math[RL_MATH_LOG], 1000);
-	c = count(d);
-	EQ(c.math[RL_MATH_DIV], 1000);
-	EQ(c.math[RL_MATH_BASIC], 0);
-	c = count(a);
-	EQ(c.math[RL_MATH_BASIC], 1000);
-	EQ(c.math[RL_MATH_EXP], 0);
+	uint32_t x = tu_input(G, "x", RL_DT_FLOAT, TU_SHAPE(1, 1000));
+	uint32_t e = tu_add(G, RL_OP_Exp, "e", 1, 1, x);
+	uint32_t s = tu_add(G, RL_OP_Softplus, "s", 1, 1, x);
+	uint32_t d = tu_add(G, RL_OP_Div, "d", 1, 2, x, x);
+	uint32_t a = tu_add(G, RL_OP_Add, "a", 1, 2, x, x);
+	tu_infer(G);
+	struct rl_counts c = tu_count(G, e);
+	TU_EQ(c.math[RL_MATH_EXP], 1000);
+	TU_EQ(c.math[RL_MATH_BASIC], 0);
+	c = tu_count(G, s);
+	TU_EQ(c.math[RL_MATH_EXP], 1000);
+	TU_EQ(c.math[RL_MATH_LOG], 1000);
+	c = tu_count(G, d);
+	TU_EQ(c.math[RL_MATH_DIV], 1000);
+	TU_EQ(c.math[RL_MATH_BASIC], 0);
+	c = tu_count(G, a);
+	TU_EQ(c.math[RL_MATH_BASIC], 1000);
+	TU_EQ(c.math[RL_MATH_EXP], 0);
 }
 
 Test(cost, calibrated_exp_is_compute_bound_when_slow)
@@ -1117,9 +1021,9 @@ Test(cost, calibrated_exp_is_compute_bound_when_slow)
 	/* 1M floats of Exp: 8 MB moved. On the peak (8 FLOPs each at 10+
 	 * TFLOP/s) it is memory-bound; at a calibrated 1e7 exp/s per core it
 	 * takes 1e6 / (1e7 x cores) seconds of arithmetic and is compute-bound. */
-	uint32_t x = input("x", RL_DT_FLOAT, SH(1, L(1 << 20)));
-	uint32_t e = add(RL_OP_Exp, "e", 1, x);
-	infer();
+	uint32_t x = tu_input(G, "x", RL_DT_FLOAT, TU_SHAPE(1, 1 << 20));
+	uint32_t e = tu_add(G, RL_OP_Exp, "e", 1, 1, x);
+	tu_infer(G);
 	struct rl_machine m;
 	load_machine("epyc9654", &m);
 	cr_assert(rl_cost_node(G, e, &m));
@@ -1128,7 +1032,7 @@ Test(cost, calibrated_exp_is_compute_bound_when_slow)
 	cr_assert(rl_cost_node(G, e, &m));
 	cr_assert_eq(G->nodes[e].cost.bound, RL_BOUND_COMPUTE);
 	/* 1M elements split in chunks of 32768: 32 of the 96 cores work */
-	EQ(G->nodes[e].cost.time_s, (double)(1 << 20) / (1e7 * 32) + m.launch_latency);
+	TU_EQ(G->nodes[e].cost.time_s, (double)(1 << 20) / (1e7 * 32) + m.launch_latency);
 	/* a fast exp leaves it memory-bound */
 	calibrate(&m, 1e12);
 	cr_assert(rl_cost_node(G, e, &m));
@@ -1142,10 +1046,10 @@ Test(cost, calibrated_gemm_rate)
 	calibrate(&m, 1e9);
 	cr_assert(rl_cost_node(G, n, &m));
 	double flops = 2.0 * 512 * 512 * 512;
-	struct rl_counts c = count(n);
-	EQ(c.math[RL_MATH_GEMM], flops);
+	struct rl_counts c = tu_count(G, n);
+	TU_EQ(c.math[RL_MATH_GEMM], flops);
 	bool cal = false;
-	EQ(rl_cost_compute_s(&m, &c, 1, &cal), flops / (8e10 * m.cores));
+	TU_EQ(rl_cost_compute_s(&m, &c, 1, &cal), flops / (8e10 * m.cores));
 	cr_assert(cal);
 }
 
@@ -1155,9 +1059,9 @@ Test(cost, gpu_launch_mode_prices_graph_replay)
 	 * the fixed per-kernel cost decides. Replayed from a CUDA graph (the
 	 * CUDA backend's default) it is the profile's 1 us; launched eagerly,
 	 * 4 us. Both are latency-bound and differ by exactly the two figures. */
-	uint32_t x = input("x", RL_DT_FLOAT, SH(1, L(4096)));
-	uint32_t r = add(RL_OP_Relu, "r", 1, x);
-	infer();
+	uint32_t x = tu_input(G, "x", RL_DT_FLOAT, TU_SHAPE(1, 4096));
+	uint32_t r = tu_add(G, RL_OP_Relu, "r", 1, 1, x);
+	tu_infer(G);
 	struct rl_machine m;
 	load_machine("h200", &m);
 	cr_assert_eq(m.launch_mode, RL_LAUNCH_GRAPH);
@@ -1168,7 +1072,7 @@ Test(cost, gpu_launch_mode_prices_graph_replay)
 	cr_assert(rl_cost_node(G, r, &m));
 	cr_assert_eq(G->nodes[r].cost.bound, RL_BOUND_LATENCY);
 	double te = G->nodes[r].cost.time_s;
-	EQ(te - tg, 4e-6 - 1e-6);
+	TU_EQ(te - tg, 4e-6 - 1e-6);
 	cr_assert(tg > 1e-6 && tg < 1.1e-6, "graph-mode time %g", tg);
 }
 
@@ -1178,14 +1082,14 @@ Test(cost, small_cpu_kernels_priced_on_the_cores_they_run_on)
 	 * in chunks of at least 32768 (backends/c/emit_rt.c): on the 96-core
 	 * epyc9654 an Add of 4096 floats runs on one core, of 131072 on 4, of
 	 * 16M on all 96. GPUs and products are priced on every core/SM. */
-	uint32_t a = input("p", RL_DT_FLOAT, SH(1, L(4096)));
-	uint32_t b = input("q", RL_DT_FLOAT, SH(1, L(131072)));
-	uint32_t c = input("r", RL_DT_FLOAT, SH(1, L(16 << 20)));
-	uint32_t ya = add(RL_OP_Relu, "ya", 1, a);
-	uint32_t yb = add(RL_OP_Relu, "yb", 1, b);
-	uint32_t yc = add(RL_OP_Relu, "yc", 1, c);
+	uint32_t a = tu_input(G, "p", RL_DT_FLOAT, TU_SHAPE(1, 4096));
+	uint32_t b = tu_input(G, "q", RL_DT_FLOAT, TU_SHAPE(1, 131072));
+	uint32_t c = tu_input(G, "r", RL_DT_FLOAT, TU_SHAPE(1, 16 << 20));
+	uint32_t ya = tu_add(G, RL_OP_Relu, "ya", 1, 1, a);
+	uint32_t yb = tu_add(G, RL_OP_Relu, "yb", 1, 1, b);
+	uint32_t yc = tu_add(G, RL_OP_Relu, "yc", 1, 1, c);
 	uint32_t mm = big_matmul(4, 64, 64);
-	infer();
+	tu_infer(G);
 	struct rl_machine m;
 	load_machine("epyc9654", &m);
 	struct rl_counts k;
@@ -1204,7 +1108,7 @@ Test(cost, small_cpu_kernels_priced_on_the_cores_they_run_on)
 	double e = m.eff_contiguous;
 	double tm = m.cores * (4096.0 * 4 / (l1->read_bw * e) + 4096.0 * 4 / (l1->write_bw * e));
 	double tc = m.cores * 4096.0 / rl_machine_peak(&m, RL_PREC_FP32, false);
-	EQ(G->nodes[ya].cost.time_s, fmax(tm, tc) + m.launch_latency);
+	TU_EQ(G->nodes[ya].cost.time_s, fmax(tm, tc) + m.launch_latency);
 	struct rl_machine h;
 	load_machine("h200", &h);
 	cr_assert(rl_count_node(G, ya, &k));

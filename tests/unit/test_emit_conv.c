@@ -87,30 +87,8 @@ static int64_t pool_out(const struct pool_case *c, bool h)
 
 /* ---- building the graph --------------------------------------------------- */
 
-static uint32_t add_input(struct rl_graph *g, const char *name, int rank, const int64_t *dims)
-{
-	struct rl_shape s;
-	rl_shape_set(&s, rank, dims);
-	uint32_t v = rl_graph_add_value(g, name, RL_DT_FLOAT, &s);
-	g->values[v].flags |= RL_VAL_INPUT;
-	g->inputs = realloc(g->inputs, (g->ninputs + 1) * sizeof(*g->inputs));
-	g->inputs[g->ninputs++] = v;
-	return v;
-}
-
-static uint32_t add_node(struct rl_graph *g, enum rl_op op, const uint32_t *in, int nin)
-{
-	char name[64];
-	snprintf(name, sizeof(name), "y%u", g->nvalues);
-	uint32_t y = rl_graph_add_value(g, name, RL_DT_UNDEFINED, NULL);
-	uint32_t id = rl_graph_add_node(g, op, NULL, in, nin, &y, 1);
-	g->values[y].flags |= RL_VAL_OUTPUT;
-	g->outputs = realloc(g->outputs, (g->noutputs + 1) * sizeof(*g->outputs));
-	g->outputs[g->noutputs++] = y;
-	return id;
-}
-
-static void set_ints(struct rl_graph *g, uint32_t node, const char *name, int n, int64_t v)
+/* ints attribute of n copies of v */
+static void attr_ints_fill(struct rl_graph *g, uint32_t node, const char *name, int n, int64_t v)
 {
 	struct rl_attr *a = rl_node_add_attr(g, node, name, RL_ATTR_INTS);
 	a->ints = rl_arena_alloc(g, sizeof(int64_t) * (size_t)n);
@@ -135,17 +113,18 @@ static struct rl_graph *build(void)
 			dx[2] = c->W, dw[2] = c->KW;
 		uint32_t in[3];
 		snprintf(nm, sizeof(nm), "cx%d", i);
-		in[0] = add_input(g, nm, r, dx);
+		in[0] = tu_input(g, nm, RL_DT_FLOAT, tu_dims(r, dx));
 		snprintf(nm, sizeof(nm), "cw%d", i);
-		in[1] = add_input(g, nm, r, dw);
+		in[1] = tu_input(g, nm, RL_DT_FLOAT, tu_dims(r, dw));
 		if (c->bias) {
 			snprintf(nm, sizeof(nm), "cb%d", i);
-			in[2] = add_input(g, nm, 1, &c->M);
+			in[2] = tu_input(g, nm, RL_DT_FLOAT, tu_dims(1, &c->M));
 		}
-		uint32_t n = add_node(g, RL_OP_Conv, in, c->bias ? 3 : 2);
-		set_ints(g, n, "strides", r - 2, c->S);
-		set_ints(g, n, "pads", 2 * (r - 2), c->P);
-		set_ints(g, n, "dilations", r - 2, c->D);
+		uint32_t n;
+		tu_add_flow(g, RL_OP_Conv, in, c->bias ? 3 : 2, 1, &n);
+		attr_ints_fill(g, n, "strides", r - 2, c->S);
+		attr_ints_fill(g, n, "pads", 2 * (r - 2), c->P);
+		attr_ints_fill(g, n, "dilations", r - 2, c->D);
 		rl_node_add_attr(g, n, "group", RL_ATTR_INT)->i = c->G;
 	}
 	for (int i = 0; i < NPOOL; i++) {
@@ -155,15 +134,16 @@ static struct rl_graph *build(void)
 		if (c->one_d)
 			dx[2] = c->W;
 		snprintf(nm, sizeof(nm), "px%d", i);
-		uint32_t x = add_input(g, nm, r, dx);
+		uint32_t x = tu_input(g, nm, RL_DT_FLOAT, tu_dims(r, dx));
 		enum rl_op op = c->kind == POOL_GLOBAL ? RL_OP_GlobalAveragePool :
 		                c->kind == POOL_MAX ? RL_OP_MaxPool : RL_OP_AveragePool;
-		uint32_t n = add_node(g, op, &x, 1);
+		uint32_t n;
+		tu_add_flow(g, op, &x, 1, 1, &n);
 		if (c->kind == POOL_GLOBAL)
 			continue;
-		set_ints(g, n, "kernel_shape", r - 2, c->K);
-		set_ints(g, n, "strides", r - 2, c->S);
-		set_ints(g, n, "pads", 2 * (r - 2), c->P);
+		attr_ints_fill(g, n, "kernel_shape", r - 2, c->K);
+		attr_ints_fill(g, n, "strides", r - 2, c->S);
+		attr_ints_fill(g, n, "pads", 2 * (r - 2), c->P);
 		if (c->kind == POOL_AVG_PAD)
 			rl_node_add_attr(g, n, "count_include_pad", RL_ATTR_INT)->i = 1;
 	}
@@ -235,19 +215,6 @@ static void ref_pool(const struct pool_case *c, const float *x, double *y, doubl
 				y[o] = c->kind == POOL_MAX ? m : s / cnt;
 				mag[o] = c->kind == POOL_MAX ? 0 : a / cnt;
 			}
-}
-
-/* ---- building and running the generated code ----------------------------- */
-
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...)
-{
-	char cmd[8192];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	return system(cmd);
 }
 
 /* in.bin: the inputs back to back; for each thread count T in argv,
@@ -375,7 +342,7 @@ static void check_outputs(struct fixture *fx, const char *tag)
 
 static bool same_file(const char *a, const char *b)
 {
-	return sh("cmp -s '%s' '%s'", a, b) == 0;
+	return tu_sh("cmp -s '%s' '%s'", a, b) == 0;
 }
 
 /* ---- tests ------------------------------------------------------------------ */
@@ -384,7 +351,7 @@ Test(emit_conv, matches_reference_and_threads_agree)
 {
 	struct fixture fx;
 	fixture_make(&fx);
-	int rc = sh("cd '%s' && ${CC:-cc} -std=c11 -pedantic -Wall -Wextra -Werror -O2 main.c m.c -lm "
+	int rc = tu_sh("cd '%s' && ${CC:-cc} -std=c11 -pedantic -Wall -Wextra -Werror -O2 main.c m.c -lm "
 	            "-pthread -o run 2> cc.log && ./run 1 2 3 || { cat cc.log >&2; exit 1; }",
 	            fx.dir);
 	cr_assert_eq(rc, 0, "building or running the program in %s failed", fx.dir);
@@ -403,7 +370,7 @@ Test(emit_conv, portable_tiles_match_reference)
 	struct fixture fx;
 	fixture_make(&fx);
 	/* no FMA micro-kernels, no per-ISA clones: the kernels' portable path */
-	int rc = sh("cd '%s' && ${CC:-cc} -std=c11 -pedantic -Wall -Wextra -Werror -O2 -DRL_NO_ISA "
+	int rc = tu_sh("cd '%s' && ${CC:-cc} -std=c11 -pedantic -Wall -Wextra -Werror -O2 -DRL_NO_ISA "
 	            "-DRL_NO_CLONES main.c m.c -lm -pthread -o run 2> cc.log && ./run 1 2 "
 	            "|| { cat cc.log >&2; exit 1; }", fx.dir);
 	cr_assert_eq(rc, 0, "building or running the program in %s failed", fx.dir);
@@ -414,11 +381,11 @@ Test(emit_conv, portable_tiles_match_reference)
 
 Test(emit_conv, compiles_with_clang)
 {
-	if (sh("command -v clang > /dev/null 2>&1") != 0)
+	if (tu_sh("command -v clang > /dev/null 2>&1") != 0)
 		cr_skip_test("clang is not installed");
 	struct fixture fx;
 	fixture_make(&fx);
-	int rc = sh("cd '%s' && clang -std=c11 -pedantic -Wall -Wextra -Werror -O2 main.c m.c -lm "
+	int rc = tu_sh("cd '%s' && clang -std=c11 -pedantic -Wall -Wextra -Werror -O2 main.c m.c -lm "
 	            "-pthread -o run 2> cc.log && ./run 2 || { cat cc.log >&2; exit 1; }", fx.dir);
 	cr_assert_eq(rc, 0, "clang build or run in %s failed", fx.dir);
 	check_outputs(&fx, "2");

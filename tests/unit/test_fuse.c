@@ -20,27 +20,6 @@
 
 /* ---- building graphs ---------------------------------------------------- */
 
-static struct rl_graph *new_graph(void)
-{
-	struct rl_graph *g = rl_graph_new();
-	cr_assert(g);
-	g->opset = 17;
-	g->path = "test_fuse";
-	return g;
-}
-
-static uint32_t input(struct rl_graph *g, const char *name, enum rl_dtype dt, int rank,
-                      const int64_t *dims)
-{
-	struct rl_shape s;
-	rl_shape_set(&s, rank, dims);
-	uint32_t v = rl_graph_add_value(g, name, dt, &s);
-	g->values[v].flags |= RL_VAL_INPUT;
-	g->inputs = realloc(g->inputs, (g->ninputs + 1) * sizeof(*g->inputs));
-	g->inputs[g->ninputs++] = v;
-	return v;
-}
-
 static const float k_scalar[] = {1.5f};
 static float k_weights[4096];
 
@@ -76,13 +55,6 @@ static uint32_t op(struct rl_graph *g, enum rl_op o, const char *name, int nin, 
 	uint32_t y = rl_graph_add_value(g, vn, RL_DT_UNDEFINED, NULL);
 	rl_graph_add_node(g, o, name, in, nin, &y, 1);
 	return y;
-}
-
-static void output(struct rl_graph *g, uint32_t v)
-{
-	g->values[v].flags |= RL_VAL_OUTPUT;
-	g->outputs = realloc(g->outputs, (g->noutputs + 1) * sizeof(*g->outputs));
-	g->outputs[g->noutputs++] = v;
 }
 
 static uint32_t node_of(struct rl_graph *g, const char *name)
@@ -151,13 +123,13 @@ Test(fuse, registered_after_dce_at_O2)
 
 Test(fuse, chain_is_one_group_and_bytes_are_counted)
 {
-	struct rl_graph *g = new_graph();
+	struct rl_graph *g = tu_graph_new(17, "test_fuse");
 	const int64_t d[] = {1000};
-	uint32_t x = input(g, "x", RL_DT_FLOAT, 1, d);
+	uint32_t x = tu_input(g, "x", RL_DT_FLOAT, tu_dims(1, d));
 	uint32_t t = op(g, RL_OP_Mul, "mul", 2, x, scalar(g, "c"));
 	t = op(g, RL_OP_Relu, "relu", 1, t);
 	t = op(g, RL_OP_Exp, "exp", 1, t);
-	output(g, t);
+	tu_output(g, t);
 	struct rl_pass_ctx ctx;
 	run_fuse(g, &ctx);
 	cr_assert_eq(ngroups(g), 1);
@@ -179,14 +151,14 @@ Test(fuse, chain_is_one_group_and_bytes_are_counted)
 
 Test(fuse, dag_with_a_shared_value)
 {
-	struct rl_graph *g = new_graph();
+	struct rl_graph *g = tu_graph_new(17, "test_fuse");
 	const int64_t d[] = {8, 16};
-	uint32_t x = input(g, "x", RL_DT_FLOAT, 2, d);
+	uint32_t x = tu_input(g, "x", RL_DT_FLOAT, tu_dims(2, d));
 	uint32_t a = op(g, RL_OP_Mul, "a", 2, x, scalar(g, "c1"));
 	uint32_t b = op(g, RL_OP_Add, "b", 2, x, scalar(g, "c2"));
 	uint32_t c = op(g, RL_OP_Mul, "c", 2, a, b);
 	uint32_t e = op(g, RL_OP_Sub, "e", 2, c, a);
-	output(g, e);
+	tu_output(g, e);
 	struct rl_pass_ctx ctx;
 	run_fuse(g, &ctx);
 	cr_assert_eq(ngroups(g), 1);
@@ -198,14 +170,14 @@ Test(fuse, dag_with_a_shared_value)
 
 Test(fuse, outputs_in_the_middle_and_consumed)
 {
-	struct rl_graph *g = new_graph();
+	struct rl_graph *g = tu_graph_new(17, "test_fuse");
 	const int64_t d[] = {64};
-	uint32_t x = input(g, "x", RL_DT_FLOAT, 1, d);
+	uint32_t x = tu_input(g, "x", RL_DT_FLOAT, tu_dims(1, d));
 	uint32_t t = op(g, RL_OP_Relu, "t", 1, x);
 	uint32_t u = op(g, RL_OP_Mul, "u", 2, t, t);
 	uint32_t y = op(g, RL_OP_Tanh, "y", 1, u);
-	output(g, t);
-	output(g, y);
+	tu_output(g, t);
+	tu_output(g, y);
 	struct rl_pass_ctx ctx;
 	run_fuse(g, &ctx);
 	cr_assert_eq(ngroups(g), 1);
@@ -217,13 +189,13 @@ Test(fuse, outputs_in_the_middle_and_consumed)
 
 Test(fuse, different_iteration_spaces_stay_apart)
 {
-	struct rl_graph *g = new_graph();
+	struct rl_graph *g = tu_graph_new(17, "test_fuse");
 	const int64_t d1[] = {1, 50}, d2[] = {20, 50};
-	uint32_t x = input(g, "x", RL_DT_FLOAT, 2, d1);
-	uint32_t z = input(g, "z", RL_DT_FLOAT, 2, d2);
+	uint32_t x = tu_input(g, "x", RL_DT_FLOAT, tu_dims(2, d1));
+	uint32_t z = tu_input(g, "z", RL_DT_FLOAT, tu_dims(2, d2));
 	uint32_t a = op(g, RL_OP_Exp, "a", 1, x);
 	uint32_t b = op(g, RL_OP_Add, "b", 2, a, z);
-	output(g, b);
+	tu_output(g, b);
 	struct rl_pass_ctx ctx;
 	run_fuse(g, &ctx);
 	cr_assert_eq(ngroups(g), 0);
@@ -234,10 +206,10 @@ Test(fuse, different_iteration_spaces_stay_apart)
 
 Test(fuse, no_group_through_a_path_that_leaves_it)
 {
-	struct rl_graph *g = new_graph();
+	struct rl_graph *g = tu_graph_new(17, "test_fuse");
 	const int64_t d[] = {6, 10}, one[] = {1};
 	static const int64_t axes[] = {1};
-	uint32_t x = input(g, "x", RL_DT_FLOAT, 2, d);
+	uint32_t x = tu_input(g, "x", RL_DT_FLOAT, tu_dims(2, d));
 	uint32_t a = op(g, RL_OP_Relu, "a", 1, x);
 	struct rl_shape s1;
 	rl_shape_set(&s1, 1, one);
@@ -245,7 +217,7 @@ Test(fuse, no_group_through_a_path_that_leaves_it)
 	rl_value_set_data(g, ax, axes, sizeof(axes));
 	uint32_t s = op(g, RL_OP_ReduceSum, "sum", 2, a, ax);
 	uint32_t b = op(g, RL_OP_Mul, "b", 2, a, s);
-	output(g, b);
+	tu_output(g, b);
 	struct rl_pass_ctx ctx;
 	run_fuse(g, &ctx);
 	cr_assert_eq(ngroups(g), 0, "Relu and Mul must not fuse: Mul also reads the sum of Relu");
@@ -256,7 +228,7 @@ Test(fuse, no_group_through_a_path_that_leaves_it)
 
 Test(fuse, symbolic_shapes_are_left_alone)
 {
-	struct rl_graph *g = new_graph();
+	struct rl_graph *g = tu_graph_new(17, "test_fuse");
 	struct rl_shape s = {.rank = 2};
 	s.d[0].v = RL_DIM_SYMBOLIC;
 	s.d[0].sym = "batch";
@@ -267,7 +239,7 @@ Test(fuse, symbolic_shapes_are_left_alone)
 	g->inputs[g->ninputs++] = x;
 	uint32_t t = op(g, RL_OP_Relu, "a", 1, x);
 	t = op(g, RL_OP_Neg, "b", 1, t);
-	output(g, t);
+	tu_output(g, t);
 	struct rl_pass_ctx ctx;
 	run_fuse(g, &ctx);
 	cr_assert_eq(ngroups(g), 0);
@@ -277,15 +249,15 @@ Test(fuse, symbolic_shapes_are_left_alone)
 
 Test(fuse, long_chains_are_cut_at_the_cap)
 {
-	struct rl_graph *g = new_graph();
+	struct rl_graph *g = tu_graph_new(17, "test_fuse");
 	const int64_t d[] = {32};
-	uint32_t t = input(g, "x", RL_DT_FLOAT, 1, d);
+	uint32_t t = tu_input(g, "x", RL_DT_FLOAT, tu_dims(1, d));
 	char nm[32];
 	for (int i = 0; i < 100; i++) {
 		snprintf(nm, sizeof(nm), "neg%d", i);
 		t = op(g, RL_OP_Neg, nm, 1, t);
 	}
-	output(g, t);
+	tu_output(g, t);
 	struct rl_pass_ctx ctx;
 	run_fuse(g, &ctx);
 	cr_assert_eq(ngroups(g), 2);
@@ -298,16 +270,16 @@ Test(fuse, long_chains_are_cut_at_the_cap)
 
 Test(fuse, cast_inside_a_chain)
 {
-	struct rl_graph *g = new_graph();
+	struct rl_graph *g = tu_graph_new(17, "test_fuse");
 	const int64_t d[] = {10};
-	uint32_t x = input(g, "x", RL_DT_FLOAT, 1, d);
+	uint32_t x = tu_input(g, "x", RL_DT_FLOAT, tu_dims(1, d));
 	uint32_t t = op(g, RL_OP_Mul, "mul", 2, x, scalar(g, "c"));
 	t = op(g, RL_OP_Cast, "to_i32", 1, t);
 	rl_node_add_attr(g, node_of(g, "to_i32"), "to", RL_ATTR_INT)->i = RL_DT_INT32;
 	t = op(g, RL_OP_Neg, "neg", 1, t);
 	t = op(g, RL_OP_Cast, "to_f16", 1, t);
 	rl_node_add_attr(g, node_of(g, "to_f16"), "to", RL_ATTR_INT)->i = RL_DT_FLOAT16;
-	output(g, t);
+	tu_output(g, t);
 	struct rl_pass_ctx ctx;
 	run_fuse(g, &ctx);
 	cr_assert_eq(ngroups(g), 1);
@@ -319,12 +291,12 @@ Test(fuse, cast_inside_a_chain)
 
 Test(fuse, decided_afresh_when_run_again)
 {
-	struct rl_graph *g = new_graph();
+	struct rl_graph *g = tu_graph_new(17, "test_fuse");
 	const int64_t d[] = {16};
-	uint32_t x = input(g, "x", RL_DT_FLOAT, 1, d);
+	uint32_t x = tu_input(g, "x", RL_DT_FLOAT, tu_dims(1, d));
 	uint32_t t = op(g, RL_OP_Relu, "a", 1, x);
 	t = op(g, RL_OP_Neg, "b", 1, t);
-	output(g, t);
+	tu_output(g, t);
 	struct rl_pass_ctx ctx;
 	run_fuse(g, &ctx);
 	cr_assert_eq(rl_pipeline_run(g, &ctx, "fuse"), RL_OK);
@@ -338,13 +310,13 @@ Test(fuse, decided_afresh_when_run_again)
 
 Test(fuse, matmul_bias_relu_is_one_epilogue_group)
 {
-	struct rl_graph *g = new_graph();
+	struct rl_graph *g = tu_graph_new(17, "test_fuse");
 	const int64_t dx[] = {4, 8}, dw[] = {8, 16}, db[] = {16};
-	uint32_t x = input(g, "x", RL_DT_FLOAT, 2, dx);
+	uint32_t x = tu_input(g, "x", RL_DT_FLOAT, tu_dims(2, dx));
 	uint32_t h = op(g, RL_OP_MatMul, "mm", 2, x, fconst(g, "w", 2, dw));
 	h = op(g, RL_OP_Add, "bias", 2, h, fconst(g, "b", 1, db));
 	h = op(g, RL_OP_Relu, "relu", 1, h);
-	output(g, h);
+	tu_output(g, h);
 	struct rl_pass_ctx ctx;
 	run_fuse(g, &ctx);
 	cr_assert_eq(ngroups(g), 1);
@@ -356,15 +328,15 @@ Test(fuse, matmul_bias_relu_is_one_epilogue_group)
 
 Test(fuse, no_epilogue_when_the_product_is_used_elsewhere)
 {
-	struct rl_graph *g = new_graph();
+	struct rl_graph *g = tu_graph_new(17, "test_fuse");
 	const int64_t dx[] = {4, 8}, dw[] = {8, 8};
-	uint32_t x = input(g, "x", RL_DT_FLOAT, 2, dx);
+	uint32_t x = tu_input(g, "x", RL_DT_FLOAT, tu_dims(2, dx));
 	uint32_t h = op(g, RL_OP_MatMul, "mm", 2, x, fconst(g, "w", 2, dw));
 	uint32_t a = op(g, RL_OP_Add, "add", 2, h, scalar(g, "one"));
 	uint32_t y = op(g, RL_OP_Tanh, "tanh", 1, a);
 	uint32_t z = op(g, RL_OP_Mul, "other", 2, h, x); /* a second use of mm */
-	output(g, y);
-	output(g, z);
+	tu_output(g, y);
+	tu_output(g, z);
 	struct rl_pass_ctx ctx;
 	run_fuse(g, &ctx);
 	cr_assert_eq(group(g, "mm"), -1);
@@ -377,9 +349,9 @@ Test(fuse, no_epilogue_when_the_product_is_used_elsewhere)
 
 Test(fuse, conv_residual_relu_epilogue)
 {
-	struct rl_graph *g = new_graph();
+	struct rl_graph *g = tu_graph_new(17, "test_fuse");
 	const int64_t dx[] = {1, 4, 6, 6}, dw[] = {4, 4, 3, 3};
-	uint32_t x = input(g, "x", RL_DT_FLOAT, 4, dx);
+	uint32_t x = tu_input(g, "x", RL_DT_FLOAT, tu_dims(4, dx));
 	uint32_t h = op(g, RL_OP_Conv, "conv", 2, x, fconst(g, "w", 4, dw));
 	int64_t pads[] = {1, 1, 1, 1};
 	struct rl_attr *a = rl_node_add_attr(g, node_of(g, "conv"), "pads", RL_ATTR_INTS);
@@ -388,7 +360,7 @@ Test(fuse, conv_residual_relu_epilogue)
 	memcpy(a->ints, pads, sizeof(pads));
 	h = op(g, RL_OP_Add, "res", 2, h, x);
 	h = op(g, RL_OP_Relu, "relu", 1, h);
-	output(g, h);
+	tu_output(g, h);
 	struct rl_pass_ctx ctx;
 	run_fuse(g, &ctx);
 	cr_assert_eq(ngroups(g), 1);
@@ -411,24 +383,24 @@ static int count(const char *s, const char *needle)
  * compiles with -Wall -Wextra -Werror. */
 Test(fuse, emitted_kernels_compile_cleanly)
 {
-	struct rl_graph *g = new_graph();
+	struct rl_graph *g = tu_graph_new(17, "test_fuse");
 	const int64_t dx[] = {5, 8}, dw[] = {8, 12}, db[] = {12}, dgw[] = {12, 8};
-	uint32_t x = input(g, "x", RL_DT_FLOAT, 2, dx);
-	uint32_t r = input(g, "r", RL_DT_FLOAT, 2, (const int64_t[]){5, 12});
-	uint32_t z = input(g, "z", RL_DT_FLOAT, 1, (const int64_t[]){12});
+	uint32_t x = tu_input(g, "x", RL_DT_FLOAT, tu_dims(2, dx));
+	uint32_t r = tu_input(g, "r", RL_DT_FLOAT, TU_SHAPE(2, 5, 12));
+	uint32_t z = tu_input(g, "z", RL_DT_FLOAT, TU_SHAPE(1, 12));
 	/* Gemm (transB) + bias + Relu */
 	uint32_t h = op(g, RL_OP_Gemm, "fc", 2, x, fconst(g, "gw", 2, dgw));
 	rl_node_add_attr(g, node_of(g, "fc"), "transB", RL_ATTR_INT)->i = 1;
 	h = op(g, RL_OP_Add, "fc.bias", 2, h, fconst(g, "gb", 1, db));
 	h = op(g, RL_OP_Relu, "fc.relu", 1, h);
-	output(g, h);
+	tu_output(g, h);
 	/* MatMul + scale + residual, writing two values: a bool mask too */
 	uint32_t m = op(g, RL_OP_MatMul, "mm", 2, x, fconst(g, "w", 2, dw));
 	m = op(g, RL_OP_Mul, "mm.scale", 2, m, scalar(g, "s"));
 	m = op(g, RL_OP_Add, "mm.res", 2, m, r);
 	uint32_t mask = op(g, RL_OP_Greater, "mm.mask", 2, m, scalar(g, "zero"));
-	output(g, mask);
-	output(g, m);
+	tu_output(g, mask);
+	tu_output(g, m);
 	/* elementwise: float -> float16 -> float, a comparison and Where */
 	uint32_t c = op(g, RL_OP_Cast, "to_half", 1, z);
 	rl_node_add_attr(g, node_of(g, "to_half"), "to", RL_ATTR_INT)->i = RL_DT_FLOAT16;
@@ -437,8 +409,8 @@ Test(fuse, emitted_kernels_compile_cleanly)
 	uint32_t gt = op(g, RL_OP_Greater, "gt", 2, c, scalar(g, "zero2"));
 	uint32_t w = op(g, RL_OP_Where, "where", 3, gt, c, z);
 	uint32_t y = op(g, RL_OP_Tanh, "tanh", 1, w);
-	output(g, y);
-	output(g, gt);
+	tu_output(g, y);
+	tu_output(g, gt);
 	struct rl_pass_ctx ctx;
 	run_fuse(g, &ctx);
 	cr_assert_eq(ngroups(g), 3, "%d groups", ngroups(g));

@@ -27,17 +27,6 @@
 #include "ir.h"
 #include "testutil.h"
 
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...)
-{
-	char cmd[8192];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	return system(cmd);
-}
-
 /* deterministic values in [-1, 1) */
 static float val(uint32_t i, uint32_t salt)
 {
@@ -206,7 +195,7 @@ static void run_case(const struct gcase *c, const char *flags)
 	fclose(f);
 	snprintf(path, sizeof(path), "%s/main.c", dir);
 	cr_assert_eq(tu_write(path, main_src, strlen(main_src)), 0);
-	int rc = sh("cd '%s' && ${CC:-cc} -std=c11 -Wall -Wextra -Werror -pedantic -O2 %s m.c main.c"
+	int rc = tu_sh("cd '%s' && ${CC:-cc} -std=c11 -Wall -Wextra -Werror -pedantic -O2 %s m.c main.c"
 	            " -lm -pthread -o run 2> cc.log && ./run \"$PWD/m.weights\" 2>> cc.log"
 	            " || { cat cc.log >&2; exit 1; }", dir, flags);
 	cr_assert_eq(rc, 0, "%s (%s): building or running in %s failed", c->name, flags, dir);
@@ -271,7 +260,7 @@ Test(gemm, runs_portable_kernels)
 
 Test(gemm, runs_with_clang)
 {
-	if (sh("command -v clang > /dev/null") != 0)
+	if (tu_sh("command -v clang > /dev/null") != 0)
 		cr_skip_test("clang not installed");
 	char *cc = getenv("CC") ? strdup(getenv("CC")) : NULL;
 	setenv("CC", "clang", 1);

@@ -32,63 +32,9 @@
 
 /* ---- building graphs ---------------------------------------------------- */
 
-static struct rl_graph *new_graph(int opset)
-{
-	struct rl_graph *g = rl_graph_new();
-	cr_assert(g);
-	g->opset = opset;
-	g->path = "test_passes";
-	return g;
-}
-
-static struct rl_shape shp(int rank, ...)
-{
-	struct rl_shape s = {.rank = rank};
-	va_list ap;
-	va_start(ap, rank);
-	for (int i = 0; i < rank; i++)
-		s.d[i].v = va_arg(ap, int64_t);
-	va_end(ap);
-	return s;
-}
-#define S0() shp(0)
-#define S1(a) shp(1, (int64_t)(a))
-#define S2(a, b) shp(2, (int64_t)(a), (int64_t)(b))
-#define S3(a, b, c) shp(3, (int64_t)(a), (int64_t)(b), (int64_t)(c))
-#define S4(a, b, c, d) shp(4, (int64_t)(a), (int64_t)(b), (int64_t)(c), (int64_t)(d))
-
-static uint32_t input(struct rl_graph *g, const char *name, enum rl_dtype dt, struct rl_shape s)
-{
-	uint32_t v = rl_graph_add_value(g, name, dt, &s);
-	g->values[v].flags |= RL_VAL_INPUT;
-	g->inputs = realloc(g->inputs, (g->ninputs + 1) * sizeof(*g->inputs));
-	g->inputs[g->ninputs++] = v;
-	return v;
-}
-
-static void output(struct rl_graph *g, uint32_t v)
-{
-	g->values[v].flags |= RL_VAL_OUTPUT;
-	g->outputs = realloc(g->outputs, (g->noutputs + 1) * sizeof(*g->outputs));
-	g->outputs[g->noutputs++] = v;
-}
-
-/* An initializer with a copy of data in graph-owned memory. */
-static uint32_t init(struct rl_graph *g, const char *name, enum rl_dtype dt, struct rl_shape s,
-                     const void *data)
-{
-	uint32_t v = rl_graph_add_value(g, name, dt, &s);
-	size_t nb = (size_t)rl_shape_numel(&s) * rl_dtype_size(dt);
-	void *p = rl_graph_own(g, nb ? nb : 1);
-	cr_assert(p);
-	memcpy(p, data, nb);
-	rl_value_set_data(g, v, p, nb);
-	return v;
-}
-
 static uint32_t fscalar(struct rl_graph *g, const char *name, float x)
 {
-	return init(g, name, RL_DT_FLOAT, S0(), &x);
+	return tu_const(g, name, RL_DT_FLOAT, TU_SHAPE(0), &x);
 }
 
 /* A float initializer filled with a fixed pseudo-random sequence. */
@@ -99,14 +45,9 @@ static uint32_t frand(struct rl_graph *g, const char *name, struct rl_shape s, f
 	float *p = malloc((size_t)(n ? n : 1) * sizeof(float));
 	for (int64_t i = 0; i < n; i++)
 		p[i] = offset + scale * sinf(0.731f * (float)i + 1.37f * (float)seed);
-	uint32_t v = init(g, name, RL_DT_FLOAT, s, p);
+	uint32_t v = tu_const(g, name, RL_DT_FLOAT, s, p);
 	free(p);
 	return v;
-}
-
-static uint32_t ints(struct rl_graph *g, const char *name, int n, const int64_t *v)
-{
-	return init(g, name, RL_DT_INT64, S1(n), v);
 }
 
 /* Node with `nout` fresh outputs named after the node; returns output 0 and
@@ -228,19 +169,6 @@ static const char *out_name(const struct rl_graph *g, uint32_t k)
 	return g->values[g->outputs[k]].name;
 }
 
-/* ---- same results before and after -------------------------------------- */
-
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...)
-{
-	char cmd[8192];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	return system(cmd);
-}
-
 static void emit(struct rl_graph *g, const char *dir, const char *prefix)
 {
 	char path[4200], err[1024] = "";
@@ -309,10 +237,10 @@ static struct rl_graph *check_same(struct rl_graph *(*build)(void), const char *
 	snprintf(path, sizeof(path), "%s/main.c", dir);
 	cr_assert_eq(tu_write(path, m.s, m.len), 0);
 	rl_buf_free(&m);
-	int rc = sh("cd '%s' && ${CC:-cc} -std=c11 -O1 -w a.c b.c main.c -lm -o run 2> cc.log"
+	int rc = tu_sh("cd '%s' && ${CC:-cc} -std=c11 -O1 -w a.c b.c main.c -lm -o run 2> cc.log"
 	            " || { cat cc.log >&2; exit 1; }", dir);
 	cr_assert_eq(rc, 0, "building the comparison in %s failed", dir);
-	rc = sh("cd '%s' && ./run > out.txt; r=$?; [ $r -eq 0 ] || cat out.txt >&2; exit $r", dir);
+	rc = tu_sh("cd '%s' && ./run > out.txt; r=$?; [ $r -eq 0 ] || cat out.txt >&2; exit $r", dir);
 	if (rc != 0)
 		dump_remarks(ctx);
 	cr_assert_eq(rc, 0, "outputs differ after %s (program in %s)", passes, dir);
@@ -331,29 +259,29 @@ static struct rl_graph *check_same(struct rl_graph *(*build)(void), const char *
  * rank-6 tensor in the middle of a chain whose intermediate is an output. */
 static struct rl_graph *build_fold_shapes(void)
 {
-	struct rl_graph *g = new_graph(17);
-	uint32_t x = input(g, "x", RL_DT_FLOAT, shp(6, 2ll, 1ll, 3ll, 1ll, 2ll, 2ll));
+	struct rl_graph *g = tu_graph_new(17, "test_passes");
+	uint32_t x = tu_input(g, "x", RL_DT_FLOAT, TU_SHAPE(6, 2, 1, 3, 1, 2, 2));
 	uint32_t s = op1(g, RL_OP_Shape, "shape", x);
 	int64_t i0[1] = {0}, rest[1] = {12};
-	uint32_t gth = op2(g, RL_OP_Gather, "gather", s, ints(g, "i0", 1, i0));
-	uint32_t cat_in[2] = {gth, ints(g, "rest", 1, rest)};
+	uint32_t gth = op2(g, RL_OP_Gather, "gather", s, tu_ints(g, "i0", 1, i0));
+	uint32_t cat_in[2] = {gth, tu_ints(g, "rest", 1, rest)};
 	uint32_t tgt = nodex(g, RL_OP_Concat, "concat", cat_in, 2, 1, NULL, NULL);
 	attr_i(g, tgt, "axis", 0);
 	uint32_t k = op2(g, RL_OP_Mul, "k", fscalar(g, "s0", 1.5f), fscalar(g, "s1", 2.0f));
 	uint32_t mid = op2(g, RL_OP_Add, "mid", x, k); /* rank 0 into rank 6 */
-	output(g, mid);
+	tu_output(g, mid);
 	uint32_t r = op2(g, RL_OP_Reshape, "reshape", mid, tgt);
 	float cv[6] = {1, 2, 3, 4, 5, 6};
-	uint32_t cval = init(g, "cval", RL_DT_FLOAT, S1(6), cv);
+	uint32_t cval = tu_const(g, "cval", RL_DT_FLOAT, TU_SHAPE(1, 6), cv);
 	uint32_t c = nodex(g, RL_OP_Constant, "const", NULL, 0, 1, NULL, NULL);
 	rl_node_add_attr(g, g->values[c].producer, "value", RL_ATTR_TENSOR)->tensor = cval;
 	/* the Constant's tensor is owned by the attribute, not an initializer */
-	uint32_t r2 = op2(g, RL_OP_Reshape, "r2", r, ints(g, "shape2", 2, (int64_t[]){4, 6}));
+	uint32_t r2 = op2(g, RL_OP_Reshape, "r2", r, tu_ints(g, "shape2", 2, (int64_t[]){4, 6}));
 	uint32_t y = op2(g, RL_OP_Add, "y", r2, op2(g, RL_OP_Add, "cc", c,
 	                                                fscalar(g, "one", 1.0f)));
 	(void)y;
-	output(g, y);
-	output(g, c);
+	tu_output(g, y);
+	tu_output(g, c);
 	return g;
 }
 
@@ -384,20 +312,20 @@ Test(fold, shape_arithmetic_and_constants)
  * scale, into a MatMul. */
 static struct rl_graph *build_fold_big(void)
 {
-	struct rl_graph *g = new_graph(17);
-	uint32_t x = input(g, "x", RL_DT_FLOAT, S2(2, 300));
+	struct rl_graph *g = tu_graph_new(17, "test_passes");
+	uint32_t x = tu_input(g, "x", RL_DT_FLOAT, TU_SHAPE(2, 2, 300));
 	int64_t n = 300 * 300;
 	double *w = malloc((size_t)n * sizeof(double));
 	for (int64_t i = 0; i < n; i++)
 		w[i] = 0.05 * sin(0.1 * (double)i);
-	uint32_t wv = init(g, "w", RL_DT_DOUBLE, S2(300, 300), w);
+	uint32_t wv = tu_const(g, "w", RL_DT_DOUBLE, TU_SHAPE(2, 300, 300), w);
 	free(w);
 	uint32_t t = op1(g, RL_OP_Transpose, "transpose", wv);
 	attr_ints(g, t, "perm", 2, (int64_t[]){1, 0});
 	uint32_t c = op1(g, RL_OP_Cast, "cast", t);
 	attr_i(g, c, "to", RL_DT_FLOAT);
 	uint32_t sc = op2(g, RL_OP_Mul, "scale", c, fscalar(g, "half", 0.5f));
-	output(g, op2(g, RL_OP_MatMul, "mm", x, sc));
+	tu_output(g, op2(g, RL_OP_MatMul, "mm", x, sc));
 	return g;
 }
 
@@ -422,22 +350,22 @@ Test(fold, big_transpose_cast_scale)
 
 Test(fold, cap_declines_big_generators_and_duplicates)
 {
-	struct rl_graph *g = new_graph(13);
-	uint32_t x = input(g, "x", RL_DT_FLOAT, S2(512, 1024));
+	struct rl_graph *g = tu_graph_new(13, "test_passes");
+	uint32_t x = tu_input(g, "x", RL_DT_FLOAT, TU_SHAPE(2, 512, 1024));
 	/* Expand of a scalar to 2 MiB: over the cap and its inputs */
 	uint32_t e = op2(g, RL_OP_Expand, "expand", fscalar(g, "z", 0.25f),
-	                 ints(g, "shape", 2, (int64_t[]){512, 1024}));
-	output(g, op2(g, RL_OP_Add, "add", x, e));
+	                 tu_ints(g, "shape", 2, (int64_t[]){512, 1024}));
+	tu_output(g, op2(g, RL_OP_Add, "add", x, e));
 	/* a 1.44 MB weight read by a Transpose and by another node */
-	uint32_t w = frand(g, "w", S2(600, 600), 0.1f, 0, 1);
-	uint32_t x2 = input(g, "x2", RL_DT_FLOAT, S2(1, 600));
+	uint32_t w = frand(g, "w", TU_SHAPE(2, 600, 600), 0.1f, 0, 1);
+	uint32_t x2 = tu_input(g, "x2", RL_DT_FLOAT, TU_SHAPE(2, 1, 600));
 	uint32_t t = op1(g, RL_OP_Transpose, "transpose", w);
-	output(g, op2(g, RL_OP_MatMul, "mm1", x2, t));
-	output(g, op2(g, RL_OP_MatMul, "mm2", x2, w));
+	tu_output(g, op2(g, RL_OP_MatMul, "mm1", x2, t));
+	tu_output(g, op2(g, RL_OP_MatMul, "mm2", x2, w));
 	/* a Tile evaluated by inference, over a lowered cap */
-	uint32_t tile = op2(g, RL_OP_Tile, "tile", frand(g, "small", S1(4), 1, 0, 2),
-	                    ints(g, "reps", 1, (int64_t[]){1024}));
-	output(g, op2(g, RL_OP_Add, "add2", tile, tile));
+	uint32_t tile = op2(g, RL_OP_Tile, "tile", frand(g, "small", TU_SHAPE(1, 4), 1, 0, 2),
+	                    tu_ints(g, "reps", 1, (int64_t[]){1024}));
+	tu_output(g, op2(g, RL_OP_Add, "add2", tile, tile));
 	struct rl_pass_ctx ctx;
 	ctx_new(&ctx);
 	ctx.fold_max_bytes = 4096;
@@ -456,10 +384,10 @@ Test(fold, cap_declines_big_generators_and_duplicates)
  * constants (folded, truncating), and on the input (left alone). */
 static struct rl_graph *build_fold_casts(void)
 {
-	struct rl_graph *g = new_graph(17);
-	uint32_t x = input(g, "x", RL_DT_FLOAT, S2(3, 4));
+	struct rl_graph *g = tu_graph_new(17, "test_passes");
+	uint32_t x = tu_input(g, "x", RL_DT_FLOAT, TU_SHAPE(2, 3, 4));
 	float cv[4] = {2.7f, -1.5f, 0.25f, 9.9f};
-	uint32_t c = init(g, "c", RL_DT_FLOAT, S1(4), cv);
+	uint32_t c = tu_const(g, "c", RL_DT_FLOAT, TU_SHAPE(1, 4), cv);
 	uint32_t d = op1(g, RL_OP_Cast, "to_double", c);
 	attr_i(g, d, "to", RL_DT_DOUBLE);
 	uint32_t i = op1(g, RL_OP_Cast, "to_int", d);
@@ -473,7 +401,7 @@ static struct rl_graph *build_fold_casts(void)
 	uint32_t s = op2(g, RL_OP_Add, "sum_d", xd, xd2);
 	uint32_t back = op1(g, RL_OP_Cast, "back", s);
 	attr_i(g, back, "to", RL_DT_FLOAT);
-	output(g, op2(g, RL_OP_Mul, "y", back, f));
+	tu_output(g, op2(g, RL_OP_Mul, "y", back, f));
 	return g;
 }
 
@@ -501,13 +429,13 @@ static uint32_t add_bn(struct rl_graph *g, const char *name, uint32_t x, int64_t
 	char n[64];
 	uint32_t in[5] = {x};
 	snprintf(n, sizeof(n), "%s_scale", name);
-	in[1] = frand(g, n, S1(C), 0.3f, 1.0f, 11);
+	in[1] = frand(g, n, TU_SHAPE(1, C), 0.3f, 1.0f, 11);
 	snprintf(n, sizeof(n), "%s_bias", name);
-	in[2] = frand(g, n, S1(C), 0.2f, 0, 12);
+	in[2] = frand(g, n, TU_SHAPE(1, C), 0.2f, 0, 12);
 	snprintf(n, sizeof(n), "%s_mean", name);
-	in[3] = frand(g, n, S1(C), 0.2f, 0, 13);
+	in[3] = frand(g, n, TU_SHAPE(1, C), 0.2f, 0, 13);
 	snprintf(n, sizeof(n), "%s_var", name);
-	in[4] = frand(g, n, S1(C), 0.3f, 0.8f, 14);
+	in[4] = frand(g, n, TU_SHAPE(1, C), 0.3f, 0.8f, 14);
 	uint32_t y = nodex(g, RL_OP_BatchNormalization, name, in, 5, 1, NULL, NULL);
 	attr_f(g, y, "epsilon", 1e-3);
 	return y;
@@ -515,39 +443,39 @@ static uint32_t add_bn(struct rl_graph *g, const char *name, uint32_t x, int64_t
 
 static struct rl_graph *build_bn(void)
 {
-	struct rl_graph *g = new_graph(13);
+	struct rl_graph *g = tu_graph_new(13, "test_passes");
 	/* Conv with bias; Conv without bias, grouped, whose BN output is also
 	 * consumed by a graph output chain */
-	uint32_t x = input(g, "x", RL_DT_FLOAT, S4(1, 4, 6, 6));
-	uint32_t cin[3] = {x, frand(g, "cw", S4(6, 4, 3, 3), 0.3f, 0, 1),
-	                   frand(g, "cb", S1(6), 0.1f, 0, 2)};
+	uint32_t x = tu_input(g, "x", RL_DT_FLOAT, TU_SHAPE(4, 1, 4, 6, 6));
+	uint32_t cin[3] = {x, frand(g, "cw", TU_SHAPE(4, 6, 4, 3, 3), 0.3f, 0, 1),
+	                   frand(g, "cb", TU_SHAPE(1, 6), 0.1f, 0, 2)};
 	uint32_t c = nodex(g, RL_OP_Conv, "conv", cin, 3, 1, NULL, NULL);
 	uint32_t y1 = add_bn(g, "bn1", c, 6);
-	output(g, y1);
-	uint32_t cin2[2] = {y1, frand(g, "cw2", S4(8, 3, 1, 1), 0.3f, 0, 3)};
+	tu_output(g, y1);
+	uint32_t cin2[2] = {y1, frand(g, "cw2", TU_SHAPE(4, 8, 3, 1, 1), 0.3f, 0, 3)};
 	uint32_t c2 = nodex(g, RL_OP_Conv, "conv2", cin2, 2, 1, NULL, NULL);
 	attr_i(g, c2, "group", 2);
 	uint32_t y2 = add_bn(g, "bn2", c2, 8);
-	output(g, op1(g, RL_OP_Relu, "relu", y2));
+	tu_output(g, op1(g, RL_OP_Relu, "relu", y2));
 	/* Gemm transB with alpha, beta and a [1, C] bias */
-	uint32_t x3 = input(g, "x3", RL_DT_FLOAT, S2(3, 5));
-	uint32_t gin[3] = {x3, frand(g, "gw", S2(7, 5), 0.3f, 0, 4),
-	                   frand(g, "gc", S2(1, 7), 0.3f, 0, 5)};
+	uint32_t x3 = tu_input(g, "x3", RL_DT_FLOAT, TU_SHAPE(2, 3, 5));
+	uint32_t gin[3] = {x3, frand(g, "gw", TU_SHAPE(2, 7, 5), 0.3f, 0, 4),
+	                   frand(g, "gc", TU_SHAPE(2, 1, 7), 0.3f, 0, 5)};
 	uint32_t gm = nodex(g, RL_OP_Gemm, "gemm", gin, 3, 1, NULL, NULL);
 	attr_i(g, gm, "transB", 1);
 	attr_f(g, gm, "alpha", 0.5);
 	attr_f(g, gm, "beta", 2.0);
-	output(g, add_bn(g, "bn3", gm, 7));
+	tu_output(g, add_bn(g, "bn3", gm, 7));
 	/* MatMul without a bias, and MatMul + Add (bias on the left) */
-	uint32_t mm = op2(g, RL_OP_MatMul, "mm", x3, frand(g, "mw", S2(5, 4), 0.3f, 0, 6));
-	output(g, add_bn(g, "bn4", mm, 4));
-	uint32_t mm2 = op2(g, RL_OP_MatMul, "mm2", x3, frand(g, "mw2", S2(5, 4), 0.3f, 0, 7));
-	uint32_t ad = op2(g, RL_OP_Add, "mm2_bias", frand(g, "mb2", S1(4), 0.3f, 0, 8), mm2);
-	output(g, add_bn(g, "bn5", ad, 4));
+	uint32_t mm = op2(g, RL_OP_MatMul, "mm", x3, frand(g, "mw", TU_SHAPE(2, 5, 4), 0.3f, 0, 6));
+	tu_output(g, add_bn(g, "bn4", mm, 4));
+	uint32_t mm2 = op2(g, RL_OP_MatMul, "mm2", x3, frand(g, "mw2", TU_SHAPE(2, 5, 4), 0.3f, 0, 7));
+	uint32_t ad = op2(g, RL_OP_Add, "mm2_bias", frand(g, "mb2", TU_SHAPE(1, 4), 0.3f, 0, 8), mm2);
+	tu_output(g, add_bn(g, "bn5", ad, 4));
 	/* a BN whose product output is also read elsewhere: not folded */
-	uint32_t mm3 = op2(g, RL_OP_MatMul, "mm3", x3, frand(g, "mw3", S2(5, 4), 0.3f, 0, 9));
-	output(g, add_bn(g, "bn6", mm3, 4));
-	output(g, op1(g, RL_OP_Relu, "mm3_relu", mm3));
+	uint32_t mm3 = op2(g, RL_OP_MatMul, "mm3", x3, frand(g, "mw3", TU_SHAPE(2, 5, 4), 0.3f, 0, 9));
+	tu_output(g, add_bn(g, "bn6", mm3, 4));
+	tu_output(g, op1(g, RL_OP_Relu, "mm3_relu", mm3));
 	return g;
 }
 
@@ -573,20 +501,20 @@ Test(fold, batchnorm_into_conv_gemm_matmul)
 Test(fold, batchnorm_weight_values)
 {
 	/* one channel, worked by hand: W' = W * s, b' = (b - mean) * s + B */
-	struct rl_graph *g = new_graph(13);
-	uint32_t x = input(g, "x", RL_DT_FLOAT, S4(1, 1, 2, 2));
+	struct rl_graph *g = tu_graph_new(13, "test_passes");
+	uint32_t x = tu_input(g, "x", RL_DT_FLOAT, TU_SHAPE(4, 1, 1, 2, 2));
 	float w[1] = {2.0f}, b[1] = {1.0f}, sc[1] = {3.0f}, bb[1] = {0.5f}, mean[1] = {0.25f},
 	      var[1] = {4.0f};
-	uint32_t cin[3] = {x, init(g, "w", RL_DT_FLOAT, S4(1, 1, 1, 1), w),
-	                   init(g, "b", RL_DT_FLOAT, S1(1), b)};
+	uint32_t cin[3] = {x, tu_const(g, "w", RL_DT_FLOAT, TU_SHAPE(4, 1, 1, 1, 1), w),
+	                   tu_const(g, "b", RL_DT_FLOAT, TU_SHAPE(1, 1), b)};
 	uint32_t c = nodex(g, RL_OP_Conv, "conv", cin, 3, 1, NULL, NULL);
-	uint32_t bin[5] = {c, init(g, "sc", RL_DT_FLOAT, S1(1), sc),
-	                   init(g, "bb", RL_DT_FLOAT, S1(1), bb),
-	                   init(g, "mean", RL_DT_FLOAT, S1(1), mean),
-	                   init(g, "var", RL_DT_FLOAT, S1(1), var)};
+	uint32_t bin[5] = {c, tu_const(g, "sc", RL_DT_FLOAT, TU_SHAPE(1, 1), sc),
+	                   tu_const(g, "bb", RL_DT_FLOAT, TU_SHAPE(1, 1), bb),
+	                   tu_const(g, "mean", RL_DT_FLOAT, TU_SHAPE(1, 1), mean),
+	                   tu_const(g, "var", RL_DT_FLOAT, TU_SHAPE(1, 1), var)};
 	uint32_t y = nodex(g, RL_OP_BatchNormalization, "bn", bin, 5, 1, NULL, NULL);
 	attr_f(g, y, "epsilon", 0.0);
-	output(g, y);
+	tu_output(g, y);
 	struct rl_pass_ctx ctx;
 	ctx_new(&ctx);
 	run_passes(g, &ctx, "fold");
@@ -613,22 +541,22 @@ Test(fold, batchnorm_weight_values)
 
 static struct rl_graph *build_dedupe(void)
 {
-	struct rl_graph *g = new_graph(17);
-	uint32_t x = input(g, "x", RL_DT_FLOAT, S2(2, 6));
+	struct rl_graph *g = tu_graph_new(17, "test_passes");
+	uint32_t x = tu_input(g, "x", RL_DT_FLOAT, TU_SHAPE(2, 2, 6));
 	float v[6] = {1, 2, 3, 4, 5, 6};
-	uint32_t a = init(g, "a", RL_DT_FLOAT, S1(6), v);
-	uint32_t b = init(g, "b", RL_DT_FLOAT, S1(6), v);       /* duplicate of a */
-	uint32_t c = init(g, "c", RL_DT_FLOAT, S2(1, 6), v);    /* other shape */
-	uint32_t d = init(g, "d", RL_DT_INT32, S1(6), v);       /* same bits, int32 */
-	uint32_t e = init(g, "e", RL_DT_FLOAT, S1(6), v);       /* duplicate, graph output */
+	uint32_t a = tu_const(g, "a", RL_DT_FLOAT, TU_SHAPE(1, 6), v);
+	uint32_t b = tu_const(g, "b", RL_DT_FLOAT, TU_SHAPE(1, 6), v);       /* duplicate of a */
+	uint32_t c = tu_const(g, "c", RL_DT_FLOAT, TU_SHAPE(2, 1, 6), v);    /* other shape */
+	uint32_t d = tu_const(g, "d", RL_DT_INT32, TU_SHAPE(1, 6), v);       /* same bits, int32 */
+	uint32_t e = tu_const(g, "e", RL_DT_FLOAT, TU_SHAPE(1, 6), v);       /* duplicate, graph output */
 	uint32_t y1 = op2(g, RL_OP_Mul, "m1", x, a);
 	uint32_t y2 = op2(g, RL_OP_Mul, "m2", y1, b);
 	uint32_t y3 = op2(g, RL_OP_Add, "a3", y2, c);
 	uint32_t dc = op1(g, RL_OP_Cast, "dcast", d);
 	attr_i(g, dc, "to", RL_DT_FLOAT);
 	uint32_t y4 = op2(g, RL_OP_Add, "a4", y3, op2(g, RL_OP_Mul, "m5", e, dc));
-	output(g, y4);
-	output(g, e);
+	tu_output(g, y4);
+	tu_output(g, e);
 	return g;
 }
 
@@ -657,18 +585,18 @@ Test(dedupe, big_tensors_same_ends_different_middle)
 {
 	/* 64 KiB tensors: b equals a; c agrees with a on its first and last
 	 * 4 KiB (the cheap key) but not in the middle */
-	struct rl_graph *g = new_graph(17);
+	struct rl_graph *g = tu_graph_new(17, "test_passes");
 	int64_t n = 16384;
 	float *p = malloc((size_t)n * sizeof(float));
 	for (int64_t i = 0; i < n; i++)
 		p[i] = (float)i;
-	uint32_t x = input(g, "x", RL_DT_FLOAT, S1(n));
-	uint32_t a = init(g, "a", RL_DT_FLOAT, S1(n), p);
-	uint32_t b = init(g, "b", RL_DT_FLOAT, S1(n), p);
+	uint32_t x = tu_input(g, "x", RL_DT_FLOAT, TU_SHAPE(1, n));
+	uint32_t a = tu_const(g, "a", RL_DT_FLOAT, TU_SHAPE(1, n), p);
+	uint32_t b = tu_const(g, "b", RL_DT_FLOAT, TU_SHAPE(1, n), p);
 	p[n / 2] = -1;
-	uint32_t c = init(g, "c", RL_DT_FLOAT, S1(n), p);
+	uint32_t c = tu_const(g, "c", RL_DT_FLOAT, TU_SHAPE(1, n), p);
 	free(p);
-	output(g, op2(g, RL_OP_Add, "y", op2(g, RL_OP_Mul, "m", op2(g, RL_OP_Add, "ya", x, a), b), c));
+	tu_output(g, op2(g, RL_OP_Add, "y", op2(g, RL_OP_Mul, "m", op2(g, RL_OP_Add, "ya", x, a), b), c));
 	struct rl_pass_ctx ctx;
 	ctx_new(&ctx);
 	run_passes(g, &ctx, "dedupe");
@@ -697,16 +625,16 @@ Test(dedupe, results_unchanged)
 
 static struct rl_graph *build_cse(void)
 {
-	struct rl_graph *g = new_graph(18);
-	uint32_t x = input(g, "x", RL_DT_FLOAT, S3(2, 3, 8));
+	struct rl_graph *g = tu_graph_new(18, "test_passes");
+	uint32_t x = tu_input(g, "x", RL_DT_FLOAT, TU_SHAPE(3, 2, 3, 8));
 	float v[8] = {1, -1, 2, -2, 3, -3, 0.5f, 4};
-	uint32_t w1 = init(g, "w1", RL_DT_FLOAT, S1(8), v);
-	uint32_t w2 = init(g, "w2", RL_DT_FLOAT, S1(8), v); /* merged by dedupe first */
+	uint32_t w1 = tu_const(g, "w1", RL_DT_FLOAT, TU_SHAPE(1, 8), v);
+	uint32_t w2 = tu_const(g, "w2", RL_DT_FLOAT, TU_SHAPE(1, 8), v); /* merged by dedupe first */
 	uint32_t m1 = op2(g, RL_OP_Mul, "m1", x, w1);
 	uint32_t m2 = op2(g, RL_OP_Mul, "m2", x, w2);
 	uint32_t t1 = op1(g, RL_OP_Tanh, "t1", m1);
 	uint32_t t2 = op1(g, RL_OP_Tanh, "t2", m2);
-	output(g, t1); /* a graph output that is also consumed (by s1) */
+	tu_output(g, t1); /* a graph output that is also consumed (by s1) */
 	/* Split with two outputs, twice */
 	uint32_t s1[2], s2[2], n;
 	nodex(g, RL_OP_Split, "s1", &t1, 1, 2, &n, s1);
@@ -723,10 +651,10 @@ static struct rl_graph *build_cse(void)
 	uint32_t p3 = op1(g, RL_OP_Transpose, "p3", s2[0]);
 	attr_ints(g, p3, "perm", 3, (int64_t[]){1, 2, 0});
 	uint32_t a = op2(g, RL_OP_Add, "a", p1, p2);
-	output(g, a);
-	output(g, p3);
+	tu_output(g, a);
+	tu_output(g, p3);
 	/* a duplicate of t1 whose output is a graph output: must stay */
-	output(g, op1(g, RL_OP_Tanh, "t3", m1));
+	tu_output(g, op1(g, RL_OP_Tanh, "t3", m1));
 	return g;
 }
 
@@ -768,22 +696,22 @@ static uint32_t layernorm(struct rl_graph *g, const char *tag, uint32_t x, int64
 	uint32_t s = op1(g, RL_OP_Sqrt, NM("sqrt"), ve);
 	uint32_t y = reciprocal ? op2(g, RL_OP_Mul, NM("mulr"), d, op1(g, RL_OP_Reciprocal, NM("rcp"), s))
 	                        : op2(g, RL_OP_Div, NM("div"), d, s);
-	y = op2(g, RL_OP_Mul, NM("gamma_mul"), frand(g, NM("gamma"), S1(D), 0.2f, 1, 21), y);
-	y = op2(g, RL_OP_Add, NM("beta_add"), y, frand(g, NM("beta"), S1(D), 0.2f, 0, 22));
+	y = op2(g, RL_OP_Mul, NM("gamma_mul"), frand(g, NM("gamma"), TU_SHAPE(1, D), 0.2f, 1, 21), y);
+	y = op2(g, RL_OP_Add, NM("beta_add"), y, frand(g, NM("beta"), TU_SHAPE(1, D), 0.2f, 0, 22));
 #undef NM
 	return y;
 }
 
 static struct rl_graph *build_layernorm(void)
 {
-	struct rl_graph *g = new_graph(17);
-	uint32_t x = input(g, "x", RL_DT_FLOAT, S3(2, 5, 16));
-	uint32_t h = op2(g, RL_OP_Add, "pre", x, frand(g, "pb", S1(16), 1, 0, 3));
-	output(g, h);
+	struct rl_graph *g = tu_graph_new(17, "test_passes");
+	uint32_t x = tu_input(g, "x", RL_DT_FLOAT, TU_SHAPE(3, 2, 5, 16));
+	uint32_t h = op2(g, RL_OP_Add, "pre", x, frand(g, "pb", TU_SHAPE(1, 16), 1, 0, 3));
+	tu_output(g, h);
 	uint32_t y = layernorm(g, "ln1", h, 16, false, false);
-	output(g, op2(g, RL_OP_Add, "residual", y, h));
+	tu_output(g, op2(g, RL_OP_Add, "residual", y, h));
 	/* the Mul-self / Reciprocal variant */
-	output(g, layernorm(g, "ln2", x, 16, true, true));
+	tu_output(g, layernorm(g, "ln2", x, 16, true, true));
 	/* a near miss: the variance is over another axis (its own input, or
 	 * CSE would share its first nodes with ln2) */
 	int64_t ax[1] = {-1};
@@ -794,7 +722,7 @@ static struct rl_graph *build_layernorm(void)
 	uint32_t p = op2(g, RL_OP_Mul, "bad.sq", d, d);
 	uint32_t v = op1(g, RL_OP_ReduceMean, "bad.var", p);
 	attr_ints(g, v, "axes", 1, (int64_t[]){-2}); /* another axis */
-	output(g, op2(g, RL_OP_Div, "bad.div", d, op1(g, RL_OP_Sqrt, "bad.sqrt", v)));
+	tu_output(g, op2(g, RL_OP_Div, "bad.div", d, op1(g, RL_OP_Sqrt, "bad.sqrt", v)));
 	return g;
 }
 
@@ -858,14 +786,14 @@ static uint32_t gelu_tanh(struct rl_graph *g, const char *tag, uint32_t x)
 
 static struct rl_graph *build_gelu17(void)
 {
-	struct rl_graph *g = new_graph(17);
-	uint32_t x = input(g, "x", RL_DT_FLOAT, S2(4, 12));
+	struct rl_graph *g = tu_graph_new(17, "test_passes");
+	uint32_t x = tu_input(g, "x", RL_DT_FLOAT, TU_SHAPE(2, 4, 12));
 	uint32_t g1 = gelu_erf(g, "g1", x, 1);
-	output(g, g1); /* graph output and consumed */
+	tu_output(g, g1); /* graph output and consumed */
 	uint32_t g2 = gelu_erf(g, "g2", g1, 2);
 	uint32_t g3 = gelu_erf(g, "g3", g2, 3);
 	uint32_t g4 = gelu_tanh(g, "g4", g3);
-	output(g, op2(g, RL_OP_Add, "y", g4, x)); /* x shared */
+	tu_output(g, op2(g, RL_OP_Add, "y", g4, x)); /* x shared */
 	return g;
 }
 
@@ -900,8 +828,8 @@ Test(patterns, gelu_declined_for_onnx_output_below_opset_20)
 
 static struct rl_graph *build_softmax(void)
 {
-	struct rl_graph *g = new_graph(13);
-	uint32_t x = input(g, "x", RL_DT_FLOAT, S3(2, 7, 5));
+	struct rl_graph *g = tu_graph_new(13, "test_passes");
+	uint32_t x = tu_input(g, "x", RL_DT_FLOAT, TU_SHAPE(3, 2, 7, 5));
 	for (int k = 0; k < 2; k++) {
 		int64_t ax[1] = {k ? 1 : -1};
 		char n[32];
@@ -913,9 +841,9 @@ static struct rl_graph *build_softmax(void)
 		snprintf(n, sizeof(n), "sm%d.exp", k);
 		uint32_t e = op1(g, RL_OP_Exp, n, d);
 		snprintf(n, sizeof(n), "sm%d.sum", k);
-		uint32_t s = op2(g, RL_OP_ReduceSum, n, e, ints(g, n, 1, ax)); /* axes input at 13 */
+		uint32_t s = op2(g, RL_OP_ReduceSum, n, e, tu_ints(g, n, 1, ax)); /* axes input at 13 */
 		snprintf(n, sizeof(n), "sm%d.div", k);
-		output(g, op2(g, RL_OP_Div, n, e, s));
+		tu_output(g, op2(g, RL_OP_Div, n, e, s));
 	}
 	return g;
 }
@@ -934,13 +862,13 @@ Test(patterns, softmax)
 /* Patterns leave graphs alone when an intermediate is a graph output. */
 static struct rl_graph *build_gelu_mid_output(void)
 {
-	struct rl_graph *g = new_graph(20);
-	uint32_t x = input(g, "x", RL_DT_FLOAT, S2(3, 4));
+	struct rl_graph *g = tu_graph_new(20, "test_passes");
+	uint32_t x = tu_input(g, "x", RL_DT_FLOAT, TU_SHAPE(2, 3, 4));
 	uint32_t t = op2(g, RL_OP_Div, "div", x, fscalar(g, "s2", 1.41421356f));
 	uint32_t e = op1(g, RL_OP_Erf, "erf", t);
-	output(g, e);
+	tu_output(g, e);
 	uint32_t a = op2(g, RL_OP_Add, "add", e, fscalar(g, "one", 1.0f));
-	output(g, op2(g, RL_OP_Mul, "y", op2(g, RL_OP_Mul, "xh", x, fscalar(g, "h", 0.5f)), a));
+	tu_output(g, op2(g, RL_OP_Mul, "y", op2(g, RL_OP_Mul, "xh", x, fscalar(g, "h", 0.5f)), a));
 	return g;
 }
 
