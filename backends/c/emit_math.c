@@ -12,11 +12,19 @@
  * - Rounding to an integer is the 1.5*2^23 magic constant (adding it leaves
  *   the nearest integer in the low mantissa bits), so n comes out both as a
  *   float and, from the bits, as an integer without a float->int conversion
- *   (undefined for NaN in scalar C); bit casts are vector casts; lane
- *   selects are rl_vsel on comparison masks, never branches.
- * - No `|` or `&` of two comparison masks, and no two selects that pick the
- *   same value (GCC folds those into one): GCC 12 lowers such a combined
- *   mask lane by lane, 16 scalar compares.
+ *   (undefined for NaN in scalar C); bit casts are vector casts.
+ * - Every lane select is rl_vif (emit_rt.c): a comparison and a pick in a
+ *   16-iteration lane loop, which the vectorizer turns into compares and
+ *   blends at the width of each clone. Written on rl_vf itself (`m = x < y`,
+ *   then rl_vsel), GCC 12 compiles the comparison as 16 scalar compares and
+ *   branches in every clone narrower than 64 bytes: the x86-64-v3 clone of a
+ *   fused Sigmoid/Tanh/Sqrt chain ran 1177 instructions per 16 floats, 218
+ *   with rl_vif, and the AVX-512 clone is unchanged (llvm-mca on the loops).
+ * - No two selects that pick the same value under one condition combined
+ *   with `|`/`&` (GCC 12 lowers a combined mask lane by lane).
+ * - sqrt is the sqrtps instruction on x86-64 (see rl_vsqrt), reached through
+ *   a target builtin that exists in every x86-64 clone (SSE), since sqrtf
+ *   keeps an errno call that blocks vectorization under plain -O2.
  * - Only what a file needs is emitted (cg_vmath_need), with its
  *   dependencies first, into cg->statics under `#ifdef RL_VEC`: the scalar
  *   path under `#else` keeps the libm calls and rl_tanhf/rl_erff, and
@@ -27,19 +35,22 @@
  * function's domain plus the edges), in units in the last place of the
  * float result:
  *
- *   rl_vexp      1.5 ulp  Cody-Waite reduction, Taylor degree 7 (1.18 seen)
- *   rl_vexpm1    2.5 ulp  same core; 2^n q + (2^n - 1) for small n (2.19)
+ *   rl_vexp      1.5 ulp  Cody-Waite reduction, fitted degree 6 (1.16 seen)
+ *   rl_vexpm1    2.5 ulp  same core; 2^n q + (2^n - 1) for small n (2.01)
  *   rl_vlog      2 ulp    m in [sqrt(1/2), sqrt(2)), atanh series to s^9 (1.90)
  *   rl_vlog1p    4 ulp    log(1+u) u / ((1+u) - 1), Goldberg's correction (3.68)
- *   rl_vtanh     3 ulp    -e / (e + 2), e = expm1(-2|x|), sign restored (2.49)
+ *   rl_vtanh     3 ulp    -e / (e + 2), e = expm1(-2|x|), sign restored (2.54)
  *   rl_vsigmoid  2.5 ulp  1 / (1 + exp(-x)) (2.31)
- *   rl_vsqrt     0.501    in float: Newton from a bit-trick 1/sqrt, then
- *                ulp      one exact-residual Newton step on sqrt x, rounded
- *                         once: correctly rounded but within 5e-4 ulp of a
- *                         midpoint (0.5005 seen, also over every float)
+ *   rl_vsqrt     0.5 ulp  x86-64: the instruction, correctly rounded
+ *                0.501    elsewhere and with RL_PORTABLE_MATH, in float:
+ *                ulp      Newton from a bit-trick 1/sqrt, then one
+ *                         exact-residual Newton step on sqrt x, rounded once:
+ *                         correctly rounded but within 5e-4 ulp of a midpoint
+ *                         (0.5005 seen, also over every float)
  *
- * The test sweeps twice: built for the baseline ISA (no FMA) and with
- * -march=native (the contractions the x86-64-v3/v4 clones get).
+ * The test sweeps four builds: the baseline ISA (no FMA), the same with
+ * RL_PORTABLE_MATH, -march=native and -march=x86-64-v3 (the contractions
+ * and lowerings the x86-64-v4/v3 clones get).
  *
  * Special values: NaN in gives NaN out everywhere. exp: -inf -> 0, +inf and
  * x > 88.72 -> +inf, results below FLT_MIN are denormals (one rounding).
@@ -90,8 +101,10 @@ static const char vm_expcore[] =
 	" * For x in [-104, 89]: x = n ln2 + r with n = round(x / ln2) (the 1.5*2^23\n"
 	" * magic constant), r by the Cody-Waite two-constant reduction (ln2_hi has 9\n"
 	" * significant bits, so n * ln2_hi is exact), |r| <= ln2/2 + tiny. q = e^r - 1\n"
-	" * by the Taylor polynomial of degree 7 (truncation < 6e-9 relative over the\n"
-	" * interval). ni is n as an integer, read from the bits of the rounded sum.\n"
+	" * = r + r^2 P(r), P of degree 4 fitted for least maximum error of 1 + q\n"
+	" * (Lawson-weighted least squares on Chebyshev nodes, coefficients rounded to\n"
+	" * float: 3.7e-9 relative, under the 6e-9 of the degree-7 Taylor polynomial it\n"
+	" * replaced, one FMA less). ni is n as an integer, from the rounded sum's bits.\n"
 	" */\n"
 	"RL_INLINE void rl_vexp_core(rl_vf *q, rl_vf *nf, rl_vi *ni, const rl_vf *x)\n"
 	"{\n"
@@ -99,11 +112,10 @@ static const char vm_expcore[] =
 	"    const rl_vf n = t - 12582912.0f;\n"
 	"    rl_vf r = *x - n * 0.693359375f;\n"
 	"    r = r - n * -2.12194440e-4f;\n"
-	"    rl_vf p = r * 1.98412698e-4f + 1.38888889e-3f;\n"
-	"    p = p * r + 8.33333333e-3f;\n"
-	"    p = p * r + 4.16666667e-2f;\n"
-	"    p = p * r + 1.66666667e-1f;\n"
-	"    p = p * r + 0.5f;\n"
+	"    rl_vf p = r * 1.381453942e-3f + 8.368745446e-3f;\n"
+	"    p = p * r + 4.166838899e-2f;\n"
+	"    p = p * r + 1.666652113e-1f;\n"
+	"    p = p * r + 4.999999404e-1f;\n"
 	"    p = p * r + 1.0f;\n"
 	"    *q = p * r;\n"
 	"    *nf = n;\n"
@@ -123,7 +135,7 @@ static const char vm_exp[] =
 	"    const rl_vi h = ni >> 1;\n"
 	"    const rl_vf s1 = (rl_vf)(((rl_vu)h + 127u) << 23);\n"
 	"    const rl_vf s2 = (rl_vf)(((rl_vu)(ni - h) + 127u) << 23);\n"
-	"    *r = (q + 1.0f) * s1 * s2;\n"
+	"    *r = (q * s1 + s1) * s2;\n"
 	"}\n\n";
 
 static const char vm_expm1[] =
@@ -139,7 +151,7 @@ static const char vm_expm1[] =
 	"    const rl_vi h = ni >> 1;\n"
 	"    const rl_vf s1 = (rl_vf)(((rl_vu)h + 127u) << 23);\n"
 	"    const rl_vf s2 = (rl_vf)(((rl_vu)(ni - h) + 127u) << 23);\n"
-	"    const rl_vf big = (q + 1.0f) * s1 * s2 - 1.0f;\n"
+	"    const rl_vf big = (q * s1 + s1) * s2 - 1.0f;\n"
 	"    const rl_vf s = (rl_vf)(((rl_vu)ni + 127u) << 23);\n"
 	"    rl_vf small = q * s + (s - 1.0f);\n"
 	"    const rl_vf zero = {0}, c24 = (rl_vf){0} + 24.0f;\n"

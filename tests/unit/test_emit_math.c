@@ -413,3 +413,65 @@ Test(vmath, vector_kernels_agree_with_scalar_table, .timeout = 600)
 	free(dir);
 	rl_graph_free(g);
 }
+
+/* ---- 3. every clone keeps its comparisons in vector registers ------------- */
+
+/*
+ * GCC 12 lowers a comparison written on a 64-byte rl_vf, in a clone whose
+ * vectors are narrower (x86-64-v3, the baseline), to 16 scalar compares and
+ * branches; selects therefore go through rl_vif, which the vectorizer lowers
+ * at each clone's width. A chain of ops with selects (Relu, Max, Clip) and
+ * of the math library's functions (exp, log, tanh, sigmoid, sqrt: clamps and
+ * special values) is compiled with plain `cc -O2 -S` for x86-64, where no
+ * kernel may contain a scalar float compare (comiss/ucomiss).
+ */
+Test(vmath, clones_compare_in_vectors, .timeout = 300)
+{
+	if (sh("echo 'int main(void) { return 0; }' | ${CC:-cc} -x c -dM -E - | grep -q __x86_64__") != 0)
+		cr_skip_test("the clones are an x86-64 matter (this compiler does not target it)");
+	struct rl_graph *g = rl_graph_new();
+	g->opset = 21;
+	g->path = "test_emit_math";
+	const int64_t d[] = {70000};
+	uint32_t a = add_input(g, "a", 1, d), b = add_input(g, "b", 1, d);
+	static const enum rl_op un[] = {RL_OP_Relu, RL_OP_Exp, RL_OP_Log, RL_OP_Tanh,
+	                                RL_OP_Sigmoid, RL_OP_Sqrt, RL_OP_LeakyRelu};
+	for (size_t k = 0; k < sizeof(un) / sizeof(un[0]); k++)
+		add_node(g, un[k], &a, 1, NULL);
+	uint32_t ab[2] = {a, b};
+	add_node(g, RL_OP_Max, ab, 2, NULL);
+	add_node(g, RL_OP_Min, ab, 2, NULL);
+	cr_assert_eq(rl_graph_infer(g), RL_OK, "%s", g->err);
+	char *dir = tu_tmpdir(), path[4200], err[1024] = "";
+	snprintf(path, sizeof(path), "%s/m.c", dir);
+	cr_assert_eq(rl_emit_c(g, NULL, path, err, sizeof(err)), RL_OK, "%s", err);
+	int rc = sh("cd '%s' && ${CC:-cc} -std=c11 -O2 -S m.c -o m.s 2> cc.log || { cat cc.log >&2; exit 1; }",
+	            dir);
+	cr_assert_eq(rc, 0, "compile failed in %s", dir);
+	/* the kernels are the functions named k<N>_..., their clones included */
+	rc = sh("cd '%s' && awk '/^k[0-9]+_.*:$/ { f = $0 } /^\\t\\.size/ { f = \"\" }"
+	        " f && /\\t(v?u?comiss)\\t/ { print f, $0 }' m.s > scalar.txt", dir);
+	cr_assert_eq(rc, 0);
+	snprintf(path, sizeof(path), "%s/scalar.txt", dir);
+	FILE *f = fopen(path, "r");
+	cr_assert(f);
+	char line[512];
+	int n = 0;
+	while (fgets(line, sizeof(line), f))
+		if (n++ < 5)
+			cr_log_error("scalar compare in a kernel: %s", line);
+	fclose(f);
+	cr_expect_eq(n, 0, "%d scalar float compares in the kernels (see %s/m.s)", n, dir);
+	snprintf(path, sizeof(path), "%s/m.s", dir);
+	f = fopen(path, "r");
+	cr_assert(f);
+	int clones = 0;
+	while (fgets(line, sizeof(line), f))
+		clones += strstr(line, ".arch_x86_64_v3:") != NULL;
+	fclose(f);
+	cr_expect_gt(clones, 0, "no x86-64-v3 clone was compiled, so nothing was checked");
+	if (n == 0)
+		tu_rmtree(dir);
+	free(dir);
+	rl_graph_free(g);
+}
