@@ -1270,11 +1270,12 @@ bool cg_elemwise_vexpr(struct rl_cgen *cg, uint32_t node, const char *const *in,
 	case RL_OP_Neg:
 		snprintf(e, len, "-%s", a);
 		return true;
-	case RL_OP_Exp: case RL_OP_Log: case RL_OP_Sqrt: case RL_OP_Tanh: case RL_OP_Sigmoid: {
+	case RL_OP_Exp: case RL_OP_Log: case RL_OP_Sqrt: case RL_OP_Tanh: case RL_OP_Sigmoid:
+	case RL_OP_Erf: {
 		static const struct { enum rl_op op; unsigned need; const char *fn; } f[] = {
 			{RL_OP_Exp, RL_VM_EXP, "rl_vexp"},     {RL_OP_Log, RL_VM_LOG, "rl_vlog"},
 			{RL_OP_Sqrt, RL_VM_SQRT, "rl_vsqrt"},  {RL_OP_Tanh, RL_VM_TANH, "rl_vtanh"},
-			{RL_OP_Sigmoid, RL_VM_SIGMOID, "rl_vsigmoid"},
+			{RL_OP_Sigmoid, RL_VM_SIGMOID, "rl_vsigmoid"}, {RL_OP_Erf, RL_VM_ERF, "rl_verf"},
 		};
 		for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
 			if (f[i].op == n->op)
@@ -1372,8 +1373,15 @@ bool cg_elemwise_vexpr(struct rl_cgen *cg, uint32_t node, const char *const *in,
 		return true;
 	}
 	case RL_OP_Gelu:
+		if (strcmp(rl_node_attr_str(n, "approximate", "none"), "none") == 0) {
+			/* as the scalar table: 0.5 a (1 + erf(a / sqrt 2)) */
+			cg_line(cg, "const rl_vf %s = %s * %s;", t3, a, L(0.70710678118654752440));
+			vcall_line(cg, RL_VM_ERF, "rl_verf", t2, t3);
+			snprintf(e, len, "0.5f * %s * (1.0f + %s)", a, t2);
+			return true;
+		}
 		if (strcmp(rl_node_attr_str(n, "approximate", "none"), "tanh") != 0)
-			return false; /* erf: per lane through rl_erff */
+			return false;
 		cg_line(cg, "const rl_vf %s = %s * (%s + %s * %s * %s * %s);", t3,
 		        L(0.79788456080286535588), a, L(0.044715), a, a, a);
 		vcall_line(cg, RL_VM_TANH, "rl_vtanh", t2, t3);

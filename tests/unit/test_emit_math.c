@@ -57,7 +57,7 @@ static const char sweep_main[] =
 	"typedef void (*vfn)(rl_vf *, const rl_vf *);\n"
 	"#define WRAP(f) static void w_##f(rl_vf *r, const rl_vf *x) { f(r, x); }\n"
 	"WRAP(rl_vexp) WRAP(rl_vexpm1) WRAP(rl_vlog) WRAP(rl_vlog1p) WRAP(rl_vtanh)\n"
-	"WRAP(rl_vsigmoid) WRAP(rl_vsqrt)\n"
+	"WRAP(rl_vsigmoid) WRAP(rl_vsqrt) WRAP(rl_verf)\n"
 	"static double sigm(double x) { return 1.0 / (1.0 + exp(-x)); }\n"
 	"static float bits(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }\n"
 	"static double sweep(vfn f, double (*ref)(double), float lo, float hi, const char *name)\n"
@@ -117,9 +117,11 @@ static const char sweep_main[] =
 	"    sweep(w_rl_vtanh, tanh, -FLT_MAX, FLT_MAX, \"tanh\");\n"
 	"    sweep(w_rl_vsigmoid, sigm, -87.0f, FLT_MAX, \"sigmoid\");\n"
 	"    sweep(w_rl_vsqrt, sqrt, 0.0f, FLT_MAX, \"sqrt\");\n"
-	"    vfn fs[] = {w_rl_vexp, w_rl_vexpm1, w_rl_vlog, w_rl_vlog1p, w_rl_vtanh, w_rl_vsigmoid, w_rl_vsqrt};\n"
-	"    const char *nm[] = {\"exp\", \"expm1\", \"log\", \"log1p\", \"tanh\", \"sigmoid\", \"sqrt\"};\n"
-	"    for (int i = 0; i < 7; i++)\n"
+	"    sweep(w_rl_verf, erf, -FLT_MAX, FLT_MAX, \"erf\");\n"
+	"    vfn fs[] = {w_rl_vexp, w_rl_vexpm1, w_rl_vlog, w_rl_vlog1p, w_rl_vtanh, w_rl_vsigmoid, w_rl_vsqrt,\n"
+	"                w_rl_verf};\n"
+	"    const char *nm[] = {\"exp\", \"expm1\", \"log\", \"log1p\", \"tanh\", \"sigmoid\", \"sqrt\", \"erf\"};\n"
+	"    for (int i = 0; i < 8; i++)\n"
 	"        special(fs[i], nm[i], nan, nan);\n"
 	"    special(w_rl_vexp, \"exp\", -inf, 0.0f);\n"
 	"    special(w_rl_vexp, \"exp\", inf, inf);\n"
@@ -155,6 +157,10 @@ static const char sweep_main[] =
 	"    special(w_rl_vsqrt, \"sqrt\", inf, inf);\n"
 	"    special(w_rl_vsqrt, \"sqrt\", 0x1p-149f, (float)sqrt(0x1p-149));\n"
 	"    special(w_rl_vsqrt, \"sqrt\", 4.0f, 2.0f);\n"
+	"    special(w_rl_verf, \"erf\", inf, 1.0f);\n"
+	"    special(w_rl_verf, \"erf\", -inf, -1.0f);\n"
+	"    special(w_rl_verf, \"erf\", 0.0f, 0.0f);\n"
+	"    special(w_rl_verf, \"erf\", -0.0f, -0.0f);\n"
 	"    return 0;\n"
 	"}\n";
 
@@ -165,7 +171,7 @@ struct bound {
 
 static const struct bound bounds[] = {
 	{"exp", 1.5}, {"expm1", 2.5}, {"log", 2.0}, {"log1p", 4.0},
-	{"tanh", 3.0}, {"sigmoid", 2.5}, {"sqrt", 0.501},
+	{"tanh", 3.0}, {"sigmoid", 2.5}, {"sqrt", 0.501}, {"erf", 7.0},
 };
 
 /* sqrt by the instruction (x86-64 unless RL_PORTABLE_MATH): correctly
@@ -215,7 +221,7 @@ static void run_sweep(const char *dir, const char *extra, const char *tag)
 	}
 	fclose(f);
 	if (seen >= 0)
-		cr_expect_eq(seen, 7, "every function swept (%s)", tag);
+		cr_expect_eq(seen, 8, "every function swept (%s)", tag);
 }
 
 /* Once as users compile generated code (baseline ISA: no FMA, so nothing is
@@ -351,6 +357,7 @@ Test(vmath, vector_kernels_agree_with_scalar_table, .timeout = 600)
 	struct rl_attr *at = rl_node_add_attr(g, node, "approximate", RL_ATTR_STRING);
 	at->s = rl_arena_strdup(g, "tanh");
 	at->n = 4;
+	add_node(g, RL_OP_Gelu, &a, 1, NULL); /* approximate = none: rl_verf */
 	static const enum rl_op bin[] = {RL_OP_Add, RL_OP_Sub, RL_OP_Mul, RL_OP_Div,
 	                                 RL_OP_PRelu, RL_OP_Min, RL_OP_Max, RL_OP_Pow};
 	uint32_t ab[2] = {a, b}, rc2[2] = {r, c}, rl2[2] = {r, l}, cl2[2] = {c, l};
@@ -435,7 +442,7 @@ Test(vmath, clones_compare_in_vectors, .timeout = 300)
 	const int64_t d[] = {70000};
 	uint32_t a = add_input(g, "a", 1, d), b = add_input(g, "b", 1, d);
 	static const enum rl_op un[] = {RL_OP_Relu, RL_OP_Exp, RL_OP_Log, RL_OP_Tanh,
-	                                RL_OP_Sigmoid, RL_OP_Sqrt, RL_OP_LeakyRelu};
+	                                RL_OP_Sigmoid, RL_OP_Sqrt, RL_OP_LeakyRelu, RL_OP_Erf};
 	for (size_t k = 0; k < sizeof(un) / sizeof(un[0]); k++)
 		add_node(g, un[k], &a, 1, NULL);
 	uint32_t ab[2] = {a, b};
