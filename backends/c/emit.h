@@ -341,6 +341,7 @@ enum rl_vmath {
 	RL_VM_TANH = 1 << 6,
 	RL_VM_SIGMOID = 1 << 7,
 	RL_VM_SQRT = 1 << 8,
+	RL_VM_ERF = 1 << 9,     /* rl_verf: rl_erff's rational form on vectors */
 };
 /* Add the functions in fns (and what they use) that cg->statics lacks, in
  * dependency order, under `#ifdef RL_VEC`. The kernel using them sets simd. */

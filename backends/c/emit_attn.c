@@ -108,8 +108,7 @@ static void row_softmax(struct rl_cgen *cg, const char *ct, const char *n, int64
 		cg_line(cg, "rl_vf vm = *(const rl_vfu *)s;");
 		cg_line(cg, "for (size_t j = RL_VW; j < nv; j += RL_VW) {");
 		cg_line(cg, "    const rl_vf v = *(const rl_vfu *)(s + j);");
-		cg_line(cg, "    const rl_vi gt = v > vm;");
-		cg_line(cg, "    rl_vsel(&vm, &gt, &v, &vm);");
+		cg_line(cg, "    rl_vif(&vm, RL_GT, &v, &vm, &v, &vm);");
 		cg_line(cg, "}");
 		cg_line(cg, "float m = vm[0];");
 		cg_line(cg, "for (int l = 1; l < RL_VW; l++)");

@@ -1190,14 +1190,30 @@ static const char *vsplat(double c)
 	return b;
 }
 
-/* Define `rl_vf NAME = COND ? A : B` lane by lane (COND a vector comparison,
- * A and B rl_vf expressions): the vector form of the table's `?:`. */
+/* Define `rl_vf NAME = COND ? A : B` lane by lane (COND "X op Y", op one of
+ * < > <= >= == != between spaces, X and Y rl_vf or float expressions, A and
+ * B rl_vf expressions): the vector form of the table's `?:`, through rl_vif
+ * (a comparison written on rl_vf is scalarized by GCC 12 in the narrower
+ * clones, see emit_rt.c). */
 static void vsel_line(struct rl_cgen *cg, const char *name, const char *cond, const char *a,
                       const char *b)
 {
+	static const struct { const char *tok, *op; } ops[] = {
+		{" <= ", "RL_LE"}, {" >= ", "RL_GE"}, {" == ", "RL_EQ"},
+		{" != ", "RL_NE"}, {" < ", "RL_LT"},  {" > ", "RL_GT"},
+	};
+	const char *at = NULL, *op = NULL;
+	size_t tl = 0;
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]) && !at; i++) {
+		at = strstr(cond, ops[i].tok);
+		op = ops[i].op;
+		tl = strlen(ops[i].tok);
+	}
+	RL_ASSERT(at);
 	cg_line(cg, "rl_vf %s;", name);
-	cg_line(cg, "{ const rl_vi m_ = %s; const rl_vf p_ = %s, q_ = %s; rl_vsel(&%s, &m_, &p_, &q_); }",
-	        cond, a, b, name);
+	cg_line(cg, "{ const rl_vf c_ = (%.*s) + (rl_vf){0}, d_ = (%s) + (rl_vf){0}, p_ = %s, q_ = %s;",
+	        (int)(at - cond), cond, at + tl, a, b);
+	cg_line(cg, "  rl_vif(&%s, %s, &c_, &d_, &p_, &q_); }", name, op);
 }
 
 /* `rl_vf NAME; FN(&NAME, &ARG);` for a vector math function */
@@ -1254,11 +1270,12 @@ bool cg_elemwise_vexpr(struct rl_cgen *cg, uint32_t node, const char *const *in,
 	case RL_OP_Neg:
 		snprintf(e, len, "-%s", a);
 		return true;
-	case RL_OP_Exp: case RL_OP_Log: case RL_OP_Sqrt: case RL_OP_Tanh: case RL_OP_Sigmoid: {
+	case RL_OP_Exp: case RL_OP_Log: case RL_OP_Sqrt: case RL_OP_Tanh: case RL_OP_Sigmoid:
+	case RL_OP_Erf: {
 		static const struct { enum rl_op op; unsigned need; const char *fn; } f[] = {
 			{RL_OP_Exp, RL_VM_EXP, "rl_vexp"},     {RL_OP_Log, RL_VM_LOG, "rl_vlog"},
 			{RL_OP_Sqrt, RL_VM_SQRT, "rl_vsqrt"},  {RL_OP_Tanh, RL_VM_TANH, "rl_vtanh"},
-			{RL_OP_Sigmoid, RL_VM_SIGMOID, "rl_vsigmoid"},
+			{RL_OP_Sigmoid, RL_VM_SIGMOID, "rl_vsigmoid"}, {RL_OP_Erf, RL_VM_ERF, "rl_verf"},
 		};
 		for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
 			if (f[i].op == n->op)
@@ -1356,8 +1373,15 @@ bool cg_elemwise_vexpr(struct rl_cgen *cg, uint32_t node, const char *const *in,
 		return true;
 	}
 	case RL_OP_Gelu:
+		if (strcmp(rl_node_attr_str(n, "approximate", "none"), "none") == 0) {
+			/* as the scalar table: 0.5 a (1 + erf(a / sqrt 2)) */
+			cg_line(cg, "const rl_vf %s = %s * %s;", t3, a, L(0.70710678118654752440));
+			vcall_line(cg, RL_VM_ERF, "rl_verf", t2, t3);
+			snprintf(e, len, "0.5f * %s * (1.0f + %s)", a, t2);
+			return true;
+		}
 		if (strcmp(rl_node_attr_str(n, "approximate", "none"), "tanh") != 0)
-			return false; /* erf: per lane through rl_erff */
+			return false;
 		cg_line(cg, "const rl_vf %s = %s * (%s + %s * %s * %s * %s);", t3,
 		        L(0.79788456080286535588), a, L(0.044715), a, a, a);
 		vcall_line(cg, RL_VM_TANH, "rl_vtanh", t2, t3);
@@ -1388,7 +1412,7 @@ bool cg_elemwise_vexpr(struct rl_cgen *cg, uint32_t node, const char *const *in,
 	}
 	case RL_OP_Min: case RL_OP_Max: {
 		/* a NaN operand wins, like np.minimum/np.maximum */
-		const char *cmp = n->op == RL_OP_Min ? "<" : ">";
+		const char *cmp = n->op == RL_OP_Min ? "RL_LT" : "RL_GT";
 		if (n->nin > 16)
 			return false;
 		cg_line(cg, "rl_vf %s = %s;", t1, a);
@@ -1397,9 +1421,9 @@ bool cg_elemwise_vexpr(struct rl_cgen *cg, uint32_t node, const char *const *in,
 				return false;
 			/* two selects of different values (GCC 12 scalarizes an | of
 			 * masks): a NaN input gives the NaN in + m */
-			cg_line(cg, "{ rl_vi m_ = %s %s %s; const rl_vf n_ = %s + %s; rl_vsel(&%s, &m_, &%s, &%s);",
-			        in[k], cmp, t1, in[k], t1, t1, in[k], t1);
-			cg_line(cg, "  m_ = %s != %s; rl_vsel(&%s, &m_, &n_, &%s); }", in[k], in[k], t1, t1);
+			cg_line(cg, "{ const rl_vf n_ = %s + %s; rl_vif(&%s, %s, &%s, &%s, &%s, &%s);",
+			        in[k], t1, t1, cmp, in[k], t1, in[k], t1);
+			cg_line(cg, "  rl_vif(&%s, RL_NE, &%s, &%s, &n_, &%s); }", t1, in[k], in[k], t1);
 		}
 		snprintf(e, len, "%s", t1);
 		return true;
@@ -1431,11 +1455,11 @@ bool cg_elemwise_vexpr(struct rl_cgen *cg, uint32_t node, const char *const *in,
 		}
 		cg_line(cg, "rl_vf %s = %s;", t1, a);
 		if (has_lo) {
-			cg_line(cg, "{ const rl_vf l_ = %s; const rl_vi m_ = %s < l_; rl_vsel(&%s, &m_, &l_, &%s); }",
+			cg_line(cg, "{ const rl_vf l_ = %s; rl_vif(&%s, RL_LT, &%s, &l_, &l_, &%s); }",
 			        lv, t1, t1, t1);
 		}
 		if (has_hi) {
-			cg_line(cg, "{ const rl_vf h_ = %s; const rl_vi m_ = %s > h_; rl_vsel(&%s, &m_, &h_, &%s); }",
+			cg_line(cg, "{ const rl_vf h_ = %s; rl_vif(&%s, RL_GT, &%s, &h_, &h_, &%s); }",
 			        hv, t1, t1, t1);
 		}
 		snprintf(e, len, "%s", t1);

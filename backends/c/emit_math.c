@@ -1,6 +1,6 @@
 /*
  * emit_math.c - the vector math library a generated .c carries: exp, expm1,
- * log, log1p, tanh, sigmoid and sqrt on rl_vf (16 floats, emit_rt.c), as
+ * log, log1p, tanh, sigmoid, sqrt and erf on rl_vf (16 floats, emit_rt.c), as
  * branch-free C that any GNU-compatible compiler turns into straight-line
  * SIMD at plain -O2: no -ffast-math, no libm call, no intrinsic header.
  *
@@ -12,11 +12,19 @@
  * - Rounding to an integer is the 1.5*2^23 magic constant (adding it leaves
  *   the nearest integer in the low mantissa bits), so n comes out both as a
  *   float and, from the bits, as an integer without a float->int conversion
- *   (undefined for NaN in scalar C); bit casts are vector casts; lane
- *   selects are rl_vsel on comparison masks, never branches.
- * - No `|` or `&` of two comparison masks, and no two selects that pick the
- *   same value (GCC folds those into one): GCC 12 lowers such a combined
- *   mask lane by lane, 16 scalar compares.
+ *   (undefined for NaN in scalar C); bit casts are vector casts.
+ * - Every lane select is rl_vif (emit_rt.c): a comparison and a pick in a
+ *   16-iteration lane loop, which the vectorizer turns into compares and
+ *   blends at the width of each clone. Written on rl_vf itself (`m = x < y`,
+ *   then rl_vsel), GCC 12 compiles the comparison as 16 scalar compares and
+ *   branches in every clone narrower than 64 bytes: the x86-64-v3 clone of a
+ *   fused Sigmoid/Tanh/Sqrt chain ran 1177 instructions per 16 floats, 218
+ *   with rl_vif, and the AVX-512 clone is unchanged (llvm-mca on the loops).
+ * - No two selects that pick the same value under one condition combined
+ *   with `|`/`&` (GCC 12 lowers a combined mask lane by lane).
+ * - sqrt is the sqrtps instruction on x86-64 (see rl_vsqrt), reached through
+ *   a target builtin that exists in every x86-64 clone (SSE), since sqrtf
+ *   keeps an errno call that blocks vectorization under plain -O2.
  * - Only what a file needs is emitted (cg_vmath_need), with its
  *   dependencies first, into cg->statics under `#ifdef RL_VEC`: the scalar
  *   path under `#else` keeps the libm calls and rl_tanhf/rl_erff, and
@@ -27,26 +35,30 @@
  * function's domain plus the edges), in units in the last place of the
  * float result:
  *
- *   rl_vexp      1.5 ulp  Cody-Waite reduction, Taylor degree 7 (1.18 seen)
- *   rl_vexpm1    2.5 ulp  same core; 2^n q + (2^n - 1) for small n (2.19)
+ *   rl_vexp      1.5 ulp  Cody-Waite reduction, fitted degree 6 (1.16 seen)
+ *   rl_vexpm1    2.5 ulp  same core; 2^n q + (2^n - 1) for small n (2.01)
  *   rl_vlog      2 ulp    m in [sqrt(1/2), sqrt(2)), atanh series to s^9 (1.90)
  *   rl_vlog1p    4 ulp    log(1+u) u / ((1+u) - 1), Goldberg's correction (3.68)
- *   rl_vtanh     3 ulp    -e / (e + 2), e = expm1(-2|x|), sign restored (2.49)
+ *   rl_vtanh     3 ulp    -e / (e + 2), e = expm1(-2|x|), sign restored (2.54)
  *   rl_vsigmoid  2.5 ulp  1 / (1 + exp(-x)) (2.31)
- *   rl_vsqrt     0.501    in float: Newton from a bit-trick 1/sqrt, then
- *                ulp      one exact-residual Newton step on sqrt x, rounded
- *                         once: correctly rounded but within 5e-4 ulp of a
- *                         midpoint (0.5005 seen, also over every float)
+ *   rl_verf      7 ulp    rl_erff's rational function (6.92 seen)
+ *   rl_vsqrt     0.5 ulp  x86-64: the instruction, correctly rounded
+ *                0.501    elsewhere and with RL_PORTABLE_MATH, in float:
+ *                ulp      Newton from a bit-trick 1/sqrt, then one
+ *                         exact-residual Newton step on sqrt x, rounded once:
+ *                         correctly rounded but within 5e-4 ulp of a midpoint
+ *                         (0.5005 seen, also over every float)
  *
- * The test sweeps twice: built for the baseline ISA (no FMA) and with
- * -march=native (the contractions the x86-64-v3/v4 clones get).
+ * The test sweeps four builds: the baseline ISA (no FMA), the same with
+ * RL_PORTABLE_MATH, -march=native and -march=x86-64-v3 (the contractions
+ * and lowerings the x86-64-v4/v3 clones get).
  *
  * Special values: NaN in gives NaN out everywhere. exp: -inf -> 0, +inf and
  * x > 88.72 -> +inf, results below FLT_MIN are denormals (one rounding).
  * expm1: -inf -> -1, -0 -> -0. log: x < 0 -> NaN, +-0 -> -inf, +inf -> +inf,
  * denormal inputs exact as normal ones. tanh: +-inf -> +-1, -0 -> -0.
  * sigmoid: -inf -> 0, +inf -> 1. sqrt: x < 0 -> NaN, -0 -> -0, +inf -> +inf,
- * denormals exact. Division everywhere is the native `/` (IEEE).
+ * denormals exact. erf: +-inf -> +-1, -0 -> -0. Division everywhere is the native `/` (IEEE).
  */
 #include "emit.h"
 
@@ -80,10 +92,8 @@ static const char vm_base[] =
 	"RL_INLINE void rl_vclamp(rl_vf *r, const rl_vf *x, float lo, float hi)\n"
 	"{\n"
 	"    const rl_vf l = (rl_vf){0} + lo, h = (rl_vf){0} + hi;\n"
-	"    rl_vi m = *x < l;\n"
-	"    rl_vsel(r, &m, &l, x);\n"
-	"    m = *r > h;\n"
-	"    rl_vsel(r, &m, &h, r);\n"
+	"    rl_vif(r, RL_LT, x, &l, &l, x);\n"
+	"    rl_vif(r, RL_GT, r, &h, &h, r);\n"
 	"}\n\n";
 
 /* The shared core of exp and expm1. */
@@ -92,8 +102,10 @@ static const char vm_expcore[] =
 	" * For x in [-104, 89]: x = n ln2 + r with n = round(x / ln2) (the 1.5*2^23\n"
 	" * magic constant), r by the Cody-Waite two-constant reduction (ln2_hi has 9\n"
 	" * significant bits, so n * ln2_hi is exact), |r| <= ln2/2 + tiny. q = e^r - 1\n"
-	" * by the Taylor polynomial of degree 7 (truncation < 6e-9 relative over the\n"
-	" * interval). ni is n as an integer, read from the bits of the rounded sum.\n"
+	" * = r + r^2 P(r), P of degree 4 fitted for least maximum error of 1 + q\n"
+	" * (Lawson-weighted least squares on Chebyshev nodes, coefficients rounded to\n"
+	" * float: 3.7e-9 relative, under the 6e-9 of the degree-7 Taylor polynomial it\n"
+	" * replaced, one FMA less). ni is n as an integer, from the rounded sum's bits.\n"
 	" */\n"
 	"RL_INLINE void rl_vexp_core(rl_vf *q, rl_vf *nf, rl_vi *ni, const rl_vf *x)\n"
 	"{\n"
@@ -101,11 +113,10 @@ static const char vm_expcore[] =
 	"    const rl_vf n = t - 12582912.0f;\n"
 	"    rl_vf r = *x - n * 0.693359375f;\n"
 	"    r = r - n * -2.12194440e-4f;\n"
-	"    rl_vf p = r * 1.98412698e-4f + 1.38888889e-3f;\n"
-	"    p = p * r + 8.33333333e-3f;\n"
-	"    p = p * r + 4.16666667e-2f;\n"
-	"    p = p * r + 1.66666667e-1f;\n"
-	"    p = p * r + 0.5f;\n"
+	"    rl_vf p = r * 1.381453942e-3f + 8.368745446e-3f;\n"
+	"    p = p * r + 4.166838899e-2f;\n"
+	"    p = p * r + 1.666652113e-1f;\n"
+	"    p = p * r + 4.999999404e-1f;\n"
 	"    p = p * r + 1.0f;\n"
 	"    *q = p * r;\n"
 	"    *nf = n;\n"
@@ -125,7 +136,7 @@ static const char vm_exp[] =
 	"    const rl_vi h = ni >> 1;\n"
 	"    const rl_vf s1 = (rl_vf)(((rl_vu)h + 127u) << 23);\n"
 	"    const rl_vf s2 = (rl_vf)(((rl_vu)(ni - h) + 127u) << 23);\n"
-	"    *r = (q + 1.0f) * s1 * s2;\n"
+	"    *r = (q * s1 + s1) * s2;\n"
 	"}\n\n";
 
 static const char vm_expm1[] =
@@ -141,15 +152,13 @@ static const char vm_expm1[] =
 	"    const rl_vi h = ni >> 1;\n"
 	"    const rl_vf s1 = (rl_vf)(((rl_vu)h + 127u) << 23);\n"
 	"    const rl_vf s2 = (rl_vf)(((rl_vu)(ni - h) + 127u) << 23);\n"
-	"    const rl_vf big = (q + 1.0f) * s1 * s2 - 1.0f;\n"
+	"    const rl_vf big = (q * s1 + s1) * s2 - 1.0f;\n"
 	"    const rl_vf s = (rl_vf)(((rl_vu)ni + 127u) << 23);\n"
 	"    rl_vf small = q * s + (s - 1.0f);\n"
-	"    rl_vi m = n == 0.0f;\n"
-	"    rl_vsel(&small, &m, &q, &small);\n"
-	"    m = n > 24.0f;\n"
-	"    rl_vsel(&small, &m, &big, &small);\n"
-	"    m = *x == 0.0f; /* the reduction turns -0 into +0 */\n"
-	"    rl_vsel(r, &m, x, &small);\n"
+	"    const rl_vf zero = {0}, c24 = (rl_vf){0} + 24.0f;\n"
+	"    rl_vif(&small, RL_EQ, &n, &zero, &q, &small);\n"
+	"    rl_vif(&small, RL_GT, &n, &c24, &big, &small);\n"
+	"    rl_vif(r, RL_EQ, x, &zero, x, &small); /* the reduction turns -0 into +0 */\n"
 	"}\n\n";
 
 static const char vm_log[] =
@@ -162,17 +171,17 @@ static const char vm_log[] =
 	" */\n"
 	"RL_INLINE void rl_vlog(rl_vf *r, const rl_vf *x)\n"
 	"{\n"
-	"    rl_vf v = *x;\n"
-	"    rl_vi m = v < 1.17549435e-38f;\n"
-	"    const rl_vf up = v * 8388608.0f;\n"
-	"    rl_vsel(&v, &m, &up, &v);\n"
+	"    rl_vf v, corr;\n"
+	"    const rl_vf zero = {0}, tiny = (rl_vf){0} + 1.17549435e-38f;\n"
+	"    const rl_vf up = *x * 8388608.0f, c23 = (rl_vf){0} + 23.0f;\n"
+	"    rl_vif(&v, RL_LT, x, &tiny, &up, x);\n"
+	"    rl_vif(&corr, RL_LT, x, &tiny, &c23, &zero);\n"
 	"    rl_vf e = __builtin_convertvector((rl_vi)(((rl_vu)v >> 23) & 0xffu), rl_vf);\n"
-	"    e = e - 127.0f - (rl_vf)(m & (rl_vi)((rl_vf){0} + 23.0f));\n"
+	"    e = e - 127.0f - corr;\n"
 	"    rl_vf mm = (rl_vf)(((rl_vu)v & 0x7fffffu) | 0x3f800000u);\n"
-	"    m = mm > 1.41421356f;\n"
-	"    const rl_vf half = mm * 0.5f, e1 = e + 1.0f;\n"
-	"    rl_vsel(&mm, &m, &half, &mm);\n"
-	"    rl_vsel(&e, &m, &e1, &e);\n"
+	"    const rl_vf half = mm * 0.5f, e1 = e + 1.0f, s2r = (rl_vf){0} + 1.41421356f;\n"
+	"    rl_vif(&e, RL_GT, &mm, &s2r, &e1, &e);\n"
+	"    rl_vif(&mm, RL_GT, &mm, &s2r, &half, &mm);\n"
 	"    const rl_vf f = mm - 1.0f;\n"
 	"    const rl_vf s = f / (f + 2.0f);\n"
 	"    const rl_vf z = s * s;\n"
@@ -185,12 +194,12 @@ static const char vm_log[] =
 	"    /* specials: NaN and +inf (all exponent bits set) pass, 0 gives -inf,\n"
 	"     * negatives (-inf too, hence last) NaN */\n"
 	"    const rl_vf ninf = (rl_vf){0} - __builtin_inff(), nan = (rl_vf){0} + __builtin_nanf(\"\");\n"
-	"    m = (rl_vi)((rl_vu)*x & 0x7fffffffu) >= 0x7f800000;\n"
-	"    rl_vsel(&y, &m, x, &y);\n"
-	"    m = *x == 0.0f;\n"
-	"    rl_vsel(&y, &m, &ninf, &y);\n"
-	"    m = *x < 0.0f;\n"
-	"    rl_vsel(r, &m, &nan, &y);\n"
+	"    const rl_vf inf = (rl_vf){0} + __builtin_inff();\n"
+	"    rl_vf ax;\n"
+	"    rl_vabs(&ax, x);\n"
+	"    rl_vif(&y, RL_LT, &ax, &inf, &y, x);\n"
+	"    rl_vif(&y, RL_EQ, x, &zero, &ninf, &y);\n"
+	"    rl_vif(r, RL_LT, x, &zero, &nan, &y);\n"
 	"}\n\n";
 
 static const char vm_log1p[] =
@@ -202,11 +211,9 @@ static const char vm_log1p[] =
 	"    rl_vf l;\n"
 	"    rl_vlog(&l, &w);\n"
 	"    rl_vf y = l * (*u / (w - 1.0f));\n"
-	"    const rl_vf inf = (rl_vf){0} + __builtin_inff();\n"
-	"    rl_vi m = w == 1.0f;\n"
-	"    rl_vsel(&y, &m, u, &y);\n"
-	"    m = *u == inf;\n"
-	"    rl_vsel(r, &m, &inf, &y);\n"
+	"    const rl_vf inf = (rl_vf){0} + __builtin_inff(), one = (rl_vf){0} + 1.0f;\n"
+	"    rl_vif(&y, RL_EQ, &w, &one, u, &y);\n"
+	"    rl_vif(r, RL_EQ, u, &inf, &inf, &y);\n"
 	"}\n\n";
 
 static const char vm_tanh[] =
@@ -222,8 +229,7 @@ static const char vm_tanh[] =
 	"    rl_vabs(&a, x);\n"
 	"    a = a * -2.0f;\n"
 	"    const rl_vf lo = (rl_vf){0} - 88.0f;\n"
-	"    const rl_vi m = a < lo;\n"
-	"    rl_vsel(&a, &m, &lo, &a);\n"
+	"    rl_vif(&a, RL_LT, &a, &lo, &lo, &a);\n"
 	"    rl_vexp_core(&q, &n, &ni, &a);\n"
 	"    const rl_vf s = (rl_vf)(((rl_vu)ni + 127u) << 23);\n"
 	"    const rl_vf e = q * s + (s - 1.0f);\n"
@@ -243,43 +249,89 @@ static const char vm_sigmoid[] =
 
 static const char vm_sqrt[] =
 	"/*\n"
-	" * sqrt x within 0.501 ulp, all in float: x below 2^-100 (denormals too)\n"
-	" * is scaled by 2^24 first and the result by 2^-12, so x/2 and 1/x stay\n"
-	" * normal; y = 1/sqrt x from the bit-trick estimate (3.5% off) and two\n"
-	" * Newton steps (-> 4.7e-6); s = x y, clamped below 2^64 so s^2 stays\n"
-	" * finite; then one Newton step on s itself, s + (x - s^2) y/2, with\n"
-	" * x - s^2 formed from exact products (s split by a mask into 12 + 12\n"
-	" * significant bits), so it needs no FMA and means the same with or without\n"
-	" * contraction. The step leaves about (s - sqrt x)^2 / 2s before the one\n"
-	" * final rounding: correctly rounded but where sqrt x lies within 5e-4 ulp\n"
-	" * of a midpoint. NaN stays NaN, the sign of x is put back by its bit (so\n"
-	" * -0 stays -0); +inf and negatives are selected.\n"
+	" * sqrt x. On x86-64 the instruction itself (SSE sqrtps, in every clone:\n"
+	" * four 4-lane pieces, which the AVX clones still issue as v-prefixed\n"
+	" * sqrtps): correctly rounded, 0.5 ulp, IEEE specials. Not sqrtf: GCC\n"
+	" * keeps its errno call (sqrtf(-1) sets EDOM) unless the user compiles with\n"
+	" * -fno-math-errno, and that call blocks every vectorization.\n"
+	" *\n"
+	" * Elsewhere (or with RL_PORTABLE_MATH), within 0.501 ulp, all in float:\n"
+	" * x below 2^-100 (denormals too) is scaled by 2^24 first and the result by\n"
+	" * 2^-12, so x/2 and 1/x stay normal; y = 1/sqrt x from the bit-trick\n"
+	" * estimate (3.5% off) and two Newton steps (-> 4.7e-6); s = x y, clamped\n"
+	" * below 2^64 so s^2 stays finite; then one Newton step on s itself,\n"
+	" * s + (x - s^2) y/2, with x - s^2 formed from exact products (s split by a\n"
+	" * mask into 12 + 12 significant bits), so it needs no FMA and means the\n"
+	" * same with or without contraction. The step leaves about (s - sqrt x)^2 /\n"
+	" * 2s before the one final rounding: correctly rounded but where sqrt x\n"
+	" * lies within 5e-4 ulp of a midpoint. NaN stays NaN, the sign of x is put\n"
+	" * back by its bit (so -0 stays -0); +inf and negatives are selected.\n"
 	" */\n"
+	"#if defined(__x86_64__) && defined(__has_builtin) && !defined(RL_PORTABLE_MATH)\n"
+	"#if __has_builtin(__builtin_shufflevector) && __has_builtin(__builtin_ia32_sqrtps)\n"
+	"#define RL_HW_SQRT 1\n"
+	"#endif\n"
+	"#endif\n"
+	"#ifdef RL_HW_SQRT\n"
+	"typedef float rl_vf4 __attribute__((vector_size(16)));\n"
 	"RL_INLINE void rl_vsqrt(rl_vf *r, const rl_vf *x)\n"
 	"{\n"
-	"    rl_vf v = *x, post = (rl_vf){0} + 1.0f;\n"
-	"    rl_vi m = v < 7.88860905e-31f;\n"
-	"    const rl_vf up = v * 16777216.0f, pu = (rl_vf){0} + 2.44140625e-4f;\n"
-	"    rl_vsel(&v, &m, &up, &v);\n"
-	"    rl_vsel(&post, &m, &pu, &post);\n"
+	"    const rl_vf4 a = __builtin_ia32_sqrtps(__builtin_shufflevector(*x, *x, 0, 1, 2, 3));\n"
+	"    const rl_vf4 b = __builtin_ia32_sqrtps(__builtin_shufflevector(*x, *x, 4, 5, 6, 7));\n"
+	"    const rl_vf4 c = __builtin_ia32_sqrtps(__builtin_shufflevector(*x, *x, 8, 9, 10, 11));\n"
+	"    const rl_vf4 d = __builtin_ia32_sqrtps(__builtin_shufflevector(*x, *x, 12, 13, 14, 15));\n"
+	"    *r = __builtin_shufflevector(__builtin_shufflevector(a, b, 0, 1, 2, 3, 4, 5, 6, 7),\n"
+	"                                 __builtin_shufflevector(c, d, 0, 1, 2, 3, 4, 5, 6, 7),\n"
+	"                                 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);\n"
+	"}\n"
+	"#else\n"
+	"RL_INLINE void rl_vsqrt(rl_vf *r, const rl_vf *x)\n"
+	"{\n"
+	"    rl_vf v, post;\n"
+	"    const rl_vf one = (rl_vf){0} + 1.0f, zero = {0}, small = (rl_vf){0} + 7.88860905e-31f;\n"
+	"    const rl_vf up = *x * 16777216.0f, pu = (rl_vf){0} + 2.44140625e-4f;\n"
+	"    rl_vif(&v, RL_LT, x, &small, &up, x);\n"
+	"    rl_vif(&post, RL_LT, x, &small, &pu, &one);\n"
 	"    const rl_vf h = v * 0.5f;\n"
 	"    rl_vf y = (rl_vf)(0x5f375a86u - ((rl_vu)v >> 1));\n"
 	"    y = y * (1.5f - h * y * y);\n"
 	"    y = y * (1.5f - h * y * y);\n"
 	"    rl_vf s = v * y;\n"
 	"    const rl_vf top = (rl_vf){0} + 1.8446743e19f;\n"
-	"    m = s > top;\n"
-	"    rl_vsel(&s, &m, &top, &s);\n"
+	"    rl_vif(&s, RL_GT, &s, &top, &top, &s);\n"
 	"    const rl_vf sh = (rl_vf)((rl_vu)s & 0xfffff000u), sl = s - sh;\n"
 	"    const rl_vf d = ((v - sh * sh) - (sh + sh) * sl) - sl * sl;\n"
 	"    s = (s + d * (y * 0.5f)) * post;\n"
 	"    s = (rl_vf)((rl_vu)s | ((rl_vu)*x & 0x80000000u));\n"
 	"    const rl_vf nan = (rl_vf){0} + __builtin_nanf(\"\");\n"
 	"    const rl_vf inf = (rl_vf){0} + __builtin_inff();\n"
-	"    m = *x == inf;\n"
-	"    rl_vsel(&s, &m, &inf, &s);\n"
-	"    m = *x < 0.0f;\n"
-	"    rl_vsel(r, &m, &nan, &s);\n"
+	"    rl_vif(&s, RL_EQ, x, &inf, &inf, &s);\n"
+	"    rl_vif(r, RL_LT, x, &zero, &nan, &s);\n"
+	"}\n"
+	"#endif\n\n";
+
+static const char vm_erf[] =
+	"/* erf x: the rational approximation rl_erff (the scalar table's, as\n"
+	" * Eigen and onnxruntime compute it) on vectors, so Erf and Gelu no longer\n"
+	" * run the scalar function lane by lane: x clamped to [-4, 4] (NaN stays\n"
+	" * NaN, +-inf give +-1), then x (p(x^2) / q(x^2)): the quotient first, as\n"
+	" * x p underflows for tiny x (36.7 ulp there, 6.9 this way round) */\n"
+	"RL_INLINE void rl_verf(rl_vf *r, const rl_vf *x)\n"
+	"{\n"
+	"    rl_vf y;\n"
+	"    rl_vclamp(&y, x, -4.0f, 4.0f);\n"
+	"    const rl_vf y2 = y * y;\n"
+	"    rl_vf p = y2 * -2.72614225801306e-10f + 2.77068142495902e-08f;\n"
+	"    p = p * y2 + -2.10102402082508e-06f;\n"
+	"    p = p * y2 + -5.69250639462346e-05f;\n"
+	"    p = p * y2 + -7.34990630326855e-04f;\n"
+	"    p = p * y2 + -2.95459980854025e-03f;\n"
+	"    p = p * y2 + -1.60960333262415e-02f;\n"
+	"    rl_vf q = y2 * -1.45660718464996e-05f + -2.13374055278905e-04f;\n"
+	"    q = q * y2 + -1.68282697438203e-03f;\n"
+	"    q = q * y2 + -7.37332916720468e-03f;\n"
+	"    q = q * y2 + -1.42647390514189e-02f;\n"
+	"    *r = y * (p / q);\n"
 	"}\n\n";
 
 /* One function's text, the name it defines and what it needs first. */
@@ -298,6 +350,7 @@ static const struct {
 	{RL_VM_TANH, "rl_vtanh", vm_tanh, RL_VM_EXPCORE},
 	{RL_VM_SIGMOID, "rl_vsigmoid", vm_sigmoid, RL_VM_EXP},
 	{RL_VM_SQRT, "rl_vsqrt", vm_sqrt, RL_VM_BASE},
+	{RL_VM_ERF, "rl_verf", vm_erf, RL_VM_BASE},
 };
 #define VM_COUNT ((int)(sizeof(vm_fns) / sizeof(vm_fns[0])))
 

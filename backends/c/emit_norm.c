@@ -509,14 +509,13 @@ static void softmax_vec(struct rl_cgen *cg, enum rl_op op, int64_t outer, int64_
 	cg_line(cg, "rl_vf vm = *(const rl_vfu *)x;");
 	cg_line(cg, "for (size_t d = RL_VW; d < %lld; d += RL_VW) {", (long long)nv);
 	cg_line(cg, "    const rl_vf v = *(const rl_vfu *)(x + d);");
-	cg_line(cg, "    const rl_vi gt = v > vm;");
-	cg_line(cg, "    rl_vsel(&vm, &gt, &v, &vm);");
+	cg_line(cg, "    rl_vif(&vm, RL_GT, &v, &vm, &v, &vm);");
 	cg_line(cg, "}");
 	if (tail) {
 		cg_line(cg, "rl_vf xt = (rl_vf){0} - INFINITY; /* padded: -inf does not win */");
 		cg_line(cg, "memcpy(&xt, x + %lld, %lld * sizeof(float));", (long long)nv,
 		        (long long)(D - nv));
-		cg_line(cg, "{ const rl_vi gt = xt > vm; rl_vsel(&vm, &gt, &xt, &vm); }");
+		cg_line(cg, "rl_vif(&vm, RL_GT, &xt, &vm, &xt, &vm);");
 	}
 	cg_line(cg, "float m = vm[0];");
 	cg_line(cg, "for (int l = 1; l < RL_VW; l++)");

@@ -495,9 +495,9 @@ static void vstep(struct rl_cgen *cg, enum rl_op op, const char *a, const char *
 	case RL_OP_ReduceMax: case RL_OP_ReduceMin:
 		/* a NaN wins; two selects of different values (GCC 12 scalarizes
 		 * an | of two masks): the NaN comes in as v + a */
-		cg_line(cg, "{ rl_vi m_ = %s %s %s; const rl_vf n_ = %s + %s; rl_vsel(&%s, &m_, &%s, &%s);",
-		        v, op == RL_OP_ReduceMax ? ">" : "<", a, v, a, a, v, a);
-		cg_line(cg, "  m_ = %s != %s; rl_vsel(&%s, &m_, &n_, &%s); }", v, v, a, a);
+		cg_line(cg, "{ const rl_vf n_ = %s + %s; rl_vif(&%s, %s, &%s, &%s, &%s, &%s);", v, a,
+		        a, op == RL_OP_ReduceMax ? "RL_GT" : "RL_LT", v, a, v, a);
+		cg_line(cg, "  rl_vif(&%s, RL_NE, &%s, &%s, &n_, &%s); }", a, v, v, a);
 		break;
 	default:
 		cg_line(cg, "%s += %s;", a, v);

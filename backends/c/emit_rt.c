@@ -20,6 +20,14 @@
  *   fuses a*b+c into an FMA, which made a fused chain 35% slower than under
  *   the default gnu17 (7.5 against 6.2 ms on elementwise_chain). Results
  *   then differ from a non-FMA build in the last bits, as any FMA does.
+ * - Lane selects go through rl_vif, never a comparison written on rl_vf:
+ *   GCC 12 lowers such a comparison, in a clone whose registers are
+ *   narrower than the vector (x86-64-v3, baseline), to 16 scalar compares and
+ *   branches; a 16-lane loop instead goes to the vectorizer, which emits
+ *   compares and blends at the clone's width (tests/unit/test_emit_math.c
+ *   checks that no kernel clone keeps a scalar compare). GCC before 12 does
+ *   not vectorize at -O2, hence "tree-vectorize" in its pragma; Clang
+ *   splits wide comparisons properly and gets them written directly.
  * - Vector helpers take pointers, not vectors: a 64-byte vector passed by
  *   value changes the ABI between the clones (GCC warns, Clang refuses),
  *   and always_inline pointers cost nothing once inlined.
@@ -46,8 +54,11 @@ static const char rt_vec[] =
 	"/* a*b+c as one FMA where the clone has FMA: GCC contracts by default in its\n"
 	" * GNU modes but not under -std=c11 (35% slower on a fused chain); Clang\n"
 	" * contracts within an expression in every mode */\n"
-	"#if !defined(__clang__)\n"
+	"#if !defined(__clang__) && __GNUC__ >= 12\n"
 	"#pragma GCC optimize(\"fp-contract=fast\")\n"
+	"#elif !defined(__clang__)\n"
+	"/* GCC before 12 runs no vectorizer at -O2, and rl_vif needs it */\n"
+	"#pragma GCC optimize(\"fp-contract=fast\", \"tree-vectorize\")\n"
 	"#endif\n"
 	"#define RL_VW 16 /* floats per rl_vf */\n"
 	"typedef float rl_vf __attribute__((vector_size(64)));\n"
@@ -69,6 +80,31 @@ static const char rt_vec[] =
 	"RL_INLINE void rl_vsel(rl_vf *r, const rl_vi *m, const rl_vf *a, const rl_vf *b)\n"
 	"{\n"
 	"    *r = (rl_vf)((*m & (rl_vi)*a) | (~*m & (rl_vi)*b));\n"
+	"}\n"
+	"/* r = (x OP y) ? a : b lane by lane, OP one of the RL_LT.. below (a constant:\n"
+	" * it folds once inlined). A comparison written on rl_vf itself is lowered\n"
+	" * by GCC 12 lane by lane, 16 scalar compares and branches, in every clone\n"
+	" * narrower than the vector (x86-64-v3, baseline); written as this loop,\n"
+	" * the vectorizer turns it into compares and blends at each clone's own\n"
+	" * width (one vcmpps/blend pair on AVX-512). */\n"
+	"enum { RL_LT, RL_GT, RL_LE, RL_GE, RL_EQ, RL_NE };\n"
+	"RL_INLINE void rl_vif(rl_vf *r, int op, const rl_vf *x, const rl_vf *y, const rl_vf *a,\n"
+	"                      const rl_vf *b)\n"
+	"{\n"
+	"#if defined(__clang__) /* legalizes rl_vf comparisons at any width */\n"
+	"    const rl_vi m = op == RL_LT ? *x < *y : op == RL_GT ? *x > *y : op == RL_LE ? *x <= *y :\n"
+	"                    op == RL_GE ? *x >= *y : op == RL_EQ ? *x == *y : *x != *y;\n"
+	"    rl_vsel(r, &m, a, b);\n"
+	"#else\n"
+	"    rl_vf t;\n"
+	"    for (int l = 0; l < RL_VW; l++) {\n"
+	"        const float u = (*x)[l], v = (*y)[l];\n"
+	"        const int c = op == RL_LT ? u < v : op == RL_GT ? u > v : op == RL_LE ? u <= v :\n"
+	"                      op == RL_GE ? u >= v : op == RL_EQ ? u == v : u != v;\n"
+	"        t[l] = c ? (*a)[l] : (*b)[l];\n"
+	"    }\n"
+	"    *r = t;\n"
+	"#endif\n"
 	"}\n"
 	"#else\n"
 	"#define RL_TARGETS\n"
