@@ -329,7 +329,7 @@ static bool computable(const struct rl_graph *g, const struct rl_node *n)
 	if (n->op == RL_OP_Cast || n->op == RL_OP_CastLike)
 		return ekind(x->dtype) != EK_NONE && ekind(y->dtype) != EK_NONE &&
 		       rl_shape_numel(&x->shape) == rl_shape_numel(&y->shape);
-	if (!scalar_ok(n, x->dtype, y->dtype))
+	if (!scalar_ok(n, x->dtype, y->dtype) || n->nin > 16) /* rl_scalar_node's limit */
 		return false;
 	/* every input of x's dtype, broadcasting to y */
 	struct rl_shape bc = x->shape;
