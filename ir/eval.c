@@ -50,7 +50,6 @@ enum rl_ek {
 	RL_EK_NONE, /* string, complex: not evaluated */
 };
 
-
 static enum rl_ek ekind(enum rl_dtype t)
 {
 	switch (t) {
