@@ -9,7 +9,10 @@
  *    not only consistent with the emitter but right where they could both
  *    be wrong: wrapping, Python-style Mod, shifts past the width, NaN in
  *    Min/Max/Relu, the signs of zeros.
- * 3. Emitted code against the table: one graph with, for each dtype below,
+ * 3. Folding computes with the table (float Tanh/Erf hold rl_tanhf's and
+ *    rl_erff's bits, integer Mod is Python's, division by zero is left to
+ *    run).
+ * 4. Emitted code against the table: one graph with, for each dtype below,
  *    every elementwise op the table computes on it (and that ONNX allows:
  *    inference must accept it), plus attribute variants. It is emitted
  *    once, compiled with the vector path and with -DRL_NO_VEC (the scalar
@@ -35,6 +38,7 @@
 #include "backends/c/emit.h"
 #include "cost.h"
 #include "ir.h"
+#include "passes/pass.h"
 #include "scalar.h"
 #include "testutil.h"
 
@@ -193,7 +197,74 @@ Test(scalar, float_semantics_follow_numpy)
 	cr_expect_eq(ap(RL_OP_Tanh, 0, RL_DT_DOUBLE, sv_d(0.5), sv_d(0), &st).d, tanh(0.5));
 }
 
-/* ---- 3. emitted code against the table ----------------------------------- */
+/* ---- 3. folding ---------------------------------------------------------- */
+
+/* Folding computes with the table: float Tanh and Erf of a constant hold
+ * the bits of the generated code's rl_tanhf and rl_erff (fold.c used libm's
+ * tanhf and erff before), integer Mod follows Python, and an integer
+ * division by zero is left to run. */
+Test(scalar, fold_computes_with_the_table)
+{
+	struct rl_graph *g = rl_graph_new();
+	g->opset = 21;
+	g->path = "fold";
+	static const float xs[] = {0.5f, -1.3f, 1e-37f, 3.0f, -0.0f, 7.95f, 0.1f, -2.2f};
+	static const int32_t is[] = {-7, 7, 5, -8}, ms[] = {3, -3, 2, 3}, ds[] = {3, -3, 0, 3};
+	struct rl_shape s;
+	const int64_t d8[] = {8}, d4[] = {4};
+	rl_shape_set(&s, 1, d8);
+	uint32_t x = rl_graph_add_value(g, "x", RL_DT_FLOAT, &s);
+	rl_value_set_data(g, x, xs, sizeof(xs));
+	rl_shape_set(&s, 1, d4);
+	uint32_t a = rl_graph_add_value(g, "a", RL_DT_INT32, &s);
+	uint32_t b = rl_graph_add_value(g, "b", RL_DT_INT32, &s);
+	rl_value_set_data(g, a, is, sizeof(is));
+	uint32_t c = rl_graph_add_value(g, "c", RL_DT_INT32, &s);
+	rl_value_set_data(g, b, ds, sizeof(ds));
+	rl_value_set_data(g, c, ms, sizeof(ms));
+	static const enum rl_op ops[] = {RL_OP_Tanh, RL_OP_Erf, RL_OP_Mod, RL_OP_Div};
+	uint32_t ys[4];
+	for (int k = 0; k < 4; k++) {
+		char nm[16];
+		snprintf(nm, sizeof(nm), "y%d", k);
+		ys[k] = rl_graph_add_value(g, nm, RL_DT_UNDEFINED, NULL);
+		uint32_t in[2] = {k < 2 ? x : a, k == 2 ? c : b};
+		rl_graph_add_node(g, ops[k], nm, in, k < 2 ? 1 : 2, &ys[k], 1);
+		g->values[ys[k]].flags |= RL_VAL_OUTPUT;
+		g->outputs = realloc(g->outputs, (g->noutputs + 1) * sizeof(*g->outputs));
+		g->outputs[g->noutputs++] = ys[k];
+	}
+	cr_assert_eq(rl_graph_infer(g), RL_OK, "%s", g->err);
+	struct rl_pass_ctx ctx;
+	rl_pass_ctx_init(&ctx, NULL, 2);
+	ctx.verify = true;
+	cr_assert_eq(rl_pipeline_run(g, &ctx, "fold"), RL_OK, "%s", g->err);
+	struct rl_scalar_attrs p;
+	struct rl_node n0;
+	memset(&n0, 0, sizeof(n0));
+	rl_scalar_attrs(&n0, &p);
+	for (int k = 0; k < 2; k++) {
+		uint32_t y = rl_graph_find_value(g, k ? "y1" : "y0");
+		cr_assert(y != RL_NONE && rl_value_is_const(g, y), "%s folded", rl_op_table[ops[k]].name);
+		for (int i = 0; i < 8; i++) {
+			union rl_scv r;
+			rl_scalar_apply(ops[k], &p, RL_DT_FLOAT, sv_f(xs[i]), sv_f(0), &r);
+			float got = ((const float *)g->values[y].data)[i];
+			cr_expect(same_f(got, r.f), "%s(%a) folded to %a, the table (rl_%sf) gives %a",
+			          rl_op_table[ops[k]].name, xs[i], got, k ? "erf" : "tanh", r.f);
+		}
+	}
+	uint32_t ym = rl_graph_find_value(g, "y2"), yd = rl_graph_find_value(g, "y3");
+	cr_assert(rl_value_is_const(g, ym), "Mod folded");
+	static const int32_t want[] = {2, -2, 1, 1}; /* Python's %: the divisor's sign */
+	for (int i = 0; i < 4; i++)
+		cr_expect_eq(((const int32_t *)g->values[ym].data)[i], want[i], "Mod element %d", i);
+	cr_expect(!rl_value_is_const(g, yd), "Div by zero is left to run");
+	rl_pass_ctx_free(&ctx);
+	rl_graph_free(g);
+}
+
+/* ---- 4. emitted code against the table ----------------------------------- */
 
 #define N 4133 /* 258 vectors of 16 floats and a tail of 5 */
 
