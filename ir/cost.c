@@ -12,6 +12,7 @@
  *   them, as the generated code does.
  */
 #include "cost.h"
+#include "scalar.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -64,24 +65,12 @@ static void count_math(const struct rl_graph *g, const struct rl_node *n, struct
 		w[RL_MATH_GEMM] = 2 * c->macs;
 		rest -= 2 * c->macs;
 	} else if (rl_op_table[n->op].family == RL_FAM_ELEMWISE) {
-		int k[3] = {-1, -1, -1}; /* up to three evaluations per element */
-		switch (n->op) {
-		case RL_OP_Div: case RL_OP_Reciprocal: k[0] = RL_MATH_DIV; break;
-		case RL_OP_Sqrt: k[0] = RL_MATH_SQRT; break;
-		case RL_OP_Exp: case RL_OP_Elu: case RL_OP_Selu: case RL_OP_Celu: k[0] = RL_MATH_EXP; break;
-		case RL_OP_Log: k[0] = RL_MATH_LOG; break;
-		case RL_OP_Tanh: k[0] = RL_MATH_TANH; break;
-		case RL_OP_Sigmoid: k[0] = RL_MATH_SIGMOID; break;
-		case RL_OP_Erf: case RL_OP_Gelu: k[0] = RL_MATH_ERF; break;
-		case RL_OP_Softplus: k[0] = RL_MATH_EXP; k[1] = RL_MATH_LOG; break;
-		case RL_OP_Mish: k[0] = RL_MATH_EXP; k[1] = RL_MATH_LOG; k[2] = RL_MATH_TANH; break;
-		case RL_OP_Pow: k[0] = RL_MATH_EXP; k[1] = RL_MATH_LOG; break;
-		default:
-			/* other transcendentals (trigonometric, hyperbolic): priced as a log */
-			if (rl_op_table[n->op].flags & RL_OPF_TRANS)
-				k[0] = RL_MATH_LOG;
-			break;
-		}
+		/* up to three evaluations per element: the math columns of
+		 * ir/scalar.def (trigonometric and hyperbolic ops priced as a log) */
+		const struct rl_scalar_info *si = rl_scalar_info(n->op);
+		int k[3] = {-1, -1, -1};
+		for (int i = 0; si && i < 3; i++)
+			k[i] = si->math[i];
 		for (int i = 0; i < 3; i++) {
 			if (k[i] < 0)
 				continue;

@@ -11,13 +11,15 @@
  * views such as Reshape) and the output becomes RL_VAL_CONST while keeping
  * its producer: "known at compile time", not "an initializer".
  *
- * Semantics are ONNX's, not C's: float32 arithmetic is done in float (not
- * double), float16/bfloat16 values are stored as uint16 bits and computed
- * in float, integer arithmetic wraps at the dtype's width, integer Div
- * truncates, Mod follows the sign of the divisor unless fmod=1. Where ONNX
- * leaves a result undefined (integer division by zero, a float cast to an
- * integer it does not fit) the node is simply not evaluated: the runtime
- * code then computes whatever the target does.
+ * Elementwise semantics are ir/scalar.c's table (the C backend's scalar
+ * expressions, which are ONNX's, not C's): float32 arithmetic is done in
+ * float (not double), float16/bfloat16 values are stored as uint16 bits and
+ * computed in float, integer arithmetic wraps at the dtype's width, integer
+ * Div truncates, Mod follows the sign of the divisor unless fmod=1. Which
+ * elementwise ops are evaluated here is the EVAL column of ir/scalar.def.
+ * Where ONNX leaves a result undefined (integer division by zero, a float
+ * cast to an integer it does not fit) the node is simply not evaluated: the
+ * runtime code then computes whatever the target does.
  *
  * rl_eval_symbolic() is the fallback when the inputs are only known as
  * symbols (Shape of a `batch`x3 tensor gives [batch, 3]): it records the
@@ -26,6 +28,7 @@
  */
 #include "infer_impl.h"
 #include "quant.h"
+#include "scalar.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -47,13 +50,6 @@ enum rl_ek {
 	RL_EK_NONE, /* string, complex: not evaluated */
 };
 
-union rl_sc {
-	float f;
-	double d;
-	int64_t i;
-	uint64_t u;
-};
-
 static enum rl_ek ekind(enum rl_dtype t)
 {
 	switch (t) {
@@ -68,50 +64,6 @@ static enum rl_ek ekind(enum rl_dtype t)
 		return RL_EK_I64;
 	default:
 		return RL_EK_NONE;
-	}
-}
-
-static union rl_sc load(const void *p, enum rl_dtype t, int64_t i)
-{
-	union rl_sc r;
-	r.u = 0;
-	switch (t) {
-	case RL_DT_FLOAT: r.f = ((const float *)p)[i]; break;
-	case RL_DT_FLOAT16: r.f = rl_half_to_float(((const uint16_t *)p)[i]); break;
-	case RL_DT_BFLOAT16: r.f = rl_bf16_to_float(((const uint16_t *)p)[i]); break;
-	case RL_DT_DOUBLE: r.d = ((const double *)p)[i]; break;
-	case RL_DT_INT8: r.i = ((const int8_t *)p)[i]; break;
-	case RL_DT_INT16: r.i = ((const int16_t *)p)[i]; break;
-	case RL_DT_INT32: r.i = ((const int32_t *)p)[i]; break;
-	case RL_DT_INT64: r.i = ((const int64_t *)p)[i]; break;
-	case RL_DT_UINT8: r.i = ((const uint8_t *)p)[i]; break;
-	case RL_DT_UINT16: r.i = ((const uint16_t *)p)[i]; break;
-	case RL_DT_UINT32: r.i = ((const uint32_t *)p)[i]; break;
-	case RL_DT_UINT64: r.u = ((const uint64_t *)p)[i]; break;
-	case RL_DT_BOOL: r.i = ((const uint8_t *)p)[i] != 0; break;
-	default: break;
-	}
-	return r;
-}
-
-/* Narrowing integer stores wrap (two's complement), like the runtimes. */
-static void store(void *p, enum rl_dtype t, int64_t i, union rl_sc v)
-{
-	switch (t) {
-	case RL_DT_FLOAT: ((float *)p)[i] = v.f; break;
-	case RL_DT_FLOAT16: ((uint16_t *)p)[i] = rl_float_to_half(v.f); break;
-	case RL_DT_BFLOAT16: ((uint16_t *)p)[i] = rl_float_to_bf16(v.f); break;
-	case RL_DT_DOUBLE: ((double *)p)[i] = v.d; break;
-	case RL_DT_INT8: ((int8_t *)p)[i] = (int8_t)(uint8_t)v.u; break;
-	case RL_DT_INT16: ((int16_t *)p)[i] = (int16_t)(uint16_t)v.u; break;
-	case RL_DT_INT32: ((int32_t *)p)[i] = (int32_t)(uint32_t)v.u; break;
-	case RL_DT_INT64: ((int64_t *)p)[i] = v.i; break;
-	case RL_DT_UINT8: ((uint8_t *)p)[i] = (uint8_t)v.u; break;
-	case RL_DT_UINT16: ((uint16_t *)p)[i] = (uint16_t)v.u; break;
-	case RL_DT_UINT32: ((uint32_t *)p)[i] = (uint32_t)v.u; break;
-	case RL_DT_UINT64: ((uint64_t *)p)[i] = v.u; break;
-	case RL_DT_BOOL: ((uint8_t *)p)[i] = v.i != 0; break;
-	default: break;
 	}
 }
 
@@ -134,11 +86,11 @@ static void int_range(enum rl_dtype t, double *lo, double *hi)
 }
 
 /* Cast one element; false where ONNX leaves the result undefined. */
-static bool convert(union rl_sc v, enum rl_ek from, enum rl_dtype to,
-                    union rl_sc *out)
+static bool convert(union rl_scv v, enum rl_ek from, enum rl_dtype to,
+                    union rl_scv *out)
 {
 	enum rl_ek k = ekind(to);
-	union rl_sc r;
+	union rl_scv r;
 	r.u = 0;
 	if (k == RL_EK_F32 || k == RL_EK_F64) {
 		double x = from == RL_EK_F32 ? v.f : from == RL_EK_F64 ? v.d
@@ -272,145 +224,21 @@ static int64_t offset_of(const struct rl_shape *out, const int64_t *st, int64_t 
 
 /* ---- arithmetic --------------------------------------------------------- */
 
-static bool binop(enum rl_op op, enum rl_ek k, union rl_sc a, union rl_sc b,
-                  bool fmod_mode, union rl_sc *r)
+/* One step of a reduction or of symbolic shape arithmetic: the elementwise
+ * semantics of ir/scalar.c in the kind's widest dtype (narrowed on store);
+ * false where the table leaves the value undefined. */
+static bool binop(enum rl_op op, enum rl_ek k, union rl_scv a, union rl_scv b,
+                  union rl_scv *r)
 {
-	union rl_sc o;
-	o.u = 0;
-	switch (k) {
-	case RL_EK_F32: {
-		float x = a.f, y = b.f;
-		switch (op) {
-		case RL_OP_Add: o.f = x + y; break;
-		case RL_OP_Sub: o.f = x - y; break;
-		case RL_OP_Mul: o.f = x * y; break;
-		case RL_OP_Div: o.f = x / y; break;
-		case RL_OP_Mod: o.f = fmodf(x, y); break;
-		case RL_OP_Min: o.f = isnan(x) || isnan(y) ? NAN : x < y ? x : y; break;
-		case RL_OP_Max: o.f = isnan(x) || isnan(y) ? NAN : x > y ? x : y; break;
-		case RL_OP_Equal: o.i = x == y; break;
-		case RL_OP_Less: o.i = x < y; break;
-		case RL_OP_Greater: o.i = x > y; break;
-		default: return false;
-		}
-		break;
-	}
-	case RL_EK_F64: {
-		double x = a.d, y = b.d;
-		switch (op) {
-		case RL_OP_Add: o.d = x + y; break;
-		case RL_OP_Sub: o.d = x - y; break;
-		case RL_OP_Mul: o.d = x * y; break;
-		case RL_OP_Div: o.d = x / y; break;
-		case RL_OP_Mod: o.d = fmod(x, y); break;
-		case RL_OP_Min: o.d = isnan(x) || isnan(y) ? NAN : x < y ? x : y; break;
-		case RL_OP_Max: o.d = isnan(x) || isnan(y) ? NAN : x > y ? x : y; break;
-		case RL_OP_Equal: o.i = x == y; break;
-		case RL_OP_Less: o.i = x < y; break;
-		case RL_OP_Greater: o.i = x > y; break;
-		default: return false;
-		}
-		break;
-	}
-	case RL_EK_I64: {
-		int64_t x = a.i, y = b.i;
-		switch (op) {
-		/* through uint64 so overflow wraps instead of being undefined */
-		case RL_OP_Add: o.u = (uint64_t)x + (uint64_t)y; break;
-		case RL_OP_Sub: o.u = (uint64_t)x - (uint64_t)y; break;
-		case RL_OP_Mul: o.u = (uint64_t)x * (uint64_t)y; break;
-		case RL_OP_Div:
-			if (y == 0 || (x == INT64_MIN && y == -1))
-				return false;
-			o.i = x / y;
-			break;
-		case RL_OP_Mod:
-			if (y == 0)
-				return false;
-			o.i = y == -1 ? 0 : x % y;
-			if (!fmod_mode && o.i != 0 && ((o.i < 0) != (y < 0)))
-				o.i += y; /* Python-style: the sign of the divisor */
-			break;
-		case RL_OP_Min: o.i = x < y ? x : y; break;
-		case RL_OP_Max: o.i = x > y ? x : y; break;
-		case RL_OP_Equal: o.i = x == y; break;
-		case RL_OP_Less: o.i = x < y; break;
-		case RL_OP_Greater: o.i = x > y; break;
-		case RL_OP_And: o.i = x && y; break;
-		case RL_OP_Or: o.i = x || y; break;
-		default: return false;
-		}
-		break;
-	}
-	case RL_EK_U64: {
-		uint64_t x = a.u, y = b.u;
-		switch (op) {
-		case RL_OP_Add: o.u = x + y; break;
-		case RL_OP_Sub: o.u = x - y; break;
-		case RL_OP_Mul: o.u = x * y; break;
-		case RL_OP_Div:
-			if (!y)
-				return false;
-			o.u = x / y;
-			break;
-		case RL_OP_Mod:
-			if (!y)
-				return false;
-			o.u = x % y;
-			break;
-		case RL_OP_Min: o.u = x < y ? x : y; break;
-		case RL_OP_Max: o.u = x > y ? x : y; break;
-		case RL_OP_Equal: o.i = x == y; break;
-		case RL_OP_Less: o.i = x < y; break;
-		case RL_OP_Greater: o.i = x > y; break;
-		default: return false;
-		}
-		break;
-	}
-	default:
+	static const enum rl_dtype kdt[] = {
+		[RL_EK_F32] = RL_DT_FLOAT, [RL_EK_F64] = RL_DT_DOUBLE,
+		[RL_EK_I64] = RL_DT_INT64, [RL_EK_U64] = RL_DT_UINT64,
+	};
+	struct rl_scalar_attrs p;
+	if (k == RL_EK_NONE)
 		return false;
-	}
-	*r = o;
-	return true;
-}
-
-static bool unop(enum rl_op op, enum rl_ek k, union rl_sc a, union rl_sc *r)
-{
-	union rl_sc o = a;
-	switch (op) {
-	case RL_OP_Neg:
-		if (k == RL_EK_F32) o.f = -a.f;
-		else if (k == RL_EK_F64) o.d = -a.d;
-		else o.u = 0 - a.u;
-		break;
-	case RL_OP_Abs:
-		if (k == RL_EK_F32) o.f = fabsf(a.f);
-		else if (k == RL_EK_F64) o.d = fabs(a.d);
-		else if (k == RL_EK_I64 && a.i < 0) o.u = 0 - a.u;
-		break;
-	case RL_OP_Sqrt:
-		if (k == RL_EK_F32) o.f = sqrtf(a.f);
-		else if (k == RL_EK_F64) o.d = sqrt(a.d);
-		else return false;
-		break;
-	case RL_OP_Floor:
-		if (k == RL_EK_F32) o.f = floorf(a.f);
-		else if (k == RL_EK_F64) o.d = floor(a.d);
-		else return false;
-		break;
-	case RL_OP_Ceil:
-		if (k == RL_EK_F32) o.f = ceilf(a.f);
-		else if (k == RL_EK_F64) o.d = ceil(a.d);
-		else return false;
-		break;
-	case RL_OP_Not:
-		o.i = !a.i;
-		break;
-	default:
-		return false;
-	}
-	*r = o;
-	return true;
+	memset(&p, 0, sizeof(p));
+	return rl_scalar_apply(op, &p, kdt[k], a, b, r) == RL_SCALAR_OK;
 }
 
 /* ---- per-op evaluation -------------------------------------------------- */
@@ -469,75 +297,31 @@ static bool eval_cast(struct rl_graph *g, struct rl_node *n)
 	if (!p)
 		return false;
 	for (int64_t i = 0; i < ne; i++) {
-		union rl_sc r;
-		if (!convert(load(x->data, x->dtype, i), from, to, &r)) {
+		union rl_scv r;
+		if (!convert(rl_scalar_load(x->data, x->dtype, i), from, to, &r)) {
 			free(p);
 			return false;
 		}
-		store(p, to, i, r);
+		rl_scalar_store(p, to, i, r);
 	}
 	return commit(g, ov, p, nb);
 }
 
-static bool eval_unary(struct rl_graph *g, struct rl_node *n)
-{
-	const struct rl_value *x = &g->values[n->in[0]];
-	uint32_t ov = n->out[0];
-	enum rl_ek k = ekind(x->dtype);
-	if (k == RL_EK_NONE || g->values[ov].dtype != x->dtype)
-		return false;
-	size_t nb;
-	void *p = out_alloc(g, ov, &nb);
-	if (!p)
-		return false;
-	for (int64_t i = 0; i < numel_of(x); i++) {
-		union rl_sc r;
-		if (!unop(n->op, k, load(x->data, x->dtype, i), &r)) {
-			free(p);
-			return false;
-		}
-		store(p, x->dtype, i, r);
-	}
-	return commit(g, ov, p, nb);
-}
-
-/* Binary and variadic ops with broadcasting (Add ... Greater, Min, Max). */
-static bool eval_nary(struct rl_graph *g, struct rl_node *n)
+/* Unary, binary and variadic elementwise ops, by the table of ir/scalar.c
+ * (the same semantics folding and the C backend's scalar code use); a node
+ * with an undefined element (integer division by zero) is left to run. */
+static bool eval_scalar(struct rl_graph *g, struct rl_node *n)
 {
 	uint32_t ov = n->out[0];
-	const struct rl_value *y = &g->values[ov];
 	if (n->nin > RL_EVAL_MAX_VARIADIC)
 		return false;
-	enum rl_dtype dt = g->values[n->in[0]].dtype;
-	enum rl_ek k = ekind(dt);
-	if (k == RL_EK_NONE)
-		return false;
-	int64_t st[RL_EVAL_MAX_VARIADIC][RL_MAX_RANK];
-	for (int i = 0; i < n->nin; i++) {
-		if (g->values[n->in[i]].dtype != dt)
-			return false;
-		bstrides(&g->values[n->in[i]].shape, &y->shape, st[i]);
-	}
-	bool fmod_mode = rl_node_attr_int(n, "fmod", 0) != 0;
 	size_t nb;
 	void *p = out_alloc(g, ov, &nb);
 	if (!p)
 		return false;
-	int64_t ne = numel_of(y);
-	for (int64_t o = 0; o < ne; o++) {
-		const struct rl_value *a = &g->values[n->in[0]];
-		union rl_sc acc = load(a->data, dt, offset_of(&y->shape, st[0], o));
-		for (int i = 1; i < n->nin; i++) {
-			const struct rl_value *b = &g->values[n->in[i]];
-			union rl_sc r;
-			if (!binop(n->op, k, acc, load(b->data, dt, offset_of(&y->shape, st[i], o)),
-			           fmod_mode, &r)) {
-				free(p);
-				return false;
-			}
-			acc = r;
-		}
-		store(p, y->dtype, o, acc);
+	if (rl_scalar_node(g, n, p) != RL_SCALAR_OK) {
+		free(p);
+		return false;
 	}
 	return commit(g, ov, p, nb);
 }
@@ -755,7 +539,7 @@ static bool eval_reduce(struct rl_graph *g, uint32_t node)
 	int64_t ne = numel_of(y), nx = numel_of(x);
 	if (nx == 0 && ne > 0 && (op == RL_OP_Max || op == RL_OP_Min))
 		return false; /* no identity to fill with */
-	union rl_sc *accs = calloc((size_t)(ne ? ne : 1), sizeof(*accs));
+	union rl_scv *accs = calloc((size_t)(ne ? ne : 1), sizeof(*accs));
 	bool *seen = calloc((size_t)(ne ? ne : 1), 1);
 	if (!accs || !seen) {
 		free(accs);
@@ -763,7 +547,7 @@ static bool eval_reduce(struct rl_graph *g, uint32_t node)
 		return false;
 	}
 	for (int64_t o = 0; o < ne; o++) {
-		union rl_sc z;
+		union rl_scv z;
 		z.u = 0;
 		if (op == RL_OP_Mul) {
 			if (k == RL_EK_F32) z.f = 1;
@@ -775,11 +559,11 @@ static bool eval_reduce(struct rl_graph *g, uint32_t node)
 	bool ok = true;
 	for (int64_t i = 0; i < nx && ok; i++) {
 		int64_t o = offset_of(&x->shape, ost, i);
-		union rl_sc v = load(x->data, x->dtype, i), r;
+		union rl_scv v = rl_scalar_load(x->data, x->dtype, i), r;
 		if (!seen[o] && (op == RL_OP_Max || op == RL_OP_Min)) {
 			accs[o] = v;
 		} else {
-			ok = binop(op, k, accs[o], v, false, &r);
+			ok = binop(op, k, accs[o], v, &r);
 			accs[o] = r;
 		}
 		seen[o] = true;
@@ -788,7 +572,7 @@ static bool eval_reduce(struct rl_graph *g, uint32_t node)
 	void *p = ok ? out_alloc(g, ov, &nb) : NULL;
 	if (p)
 		for (int64_t o = 0; o < ne; o++)
-			store(p, y->dtype, o, accs[o]);
+			rl_scalar_store(p, y->dtype, o, accs[o]);
 	free(accs);
 	free(seen);
 	return p ? commit(g, ov, p, nb) : false;
@@ -808,11 +592,11 @@ static bool eval_range(struct rl_graph *g, uint32_t node)
 	if (!p)
 		return false;
 	const struct rl_value *vs = &g->values[n->in[0]], *vd = &g->values[n->in[2]];
-	union rl_sc v = load(vs->data, vs->dtype, 0), d = load(vd->data, vd->dtype, 0);
+	union rl_scv v = rl_scalar_load(vs->data, vs->dtype, 0), d = rl_scalar_load(vd->data, vd->dtype, 0);
 	/* accumulate like the spec's Loop body (prev + delta), as the
 	 * runtimes do, rather than start + i*delta */
 	for (int64_t i = 0; i < numel_of(y); i++) {
-		store(p, dt, i, v);
+		rl_scalar_store(p, dt, i, v);
 		if (k == RL_EK_F32)
 			v.f = v.f + d.f;
 		else if (k == RL_EK_F64)
@@ -964,19 +748,15 @@ bool rl_eval_node(struct rl_graph *g, uint32_t node)
 			return false;
 	if (n->nin < 1 || n->in[0] == RL_NONE)
 		return false;
+	const struct rl_scalar_info *si = rl_scalar_info(n->op);
+	if (si && (si->flags & RL_SCF_EVAL)) /* ir/scalar.def */
+		return eval_scalar(g, n);
 	switch (n->op) {
 	case RL_OP_Identity: case RL_OP_Reshape: case RL_OP_Squeeze:
 	case RL_OP_Unsqueeze: case RL_OP_Flatten:
 		return eval_view(g, n);
 	case RL_OP_Cast: case RL_OP_CastLike:
 		return eval_cast(g, n);
-	case RL_OP_Neg: case RL_OP_Abs: case RL_OP_Sqrt: case RL_OP_Floor:
-	case RL_OP_Ceil: case RL_OP_Not:
-		return eval_unary(g, n);
-	case RL_OP_Add: case RL_OP_Sub: case RL_OP_Mul: case RL_OP_Div:
-	case RL_OP_Mod: case RL_OP_Equal: case RL_OP_Less: case RL_OP_Greater:
-	case RL_OP_And: case RL_OP_Or: case RL_OP_Min: case RL_OP_Max:
-		return eval_nary(g, n);
 	case RL_OP_Where: return eval_where(g, n);
 	case RL_OP_Expand: return eval_expand(g, n);
 	case RL_OP_Tile: return eval_tile(g, n);
@@ -1009,10 +789,10 @@ static struct rl_symint sym_bin(struct rl_graph *g, uint32_t node, int i,
                                 struct rl_symint b)
 {
 	if (!a.sym && !b.sym) {
-		union rl_sc x, y, r;
+		union rl_scv x, y, r;
 		x.i = a.v;
 		y.i = b.v;
-		if (binop(op, RL_EK_I64, x, y, false, &r))
+		if (binop(op, RL_EK_I64, x, y, &r))
 			return (struct rl_symint){r.i, NULL};
 		return sym_unk(g, node, i);
 	}
@@ -1178,9 +958,9 @@ void rl_eval_symbolic(struct rl_graph *g, uint32_t node)
 		void *p = out_alloc(g, ov, &nbytes);
 		if (p) {
 			for (int i = 0; i < nr; i++) {
-				union rl_sc v;
+				union rl_scv v;
 				v.i = r[i].v;
-				store(p, y->dtype, i, v);
+				rl_scalar_store(p, y->dtype, i, v);
 			}
 			if (commit(g, ov, p, nbytes))
 				return;

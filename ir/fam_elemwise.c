@@ -13,30 +13,23 @@
  * lists only widened over time.
  */
 #include "infer_impl.h"
+#include "scalar.h"
 
 #include <string.h>
 
-/* The dtype class a unary op accepts at opset v. */
-static enum rl_tc unary_tc(enum rl_op op, int v)
+/* The dtype class an elementwise op's inputs must have at opset v: the tc
+ * column of ir/scalar.def, which is the latest opset's; the lists only
+ * widened, except that Relu took floats only before 14 and Min/Max before
+ * 12. */
+static enum rl_tc elemwise_tc(enum rl_op op, int v)
 {
-	switch (op) {
-	case RL_OP_Relu:
-		return v < 14 ? RL_TC_FLOAT : RL_TC_SIGNED; /* ints from 14 */
-	case RL_OP_Abs: case RL_OP_Sign: case RL_OP_Erf: case RL_OP_Shrink:
-	case RL_OP_Clip:
-		return RL_TC_NUM;
-	case RL_OP_Neg:
-		return RL_TC_SIGNED;
-	case RL_OP_Not:
-		return RL_TC_BOOL;
-	case RL_OP_BitwiseNot:
-		return RL_TC_INT;
-	case RL_OP_Cast: case RL_OP_CastLike: case RL_OP_Identity:
-	case RL_OP_BitCast:
-		return RL_TC_ANY;
-	default: /* transcendental and activation functions, rounding, IsNaN */
+	if (op == RL_OP_Relu && v < 14)
 		return RL_TC_FLOAT;
-	}
+	if ((op == RL_OP_Min || op == RL_OP_Max) && v < 12)
+		return RL_TC_FLOAT;
+	const struct rl_scalar_info *si = rl_scalar_info(op);
+	RL_ASSERT(si); /* every ELEMWISE row of ops.def has a scalar.def row */
+	return (enum rl_tc)si->tc;
 }
 
 /* A Clip bound or Dropout ratio must be a scalar (a 1-element 1-D tensor
@@ -78,7 +71,7 @@ static enum rl_status infer_unary(struct rl_graph *g, uint32_t node)
 {
 	struct rl_node *n = &g->nodes[node];
 	struct rl_value *x = rl_infer_in(g, n, 0);
-	enum rl_status st = rl_infer_dtype_in(g, node, 0, unary_tc(n->op, n->opset));
+	enum rl_status st = rl_infer_dtype_in(g, node, 0, elemwise_tc(n->op, n->opset));
 	if (st != RL_OK)
 		return st;
 	enum rl_dtype dt = x->dtype;
@@ -139,16 +132,7 @@ static enum rl_status infer_binary(struct rl_graph *g, uint32_t node)
 	struct rl_node *n = &g->nodes[node];
 	struct rl_value *a = rl_infer_in(g, n, 0), *b = rl_infer_in(g, n, 1);
 	unsigned fl = rl_op_table[n->op].flags;
-	enum rl_tc tc = RL_TC_NUM;
-	if (fl & RL_OPF_LOGIC)
-		tc = RL_TC_BOOL;
-	else if (n->op == RL_OP_Equal)
-		tc = RL_TC_ANY; /* bool and (opset 19) string too */
-	else if (n->op == RL_OP_BitShift)
-		tc = RL_TC_UINT;
-	else if (n->op == RL_OP_BitwiseAnd || n->op == RL_OP_BitwiseOr ||
-	         n->op == RL_OP_BitwiseXor)
-		tc = RL_TC_INT;
+	enum rl_tc tc = elemwise_tc(n->op, n->opset); /* Equal: bool and string too */
 	enum rl_status st = rl_infer_dtype_in(g, node, 0, tc);
 	if (st == RL_OK)
 		st = rl_infer_dtype_in(g, node, 1, tc);
@@ -191,9 +175,7 @@ static enum rl_status infer_variadic(struct rl_graph *g, uint32_t node)
 {
 	struct rl_node *n = &g->nodes[node];
 	/* Sum and Mean are float-only; Min and Max take integers from 12 */
-	enum rl_tc tc = n->op == RL_OP_Sum || n->op == RL_OP_Mean || n->opset < 12
-	                        ? RL_TC_FLOAT
-	                        : RL_TC_NUM;
+	enum rl_tc tc = elemwise_tc(n->op, n->opset);
 	struct rl_value *x0 = rl_infer_in(g, n, 0);
 	struct rl_shape out = x0->shape;
 	for (int i = 0; i < n->nin; i++) {
@@ -263,12 +245,12 @@ enum rl_status rl_infer_elemwise(struct rl_graph *g, uint32_t node)
 
 /* ---- cost ---------------------------------------------------------------- */
 /*
- * FLOPs of a pointwise op are a fixed count per OUTPUT element (so a
- * broadcast input is not charged per use; its bytes are the baseline's, read
- * once at its own size: [8,1,16] + [4,1] -> [8,4,16] reads 512 + 16 bytes
- * and writes 2048 for 512 FLOPs):
- *   transcendental ops (RL_OPF_TRANS: Exp, Tanh, Sigmoid, Gelu, Erf, Pow,
- *   Softplus, ...)                        RL_FLOPS_TRANS, whatever small
+ * FLOPs of a pointwise op are a fixed count per OUTPUT element, the flops
+ * column of ir/scalar.def (so a broadcast input is not charged per use; its
+ * bytes are the baseline's, read once at its own size: [8,1,16] + [4,1] ->
+ * [8,4,16] reads 512 + 16 bytes and writes 2048 for 512 FLOPs):
+ *   transcendental ops (Exp, Tanh, Sigmoid, Gelu, Erf, Pow, Softplus, ...)
+ *                                         RL_FLOPS_TRANS, whatever small
  *                                         arithmetic surrounds the one call
  *   Identity, Cast, CastLike, Dropout     0 (data movement)
  *   Clip (max then min), LeakyRelu (compare, multiply), PRelu, Shrink    2
@@ -283,25 +265,12 @@ enum rl_status rl_infer_elemwise(struct rl_graph *g, uint32_t node)
 
 static double elemwise_flops_per_elem(const struct rl_node *n)
 {
-	switch (n->op) {
-	case RL_OP_Identity: case RL_OP_Cast: case RL_OP_CastLike: case RL_OP_Dropout:
-	case RL_OP_BitCast:
-		return 0;
-	case RL_OP_Clip: case RL_OP_LeakyRelu: case RL_OP_PRelu: case RL_OP_Shrink:
-		return 2;
-	case RL_OP_Softsign:
-		return 3;
-	case RL_OP_HardSigmoid:
-		return 4;
-	case RL_OP_HardSwish:
-		return 5;
-	case RL_OP_Sum: case RL_OP_Min: case RL_OP_Max:
-		return n->nin - 1;
-	case RL_OP_Mean:
-		return n->nin > 1 ? n->nin : 0;
-	default:
-		return rl_op_table[n->op].flags & RL_OPF_TRANS ? RL_FLOPS_TRANS : 1;
-	}
+	const struct rl_scalar_info *si = rl_scalar_info(n->op);
+	RL_ASSERT(si);
+	if (!(rl_op_table[n->op].flags & RL_OPF_VARIADIC))
+		return si->flops;
+	/* per input after the first; Mean divides once more */
+	return si->flops * (n->nin - 1) + (n->op == RL_OP_Mean && n->nin > 1);
 }
 
 bool rl_count_elemwise(const struct rl_graph *g, uint32_t node, struct rl_counts *c)

@@ -15,9 +15,12 @@
  * 2. Nodes the evaluator leaves alone because a tensor is too big for it
  *    (over 65536 output or 1M input elements) or because it does not know
  *    the op: views (Reshape, Flatten, Squeeze, Unsqueeze, Identity) share
- *    the input's bytes, Transpose and Cast copy them, and float32/float64
- *    unary and binary math (a weight times a scale, Exp of a table, ...) is
- *    computed here in the dtype's own precision, as the runtime would.
+ *    the input's bytes, Transpose and Cast copy them, and every elementwise
+ *    op ir/scalar.c computes (a weight times a scale, Exp of a table, ...)
+ *    is computed by that table in the dtype's own precision, with the
+ *    expressions the C backend's scalar code uses (so folding a node does
+ *    not change its bits: float tanh/erf are the rl_tanhf/rl_erff
+ *    approximations the generated code defines, not libm's).
  *
  * The size rule: folding must not grow the model. A fold is taken when its
  * output is at most ctx->fold_max_bytes (16 KiB by default), or no bigger
@@ -46,6 +49,7 @@
  */
 #include "pass.h"
 #include "quant.h"
+#include "scalar.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -278,56 +282,6 @@ static bool cast_one(const void *x, enum rl_dtype from, void *p, enum rl_dtype t
 	return true;
 }
 
-/* ---- broadcasting ------------------------------------------------------- */
-
-/* Strides of `in` read through a broadcast to `out` (0 on broadcast axes). */
-static void bstrides(const struct rl_shape *in, const struct rl_shape *out, int64_t *st)
-{
-	int64_t acc = 1;
-	for (int i = out->rank - 1; i >= 0; i--) {
-		int k = i - (out->rank - in->rank);
-		if (k < 0) {
-			st[i] = 0;
-			continue;
-		}
-		st[i] = in->d[k].v == 1 ? 0 : acc;
-		acc *= in->d[k].v;
-	}
-}
-
-/* Walks the elements of `out` in order, keeping each input's offset. */
-struct bwalk {
-	const struct rl_shape *out;
-	int nin;
-	int64_t st[3][RL_MAX_RANK];
-	int64_t idx[RL_MAX_RANK];
-	int64_t off[3];
-};
-
-static void bwalk_init(struct bwalk *w, const struct rl_shape *out, int nin,
-                       const struct rl_shape **ins)
-{
-	memset(w, 0, sizeof(*w));
-	w->out = out;
-	w->nin = nin;
-	for (int k = 0; k < nin; k++)
-		bstrides(ins[k], out, w->st[k]);
-}
-
-static void bwalk_next(struct bwalk *w)
-{
-	for (int i = w->out->rank - 1; i >= 0; i--) {
-		w->idx[i]++;
-		for (int k = 0; k < w->nin; k++)
-			w->off[k] += w->st[k][i];
-		if (w->idx[i] < w->out->d[i].v)
-			return;
-		for (int k = 0; k < w->nin; k++)
-			w->off[k] -= w->st[k][i] * w->idx[i];
-		w->idx[i] = 0;
-	}
-}
-
 /* ---- folds the evaluator does not do ------------------------------------ */
 
 static bool is_view(enum rl_op op)
@@ -336,89 +290,19 @@ static bool is_view(enum rl_op op)
 	       op == RL_OP_Squeeze || op == RL_OP_Unsqueeze;
 }
 
-static bool is_unary_math(enum rl_op op)
+/* An elementwise op ir/scalar.c computes (a CALC row of ir/scalar.def) on
+ * these input and output dtypes. */
+static bool scalar_ok(const struct rl_node *n, enum rl_dtype x, enum rl_dtype y)
 {
-	switch (op) {
-	case RL_OP_Neg: case RL_OP_Abs: case RL_OP_Sqrt: case RL_OP_Reciprocal:
-	case RL_OP_Exp: case RL_OP_Log: case RL_OP_Tanh: case RL_OP_Sigmoid:
-	case RL_OP_Relu: case RL_OP_Erf: case RL_OP_Floor: case RL_OP_Ceil:
-	case RL_OP_Sin: case RL_OP_Cos:
-		return true;
-	default:
+	const struct rl_scalar_info *si = rl_scalar_info(n->op);
+	if (!si || !(si->flags & RL_SCF_CALC))
 		return false;
-	}
-}
-
-static bool is_binary_math(enum rl_op op)
-{
-	return op == RL_OP_Add || op == RL_OP_Sub || op == RL_OP_Mul || op == RL_OP_Div ||
-	       op == RL_OP_Pow || op == RL_OP_Min || op == RL_OP_Max;
-}
-
-static float unary_f(enum rl_op op, float a)
-{
-	switch (op) {
-	case RL_OP_Neg: return -a;
-	case RL_OP_Abs: return fabsf(a);
-	case RL_OP_Sqrt: return sqrtf(a);
-	case RL_OP_Reciprocal: return 1.0f / a;
-	case RL_OP_Exp: return expf(a);
-	case RL_OP_Log: return logf(a);
-	case RL_OP_Tanh: return tanhf(a);
-	case RL_OP_Sigmoid: return 1.0f / (1.0f + expf(-a));
-	case RL_OP_Relu: return a < 0 ? 0.0f : a;
-	case RL_OP_Erf: return erff(a);
-	case RL_OP_Floor: return floorf(a);
-	case RL_OP_Ceil: return ceilf(a);
-	case RL_OP_Sin: return sinf(a);
-	default: return cosf(a);
-	}
-}
-
-static double unary_d(enum rl_op op, double a)
-{
-	switch (op) {
-	case RL_OP_Neg: return -a;
-	case RL_OP_Abs: return fabs(a);
-	case RL_OP_Sqrt: return sqrt(a);
-	case RL_OP_Reciprocal: return 1.0 / a;
-	case RL_OP_Exp: return exp(a);
-	case RL_OP_Log: return log(a);
-	case RL_OP_Tanh: return tanh(a);
-	case RL_OP_Sigmoid: return 1.0 / (1.0 + exp(-a));
-	case RL_OP_Relu: return a < 0 ? 0.0 : a;
-	case RL_OP_Erf: return erf(a);
-	case RL_OP_Floor: return floor(a);
-	case RL_OP_Ceil: return ceil(a);
-	case RL_OP_Sin: return sin(a);
-	default: return cos(a);
-	}
-}
-
-static float binary_f(enum rl_op op, float a, float b)
-{
-	switch (op) {
-	case RL_OP_Add: return a + b;
-	case RL_OP_Sub: return a - b;
-	case RL_OP_Mul: return a * b;
-	case RL_OP_Div: return a / b;
-	case RL_OP_Pow: return powf(a, b);
-	case RL_OP_Min: return isnan(a) || isnan(b) ? NAN : a < b ? a : b;
-	default: return isnan(a) || isnan(b) ? NAN : a > b ? a : b;
-	}
-}
-
-static double binary_d(enum rl_op op, double a, double b)
-{
-	switch (op) {
-	case RL_OP_Add: return a + b;
-	case RL_OP_Sub: return a - b;
-	case RL_OP_Mul: return a * b;
-	case RL_OP_Div: return a / b;
-	case RL_OP_Pow: return pow(a, b);
-	case RL_OP_Min: return isnan(a) || isnan(b) ? NAN : a < b ? a : b;
-	default: return isnan(a) || isnan(b) ? NAN : a > b ? a : b;
-	}
+	unsigned need = x == RL_DT_BOOL ? RL_SCF_B
+	              : rl_dtype_is_int(x) ? RL_SCF_I
+	              : x == RL_DT_FLOAT || x == RL_DT_DOUBLE || x == RL_DT_FLOAT16 ||
+	                x == RL_DT_BFLOAT16 ? RL_SCF_F : 0;
+	bool cmp = rl_op_table[n->op].flags & RL_OPF_CMP;
+	return (si->flags & need) && y == (cmp ? RL_DT_BOOL : x);
 }
 
 /* Can fold_compute() handle this node (inputs constant, shapes static)? */
@@ -445,19 +329,17 @@ static bool computable(const struct rl_graph *g, const struct rl_node *n)
 	if (n->op == RL_OP_Cast || n->op == RL_OP_CastLike)
 		return ekind(x->dtype) != EK_NONE && ekind(y->dtype) != EK_NONE &&
 		       rl_shape_numel(&x->shape) == rl_shape_numel(&y->shape);
-	bool fdt = y->dtype == RL_DT_FLOAT || y->dtype == RL_DT_DOUBLE;
-	if (is_unary_math(n->op))
-		return fdt && n->nin == 1 && x->dtype == y->dtype &&
-		       rl_shape_equal(&x->shape, &y->shape);
-	if (is_binary_math(n->op) && n->nin == 2 && n->in[1] != RL_NONE) {
-		const struct rl_value *b = &g->values[n->in[1]];
-		struct rl_shape bc;
-		return fdt && x->dtype == y->dtype && b->dtype == y->dtype &&
-		       rl_shape_is_static(&b->shape) &&
-		       rl_shape_broadcast(&x->shape, &b->shape, &bc) &&
-		       rl_shape_equal(&bc, &y->shape);
+	if (!scalar_ok(n, x->dtype, y->dtype) || n->nin > 16) /* rl_scalar_node's limit */
+		return false;
+	/* every input of x's dtype, broadcasting to y */
+	struct rl_shape bc = x->shape;
+	for (int i = 1; i < n->nin; i++) {
+		const struct rl_value *b = n->in[i] == RL_NONE ? NULL : &g->values[n->in[i]];
+		if (!b || b->dtype != x->dtype || !rl_shape_is_static(&b->shape) ||
+		    !rl_shape_broadcast(&bc, &b->shape, &bc))
+			return false;
 	}
-	return false;
+	return rl_shape_equal(&bc, &y->shape);
 }
 
 static bool perm_of(const struct rl_node *n, int rank, int *perm)
@@ -532,26 +414,8 @@ static bool fold_compute(struct rl_graph *g, uint32_t node)
 		for (int64_t i = 0; i < ne; i++)
 			if (!cast_one(x->data, x->dtype, p, y->dtype, i))
 				return false;
-	} else if (is_unary_math(n->op)) {
-		for (int64_t i = 0; i < ne; i++) {
-			if (y->dtype == RL_DT_FLOAT)
-				((float *)p)[i] = unary_f(n->op, ((const float *)x->data)[i]);
-			else
-				((double *)p)[i] = unary_d(n->op, ((const double *)x->data)[i]);
-		}
-	} else {
-		const struct rl_value *b = &g->values[n->in[1]];
-		const struct rl_shape *ins[2] = {&x->shape, &b->shape};
-		struct bwalk w;
-		bwalk_init(&w, &y->shape, 2, ins);
-		for (int64_t o = 0; o < ne; o++, bwalk_next(&w)) {
-			if (y->dtype == RL_DT_FLOAT)
-				((float *)p)[o] = binary_f(n->op, ((const float *)x->data)[w.off[0]],
-				                           ((const float *)b->data)[w.off[1]]);
-			else
-				((double *)p)[o] = binary_d(n->op, ((const double *)x->data)[w.off[0]],
-				                            ((const double *)b->data)[w.off[1]]);
-		}
+	} else if (rl_scalar_node(g, n, p) != RL_SCALAR_OK) {
+		return false; /* ir/scalar.c: integer division by zero, ... */
 	}
 	rl_value_set_data(g, yv, p, nb);
 	return true;
@@ -686,7 +550,8 @@ static void fold_walk(struct rl_graph *g, struct rl_pass_ctx *ctx)
 			} else {
 				rl_remark(ctx, PASS, g->nodes[i].name, "declined", -1, -1, -1, -1,
 				          "%s of constants: the result is undefined in ONNX for these "
-				          "values (NaN or out-of-range cast, bad perm); left to the "
+				          "values (NaN or out-of-range cast, integer division by zero, "
+				          "bad perm); left to the "
 				          "runtime", rl_op_table[g->nodes[i].op].name);
 			}
 			continue;
