@@ -549,33 +549,76 @@ static int mark_needed(const struct rl_graph *g, bool *bind)
 	return added;
 }
 
+static bool load_quiet; /* load_graph: no message on failure (a trial load) */
+
+static bool eligible(const struct rl_tensor *t)
+{
+	return rl_dtype_is_int(t->dtype) && rl_shape_numel(&t->shape) <= RL_AUTO_BIND_MAX;
+}
+
+static struct rl_graph *load_trial(const char *path, const struct rl_cli_opts *o,
+                                   bool need_static, const struct rl_tensor *in, int nin,
+                                   const bool *bind)
+{
+	load_quiet = true;
+	struct rl_graph *g = load_graph(path, o, need_static, in, nin, bind);
+	load_quiet = false;
+	return g;
+}
+
 struct rl_graph *rl_cli_load_ex(const char *path, const struct rl_cli_opts *o,
                                 bool need_static, const struct rl_tensor *in,
                                 int nin, bool auto_bind)
 {
-	if (!auto_bind || !in || !nin)
+	if (!auto_bind || !in || !nin || nin > RL_MAX_BIND * 2)
 		return load_graph(path, o, need_static, in, nin, NULL);
 	bool bind[RL_MAX_BIND * 2 + 1] = {false};
-	if (nin > RL_MAX_BIND * 2)
-		return load_graph(path, o, need_static, in, nin, NULL);
-	struct rl_graph *g = load_graph(path, o, need_static, in, nin, bind);
+	struct rl_graph *g = load_trial(path, o, need_static, in, nin, bind);
+	if (!g) {
+		/* The model does not even load unbound: a control-flow branch or
+		 * a node's check needs a value. Bind every eligible input; then
+		 * unbind, one at a time, each the model loads without and whose
+		 * shapes stay fixed, so only the inputs needed stay bound. */
+		int n = 0;
+		for (int i = 0; i < nin; i++)
+			n += bind[i] = eligible(&in[i]);
+		struct rl_graph *t = n ? load_trial(path, o, need_static, in, nin, bind) : NULL;
+		if (!t) /* binding does not help: the unbound error, printed */
+			return load_graph(path, o, need_static, in, nin, NULL);
+		rl_graph_free(t);
+		for (int i = 0; i < nin; i++) {
+			if (!bind[i])
+				continue;
+			bind[i] = false;
+			bool probe[RL_MAX_BIND * 2 + 1];
+			memcpy(probe, bind, sizeof(probe));
+			t = load_trial(path, o, need_static, in, nin, bind);
+			if (!t || mark_needed(t, probe))
+				bind[i] = true;
+			rl_graph_free(t);
+		}
+		g = load_trial(path, o, need_static, in, nin, bind);
+	}
 	/* each round can fix shapes that lead to the next operand */
 	for (int round = 0; g && round < 8 && (uint32_t)nin == g->ninputs; round++) {
-		bool was[RL_MAX_BIND * 2 + 1];
-		memcpy(was, bind, sizeof(was));
-		if (!mark_needed(g, bind))
+		bool more[RL_MAX_BIND * 2 + 1];
+		memcpy(more, bind, sizeof(more));
+		if (!mark_needed(g, more))
 			break;
-		for (int i = 0; i < nin; i++)
-			if (bind[i] && !was[i]) {
-				char sb[128];
-				fprintf(stderr, "rlopt: run: input '%s' (%s[%s]) decides a shape: bound to "
-				        "the value of its -i file; the generated code checks each run passes "
-				        "that value\n", g->values[g->inputs[i]].name,
-				        rl_dtype_name(in[i].dtype), rl_shape_str(&in[i].shape, sb, sizeof(sb)));
-			}
 		rl_graph_free(g);
-		g = load_graph(path, o, need_static, in, nin, bind);
+		memcpy(bind, more, sizeof(bind));
+		g = load_trial(path, o, need_static, in, nin, bind);
 	}
+	if (!g) /* the last word: this load's error, printed */
+		return load_graph(path, o, need_static, in, nin, bind);
+	for (int i = 0; i < nin && (uint32_t)i < g->ninputs; i++)
+		if (bind[i]) {
+			char sb[128];
+			fprintf(stderr, "rlopt: run: input '%s' (%s[%s]) decides a shape: bound to "
+			        "the value of its -i file; the generated code checks each run passes "
+			        "that value\n", g->values[g->inputs[i]].name,
+			        rl_dtype_name(in[i].dtype), rl_shape_str(&in[i].shape, sb, sizeof(sb)));
+		}
 	return g;
 }
 
@@ -587,7 +630,8 @@ static struct rl_graph *load_graph(const char *path, const struct rl_cli_opts *o
 	struct rl_graph *g;
 	const char *(*isym)[RL_MAX_RANK] = NULL; /* input symbols as loaded */
 	if (rl_onnx_load(path, &g, err, sizeof(err)) != RL_OK) {
-		fprintf(stderr, "rlopt: %s\n", err);
+		if (!load_quiet)
+			fprintf(stderr, "rlopt: %s\n", err);
 		return NULL;
 	}
 	for (int i = 0; i < o->nshapes; i++) {
@@ -702,7 +746,8 @@ static struct rl_graph *load_graph(const char *path, const struct rl_cli_opts *o
 	return g;
 fail:
 	free(isym);
-	fprintf(stderr, "rlopt: %s\n", g->err);
+	if (!load_quiet)
+		fprintf(stderr, "rlopt: %s\n", g->err);
 	rl_graph_free(g);
 	return NULL;
 }
