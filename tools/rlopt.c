@@ -611,6 +611,26 @@ struct rl_graph *rl_cli_load_ex(const char *path, const struct rl_cli_opts *o,
 	}
 	if (!g) /* the last word: this load's error, printed */
 		return load_graph(path, o, need_static, in, nin, bind);
+	/* An operand followed back is not always a size (MelWeightMatrix's
+	 * sample_rate sits beside its dft_length): unbind, one at a time, each
+	 * input without which the model still loads with every shape fixed. */
+	for (int i = 0; i < nin; i++) {
+		if (!bind[i])
+			continue;
+		bind[i] = false;
+		struct rl_graph *t = load_trial(path, o, need_static, in, nin, bind);
+		bool fixed = t != NULL;
+		for (uint32_t v = 0; t && fixed && v < t->nvalues; v++)
+			fixed = rl_shape_is_static(&t->values[v].shape) ||
+			        (t->values[v].producer == RL_NONE && !t->values[v].nuses);
+		if (fixed) {
+			rl_graph_free(g);
+			g = t;
+		} else {
+			bind[i] = true;
+			rl_graph_free(t);
+		}
+	}
 	for (int i = 0; i < nin && (uint32_t)i < g->ninputs; i++)
 		if (bind[i]) {
 			char sb[128];
