@@ -7,8 +7,9 @@
 - `rlopt run --value` with a different -i tensor fails (exit 4) naming the
   bound input instead of writing outputs;
 - `rlopt run` binds by itself an integer input that decides a shape, says so
-  on stderr, and the outputs match numpy; it never binds a float input, nor
-  an integer input no shape depends on;
+  on stderr, and the outputs match numpy (MelWeightMatrix: onnx.reference);
+  it never binds a float input, nor an integer input no shape depends on
+  (MelWeightMatrix's sample_rate);
 - bad --value: unknown input, another dtype, another shape, a missing file
   (exit 2, one line, nothing written), a malformed flag, an ONNX output
   (exit 1).
@@ -58,6 +59,18 @@ def float_limit_model():
              helper.make_tensor("one", TensorProto.FLOAT, [], [1.0])]
     return model([helper.make_node("Range", ["zero", "lim", "one"], ["y"], name="ramp")],
                  [lim], [y], inits)
+
+
+def mel_model():
+    """MelWeightMatrix with no declared output shape: num_mel_bins and
+    dft_length decide it; sample_rate (an integer too) and the edges do not."""
+    ins = [helper.make_tensor_value_info(n, t, []) for n, t in
+           [("num_mel_bins", TensorProto.INT64), ("dft_length", TensorProto.INT64),
+            ("sample_rate", TensorProto.INT64), ("lower_edge_hertz", TensorProto.FLOAT),
+            ("upper_edge_hertz", TensorProto.FLOAT)]]
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    node = helper.make_node("MelWeightMatrix", [i.name for i in ins], ["y"], name="mel")
+    return model([node], ins, [y])
 
 
 def int_data_model():
@@ -161,6 +174,32 @@ def main():
             _, got = rltest.read_pb(os.path.join(d, "out4", "output_0.pb"))
             ok = np.array_equal(got, np.arange(4, dtype=np.float32))
         check("--value binds a float input on request", ok, r.describe(3))
+
+        # MelWeightMatrix: only the inputs its shape needs are bound
+        from onnx.reference import ReferenceEvaluator
+        mm = mel_model()
+        melp = os.path.join(d, "mel.onnx")
+        save(mm, melp)
+        feeds = {"num_mel_bins": np.array(10, dtype=np.int64),
+                 "dft_length": np.array(64, dtype=np.int64),
+                 "sample_rate": np.array(16000, dtype=np.int64),
+                 "lower_edge_hertz": np.array(20.0, dtype=np.float32),
+                 "upper_edge_hertz": np.array(7600.0, dtype=np.float32)}
+        files = []
+        for k, v in feeds.items():
+            files += ["-i", os.path.join(d, k + ".pb")]
+            rltest.write_pb(files[-1], v, k)
+        r = rltest.run([rl, "run", melp, *files, "-d", os.path.join(d, "out6")], timeout=120)
+        ok = (r.returncode == 0 and "'num_mel_bins'" in r.stderr and "'dft_length'" in r.stderr
+              and "'sample_rate'" not in r.stderr and "hertz" not in r.stderr)
+        msg = r.describe(4)
+        if ok:
+            _, got = rltest.read_pb(os.path.join(d, "out6", "output_0.pb"))
+            want = ReferenceEvaluator(mm).run(None, feeds)[0]
+            ok, msg, _, _ = rltest.compare(got, want)
+            ok = ok and got.shape == (33, 10)
+        check("MelWeightMatrix: binds num_mel_bins and dft_length only, matches the reference",
+              ok, msg)
 
         # an integer input no shape depends on stays an input
         ip = os.path.join(d, "idata.onnx")
