@@ -283,6 +283,10 @@ static enum rl_status infer_melweight(struct rl_graph *g, uint32_t node)
 {
 	struct rl_node *n = &g->nodes[node];
 	enum rl_status st = RL_OK;
+	for (int i = 0; i < 5; i++)
+		if (rl_node_in(n, i) == RL_NONE)
+			return rl_graph_error(g, n, RL_ERR_SHAPE, "input %d is missing: the five "
+			                      "inputs are all required", i);
 	for (int i = 0; i < 5 && st == RL_OK; i++) {
 		st = rl_infer_dtype_in(g, node, i, i < 3 ? RL_TC_INT : RL_TC_FLOAT);
 		if (st == RL_OK && (i == 1 || i == 2))

@@ -258,6 +258,8 @@ int rl_mvn_axes(struct rl_graph *g, uint32_t node, bool axis[RL_MAX_RANK])
 static enum rl_status infer_mvn(struct rl_graph *g, uint32_t node)
 {
 	struct rl_value *x = rl_infer_in(g, &g->nodes[node], 0);
+	if (!x)
+		return rl_graph_error(g, &g->nodes[node], RL_ERR_SHAPE, "input X is missing");
 	enum rl_status st = rl_infer_dtype_in(g, node, 0, RL_TC_FLOAT);
 	if (st != RL_OK)
 		return st;

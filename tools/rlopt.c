@@ -576,28 +576,14 @@ struct rl_graph *rl_cli_load_ex(const char *path, const struct rl_cli_opts *o,
 	struct rl_graph *g = load_trial(path, o, need_static, in, nin, bind);
 	if (!g) {
 		/* The model does not even load unbound: a control-flow branch or
-		 * a node's check needs a value. Bind every eligible input; then
-		 * unbind, one at a time, each the model loads without and whose
-		 * shapes stay fixed, so only the inputs needed stay bound. */
+		 * a node's check needs a value. Bind every eligible input; the
+		 * pruning below unbinds those not needed. */
 		int n = 0;
 		for (int i = 0; i < nin; i++)
 			n += bind[i] = eligible(&in[i]);
-		struct rl_graph *t = n ? load_trial(path, o, need_static, in, nin, bind) : NULL;
-		if (!t) /* binding does not help: the unbound error, printed */
+		g = n ? load_trial(path, o, need_static, in, nin, bind) : NULL;
+		if (!g) /* binding does not help: the unbound error, printed */
 			return load_graph(path, o, need_static, in, nin, NULL);
-		rl_graph_free(t);
-		for (int i = 0; i < nin; i++) {
-			if (!bind[i])
-				continue;
-			bind[i] = false;
-			bool probe[RL_MAX_BIND * 2 + 1];
-			memcpy(probe, bind, sizeof(probe));
-			t = load_trial(path, o, need_static, in, nin, bind);
-			if (!t || mark_needed(t, probe))
-				bind[i] = true;
-			rl_graph_free(t);
-		}
-		g = load_trial(path, o, need_static, in, nin, bind);
 	}
 	/* each round can fix shapes that lead to the next operand */
 	for (int round = 0; g && round < 8 && (uint32_t)nin == g->ninputs; round++) {
@@ -612,8 +598,9 @@ struct rl_graph *rl_cli_load_ex(const char *path, const struct rl_cli_opts *o,
 	if (!g) /* the last word: this load's error, printed */
 		return load_graph(path, o, need_static, in, nin, bind);
 	/* An operand followed back is not always a size (MelWeightMatrix's
-	 * sample_rate sits beside its dft_length): unbind, one at a time, each
-	 * input without which the model still loads with every shape fixed. */
+	 * sample_rate sits beside its dft_length), and the fallback above binds
+	 * all: unbind, one at a time, each input without which the model still
+	 * loads with every shape fixed. */
 	for (int i = 0; i < nin; i++) {
 		if (!bind[i])
 			continue;
