@@ -550,6 +550,7 @@ static int mark_needed(const struct rl_graph *g, bool *bind)
 }
 
 static bool load_quiet; /* load_graph: no message on failure (a trial load) */
+static enum rl_status load_status; /* load_graph: why inference failed */
 
 static bool eligible(const struct rl_tensor *t)
 {
@@ -573,11 +574,17 @@ struct rl_graph *rl_cli_load_ex(const char *path, const struct rl_cli_opts *o,
 	if (!auto_bind || !in || !nin || nin > RL_MAX_BIND * 2)
 		return load_graph(path, o, need_static, in, nin, NULL);
 	bool bind[RL_MAX_BIND * 2 + 1] = {false};
+	load_status = RL_OK;
 	struct rl_graph *g = load_trial(path, o, need_static, in, nin, bind);
+	if (!g && load_status != RL_ERR_SHAPE) /* not a shape: the error, printed */
+		return load_graph(path, o, need_static, in, nin, NULL);
 	if (!g) {
-		/* The model does not even load unbound: a control-flow branch or
-		 * a node's check needs a value. Bind every eligible input; the
-		 * pruning below unbinds those not needed. */
+		/* Inference itself stops on a shape a value decides (an If whose
+		 * branches give different shapes under a condition computed from
+		 * an input, as in AffineGrid's body). Bind every eligible input;
+		 * the pruning below unbinds those not needed. Other failures (a
+		 * Loop's run-time trip count, a run-time sequence position) stay
+		 * errors: no shape depends on them. */
 		int n = 0;
 		for (int i = 0; i < nin; i++)
 			n += bind[i] = eligible(&in[i]);
@@ -732,7 +739,8 @@ static struct rl_graph *load_graph(const char *path, const struct rl_cli_opts *o
 		for (int k = 0; k < ns; k++)
 			rl_graph_bind_dim(g, syms[k], o->batch);
 	}
-	if (rl_graph_infer(g) != RL_OK || rl_graph_verify(g) != RL_OK)
+	load_status = rl_graph_infer(g);
+	if (load_status != RL_OK || rl_graph_verify(g) != RL_OK)
 		goto fail;
 	if (need_static) {
 		for (uint32_t k = 0; k < g->ninputs; k++) {
