@@ -727,6 +727,51 @@ static bool eval_quant(struct rl_graph *g, uint32_t node)
 	return commit(g, ov, p, nb);
 }
 
+/* Split: every output is a block of the input along `axis`, in order; the
+ * sizes are the inferred output shapes, so `split` and `num_outputs` need no
+ * second reading. All outputs are evaluated, or none. */
+static bool eval_split(struct rl_graph *g, struct rl_node *n)
+{
+	const struct rl_value *x = &g->values[n->in[0]];
+	size_t es = rl_dtype_size(x->dtype);
+	int axis;
+	if (!rl_axis_norm(rl_node_attr_int(n, "axis", 0), x->shape.rank, false, &axis))
+		return false;
+	int64_t outer = 1, inner = 1, dim = x->shape.d[axis].v, at = 0;
+	for (int i = 0; i < axis; i++)
+		outer *= x->shape.d[i].v;
+	for (int i = axis + 1; i < x->shape.rank; i++)
+		inner *= x->shape.d[i].v;
+	for (int k = 0; k < n->nout; k++) {
+		if (n->out[k] == RL_NONE)
+			return false;
+		const struct rl_value *y = &g->values[n->out[k]];
+		if (y->dtype != x->dtype || y->shape.rank != x->shape.rank ||
+		    !rl_shape_is_static(&y->shape) || numel_of(y) > RL_EVAL_MAX_OUT)
+			return false;
+		at += y->shape.d[axis].v;
+	}
+	if (at != dim)
+		return false;
+	at = 0;
+	for (int k = 0; k < n->nout; k++) {
+		uint32_t ov = n->out[k];
+		int64_t len = g->values[ov].shape.d[axis].v;
+		size_t nb;
+		char *p = out_alloc(g, ov, &nb);
+		if (!p)
+			return false;
+		for (int64_t o = 0; o < outer; o++)
+			memcpy(p + (size_t)(o * len * inner) * es,
+			       (const char *)x->data + (size_t)((o * dim + at) * inner) * es,
+			       (size_t)(len * inner) * es);
+		if (!commit(g, ov, p, nb))
+			return false;
+		at += len;
+	}
+	return true;
+}
+
 bool rl_eval_node(struct rl_graph *g, uint32_t node)
 {
 	struct rl_node *n = &g->nodes[node];
@@ -763,6 +808,7 @@ bool rl_eval_node(struct rl_graph *g, uint32_t node)
 	case RL_OP_Transpose: return eval_transpose(g, n);
 	case RL_OP_Gather: return eval_gather(g, n);
 	case RL_OP_Concat: return eval_concat(g, n);
+	case RL_OP_Split: return eval_split(g, n);
 	case RL_OP_Slice: return eval_slice(g, node);
 	case RL_OP_ReduceSum: case RL_OP_ReduceProd: case RL_OP_ReduceMax:
 	case RL_OP_ReduceMin:

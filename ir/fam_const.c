@@ -17,6 +17,11 @@
  * - HannWindow, HammingWindow, BlackmanWindow are 1-D of `size` elements
  *   (a scalar input: known when constant, else the declared output's), of
  *   the `output_datatype` attribute's type (default float32).
+ * - MelWeightMatrix (17) is [dft_length / 2 + 1, num_mel_bins], of
+ *   `output_datatype` (default float32): known when those two integer
+ *   scalars are constant (a bound input, `--value`, makes them so), else
+ *   the declared output's. sample_rate and the two edge frequencies are
+ *   read when the kernel runs.
  */
 #include "infer_impl.h"
 
@@ -274,6 +279,58 @@ static enum rl_status infer_window(struct rl_graph *g, uint32_t node)
 	return rl_infer_set(g, node, 0, (enum rl_dtype)dt, &out);
 }
 
+static enum rl_status infer_melweight(struct rl_graph *g, uint32_t node)
+{
+	struct rl_node *n = &g->nodes[node];
+	enum rl_status st = RL_OK;
+	for (int i = 0; i < 5; i++)
+		if (rl_node_in(n, i) == RL_NONE)
+			return rl_graph_error(g, n, RL_ERR_SHAPE, "input %d is missing: the five "
+			                      "inputs are all required", i);
+	for (int i = 0; i < 5 && st == RL_OK; i++) {
+		st = rl_infer_dtype_in(g, node, i, i < 3 ? RL_TC_INT : RL_TC_FLOAT);
+		if (st == RL_OK && (i == 1 || i == 2))
+			st = rl_infer_dtype_same(g, node, 0, i);
+		if (st == RL_OK && i == 4)
+			st = rl_infer_dtype_same(g, node, 3, 4);
+	}
+	if (st != RL_OK)
+		return st;
+	static const char *const what[5] = {"num_mel_bins", "dft_length", "sample_rate",
+	                                    "lower_edge_hertz", "upper_edge_hertz"};
+	for (int i = 0; i < 5; i++) {
+		struct rl_value *v = rl_infer_in(g, n, i);
+		char b[RL_SSTR];
+		if (v->shape.rank > 0 && rl_shape_numel(&v->shape) != 1)
+			return rl_graph_error(g, n, RL_ERR_SHAPE, "%s of shape %s must be a scalar",
+			                      what[i], rl_sstr(&v->shape, b));
+	}
+	int64_t dt = rl_node_attr_int(n, "output_datatype", RL_DT_FLOAT);
+	if (dt <= 0 || dt >= RL_DT_COUNT_ || !rl_dtype_is_numeric((enum rl_dtype)dt) ||
+	    rl_dtype_is_lowp((enum rl_dtype)dt))
+		return rl_graph_error(g, n, RL_ERR_UNSUPPORTED, "attribute output_datatype=%lld is "
+		                      "not a type rlopt computes", (long long)dt);
+	struct rl_shape out = {.rank = 2};
+	out.d[0] = rl_dim_unk(g, node, 0, 0);
+	out.d[1] = rl_dim_unk(g, node, 0, 1);
+	uint32_t nb = n->in[0], dl = n->in[1];
+	if (rl_value_is_const(g, dl) && g->values[dl].data) {
+		int64_t len = rl_value_get_int(g, dl, 0);
+		if (len < 0)
+			return rl_graph_error(g, n, RL_ERR_SHAPE, "dft_length %lld is negative",
+			                      (long long)len);
+		out.d[0] = rl_dim_num(len / 2 + 1);
+	}
+	if (rl_value_is_const(g, nb) && g->values[nb].data) {
+		int64_t bins = rl_value_get_int(g, nb, 0);
+		if (bins < 0)
+			return rl_graph_error(g, n, RL_ERR_SHAPE, "num_mel_bins %lld is negative",
+			                      (long long)bins);
+		out.d[1] = rl_dim_num(bins);
+	}
+	return rl_infer_set(g, node, 0, (enum rl_dtype)dt, &out);
+}
+
 enum rl_status rl_infer_const(struct rl_graph *g, uint32_t node)
 {
 	switch (g->nodes[node].op) {
@@ -283,6 +340,7 @@ enum rl_status rl_infer_const(struct rl_graph *g, uint32_t node)
 	case RL_OP_EyeLike: return infer_eyelike(g, node);
 	case RL_OP_HannWindow: case RL_OP_HammingWindow: case RL_OP_BlackmanWindow:
 		return infer_window(g, node);
+	case RL_OP_MelWeightMatrix: return infer_melweight(g, node);
 	default:
 		return rl_graph_error(g, &g->nodes[node], RL_ERR_UNSUPPORTED,
 		                      "no generator shape rule for this operator");
@@ -301,6 +359,9 @@ enum rl_status rl_infer_const(struct rl_graph *g, uint32_t node)
  *   HannWindow, HammingWindow  write numel(Y), a cosine and two FLOPs each:
  *                     numel(Y) * (2 + T)
  *   BlackmanWindow    two cosines: numel(Y) * (4 + 2T)
+ *   MelWeightMatrix   writes numel(Y); per mel band edge (num_mel_bins + 2)
+ *                     one pow and 6 FLOPs, per element at most 2:
+ *                     (cols + 2) * (6 + T) + 2 * numel(Y)
  */
 #include "cost_impl.h"
 
@@ -324,6 +385,12 @@ bool rl_count_const(const struct rl_graph *g, uint32_t node, struct rl_counts *c
 	case RL_OP_BlackmanWindow:
 		c->flops = rl_cnt_out(g, n, 0) * (4 + 2 * RL_FLOPS_TRANS);
 		return true;
+	case RL_OP_MelWeightMatrix: {
+		const struct rl_value *y = &g->values[n->out[0]];
+		double cols = y->shape.rank == 2 && y->shape.d[1].v >= 0 ? (double)y->shape.d[1].v : 0;
+		c->flops = (cols + 2) * (6 + RL_FLOPS_TRANS) + 2 * rl_cnt_out(g, n, 0);
+		return true;
+	}
 	default:
 		return false;
 	}

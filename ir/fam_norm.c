@@ -12,6 +12,9 @@
  *   shape with the normalized axes [axis, rank) set to 1, in the stash_type
  *   dtype (float by default).
  * - InstanceNormalization, LRN: Y is X.
+ * - MeanVarianceNormalization (9, a function op): Y is X; `axes` (default
+ *   [0, 2, 3]) are distinct axes of X, which then needs rank >= 4 for the
+ *   default; the statistics are over those axes.
  * - Softmax, LogSoftmax, Hardmax: Y is X. Before opset 13 the input is
  *   coerced to 2-D at `axis` (default 1) for the computation; from 13 the
  *   op works along `axis` (default -1). The shape is the same either way;
@@ -224,6 +227,48 @@ static enum rl_status infer_softmax(struct rl_graph *g, uint32_t node)
 	return rl_infer_set(g, node, 0, x->dtype, &x->shape);
 }
 
+/* MeanVarianceNormalization's reduced axes, normalized; the count, or -1
+ * with an error in g->err. */
+int rl_mvn_axes(struct rl_graph *g, uint32_t node, bool axis[RL_MAX_RANK])
+{
+	struct rl_node *n = &g->nodes[node];
+	const struct rl_value *x = &g->values[n->in[0]];
+	static const int64_t def[3] = {0, 2, 3};
+	const int64_t *ax = def;
+	int na = rl_node_attr_ints(n, "axes", &ax);
+	if (na < 0) {
+		ax = def;
+		na = 3;
+	}
+	for (int d = 0; d < RL_MAX_RANK; d++)
+		axis[d] = false;
+	for (int i = 0; i < na; i++) {
+		int a;
+		char b[RL_SSTR];
+		if (!rl_axis_norm(ax[i], x->shape.rank, false, &a) || axis[a]) {
+			rl_graph_error(g, n, RL_ERR_SHAPE, "axes: %lld is out of range or repeated "
+			               "for input %s", (long long)ax[i], rl_sstr(&x->shape, b));
+			return -1;
+		}
+		axis[a] = true;
+	}
+	return na;
+}
+
+static enum rl_status infer_mvn(struct rl_graph *g, uint32_t node)
+{
+	struct rl_value *x = rl_infer_in(g, &g->nodes[node], 0);
+	if (!x)
+		return rl_graph_error(g, &g->nodes[node], RL_ERR_SHAPE, "input X is missing");
+	enum rl_status st = rl_infer_dtype_in(g, node, 0, RL_TC_FLOAT);
+	if (st != RL_OK)
+		return st;
+	bool axis[RL_MAX_RANK];
+	if (x->shape.rank >= 0 && rl_mvn_axes(g, node, axis) < 0)
+		return RL_ERR_SHAPE;
+	return rl_infer_set(g, node, 0, x->dtype, &x->shape);
+}
+
 enum rl_status rl_infer_norm(struct rl_graph *g, uint32_t node)
 {
 	switch (g->nodes[node].op) {
@@ -231,6 +276,7 @@ enum rl_status rl_infer_norm(struct rl_graph *g, uint32_t node)
 	case RL_OP_LayerNormalization: return infer_layernorm(g, node);
 	case RL_OP_InstanceNormalization: return infer_instnorm(g, node);
 	case RL_OP_LRN: return infer_lrn(g, node);
+	case RL_OP_MeanVarianceNormalization: return infer_mvn(g, node);
 	case RL_OP_Softmax:
 	case RL_OP_LogSoftmax:
 	case RL_OP_Hardmax:
@@ -259,6 +305,10 @@ enum rl_status rl_infer_norm(struct rl_graph *g, uint32_t node)
  *               a = scale / sqrt(var + eps) and b = B - mean * a
  *   LRN         n * (2 * size + 3 + T)  size multiply-adds of squares, scale
  *               and bias (2), one pow, one divide
+ *   MeanVarianceNormalization  n * 5 + g * (5 + T)
+ *               per element: sum and square-add (3), subtract, divide; per
+ *               group (g = n / the product of the reduced dims): two
+ *               divides, square, subtract, sqrt, + epsilon
  * Rows: Softmax family before opset 13 coerces X to 2-D at `axis` (default
  * 1), so a row is X[axis:]; from 13 a row is X[axis] (default -1).
  * LayerNormalization's rows are X[:axis] (axis default -1). Bytes are the
@@ -320,6 +370,23 @@ bool rl_count_norm(const struct rl_graph *g, uint32_t node, struct rl_counts *c)
 	case RL_OP_LRN:
 		c->flops = ne * (2 * (double)rl_node_attr_int(n, "size", 1) + 3 + t);
 		return true;
+	case RL_OP_MeanVarianceNormalization: {
+		static const int64_t def[3] = {0, 2, 3};
+		const int64_t *ax = def;
+		int na = rl_node_attr_ints(n, "axes", &ax);
+		if (na < 0) {
+			ax = def;
+			na = 3;
+		}
+		double red = 1;
+		for (int i = 0; i < na; i++) {
+			int64_t a = ax[i] < 0 ? ax[i] + x->shape.rank : ax[i];
+			if (a >= 0 && a < x->shape.rank && x->shape.d[a].v > 0)
+				red *= (double)x->shape.d[a].v;
+		}
+		c->flops = ne * 5 + (ne / red) * (5 + t);
+		return true;
+	}
 	default:
 		return false;
 	}

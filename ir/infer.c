@@ -769,3 +769,48 @@ enum rl_status rl_graph_bind_input(struct rl_graph *g, const char *name,
 			g->values[v].shape.d[i].sym = NULL;
 	return RL_OK;
 }
+
+/* ---- binding values ------------------------------------------------------ */
+
+enum rl_status rl_graph_bind_value(struct rl_graph *g, const char *name, enum rl_dtype dt,
+                                   const struct rl_shape *s, const void *data,
+                                   size_t nbytes)
+{
+	uint32_t pos = RL_NONE;
+	for (uint32_t i = 0; i < g->ninputs; i++)
+		if (strcmp(g->values[g->inputs[i]].name, name) == 0) {
+			pos = i;
+			break;
+		}
+	if (pos == RL_NONE)
+		return rl_graph_error(g, NULL, RL_ERR_INVALID, "no graph input named '%s'", name);
+	for (uint32_t k = 0; k < g->nbindings; k++)
+		if (g->bindings[k].input == pos)
+			return rl_graph_error(g, NULL, RL_ERR_INVALID, "input '%s' is bound twice", name);
+	uint32_t in = g->inputs[pos];
+	if (g->values[in].dtype != dt)
+		return rl_graph_error(g, NULL, RL_ERR_SHAPE, "input '%s' is %s; the value is %s",
+		                      name, rl_dtype_name(g->values[in].dtype), rl_dtype_name(dt));
+	if (!rl_shape_is_static(s) || (size_t)rl_shape_numel(s) * rl_dtype_size(dt) != nbytes)
+		return rl_graph_error(g, NULL, RL_ERR_INVALID, "the value for input '%s' has %zu "
+		                      "bytes, not one per element of its shape", name, nbytes);
+	enum rl_status st = rl_graph_bind_input(g, name, s);
+	if (st != RL_OK)
+		return st;
+	void *copy = rl_arena_alloc(g, nbytes ? nbytes : 1);
+	if (nbytes)
+		memcpy(copy, data, nbytes);
+	struct rl_binding *nb = rl_arena_alloc(g, (g->nbindings + 1) * sizeof(*nb));
+	if (g->nbindings)
+		memcpy(nb, g->bindings, g->nbindings * sizeof(*nb));
+	nb[g->nbindings++] = (struct rl_binding){pos, copy, nbytes};
+	g->bindings = nb;
+	/* A constant of the same name: the name index maps the name to the
+	 * later value, so what resolves names afterwards (the control-flow
+	 * lowering's outer scope) reads the constant too. */
+	struct rl_shape shape = g->values[g->inputs[pos]].shape; /* values may move */
+	uint32_t c = rl_graph_add_value(g, name, dt, &shape);
+	rl_value_set_data(g, c, copy, nbytes);
+	rl_graph_replace_uses(g, g->inputs[pos], c);
+	return RL_OK;
+}

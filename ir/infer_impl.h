@@ -53,6 +53,9 @@ enum rl_status rl_detect_check_inputs(struct rl_graph *g, uint32_t node);
 enum rl_status rl_infer_index(struct rl_graph *g, uint32_t node);
 /* BitCast's output dtype: attribute `to`, of the input's width (ir/lowp.c). */
 enum rl_status rl_infer_bitcast_to(struct rl_graph *g, uint32_t node, enum rl_dtype *to);
+/* MeanVarianceNormalization's reduced axes (attribute `axes`, default
+ * [0, 2, 3]) as flags per axis of X; the count, or -1 with the error set. */
+int rl_mvn_axes(struct rl_graph *g, uint32_t node, bool axis[RL_MAX_RANK]);
 /* A loss node's reduction attribute: 0 none, 1 sum, 2 mean, -1 unknown. */
 int rl_loss_reduction(const struct rl_node *n);
 /* A scatter's reduction: 0 none, 1 add, 2 mul, 3 max, 4 min, -1 unknown. */

@@ -337,6 +337,19 @@ struct rl_node {
 
 struct rl_arena; /* opaque, see graph.c */
 
+/*
+ * A graph input bound to a value at build time (`--value NAME=FILE.pb`, or
+ * `rlopt run` binding a small integer input that fixes a shape): its uses
+ * read a constant copy, so inference and folding specialize on it, while
+ * the input stays in the generated API and the generated code checks, byte
+ * for byte, that every run passes exactly this data (rl_graph_bind_value).
+ */
+struct rl_binding {
+	uint32_t input;    /* position in g->inputs */
+	const void *data;  /* nbytes: the input's numel * dtype size, row-major */
+	size_t nbytes;
+};
+
 struct rl_graph {
 	struct rl_arena *arena;
 	struct rl_value *values;
@@ -347,6 +360,8 @@ struct rl_graph {
 	uint32_t ninputs;
 	uint32_t *outputs; /* graph outputs, in model order */
 	uint32_t noutputs;
+	struct rl_binding *bindings; /* inputs bound to a value (arena) */
+	uint32_t nbindings;
 	uint32_t *order;   /* topological order of live nodes (rl_graph_toposort) */
 	uint32_t norder;
 
@@ -466,6 +481,13 @@ int rl_graph_bind_dim(struct rl_graph *g, const char *sym, int64_t size);
 /* Bind a graph input's full shape. */
 enum rl_status rl_graph_bind_input(struct rl_graph *g, const char *name,
                                    const struct rl_shape *s);
+/* Bind graph input `name` to a value (struct rl_binding): dtype and shape
+ * must be the input's (its symbolic dims are bound from `s`); `data` holds
+ * numel * dtype size bytes and is copied. Every use of the input reads a new
+ * constant of the same name instead; the input stays in g->inputs. */
+enum rl_status rl_graph_bind_value(struct rl_graph *g, const char *name, enum rl_dtype dt,
+                                   const struct rl_shape *s, const void *data,
+                                   size_t nbytes);
 /* Infer dtypes and shapes of every node output in topological order. Small
  * integer shape computations (Shape, Gather, Concat, ... on constants) are
  * evaluated so that Reshape/Expand/Slice targets become static. */

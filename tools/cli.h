@@ -49,6 +49,7 @@ enum rl_cli_opt {
 	RL_OPT_CALIBRATE,     /* --calibrate */
 	RL_OPT_ONNX_FORMAT,   /* --onnx-format */
 	RL_OPT_LAUNCH,        /* --launch eager|graph */
+	RL_OPT_VALUE,         /* --value NAME=FILE.pb (generated code only) */
 	RL_OPT_COUNT_,
 };
 #define RL_OPT_BIT(x) (1u << (x))
@@ -87,6 +88,11 @@ struct rl_cli_opts {
 	int onnx_format;           /* --onnx-format: 0 qdq, 1 matmulnbits */
 	int launch;                /* --launch: enum rl_launch_mode; -1 = the profile's
 	                              default (graph on a GPU, calls on a CPU) */
+	struct {
+		const char *name;
+		const char *path;
+	} values[RL_MAX_BIND];     /* --value NAME=FILE.pb: bind an input's data */
+	int nvalues;
 	bool verbose;
 	unsigned given;            /* RL_OPT_BIT of every shared option given */
 	const char *given_as[RL_OPT_COUNT_]; /* its spelling, for messages */
@@ -117,11 +123,15 @@ bool rl_cli_parse_list(const char *s, int64_t *out, int max, int *n);
 struct rl_graph *rl_cli_load(const char *path, const struct rl_cli_opts *o,
                              bool need_static);
 
-/* Same, binding symbolic input dims from tensors (rlopt run). */
+/* Same, binding symbolic input dims from tensors (rlopt run). With
+ * auto_bind, an integer input of at most RL_AUTO_BIND_MAX elements whose
+ * value decides a shape that inference cannot fix otherwise is bound to its
+ * tensor's data (rl_graph_bind_value), with a line on stderr saying so. */
+#define RL_AUTO_BIND_MAX 64
 struct rl_tensor;
 struct rl_graph *rl_cli_load_ex(const char *path, const struct rl_cli_opts *o,
                                 bool need_static, const struct rl_tensor *in,
-                                int nin);
+                                int nin, bool auto_bind);
 /* Run the pass pipeline per -O/--passes/--dump-after/--remarks, on the
  * machine from --hw (or the default). Prints the error; returns false. */
 struct rl_pass_ctx;

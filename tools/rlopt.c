@@ -67,6 +67,10 @@ static const char usage_text[] =
 	"                        int8/int4 weights for MatMul/Gemm within --max-rel-error;\n"
 	"                        auto: only memory-bound nodes, narrowest scheme (default none)\n"
 	"  --block 32|64|128     codes per scale along K for blocked schemes (default 32)\n"
+	"  --value NAME=FILE.pb  (-o OUT.c, run) bind input NAME to that tensor's data: shapes\n"
+	"                        it decides are fixed; NAME_run returns -2 if a run passes other\n"
+	"                        data (run also binds, by itself, an integer input of at most 64\n"
+	"                        elements that decides a shape, and says so)\n"
 	"  --calibrate IN.pb[,IN.pb...]  inputs the quantization error is measured on\n"
 	"                        (default: seeded random rows)\n"
 	"  --onnx-format qdq|matmulnbits  quantized weights in -o OUT.onnx: DequantizeLinear\n"
@@ -196,6 +200,7 @@ int rl_cli_parse_common(struct rl_cli_opts *o, int argc, char **argv, int *i)
 		{"--quantize", RL_OPT_QUANTIZE}, {"--block", RL_OPT_BLOCK},
 		{"--calibrate", RL_OPT_CALIBRATE}, {"--onnx-format", RL_OPT_ONNX_FORMAT},
 		{"--launch", RL_OPT_LAUNCH},
+		{"--value", RL_OPT_VALUE},
 	};
 	const char *a = argv[*i];
 	int r = parse_common(o, argc, argv, i);
@@ -413,6 +418,25 @@ static int parse_common(struct rl_cli_opts *o, int argc, char **argv, int *i)
 		o->onnx_format = strcmp(v, "matmulnbits") == 0;
 		return 1;
 	}
+	if (is_flag(a, "--value")) {
+		if (!(v = optval(argc, argv, i, "--value")))
+			return -1;
+		const char *eq = strchr(v, '=');
+		if (!eq || eq == v || !eq[1] || o->nvalues == RL_MAX_BIND) {
+			usage_error("--value wants NAME=FILE.pb (a TensorProto for graph input NAME), "
+			            "not '%s'", v);
+			return -1;
+		}
+		for (int k = 0; k < o->nvalues; k++)
+			if (strlen(o->values[k].name) == (size_t)(eq - v) &&
+			    strncmp(o->values[k].name, v, (size_t)(eq - v)) == 0) {
+				usage_error("--value binds input '%s' twice", o->values[k].name);
+				return -1;
+			}
+		o->values[o->nvalues].name = strndup(v, (size_t)(eq - v));
+		o->values[o->nvalues++].path = eq + 1;
+		return 1;
+	}
 	if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) {
 		o->verbose = true;
 		return 1;
@@ -433,18 +457,209 @@ static bool looks_batch(const char *sym)
 struct rl_graph *rl_cli_load(const char *path, const struct rl_cli_opts *o,
                              bool need_static)
 {
-	return rl_cli_load_ex(path, o, need_static, NULL, 0);
+	return rl_cli_load_ex(path, o, need_static, NULL, 0, false);
+}
+
+/* --value NAME=FILE.pb: bind the input to the file's tensor. A problem is one
+ * line in g->err naming the option, the input and the reason. */
+static bool bind_values(struct rl_graph *g, const struct rl_cli_opts *o)
+{
+	size_t pl = strlen(g->path) + 2; /* rl_graph_error's "PATH: " */
+	for (int i = 0; i < o->nvalues; i++) {
+		struct rl_tensor t;
+		char err[1024];
+		if (rl_tensor_read(o->values[i].path, &t, err, sizeof(err)) != RL_OK) {
+			rl_graph_error(g, NULL, RL_ERR_IO, "--value %s=%s: %s", o->values[i].name,
+			               o->values[i].path, err);
+			return false;
+		}
+		enum rl_status st = rl_graph_bind_value(g, o->values[i].name, t.dtype, &t.shape, t.data,
+		                                        t.nbytes);
+		rl_tensor_free(&t);
+		if (st != RL_OK) {
+			char msg[1024];
+			snprintf(msg, sizeof(msg), "%s", strlen(g->err) > pl ? g->err + pl : g->err);
+			rl_graph_error(g, NULL, st, "--value %s=%s: %s", o->values[i].name,
+			               o->values[i].path, msg);
+			return false;
+		}
+	}
+	return true;
+}
+
+static struct rl_graph *load_graph(const char *path, const struct rl_cli_opts *o,
+                                   bool need_static, const struct rl_tensor *in, int nin,
+                                   const bool *bind);
+
+/*
+ * rlopt run's automatic binding. After inference, a node whose inputs all
+ * have fixed shapes but whose output does not computed that shape from data
+ * (Range's limits, Reshape's or Expand's shape, Slice's ends, a window's
+ * size, ...). Its non-constant operands of at most RL_AUTO_BIND_MAX elements
+ * (a size is often computed in float, as the expanded window functions do)
+ * are followed back through their producers (not into Shape or
+ * Size, which read only a shape) to the graph inputs they come from: those
+ * of an integer dtype and at most RL_AUTO_BIND_MAX elements are bound to
+ * the -i tensor's data and the model loaded again, until nothing new is
+ * found. Float inputs and larger ones are never bound; what stays unfixed
+ * is reported as before. Returns how many inputs it marked in bind[].
+ */
+static int mark_needed(const struct rl_graph *g, bool *bind)
+{
+	int added = 0;
+	bool *seen = calloc(g->nvalues + 1, sizeof(bool));
+	uint32_t *stack = calloc(g->nvalues + 1, sizeof(uint32_t));
+	if (!seen || !stack) {
+		free(seen);
+		free(stack);
+		return 0;
+	}
+	for (uint32_t k = 0; k < g->norder; k++) {
+		const struct rl_node *n = &g->nodes[g->order[k]];
+		bool out_unfixed = false, in_fixed = true;
+		for (int q = 0; q < n->nout; q++)
+			if (n->out[q] != RL_NONE && !rl_shape_is_static(&g->values[n->out[q]].shape))
+				out_unfixed = true;
+		for (int q = 0; q < n->nin; q++)
+			if (n->in[q] != RL_NONE && !rl_shape_is_static(&g->values[n->in[q]].shape))
+				in_fixed = false;
+		if (!out_unfixed || !in_fixed)
+			continue;
+		uint32_t sp = 0;
+		for (int q = 0; q < n->nin; q++) {
+			uint32_t v = n->in[q];
+			if (v == RL_NONE || rl_value_is_const(g, v) || seen[v] ||
+			    rl_shape_numel(&g->values[v].shape) > RL_AUTO_BIND_MAX)
+				continue;
+			seen[v] = true;
+			stack[sp++] = v;
+		}
+		while (sp) {
+			const struct rl_value *val = &g->values[stack[--sp]];
+			if (val->producer == RL_NONE || val->producer >= g->nnodes)
+				continue;
+			const struct rl_node *p = &g->nodes[val->producer];
+			if (p->op == RL_OP_Shape || p->op == RL_OP_Size)
+				continue;
+			for (int q = 0; q < p->nin; q++) {
+				uint32_t v = p->in[q];
+				if (v != RL_NONE && !seen[v] && !rl_value_is_const(g, v)) {
+					seen[v] = true;
+					stack[sp++] = v;
+				}
+			}
+		}
+	}
+	for (uint32_t i = 0; i < g->ninputs; i++) {
+		const struct rl_value *v = &g->values[g->inputs[i]];
+		if (seen[g->inputs[i]] && !bind[i] && rl_dtype_is_int(v->dtype) &&
+		    rl_shape_is_static(&v->shape) && rl_shape_numel(&v->shape) <= RL_AUTO_BIND_MAX) {
+			bind[i] = true;
+			added++;
+		}
+	}
+	free(seen);
+	free(stack);
+	return added;
+}
+
+static bool load_quiet; /* load_graph: no message on failure (a trial load) */
+static enum rl_status load_status; /* load_graph: why inference failed */
+
+static bool eligible(const struct rl_tensor *t)
+{
+	return rl_dtype_is_int(t->dtype) && rl_shape_numel(&t->shape) <= RL_AUTO_BIND_MAX;
+}
+
+static struct rl_graph *load_trial(const char *path, const struct rl_cli_opts *o,
+                                   bool need_static, const struct rl_tensor *in, int nin,
+                                   const bool *bind)
+{
+	load_quiet = true;
+	struct rl_graph *g = load_graph(path, o, need_static, in, nin, bind);
+	load_quiet = false;
+	return g;
 }
 
 struct rl_graph *rl_cli_load_ex(const char *path, const struct rl_cli_opts *o,
                                 bool need_static, const struct rl_tensor *in,
-                                int nin)
+                                int nin, bool auto_bind)
+{
+	if (!auto_bind || !in || !nin || nin > RL_MAX_BIND * 2)
+		return load_graph(path, o, need_static, in, nin, NULL);
+	bool bind[RL_MAX_BIND * 2 + 1] = {false};
+	load_status = RL_OK;
+	struct rl_graph *g = load_trial(path, o, need_static, in, nin, bind);
+	if (!g && load_status != RL_ERR_SHAPE) /* not a shape: the error, printed */
+		return load_graph(path, o, need_static, in, nin, NULL);
+	if (!g) {
+		/* Inference itself stops on a shape a value decides (an If whose
+		 * branches give different shapes under a condition computed from
+		 * an input, as in AffineGrid's body). Bind every eligible input;
+		 * the pruning below unbinds those not needed. Other failures (a
+		 * Loop's run-time trip count, a run-time sequence position) stay
+		 * errors: no shape depends on them. */
+		int n = 0;
+		for (int i = 0; i < nin; i++)
+			n += bind[i] = eligible(&in[i]);
+		g = n ? load_trial(path, o, need_static, in, nin, bind) : NULL;
+		if (!g) /* binding does not help: the unbound error, printed */
+			return load_graph(path, o, need_static, in, nin, NULL);
+	}
+	/* each round can fix shapes that lead to the next operand */
+	for (int round = 0; g && round < 8 && (uint32_t)nin == g->ninputs; round++) {
+		bool more[RL_MAX_BIND * 2 + 1];
+		memcpy(more, bind, sizeof(more));
+		if (!mark_needed(g, more))
+			break;
+		rl_graph_free(g);
+		memcpy(bind, more, sizeof(bind));
+		g = load_trial(path, o, need_static, in, nin, bind);
+	}
+	if (!g) /* the last word: this load's error, printed */
+		return load_graph(path, o, need_static, in, nin, bind);
+	/* An operand followed back is not always a size (MelWeightMatrix's
+	 * sample_rate sits beside its dft_length), and the fallback above binds
+	 * all: unbind, one at a time, each input without which the model still
+	 * loads with every shape fixed. */
+	for (int i = 0; i < nin; i++) {
+		if (!bind[i])
+			continue;
+		bind[i] = false;
+		struct rl_graph *t = load_trial(path, o, need_static, in, nin, bind);
+		bool fixed = t != NULL;
+		for (uint32_t v = 0; t && fixed && v < t->nvalues; v++)
+			fixed = rl_shape_is_static(&t->values[v].shape) ||
+			        (t->values[v].producer == RL_NONE && !t->values[v].nuses);
+		if (fixed) {
+			rl_graph_free(g);
+			g = t;
+		} else {
+			bind[i] = true;
+			rl_graph_free(t);
+		}
+	}
+	for (int i = 0; i < nin && (uint32_t)i < g->ninputs; i++)
+		if (bind[i]) {
+			char sb[128];
+			fprintf(stderr, "rlopt: run: input '%s' (%s[%s]) decides a shape: bound to "
+			        "the value of its -i file; the generated code checks each run passes "
+			        "that value\n", g->values[g->inputs[i]].name,
+			        rl_dtype_name(in[i].dtype), rl_shape_str(&in[i].shape, sb, sizeof(sb)));
+		}
+	return g;
+}
+
+static struct rl_graph *load_graph(const char *path, const struct rl_cli_opts *o,
+                                   bool need_static, const struct rl_tensor *in, int nin,
+                                   const bool *bind)
 {
 	char err[1024];
 	struct rl_graph *g;
 	const char *(*isym)[RL_MAX_RANK] = NULL; /* input symbols as loaded */
 	if (rl_onnx_load(path, &g, err, sizeof(err)) != RL_OK) {
-		fprintf(stderr, "rlopt: %s\n", err);
+		if (!load_quiet)
+			fprintf(stderr, "rlopt: %s\n", err);
 		return NULL;
 	}
 	for (int i = 0; i < o->nshapes; i++) {
@@ -453,6 +668,8 @@ struct rl_graph *rl_cli_load_ex(const char *path, const struct rl_cli_opts *o,
 	}
 	for (int i = 0; i < o->ndims; i++)
 		rl_graph_bind_dim(g, o->dims[i].sym, o->dims[i].v);
+	if (!bind_values(g, o))
+		goto fail;
 	/* inputs given as tensors bind their own shapes (rlopt run); the
 	 * symbols as loaded, to name one that two axes bind differently */
 	isym = calloc(g->ninputs + 1, sizeof(*isym));
@@ -507,6 +724,17 @@ struct rl_graph *rl_cli_load_ex(const char *path, const struct rl_cli_opts *o,
 	}
 	free(isym);
 	isym = NULL;
+	/* rlopt run's automatic binding (rl_cli_load_ex); an input --value
+	 * bound already stays as it is */
+	for (int i = 0; bind && i < nin && (uint32_t)i < g->ninputs; i++) {
+		const char *nm = g->values[g->inputs[i]].name;
+		bool given = false;
+		for (uint32_t k = 0; k < g->nbindings; k++)
+			given |= g->bindings[k].input == (uint32_t)i;
+		if (bind[i] && !given &&
+		    rl_graph_bind_value(g, nm, in[i].dtype, &in[i].shape, in[i].data, in[i].nbytes) != RL_OK)
+			goto fail;
+	}
 	if (o->batch > 0) {
 		/* every dim whose symbol reads like a batch, and any symbolic axis 0
 		 * of an input */
@@ -525,7 +753,8 @@ struct rl_graph *rl_cli_load_ex(const char *path, const struct rl_cli_opts *o,
 		for (int k = 0; k < ns; k++)
 			rl_graph_bind_dim(g, syms[k], o->batch);
 	}
-	if (rl_graph_infer(g) != RL_OK || rl_graph_verify(g) != RL_OK)
+	load_status = rl_graph_infer(g);
+	if (load_status != RL_OK || rl_graph_verify(g) != RL_OK)
 		goto fail;
 	if (need_static) {
 		for (uint32_t k = 0; k < g->ninputs; k++) {
@@ -546,7 +775,8 @@ struct rl_graph *rl_cli_load_ex(const char *path, const struct rl_cli_opts *o,
 	return g;
 fail:
 	free(isym);
-	fprintf(stderr, "rlopt: %s\n", g->err);
+	if (!load_quiet)
+		fprintf(stderr, "rlopt: %s\n", g->err);
 	rl_graph_free(g);
 	return NULL;
 }
@@ -687,6 +917,10 @@ static int cmd_main(int argc, char **argv)
 		return RL_EXIT_USAGE;
 	}
 	unsigned used = (RL_OPT_BIT(RL_OPT_COUNT_) - 1) & ~RL_OPT_BIT(RL_OPT_BATCH_LIST);
+	/* --value: only the C backend writes the run-time check of a bound
+	 * input; an ONNX file would lose it */
+	if (!ends_with(out, ".c"))
+		used &= ~RL_OPT_BIT(RL_OPT_VALUE);
 	if (to_cu && !rl_cli_check_used(&o, used, "rlopt MODEL -o OUT.cu"))
 		return RL_EXIT_USAGE;
 	if (to_cu && !rl_cli_cuda_hw(&o))

@@ -60,7 +60,12 @@ static const char harness_src[] =
 	"    for (int i = 0; i < MODEL_NUM_OUTPUTS; i++) {\n"
 	"        out[i] = calloc(1, model_outputs[i].nbytes + 1);\n"
 	"        if (!out[i]) return 2;\n    }\n"
-	"    if (model_init(NULL) != 0 || model_run_v(in, out) != 0) {\n"
+	"    int rc = model_init(NULL) != 0 ? -1 : model_run_v(in, out);\n"
+	"    if (rc == -2) {\n"
+	"        fprintf(stderr, \"harness: an input bound at build time (--value, or bound by \"\n"
+	"                \"rlopt run) is not the value it was bound to: model_run returned -2\\n\");\n"
+	"        return 3;\n    }\n"
+	"    if (rc != 0) {\n"
 	"        fprintf(stderr, \"harness: model_run failed\\n\");\n        return 3;\n    }\n"
 	"    for (int i = 0; i < MODEL_NUM_OUTPUTS; i++) {\n"
 	"        unsigned long nb = model_outputs[i].nbytes;\n"
@@ -302,7 +307,8 @@ int rl_cmd_run(int argc, char **argv)
 			fprintf(stderr, "rlopt: %s\n", err);
 			goto out;
 		}
-	g = rl_cli_load_ex(model, &o, true, tin, nin);
+	/* auto-binding (rl_cli_load_ex) for the C backend, which checks it */
+	g = rl_cli_load_ex(model, &o, true, tin, nin, !cuda);
 	if (!g)
 		goto out;
 	{

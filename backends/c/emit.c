@@ -1527,6 +1527,38 @@ static enum rl_status write_files(struct driver *d, const char *c_path,
 	return st;
 }
 
+/* ---- bound inputs ---------------------------------------------------------
+ * An input bound to a value at build time (struct rl_binding, --value) was
+ * specialized on: the code below is right for that value only. Its bytes are
+ * kept as NAME_bound<k>, and NAME_run_v returns -2 before running anything
+ * when the caller passes other data, never a silently wrong result. */
+static bool input_bound(const struct rl_graph *g, uint32_t pos)
+{
+	for (uint32_t k = 0; k < g->nbindings; k++)
+		if (g->bindings[k].input == pos)
+			return true;
+	return false;
+}
+
+static void emit_bindings(struct driver *d)
+{
+	const struct rl_graph *g = d->g;
+	for (uint32_t k = 0; k < g->nbindings; k++) {
+		const struct rl_binding *b = &g->bindings[k];
+		const struct rl_value *v = &g->values[g->inputs[b->input]];
+		char sb[128];
+		rl_buf_printf(&d->c, "/* input %u '%s' (%s[%s]) was bound to these bytes at build "
+		              "time */\nstatic const unsigned char %s_bound%u[%zu] = {", b->input,
+		              ctext(v->name), rl_dtype_name(v->dtype),
+		              rl_shape_str(&v->shape, sb, sizeof(sb)), d->prefix, k,
+		              b->nbytes ? b->nbytes : 1);
+		const unsigned char *p = b->data;
+		for (size_t i = 0; i < b->nbytes; i++)
+			rl_buf_printf(&d->c, "%s%u", i ? (i % 16 ? ", " : ",\n    ") : "\n    ", p[i]);
+		rl_buf_printf(&d->c, "%s};\n", b->nbytes ? "\n" : "0");
+	}
+}
+
 enum rl_status rl_emit_c(struct rl_graph *g, const struct rl_cgen_opts *o,
                          const char *c_path, char *err, size_t errlen)
 {
@@ -1662,6 +1694,7 @@ enum rl_status rl_emit_c(struct rl_graph *g, const struct rl_cgen_opts *o,
 	for (uint32_t v = 0; v < g->nvalues; v++)
 		if (d.vi[v].st == ST_CONST && !d.vi[v].in_side)
 			emit_const_array(&d, v);
+	emit_bindings(&d);
 	rl_buf_printf(&d.c, "\nstatic unsigned char *%s_ws;      /* workspace, %lld bytes */\n",
 	              prefix, (long long)d.ws_size);
 	rl_buf_printf(&d.c, "static unsigned char *%s_weights; /* side file, %lld bytes */\n\n",
@@ -1726,6 +1759,10 @@ enum rl_status rl_emit_c(struct rl_graph *g, const struct rl_cgen_opts *o,
 	struct rl_buf whole = d.c;
 	d.c = (struct rl_buf){0};
 	rl_buf_printf(&d.c, "    if (!%s_ws && %s_init(NULL) != 0)\n        return -1;\n", prefix, prefix);
+	for (uint32_t k = 0; k < g->nbindings; k++)
+		rl_buf_printf(&d.c, "    if (memcmp(in[%u], %s_bound%u, %zu) != 0)\n"
+		                    "        return -2; /* not the value it was bound to */\n",
+		              g->bindings[k].input, prefix, k, g->bindings[k].nbytes);
 	for (uint32_t u = 0; u < d.nunits; u++) {
 		const struct unit *un = &d.units[u];
 		if (un->view) {
@@ -1849,13 +1886,16 @@ enum rl_status rl_emit_c(struct rl_graph *g, const struct rl_cgen_opts *o,
 	              ctext(g->path));
 	rl_buf_printf(&d.h, " * Call %s_init() once (it allocates the workspace%s), then %s_run()\n"
 	                    " * as often as needed, and %s_free() at the end. Not thread-safe: one\n"
-	                    " * run at a time per process. Returns 0 on success, -1 on failure.\n",
-	              prefix, d.side_size ? " and reads the weights file" : "", prefix, prefix);
+	                    " * run at a time per process. Returns 0 on success, -1 on failure%s.\n",
+	              prefix, d.side_size ? " and reads the weights file" : "", prefix, prefix,
+	              g->nbindings ? ",\n * -2 when a bound input (below) is not the value it was bound to" : "");
 	for (uint32_t i = 0; i < g->ninputs; i++) {
 		const struct rl_value *val = &g->values[g->inputs[i]];
 		char sb[128];
-		rl_buf_printf(&d.h, " *   input  %u: %s %s[%s]\n", i, ctext(val->name),
-		              rl_dtype_name(val->dtype), rl_shape_str(&val->shape, sb, sizeof(sb)));
+		rl_buf_printf(&d.h, " *   input  %u: %s %s[%s]%s\n", i, ctext(val->name),
+		              rl_dtype_name(val->dtype), rl_shape_str(&val->shape, sb, sizeof(sb)),
+		              input_bound(g, i) ? ", bound at build time (--value): each run must pass "
+		              "the same data" : "");
 	}
 	for (uint32_t i = 0; i < g->noutputs; i++) {
 		const struct rl_value *val = &g->values[g->outputs[i]];

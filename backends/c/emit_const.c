@@ -310,11 +310,68 @@ static enum rl_status emit_window(struct rl_cgen *cg, uint32_t node)
 
 /* ---- dispatch ----------------------------------------------------------- */
 
+/* MelWeightMatrix as onnx.reference computes it: the band edges' mel values
+ * and step in the edge frequencies' type (float32 for float32 inputs), the
+ * edges back in Hz and as spectrogram bins in double, floor((dft_length + 1)
+ * * hz / sample_rate), then the triangles written in the same order (a later
+ * write wins where two meet). sample_rate, dft_length and the edges are read
+ * when the kernel runs (the shape fixed dft_length / 2 + 1 rows and
+ * num_mel_bins columns); a bin outside the rows is not written. */
+static enum rl_status emit_melweight(struct rl_cgen *cg, uint32_t node)
+{
+	const struct rl_value *y = cg_out(cg, node, 0);
+	const struct rl_value *lo = cg_in(cg, node, 3), *hi = cg_in(cg, node, 4);
+	if (y->shape.rank != 2)
+		return cg_error(cg, node, "the output must be 2-D");
+	int64_t rows = y->shape.d[0].v, cols = y->shape.d[1].v;
+	const char *et = cg_comptype(lo->dtype); /* float or double */
+	const char *sf = strcmp(et, "float") == 0 ? ".0f" : ".0";
+	cg_line(cg, "/* MelWeightMatrix: %lld spectrogram bins x %lld mel bins */", (long long)rows,
+	        (long long)cols);
+	if (rows == 0 || cols == 0) {
+		cg_line(cg, "/* empty output */");
+		return RL_OK;
+	}
+	cg_line(cg, "for (size_t i = 0; i < %lld; i++)", (long long)(rows * cols));
+	cg_line(cg, "    Y0[i] = %s;", cg_store(cg, y->dtype, "0"));
+	const char *lg = sf[2] == 'f' ? "log10f" : "log10";
+	cg_line(cg, "const %s lo_mel = 2595%s * %s(1%s + %s / 700%s);", et, sf, lg, sf,
+	        cg_load(cg, lo->dtype, "X3[0]"), sf);
+	cg_line(cg, "const %s hi_mel = 2595%s * %s(1%s + %s / 700%s);", et, sf, lg, sf,
+	        cg_load(cg, hi->dtype, "X4[0]"), sf);
+	cg_line(cg, "const %s step = (hi_mel - lo_mel) / (%s)%lld;", et, et, (long long)(cols + 2));
+	cg_line(cg, "const double scale = (double)(X1[0] + 1), rate = (double)X2[0];");
+	cg_line(cg, "static long long edge[%lld];", (long long)(cols + 2));
+	cg_line(cg, "for (size_t i = 0; i < %lld; i++) {", (long long)(cols + 2));
+	cg_line(cg, "    const double mel = (double)i * (double)step + (double)lo_mel;");
+	cg_line(cg, "    const double hz = 700 * (pow(10, mel / 2595) - 1);");
+	cg_line(cg, "    edge[i] = (long long)floor(scale * hz / rate);");
+	cg_line(cg, "}");
+	cg_line(cg, "for (long long i = 0; i < %lld; i++) {", (long long)cols);
+	cg->indent++;
+	cg_line(cg, "const long long l = edge[i], c = edge[i + 1], h = edge[i + 2];");
+	cg_line(cg, "if (c == l) {");
+	cg_line(cg, "    if (c >= 0 && c < %lld)", (long long)rows);
+	cg_line(cg, "        Y0[c * %lld + i] = %s;", (long long)cols, cg_store(cg, y->dtype, "1"));
+	cg_line(cg, "} else {");
+	cg_line(cg, "    for (long long j = l; j <= c; j++)");
+	cg_line(cg, "        if (j >= 0 && j < %lld)", (long long)rows);
+	cg_line(cg, "            Y0[j * %lld + i] = %s;", (long long)cols,
+	        cg_store(cg, y->dtype, "(double)(j - l) / (double)(c - l)"));
+	cg_line(cg, "}");
+	cg_line(cg, "for (long long j = c; j < h; j++)");
+	cg_line(cg, "    if (j >= 0 && j < %lld)", (long long)rows);
+	cg_line(cg, "        Y0[j * %lld + i] = %s;", (long long)cols,
+	        cg_store(cg, y->dtype, "(double)(h - j) / (double)(h - c)"));
+	cg_loops_close(cg, 1);
+	return RL_OK;
+}
+
 bool rl_emit_c_const_supports(enum rl_op op)
 {
 	return op == RL_OP_Constant || op == RL_OP_ConstantOfShape || op == RL_OP_Range ||
 	       op == RL_OP_EyeLike || op == RL_OP_HannWindow || op == RL_OP_HammingWindow ||
-	       op == RL_OP_BlackmanWindow;
+	       op == RL_OP_BlackmanWindow || op == RL_OP_MelWeightMatrix;
 }
 
 enum rl_status rl_emit_c_const(struct rl_cgen *cg, uint32_t node)
@@ -329,6 +386,7 @@ enum rl_status rl_emit_c_const(struct rl_cgen *cg, uint32_t node)
 	case RL_OP_EyeLike: return emit_eyelike(cg, node);
 	case RL_OP_HannWindow: case RL_OP_HammingWindow: case RL_OP_BlackmanWindow:
 		return emit_window(cg, node);
+	case RL_OP_MelWeightMatrix: return emit_melweight(cg, node);
 	default: return cg_error(cg, node, "%s is not a value generator", rl_op_table[n->op].name);
 	}
 }

@@ -1,7 +1,7 @@
 /*
  * emit_norm.c - C kernels for the norm family: BatchNormalization,
- * LayerNormalization, InstanceNormalization, LRN, Softmax, LogSoftmax and
- * Hardmax.
+ * LayerNormalization, InstanceNormalization, LRN, Softmax, LogSoftmax,
+ * Hardmax and MeanVarianceNormalization.
  *
  * All of them work on floats only (float16 and bfloat16 computed in float,
  * float64 in double). The normalizations fold their per-channel algebra into
@@ -730,6 +730,96 @@ static enum rl_status emit_softmax(struct rl_cgen *cg, uint32_t node)
 	return RL_OK;
 }
 
+/* ---- MeanVarianceNormalization ------------------------------------------- */
+
+/* ONNX's function body, computed in double: per group of the axes not in
+ * `axes` (default [0, 2, 3]), mean = E[x], std = sqrt(E[x^2] - mean^2), and
+ * y = (x - mean) / (std + 1e-9). One nest of loops over X's axes in order
+ * (so X and Y stream) with k, the group, from the kept axes' indices; the
+ * two sums per group are a static array (the generated code runs one model
+ * call at a time). */
+static enum rl_status emit_mvn(struct rl_cgen *cg, uint32_t node)
+{
+	const struct rl_node *n = &cg->g->nodes[node];
+	const struct rl_value *x = cg_in(cg, node, 0), *y = cg_out(cg, node, 0);
+	int r = x->shape.rank;
+	bool red[RL_MAX_RANK] = {false};
+	static const int64_t def[3] = {0, 2, 3};
+	const int64_t *ax = def;
+	int na = rl_node_attr_ints(n, "axes", &ax);
+	if (na < 0) {
+		ax = def;
+		na = 3;
+	}
+	for (int i = 0; i < na; i++) {
+		int64_t a = ax[i] < 0 ? ax[i] + r : ax[i];
+		if (a < 0 || a >= r || red[a])
+			return cg_error(cg, node, "axes: %lld is out of range or repeated",
+			                (long long)ax[i]);
+		red[a] = true;
+	}
+	int64_t groups = 1, R = 1, kst[RL_MAX_RANK];
+	for (int d = r - 1; d >= 0; d--) {
+		kst[d] = red[d] ? 0 : groups;
+		if (red[d])
+			R *= x->shape.d[d].v;
+		else
+			groups *= x->shape.d[d].v;
+	}
+	if (numel(y) == 0) {
+		cg_line(cg, "/* empty output */");
+		return RL_OK;
+	}
+	if (r < 1)
+		return cg_error(cg, node, "input must have rank >= 1");
+	/* the flat index of X and the group index, from the loop indices */
+	char fx[640] = "i0", kx[640] = "", t[640];
+	for (int d = 1; d < r; d++) {
+		snprintf(t, sizeof(t), "(%.400s) * %lld + i%d", fx, (long long)x->shape.d[d].v, d);
+		snprintf(fx, sizeof(fx), "%s", t);
+	}
+	for (int d = 0; d < r; d++)
+		if (!red[d]) {
+			snprintf(t, sizeof(t), "%.400s%si%d * %lld", kx, *kx ? " + " : "", d,
+			         (long long)kst[d]);
+			snprintf(kx, sizeof(kx), "%s", t);
+		}
+	if (!*kx)
+		snprintf(kx, sizeof(kx), "0");
+	cg_line(cg, "/* per group of the axes not reduced (%lld groups of %lld): "
+	        "y = (x - E[x]) / (sqrt(E[x^2] - E[x]^2) + 1e-9) */", (long long)groups, (long long)R);
+	cg_line(cg, "static double acc[%lld];", (long long)(2 * groups));
+	cg_line(cg, "memset(acc, 0, sizeof(acc));");
+	for (int pass = 0; pass < 2; pass++) {
+		for (int d = 0; d < r; d++)
+			cg_line(cg, "%*sfor (size_t i%d = 0; i%d < %lld; i%d++)", 4 * d, "", d, d,
+			        (long long)x->shape.d[d].v, d);
+		cg_line(cg, "%*s{", 4 * r, "");
+		cg->indent += r + 1;
+		cg_line(cg, "const size_t f = %s, k = %s;", fx, kx);
+		cg_line(cg, "const double v = %s;", ld(cg, x->dtype, "X0[f]"));
+		if (pass == 0) {
+			cg_line(cg, "acc[2 * k] += v;");
+			cg_line(cg, "acc[2 * k + 1] += v * v;");
+		} else {
+			cg_line(cg, "Y0[f] = %s;", cg_store(cg, y->dtype,
+			        "(v - acc[2 * k]) / acc[2 * k + 1]"));
+		}
+		cg->indent -= r + 1;
+		cg_line(cg, "%*s}", 4 * r, "");
+		if (pass == 0) {
+			cg_line(cg, "for (size_t k = 0; k < %lld; k++) {", (long long)groups);
+			cg_line(cg, "    const double mean = acc[2 * k] / %lld.0;", (long long)R);
+			cg_line(cg, "    const double var = acc[2 * k + 1] / %lld.0 - mean * mean;",
+			        (long long)R);
+			cg_line(cg, "    acc[2 * k] = mean;");
+			cg_line(cg, "    acc[2 * k + 1] = sqrt(var) + 1e-9;");
+			cg_line(cg, "}");
+		}
+	}
+	return RL_OK;
+}
+
 /* ---- dispatch ------------------------------------------------------------ */
 
 bool rl_emit_c_norm_supports(enum rl_op op)
@@ -737,7 +827,7 @@ bool rl_emit_c_norm_supports(enum rl_op op)
 	switch (op) {
 	case RL_OP_BatchNormalization: case RL_OP_LayerNormalization:
 	case RL_OP_InstanceNormalization: case RL_OP_LRN: case RL_OP_Softmax:
-	case RL_OP_LogSoftmax: case RL_OP_Hardmax:
+	case RL_OP_LogSoftmax: case RL_OP_Hardmax: case RL_OP_MeanVarianceNormalization:
 		return true;
 	default:
 		return false;
@@ -758,6 +848,7 @@ enum rl_status rl_emit_c_norm(struct rl_cgen *cg, uint32_t node)
 	case RL_OP_LayerNormalization: return emit_layernorm(cg, node);
 	case RL_OP_InstanceNormalization: return emit_instancenorm(cg, node);
 	case RL_OP_LRN: return emit_lrn(cg, node);
+	case RL_OP_MeanVarianceNormalization: return emit_mvn(cg, node);
 	case RL_OP_Softmax: case RL_OP_LogSoftmax: case RL_OP_Hardmax:
 		return emit_softmax(cg, node);
 	default:

@@ -807,6 +807,12 @@ enum rl_status rl_emit_cuda(struct rl_graph *g, const struct rl_cuda_opts *o,
 		sanitize(tmp, prefix, sizeof(prefix));
 	}
 	d.prefix = prefix;
+	if (g->nbindings) { /* the run-time check of a bound input is the C backend's */
+		snprintf(err, errlen, "%s: input '%s' is bound to a value (--value): the CUDA "
+		         "backend does not check bound inputs yet; generate C", g->path,
+		         g->values[g->inputs[g->bindings[0].input]].name);
+		return RL_ERR_UNSUPPORTED;
+	}
 
 	if ((st = rl_emit_plan(g, rl_emit_cuda_supports, "CUDA", &d.pl)) != RL_OK)
 		goto fail;

@@ -585,7 +585,10 @@ static enum rl_status select_item(struct lower *L, uint32_t cond, const struct i
 		const struct rl_value *va = &L->g->values[a], *vb = &L->g->values[b];
 		if (!rl_shape_equal(&va->shape, &vb->shape)) {
 			char sa[128], sb[128];
-			return fail(L, RL_ERR_UNSUPPORTED, "the condition is a run-time value and the "
+			/* a shape a run-time value decides: RL_ERR_SHAPE, which
+			 * `rlopt run` answers by binding small integer inputs
+			 * (tools/rlopt.c, rl_cli_load_ex) */
+			return fail(L, RL_ERR_SHAPE, "the condition is a run-time value and the "
 			            "branches give shapes %s and %s; static C needs one shape",
 			            rl_shape_str(&va->shape, sa, sizeof(sa)),
 			            rl_shape_str(&vb->shape, sb, sizeof(sb)));

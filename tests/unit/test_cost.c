@@ -235,6 +235,44 @@ Test(cost, layernorm)
 	TU_EQ(c.bytes_write, 48 * 4);
 }
 
+Test(cost, mean_variance_normalization)
+{
+	/* X [2,3,4,5], default axes [0,2,3]: 120 elements in 3 groups of 40 (one
+	 * per channel). Per element: sum, square-add (2), subtract, divide = 5;
+	 * per group: two divides, square, subtract, + epsilon, sqrt = 5 + T */
+	uint32_t x = tu_input(G, "x", RL_DT_FLOAT, TU_SHAPE(4, 2, 3, 4, 5));
+	uint32_t n = tu_add(G, RL_OP_MeanVarianceNormalization, "y", 1, 1, x);
+	tu_infer(G);
+	struct rl_counts c = tu_count(G, n);
+	TU_EQ(c.flops, 120 * 5 + 3 * (5 + RL_FLOPS_TRANS));
+	TU_EQ(c.bytes_read, 480);
+	TU_EQ(c.bytes_write, 480);
+	/* axes [1]: 40 groups of 3 */
+	uint32_t m = tu_add(G, RL_OP_MeanVarianceNormalization, "y2", 1, 1, x);
+	tu_attr_ints(G, m, "axes", 1, (const int64_t[]){1});
+	tu_infer(G);
+	c = tu_count(G, m);
+	TU_EQ(c.flops, 120 * 5 + 40 * (5 + RL_FLOPS_TRANS));
+}
+
+Test(cost, mel_weight_matrix)
+{
+	/* num_mel_bins 8, dft_length 16: Y [9, 8] float; per band edge (10) one
+	 * pow and 6 FLOPs, per element at most 2; inputs are 5 scalars */
+	int64_t bins = 8, len = 16, rate = 8192;
+	uint32_t a = tu_ints(G, "bins", 1, &bins), b = tu_ints(G, "len", 1, &len), r = tu_ints(G, "rate", 1, &rate);
+	uint32_t lo = tu_input(G, "lo", RL_DT_FLOAT, TU_SHAPE(0)), hi = tu_input(G, "hi", RL_DT_FLOAT, TU_SHAPE(0));
+	G->values[a].shape.rank = G->values[b].shape.rank = G->values[r].shape.rank = 0;
+	uint32_t n = tu_add(G, RL_OP_MelWeightMatrix, "y", 1, 5, a, b, r, lo, hi);
+	tu_infer(G);
+	cr_assert_eq(G->values[G->nodes[n].out[0]].shape.rank, 2);
+	cr_assert_eq(G->values[G->nodes[n].out[0]].shape.d[0].v, 9);
+	cr_assert_eq(G->values[G->nodes[n].out[0]].shape.d[1].v, 8);
+	struct rl_counts c = tu_count(G, n);
+	TU_EQ(c.flops, 10 * (6 + RL_FLOPS_TRANS) + 2 * 72);
+	TU_EQ(c.bytes_write, 72 * 4);
+}
+
 Test(cost, reduce_mean)
 {
 	/* X [4,6], axes [1] (attribute at opset 17), keepdims: Y [4,1] */
