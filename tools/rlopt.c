@@ -52,6 +52,8 @@ static const char usage_text[] =
 	"                        (report: a list 1,8,64 sweeps the batch)\n"
 	"  --shape NAME=DIMS     bind input NAME to DIMS, e.g. --shape x=1x3x224x224\n"
 	"  --dim SYM=N           bind the symbolic dim SYM to N\n"
+	"  --seq NAME=LEN        sequence input NAME has LEN tensors, inputs NAME.0 ...\n"
+	"  --optional NAME       optional input NAME is present (default: absent)\n"
 	"  --hw NAME|FILE.xml    machine profile (see `rlopt hw`)\n"
 	"  --weights-max BYTES   embed constants up to this size, else NAME.weights (64 MiB)\n"
 	"  -O0 | -O1 | -O2       optimization level (default -O2): -O0 none, -O1 cleanup, -O2 all\n"
@@ -192,6 +194,7 @@ int rl_cli_parse_common(struct rl_cli_opts *o, int argc, char **argv, int *i)
 		{"-v", RL_OPT_VERBOSE}, {"--verbose", RL_OPT_VERBOSE},
 		{"--quantize", RL_OPT_QUANTIZE}, {"--block", RL_OPT_BLOCK},
 		{"--calibrate", RL_OPT_CALIBRATE}, {"--onnx-format", RL_OPT_ONNX_FORMAT},
+		{"--seq", RL_OPT_SEQ}, {"--optional", RL_OPT_SEQ},
 	};
 	const char *a = argv[*i];
 	int r = parse_common(o, argc, argv, i);
@@ -274,6 +277,23 @@ static int parse_common(struct rl_cli_opts *o, int argc, char **argv, int *i)
 			return -1;
 		}
 		o->shapes[o->nshapes++].name = strndup(v, (size_t)(eq - v));
+		return 1;
+	}
+	if (is_flag(a, "--seq") || is_flag(a, "--optional")) {
+		bool seq = is_flag(a, "--seq");
+		if (!(v = optval(argc, argv, i, seq ? "--seq" : "--optional")))
+			return -1;
+		const char *eq = seq ? strrchr(v, '=') : NULL;
+		char *end = NULL;
+		long long n = eq ? strtoll(eq + 1, &end, 10) : -1;
+		if (o->nseqs == RL_MAX_BIND || !*v ||
+		    (seq && (!eq || eq == v || n < 0 || n > 4096 || *end))) {
+			usage_error(seq ? "--seq wants NAME=LEN with LEN from 0 to 4096, not '%s'"
+			                : "--optional wants an input name, not '%s'", v);
+			return -1;
+		}
+		o->seqs[o->nseqs].name = seq ? strndup(v, (size_t)(eq - v)) : v;
+		o->seqs[o->nseqs++].len = (int)n;
 		return 1;
 	}
 	if (is_flag(a, "--dim")) {
@@ -419,20 +439,115 @@ static bool looks_batch(const char *sym)
 struct rl_graph *rl_cli_load(const char *path, const struct rl_cli_opts *o,
                              bool need_static)
 {
-	return rl_cli_load_ex(path, o, need_static, NULL, 0);
+	return rl_cli_load_ex(path, o, need_static, NULL, 0, NULL);
+}
+
+/* --seq NAME=LEN and --optional NAME: the length of a sequence input, the
+ * presence of an optional one (absent unless given). */
+static bool bind_seq_opts(struct rl_graph *g, const struct rl_cli_opts *o)
+{
+	const struct rl_onnx_io *io = g->onnx_io;
+	for (int i = 0; i < o->nseqs; i++) {
+		bool found = false;
+		for (uint32_t k = 0; io && k < io->nin; k++)
+			found |= io->in[k].kind != RL_ONNX_TENSOR && !strcmp(io->in[k].name, o->seqs[i].name);
+		if (!found) {
+			rl_graph_error(g, NULL, RL_ERR_INVALID, "%s %s: the model has no sequence or "
+			               "optional input named '%s'", o->seqs[i].len < 0 ? "--optional"
+			               : "--seq", o->seqs[i].name, o->seqs[i].name);
+			return false;
+		}
+	}
+	for (uint32_t k = 0; io && k < io->nin; k++) {
+		const struct rl_onnx_port *p = &io->in[k];
+		int len = -1;
+		bool given = false;
+		for (int i = 0; i < o->nseqs; i++)
+			if (!strcmp(o->seqs[i].name, p->name)) {
+				given = true;
+				len = o->seqs[i].len >= 0 ? o->seqs[i].len : len;
+			}
+		if (!given || p->kind == RL_ONNX_TENSOR)
+			continue;
+		bool seq = p->kind == RL_ONNX_SEQUENCE || p->inner == RL_ONNX_SEQUENCE;
+		if (seq && len < 0) {
+			rl_graph_error(g, NULL, RL_ERR_INVALID, "input '%s' is a sequence: give its "
+			               "length with --seq %s=LEN", p->name, p->name);
+			return false;
+		}
+		enum rl_status st = p->kind == RL_ONNX_SEQUENCE
+		                  ? rl_onnx_bind_sequence(g, p->name, len, NULL)
+		                  : rl_onnx_bind_optional(g, p->name, true, len, NULL);
+		if (st != RL_OK)
+			return false;
+	}
+	return true;
+}
+
+/* rlopt run's input files, read as the model's inputs want them, bound, and
+ * their tensors in g->inputs' order into *flat (malloc'd). */
+static bool bind_files(struct rl_graph *g, const char *const *paths, int npaths,
+                       struct rl_value_file *files, struct rl_tensor **flat, int *nflat)
+{
+	char err[1024];
+	const struct rl_onnx_io *io = g->onnx_io;
+	if (io && (uint32_t)npaths != io->nin) {
+		rl_graph_error(g, NULL, RL_ERR_INVALID, "the model has %u input%s, %d given with -i",
+		               io->nin, io->nin == 1 ? "" : "s", npaths);
+		return false;
+	}
+	int n = 0;
+	for (int i = 0; i < npaths; i++) {
+		const struct rl_onnx_port *p = io ? &io->in[i] : NULL;
+		enum rl_onnx_kind kind = p ? p->kind : RL_ONNX_TENSOR;
+		if (rl_value_file_read(paths[i], kind, &files[i], err, sizeof(err)) != RL_OK) {
+			rl_graph_error(g, NULL, RL_ERR_INVALID, "%s", err);
+			return false;
+		}
+		n += files[i].n;
+		if (!p || kind == RL_ONNX_TENSOR)
+			continue;
+		if (kind == RL_ONNX_OPTIONAL && files[i].present && files[i].inner != p->inner) {
+			rl_graph_error(g, NULL, RL_ERR_SHAPE, "input %d ('%s'): %s holds a %s, the model "
+			               "wants an optional %s", i, p->name, paths[i],
+			               files[i].inner == RL_ONNX_SEQUENCE ? "sequence" : "tensor",
+			               p->inner == RL_ONNX_SEQUENCE ? "sequence" : "tensor");
+			return false;
+		}
+		enum rl_status st = kind == RL_ONNX_SEQUENCE
+		                  ? rl_onnx_bind_sequence(g, p->name, files[i].n, files[i].t)
+		                  : rl_onnx_bind_optional(g, p->name, files[i].present != 0,
+		                                          files[i].n, files[i].t);
+		if (st != RL_OK)
+			return false;
+	}
+	*flat = calloc((size_t)n + 1, sizeof(**flat));
+	if (!*flat)
+		return false;
+	*nflat = 0;
+	for (int i = 0; i < npaths; i++)
+		for (int k = 0; k < files[i].n; k++)
+			(*flat)[(*nflat)++] = files[i].t[k]; /* borrowed */
+	return true;
 }
 
 struct rl_graph *rl_cli_load_ex(const char *path, const struct rl_cli_opts *o,
-                                bool need_static, const struct rl_tensor *in,
-                                int nin)
+                                bool need_static, const char *const *paths, int npaths,
+                                struct rl_value_file *files)
 {
 	char err[1024];
 	struct rl_graph *g;
 	const char *(*isym)[RL_MAX_RANK] = NULL; /* input symbols as loaded */
+	struct rl_tensor *in = NULL;
+	int nin = 0;
 	if (rl_onnx_load(path, &g, err, sizeof(err)) != RL_OK) {
 		fprintf(stderr, "rlopt: %s\n", err);
 		return NULL;
 	}
+	if (!bind_seq_opts(g, o))
+		goto fail;
+	if (paths && !bind_files(g, paths, npaths, files, &in, &nin))
+		goto fail;
 	for (int i = 0; i < o->nshapes; i++) {
 		if (rl_graph_bind_input(g, o->shapes[i].name, &o->shapes[i].shape) != RL_OK)
 			goto fail;
@@ -493,6 +608,8 @@ struct rl_graph *rl_cli_load_ex(const char *path, const struct rl_cli_opts *o,
 	}
 	free(isym);
 	isym = NULL;
+	free(in);
+	in = NULL;
 	if (o->batch > 0) {
 		/* every dim whose symbol reads like a batch, and any symbolic axis 0
 		 * of an input */
@@ -532,6 +649,7 @@ struct rl_graph *rl_cli_load_ex(const char *path, const struct rl_cli_opts *o,
 	return g;
 fail:
 	free(isym);
+	free(in);
 	fprintf(stderr, "rlopt: %s\n", g->err);
 	rl_graph_free(g);
 	return NULL;
