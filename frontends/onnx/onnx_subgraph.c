@@ -976,10 +976,12 @@ static enum rl_status lower_scan(struct lower *L, struct scope *sc, const Onnx__
 
 /* ---- sequences and optionals ------------------------------------------------ */
 
-/* A build-time position in [0, n] (insert) or [0, n) (at, erase). */
+/* A build-time position in [0, n] (insert) or [0, n) (at, erase); a
+ * run-time one gives *out -1 and its value in *rt. */
 static enum rl_status position(struct lower *L, const struct item *p, int n, bool insert,
-                               int64_t def, int64_t *out)
+                               int64_t def, int64_t *out, uint32_t *rt)
 {
+	*rt = RL_NONE;
 	if (p->kind == IT_NONE) {
 		*out = def;
 		return RL_OK;
@@ -988,9 +990,11 @@ static enum rl_status position(struct lower *L, const struct item *p, int n, boo
 	if (st != RL_OK)
 		return st;
 	int64_t i;
-	if (!const_int(L, p->v, &i))
-		return fail(L, RL_ERR_UNSUPPORTED, "the position '%s' is a run-time value; "
-		            "sequences are resolved at build time", L->g->values[p->v].name);
+	if (!const_int(L, p->v, &i)) {
+		*rt = p->v;
+		*out = -1;
+		return RL_OK;
+	}
 	if (i < 0)
 		i += n;
 	if (i < 0 || i > n || (!insert && i == n))
@@ -998,6 +1002,68 @@ static enum rl_status position(struct lower *L, const struct item *p, int n, boo
 		            "%d", (long long)i, n);
 	*out = i;
 	return RL_OK;
+}
+
+/*
+ * A position known only at run time. The sequence's length stays a
+ * build-time fact (insert: n + 1, erase: n - 1), so each element of the
+ * result is a Where select on the position among the elements it can be,
+ * as an If on a run-time condition selects between its branches; this
+ * needs every element (and the inserted tensor) to have one shape. The
+ * position is not checked at run time: one out of range gives the nearest
+ * elements instead of an error.
+ */
+static enum rl_status runtime_pos(struct lower *L, uint32_t p, const uint32_t *xs, int n,
+                                  uint32_t extra, int len, uint32_t *res)
+{
+	struct rl_graph *g = L->g;
+	for (int i = 0; i <= n; i++) {
+		uint32_t x = i < n ? xs[i] : extra, y = xs[0];
+		if (x == RL_NONE || n == 0)
+			continue;
+		if (!rl_shape_equal(&g->values[x].shape, &g->values[y].shape) ||
+		    g->values[x].dtype != g->values[y].dtype) {
+			char a[128], b[128];
+			return fail(L, RL_ERR_UNSUPPORTED, "the position '%s' is a run-time value and "
+			            "the elements have shapes %s and %s; static C needs one shape to "
+			            "select among them", g->values[p].name,
+			            rl_shape_str(&g->values[y].shape, a, sizeof(a)),
+			            rl_shape_str(&g->values[x].shape, b, sizeof(b)));
+		}
+	}
+	const struct rl_value *pv = &g->values[p];
+	if (pv->shape.rank < 0 || rl_shape_numel(&pv->shape) != 1 || !rl_dtype_is_int(pv->dtype))
+		return fail(L, RL_ERR_INVALID, "the position '%s' must be one integer", pv->name);
+	enum rl_status st = RL_OK;
+	uint32_t x = p;
+	if (pv->dtype != RL_DT_INT64) {
+		uint32_t id = start(L, RL_OP_Cast, "position", &x, 1, RL_NONE);
+		rl_node_add_attr(g, id, "to", RL_ATTR_INT)->i = RL_DT_INT64;
+		st = finish(L, id, &x);
+	}
+	if (st == RL_OK && g->values[x].shape.rank != 0) { /* [1] as a scalar */
+		uint32_t in[2] = {x, const_i64(L, "scalar", &(int64_t){0}, 0, false)};
+		st = finish(L, start(L, RL_OP_Reshape, "position", in, 2, RL_NONE), &x);
+	}
+	int64_t zero = 0, nn = len;
+	uint32_t neg, wrapped;
+	if (st == RL_OK)
+		st = op2(L, RL_OP_Less, "negative", x, const_i64(L, "zero", &zero, 1, true), RL_NONE,
+		         &neg);
+	if (st == RL_OK)
+		st = op2(L, RL_OP_Add, "wrapped", x, const_i64(L, "length", &nn, 1, true), RL_NONE,
+		         &wrapped);
+	if (st == RL_OK)
+		st = op_where(L, neg, wrapped, x, RL_NONE, res);
+	return st;
+}
+
+/* pos `op` i, a bool scalar (op: Equal, Greater). */
+static enum rl_status pos_cmp(struct lower *L, enum rl_op op, uint32_t pos, int64_t i,
+                              uint32_t *res)
+{
+	return op2(L, op, op == RL_OP_Equal ? "is" : "after", pos,
+	           const_i64(L, "index", &i, 1, true), RL_NONE, res);
 }
 
 static struct item seq_item(struct lower *L, const uint32_t *v, int n)
@@ -1139,16 +1205,33 @@ static enum rl_status lower_seq(struct lower *L, const Onnx__NodeProto *np,
 		free(v);
 	} else if (strcmp(op, "SequenceInsert") == 0) {
 		int64_t p;
+		uint32_t rt, pos;
 		if ((st = need_seq(L, &in[0])) != RL_OK ||
 		    (st = need_tensor(L, &in[1], "the inserted value")) != RL_OK ||
 		    (st = position(L, nin > 2 ? &in[2] : &(struct item){0}, in[0].n, true,
-		                   in[0].n, &p)) != RL_OK)
+		                   in[0].n, &p, &rt)) != RL_OK)
 			return st;
-		uint32_t *v = malloc((size_t)(in[0].n + 2) * sizeof(uint32_t));
+		int n = in[0].n;
+		const uint32_t *xs = in[0].seq;
+		uint32_t *v = malloc((size_t)(n + 2) * sizeof(uint32_t));
 		RL_ASSERT(v);
-		for (int i = 0, j = 0; i <= in[0].n; i++)
-			v[i] = i == p ? in[1].v : in[0].seq[j++];
-		out[0] = seq_item(L, v, in[0].n + 1);
+		if (rt == RL_NONE) {
+			for (int i = 0, j = 0; i <= n; i++)
+				v[i] = i == p ? in[1].v : xs[j++];
+		} else if (n == 0) {
+			v[0] = in[1].v;
+		} else if ((st = runtime_pos(L, rt, xs, n, in[1].v, n + 1, &pos)) == RL_OK) {
+			/* v[i]: the tensor at the position, before it xs[i], after xs[i - 1] */
+			for (int i = 0; i <= n && st == RL_OK; i++) {
+				uint32_t eq, after, rest = i == 0 ? xs[0] : xs[i - 1];
+				if (i > 0 && i < n && (st = pos_cmp(L, RL_OP_Greater, pos, i, &after)) == RL_OK)
+					st = op_where(L, after, xs[i], xs[i - 1], RL_NONE, &rest);
+				if (st == RL_OK && (st = pos_cmp(L, RL_OP_Equal, pos, i, &eq)) == RL_OK)
+					st = op_where(L, eq, in[1].v, rest, RL_NONE, &v[i]);
+			}
+		}
+		if (st == RL_OK)
+			out[0] = seq_item(L, v, n + 1);
 		free(v);
 	} else if (strcmp(op, "SequenceErase") == 0) {
 		int64_t p;
@@ -1156,24 +1239,51 @@ static enum rl_status lower_seq(struct lower *L, const Onnx__NodeProto *np,
 			return st;
 		if (in[0].n == 0)
 			return fail(L, RL_ERR_INVALID, "erase from an empty sequence");
+		uint32_t rt, pos;
 		if ((st = position(L, nin > 1 ? &in[1] : &(struct item){0}, in[0].n, false,
-		                   in[0].n - 1, &p)) != RL_OK)
+		                   in[0].n - 1, &p, &rt)) != RL_OK)
 			return st;
-		uint32_t *v = malloc((size_t)(in[0].n + 1) * sizeof(uint32_t));
+		int n = in[0].n;
+		const uint32_t *xs = in[0].seq;
+		uint32_t *v = malloc((size_t)(n + 1) * sizeof(uint32_t));
 		RL_ASSERT(v);
-		for (int i = 0, j = 0; i < in[0].n; i++)
-			if (i != p)
-				v[j++] = in[0].seq[i];
-		out[0] = seq_item(L, v, in[0].n - 1);
+		if (rt == RL_NONE) {
+			for (int i = 0, j = 0; i < n; i++)
+				if (i != p)
+					v[j++] = xs[i];
+		} else if ((st = runtime_pos(L, rt, xs, n, RL_NONE, n, &pos)) == RL_OK) {
+			/* v[i]: xs[i] before the position, xs[i + 1] from it on */
+			for (int i = 0; i + 1 < n && st == RL_OK; i++) {
+				uint32_t after;
+				if ((st = pos_cmp(L, RL_OP_Greater, pos, i, &after)) == RL_OK)
+					st = op_where(L, after, xs[i], xs[i + 1], RL_NONE, &v[i]);
+			}
+		}
+		if (st == RL_OK)
+			out[0] = seq_item(L, v, n - 1);
 		free(v);
 	} else if (strcmp(op, "SequenceAt") == 0) {
 		int64_t p;
-		if ((st = need_seq(L, &in[0])) != RL_OK ||
-		    (st = position(L, &in[1], in[0].n, false, 0, &p)) != RL_OK)
+		uint32_t rt, pos;
+		if ((st = need_seq(L, &in[0])) != RL_OK)
 			return st;
 		if (in[1].kind == IT_NONE)
 			return fail(L, RL_ERR_INVALID, "the position is missing");
-		out[0] = tensor_item(in[0].seq[p]);
+		if ((st = position(L, &in[1], in[0].n, false, 0, &p, &rt)) != RL_OK)
+			return st;
+		int n = in[0].n;
+		const uint32_t *xs = in[0].seq;
+		if (rt == RL_NONE) {
+			out[0] = tensor_item(xs[p]);
+		} else if (n == 0) {
+			return fail(L, RL_ERR_INVALID, "SequenceAt of an empty sequence");
+		} else if ((st = runtime_pos(L, rt, xs, n, RL_NONE, n, &pos)) == RL_OK) {
+			uint32_t acc = xs[n - 1], eq;
+			for (int i = n - 2; i >= 0 && st == RL_OK; i--)
+				if ((st = pos_cmp(L, RL_OP_Equal, pos, i, &eq)) == RL_OK)
+					st = op_where(L, eq, xs[i], acc, RL_NONE, &acc);
+			out[0] = tensor_item(acc);
+		}
 	} else if (strcmp(op, "SequenceLength") == 0) {
 		if ((st = need_seq(L, &in[0])) != RL_OK)
 			return st;
