@@ -1045,7 +1045,7 @@ static enum rl_status runtime_pos(struct lower *L, uint32_t p, const uint32_t *x
 		uint32_t in[2] = {x, const_i64(L, "scalar", &(int64_t){0}, 0, false)};
 		st = finish(L, start(L, RL_OP_Reshape, "position", in, 2, RL_NONE), &x);
 	}
-	int64_t zero = 0, nn = len;
+	int64_t zero = 0, nn = len; /* in [-len, 0): counted from the end */
 	uint32_t neg, wrapped;
 	if (st == RL_OK)
 		st = op2(L, RL_OP_Less, "negative", x, const_i64(L, "zero", &zero, 1, true), RL_NONE,
@@ -1220,7 +1220,7 @@ static enum rl_status lower_seq(struct lower *L, const Onnx__NodeProto *np,
 				v[i] = i == p ? in[1].v : xs[j++];
 		} else if (n == 0) {
 			v[0] = in[1].v;
-		} else if ((st = runtime_pos(L, rt, xs, n, in[1].v, n + 1, &pos)) == RL_OK) {
+		} else if ((st = runtime_pos(L, rt, xs, n, in[1].v, n, &pos)) == RL_OK) {
 			/* v[i]: the tensor at the position, before it xs[i], after xs[i - 1] */
 			for (int i = 0; i <= n && st == RL_OK; i++) {
 				uint32_t eq, after, rest = i == 0 ? xs[0] : xs[i - 1];
