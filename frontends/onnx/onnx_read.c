@@ -783,7 +783,7 @@ static enum rl_status build_graph(struct rl_graph *g, const Onnx__ModelProto *m)
 		const Onnx__NodeProto *np = gp->node[i];
 		lowered[i] = rl_op_lookup_domain(np->domain, np->op_type) == RL_OP_COUNT_;
 	}
-	for (bool more = nontensor; more;) {
+	for (bool more = true; more;) {
 		more = false;
 		for (size_t i = 0; i < gp->n_node; i++) {
 			const Onnx__NodeProto *np = gp->node[i];
