@@ -387,6 +387,9 @@ struct rl_graph {
 	 * once, first, and clears it */
 	enum rl_status (*lower)(struct rl_graph *g, const void *arg);
 	const void *lower_arg;
+	/* the ONNX interface when it has sequence or optional inputs or outputs
+	 * (frontends/onnx/onnx.h); NULL when every one is a tensor */
+	struct rl_onnx_io *onnx_io;
 
 	/* resources released by rl_graph_free */
 	struct rl_mapping *maps;

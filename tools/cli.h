@@ -50,6 +50,7 @@ enum rl_cli_opt {
 	RL_OPT_ONNX_FORMAT,   /* --onnx-format */
 	RL_OPT_LAUNCH,        /* --launch eager|graph */
 	RL_OPT_VALUE,         /* --value NAME=FILE.pb (generated code only) */
+	RL_OPT_SEQ,           /* --seq NAME=LEN, --optional NAME */
 	RL_OPT_COUNT_,
 };
 #define RL_OPT_BIT(x) (1u << (x))
@@ -93,6 +94,11 @@ struct rl_cli_opts {
 		const char *path;
 	} values[RL_MAX_BIND];     /* --value NAME=FILE.pb: bind an input's data */
 	int nvalues;
+	struct {
+		const char *name;
+		int len;           /* -1: --optional NAME alone */
+	} seqs[RL_MAX_BIND];       /* --seq NAME=LEN, --optional NAME (frontends/onnx/onnx.h) */
+	int nseqs;
 	bool verbose;
 	unsigned given;            /* RL_OPT_BIT of every shared option given */
 	const char *given_as[RL_OPT_COUNT_]; /* its spelling, for messages */
@@ -123,15 +129,20 @@ bool rl_cli_parse_list(const char *s, int64_t *out, int max, int *n);
 struct rl_graph *rl_cli_load(const char *path, const struct rl_cli_opts *o,
                              bool need_static);
 
-/* Same, binding symbolic input dims from tensors (rlopt run). With
- * auto_bind, an integer input of at most RL_AUTO_BIND_MAX elements whose
- * value decides a shape that inference cannot fix otherwise is bound to its
- * tensor's data (rl_graph_bind_value), with a line on stderr saying so. */
+/* Same, binding the inputs to the files paths[0..npaths), one per graph
+ * input (rlopt run): a tensor file binds the symbolic dims of its input, a
+ * SequenceProto a sequence input's length and element shapes, an
+ * OptionalProto an optional input's presence. files[0..npaths) receive
+ * what was read (rl_value_file_free each, also on failure); their tensors,
+ * in order, are g->inputs'. With auto_bind, an integer input tensor of at
+ * most RL_AUTO_BIND_MAX elements whose value decides a shape that inference
+ * cannot fix otherwise is bound to its data (rl_graph_bind_value), with a
+ * line on stderr saying so. */
 #define RL_AUTO_BIND_MAX 64
-struct rl_tensor;
+struct rl_value_file;
 struct rl_graph *rl_cli_load_ex(const char *path, const struct rl_cli_opts *o,
-                                bool need_static, const struct rl_tensor *in,
-                                int nin, bool auto_bind);
+                                bool need_static, const char *const *paths, int npaths,
+                                struct rl_value_file *files, bool auto_bind);
 /* Run the pass pipeline per -O/--passes/--dump-after/--remarks, on the
  * machine from --hw (or the default). Prints the error; returns false. */
 struct rl_pass_ctx;

@@ -120,7 +120,7 @@ int rl_cmd_report(int argc, char **argv)
 	/* passes run with -O or --passes; the options that steer them only then */
 	bool optimize = (o.given & (RL_OPT_BIT(RL_OPT_OLEVEL) | RL_OPT_BIT(RL_OPT_PASSES))) != 0;
 	unsigned used = RL_OPT_BIT(RL_OPT_BATCH) | RL_OPT_BIT(RL_OPT_BATCH_LIST) |
-	                RL_OPT_BIT(RL_OPT_SHAPE) | RL_OPT_BIT(RL_OPT_DIM) | RL_OPT_BIT(RL_OPT_HW) |
+	                RL_OPT_BIT(RL_OPT_SHAPE) | RL_OPT_BIT(RL_OPT_DIM) | RL_OPT_BIT(RL_OPT_SEQ) | RL_OPT_BIT(RL_OPT_HW) |
 	                RL_OPT_BIT(RL_OPT_LAUNCH) |
 	                RL_OPT_BIT(RL_OPT_FORMAT) | RL_OPT_BIT(RL_OPT_OLEVEL) |
 	                RL_OPT_BIT(RL_OPT_PASSES) | RL_OPT_BIT(RL_OPT_VERBOSE);

@@ -52,6 +52,8 @@ static const char usage_text[] =
 	"                        (report: a list 1,8,64 sweeps the batch)\n"
 	"  --shape NAME=DIMS     bind input NAME to DIMS, e.g. --shape x=1x3x224x224\n"
 	"  --dim SYM=N           bind the symbolic dim SYM to N\n"
+	"  --seq NAME=LEN        sequence input NAME has LEN tensors, inputs NAME.0 ...\n"
+	"  --optional NAME       optional input NAME is present (default: absent)\n"
 	"  --hw NAME|FILE.xml    machine profile (see `rlopt hw`)\n"
 	"  --launch eager|graph  GPU: price (and, for .cu, emit) kernel-by-kernel launches\n"
 	"                        or a replayed CUDA graph (default graph)\n"
@@ -201,6 +203,7 @@ int rl_cli_parse_common(struct rl_cli_opts *o, int argc, char **argv, int *i)
 		{"--calibrate", RL_OPT_CALIBRATE}, {"--onnx-format", RL_OPT_ONNX_FORMAT},
 		{"--launch", RL_OPT_LAUNCH},
 		{"--value", RL_OPT_VALUE},
+		{"--seq", RL_OPT_SEQ}, {"--optional", RL_OPT_SEQ},
 	};
 	const char *a = argv[*i];
 	int r = parse_common(o, argc, argv, i);
@@ -283,6 +286,23 @@ static int parse_common(struct rl_cli_opts *o, int argc, char **argv, int *i)
 			return -1;
 		}
 		o->shapes[o->nshapes++].name = strndup(v, (size_t)(eq - v));
+		return 1;
+	}
+	if (is_flag(a, "--seq") || is_flag(a, "--optional")) {
+		bool seq = is_flag(a, "--seq");
+		if (!(v = optval(argc, argv, i, seq ? "--seq" : "--optional")))
+			return -1;
+		const char *eq = seq ? strrchr(v, '=') : NULL;
+		char *end = NULL;
+		long long n = eq ? strtoll(eq + 1, &end, 10) : -1;
+		if (o->nseqs == RL_MAX_BIND || !*v ||
+		    (seq && (!eq || eq == v || n < 0 || n > 4096 || *end))) {
+			usage_error(seq ? "--seq wants NAME=LEN with LEN from 0 to 4096, not '%s'"
+			                : "--optional wants an input name, not '%s'", v);
+			return -1;
+		}
+		o->seqs[o->nseqs].name = seq ? strndup(v, (size_t)(eq - v)) : v;
+		o->seqs[o->nseqs++].len = (int)n;
 		return 1;
 	}
 	if (is_flag(a, "--dim")) {
@@ -457,7 +477,7 @@ static bool looks_batch(const char *sym)
 struct rl_graph *rl_cli_load(const char *path, const struct rl_cli_opts *o,
                              bool need_static)
 {
-	return rl_cli_load_ex(path, o, need_static, NULL, 0, false);
+	return rl_cli_load_ex(path, o, need_static, NULL, 0, NULL, false);
 }
 
 /* --value NAME=FILE.pb: bind the input to the file's tensor. A problem is one
@@ -487,9 +507,98 @@ static bool bind_values(struct rl_graph *g, const struct rl_cli_opts *o)
 	return true;
 }
 
+/* --seq NAME=LEN and --optional NAME: the length of a sequence input, the
+ * presence of an optional one (absent unless given). */
+static bool bind_seq_opts(struct rl_graph *g, const struct rl_cli_opts *o)
+{
+	const struct rl_onnx_io *io = g->onnx_io;
+	for (int i = 0; i < o->nseqs; i++) {
+		bool found = false;
+		for (uint32_t k = 0; io && k < io->nin; k++)
+			found |= io->in[k].kind != RL_ONNX_TENSOR && !strcmp(io->in[k].name, o->seqs[i].name);
+		if (!found) {
+			rl_graph_error(g, NULL, RL_ERR_INVALID, "%s %s: the model has no sequence or "
+			               "optional input named '%s'", o->seqs[i].len < 0 ? "--optional"
+			               : "--seq", o->seqs[i].name, o->seqs[i].name);
+			return false;
+		}
+	}
+	for (uint32_t k = 0; io && k < io->nin; k++) {
+		const struct rl_onnx_port *p = &io->in[k];
+		int len = -1;
+		bool given = false;
+		for (int i = 0; i < o->nseqs; i++)
+			if (!strcmp(o->seqs[i].name, p->name)) {
+				given = true;
+				len = o->seqs[i].len >= 0 ? o->seqs[i].len : len;
+			}
+		if (!given || p->kind == RL_ONNX_TENSOR)
+			continue;
+		bool seq = p->kind == RL_ONNX_SEQUENCE || p->inner == RL_ONNX_SEQUENCE;
+		if (seq && len < 0) {
+			rl_graph_error(g, NULL, RL_ERR_INVALID, "input '%s' is a sequence: give its "
+			               "length with --seq %s=LEN", p->name, p->name);
+			return false;
+		}
+		enum rl_status st = p->kind == RL_ONNX_SEQUENCE
+		                  ? rl_onnx_bind_sequence(g, p->name, len, NULL)
+		                  : rl_onnx_bind_optional(g, p->name, true, len, NULL);
+		if (st != RL_OK)
+			return false;
+	}
+	return true;
+}
+
+/* rlopt run's input files, read as the model's inputs want them, bound, and
+ * their tensors in g->inputs' order into *flat (malloc'd). */
+static bool bind_files(struct rl_graph *g, const char *const *paths, int npaths,
+                       struct rl_value_file *files, struct rl_tensor **flat, int *nflat)
+{
+	char err[1024];
+	const struct rl_onnx_io *io = g->onnx_io;
+	if (io && (uint32_t)npaths != io->nin) {
+		rl_graph_error(g, NULL, RL_ERR_INVALID, "the model has %u input%s, %d given with -i",
+		               io->nin, io->nin == 1 ? "" : "s", npaths);
+		return false;
+	}
+	int n = 0;
+	for (int i = 0; i < npaths; i++) {
+		const struct rl_onnx_port *p = io ? &io->in[i] : NULL;
+		enum rl_onnx_kind kind = p ? p->kind : RL_ONNX_TENSOR;
+		if (rl_value_file_read(paths[i], kind, &files[i], err, sizeof(err)) != RL_OK) {
+			rl_graph_error(g, NULL, RL_ERR_INVALID, "%s", err);
+			return false;
+		}
+		n += files[i].n;
+		if (!p || kind == RL_ONNX_TENSOR)
+			continue;
+		if (kind == RL_ONNX_OPTIONAL && files[i].present && files[i].inner != p->inner) {
+			rl_graph_error(g, NULL, RL_ERR_SHAPE, "input %d ('%s'): %s holds a %s, the model "
+			               "wants an optional %s", i, p->name, paths[i],
+			               files[i].inner == RL_ONNX_SEQUENCE ? "sequence" : "tensor",
+			               p->inner == RL_ONNX_SEQUENCE ? "sequence" : "tensor");
+			return false;
+		}
+		enum rl_status st = kind == RL_ONNX_SEQUENCE
+		                  ? rl_onnx_bind_sequence(g, p->name, files[i].n, files[i].t)
+		                  : rl_onnx_bind_optional(g, p->name, files[i].present != 0,
+		                                          files[i].n, files[i].t);
+		if (st != RL_OK)
+			return false;
+	}
+	*flat = calloc((size_t)n + 1, sizeof(**flat));
+	if (!*flat)
+		return false;
+	*nflat = 0;
+	for (int i = 0; i < npaths; i++)
+		for (int k = 0; k < files[i].n; k++)
+			(*flat)[(*nflat)++] = files[i].t[k]; /* borrowed */
+	return true;
+}
+
 static struct rl_graph *load_graph(const char *path, const struct rl_cli_opts *o,
-                                   bool need_static, const struct rl_tensor *in, int nin,
-                                   const bool *bind);
+                                   bool need_static, const char *const *paths, int npaths,
+                                   struct rl_value_file *files, const bool *bind);
 
 /*
  * rlopt run's automatic binding. After inference, a node whose inputs all
@@ -571,27 +680,41 @@ static bool eligible(const struct rl_tensor *t)
 	return rl_dtype_is_int(t->dtype) && rl_shape_numel(&t->shape) <= RL_AUTO_BIND_MAX;
 }
 
+/* A quiet load; its files are read into tf (npaths of them) and freed
+ * here unless keep. */
 static struct rl_graph *load_trial(const char *path, const struct rl_cli_opts *o,
-                                   bool need_static, const struct rl_tensor *in, int nin,
-                                   const bool *bind)
+                                   bool need_static, const char *const *paths, int npaths,
+                                   struct rl_value_file *tf, bool keep, const bool *bind)
 {
 	load_quiet = true;
-	struct rl_graph *g = load_graph(path, o, need_static, in, nin, bind);
+	memset(tf, 0, (size_t)npaths * sizeof(*tf));
+	struct rl_graph *g = load_graph(path, o, need_static, paths, npaths, tf, bind);
 	load_quiet = false;
+	if (!keep)
+		for (int i = 0; i < npaths; i++)
+			rl_value_file_free(&tf[i]);
 	return g;
 }
 
 struct rl_graph *rl_cli_load_ex(const char *path, const struct rl_cli_opts *o,
-                                bool need_static, const struct rl_tensor *in,
-                                int nin, bool auto_bind)
+                                bool need_static, const char *const *paths, int npaths,
+                                struct rl_value_file *files, bool auto_bind)
 {
-	if (!auto_bind || !in || !nin || nin > RL_MAX_BIND * 2)
-		return load_graph(path, o, need_static, in, nin, NULL);
+	if (!auto_bind || !paths || !npaths || npaths > RL_MAX_BIND * 2)
+		return load_graph(path, o, need_static, paths, npaths, files, NULL);
+	/* the input files as the first trial reads them (sequences and
+	 * optionals flattened to their tensors, in g->inputs' order) */
+	struct rl_value_file pre[RL_MAX_BIND * 2], tf[RL_MAX_BIND * 2];
 	bool bind[RL_MAX_BIND * 2 + 1] = {false};
 	load_status = RL_OK;
-	struct rl_graph *g = load_trial(path, o, need_static, in, nin, bind);
+	struct rl_graph *g = load_trial(path, o, need_static, paths, npaths, pre, true, bind);
+	const struct rl_tensor *in[RL_MAX_BIND * 2 + 1];
+	int nin = 0;
+	for (int i = 0; i < npaths; i++)
+		for (int k = 0; k < pre[i].n && nin < RL_MAX_BIND * 2 + 1; k++)
+			in[nin++] = &pre[i].t[k];
 	if (!g && load_status != RL_ERR_SHAPE) /* not a shape: the error, printed */
-		return load_graph(path, o, need_static, in, nin, NULL);
+		goto plain;
 	if (!g) {
 		/* Inference itself stops on a shape a value decides (an If whose
 		 * branches give different shapes under a condition computed from
@@ -601,10 +724,10 @@ struct rl_graph *rl_cli_load_ex(const char *path, const struct rl_cli_opts *o,
 		 * errors: no shape depends on them. */
 		int n = 0;
 		for (int i = 0; i < nin; i++)
-			n += bind[i] = eligible(&in[i]);
-		g = n ? load_trial(path, o, need_static, in, nin, bind) : NULL;
+			n += bind[i] = eligible(in[i]);
+		g = n ? load_trial(path, o, need_static, paths, npaths, tf, false, bind) : NULL;
 		if (!g) /* binding does not help: the unbound error, printed */
-			return load_graph(path, o, need_static, in, nin, NULL);
+			goto plain;
 	}
 	/* each round can fix shapes that lead to the next operand */
 	for (int round = 0; g && round < 8 && (uint32_t)nin == g->ninputs; round++) {
@@ -614,10 +737,10 @@ struct rl_graph *rl_cli_load_ex(const char *path, const struct rl_cli_opts *o,
 			break;
 		rl_graph_free(g);
 		memcpy(bind, more, sizeof(bind));
-		g = load_trial(path, o, need_static, in, nin, bind);
+		g = load_trial(path, o, need_static, paths, npaths, tf, false, bind);
 	}
 	if (!g) /* the last word: this load's error, printed */
-		return load_graph(path, o, need_static, in, nin, bind);
+		goto bound;
 	/* An operand followed back is not always a size (MelWeightMatrix's
 	 * sample_rate sits beside its dft_length), and the fallback above binds
 	 * all: unbind, one at a time, each input without which the model still
@@ -626,18 +749,14 @@ struct rl_graph *rl_cli_load_ex(const char *path, const struct rl_cli_opts *o,
 		if (!bind[i])
 			continue;
 		bind[i] = false;
-		struct rl_graph *t = load_trial(path, o, need_static, in, nin, bind);
+		struct rl_graph *t = load_trial(path, o, need_static, paths, npaths, tf, false, bind);
 		bool fixed = t != NULL;
 		for (uint32_t v = 0; t && fixed && v < t->nvalues; v++)
 			fixed = rl_shape_is_static(&t->values[v].shape) ||
 			        (t->values[v].producer == RL_NONE && !t->values[v].nuses);
-		if (fixed) {
-			rl_graph_free(g);
-			g = t;
-		} else {
+		if (!fixed)
 			bind[i] = true;
-			rl_graph_free(t);
-		}
+		rl_graph_free(t);
 	}
 	for (int i = 0; i < nin && (uint32_t)i < g->ninputs; i++)
 		if (bind[i]) {
@@ -645,23 +764,40 @@ struct rl_graph *rl_cli_load_ex(const char *path, const struct rl_cli_opts *o,
 			fprintf(stderr, "rlopt: run: input '%s' (%s[%s]) decides a shape: bound to "
 			        "the value of its -i file; the generated code checks each run passes "
 			        "that value\n", g->values[g->inputs[i]].name,
-			        rl_dtype_name(in[i].dtype), rl_shape_str(&in[i].shape, sb, sizeof(sb)));
+			        rl_dtype_name(in[i]->dtype), rl_shape_str(&in[i]->shape, sb, sizeof(sb)));
 		}
-	return g;
+	rl_graph_free(g);
+bound:
+	/* the load the caller keeps, with its files, binding what was found */
+	for (int i = 0; i < npaths; i++)
+		rl_value_file_free(&pre[i]);
+	return load_graph(path, o, need_static, paths, npaths, files, bind);
+plain:
+	for (int i = 0; i < npaths; i++)
+		rl_value_file_free(&pre[i]);
+	if (g)
+		rl_graph_free(g);
+	return load_graph(path, o, need_static, paths, npaths, files, NULL);
 }
 
 static struct rl_graph *load_graph(const char *path, const struct rl_cli_opts *o,
-                                   bool need_static, const struct rl_tensor *in, int nin,
-                                   const bool *bind)
+                                   bool need_static, const char *const *paths, int npaths,
+                                   struct rl_value_file *files, const bool *bind)
 {
 	char err[1024];
 	struct rl_graph *g;
 	const char *(*isym)[RL_MAX_RANK] = NULL; /* input symbols as loaded */
+	struct rl_tensor *in = NULL;
+	int nin = 0;
 	if (rl_onnx_load(path, &g, err, sizeof(err)) != RL_OK) {
 		if (!load_quiet)
 			fprintf(stderr, "rlopt: %s\n", err);
 		return NULL;
 	}
+	if (!bind_seq_opts(g, o))
+		goto fail;
+	if (paths && !bind_files(g, paths, npaths, files, &in, &nin))
+		goto fail;
 	for (int i = 0; i < o->nshapes; i++) {
 		if (rl_graph_bind_input(g, o->shapes[i].name, &o->shapes[i].shape) != RL_OK)
 			goto fail;
@@ -735,6 +871,8 @@ static struct rl_graph *load_graph(const char *path, const struct rl_cli_opts *o
 		    rl_graph_bind_value(g, nm, in[i].dtype, &in[i].shape, in[i].data, in[i].nbytes) != RL_OK)
 			goto fail;
 	}
+	free(in);
+	in = NULL;
 	if (o->batch > 0) {
 		/* every dim whose symbol reads like a batch, and any symbolic axis 0
 		 * of an input */
@@ -775,6 +913,7 @@ static struct rl_graph *load_graph(const char *path, const struct rl_cli_opts *o
 	return g;
 fail:
 	free(isym);
+	free(in);
 	if (!load_quiet)
 		fprintf(stderr, "rlopt: %s\n", g->err);
 	rl_graph_free(g);

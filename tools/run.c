@@ -1,6 +1,8 @@
 /*
  * run.c - `rlopt run`: generate C, compile it, run it on TensorProto inputs,
- * and write TensorProto outputs. This is how users and the conformance tests
+ * and write TensorProto outputs (SequenceProto and OptionalProto for the
+ * sequence and optional ones: their tensors are the generated code's, in
+ * turn, frontends/onnx/onnx.h). This is how users and the conformance tests
  * check generated code against a reference.
  *
  * --target cuda writes model.cu instead and builds it with nvcc for the GPU
@@ -274,6 +276,7 @@ int rl_cmd_run(int argc, char **argv)
 	}
 	/* run writes no report and binds one shape */
 	if (!rl_cli_check_used(&o, (RL_OPT_BIT(RL_OPT_COUNT_) - 1) & ~(RL_OPT_BIT(RL_OPT_BATCH_LIST) |
+	                           RL_OPT_BIT(RL_OPT_SEQ) | /* the input files say */
 	                           RL_OPT_BIT(RL_OPT_REPORT) | RL_OPT_BIT(RL_OPT_FORMAT) |
 	                           RL_OPT_BIT(RL_OPT_ONNX_FORMAT)), "run"))
 		return RL_EXIT_USAGE;
@@ -298,19 +301,26 @@ int rl_cmd_run(int argc, char **argv)
 
 	int rc = RL_EXIT_INPUT;
 	char err[1024];
-	struct rl_tensor tin[RL_MAX_IO];
-	memset(tin, 0, sizeof(tin));
+	/* one file per graph input: a tensor, or a sequence or optional whose
+	 * tensors are inputs of the generated code in turn (onnx.h) */
+	struct rl_value_file fin[RL_MAX_IO];
+	memset(fin, 0, sizeof(fin));
+	const struct rl_tensor *tin[RL_MAX_IO];
+	int ntin = 0;
 	struct rl_graph *g = NULL;
 	char tmp[4096] = "";
-	for (int i = 0; i < nin; i++)
-		if (rl_tensor_read(inputs[i], &tin[i], err, sizeof(err)) != RL_OK) {
-			fprintf(stderr, "rlopt: %s\n", err);
-			goto out;
-		}
 	/* auto-binding (rl_cli_load_ex) for the C backend, which checks it */
-	g = rl_cli_load_ex(model, &o, true, tin, nin, !cuda);
+	g = rl_cli_load_ex(model, &o, true, inputs, nin, fin, !cuda);
 	if (!g)
 		goto out;
+	for (int i = 0; i < nin; i++)
+		for (int k = 0; k < fin[i].n; k++) {
+			if (ntin == RL_MAX_IO) {
+				fprintf(stderr, "rlopt: run: too many input tensors\n");
+				goto out;
+			}
+			tin[ntin++] = &fin[i].t[k];
+		}
 	{
 		struct rl_machine m;
 		struct rl_pass_ctx ctx;
@@ -319,11 +329,12 @@ int rl_cmd_run(int argc, char **argv)
 		if (!ok)
 			goto out;
 	}
-	if ((uint32_t)nin != g->ninputs) {
+	if (!g->onnx_io && (uint32_t)nin != g->ninputs) {
 		fprintf(stderr, "rlopt: %s: the model has %u input%s, %d given with -i\n", model,
 		        g->ninputs, g->ninputs == 1 ? "" : "s", nin);
 		goto out;
 	}
+	RL_ASSERT((uint32_t)ntin == g->ninputs);
 	if (g->noutputs > RL_MAX_IO) {
 		fprintf(stderr, "rlopt: %s: too many outputs\n", model);
 		goto out;
@@ -352,9 +363,9 @@ int rl_cmd_run(int argc, char **argv)
 		fprintf(stderr, "rlopt: run: cannot write %s\n", hfile);
 		goto out;
 	}
-	for (int i = 0; i < nin; i++) {
+	for (int i = 0; i < ntin; i++) {
 		snprintf(path, sizeof(path), "%s/in%d.bin", tmp, i);
-		if (rl_write_file_atomic(path, tin[i].data, tin[i].nbytes, err, sizeof(err)) != RL_OK) {
+		if (rl_write_file_atomic(path, tin[i]->data, tin[i]->nbytes, err, sizeof(err)) != RL_OK) {
 			fprintf(stderr, "rlopt: %s\n", err);
 			goto out;
 		}
@@ -419,7 +430,7 @@ int rl_cmd_run(int argc, char **argv)
 	snprintf(tbuf, sizeof(tbuf), "%d", threads);
 	pargv[na++] = prog;
 	pargv[na++] = tbuf;
-	for (int i = 0; i < nin; i++) {
+	for (int i = 0; i < ntin; i++) {
 		snprintf(path, sizeof(path), "%s/in%d.bin", tmp, i);
 		store[na] = strdup(path);
 		pargv[na] = store[na];
@@ -454,42 +465,64 @@ int rl_cmd_run(int argc, char **argv)
 		goto out;
 	}
 
-	/* outputs: read all, then write all; remove what was written on failure */
-	uint32_t written = 0;
-	for (uint32_t i = 0; i < g->noutputs; i++) {
+	/* outputs: read all, then write all (one file per graph output: a
+	 * sequence or an optional gathers its tensors back); remove what was
+	 * written on failure */
+	struct rl_tensor tout[RL_MAX_IO];
+	memset(tout, 0, sizeof(tout));
+	bool ok = true;
+	for (uint32_t i = 0; i < g->noutputs && ok; i++) {
 		const struct rl_value *v = &g->values[g->outputs[i]];
-		struct rl_tensor t = {0};
-		t.name = (char *)v->name;
-		t.dtype = v->dtype;
-		t.shape = v->shape;
+		struct rl_tensor *t = &tout[i];
+		t->name = (char *)v->name;
+		t->dtype = v->dtype;
+		t->shape = v->shape;
 		snprintf(path, sizeof(path), "%s/out%u.bin", tmp, i);
-		if (v->extent_axis && !read_run_dims(path, &t.shape)) {
+		if (v->extent_axis && !read_run_dims(path, &t->shape)) {
 			fprintf(stderr, "rlopt: run: the dims of output %u are missing\n", i);
-			goto out;
+			ok = false;
+			break;
 		}
-		t.nbytes = (size_t)rl_shape_numel(&t.shape) * rl_dtype_size(v->dtype);
-		t.data = malloc(t.nbytes + 1);
+		t->nbytes = (size_t)rl_shape_numel(&t->shape) * rl_dtype_size(v->dtype);
+		t->data = malloc(t->nbytes + 1);
 		FILE *f = fopen(path, "rb");
-		size_t got = f && t.data ? fread(t.data, 1, t.nbytes, f) : 0;
+		size_t got = f && t->data ? fread(t->data, 1, t->nbytes, f) : 0;
 		if (f)
 			fclose(f);
+		if (got != t->nbytes) {
+			fprintf(stderr, "rlopt: run: output %u is short (%zu of %zu bytes)\n", i, got,
+			        t->nbytes);
+			ok = false;
+		}
+	}
+	uint32_t nports = g->onnx_io ? g->onnx_io->nout : g->noutputs, written = 0;
+	for (uint32_t i = 0; i < nports && ok; i++) {
+		struct rl_value_file vf = {.kind = RL_ONNX_TENSOR, .present = 1, .n = 1, .t = &tout[i],
+		                           .name = tout[i].name};
+		if (g->onnx_io) {
+			const struct rl_onnx_port *p = &g->onnx_io->out[i];
+			vf = (struct rl_value_file){.kind = p->kind, .present = p->present > 0,
+			                            .inner = p->inner, .name = (char *)p->name,
+			                            .n = (int)p->count, .t = &tout[p->first]};
+		}
 		char opath[4096];
 		snprintf(opath, sizeof(opath), "%s/output_%u.pb", outdir, i);
-		enum rl_status ws = RL_ERR_IO;
-		if (got == t.nbytes)
-			ws = rl_tensor_write(opath, &t, err, sizeof(err));
-		else
-			snprintf(err, sizeof(err), "output %u is short (%zu of %zu bytes)", i, got, t.nbytes);
-		free(t.data);
-		if (ws != RL_OK) {
+		if (rl_value_file_write(opath, &vf, err, sizeof(err)) != RL_OK) {
 			fprintf(stderr, "rlopt: run: %s\n", err);
-			for (uint32_t k = 0; k < written; k++) {
-				snprintf(opath, sizeof(opath), "%s/output_%u.pb", outdir, k);
-				unlink(opath);
-			}
-			goto out;
+			ok = false;
+			break;
 		}
 		written++;
+	}
+	for (uint32_t i = 0; i < g->noutputs; i++)
+		free(tout[i].data);
+	if (!ok) {
+		for (uint32_t k = 0; k < written; k++) {
+			char opath[4096];
+			snprintf(opath, sizeof(opath), "%s/output_%u.pb", outdir, k);
+			unlink(opath);
+		}
+		goto out;
 	}
 	rc = RL_EXIT_OK;
 out:
@@ -500,7 +533,7 @@ out:
 			rm_tree(tmp);
 	}
 	for (int i = 0; i < nin; i++)
-		rl_tensor_free(&tin[i]);
+		rl_value_file_free(&fin[i]);
 	rl_graph_free(g);
 	return rc;
 }

@@ -443,6 +443,39 @@ static const char *ctext(const char *s)
 	return b;
 }
 
+/* The header's account of the model's sequence and optional inputs and
+ * outputs: which tensors above each became, fixed at generation time
+ * (frontends/onnx/onnx.h). */
+static void onnx_io_note(const struct rl_graph *g, struct rl_buf *h)
+{
+	rl_buf_printf(h, " * The model's sequences and optionals, fixed when this code was generated:\n");
+	for (int out = 0; out < 2; out++) {
+		const struct rl_onnx_io *io = g->onnx_io;
+		uint32_t n = out ? io->nout : io->nin;
+		for (uint32_t i = 0; i < n; i++) {
+			const struct rl_onnx_port *p = out ? &io->out[i] : &io->in[i];
+			const char *dir = out ? "output" : "input";
+			if (p->kind == RL_ONNX_TENSOR)
+				continue;
+			bool opt = p->kind == RL_ONNX_OPTIONAL;
+			if (opt && p->present <= 0)
+				rl_buf_printf(h, " *   %s %s: optional, absent (no tensor)\n", dir,
+				              ctext(p->name));
+			else if ((p->kind == RL_ONNX_SEQUENCE || p->inner == RL_ONNX_SEQUENCE) && !p->count)
+				rl_buf_printf(h, " *   %s %s: %ssequence of 0 tensors (no tensor)\n", dir,
+				              ctext(p->name), opt ? "optional, present: " : "");
+			else if (p->kind == RL_ONNX_SEQUENCE || p->inner == RL_ONNX_SEQUENCE)
+				rl_buf_printf(h, " *   %s %s: %ssequence of %u tensors, %ss %u to %d "
+				              "(%s.0, %s.1, ...)\n", dir, ctext(p->name),
+				              opt ? "optional, present: " : "", p->count, dir, p->first,
+				              (int)(p->first + p->count) - 1, ctext(p->name), ctext(p->name));
+			else
+				rl_buf_printf(h, " *   %s %s: optional, present: %s %u\n", dir,
+				              ctext(p->name), dir, p->first);
+		}
+	}
+}
+
 /* Bytes of a value's tensor (nbytes is only set on constants). */
 static int64_t value_bytes(const struct rl_graph *g, uint32_t v)
 {
@@ -1904,6 +1937,8 @@ enum rl_status rl_emit_c(struct rl_graph *g, const struct rl_cgen_opts *o,
 		              rl_dtype_name(val->dtype), rl_shape_str(&val->shape, sb, sizeof(sb)),
 		              val->extent_axis ? " at most (see below)" : "");
 	}
+	if (g->onnx_io)
+		onnx_io_note(g, &d.h);
 	rl_buf_printf(&d.h, " * float16 and bfloat16 tensors are passed as uint16_t bit patterns.\n");
 	bool io_lowp = false;
 	for (uint32_t i = 0; i < g->ninputs + g->noutputs; i++)

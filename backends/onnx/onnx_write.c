@@ -635,8 +635,7 @@ enum rl_status rl_onnx_write_fmt(const struct rl_graph *g, const char *path, int
 	return st;
 }
 
-enum rl_status rl_tensor_write(const char *path, const struct rl_tensor *t,
-                               char *err, size_t errlen)
+uint8_t *rl_tensor_pack(const struct rl_tensor *t, size_t *lenp)
 {
 	Onnx__TensorProto tp;
 	onnx__tensor_proto__init(&tp);
@@ -656,22 +655,29 @@ enum rl_status rl_tensor_write(const char *path, const struct rl_tensor *t,
 		int64_t ne = rl_shape_numel(&t->shape);
 		tp.raw_data.len = rl_dtype_packed_size(t->dtype, ne);
 		pk = malloc(tp.raw_data.len + 1);
-		if (!pk) {
-			snprintf(err, errlen, "%s: out of memory", path);
-			return RL_ERR_NOMEM;
-		}
+		if (!pk)
+			return NULL;
 		rl_lowp_pack(t->dtype, t->data, ne, pk);
 		tp.raw_data.data = pk;
 	}
 	size_t len = onnx__tensor_proto__get_packed_size(&tp);
 	uint8_t *buf = malloc(len ? len : 1);
+	if (buf)
+		onnx__tensor_proto__pack(&tp, buf);
+	free(pk);
+	*lenp = len;
+	return buf;
+}
+
+enum rl_status rl_tensor_write(const char *path, const struct rl_tensor *t,
+                               char *err, size_t errlen)
+{
+	size_t len;
+	uint8_t *buf = rl_tensor_pack(t, &len);
 	if (!buf) {
-		free(pk);
 		snprintf(err, errlen, "%s: out of memory", path);
 		return RL_ERR_NOMEM;
 	}
-	onnx__tensor_proto__pack(&tp, buf);
-	free(pk);
 	enum rl_status st = rl_write_file_atomic(path, buf, len, err, errlen);
 	free(buf);
 	return st;

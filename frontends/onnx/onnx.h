@@ -52,6 +52,73 @@ enum rl_status rl_tensor_write(const char *path, const struct rl_tensor *t,
                                char *err, size_t errlen);
 void rl_tensor_free(struct rl_tensor *t);
 
+/*
+ * Sequence and optional graph inputs and outputs. The generated C interface
+ * is tensors only, so each is lowered at build time to a fixed number of
+ * tensors of g->inputs / g->outputs:
+ *  - a sequence NAME of length L: L tensors NAME.0 ... NAME.<L-1>;
+ *  - an optional NAME: nothing when absent; when present, the tensor NAME or
+ *    the sequence's tensors NAME.0 ...
+ * An input's length or presence is bound before the first rl_graph_infer()
+ * (rl_onnx_bind_sequence / rl_onnx_bind_optional; an unbound optional is
+ * absent, an unbound sequence an error); an output's follows from the
+ * lowering. g->onnx_io lists every graph input and output, tensors
+ * included, in model order; it is NULL when all of them are tensors.
+ */
+enum rl_onnx_kind {
+	RL_ONNX_TENSOR,   /* a tensor */
+	RL_ONNX_SEQUENCE, /* a sequence of tensors */
+	RL_ONNX_OPTIONAL, /* an optional tensor or sequence of tensors */
+};
+
+struct rl_onnx_port {
+	const char *name;
+	enum rl_onnx_kind kind;
+	enum rl_onnx_kind inner; /* of an optional: RL_ONNX_TENSOR or RL_ONNX_SEQUENCE */
+	int present;             /* an optional: 1 present, 0 absent, -1 not bound yet */
+	int len;                 /* a sequence (also inside an optional): -1 not bound yet */
+	uint32_t first;          /* its first tensor in g->inputs / g->outputs */
+	uint32_t count;          /* the tensors it spans there (0 for an absent optional) */
+	enum rl_dtype dtype;     /* declared element dtype (RL_DT_UNDEFINED: not declared) */
+	struct rl_shape shape;   /* declared element shape (rank -1: not declared) */
+};
+
+struct rl_onnx_io {
+	uint32_t nin, nout;
+	struct rl_onnx_port *in, *out; /* graph inputs (initializers excluded), outputs */
+};
+
+/* Bind sequence input `name` to `len` elements (0 to 4096). The element
+ * tensors get the declared element type; elems (len of them, or NULL) give
+ * the dtype and shape where the model declares none. */
+struct rl_tensor;
+enum rl_status rl_onnx_bind_sequence(struct rl_graph *g, const char *name, int len,
+                                     const struct rl_tensor *elems);
+/* Bind optional input `name` present or absent; a present optional sequence
+ * also needs its length (else ignored), elems as above. */
+enum rl_status rl_onnx_bind_optional(struct rl_graph *g, const char *name, bool present,
+                                     int len, const struct rl_tensor *elems);
+
+/* The contents of a graph input or output file: a TensorProto, a
+ * SequenceProto of tensors, or an OptionalProto (empty, a tensor or a
+ * sequence of tensors). The protobuf wire formats cannot tell these apart,
+ * so the reader is told which one to expect (the model's type). */
+struct rl_value_file {
+	enum rl_onnx_kind kind;
+	int present;         /* an optional: 0 empty */
+	enum rl_onnx_kind inner; /* a present optional's contents */
+	char *name;          /* malloc'd, may be "" */
+	int n;               /* tensors held */
+	struct rl_tensor *t; /* malloc'd, n of them */
+};
+enum rl_status rl_value_file_read(const char *path, enum rl_onnx_kind kind,
+                                  struct rl_value_file *f, char *err, size_t errlen);
+enum rl_status rl_value_file_write(const char *path, const struct rl_value_file *f,
+                                   char *err, size_t errlen);
+void rl_value_file_free(struct rl_value_file *f);
+/* A tensor as TensorProto bytes (malloc'd; NULL out of memory). */
+uint8_t *rl_tensor_pack(const struct rl_tensor *t, size_t *len);
+
 /* Write `len` bytes to path atomically: a temporary file in the same folder,
  * renamed over path on success; nothing is left behind on failure. */
 enum rl_status rl_write_file_atomic(const char *path, const void *data,

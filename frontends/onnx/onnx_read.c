@@ -414,6 +414,49 @@ static bool type_to_value(struct rl_graph *g, const Onnx__TypeProto *tp,
 	return true;
 }
 
+/* A graph input's or output's type into p: a tensor, a sequence of tensors,
+ * or an optional tensor or sequence of tensors (onnx.h, struct
+ * rl_onnx_port); the element type into p->dtype and p->shape. */
+static bool port_type(struct rl_graph *g, const Onnx__TypeProto *tp, const char *vname,
+                      struct rl_onnx_port *p, char *why, size_t whylen)
+{
+	memset(p, 0, sizeof(*p));
+	p->name = rl_arena_strdup(g, vname);
+	p->kind = p->inner = RL_ONNX_TENSOR;
+	p->present = p->len = -1;
+	p->count = 1;
+	if (tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE) {
+		p->kind = RL_ONNX_SEQUENCE;
+		tp = tp->sequence_type ? tp->sequence_type->elem_type : NULL;
+	} else if (tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE) {
+		p->kind = RL_ONNX_OPTIONAL;
+		tp = tp->optional_type ? tp->optional_type->elem_type : NULL;
+		if (tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE) {
+			p->inner = RL_ONNX_SEQUENCE;
+			tp = tp->sequence_type ? tp->sequence_type->elem_type : NULL;
+		}
+	}
+	if (p->kind == RL_ONNX_TENSOR)
+		return type_to_value(g, tp, vname, &p->dtype, &p->shape, why, whylen);
+	p->count = 0;
+	if (tp && tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE) {
+		snprintf(why, whylen, "value '%s' is a %s of something other than tensors (only "
+		         "tensors, sequences of tensors and optionals of either are supported)",
+		         vname, p->kind == RL_ONNX_SEQUENCE ? "sequence" : "optional");
+		return false;
+	}
+	return type_to_value(g, tp, vname, &p->dtype, &p->shape, why, whylen);
+}
+
+static const struct rl_onnx_port *find_port(const struct rl_onnx_port *ports, uint32_t n,
+                                            const char *name)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (strcmp(ports[i].name, name) == 0)
+			return &ports[i];
+	return NULL;
+}
+
 /* ---- attributes --------------------------------------------------------- */
 
 static enum rl_status convert_attrs(struct rl_graph *g, uint32_t nid,
@@ -672,16 +715,34 @@ static enum rl_status build_graph(struct rl_graph *g, const Onnx__ModelProto *m)
 	/* graph inputs; ones that name an initializer are constants (IR < 4) */
 	g->inputs = malloc((gp->n_input + 1) * sizeof(uint32_t));
 	RL_ASSERT(g->inputs);
+	/* every input and output as the model declares it: a sequence or an
+	 * optional becomes tensors once bound (onnx.h), the rest one tensor */
+	struct rl_onnx_port *pin = rl_arena_alloc(g, (gp->n_input + 1) * sizeof(*pin));
+	struct rl_onnx_port *pout = rl_arena_alloc(g, (gp->n_output + 1) * sizeof(*pout));
+	uint32_t npin = 0, npout = 0;
+	bool nontensor = false;
 	for (size_t i = 0; i < gp->n_input; i++) {
 		const Onnx__ValueInfoProto *vi = gp->input[i];
 		const char *name = vi->name ? vi->name : "";
 		if (!*name)
 			FAIL(RL_ERR_INVALID, NULL, "graph input %zu has no name", i);
-		enum rl_dtype dt;
-		struct rl_shape s;
-		if (!type_to_value(g, vi->type, name, &dt, &s, why, sizeof(why)))
+		struct rl_onnx_port *port = &pin[npin];
+		if (!port_type(g, vi->type, name, port, why, sizeof(why)))
 			FAIL(RL_ERR_UNSUPPORTED, NULL, "graph input: %s", why);
+		enum rl_dtype dt = port->dtype;
+		struct rl_shape s = port->shape;
 		uint32_t v = rl_graph_find_value(g, name);
+		if (find_port(pin, npin, name))
+			FAIL(RL_ERR_INVALID, NULL, "graph input '%s' is listed twice", name);
+		if (port->kind != RL_ONNX_TENSOR) {
+			/* its tensors are made when it is bound (rl_onnx_bind_*) */
+			if (v != RL_NONE)
+				FAIL(RL_ERR_INVALID, NULL, "graph input '%s' is a %s and an initializer",
+				     name, port->kind == RL_ONNX_SEQUENCE ? "sequence" : "optional");
+			nontensor = true;
+			npin++;
+			continue;
+		}
 		if (v != RL_NONE) {
 			if (g->values[v].flags & RL_VAL_INPUT)
 				FAIL(RL_ERR_INVALID, NULL, "graph input '%s' is listed twice", name);
@@ -697,6 +758,8 @@ static enum rl_status build_graph(struct rl_graph *g, const Onnx__ModelProto *m)
 			FAIL(RL_ERR_UNSUPPORTED, NULL, "graph input '%s' has no shape", name);
 		v = rl_graph_add_value(g, name, dt, &s);
 		g->values[v].flags |= RL_VAL_INPUT;
+		port->first = g->ninputs;
+		npin++;
 		g->inputs[g->ninputs++] = v;
 	}
 
@@ -712,6 +775,32 @@ static enum rl_status build_graph(struct rl_graph *g, const Onnx__ModelProto *m)
 			FAIL(RL_ERR_UNSUPPORTED, NULL, "unsupported operator%s (first at node '%s'): %s",
 			     u.n > 1 ? "s" : "", u.first_node, u.list);
 	}
+	/* the nodes onnx_subgraph.c lowers: control flow, sequences, optionals,
+	 * FlexAttention with a modifier graph, and the Identity nodes that pass one of those on (repeated until no
+	 * more are found: an Identity of an Identity of a sequence) */
+	uint8_t *lowered = rl_arena_alloc(g, gp->n_node + 1);
+	for (size_t i = 0; i < gp->n_node; i++) {
+		const Onnx__NodeProto *np = gp->node[i];
+		lowered[i] = rl_op_lookup_domain(np->domain, np->op_type) == RL_OP_COUNT_ ||
+		             rl_onnx_flex_mod(np);
+	}
+	for (bool more = true; more;) {
+		more = false;
+		for (size_t i = 0; i < gp->n_node; i++) {
+			const Onnx__NodeProto *np = gp->node[i];
+			if (lowered[i] || rl_op_lookup_domain(np->domain, np->op_type) != RL_OP_Identity ||
+			    np->n_input < 1 || !np->input[0])
+				continue;
+			const struct rl_onnx_port *ip = find_port(pin, npin, np->input[0]);
+			bool seq = ip && ip->kind != RL_ONNX_TENSOR;
+			for (size_t j = 0; j < gp->n_node && !seq; j++)
+				for (size_t k = 0; lowered[j] && k < gp->node[j]->n_output && !seq; k++)
+					seq = gp->node[j]->output[k] &&
+					      strcmp(gp->node[j]->output[k], np->input[0]) == 0;
+			if (seq)
+				lowered[i] = more = true;
+		}
+	}
 	for (size_t i = 0; i < gp->n_node; i++) {
 		const Onnx__NodeProto *np = gp->node[i];
 		enum rl_op op = rl_op_lookup_domain(np->domain, np->op_type);
@@ -719,7 +808,7 @@ static enum rl_status build_graph(struct rl_graph *g, const Onnx__ModelProto *m)
 		if (np->n_output > 64)
 			FAIL(RL_ERR_UNSUPPORTED, NULL, "node %zu has %zu outputs", i, np->n_output);
 		node_ids[i] = RL_NONE;
-		if (op == RL_OP_COUNT_ || rl_onnx_flex_mod(np)) {
+		if (lowered[i]) {
 			/* control flow, sequences, optionals, FlexAttention with a
 			 * modifier graph: only the outputs now, rl_onnx_lower_ctrl()
 			 * builds what computes them */
@@ -810,6 +899,12 @@ static enum rl_status build_graph(struct rl_graph *g, const Onnx__ModelProto *m)
 			if (!in || !*in)
 				continue;
 			uint32_t v = rl_graph_find_value(g, in);
+			const struct rl_onnx_port *ip = find_port(pin, npin, in);
+			if (v == RL_NONE && ip)
+				FAIL(RL_ERR_UNSUPPORTED, &g->nodes[id], "input '%s' is a %s graph input; "
+				     "only If, Loop, Scan, SequenceMap, Identity and the sequence and "
+				     "optional operators take one", in,
+				     ip->kind == RL_ONNX_SEQUENCE ? "sequence" : "optional");
 			if (v == RL_NONE)
 				FAIL(RL_ERR_INVALID, &g->nodes[id], "input '%s' is not produced by any "
 				     "node, graph input or initializer", in);
@@ -824,13 +919,22 @@ static enum rl_status build_graph(struct rl_graph *g, const Onnx__ModelProto *m)
 		const Onnx__ValueInfoProto *vi = gp->output[i];
 		const char *name = vi->name ? vi->name : "";
 		uint32_t v = rl_graph_find_value(g, name);
-		if (v == RL_NONE)
+		if (v == RL_NONE && !find_port(pin, npin, name))
 			FAIL(RL_ERR_INVALID, NULL, "graph output '%s' is not produced by any node, "
 			     "graph input or initializer", name);
-		enum rl_dtype dt;
-		struct rl_shape s;
-		if (!type_to_value(g, vi->type, name, &dt, &s, why, sizeof(why)))
+		struct rl_onnx_port *port = &pout[npout++];
+		if (!port_type(g, vi->type, name, port, why, sizeof(why)))
 			FAIL(RL_ERR_UNSUPPORTED, NULL, "graph output: %s", why);
+		if (port->kind != RL_ONNX_TENSOR) {
+			nontensor = true; /* its tensors are made by the lowering */
+			continue;
+		}
+		if (v == RL_NONE)
+			FAIL(RL_ERR_UNSUPPORTED, NULL, "graph output '%s' is a tensor but graph input "
+			     "'%s' is not", name, name);
+		enum rl_dtype dt = port->dtype;
+		struct rl_shape s = port->shape;
+		port->first = g->noutputs;
 		struct rl_value *val = &g->values[v];
 		/* the declared type is a hint that inference checks */
 		if (val->producer != RL_NONE) {
@@ -842,7 +946,7 @@ static enum rl_status build_graph(struct rl_graph *g, const Onnx__ModelProto *m)
 		val->flags |= RL_VAL_OUTPUT;
 		g->outputs[g->noutputs++] = v;
 	}
-	if (!g->noutputs)
+	if (!gp->n_output)
 		FAIL(RL_ERR_INVALID, NULL, "the graph has no outputs");
 
 	/* value_info: types of intermediates, checked as hints by inference */
@@ -864,8 +968,12 @@ static enum rl_status build_graph(struct rl_graph *g, const Onnx__ModelProto *m)
 			val->shape = s;
 	}
 	free(node_ids);
+	if (nontensor) {
+		g->onnx_io = rl_arena_alloc(g, sizeof(*g->onnx_io));
+		*g->onnx_io = (struct rl_onnx_io){.nin = npin, .nout = npout, .in = pin, .out = pout};
+	}
 	/* control flow waits for the shapes the caller binds */
-	rl_onnx_defer_ctrl(g, gp);
+	rl_onnx_defer_ctrl(g, gp, lowered);
 	return RL_OK;
 fail:
 	free(node_ids);
@@ -973,18 +1081,27 @@ enum rl_status rl_tensor_read(const char *path, struct rl_tensor *t, char *err,
 		set_err(err, errlen, "%s: empty file", path);
 		return RL_ERR_PARSE;
 	}
-	Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, len, buf);
+	char why[400];
+	enum rl_status st = rl_onnx_tensor_decode(buf, len, t, why, sizeof(why));
 	free(buf);
+	if (st != RL_OK)
+		set_err(err, errlen, "%s: %s", path, why);
+	return st;
+}
+
+enum rl_status rl_onnx_tensor_decode(const uint8_t *buf, size_t len, struct rl_tensor *t,
+                                     char *why, size_t whylen)
+{
+	memset(t, 0, sizeof(*t));
+	Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, len, buf);
 	if (!tp) {
-		set_err(err, errlen, "%s: not a TensorProto (protobuf parse failed)", path);
+		snprintf(why, whylen, "not a TensorProto (protobuf parse failed)");
 		return RL_ERR_PARSE;
 	}
-	char why[400];
 	const void *data;
 	enum rl_status st = RL_OK;
 	if (!decode_tensor(NULL, NULL, tp, &t->dtype, &t->shape, &data, &t->nbytes, why,
-	                   sizeof(why))) {
-		set_err(err, errlen, "%s: %s", path, why);
+	                   whylen)) {
 		st = RL_ERR_INVALID;
 	} else {
 		t->data = (void *)data;

@@ -47,8 +47,15 @@
  * The values a lowered main-graph node outputs keep their names: the last
  * node built for each (an Identity when nothing else fits) produces the
  * value the reader made for it, so graph outputs and later nodes are wired
- * already. A sequence or optional cannot be a graph input or output: the
- * generated interface is tensors only.
+ * already.
+ *
+ * The generated interface is tensors only, so a sequence or optional graph
+ * input or output is tensors too (onnx.h, struct rl_onnx_io): an input is
+ * bound before the lowering (rl_onnx_bind_sequence, rl_onnx_bind_optional:
+ * a length, or present or absent) and is then, in the main scope, the list
+ * of its tensor inputs NAME.0, NAME.1, ... (or the tensor NAME, or nothing);
+ * an output is what the lowering made of it, each tensor copied by an
+ * Identity into an output value named the same way.
  */
 #include "onnx_subgraph.h"
 #include "onnx.h"
@@ -976,10 +983,12 @@ static enum rl_status lower_scan(struct lower *L, struct scope *sc, const Onnx__
 
 /* ---- sequences and optionals ------------------------------------------------ */
 
-/* A build-time position in [0, n] (insert) or [0, n) (at, erase). */
+/* A build-time position in [0, n] (insert) or [0, n) (at, erase); a
+ * run-time one gives *out -1 and its value in *rt. */
 static enum rl_status position(struct lower *L, const struct item *p, int n, bool insert,
-                               int64_t def, int64_t *out)
+                               int64_t def, int64_t *out, uint32_t *rt)
 {
+	*rt = RL_NONE;
 	if (p->kind == IT_NONE) {
 		*out = def;
 		return RL_OK;
@@ -988,9 +997,11 @@ static enum rl_status position(struct lower *L, const struct item *p, int n, boo
 	if (st != RL_OK)
 		return st;
 	int64_t i;
-	if (!const_int(L, p->v, &i))
-		return fail(L, RL_ERR_UNSUPPORTED, "the position '%s' is a run-time value; "
-		            "sequences are resolved at build time", L->g->values[p->v].name);
+	if (!const_int(L, p->v, &i)) {
+		*rt = p->v;
+		*out = -1;
+		return RL_OK;
+	}
 	if (i < 0)
 		i += n;
 	if (i < 0 || i > n || (!insert && i == n))
@@ -998,6 +1009,68 @@ static enum rl_status position(struct lower *L, const struct item *p, int n, boo
 		            "%d", (long long)i, n);
 	*out = i;
 	return RL_OK;
+}
+
+/*
+ * A position known only at run time. The sequence's length stays a
+ * build-time fact (insert: n + 1, erase: n - 1), so each element of the
+ * result is a Where select on the position among the elements it can be,
+ * as an If on a run-time condition selects between its branches; this
+ * needs every element (and the inserted tensor) to have one shape. The
+ * position is not checked at run time: one out of range gives the nearest
+ * elements instead of an error.
+ */
+static enum rl_status runtime_pos(struct lower *L, uint32_t p, const uint32_t *xs, int n,
+                                  uint32_t extra, int len, uint32_t *res)
+{
+	struct rl_graph *g = L->g;
+	for (int i = 0; i <= n; i++) {
+		uint32_t x = i < n ? xs[i] : extra, y = xs[0];
+		if (x == RL_NONE || n == 0)
+			continue;
+		if (!rl_shape_equal(&g->values[x].shape, &g->values[y].shape) ||
+		    g->values[x].dtype != g->values[y].dtype) {
+			char a[128], b[128];
+			return fail(L, RL_ERR_UNSUPPORTED, "the position '%s' is a run-time value and "
+			            "the elements have shapes %s and %s; static C needs one shape to "
+			            "select among them", g->values[p].name,
+			            rl_shape_str(&g->values[y].shape, a, sizeof(a)),
+			            rl_shape_str(&g->values[x].shape, b, sizeof(b)));
+		}
+	}
+	const struct rl_value *pv = &g->values[p];
+	if (pv->shape.rank < 0 || rl_shape_numel(&pv->shape) != 1 || !rl_dtype_is_int(pv->dtype))
+		return fail(L, RL_ERR_INVALID, "the position '%s' must be one integer", pv->name);
+	enum rl_status st = RL_OK;
+	uint32_t x = p;
+	if (pv->dtype != RL_DT_INT64) {
+		uint32_t id = start(L, RL_OP_Cast, "position", &x, 1, RL_NONE);
+		rl_node_add_attr(g, id, "to", RL_ATTR_INT)->i = RL_DT_INT64;
+		st = finish(L, id, &x);
+	}
+	if (st == RL_OK && g->values[x].shape.rank != 0) { /* [1] as a scalar */
+		uint32_t in[2] = {x, const_i64(L, "scalar", &(int64_t){0}, 0, false)};
+		st = finish(L, start(L, RL_OP_Reshape, "position", in, 2, RL_NONE), &x);
+	}
+	int64_t zero = 0, nn = len; /* in [-len, 0): counted from the end */
+	uint32_t neg, wrapped;
+	if (st == RL_OK)
+		st = op2(L, RL_OP_Less, "negative", x, const_i64(L, "zero", &zero, 1, true), RL_NONE,
+		         &neg);
+	if (st == RL_OK)
+		st = op2(L, RL_OP_Add, "wrapped", x, const_i64(L, "length", &nn, 1, true), RL_NONE,
+		         &wrapped);
+	if (st == RL_OK)
+		st = op_where(L, neg, wrapped, x, RL_NONE, res);
+	return st;
+}
+
+/* pos `op` i, a bool scalar (op: Equal, Greater). */
+static enum rl_status pos_cmp(struct lower *L, enum rl_op op, uint32_t pos, int64_t i,
+                              uint32_t *res)
+{
+	return op2(L, op, op == RL_OP_Equal ? "is" : "after", pos,
+	           const_i64(L, "index", &i, 1, true), RL_NONE, res);
 }
 
 static struct item seq_item(struct lower *L, const uint32_t *v, int n)
@@ -1139,16 +1212,33 @@ static enum rl_status lower_seq(struct lower *L, const Onnx__NodeProto *np,
 		free(v);
 	} else if (strcmp(op, "SequenceInsert") == 0) {
 		int64_t p;
+		uint32_t rt, pos;
 		if ((st = need_seq(L, &in[0])) != RL_OK ||
 		    (st = need_tensor(L, &in[1], "the inserted value")) != RL_OK ||
 		    (st = position(L, nin > 2 ? &in[2] : &(struct item){0}, in[0].n, true,
-		                   in[0].n, &p)) != RL_OK)
+		                   in[0].n, &p, &rt)) != RL_OK)
 			return st;
-		uint32_t *v = malloc((size_t)(in[0].n + 2) * sizeof(uint32_t));
+		int n = in[0].n;
+		const uint32_t *xs = in[0].seq;
+		uint32_t *v = malloc((size_t)(n + 2) * sizeof(uint32_t));
 		RL_ASSERT(v);
-		for (int i = 0, j = 0; i <= in[0].n; i++)
-			v[i] = i == p ? in[1].v : in[0].seq[j++];
-		out[0] = seq_item(L, v, in[0].n + 1);
+		if (rt == RL_NONE) {
+			for (int i = 0, j = 0; i <= n; i++)
+				v[i] = i == p ? in[1].v : xs[j++];
+		} else if (n == 0) {
+			v[0] = in[1].v;
+		} else if ((st = runtime_pos(L, rt, xs, n, in[1].v, n, &pos)) == RL_OK) {
+			/* v[i]: the tensor at the position, before it xs[i], after xs[i - 1] */
+			for (int i = 0; i <= n && st == RL_OK; i++) {
+				uint32_t eq, after, rest = i == 0 ? xs[0] : xs[i - 1];
+				if (i > 0 && i < n && (st = pos_cmp(L, RL_OP_Greater, pos, i, &after)) == RL_OK)
+					st = op_where(L, after, xs[i], xs[i - 1], RL_NONE, &rest);
+				if (st == RL_OK && (st = pos_cmp(L, RL_OP_Equal, pos, i, &eq)) == RL_OK)
+					st = op_where(L, eq, in[1].v, rest, RL_NONE, &v[i]);
+			}
+		}
+		if (st == RL_OK)
+			out[0] = seq_item(L, v, n + 1);
 		free(v);
 	} else if (strcmp(op, "SequenceErase") == 0) {
 		int64_t p;
@@ -1156,24 +1246,51 @@ static enum rl_status lower_seq(struct lower *L, const Onnx__NodeProto *np,
 			return st;
 		if (in[0].n == 0)
 			return fail(L, RL_ERR_INVALID, "erase from an empty sequence");
+		uint32_t rt, pos;
 		if ((st = position(L, nin > 1 ? &in[1] : &(struct item){0}, in[0].n, false,
-		                   in[0].n - 1, &p)) != RL_OK)
+		                   in[0].n - 1, &p, &rt)) != RL_OK)
 			return st;
-		uint32_t *v = malloc((size_t)(in[0].n + 1) * sizeof(uint32_t));
+		int n = in[0].n;
+		const uint32_t *xs = in[0].seq;
+		uint32_t *v = malloc((size_t)(n + 1) * sizeof(uint32_t));
 		RL_ASSERT(v);
-		for (int i = 0, j = 0; i < in[0].n; i++)
-			if (i != p)
-				v[j++] = in[0].seq[i];
-		out[0] = seq_item(L, v, in[0].n - 1);
+		if (rt == RL_NONE) {
+			for (int i = 0, j = 0; i < n; i++)
+				if (i != p)
+					v[j++] = xs[i];
+		} else if ((st = runtime_pos(L, rt, xs, n, RL_NONE, n, &pos)) == RL_OK) {
+			/* v[i]: xs[i] before the position, xs[i + 1] from it on */
+			for (int i = 0; i + 1 < n && st == RL_OK; i++) {
+				uint32_t after;
+				if ((st = pos_cmp(L, RL_OP_Greater, pos, i, &after)) == RL_OK)
+					st = op_where(L, after, xs[i], xs[i + 1], RL_NONE, &v[i]);
+			}
+		}
+		if (st == RL_OK)
+			out[0] = seq_item(L, v, n - 1);
 		free(v);
 	} else if (strcmp(op, "SequenceAt") == 0) {
 		int64_t p;
-		if ((st = need_seq(L, &in[0])) != RL_OK ||
-		    (st = position(L, &in[1], in[0].n, false, 0, &p)) != RL_OK)
+		uint32_t rt, pos;
+		if ((st = need_seq(L, &in[0])) != RL_OK)
 			return st;
 		if (in[1].kind == IT_NONE)
 			return fail(L, RL_ERR_INVALID, "the position is missing");
-		out[0] = tensor_item(in[0].seq[p]);
+		if ((st = position(L, &in[1], in[0].n, false, 0, &p, &rt)) != RL_OK)
+			return st;
+		int n = in[0].n;
+		const uint32_t *xs = in[0].seq;
+		if (rt == RL_NONE) {
+			out[0] = tensor_item(xs[p]);
+		} else if (n == 0) {
+			return fail(L, RL_ERR_INVALID, "SequenceAt of an empty sequence");
+		} else if ((st = runtime_pos(L, rt, xs, n, RL_NONE, n, &pos)) == RL_OK) {
+			uint32_t acc = xs[n - 1], eq;
+			for (int i = n - 2; i >= 0 && st == RL_OK; i--)
+				if ((st = pos_cmp(L, RL_OP_Equal, pos, i, &eq)) == RL_OK)
+					st = op_where(L, eq, xs[i], acc, RL_NONE, &acc);
+			out[0] = tensor_item(acc);
+		}
 	} else if (strcmp(op, "SequenceLength") == 0) {
 		if ((st = need_seq(L, &in[0])) != RL_OK)
 			return st;
@@ -1191,6 +1308,8 @@ static enum rl_status lower_seq(struct lower *L, const Onnx__NodeProto *np,
 		else
 			st = op_concat(L, in[0].seq, in[0].n, axis, RL_NONE, &v);
 		out[0] = tensor_item(v);
+	} else if (strcmp(op, "Identity") == 0) {
+		out[0] = in[0]; /* of a sequence or an optional (the reader's choice) */
 	} else if (strcmp(op, "Optional") == 0) {
 		out[0] = nin > 0 ? in[0] : (struct item){.kind = IT_NONE};
 	} else if (strcmp(op, "OptionalHasElement") == 0) {
@@ -1536,39 +1655,286 @@ static enum rl_status lower_nodes(struct lower *L, struct scope *sc, const Onnx_
 	return st;
 }
 
+/* ---- sequence and optional graph inputs and outputs -------------------------- */
+
+static struct rl_onnx_port *find_in_port(struct rl_graph *g, const char *name)
+{
+	for (uint32_t i = 0; g->onnx_io && i < g->onnx_io->nin; i++)
+		if (strcmp(g->onnx_io->in[i].name, name) == 0)
+			return &g->onnx_io->in[i];
+	return NULL;
+}
+
+/* The name of the k-th tensor of port p: NAME for a tensor, NAME.k for an
+ * element of a sequence. */
+static const char *port_tensor_name(const struct rl_onnx_port *p, uint32_t k, char *buf,
+                                    size_t n)
+{
+	bool seq = p->kind == RL_ONNX_SEQUENCE ||
+	           (p->kind == RL_ONNX_OPTIONAL && p->inner == RL_ONNX_SEQUENCE);
+	if (!seq)
+		return p->name;
+	snprintf(buf, n, "%s.%u", p->name, k);
+	return buf;
+}
+
+/* g->inputs again, from the ports in model order. */
+static void rebuild_inputs(struct rl_graph *g)
+{
+	struct rl_onnx_io *io = g->onnx_io;
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < io->nin; i++)
+		n += io->in[i].count;
+	uint32_t *ins = malloc((n + 1) * sizeof(uint32_t));
+	RL_ASSERT(ins);
+	uint32_t at = 0;
+	for (uint32_t i = 0; i < io->nin; i++) {
+		struct rl_onnx_port *p = &io->in[i];
+		p->first = at;
+		for (uint32_t k = 0; k < p->count; k++) {
+			char buf[512];
+			uint32_t v = rl_graph_find_value(g, port_tensor_name(p, k, buf, sizeof(buf)));
+			RL_ASSERT(v != RL_NONE && (g->values[v].flags & RL_VAL_INPUT));
+			ins[at++] = v;
+		}
+	}
+	free(g->inputs);
+	g->inputs = ins;
+	g->ninputs = at;
+}
+
+static enum rl_status bind_port(struct rl_graph *g, const char *name, enum rl_onnx_kind kind,
+                                bool present, int len, const struct rl_tensor *elems)
+{
+	struct rl_onnx_port *p = find_in_port(g, name);
+	const char *kn = kind == RL_ONNX_SEQUENCE ? "sequence" : "optional";
+	if (!p || p->kind != kind)
+		return rl_graph_error(g, NULL, RL_ERR_INVALID, "the model has no %s input named '%s'",
+		                      kn, name);
+	if (p->count || p->present >= 0 || p->len >= 0)
+		return rl_graph_error(g, NULL, RL_ERR_INVALID, "%s input '%s' is bound twice", kn,
+		                      name);
+	bool seq = kind == RL_ONNX_SEQUENCE || (present && p->inner == RL_ONNX_SEQUENCE);
+	if (seq && (len < 0 || len > RL_UNROLL_MAX))
+		return rl_graph_error(g, NULL, RL_ERR_INVALID, "%s input '%s': a length of %d; "
+		                      "0 to %d are supported", kn, name, len, RL_UNROLL_MAX);
+	uint32_t n = !present ? 0 : seq ? (uint32_t)len : 1;
+	for (uint32_t k = 0; k < n; k++) {
+		char buf[512];
+		const char *tn = port_tensor_name(p, k, buf, sizeof(buf));
+		if (rl_graph_find_value(g, tn) != RL_NONE)
+			return rl_graph_error(g, NULL, RL_ERR_INVALID, "%s input '%s': its tensor "
+			                      "'%s' has the name of another value", kn, name, tn);
+		enum rl_dtype dt = p->dtype;
+		struct rl_shape s = p->shape;
+		if (elems) {
+			/* the file's tensor, where it agrees with what the model declares;
+			 * its own dims, since elements may differ in shape */
+			const struct rl_tensor *e = &elems[k];
+			char a[128], b[128];
+			if (dt != RL_DT_UNDEFINED && e->dtype != dt)
+				return rl_graph_error(g, NULL, RL_ERR_SHAPE, "%s input '%s': element %u "
+				                      "holds %s, the model wants %s", kn, name, k,
+				                      rl_dtype_name(e->dtype), rl_dtype_name(dt));
+			bool ok = s.rank < 0 || s.rank == e->shape.rank;
+			for (int d = 0; ok && d < s.rank; d++)
+				ok = s.d[d].v < 0 || s.d[d].v == e->shape.d[d].v;
+			if (!ok)
+				return rl_graph_error(g, NULL, RL_ERR_SHAPE, "%s input '%s': element %u "
+				                      "has shape %s, the model wants %s", kn, name, k,
+				                      rl_shape_str(&e->shape, a, sizeof(a)),
+				                      rl_shape_str(&s, b, sizeof(b)));
+			dt = e->dtype;
+			s = e->shape;
+		}
+		if (dt == RL_DT_UNDEFINED)
+			return rl_graph_error(g, NULL, RL_ERR_INVALID, "%s input '%s' declares no "
+			                      "element type", kn, name);
+		uint32_t v = rl_graph_add_value(g, tn, dt, &s);
+		g->values[v].flags |= RL_VAL_INPUT;
+	}
+	p->present = present;
+	p->len = seq ? len : -1;
+	p->count = n;
+	rebuild_inputs(g);
+	return RL_OK;
+}
+
+enum rl_status rl_onnx_bind_sequence(struct rl_graph *g, const char *name, int len,
+                                     const struct rl_tensor *elems)
+{
+	return bind_port(g, name, RL_ONNX_SEQUENCE, true, len, elems);
+}
+
+enum rl_status rl_onnx_bind_optional(struct rl_graph *g, const char *name, bool present,
+                                     int len, const struct rl_tensor *elems)
+{
+	return bind_port(g, name, RL_ONNX_OPTIONAL, present, len, elems);
+}
+
+/* The main scope's items for the sequence and optional inputs. */
+static enum rl_status bind_inputs(struct lower *L, struct scope *sc)
+{
+	struct rl_graph *g = L->g;
+	for (uint32_t i = 0; i < g->onnx_io->nin; i++) {
+		struct rl_onnx_port *p = &g->onnx_io->in[i];
+		if (p->kind == RL_ONNX_TENSOR)
+			continue;
+		if (p->kind == RL_ONNX_SEQUENCE && p->len < 0)
+			return rl_graph_error(g, NULL, RL_ERR_SHAPE, "sequence input '%s' has no "
+			                      "length: give --seq %s=LEN (with rlopt run, a "
+			                      "SequenceProto file)", p->name, p->name);
+		if (p->kind == RL_ONNX_OPTIONAL && p->present < 0)
+			p->present = 0; /* not given: absent, as the ONNX tests mean it */
+		uint32_t *v = rl_arena_alloc(g, (p->count + 1) * sizeof(uint32_t));
+		for (uint32_t k = 0; k < p->count; k++) {
+			v[k] = g->inputs[p->first + k];
+			if (g->values[v[k]].shape.rank < 0)
+				return rl_graph_error(g, NULL, RL_ERR_SHAPE, "input '%s' (of %s) has no "
+				                      "shape: give --shape %s=DIMS", g->values[v[k]].name,
+				                      p->name, g->values[v[k]].name);
+		}
+		bool seq = p->kind == RL_ONNX_SEQUENCE || p->inner == RL_ONNX_SEQUENCE;
+		struct item it = {.kind = IT_NONE};
+		if (p->count == 0 && !(seq && p->present != 0))
+			it.kind = IT_NONE;
+		else if (seq)
+			it = (struct item){.kind = IT_SEQ, .seq = v, .n = (int)p->count};
+		else
+			it = tensor_item(v[0]);
+		scope_bind(sc, p->name, it);
+	}
+	return RL_OK;
+}
+
+/* A tensor of an output port: an Identity of x into a value named `name`
+ * (x itself when it is already that value). */
+static enum rl_status port_tensor(struct lower *L, uint32_t x, const char *name, uint32_t *out)
+{
+	struct rl_graph *g = L->g;
+	if (strcmp(g->values[x].name, name) == 0) { /* also an input passed through */
+		*out = x;
+		return RL_OK;
+	}
+	uint32_t v = rl_graph_find_value(g, name);
+	if (v != RL_NONE && (g->values[v].producer != RL_NONE ||
+	                     (g->values[v].flags & (RL_VAL_INPUT | RL_VAL_CONST)) ||
+	                     g->values[v].nuses))
+		return fail(L, RL_ERR_INVALID, "output tensor '%s' has the name of another value",
+		            name);
+	if (v == RL_NONE)
+		v = rl_graph_add_value(g, name, RL_DT_UNDEFINED, NULL);
+	*out = v;
+	return op_identity(L, x, v);
+}
+
+/* g->outputs from the ports: each sequence or optional output as tensors. */
+static enum rl_status bind_outputs(struct lower *L, struct scope *sc)
+{
+	struct rl_graph *g = L->g;
+	struct rl_onnx_io *io = g->onnx_io;
+	uint32_t *outs = NULL, n = 0, cap = 0, old = 0;
+	enum rl_status st = RL_OK;
+	for (uint32_t i = 0; i < io->nout && st == RL_OK; i++) {
+		struct rl_onnx_port *p = &io->out[i];
+		uint32_t first = n;
+		struct item it;
+		if (p->kind == RL_ONNX_TENSOR) {
+			it = tensor_item(g->outputs[old++]);
+		} else {
+			L->where = rl_arena_strdup(g, "graph output");
+			if ((st = resolve(L, sc, p->name, &it)) != RL_OK)
+				break;
+			const char *is = it.kind == IT_SEQ ? "a sequence" : it.kind == IT_TENSOR
+			               ? "a tensor" : "nothing (an empty optional)";
+			if ((p->kind == RL_ONNX_SEQUENCE && it.kind != IT_SEQ) ||
+			    (p->kind == RL_ONNX_OPTIONAL && it.kind != IT_NONE &&
+			     (it.kind == IT_SEQ) != (p->inner == RL_ONNX_SEQUENCE))) {
+				st = rl_graph_error(g, NULL, RL_ERR_INVALID, "graph output '%s' is declared "
+				                    "a%s %s but the model gives it %s", p->name,
+				                    p->kind == RL_ONNX_OPTIONAL ? "n optional" : "",
+				                    p->inner == RL_ONNX_SEQUENCE || p->kind ==
+				                    RL_ONNX_SEQUENCE ? "sequence" : "tensor", is);
+				break;
+			}
+			p->present = it.kind != IT_NONE;
+			p->len = it.kind == IT_SEQ ? it.n : -1;
+		}
+		int cnt = it.kind == IT_SEQ ? it.n : it.kind == IT_TENSOR ? 1 : 0;
+		for (int k = 0; k < cnt && st == RL_OK; k++) {
+			uint32_t v = it.kind == IT_SEQ ? it.seq[k] : it.v;
+			if (p->kind != RL_ONNX_TENSOR) {
+				char buf[512];
+				st = port_tensor(L, v, port_tensor_name(p, (uint32_t)k, buf, sizeof(buf)),
+				                 &v);
+				g->values[v].flags |= RL_VAL_OUTPUT;
+			}
+			if (n == cap) {
+				cap = cap ? 2 * cap : 16;
+				outs = realloc(outs, (cap + 1) * sizeof(uint32_t));
+				RL_ASSERT(outs);
+			}
+			outs[n++] = v;
+		}
+		p->first = first;
+		p->count = n - first;
+	}
+	if (st == RL_OK && n == 0)
+		st = rl_graph_error(g, NULL, RL_ERR_UNSUPPORTED, "the model gives no tensor once its "
+		                    "sequences and optionals are resolved (empty or absent)");
+	if (st != RL_OK) {
+		free(outs);
+		return st;
+	}
+	free(g->outputs);
+	g->outputs = outs ? outs : malloc(sizeof(uint32_t));
+	g->noutputs = n;
+	return RL_OK;
+}
+
 /* ---- the main graph ---------------------------------------------------------- */
 
-static bool has_ctrl(const Onnx__GraphProto *gp)
+struct deferred {
+	const Onnx__GraphProto *gp;
+	const uint8_t *lowered;
+};
+
+static bool has_lowered(const Onnx__GraphProto *gp, const uint8_t *lowered)
 {
 	for (size_t i = 0; i < gp->n_node; i++)
-		if (lowered_here(gp->node[i]))
+		if (lowered[i])
 			return true;
 	return false;
 }
 
-static enum rl_status lower_deferred(struct rl_graph *g, const void *gp)
+static enum rl_status lower_deferred(struct rl_graph *g, const void *arg)
 {
-	return rl_onnx_lower_ctrl(g, gp);
+	const struct deferred *d = arg;
+	return rl_onnx_lower_ctrl(g, d->gp, d->lowered);
 }
 
-void rl_onnx_defer_ctrl(struct rl_graph *g, const Onnx__GraphProto *gp)
+void rl_onnx_defer_ctrl(struct rl_graph *g, const Onnx__GraphProto *gp, const uint8_t *lowered)
 {
-	if (has_ctrl(gp)) {
+	if (has_lowered(gp, lowered) || g->onnx_io) {
+		struct deferred *d = rl_arena_alloc(g, sizeof(*d));
+		d->gp = gp;
+		d->lowered = lowered;
 		g->lower = lower_deferred;
-		g->lower_arg = gp;
+		g->lower_arg = d;
 	}
 }
 
-enum rl_status rl_onnx_lower_ctrl(struct rl_graph *g, const Onnx__GraphProto *gp)
+enum rl_status rl_onnx_lower_ctrl(struct rl_graph *g, const Onnx__GraphProto *gp,
+                                  const uint8_t *lowered)
 {
-	if (!has_ctrl(gp))
+	if (!has_lowered(gp, lowered) && !g->onnx_io)
 		return RL_OK;
-	struct lower L = {.g = g};
+	struct lower L = {.g = g, .where = "graph input"};
 	struct scope main = {.gp = gp};
-	enum rl_status st = RL_OK;
+	enum rl_status st = g->onnx_io ? bind_inputs(&L, &main) : RL_OK;
 	for (size_t i = 0; i < gp->n_node && st == RL_OK; i++) {
 		const Onnx__NodeProto *np = gp->node[i];
-		if (!lowered_here(np))
+		if (!lowered[i])
 			continue;
 		char pre[256];
 		if (np->name && *np->name)
@@ -1590,8 +1956,8 @@ enum rl_status rl_onnx_lower_ctrl(struct rl_graph *g, const Onnx__GraphProto *gp
 				/* the reader's value for this output gets its producer */
 				st = op_identity(&L, out[k].v, v);
 			} else if (g->values[v].flags & RL_VAL_OUTPUT) {
-				st = fail(&L, RL_ERR_UNSUPPORTED, "output '%s' is a %s; graph outputs "
-				          "must be tensors", on,
+				st = fail(&L, RL_ERR_UNSUPPORTED, "output '%s' is a %s; the model declares "
+				          "a tensor", on,
 				          out[k].kind == IT_SEQ ? "sequence" : "empty optional");
 			} else {
 				scope_bind(&main, on, out[k]);
@@ -1599,6 +1965,8 @@ enum rl_status rl_onnx_lower_ctrl(struct rl_graph *g, const Onnx__GraphProto *gp
 		}
 		free(out);
 	}
+	if (st == RL_OK && g->onnx_io)
+		st = bind_outputs(&L, &main);
 	scope_free(&main);
 	free(L.state);
 	if (st == RL_OK)

@@ -17,17 +17,21 @@ bool rl_onnx_ctrl_op(const char *op_type);
  * attention kernel has no place to run a whole-tensor subgraph). */
 bool rl_onnx_flex_mod(const Onnx__NodeProto *np);
 
-/* Lower every control-flow, sequence and optional node of the main graph gp
- * into plain IR nodes (the rest of gp is already built into g, with a value,
- * no producer, for each output of those nodes). Shapes and constants the
- * decisions need are inferred on the way. On failure g->err holds one line
- * naming the file, the node and the reason. */
-enum rl_status rl_onnx_lower_ctrl(struct rl_graph *g, const Onnx__GraphProto *gp);
+/* Lower every node of the main graph gp that lowered[i] marks (control
+ * flow, sequences, optionals, and the Identity nodes that pass one on; the
+ * rest of gp is already built into g, with a value, no producer, for each
+ * output of those nodes), and make the tensors of g->onnx_io's sequence and
+ * optional inputs and outputs. Shapes and constants the decisions need are
+ * inferred on the way. On failure g->err holds one line naming the file,
+ * the node and the reason. */
+enum rl_status rl_onnx_lower_ctrl(struct rl_graph *g, const Onnx__GraphProto *gp,
+                                  const uint8_t *lowered);
 
-/* Arrange for rl_onnx_lower_ctrl(g, gp) to run at the start of the first
- * rl_graph_infer(g), after the caller bound the input shapes; nothing when
- * gp has no such node. */
-void rl_onnx_defer_ctrl(struct rl_graph *g, const Onnx__GraphProto *gp);
+/* Arrange for rl_onnx_lower_ctrl(g, gp, lowered) to run at the start of the
+ * first rl_graph_infer(g), after the caller bound the input shapes; nothing
+ * when there is nothing to lower. */
+void rl_onnx_defer_ctrl(struct rl_graph *g, const Onnx__GraphProto *gp,
+                        const uint8_t *lowered);
 
 /* onnx_read.c: attributes of np onto node nid; a reason in why on failure. */
 enum rl_status rl_onnx_node_attrs(struct rl_graph *g, uint32_t nid,
@@ -36,5 +40,11 @@ enum rl_status rl_onnx_node_attrs(struct rl_graph *g, uint32_t nid,
  * RL_NONE with a reason in why on failure. */
 uint32_t rl_onnx_tensor_value(struct rl_graph *g, const Onnx__TensorProto *t,
                               const char *name, char *why, size_t whylen);
+
+/* onnx_read.c: TensorProto bytes into t (rl_tensor_free it); a reason in
+ * why on failure. */
+struct rl_tensor;
+enum rl_status rl_onnx_tensor_decode(const uint8_t *buf, size_t len, struct rl_tensor *t,
+                                     char *why, size_t whylen);
 
 #endif /* RL_ONNX_SUBGRAPH_H */

@@ -15,9 +15,15 @@ A test is skipped, with its reason printed and counted, when
   - a line of tests/conformance/skips.txt matches it: "<fnmatch pattern> <reason>";
   - it uses an operator that `rlopt ops` does not list ("unsupported operator X");
   - a graph input or output, a constant, or a cast target has a dtype rlopt
-    does not compute on ("unsupported dtype X": string, complex, float8, int4,
-    sequence, optional, ...).
+    does not compute on ("unsupported dtype X": string, complex, map, sparse
+    tensors, a sequence of sequences, ...).
 Anything else that does not reproduce the expected outputs is a failure.
+
+Sequence and optional inputs and outputs (of tensors) are files of
+SequenceProto and OptionalProto (`rlopt run` reads and writes them, lowering
+each to tensors of the generated code); the expected ones are compared
+kind by kind: an optional's presence, a sequence's length, then each tensor
+as above.
 
 Output: failures as they happen, a per-operator table (op, passed, failed,
 skipped), the skip reasons, then the last line "N passed, N failed, N skipped".
@@ -37,6 +43,7 @@ import sys
 import tempfile
 
 import onnx
+from onnx import numpy_helper
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -135,9 +142,20 @@ def op_key(node):
     return f"{node.domain}:{node.op_type}"
 
 
-def type_problem(tp):
-    """None if a TypeProto is a tensor of a supported dtype, else its name."""
+def type_problem(tp, outer=True):
+    """None if a TypeProto is a tensor of a supported dtype, or (outer) a
+    sequence or optional of such tensors, or an optional sequence of them;
+    else its name."""
     kind = tp.WhichOneof("value")
+    if outer and kind == "optional_type":
+        inner = tp.optional_type.elem_type
+        if inner.WhichOneof("value") == "sequence_type":
+            inner = inner.sequence_type.elem_type
+        return type_problem(inner, outer=False)
+    if outer and kind == "sequence_type":
+        return type_problem(tp.sequence_type.elem_type, outer=False)
+    if not outer and kind in ("sequence_type", "optional_type"):
+        return "nested " + kind[:-len("_type")]
     if kind != "tensor_type":
         return {"sequence_type": "sequence", "optional_type": "optional", "map_type": "map",
                 "sparse_tensor_type": "sparse_tensor"}.get(kind, str(kind))
@@ -187,6 +205,7 @@ class Test:
         self.atol = DEFAULT_ATOL
         self.status = None      # "pass", "fail", "skip"
         self.reason = ""        # skip reason or failure account
+        self.out_kinds = []     # per graph output: "tensor", "sequence", "optional"
 
     def load(self):
         model = onnx.load(os.path.join(self.path, "model.onnx"), load_external_data=False)
@@ -199,6 +218,8 @@ class Test:
             p = type_problem(vi.type)
             if p:
                 self.bad_dtypes.add(p)
+        self.out_kinds = [{"sequence_type": "sequence", "optional_type": "optional"}.get(
+            vi.type.WhichOneof("value"), "tensor") for vi in g.output]
         self.first_op = op_key(g.node[0]) if g.node else "(empty)"
         dj = os.path.join(self.path, "data.json")
         if os.path.exists(dj):
@@ -257,6 +278,52 @@ def skip_reason(t, skips, ops, skip_hits):
 # ---- running a test ----------------------------------------------------------
 
 
+def read_value(path, kind):
+    """A graph output file: ("tensor", array), ("sequence", [array, ...]) or
+    ("optional", None | array | [array, ...])."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if kind == "tensor":
+        t = onnx.TensorProto()
+        t.ParseFromString(data)
+        return kind, numpy_helper.to_array(t)
+    if kind == "sequence":
+        s = onnx.SequenceProto()
+        s.ParseFromString(data)
+        return kind, numpy_helper.to_list(s)
+    o = onnx.OptionalProto()
+    o.ParseFromString(data)
+    if o.HasField("tensor_value"):
+        return kind, numpy_helper.to_array(o.tensor_value)
+    if o.HasField("sequence_value"):
+        return kind, numpy_helper.to_list(o.sequence_value)
+    return kind, None
+
+
+def compare_value(got, expected, rtol, atol):
+    """(ok, message): an optional's presence, a sequence's length and kind,
+    then every tensor with rltest.compare."""
+    (_, g), (_, e) = got, expected
+    if e is None or g is None:
+        if (e is None) != (g is None):
+            return False, "optional is %s, expected %s" % (
+                "empty" if g is None else "present", "empty" if e is None else "present")
+        return True, ""
+    if isinstance(e, list) != isinstance(g, list):
+        return False, "holds a %s, expected a %s" % (
+            "sequence" if isinstance(g, list) else "tensor",
+            "sequence" if isinstance(e, list) else "tensor")
+    if not isinstance(e, list):
+        return rltest.compare(g, e, rtol=rtol, atol=atol)[:2]
+    if len(g) != len(e):
+        return False, f"sequence of {len(g)} tensors, expected {len(e)}"
+    for i, (a, b) in enumerate(zip(g, e)):
+        ok, msg, _, _ = rltest.compare(a, b, rtol=rtol, atol=atol)
+        if not ok:
+            return False, f"element {i}: {msg}"
+    return True, ""
+
+
 def pb_files(d, prefix):
     files = glob.glob(os.path.join(d, f"{prefix}_*.pb"))
     return sorted(files, key=lambda p: int(re.search(r"_(\d+)\.pb$", p).group(1)))
@@ -288,13 +355,15 @@ def run_test(t, args, extra, tmp_root):
                 if not os.path.exists(got_path):
                     t.status, t.reason = "fail", f"{os.path.basename(ds)}: {k} not written"
                     return t
+                no = int(re.search(r"_(\d+)\.pb$", k).group(1))
+                kind = t.out_kinds[no] if no < len(t.out_kinds) else "tensor"
                 try:
-                    _, expected = rltest.read_pb(exp_path)
-                    _, got = rltest.read_pb(got_path)
+                    expected = read_value(exp_path, kind)
+                    got = read_value(got_path, kind)
                 except Exception as e:  # a malformed output file is rlopt's failure
                     t.status, t.reason = "fail", f"{os.path.basename(ds)}: {k}: cannot read: {e}"
                     return t
-                ok, msg, _, _ = rltest.compare(got, expected, rtol=t.rtol, atol=t.atol)
+                ok, msg = compare_value(got, expected, t.rtol, t.atol)
                 if not ok:
                     t.status, t.reason = "fail", f"{os.path.basename(ds)}: {k}: {msg}"
                     return t

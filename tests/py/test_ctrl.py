@@ -13,8 +13,9 @@ beyond what the ONNX node tests cover:
 - bad input is a one-line error naming the node and the reason: branches of
   different shapes under a run-time condition, a Loop whose run-time trip
   count nothing bounds, a Loop whose run-time condition leaves a scan
-  output's length unknown, a trip count above the unroll limit, a position that
-  is a run-time value.
+  output's length unknown, a trip count above the unroll limit, a run-time
+  position among elements of different shapes (among elements of one shape it
+  is a select, tests/py/test_seqio.py).
 """
 
 import os
@@ -176,9 +177,11 @@ def loop_too_long():
 
 
 def seq_runtime_position():
-    return model([helper.make_node("SequenceConstruct", ["x", "x"], ["s"], name="mk"),
+    """A run-time position selects among elements of one shape (a Where per
+    element); among shapes 2 and 3 the result's shape would depend on it."""
+    return model([helper.make_node("SequenceConstruct", ["x", "z"], ["s"], name="mk"),
                   helper.make_node("SequenceAt", ["s", "p"], ["y"], name="at_runtime")],
-                 [vi("x", F, [2]), vi("p", I64, [])], [vi("y", F, [2])])
+                 [vi("x", F, [2]), vi("z", F, [3]), vi("p", I64, [])], [vi("y", F, None)])
 
 
 # ---- driver --------------------------------------------------------------------
@@ -277,8 +280,9 @@ def main():
         one_line_error("loop_too_long", loop_too_long(), {"v0": np.ones(1, np.float32)},
                        ["long_loop", "100000", "4096"])
         one_line_error("seq_runtime_position", seq_runtime_position(),
-                       {"x": np.ones(2, np.float32), "p": np.array(0, np.int64)},
-                       ["at_runtime", "run-time value"])
+                       {"x": np.ones(2, np.float32), "z": np.ones(3, np.float32),
+                        "p": np.array(0, np.int64)},
+                       ["at_runtime", "run-time value", "shapes 2 and 3"])
     finally:
         shutil.rmtree(d, ignore_errors=True)
     sys.exit(t.finish())

@@ -124,6 +124,92 @@ Test(onnx, tensor_file_roundtrip)
 	free(tmp);
 }
 
+/* SequenceProto and OptionalProto files (frontends/onnx/onnx_valfile.c):
+ * written and read back, and malformed ones refused naming the file. */
+Test(onnx, sequence_optional_files)
+{
+	char *tmp = tu_tmpdir();
+	char path[4096], err[512];
+	snprintf(path, sizeof(path), "%s/s.pb", tmp);
+	float a[3] = {1, 2, 3};
+	int64_t b[2] = {-4, 5};
+	struct rl_tensor ts[2] = {
+		{.name = "", .dtype = RL_DT_FLOAT, .data = a, .nbytes = sizeof(a)},
+		{.name = "", .dtype = RL_DT_INT64, .data = b, .nbytes = sizeof(b)},
+	};
+	int64_t d3 = 3, d2 = 2;
+	rl_shape_set(&ts[0].shape, 1, &d3);
+	rl_shape_set(&ts[1].shape, 1, &d2);
+	struct rl_value_file f = {.kind = RL_ONNX_SEQUENCE, .present = 1, .name = "seq", .n = 2,
+	                          .t = ts};
+	cr_assert_eq(rl_value_file_write(path, &f, err, sizeof(err)), RL_OK, "%s", err);
+	struct rl_value_file r;
+	cr_assert_eq(rl_value_file_read(path, RL_ONNX_SEQUENCE, &r, err, sizeof(err)), RL_OK,
+	             "%s", err);
+	cr_assert_str_eq(r.name, "seq");
+	cr_assert_eq(r.n, 2);
+	cr_assert_eq(r.t[0].dtype, RL_DT_FLOAT);
+	cr_assert_eq(r.t[1].dtype, RL_DT_INT64);
+	cr_assert(rl_shape_equal(&r.t[1].shape, &ts[1].shape));
+	cr_assert(memcmp(r.t[0].data, a, sizeof(a)) == 0 && memcmp(r.t[1].data, b, sizeof(b)) == 0);
+	rl_value_file_free(&r);
+
+	/* an optional: holding a sequence, a tensor, then empty */
+	f.kind = RL_ONNX_OPTIONAL;
+	f.inner = RL_ONNX_SEQUENCE;
+	cr_assert_eq(rl_value_file_write(path, &f, err, sizeof(err)), RL_OK, "%s", err);
+	cr_assert_eq(rl_value_file_read(path, RL_ONNX_OPTIONAL, &r, err, sizeof(err)), RL_OK,
+	             "%s", err);
+	cr_assert(r.present && r.inner == RL_ONNX_SEQUENCE && r.n == 2);
+	rl_value_file_free(&r);
+	f.inner = RL_ONNX_TENSOR;
+	f.n = 1;
+	cr_assert_eq(rl_value_file_write(path, &f, err, sizeof(err)), RL_OK, "%s", err);
+	cr_assert_eq(rl_value_file_read(path, RL_ONNX_OPTIONAL, &r, err, sizeof(err)), RL_OK,
+	             "%s", err);
+	cr_assert(r.present && r.inner == RL_ONNX_TENSOR && r.n == 1);
+	cr_assert(memcmp(r.t[0].data, a, sizeof(a)) == 0);
+	rl_value_file_free(&r);
+	f.present = 0;
+	f.n = 0;
+	cr_assert_eq(rl_value_file_write(path, &f, err, sizeof(err)), RL_OK, "%s", err);
+	cr_assert_eq(rl_value_file_read(path, RL_ONNX_OPTIONAL, &r, err, sizeof(err)), RL_OK,
+	             "%s", err);
+	cr_assert(!r.present && r.n == 0);
+	cr_assert_str_eq(r.name, "seq");
+	rl_value_file_free(&r);
+
+	/* malformed: a length past the end, a sequence of sequences, an
+	 * optional map, a bad element */
+	static const struct {
+		unsigned char b[8];
+		size_t n;
+		enum rl_onnx_kind kind;
+		const char *words;
+	} bad[] = {
+		{{0x1a, 0x05, 'a', 'b'}, 4, RL_ONNX_SEQUENCE, "malformed"},
+		{{0x2a, 0x00}, 2, RL_ONNX_SEQUENCE, "sequence of sequences"},
+		{{0x10, 0x03}, 2, RL_ONNX_SEQUENCE, "sequence of sequences"},
+		{{0x32, 0x00}, 2, RL_ONNX_OPTIONAL, "optional holding maps"},
+		{{0x1a, 0x02, 0x08, 0xff}, 4, RL_ONNX_OPTIONAL, "TensorProto"},
+		{{0x08, 0x01}, 2, RL_ONNX_OPTIONAL, "wire type"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		FILE *fp = fopen(path, "wb");
+		cr_assert(fp);
+		cr_assert_eq(fwrite(bad[i].b, 1, bad[i].n, fp), bad[i].n);
+		fclose(fp);
+		cr_assert_neq(rl_value_file_read(path, bad[i].kind, &r, err, sizeof(err)), RL_OK,
+		              "case %zu read", i);
+		cr_assert(strstr(err, "s.pb") && strstr(err, bad[i].words) && !strchr(err, '\n'),
+		          "case %zu: %s", i, err);
+		cr_assert_eq(r.n, 0);
+		cr_assert_null(r.t);
+	}
+	tu_rmtree(tmp);
+	free(tmp);
+}
+
 Test(onnx, garbage_is_a_clean_error)
 {
 	static const unsigned char junk[] = {0xff, 0xff, 0xff, 0xff, 0x0f, 0x12, 0x99};
