@@ -24,7 +24,15 @@ struct rl_cgen_opts {
 	const char *prefix;   /* symbol prefix; NULL: from the .c file name */
 	long long weights_max; /* bytes of constants embedded before a side file
 	                          is used; <0 for the default (64 MiB) */
+	bool static_mode;      /* small targets (`rlopt --static`): every constant
+	                          embedded, no malloc, no stdio, no threads, the
+	                          caller's workspace (NAME_run_ws, NAME_WORKSPACE_BYTES)
+	                          and no scratch above RL_STATIC_STACK_MAX bytes on
+	                          the stack (cg_scratch_array) */
 };
+
+/* Static mode: the largest local array a kernel may keep on the stack. */
+#define RL_STATIC_STACK_MAX 1024
 
 /*
  * Write C_PATH (NAME.c), NAME.h beside it and, when constants exceed
@@ -91,7 +99,27 @@ struct rl_cgen {
 	struct rl_buf fini;     /* statements run in NAME_free (free what init made) */
 	unsigned any_simd : 1;  /* set by the driver: some kernel set simd */
 	unsigned any_par : 1;   /* set by the driver: some kernel set par_n */
+
+	/* ---- static mode (rl_cgen_opts.static_mode) ---- */
+	unsigned static_mode : 1; /* emitters must not use the malloc'd runtimes
+	                             (packed GEMM, conv band scratch), and declare
+	                             sized local arrays with cg_scratch_array */
+	const char *ws_name;      /* the workspace pointer's C name, "NAME_ws" */
+	int64_t scratch_base;     /* kernel scratch: workspace bytes from here on */
+	int64_t scratch_cur;      /* bytes handed out in the current kernel */
+	int64_t scratch_max;      /* the most any kernel used */
 };
+
+/*
+ * Declare a local array `ctype name[n]` (inner > 0: `ctype name[n][inner]`)
+ * for scratch the kernel needs while it runs. Normal mode: on the stack, as
+ * before. Static mode, when the array is over RL_STATIC_STACK_MAX bytes: a
+ * pointer of the same indexing into the workspace past the tensors (the
+ * scratch region; kernels run one at a time, so they share it); the array is
+ * uninitialized in both modes. The driver resets the region per kernel.
+ */
+void cg_scratch_array(struct rl_cgen *cg, const char *ctype, const char *name, int64_t n,
+                      int64_t inner);
 
 /* Pointer expression (as the run function sees it) for value v: a constant's
  * array or side-file offset, a workspace slot, an input or output. Valid in
