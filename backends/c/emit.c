@@ -43,35 +43,7 @@
 #define RL_ALIGN 64
 #define RL_CONST_STRING_MIN 256 /* bytes from which a constant is a string */
 
-/* ---- text buffer -------------------------------------------------------- */
-
-void rl_buf_printf(struct rl_buf *b, const char *fmt, ...)
-{
-	va_list ap;
-	for (;;) {
-		size_t room = b->cap - b->len;
-		va_start(ap, fmt);
-		int n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? room : 0, fmt, ap);
-		va_end(ap);
-		RL_ASSERT(n >= 0);
-		if (b->s && (size_t)n < room) {
-			b->len += (size_t)n;
-			return;
-		}
-		size_t ncap = b->cap ? b->cap * 2 : 4096;
-		while (ncap < b->len + (size_t)n + 1)
-			ncap *= 2;
-		b->s = realloc(b->s, ncap);
-		RL_ASSERT(b->s);
-		b->cap = ncap;
-	}
-}
-
-void rl_buf_free(struct rl_buf *b)
-{
-	free(b->s);
-	memset(b, 0, sizeof(*b));
-}
+/* ---- kernel text --------------------------------------------------------- */
 
 void cg_line(struct rl_cgen *cg, const char *fmt, ...)
 {

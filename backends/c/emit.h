@@ -19,6 +19,7 @@
 #include <stdarg.h>
 
 #include "ir.h"
+#include "buf.h" /* struct rl_buf, rl_buf_printf */
 
 struct rl_cgen_opts {
 	const char *prefix;   /* symbol prefix; NULL: from the .c file name */
@@ -47,15 +48,6 @@ enum rl_status rl_emit_c(struct rl_graph *g, const struct rl_cgen_opts *o,
 bool rl_emit_c_supports(enum rl_op op);
 
 /* ---- emitter interface -------------------------------------------------- */
-
-/* A growable text buffer. */
-struct rl_buf {
-	char *s;
-	size_t len, cap;
-};
-void rl_buf_printf(struct rl_buf *b, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-void rl_buf_free(struct rl_buf *b);
 
 struct rl_cgen_group; /* below */
 
