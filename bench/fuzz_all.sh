@@ -12,4 +12,4 @@ if (($# < 1)) || ! [[ $1 =~ ^[0-9]+$ ]]; then
   exit 2
 fi
 src=$(cd "$(dirname "$0")/.." && pwd)
-exec "$src/tests/fuzz/fuzz_all.sh" "$src" "${RL_FUZZ_BUILD:-$src/build-fuzz}" "$@"
+exec "$src/tests/fuzz/fuzz_all.sh" "$src" "${RL_FUZZ_BUILD:-$src/build/fuzz-all}" "$@"
