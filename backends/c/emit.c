@@ -25,7 +25,7 @@
  * with enough digits to round-trip (%.9g / %.17g), and nothing depends on
  * addresses, time or the environment.
  */
-#include "emit.h"
+#include "emit_impl.h"
 #include "emit_lowp.h"
 #include "emit_detect.h"
 

@@ -25,7 +25,7 @@
  * array and runs the recurrence over time in order (the state depends on
  * every earlier step); batches and kv heads split across threads.
  */
-#include "emit.h"
+#include "emit_impl.h"
 
 #include <math.h>
 #include <string.h>

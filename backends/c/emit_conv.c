@@ -44,7 +44,7 @@
  * form), so residual add and activation run while it is in cache; without a
  * group the calls write nothing.
  */
-#include "emit.h"
+#include "emit_impl.h"
 
 #include <string.h>
 

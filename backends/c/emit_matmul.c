@@ -34,7 +34,7 @@
  * bias, activation and residual run on it while it is in L1; without a
  * group the calls write nothing.
  */
-#include "emit.h"
+#include "emit_impl.h"
 
 #include <string.h>
 

@@ -26,7 +26,7 @@
  * does, and writes the running mean and variance when they are requested.
  * Before opset 14 only the inference form (a single output) is emitted.
  */
-#include "emit.h"
+#include "emit_impl.h"
 
 #include <string.h>
 

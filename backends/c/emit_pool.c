@@ -26,7 +26,7 @@
  * GlobalAveragePool sums each plane as eight interleaved partial sums (a
  * fixed order, so the same bits everywhere) so that -O2 vectorizes it.
  */
-#include "emit.h"
+#include "emit_impl.h"
 
 #include <string.h>
 

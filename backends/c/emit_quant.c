@@ -30,7 +30,7 @@
  * int32 sums: they are rare outside tests, and a model that uses them for
  * its heavy layers would want the im2col path the float Conv has.
  */
-#include "emit.h"
+#include "emit_impl.h"
 #include "emit_lowp.h"
 #include "quant.h"
 

@@ -30,7 +30,7 @@
  * generation time. Empty axes reduce everything unless noop_with_empty_axes,
  * in which case the element-wise part still runs (ReduceSumSquare squares).
  */
-#include "emit.h"
+#include "emit_impl.h"
 
 #include <string.h>
 

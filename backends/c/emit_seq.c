@@ -25,7 +25,7 @@
  * double. TreeEnsemble and TfIdfVectorizer carry their trees and n-gram
  * pool as static tables built from the attributes at generation time.
  */
-#include "emit.h"
+#include "emit_impl.h"
 
 #include <math.h>
 #include <stdlib.h>
