@@ -24,6 +24,7 @@
  * and sorted.
  */
 #include "pass.h"
+#include "buf.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -33,32 +34,18 @@
 
 /* ---- the key ------------------------------------------------------------ */
 
-struct kbuf {
-	unsigned char *p;
-	size_t n, cap;
-};
-
-static void kput(struct kbuf *b, const void *d, size_t n)
+/* keys are built in an rl_buf (ir/buf.h) */
+static void kput(struct rl_buf *b, const void *d, size_t n)
 {
-	if (b->n + n > b->cap) {
-		size_t c = b->cap ? b->cap : 256;
-		while (c < b->n + n)
-			c *= 2;
-		b->p = realloc(b->p, c);
-		RL_ASSERT(b->p);
-		b->cap = c;
-	}
-	if (n)
-		memcpy(b->p + b->n, d, n);
-	b->n += n;
+	rl_buf_append(b, d, n);
 }
 
-static void kput_i(struct kbuf *b, int64_t v)
+static void kput_i(struct rl_buf *b, int64_t v)
 {
 	kput(b, &v, sizeof(v));
 }
 
-static void kput_s(struct kbuf *b, const char *s)
+static void kput_s(struct rl_buf *b, const char *s)
 {
 	kput(b, s ? s : "", strlen(s ? s : "") + 1);
 }
@@ -91,7 +78,7 @@ static void attr_order(const struct rl_node *n, int *ord)
 	}
 }
 
-static void key_attr(const struct rl_graph *g, struct kbuf *b, const struct rl_attr *a)
+static void key_attr(const struct rl_graph *g, struct rl_buf *b, const struct rl_attr *a)
 {
 	kput_s(b, a->name);
 	kput_i(b, a->kind);
@@ -119,10 +106,10 @@ static void key_attr(const struct rl_graph *g, struct kbuf *b, const struct rl_a
 	}
 }
 
-static uint64_t node_key(const struct rl_graph *g, const struct rl_node *n, struct kbuf *b)
+static uint64_t node_key(const struct rl_graph *g, const struct rl_node *n, struct rl_buf *b)
 {
 	int ord[64];
-	b->n = 0;
+	b->len = 0;
 	kput_i(b, n->op);
 	kput_i(b, n->opset);
 	kput_s(b, n->domain);
@@ -138,7 +125,7 @@ static uint64_t node_key(const struct rl_graph *g, const struct rl_node *n, stru
 		for (int a = 0; a < n->nattrs; a++)
 			key_attr(g, b, &n->attrs[ord[a]]);
 	}
-	return XXH3_64bits(b->p, b->n);
+	return XXH3_64bits(b->s, b->len);
 }
 
 /* ---- exact comparison --------------------------------------------------- */
@@ -225,7 +212,7 @@ enum rl_status rl_pass_cse(struct rl_graph *g, struct rl_pass_ctx *ctx)
 	struct slot *tab = calloc(cap, sizeof(*tab));
 	if (!tab)
 		return rl_graph_error(g, NULL, RL_ERR_NOMEM, "out of memory in cse");
-	struct kbuf kb = {0};
+	struct rl_buf kb = {0};
 	uint32_t merged = 0;
 	for (uint32_t k = 0; k < g->norder; k++) {
 		uint32_t i = g->order[k];
@@ -273,7 +260,7 @@ enum rl_status rl_pass_cse(struct rl_graph *g, struct rl_pass_ctx *ctx)
 		rl_graph_remove_node(g, i);
 		merged++;
 	}
-	free(kb.p);
+	rl_buf_free(&kb);
 	free(tab);
 	if (merged)
 		rl_remark(ctx, PASS, NULL, "summary", -1, -1, -1, -1, "%u duplicate node%s merged",

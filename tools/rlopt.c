@@ -58,6 +58,9 @@ static const char usage_text[] =
 	"  --launch eager|graph  GPU: price (and, for .cu, emit) kernel-by-kernel launches\n"
 	"                        or a replayed CUDA graph (default graph)\n"
 	"  --weights-max BYTES   embed constants up to this size, else NAME.weights (64 MiB)\n"
+	"  --static              (-o OUT.c) for small targets: no malloc, stdio or threads,\n"
+	"                        weights embedded, NAME_run_ws(ws, ...) on the caller's\n"
+	"                        NAME_WORKSPACE_BYTES, no large scratch on the stack\n"
 	"  -O0 | -O1 | -O2       optimization level (default -O2): -O0 none, -O1 cleanup, -O2 all\n"
 	"  --passes a,b,c        run exactly these passes, in this order\n"
 	"  --dump-after PASS     print the graph after PASS\n"
@@ -1008,6 +1011,7 @@ static int cmd_main(int argc, char **argv)
 	struct rl_cli_opts o;
 	rl_cli_opts_init(&o);
 	const char *model = NULL, *out = NULL, *target = NULL;
+	bool static_mode = false;
 	for (int i = 1; i < argc; i++) {
 		int r = rl_cli_parse_common(&o, argc, argv, &i);
 		if (r < 0)
@@ -1022,6 +1026,8 @@ static int cmd_main(int argc, char **argv)
 		} else if (is_flag(argv[i], "--target")) {
 			if (!(target = optval(argc, argv, &i, "--target")))
 				return RL_EXIT_USAGE;
+		} else if (is_flag(argv[i], "--static")) {
+			static_mode = true;
 		} else if (argv[i][0] == '-' && argv[i][1]) {
 			usage_error("unknown option '%s'", argv[i]);
 			return RL_EXIT_USAGE;
@@ -1053,6 +1059,14 @@ static int cmd_main(int argc, char **argv)
 	}
 	if (!ends_with(out, ".c") && !ends_with(out, ".onnx") && !to_cu) {
 		usage_error("output '%s' must end in .c, .cu or .onnx", out);
+		return RL_EXIT_USAGE;
+	}
+	if (static_mode && !ends_with(out, ".c")) {
+		usage_error("%s", "--static is for the C backend: use -o OUT.c");
+		return RL_EXIT_USAGE;
+	}
+	if (static_mode && (o.given & RL_OPT_BIT(RL_OPT_WEIGHTS_MAX))) {
+		usage_error("%s", "--static embeds every constant: --weights-max does not apply");
 		return RL_EXIT_USAGE;
 	}
 	unsigned used = (RL_OPT_BIT(RL_OPT_COUNT_) - 1) & ~RL_OPT_BIT(RL_OPT_BATCH_LIST);
@@ -1114,7 +1128,8 @@ static int cmd_main(int argc, char **argv)
 	}
 	rl_pass_ctx_free(&ctx);
 	if (to_c) {
-		struct rl_cgen_opts co = {.prefix = NULL, .weights_max = o.weights_max};
+		struct rl_cgen_opts co = {.prefix = NULL, .weights_max = o.weights_max,
+		                          .static_mode = static_mode};
 		st = rl_emit_c(g, &co, out, err, sizeof(err));
 	} else if (to_cu) {
 		struct rl_cuda_opts cuo = {.prefix = NULL, .weights_max = o.weights_max,

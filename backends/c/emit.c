@@ -25,7 +25,7 @@
  * with enough digits to round-trip (%.9g / %.17g), and nothing depends on
  * addresses, time or the environment.
  */
-#include "emit.h"
+#include "emit_impl.h"
 #include "emit_lowp.h"
 #include "emit_detect.h"
 
@@ -34,6 +34,7 @@
 #include <ctype.h>
 #include <stddef.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,35 +43,7 @@
 #define RL_ALIGN 64
 #define RL_CONST_STRING_MIN 256 /* bytes from which a constant is a string */
 
-/* ---- text buffer -------------------------------------------------------- */
-
-void rl_buf_printf(struct rl_buf *b, const char *fmt, ...)
-{
-	va_list ap;
-	for (;;) {
-		size_t room = b->cap - b->len;
-		va_start(ap, fmt);
-		int n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? room : 0, fmt, ap);
-		va_end(ap);
-		RL_ASSERT(n >= 0);
-		if (b->s && (size_t)n < room) {
-			b->len += (size_t)n;
-			return;
-		}
-		size_t ncap = b->cap ? b->cap * 2 : 4096;
-		while (ncap < b->len + (size_t)n + 1)
-			ncap *= 2;
-		b->s = realloc(b->s, ncap);
-		RL_ASSERT(b->s);
-		b->cap = ncap;
-	}
-}
-
-void rl_buf_free(struct rl_buf *b)
-{
-	free(b->s);
-	memset(b, 0, sizeof(*b));
-}
+/* ---- kernel text --------------------------------------------------------- */
 
 void cg_line(struct rl_cgen *cg, const char *fmt, ...)
 {
@@ -80,6 +53,38 @@ void cg_line(struct rl_cgen *cg, const char *fmt, ...)
 	vsnprintf(tmp, sizeof(tmp), fmt, ap);
 	va_end(ap);
 	rl_buf_printf(&cg->body, "%*s%s\n", 4 * (cg->indent + 1), "", tmp);
+}
+
+void cg_scratch_array(struct rl_cgen *cg, const char *ctype, const char *name, int64_t n,
+                      int64_t inner)
+{
+	int64_t esz = !strcmp(ctype, "double") || !strcmp(ctype, "int64_t") ||
+	              !strcmp(ctype, "uint64_t") || !strcmp(ctype, "size_t") ? 8
+	            : !strcmp(ctype, "float") || !strcmp(ctype, "int32_t") ||
+	              !strcmp(ctype, "uint32_t") ? 4
+	            : !strcmp(ctype, "uint16_t") || !strcmp(ctype, "int16_t") ? 2 : 1;
+	RL_ASSERT(!strchr(ctype, ' ') || !strcmp(ctype, "unsigned char"));
+	int64_t bytes = esz * (n > 0 ? n : 1) * (inner > 0 ? inner : 1);
+	if (!cg->static_mode || bytes <= RL_STATIC_STACK_MAX) {
+		if (inner > 0)
+			cg_line(cg, "%s %s[%lld][%lld];", ctype, name, (long long)n, (long long)inner);
+		else
+			cg_line(cg, "%s %s[%lld];", ctype, name, (long long)n);
+		return;
+	}
+	/* kernels run one at a time in static mode (no threads): one region,
+	 * each array at its own 64-byte aligned offset within the kernel */
+	int64_t off = cg->scratch_base + cg->scratch_cur;
+	cg->scratch_cur += (bytes + 63) / 64 * 64;
+	if (cg->scratch_cur > cg->scratch_max)
+		cg->scratch_max = cg->scratch_cur;
+	if (inner > 0)
+		cg_line(cg, "%s (*%s)[%lld] = (%s (*)[%lld])(void *)(%s + %lld); /* scratch, %lld bytes */",
+		        ctype, name, (long long)inner, ctype, (long long)inner, cg->ws_name,
+		        (long long)off, (long long)bytes);
+	else
+		cg_line(cg, "%s *%s = (%s *)(void *)(%s + %lld); /* scratch, %lld bytes */", ctype,
+		        name, ctype, cg->ws_name, (long long)off, (long long)bytes);
 }
 
 enum rl_status cg_error(struct rl_cgen *cg, uint32_t node, const char *fmt, ...)
@@ -1329,6 +1334,7 @@ static enum rl_status emit_kernels(struct driver *d)
 		d->cg.kname = kname;
 		d->cg.par_n = d->cg.par_grain = 0;
 		d->cg.simd = 0;
+		d->cg.scratch_cur = 0;
 		enum rl_status st = gr ? rl_emit_c_fused(&d->cg, gr)
 		                       : family_emit[rl_op_table[n->op].family](&d->cg, i);
 		if (st != RL_OK)
@@ -1362,7 +1368,7 @@ static enum rl_status emit_kernels(struct driver *d)
 		drop_void_casts(&d->cg.body);
 		bool par = d->cg.par_n > 0;
 		d->cg.any_simd |= d->cg.simd;
-		d->cg.any_par |= par;
+		d->cg.any_par |= par && !d->cg.static_mode;
 		struct rl_buf params = {0}, unpack = {0};
 		int np = 0;
 		for (int q = 0; q < nin + nout; q++) {
@@ -1394,7 +1400,14 @@ static enum rl_status emit_kernels(struct driver *d)
 				rl_buf_printf(&d->kernels, "    (void)%s;\n", id);
 		}
 		rl_buf_printf(&d->kernels, "%s}\n\n", d->cg.body.s ? d->cg.body.s : "");
-		if (par) {
+		if (par && d->cg.static_mode) {
+			/* no threads in static mode: the whole range in the caller */
+			rl_buf_printf(&d->kernels, "static void %s(%s)\n{\n    %s_range(", kname, ps, kname);
+			for (int q = 0; q < np; q++)
+				rl_buf_printf(&d->kernels, "%c%d, ", q >= nin ? 'Y' : 'X',
+				              q >= nin ? q - nin : q);
+			rl_buf_printf(&d->kernels, "0, %lldll);\n}\n\n", (long long)d->cg.par_n);
+		} else if (par) {
 			rl_buf_printf(&d->kernels, "static void %s_task(void *arg, int64_t lo, int64_t hi)\n{\n",
 			              kname);
 			if (np)
@@ -1537,6 +1550,49 @@ static void dims_list(const struct rl_shape *s, char *b, size_t n)
 		snprintf(b, n, "0");
 }
 
+/* The typed entry's parameters: `const T *input, ..., T *output, ...`
+ * (an output that is also an input gets `_out`). */
+static void typed_params(struct driver *d, struct rl_buf *b)
+{
+	const struct rl_graph *g = d->g;
+	for (uint32_t i = 0; i < g->ninputs; i++) {
+		const struct rl_value *val = &g->values[g->inputs[i]];
+		char sn[64];
+		sanitize(val->name, sn, sizeof(sn));
+		rl_buf_printf(b, "%sconst %s *%s", i ? ", " : "", cg_ctype(val->dtype), sn);
+	}
+	for (uint32_t i = 0; i < g->noutputs; i++) {
+		const struct rl_value *val = &g->values[g->outputs[i]];
+		char sn[64];
+		sanitize(val->name, sn, sizeof(sn));
+		rl_buf_printf(b, "%s%s *%s%s", i || g->ninputs ? ", " : "", cg_ctype(val->dtype), sn,
+		              val->flags & RL_VAL_INPUT ? "_out" : "");
+	}
+}
+
+/* The typed entry's body from `{`: the pointer tables, then `return CALL(in, out);`
+ * where call is e.g. "NAME_run_v(" or "NAME_run_ws_v(ws, ". */
+static void typed_body(struct driver *d, const char *call, struct rl_buf *b)
+{
+	const struct rl_graph *g = d->g;
+	rl_buf_printf(b, ")\n{\n    const void *in[%u] = {", g->ninputs + 1);
+	for (uint32_t i = 0; i < g->ninputs; i++) {
+		char sn[64];
+		sanitize(g->values[g->inputs[i]].name, sn, sizeof(sn));
+		rl_buf_printf(b, "%s%s", i ? ", " : "", sn);
+	}
+	if (!g->ninputs)
+		rl_buf_printf(b, "NULL");
+	rl_buf_printf(b, "};\n    void *out[%u] = {", g->noutputs + 1);
+	for (uint32_t i = 0; i < g->noutputs; i++) {
+		char sn[64];
+		sanitize(g->values[g->outputs[i]].name, sn, sizeof(sn));
+		rl_buf_printf(b, "%s%s%s", i ? ", " : "", sn,
+		              g->values[g->outputs[i]].flags & RL_VAL_INPUT ? "_out" : "");
+	}
+	rl_buf_printf(b, "};\n    return %sin, out);\n}\n\n", call);
+}
+
 static enum rl_status write_files(struct driver *d, const char *c_path,
                                   const char *h_path, const char *w_path,
                                   char *err, size_t errlen)
@@ -1598,8 +1654,12 @@ enum rl_status rl_emit_c(struct rl_graph *g, const struct rl_cgen_opts *o,
 	struct driver d = {.g = g, .supports = rl_emit_c_supports, .backend = "C"};
 	d.cg.g = g;
 	enum rl_status st;
-	char prefix[64], hbase[512], h_path[4096], w_path[4096], wbase[512];
+	char prefix[64], hbase[512], h_path[4096], w_path[4096], wbase[512], callb[160];
 	long long wmax = o && o->weights_max >= 0 ? o->weights_max : RL_WEIGHTS_DEFAULT_MAX;
+	bool stat = o && o->static_mode;
+	if (stat) /* small targets have no file system: every constant embedded */
+		wmax = LLONG_MAX;
+	char ws_name[80];
 	g->err[0] = 0;
 
 	/* names: NAME.c -> NAME.h, NAME.weights, prefix NAME */
@@ -1622,6 +1682,9 @@ enum rl_status rl_emit_c(struct rl_graph *g, const struct rl_cgen_opts *o,
 		sanitize(tmp, prefix, sizeof(prefix));
 	}
 	d.prefix = prefix;
+	snprintf(ws_name, sizeof(ws_name), "%s_ws", prefix);
+	d.cg.ws_name = ws_name;
+	d.cg.static_mode = stat;
 
 	if (!g->norder && g->nnodes)
 		if ((st = rl_graph_toposort(g)) != RL_OK)
@@ -1668,15 +1731,26 @@ enum rl_status rl_emit_c(struct rl_graph *g, const struct rl_cgen_opts *o,
 		d.side_size = total;
 	}
 
+	d.cg.scratch_base = (d.ws_size + RL_ALIGN - 1) / RL_ALIGN * RL_ALIGN;
 	if ((st = emit_kernels(&d)) != RL_OK)
 		goto fail;
+	/* static mode has no NAME_init: the emitters leave the runtimes that
+	 * allocate or pack at init (GEMM, conv band) alone there */
+	RL_ASSERT(!stat || (!d.cg.init.len && !d.cg.fini.len && !d.cg.any_par));
+	/* the workspace the caller provides (NAME_WORKSPACE_BYTES): tensors, then
+	 * the kernels' scratch (static mode) */
+	int64_t ws_total = d.cg.scratch_max ? d.cg.scratch_base + d.cg.scratch_max : d.ws_size;
+	if (!ws_total)
+		ws_total = RL_ALIGN;
 
 	/* ---- the .c file ---- */
 	rl_buf_printf(&d.c, "/*\n * %s - generated by rlopt %s from %s.\n", base, RL_VERSION,
 	              ctext(g->path));
 	rl_buf_printf(&d.c, " * Do not edit: regenerate instead. Self-contained C11; link with -lm.\n");
+	if (stat)
+		rl_buf_printf(&d.c, " * Static build: no malloc, no stdio, no threads; the caller's workspace.\n");
 	rl_buf_printf(&d.c, " * %u kernels, %lld bytes of workspace, %lld bytes of constants%s.\n */\n",
-	              0u, (long long)d.ws_size, (long long)total_const,
+	              0u, (long long)ws_total, (long long)total_const,
 	              d.side_size ? " (large ones in the side file)" : "");
 	/* count kernels for the banner (patched in place: same width) */
 	unsigned nk = 0;
@@ -1697,8 +1771,13 @@ enum rl_status rl_emit_c(struct rl_graph *g, const struct rl_cgen_opts *o,
 	if (d.cg.any_par) /* pthreads and sysconf under -std=c11 */
 		rl_buf_printf(&d.c, "#ifndef _POSIX_C_SOURCE\n#define _POSIX_C_SOURCE 200809L\n#endif\n");
 	rl_buf_printf(&d.c, "#include \"%s\"\n\n", hbase);
-	rl_buf_printf(&d.c, "#include <math.h>\n#include <stdint.h>\n#include <stdio.h>\n"
-	                    "#include <stdlib.h>\n#include <string.h>\n\n");
+	if (stat)
+		rl_buf_printf(&d.c, "#include <math.h>\n#include <stdint.h>\n#include <string.h>\n\n");
+	else
+		rl_buf_printf(&d.c, "#include <math.h>\n#include <stdint.h>\n#include <stdio.h>\n"
+		                    "#include <stdlib.h>\n#include <string.h>\n\n");
+	if (d.cg.any_simd && stat) /* target clones need ifunc: a loader, not on small targets */
+		rl_buf_printf(&d.c, "#ifndef RL_NO_CLONES\n#define RL_NO_CLONES 1\n#endif\n");
 	if (d.cg.any_simd)
 		rl_emit_rt_vec(&d.c);
 	if (d.cg.any_par)
@@ -1728,15 +1807,22 @@ enum rl_status rl_emit_c(struct rl_graph *g, const struct rl_cgen_opts *o,
 		if (d.vi[v].st == ST_CONST && !d.vi[v].in_side)
 			emit_const_array(&d, v);
 	emit_bindings(&d);
-	rl_buf_printf(&d.c, "\nstatic unsigned char *%s_ws;      /* workspace, %lld bytes */\n",
-	              prefix, (long long)d.ws_size);
-	rl_buf_printf(&d.c, "static unsigned char *%s_weights; /* side file, %lld bytes */\n\n",
-	              prefix, (long long)d.side_size);
+	if (stat) {
+		rl_buf_printf(&d.c, "\nstatic unsigned char *%s_ws; /* the caller's workspace during a run, "
+		                    "%lld bytes */\n\n", prefix, (long long)ws_total);
+	} else {
+		rl_buf_printf(&d.c, "\nstatic unsigned char *%s_ws;      /* workspace, %lld bytes */\n",
+		              prefix, (long long)ws_total);
+		rl_buf_printf(&d.c, "static unsigned char *%s_weights; /* side file, %lld bytes */\n\n",
+		              prefix, (long long)d.side_size);
+	}
 	if (d.cg.statics.len)
 		rl_buf_printf(&d.c, "%s\n", d.cg.statics.s);
 	rl_buf_printf(&d.c, "%s", d.kernels.s ? d.kernels.s : "");
 
-	/* init / free */
+	/* init / free: none in static mode */
+	if (stat)
+		goto run;
 	rl_buf_printf(&d.c, "int %s_init(const char *weights_path)\n{\n", prefix);
 	rl_buf_printf(&d.c, "    if (%s_ws)\n        return 0;\n", prefix);
 	if (d.side_size) {
@@ -1763,7 +1849,7 @@ enum rl_status rl_emit_c(struct rl_graph *g, const struct rl_cgen_opts *o,
 		rl_buf_printf(&d.c, "    if (!rl_nthreads)\n        rl_nthreads = rl_default_threads();\n"
 		                    "#ifdef RL_THREADS\n    rl_pool_start();\n#endif\n");
 	rl_buf_printf(&d.c, "    %s_ws = aligned_alloc(%d, %lldu);\n", prefix, RL_ALIGN,
-	              (long long)(d.ws_size ? d.ws_size : RL_ALIGN));
+	              (long long)ws_total);
 	rl_buf_printf(&d.c, "    return %s_ws ? 0 : -1;\n}\n\n", prefix);
 	rl_buf_printf(&d.c, "void %s_free(void)\n{\n", prefix);
 	if (d.cg.any_par)
@@ -1782,16 +1868,26 @@ enum rl_status rl_emit_c(struct rl_graph *g, const struct rl_cgen_opts *o,
 		rl_buf_printf(&d.c, "    /* no kernel of this model is split across threads */\n");
 	rl_buf_printf(&d.c, "    return 0;\n}\n\n");
 
-	/* run_v */
+	/* run_v (static mode: run_ws_v) */
+run:;
 	bool dyn = cg_extent_any(g); /* outputs of data-dependent extent: emit_detect.c */
 	if (dyn)
 		cg_extent_decls(g, prefix, &d.c);
-	rl_buf_printf(&d.c, "int %s_run_v(const void *const *in, void *const *out)\n{\n", prefix);
+	if (stat)
+		rl_buf_printf(&d.c, "int %s_run_ws_v(void *ws, const void *const *in, void *const *out)\n{\n",
+		              prefix);
+	else
+		rl_buf_printf(&d.c, "int %s_run_v(const void *const *in, void *const *out)\n{\n", prefix);
 	/* the body first, into its own buffer: `in` and `out` are cast to void
 	 * only when no line reads them (a model of constants only) */
 	struct rl_buf whole = d.c;
 	d.c = (struct rl_buf){0};
-	rl_buf_printf(&d.c, "    if (!%s_ws && %s_init(NULL) != 0)\n        return -1;\n", prefix, prefix);
+	if (stat)
+		rl_buf_printf(&d.c, "    if (!ws || ((uintptr_t)ws & %du) != 0)\n        return -1;\n"
+		                    "    %s_ws = (unsigned char *)ws;\n", RL_ALIGN - 1, prefix);
+	else
+		rl_buf_printf(&d.c, "    if (!%s_ws && %s_init(NULL) != 0)\n        return -1;\n", prefix,
+		              prefix);
 	for (uint32_t k = 0; k < g->nbindings; k++)
 		rl_buf_printf(&d.c, "    if (memcmp(in[%u], %s_bound%u, %zu) != 0)\n"
 		                    "        return -2; /* not the value it was bound to */\n",
@@ -1849,37 +1945,27 @@ enum rl_status rl_emit_c(struct rl_graph *g, const struct rl_cgen_opts *o,
 		rl_buf_free(&body);
 	}
 
-	/* typed run */
-	rl_buf_printf(&d.c, "int %s_run(", prefix);
-	for (uint32_t i = 0; i < g->ninputs; i++) {
-		const struct rl_value *val = &g->values[g->inputs[i]];
-		char sn[64];
-		sanitize(val->name, sn, sizeof(sn));
-		rl_buf_printf(&d.c, "%sconst %s *%s", i ? ", " : "", cg_ctype(val->dtype), sn);
+	/* typed run; run_ws in both modes (normal mode: NAME_init's weights and
+	 * packed constants, the caller's workspace) */
+	if (!stat) {
+		rl_buf_printf(&d.c, "int %s_run(", prefix);
+		typed_params(&d, &d.c);
+		snprintf(callb, sizeof(callb), "%s_run_v(", prefix);
+		typed_body(&d, callb, &d.c);
+		rl_buf_printf(&d.c,
+		              "int %s_run_ws_v(void *ws, const void *const *in, void *const *out)\n{\n"
+		              "    if (!ws || ((uintptr_t)ws & %du) != 0)\n        return -1;\n"
+		              "    if (!%s_ws && %s_init(NULL) != 0)\n        return -1;\n"
+		              "    unsigned char *own = %s_ws;\n"
+		              "    %s_ws = (unsigned char *)ws;\n"
+		              "    int r = %s_run_v(in, out);\n"
+		              "    %s_ws = own;\n    return r;\n}\n\n",
+		              prefix, RL_ALIGN - 1, prefix, prefix, prefix, prefix, prefix, prefix);
 	}
-	for (uint32_t i = 0; i < g->noutputs; i++) {
-		const struct rl_value *val = &g->values[g->outputs[i]];
-		char sn[64];
-		sanitize(val->name, sn, sizeof(sn));
-		rl_buf_printf(&d.c, "%s%s *%s%s", i || g->ninputs ? ", " : "", cg_ctype(val->dtype),
-		              sn, g->values[g->outputs[i]].flags & RL_VAL_INPUT ? "_out" : "");
-	}
-	rl_buf_printf(&d.c, ")\n{\n    const void *in[%u] = {", g->ninputs + 1);
-	for (uint32_t i = 0; i < g->ninputs; i++) {
-		char sn[64];
-		sanitize(g->values[g->inputs[i]].name, sn, sizeof(sn));
-		rl_buf_printf(&d.c, "%s%s", i ? ", " : "", sn);
-	}
-	if (!g->ninputs)
-		rl_buf_printf(&d.c, "NULL");
-	rl_buf_printf(&d.c, "};\n    void *out[%u] = {", g->noutputs + 1);
-	for (uint32_t i = 0; i < g->noutputs; i++) {
-		char sn[64];
-		sanitize(g->values[g->outputs[i]].name, sn, sizeof(sn));
-		rl_buf_printf(&d.c, "%s%s%s", i ? ", " : "", sn,
-		              g->values[g->outputs[i]].flags & RL_VAL_INPUT ? "_out" : "");
-	}
-	rl_buf_printf(&d.c, "};\n    return %s_run_v(in, out);\n}\n\n", prefix);
+	rl_buf_printf(&d.c, "int %s_run_ws(void *ws%s", prefix, g->ninputs + g->noutputs ? ", " : "");
+	typed_params(&d, &d.c);
+	snprintf(callb, sizeof(callb), "%s_run_ws_v(ws, ", prefix);
+	typed_body(&d, callb, &d.c);
 
 	/* io tables */
 	for (int io = 0; io < 2; io++) {
@@ -1917,11 +2003,22 @@ enum rl_status rl_emit_c(struct rl_graph *g, const struct rl_cgen_opts *o,
 	snprintf(guard, sizeof(guard), "%s_H", upper);
 	rl_buf_printf(&d.h, "/*\n * %s - generated by rlopt %s from %s.\n *\n", hbase, RL_VERSION,
 	              ctext(g->path));
-	rl_buf_printf(&d.h, " * Call %s_init() once (it allocates the workspace%s), then %s_run()\n"
-	                    " * as often as needed, and %s_free() at the end. Not thread-safe: one\n"
-	                    " * run at a time per process. Returns 0 on success, -1 on failure%s.\n",
-	              prefix, d.side_size ? " and reads the weights file" : "", prefix, prefix,
-	              g->nbindings ? ",\n * -2 when a bound input (below) is not the value it was bound to" : "");
+	if (stat)
+		rl_buf_printf(&d.h, " * Static build: no malloc, no stdio, no threads, every weight embedded.\n"
+		                    " * Call %s_run_ws(ws, ...) with ws pointing at %s_WORKSPACE_BYTES\n"
+		                    " * bytes aligned to %s_WORKSPACE_ALIGN (static storage, say), which the\n"
+		                    " * run uses as scratch: nothing in it needs keeping between runs. One run\n"
+		                    " * at a time per process. Returns 0 on success, -1 for a NULL or\n"
+		                    " * misaligned ws.\n", prefix, upper, upper);
+	else
+		rl_buf_printf(&d.h, " * Call %s_init() once (it allocates the workspace%s), then %s_run()\n"
+		                    " * as often as needed, and %s_free() at the end. Not thread-safe: one\n"
+		                    " * run at a time per process. Returns 0 on success, -1 on failure%s.\n"
+		                    " * %s_run_ws() runs on the caller's workspace instead (%s_WORKSPACE_BYTES\n"
+		                    " * bytes aligned to %s_WORKSPACE_ALIGN).\n",
+		              prefix, d.side_size ? " and reads the weights file" : "", prefix, prefix,
+		              g->nbindings ? ",\n * -2 when a bound input (below) is not the value it was "
+		                             "bound to" : "", prefix, upper, upper);
 	for (uint32_t i = 0; i < g->ninputs; i++) {
 		const struct rl_value *val = &g->values[g->inputs[i]];
 		char sb[128];
@@ -1950,38 +2047,38 @@ enum rl_status rl_emit_c(struct rl_graph *g, const struct rl_cgen_opts *o,
 	rl_buf_printf(&d.h, " */\n");
 	rl_buf_printf(&d.h, "#ifndef %s\n#define %s\n\n#include <stdint.h>\n\n", guard, guard);
 	rl_buf_printf(&d.h, "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n");
-	rl_buf_printf(&d.h, "#define %s_NUM_INPUTS %u\n#define %s_NUM_OUTPUTS %u\n\n", upper, g->ninputs,
+	rl_buf_printf(&d.h, "#define %s_NUM_INPUTS %u\n#define %s_NUM_OUTPUTS %u\n", upper, g->ninputs,
 	              upper, g->noutputs);
+	rl_buf_printf(&d.h, "#define %s_WORKSPACE_BYTES %lldu\n#define %s_WORKSPACE_ALIGN %d\n\n", upper,
+	              (long long)ws_total, upper, RL_ALIGN);
 	rl_buf_printf(&d.h, "struct %s_tensor_info {\n    const char *name;\n    const char *dtype;\n"
 	                    "    int onnx_dtype;\n    int rank;\n    const long long *dims;\n"
 	                    "    long long numel;\n    unsigned long nbytes;\n};\n", prefix);
 	rl_buf_printf(&d.h, "extern const struct %s_tensor_info %s_inputs[];\n", prefix, prefix);
 	rl_buf_printf(&d.h, "extern const struct %s_tensor_info %s_outputs[];\n\n", prefix, prefix);
-	rl_buf_printf(&d.h, "/* weights_path: %s; NULL for the default. */\n",
-	              d.side_size ? "the side file NAME.weights" : "unused (weights are embedded)");
-	rl_buf_printf(&d.h, "int %s_init(const char *weights_path);\nvoid %s_free(void);\n", prefix, prefix);
-	rl_buf_printf(&d.h, "/* Threads the kernels split their work across, the caller's included\n"
-	                    " * (default: the online cores; capped at 64). Results do not depend on\n"
-	                    " * it. Returns -1 for n < 1. Call before or between runs. */\n"
-	                    "int %s_set_threads(int n);\n", prefix);
-	rl_buf_printf(&d.h, "/* inputs and outputs in the order of the tables above */\n");
-	rl_buf_printf(&d.h, "int %s_run_v(const void *const *in, void *const *out);\n", prefix);
+	if (!stat) {
+		rl_buf_printf(&d.h, "/* weights_path: %s; NULL for the default. */\n",
+		              d.side_size ? "the side file NAME.weights" : "unused (weights are embedded)");
+		rl_buf_printf(&d.h, "int %s_init(const char *weights_path);\nvoid %s_free(void);\n", prefix,
+		              prefix);
+		rl_buf_printf(&d.h, "/* Threads the kernels split their work across, the caller's included\n"
+		                    " * (default: the online cores; capped at 64). Results do not depend on\n"
+		                    " * it. Returns -1 for n < 1. Call before or between runs. */\n"
+		                    "int %s_set_threads(int n);\n", prefix);
+		rl_buf_printf(&d.h, "/* inputs and outputs in the order of the tables above */\n");
+		rl_buf_printf(&d.h, "int %s_run_v(const void *const *in, void *const *out);\n", prefix);
+	}
+	rl_buf_printf(&d.h, "int %s_run_ws_v(void *ws, const void *const *in, void *const *out);\n",
+	              prefix);
 	if (dyn)
 		cg_extent_header(g, prefix, upper, &d.h);
-	rl_buf_printf(&d.h, "int %s_run(", prefix);
-	for (uint32_t i = 0; i < g->ninputs; i++) {
-		const struct rl_value *val = &g->values[g->inputs[i]];
-		char sn[64];
-		sanitize(val->name, sn, sizeof(sn));
-		rl_buf_printf(&d.h, "%sconst %s *%s", i ? ", " : "", cg_ctype(val->dtype), sn);
+	if (!stat) {
+		rl_buf_printf(&d.h, "int %s_run(", prefix);
+		typed_params(&d, &d.h);
+		rl_buf_printf(&d.h, ");\n");
 	}
-	for (uint32_t i = 0; i < g->noutputs; i++) {
-		const struct rl_value *val = &g->values[g->outputs[i]];
-		char sn[64];
-		sanitize(val->name, sn, sizeof(sn));
-		rl_buf_printf(&d.h, "%s%s *%s%s", i || g->ninputs ? ", " : "", cg_ctype(val->dtype), sn,
-		              val->flags & RL_VAL_INPUT ? "_out" : "");
-	}
+	rl_buf_printf(&d.h, "int %s_run_ws(void *ws%s", prefix, g->ninputs + g->noutputs ? ", " : "");
+	typed_params(&d, &d.h);
 	rl_buf_printf(&d.h, ");\n\n#ifdef __cplusplus\n}\n#endif\n\n#endif /* %s */\n", guard);
 
 	st = write_files(&d, c_path, h_path, w_path, err, errlen);

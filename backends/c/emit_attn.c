@@ -25,7 +25,7 @@
  * array and runs the recurrence over time in order (the state depends on
  * every earlier step); batches and kv heads split across threads.
  */
-#include "emit.h"
+#include "emit_impl.h"
 
 #include <math.h>
 #include <string.h>
@@ -284,8 +284,9 @@ static void attn_row(struct rl_cgen *cg, const struct attn_emit *e, bool vec)
 	const char *ct = e->ct;
 	cg_line(cg, "const size_t r = (b * %lld + h) * %lld + i;", ll(a->Hq), ll(a->Sq));
 	cg_line(cg, "(void)r;");
-	cg_line(cg, "%s qf[%lld], s[%lld], o[%lld];", ct, ll(a->Dk), ll(vec ? e->cap : a->T),
-	        ll(a->Dv));
+	cg_scratch_array(cg, ct, "qf", a->Dk, 0);
+	cg_scratch_array(cg, ct, "s", vec ? e->cap : a->T, 0);
+	cg_scratch_array(cg, ct, "o", a->Dv, 0);
 	cg_line(cg, "const %s *q = X0 + b * %lld + h * %lld + i * %lld;", e->sty, ll(a->qs[0]),
 	        ll(a->qs[1]), ll(a->qs[2]));
 	cg_line(cg, "for (size_t d = 0; d < %lld; d++)", ll(a->Dk));
@@ -329,7 +330,8 @@ static void attn_blocked(struct rl_cgen *cg, const struct attn_emit *e)
 	const struct attn_geom *a = &e->a;
 	int64_t QB = e->QB, TB = e->TB;
 	cg_line(cg, "const size_t nq = i1 - i0;");
-	cg_line(cg, "float qf[%lld][%lld], sb[%lld][%lld];", ll(QB), ll(a->Dk), ll(QB), ll(e->cap));
+	cg_scratch_array(cg, "float", "qf", QB, a->Dk);
+	cg_scratch_array(cg, "float", "sb", QB, e->cap);
 	cg_line(cg, "for (size_t qi = 0; qi < nq; qi++) {");
 	cg_line(cg, "    const float *q = X0 + b * %lld + h * %lld + (i0 + qi) * %lld;", ll(a->qs[0]),
 	        ll(a->qs[1]), ll(a->qs[2]));
@@ -350,7 +352,7 @@ static void attn_blocked(struct rl_cgen *cg, const struct attn_emit *e)
 	cg->indent++;
 	cg_line(cg, "const size_t jn = jend - j0 < %lld ? jend - j0 : %lld;", ll(TB), ll(TB));
 	cg_line(cg, "const size_t jv = (jn + RL_VW - 1) / RL_VW * RL_VW;");
-	cg_line(cg, "float kt[%lld][%lld];", ll(a->Dk), ll(TB));
+	cg_scratch_array(cg, "float", "kt", a->Dk, TB);
 	cg_line(cg, "for (size_t jj = 0; jj < jn; jj++) {");
 	cg->indent++;
 	cg_line(cg, "const size_t j = j0 + jj;");
@@ -429,7 +431,7 @@ static void attn_blocked(struct rl_cgen *cg, const struct attn_emit *e)
 		cg_line(cg, "}");
 		return;
 	}
-	cg_line(cg, "float o[%lld][%lld];", ll(QB), ll(a->Dv));
+	cg_scratch_array(cg, "float", "o", QB, a->Dv);
 	cg_line(cg, "for (size_t qi = 0; qi < nq; qi++)");
 	cg_line(cg, "    for (size_t d = 0; d < %lld; d++)", ll(a->Dv));
 	cg_line(cg, "        o[qi][d] = 0.0f;");
@@ -674,14 +676,16 @@ static enum rl_status emit_linear_attention(struct rl_cgen *cg, uint32_t node)
 	        "head); %lld q heads per kv head */", rule, ll(T), ll(Dk), ll(Dv), ll(G));
 	cg_rows_open(cg, "r", B * Hkv, T * Dk * Dv * (2 + G), ATTN_MIN_PAR);
 	cg_line(cg, "const size_t b = r / %lld, kh = r %% %lld;", ll(Hkv), ll(Hkv));
-	cg_line(cg, "float S[%lld][%lld], u[%lld], o[%lld];", ll(Dk), ll(Dv), ll(Dv), ll(Dv));
+	cg_scratch_array(cg, "float", "S", Dk, Dv);
+	cg_scratch_array(cg, "float", "u", Dv, 0);
+	cg_scratch_array(cg, "float", "o", Dv, 0);
 	if (ps) {
 		cg_line(cg, "for (size_t d = 0; d < %lld; d++)", ll(Dk));
 		cg_line(cg, "    for (size_t m = 0; m < %lld; m++)", ll(Dv));
 		cg_line(cg, "        S[d][m] = %s;", ld(cg, ps->dtype, "X3[(r * %lld + d) * %lld + m]",
 		                                       ll(Dk), ll(Dv)));
 	} else
-		cg_line(cg, "memset(S, 0, sizeof(S));");
+		cg_line(cg, "memset(S, 0, %lld * sizeof(float));", ll(Dk * Dv));
 	cg_line(cg, "for (size_t t = 0; t < %lld; t++) {", ll(T));
 	cg->indent++;
 	cg_line(cg, "const size_t row = b * %lld + t;", ll(T));
@@ -868,7 +872,8 @@ static enum rl_status emit_causal_conv(struct rl_cgen *cg, uint32_t node)
 	cg_rows_open(cg, "r", B * C, PL * K, 1 << 15);
 	cg_line(cg, "const size_t c = r %% %lld;", ll(C));
 	cg_line(cg, "(void)c;");
-	cg_line(cg, "%s p[%lld], o[%lld];", ct, ll(PL), ll(L > 0 ? L : 1));
+	cg_scratch_array(cg, ct, "p", PL, 0);
+	cg_scratch_array(cg, ct, "o", L > 0 ? L : 1, 0);
 	if (K > 1) {
 		if (ps) {
 			cg_line(cg, "for (size_t t = 0; t < %lld; t++)", ll(K - 1));

@@ -8,7 +8,7 @@
  * (Range with a computed start). The output shape is static by then (the
  * driver checks), so each kernel is a fill with literal bounds.
  */
-#include "emit.h"
+#include "emit_impl.h"
 
 #include <string.h>
 

@@ -44,7 +44,7 @@
  * form), so residual add and activation run while it is in cache; without a
  * group the calls write nothing.
  */
-#include "emit.h"
+#include "emit_impl.h"
 
 #include <string.h>
 
@@ -463,7 +463,7 @@ static void emit_conv2d(struct rl_cgen *cg, const char *T, const struct conv2d *
 		/* zero-padded copy of the row: row[q] = x[q - PL] */
 		int64_t lo = p->PL < wp ? p->PL : wp;
 		int64_t hi = p->PL + p->W < wp ? p->PL + p->W : wp;
-		cg_line(cg, "%s row[%lld];", T, (long long)wp);
+		cg_scratch_array(cg, T, "row", wp, 0);
 		if (lo > 0) {
 			cg_line(cg, "for (size_t q = 0; q < %lld; q++)", (long long)lo);
 			cg_line(cg, "    row[q] = 0;");
@@ -1353,7 +1353,8 @@ enum rl_status rl_emit_c_conv(struct rl_cgen *cg, uint32_t node)
 	if (transposed) {
 		cg_line(cg, "/* ConvTranspose, gather form: y[o] = b + sum x[i] * w[k] over o = i*s + k*d - pads */");
 		emit_gather(cg, node, true, &w, N, C, M, G, B != NULL);
-	} else if (fast && conv_band_plan(&pb, es, &band)) {
+	} else if (fast && !cg->static_mode && conv_band_plan(&pb, es, &band)) {
+		/* (not in static mode: band scratch is allocated per thread at init) */
 		cg_line(cg, "/* Conv, band mode: per band of %lld output rows, the input rows it reads are copied (zero-padded, stride phases apart) to scratch; tiles of %d output channels x %d vectors sum weights x band over channels and taps in registers */",
 		        (long long)band.R, band.mr, band.nv);
 		emit_conv_band(cg, cg_ctype(dt), es, &pb, &band, dt == RL_DT_FLOAT && band.mr == 4);

@@ -13,7 +13,7 @@
 #ifndef RL_EMIT_DETECT_H
 #define RL_EMIT_DETECT_H
 
-#include "emit.h"
+#include "emit_impl.h"
 
 /* True when some graph output has a data-dependent extent. */
 bool cg_extent_any(const struct rl_graph *g);

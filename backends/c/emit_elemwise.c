@@ -26,7 +26,7 @@
  * - Cast from a float to an integer truncates like numpy's astype (narrow
  *   integers go through int32/int64 so out-of-range values wrap, not trap).
  */
-#include "emit.h"
+#include "emit_impl.h"
 #include "emit_lowp.h"
 #include "scalar.h"
 

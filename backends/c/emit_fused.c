@@ -26,7 +26,7 @@
  * where the single-op kernel would store it (float16/bfloat16 locals go
  * through rl_f2h/rl_h2f, integers through their C type, bools to 0/1).
  */
-#include "emit.h"
+#include "emit_impl.h"
 #include "cost.h"
 
 #include <string.h>

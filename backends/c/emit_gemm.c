@@ -46,7 +46,7 @@
  * - Each output element is reduced over K in one fixed order inside one
  *   task, so results are bit-identical for any thread count.
  */
-#include "emit.h"
+#include "emit_impl.h"
 
 #include <string.h>
 

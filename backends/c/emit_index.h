@@ -7,7 +7,7 @@
 #ifndef RL_EMIT_INDEX_H
 #define RL_EMIT_INDEX_H
 
-#include "emit.h"
+#include "emit_impl.h"
 
 enum rl_status rl_emit_c_index(struct rl_cgen *cg, uint32_t node);
 bool rl_emit_c_index_supports(enum rl_op op);

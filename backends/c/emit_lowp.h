@@ -34,7 +34,7 @@
 #ifndef RL_EMIT_LOWP_H
 #define RL_EMIT_LOWP_H
 
-#include "emit.h"
+#include "emit_impl.h"
 
 const char *cg_lowp_to_float(struct rl_cgen *cg, enum rl_dtype t, const char *e);
 const char *cg_lowp_from_float(struct rl_cgen *cg, enum rl_dtype t, const char *v, bool sat,

@@ -60,7 +60,7 @@
  * sigmoid: -inf -> 0, +inf -> 1. sqrt: x < 0 -> NaN, -0 -> -0, +inf -> +inf,
  * denormals exact. erf: +-inf -> +-1, -0 -> -0. Division everywhere is the native `/` (IEEE).
  */
-#include "emit.h"
+#include "emit_impl.h"
 
 #include <string.h>
 

@@ -34,7 +34,7 @@
  * bias, activation and residual run on it while it is in L1; without a
  * group the calls write nothing.
  */
-#include "emit.h"
+#include "emit_impl.h"
 
 #include <string.h>
 
@@ -272,7 +272,7 @@ static void emit_narrow_cols(struct rl_cgen *cg, const struct mm_types *t,
                              const struct mm_desc *d, const char *jofs, int64_t jn)
 {
 	char b[512], ini[300], ae[200], cj[64];
-	cg_line(cg, "float acc[%lld];", (long long)jn);
+	cg_scratch_array(cg, "float", "acc", jn, 0);
 	snprintf(cj, sizeof(cj), "%s + j", jofs);
 	init_expr(cg, t, d, "r", cj, ini, sizeof(ini));
 	snprintf(b, sizeof(b), "for (size_t j = 0; j < %lld; j++)", (long long)jn);
@@ -525,8 +525,10 @@ static enum mm_path mm_choose(const struct rl_cgen *cg, uint32_t node, const str
                               const struct mm_desc *d, bool b_const)
 {
 	const struct rl_node *n = &cg->g->nodes[node];
+	/* static mode: the packed and streaming kernels allocate and pack at
+	 * NAME_init, which a static build does not have */
 	if (t->dt != RL_DT_FLOAT || d->M == 0 || d->N == 0 || d->K == 0 ||
-	    n->tile.kind == RL_TILE_PLAIN)
+	    n->tile.kind == RL_TILE_PLAIN || cg->static_mode)
 		return MM_PLAIN;
 	if (d->M == 1) {
 		if (d->K * d->N < MM_GEMV_MIN || d->a_ks != 1)

@@ -26,7 +26,7 @@
  * does, and writes the running mean and variance when they are requested.
  * Before opset 14 only the inference form (a single output) is emitted.
  */
-#include "emit.h"
+#include "emit_impl.h"
 #include "cost.h"
 
 #include <string.h>
@@ -459,7 +459,7 @@ static enum rl_status emit_lrn(struct rl_cgen *cg, uint32_t node)
 		w = wl;
 		cs = "";
 	}
-	cg_line(cg, "%s acc[%lld];", ct, (long long)tile);
+	cg_scratch_array(cg, ct, "acc", tile, 0);
 	cg_line(cg, "for (size_t t = 0; t < %s; t++) acc[t] = 0;", w);
 	cg_line(cg, "for (size_t i = lo; i <= hi; i++) {");
 	cg_line(cg, "    const size_t src = (n * %lld + i) * %lld%s;", (long long)C, (long long)S, cs);
@@ -652,10 +652,10 @@ static enum rl_status emit_softmax(struct rl_cgen *cg, uint32_t node)
 	snprintf(xi, sizeof(xi), vec ? "X0[b + d * %lld%s + t]" : "X0[b + d]", (long long)inner, tc);
 	/* pass 1: the max (and its first index for Hardmax) */
 	if (vec) {
-		cg_line(cg, "%s m[%lld];", ct, (long long)tile);
+		cg_scratch_array(cg, ct, "m", tile, 0);
 		cg_line(cg, "%sm[t] = %s;", lane, cg_load(cg, dt, x0));
 		if (n->op == RL_OP_Hardmax) {
-			cg_line(cg, "size_t bi[%lld];", (long long)tile);
+			cg_scratch_array(cg, "size_t", "bi", tile, 0);
 			cg_line(cg, "%sbi[t] = 0;", lane);
 		}
 	} else {
@@ -689,7 +689,7 @@ static enum rl_status emit_softmax(struct rl_cgen *cg, uint32_t node)
 		cg_line(cg, "    %s%s = d == %s ? %s : %s;", lane, yi, B, one, zero);
 	} else {
 		if (vec) {
-			cg_line(cg, "%s s[%lld];", ct, (long long)tile);
+			cg_scratch_array(cg, ct, "s", tile, 0);
 			cg_line(cg, "%ss[t] = 0;", lane);
 		} else {
 			cg_line(cg, "%s s = 0;", ct);

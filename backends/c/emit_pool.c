@@ -26,7 +26,7 @@
  * GlobalAveragePool sums each plane as eight interleaved partial sums (a
  * fixed order, so the same bits everywhere) so that -O2 vectorizes it.
  */
-#include "emit.h"
+#include "emit_impl.h"
 
 #include <string.h>
 
@@ -222,9 +222,10 @@ static void emit_max_sep(struct rl_cgen *cg, const char *T, const struct pool_wi
 	cg_line(cg, "    memset(yr, 0, %lld * sizeof(%s));", (long long)OW, T);
 	cg_line(cg, "    continue;");
 	cg_line(cg, "}");
-	cg_line(cg, "%s v[%lld]; /* max over the kernel rows, per input column */", T, (long long)W);
-	cg_line(cg, "memcpy(v, xc + (size_t)(ih0 + kh0 * %lld) * %lld, sizeof(v));", (long long)w->d[0],
-	        (long long)W);
+	cg_line(cg, "/* v: max over the kernel rows, per input column */");
+	cg_scratch_array(cg, T, "v", W, 0);
+	cg_line(cg, "memcpy(v, xc + (size_t)(ih0 + kh0 * %lld) * %lld, %lld * sizeof(*v));",
+	        (long long)w->d[0], (long long)W, (long long)W);
 	cg_line(cg, "for (long long kh = kh0 + 1; kh < kh1; kh++) {");
 	cg->indent++;
 	cg_line(cg, "const %s *restrict xr = xc + (size_t)(ih0 + kh * %lld) * %lld;", T,
@@ -235,8 +236,8 @@ static void emit_max_sep(struct rl_cgen *cg, const char *T, const struct pool_wi
 	if (b > a) {
 		/* r[j] = max over the window starting at input column j */
 		int64_t ja = a * SW - PL, jb = (b - 1) * SW - PL + 1;
-		cg_line(cg, "%s r[%lld]; /* r[j]: max over the window of columns from j */", T,
-		        (long long)jb);
+		cg_line(cg, "/* r[j]: max over the window of columns from j */");
+		cg_scratch_array(cg, T, "r", jb, 0);
 		snprintf(l, sizeof(l), "r[j] = v[j];");
 		split_for(cg, ja, jb, l);
 		for (int64_t kw = 1; kw < KW; kw++) {

@@ -31,7 +31,7 @@
  * - Each output element is one dot product in one task: bit-identical for
  *   any thread count.
  */
-#include "emit.h"
+#include "emit_impl.h"
 
 #include <stdio.h>
 #include <string.h>

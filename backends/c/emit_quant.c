@@ -30,7 +30,7 @@
  * int32 sums: they are rare outside tests, and a model that uses them for
  * its heavy layers would want the im2col path the float Conv has.
  */
-#include "emit.h"
+#include "emit_impl.h"
 #include "emit_lowp.h"
 #include "quant.h"
 
@@ -469,8 +469,11 @@ static void row_expr(const char *R, int r, char *b, size_t n)
 static void qmm_tile(struct rl_cgen *cg, const struct qmm *q, int rows, const char *R, int64_t W)
 {
 	char b[512], za[200], zb[200], rr[64];
-	for (int r = 0; r < rows; r++)
-		cg_line(cg, "uint32_t acc%d[%lld];", r, (long long)W);
+	for (int r = 0; r < rows; r++) {
+		char nm[16];
+		snprintf(nm, sizeof(nm), "acc%d", r);
+		cg_scratch_array(cg, "uint32_t", nm, W, 0);
+	}
 	snprintf(b, sizeof(b), "for (size_t j = 0; j < %lld; j++)", (long long)W);
 	cg_line(cg, "%s", b);
 	size_t m = 0;

@@ -30,7 +30,7 @@
  * generation time. Empty axes reduce everything unless noop_with_empty_axes,
  * in which case the element-wise part still runs (ReduceSumSquare squares).
  */
-#include "emit.h"
+#include "emit_impl.h"
 #include "cost.h"
 
 #include <string.h>
@@ -667,7 +667,7 @@ static enum rl_status emit_reduce_op(struct rl_cgen *cg, uint32_t node)
 		snprintf(xb, sizeof(xb), "%s", ns.x);
 		char xe[96];
 		if (lse) {
-			cg_line(cg, "%s m[%lld];", acc, (long long)tile);
+			cg_scratch_array(cg, acc, "m", tile, 0);
 			cg_line(cg, "for (size_t t = 0; t < %s; t++) m[t] = -INFINITY;", w);
 			if (R.cnt) {
 				nest_open(cg, &ns, g, m - 1, true);
@@ -681,7 +681,7 @@ static enum rl_status emit_reduce_op(struct rl_cgen *cg, uint32_t node)
 				snprintf(ns.x, sizeof(ns.x), "%s", xb);
 			}
 		}
-		cg_line(cg, "%s a[%lld];", acc, (long long)tile);
+		cg_scratch_array(cg, acc, "a", tile, 0);
 		cg_line(cg, "for (size_t t = 0; t < %s; t++) a[t] = %s;", w, init);
 		if (R.cnt) {
 			nest_open(cg, &ns, g, m - 1, true);
@@ -786,7 +786,7 @@ static enum rl_status emit_arg(struct rl_cgen *cg, uint32_t node)
 			w = wl;
 		}
 		const char *c = tiled ? " + c" : "";
-		cg_line(cg, "%s best[%lld];", ct, (long long)tile);
+		cg_scratch_array(cg, ct, "best", tile, 0);
 		snprintf(e, sizeof(e), "X0[%s%s + t]", xb, c);
 		cg_line(cg, "for (size_t t = 0; t < %s; t++) {", w);
 		cg_line(cg, "    best[t] = %s;", cg_load(cg, x->dtype, e));

@@ -45,7 +45,7 @@
  *   computed inside one iteration, so results are bit-identical for any
  *   thread count.
  */
-#include "emit.h"
+#include "emit_impl.h"
 
 static const char rt_vec[] =
 	"/* ---- vectors: generic 16-float vectors, compiled per ISA (see RL_TARGETS) ---- */\n"

@@ -25,7 +25,7 @@
  * double. TreeEnsemble and TfIdfVectorizer carry their trees and n-gram
  * pool as static tables built from the attributes at generation time.
  */
-#include "emit.h"
+#include "emit_impl.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -1005,7 +1005,7 @@ static enum rl_status emit_tree(struct rl_cgen *cg, uint32_t node)
 		cg_line(cg, "for (size_t n = 0; n < %lld; n++) {", (long long)x->shape.d[0].v);
 		cg->indent++;
 		cg_line(cg, "const %s *restrict xn = X0 + n * %lld;", cg_ctype(x->dtype), (long long)F);
-		cg_line(cg, "double acc[%lld];", (long long)T);
+		cg_scratch_array(cg, "double", "acc", T, 0);
 		cg_line(cg, "for (size_t t = 0; t < %lld; t++)", (long long)T);
 		cg_line(cg, "    acc[t] = %s%s;", init, agg == 3 ? big : "");
 		cg_line(cg, "for (size_t tr = 0; tr < %d; tr++) {", nt);

@@ -24,7 +24,7 @@
  * resolve negative ones there; an index still out of range after that gives
  * zeros (the spec leaves it undefined; this keeps the kernel in bounds).
  */
-#include "emit.h"
+#include "emit_impl.h"
 #include "emit_index.h"
 
 #include <string.h>

@@ -9,7 +9,7 @@
 
 #include "emit_cuda.h"
 
-#include "backends/c/emit.h"
+#include "backends/c/emit_impl.h"
 
 #define CU_ALIGN 256        /* device allocations and arena slots */
 #define CU_THREADS 256      /* threads per block of an elementwise kernel */

@@ -20,52 +20,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-enum rl_status rl_write_file_atomic(const char *path, const void *data,
-                                    size_t len, char *err, size_t errlen)
-{
-	size_t pl = strlen(path);
-	char *tmp = malloc(pl + 16);
-	if (!tmp) {
-		snprintf(err, errlen, "%s: out of memory", path);
-		return RL_ERR_NOMEM;
-	}
-	snprintf(tmp, pl + 16, "%s.tmpXXXXXX", path);
-	int fd = mkstemp(tmp);
-	if (fd < 0) {
-		snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
-		free(tmp);
-		return RL_ERR_IO;
-	}
-	const char *p = data;
-	size_t left = len;
-	while (left) {
-		ssize_t w = write(fd, p, left);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			snprintf(err, errlen, "%s: write failed: %s", path, strerror(errno));
-			close(fd);
-			unlink(tmp);
-			free(tmp);
-			return RL_ERR_IO;
-		}
-		p += w;
-		left -= (size_t)w;
-	}
-	/* mkstemp makes 0600; give the file the usual permissions */
-	mode_t um = umask(0);
-	umask(um);
-	fchmod(fd, 0666 & ~um);
-	if (close(fd) != 0 || rename(tmp, path) != 0) {
-		snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
-		unlink(tmp);
-		free(tmp);
-		return RL_ERR_IO;
-	}
-	free(tmp);
-	return RL_OK;
-}
-
 /* ---- building messages -------------------------------------------------- */
 
 struct wctx {

@@ -31,6 +31,7 @@
  * back to the same double, so write-then-load is exact.
  */
 #include "machine.h"
+#include "buf.h" /* rl_write_file_atomic */
 
 #include <ctype.h>
 #include <dirent.h>
@@ -1232,46 +1233,14 @@ bool rl_machine_write(const struct rl_machine *m, const char *path,
 		return rl_fail(err, errlen, path, 0, "XML writer failed");
 	}
 
-	/* temp file beside the target, so rename() is atomic */
-	char tmp[PATH_MAX];
-	int k = snprintf(tmp, sizeof tmp, "%s.tmpXXXXXX", path);
-	if (k < 0 || (size_t)k >= sizeof tmp) {
-		xmlBufferFree(buf);
-		return rl_fail(err, errlen, path, 0, "path too long");
-	}
-	int fd = mkstemp(tmp);
-	if (fd < 0) {
-		int e = errno;
-		xmlBufferFree(buf);
-		return rl_fail(err, errlen, path, 0, "cannot create temporary file: %s",
-		               strerror(e));
-	}
-	(void)fchmod(fd, 0644); /* mkstemp makes 0600; a profile is not secret */
-	FILE *f = fdopen(fd, "wb");
-	if (!f) {
-		int e = errno;
-		close(fd);
-		unlink(tmp);
-		xmlBufferFree(buf);
-		return rl_fail(err, errlen, path, 0, "cannot write: %s", strerror(e));
-	}
-	size_t len = (size_t)xmlBufferLength(buf);
-	bool wrote = fwrite(xmlBufferContent(buf), 1, len, f) == len;
-	int e = errno;
-	if (fclose(f) != 0 && wrote) {
-		wrote = false;
-		e = errno;
-	}
+	/* all or nothing: a temporary file beside the target, renamed over it */
+	char werr[512];
+	enum rl_status st = rl_write_file_atomic(path, xmlBufferContent(buf),
+	                                         (size_t)xmlBufferLength(buf), werr, sizeof(werr));
 	xmlBufferFree(buf);
-	if (!wrote) {
-		unlink(tmp);
-		return rl_fail(err, errlen, path, 0, "cannot write: %s", strerror(e));
-	}
-	if (rename(tmp, path) != 0) {
-		e = errno;
-		unlink(tmp);
-		return rl_fail(err, errlen, path, 0, "cannot rename %s into place: %s",
-		               tmp, strerror(e));
+	if (st != RL_OK) {
+		snprintf(err, errlen, "%s", werr);
+		return false;
 	}
 	return true;
 }

@@ -16,6 +16,7 @@
 #define RL_ONNX_H
 
 #include "ir.h"
+#include "buf.h" /* rl_write_file_atomic */
 
 /*
  * Load a model. On success *gp is the graph (free with rl_graph_free).
@@ -119,10 +120,7 @@ void rl_value_file_free(struct rl_value_file *f);
 /* A tensor as TensorProto bytes (malloc'd; NULL out of memory). */
 uint8_t *rl_tensor_pack(const struct rl_tensor *t, size_t *len);
 
-/* Write `len` bytes to path atomically: a temporary file in the same folder,
- * renamed over path on success; nothing is left behind on failure. */
-enum rl_status rl_write_file_atomic(const char *path, const void *data,
-                                    size_t len, char *err, size_t errlen);
+/* rl_write_file_atomic: ir/buf.h */
 
 /* The operators the reader lowers into other nodes itself (If, Loop, Scan,
  * sequences, optionals; onnx_subgraph.c): the i-th, NULL past the last. */

@@ -1056,26 +1056,16 @@ enum rl_status rl_tensor_read(const char *path, struct rl_tensor *t, char *err,
 		set_err(err, errlen, "%s: cannot open: %s", path, strerror(errno));
 		return RL_ERR_IO;
 	}
-	size_t cap = 1 << 16, len = 0;
-	unsigned char *buf = malloc(cap);
+	struct rl_buf fb = {0};
 	size_t r;
-	while (buf && (r = fread(buf + len, 1, cap - len, f)) > 0) {
-		len += r;
-		if (len == cap) {
-			cap *= 2;
-			unsigned char *nb = realloc(buf, cap);
-			if (!nb) {
-				free(buf);
-				buf = NULL;
-			}
-			buf = nb;
-		}
-	}
+	do { /* room for as much again as read so far (at least 64 KiB) */
+		rl_buf_reserve(&fb, fb.len > (1 << 16) ? fb.len : (1 << 16));
+		r = fread(fb.s + fb.len, 1, fb.cap - fb.len - 1, f);
+		fb.len += r;
+	} while (r > 0);
 	fclose(f);
-	if (!buf) {
-		set_err(err, errlen, "%s: out of memory", path);
-		return RL_ERR_NOMEM;
-	}
+	unsigned char *buf = (unsigned char *)fb.s;
+	size_t len = fb.len;
 	if (len == 0) {
 		free(buf);
 		set_err(err, errlen, "%s: empty file", path);

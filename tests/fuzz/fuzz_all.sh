@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
 # fuzz_all.sh SRC BUILD SECONDS [TARGET...] - build every libFuzzer target
-# (fuzz_onnx, fuzz_machine, fuzz_tensor; see CMakeLists.txt) with clang and
+# (fuzz_onnx, fuzz_machine, fuzz_tensor, fuzz_diff; see CMakeLists.txt) with clang and
 # fuzz each for SECONDS, one after the other, from a copy of its seed
 # corpus (the repository's is not modified; new inputs stay in
 # BUILD/corpus-work/TARGET). Prints one line per target with executions and
 # crashes, then the totals; crash inputs are kept in BUILD/artifacts/TARGET.
 # Exit 1 on any crash, 77 (skipped) when clang or its fuzzer runtime is
 # missing. For the long run before closing a fuzzing issue, e.g.
-#   tests/fuzz/fuzz_all.sh . /tmp/fuzz 1200      # 3 targets x 20 min = 1 h
+#   tests/fuzz/fuzz_all.sh . /tmp/fuzz 900      # 4 targets x 15 min = 1 h
 set -euo pipefail
 src=$(cd "$1" && pwd) build=$2 secs=$3
 shift 3
 targets=("$@")
-((${#targets[@]})) || targets=(onnx machine tensor)
+((${#targets[@]})) || targets=(onnx machine tensor diff)
 if ! command -v clang >/dev/null; then
   echo "skipped: clang is not installed (apt-get install clang)"; exit 77
 fi
@@ -25,7 +25,7 @@ mkdir -p "$build"
 build=$(cd "$build" && pwd)
 CC=clang cmake -S "$src" -B "$build" -DRL_FUZZ=ON -DRL_SANITIZE_TESTS=OFF -DRL_PYTHON=/bin/false >/dev/null
 cmake --build "$build" -j"$(nproc)" --target "${targets[@]/#/fuzz_}" >/dev/null
-declare -A corpus=([onnx]=corpus [machine]=corpus_machine [tensor]=corpus_tensor)
+declare -A corpus=([onnx]=corpus [machine]=corpus_machine [tensor]=corpus_tensor [diff]=corpus_diff)
 total_exec=0 total_crash=0
 printf '%-10s %12s %8s %s\n' target executions crashes seconds
 for t in "${targets[@]}"; do

@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/c/emit.h"
+#include "backends/c/emit_impl.h"
 #include "ir.h"
 #include "testutil.h"
 

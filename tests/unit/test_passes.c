@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/c/emit.h"
+#include "backends/c/emit_impl.h"
 #include "ir.h"
 #include "passes/pass.h"
 #include "testutil.h"

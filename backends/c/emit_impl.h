@@ -1,0 +1,403 @@
+/*
+ * emit_impl.h - the C backend's internals: the interface between the driver
+ * (emit.c: buffers, weights, the run function, the file layout) and the
+ * per-family kernel emitters (emit_<family>.c), which only write the body of
+ * one kernel function per node; and the run plan other backends reuse. The
+ * public API is emit.h.
+ *
+ * A kernel is `static void k<N>_<node name>(const T0 *restrict X0, ...,
+ * U0 *restrict Y0, ...)`: inputs are X0.., outputs Y0.. (absent optional
+ * inputs are passed as NULL and named too), all shapes are compile-time
+ * constants, and the emitter writes loops with literal bounds. Half and
+ * bfloat16 tensors are stored as uint16_t and computed in float through the
+ * rl_h2f/rl_f2h/rl_b2f/rl_f2b helpers the driver emits when needed.
+ */
+#ifndef RL_EMIT_C_IMPL_H
+#define RL_EMIT_C_IMPL_H
+
+#include <stdarg.h>
+
+#include "emit.h"
+#include "buf.h" /* struct rl_buf, rl_buf_printf */
+
+/* ---- emitter interface -------------------------------------------------- */
+
+struct rl_cgen_group; /* below */
+
+struct rl_cgen {
+	struct rl_graph *g;
+	struct rl_buf body;     /* kernel body being written */
+	int indent;             /* current indent level for cg_line */
+	unsigned need_half : 1; /* emit half helpers */
+	unsigned need_bf16 : 1; /* emit bfloat16 helpers */
+	unsigned need_erf : 1;
+	unsigned need_tanh : 1; /* emit rl_tanhf (the elementwise table's tanh) */
+	unsigned need_lowp;     /* low-precision helpers used (emit_lowp.c bits) */
+	int tmp;                /* counter for unique local names */
+	char err[512];
+	/* set by emit_fused.c while the anchor of an epilogue group is written:
+	 * the anchor's emitter calls cg_epilogue() on every run of final outputs */
+	const struct rl_cgen_group *epi;
+	int epi_calls;          /* cg_epilogue() calls made for the current kernel */
+
+	/* ---- per kernel; the driver resets these before each emitter call ---- */
+	const char *kname;      /* the kernel's function name, e.g. "k3_fc1"; name
+	                           file-scope things you add "<kname>_..." */
+	/* Threads. An emitter that sets par_n > 0 writes its body as iterations
+	 * [lo, hi) of an outer loop of par_n iterations (`lo` and `hi` are int64_t
+	 * parameters in scope); the driver wraps it so rl_parallel_for splits
+	 * [0, par_n) across the pool in chunks of at least par_grain iterations.
+	 * Every output element must be computed inside one iteration (never split
+	 * a reduction), so results do not depend on the thread count. */
+	int64_t par_n, par_grain;
+	/* The body uses the vector runtime (rl_vf, RL_VW, rl_vsel, RL_INLINE:
+	 * emit_rt.c) inside `#ifdef RL_VEC ... #else <scalar> #endif`: the driver
+	 * emits the runtime and compiles the kernel per ISA (RL_TARGETS). */
+	unsigned simd : 1;
+
+	/* ---- whole file; emitters append, the driver places them ---- */
+	struct rl_buf statics;  /* file-scope declarations and helper functions,
+	                           placed after the constants, before the kernels */
+	struct rl_buf init;     /* statements run once in NAME_init after the
+	                           weights are loaded (e.g. packing constant
+	                           weights); `return -1;` on failure */
+	struct rl_buf fini;     /* statements run in NAME_free (free what init made) */
+	unsigned any_simd : 1;  /* set by the driver: some kernel set simd */
+	unsigned any_par : 1;   /* set by the driver: some kernel set par_n */
+
+	/* ---- static mode (rl_cgen_opts.static_mode) ---- */
+	unsigned static_mode : 1; /* emitters must not use the malloc'd runtimes
+	                             (packed GEMM, conv band scratch), and declare
+	                             sized local arrays with cg_scratch_array */
+	const char *ws_name;      /* the workspace pointer's C name, "NAME_ws" */
+	int64_t scratch_base;     /* kernel scratch: workspace bytes from here on */
+	int64_t scratch_cur;      /* bytes handed out in the current kernel */
+	int64_t scratch_max;      /* the most any kernel used */
+};
+
+/*
+ * Declare a local array `ctype name[n]` (inner > 0: `ctype name[n][inner]`)
+ * for scratch the kernel needs while it runs. Normal mode: on the stack, as
+ * before. Static mode, when the array is over RL_STATIC_STACK_MAX bytes: a
+ * pointer of the same indexing into the workspace past the tensors (the
+ * scratch region; kernels run one at a time, so they share it); the array is
+ * uninitialized in both modes. The driver resets the region per kernel.
+ */
+void cg_scratch_array(struct rl_cgen *cg, const char *ctype, const char *name, int64_t n,
+                      int64_t inner);
+
+/* Pointer expression (as the run function sees it) for value v: a constant's
+ * array or side-file offset, a workspace slot, an input or output. Valid in
+ * the `init` statements too for constants. */
+void cg_value_ptr(struct rl_cgen *cg, uint32_t v, char *b, size_t n);
+
+/* The runtime text a generated file carries (emit_rt.c): the vector types
+ * and RL_TARGETS, and the thread pool with rl_parallel_for. */
+void rl_emit_rt_vec(struct rl_buf *b);
+void rl_emit_rt_pool(struct rl_buf *b);
+
+/* Append one indented line to the kernel body. */
+void cg_line(struct rl_cgen *cg, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* C storage type of a dtype: "float", "int64_t", "uint16_t" (half), ... */
+const char *cg_ctype(enum rl_dtype t);
+/* Compute type: float for half/bfloat16/float, double, or the integer type. */
+const char *cg_comptype(enum rl_dtype t);
+/* Expression converting storage expression `e` of dtype t to its compute
+ * type (marks helpers as needed); returns a pointer into a rotating buffer. */
+const char *cg_load(struct rl_cgen *cg, enum rl_dtype t, const char *e);
+/* Expression converting compute-type expression `e` to storage of dtype t. */
+const char *cg_store(struct rl_cgen *cg, enum rl_dtype t, const char *e);
+/* Literal of value x in compute type of t ("1.5f", "3", "(int64_t)-2"). */
+const char *cg_lit(enum rl_dtype t, double x);
+
+/*
+ * Broadcast loops: open loops over the static shape `out`, and define, in the
+ * innermost body, `o` (flat output index) and `i0`..`i<n-1>` (flat index of
+ * each input under numpy broadcasting; ins[k] may have lower rank). Adjacent
+ * dims are merged where every operand allows it, so a plain same-shape op is
+ * one loop the compiler vectorizes. Returns the depth for cg_loops_close.
+ */
+int cg_bcast_open(struct rl_cgen *cg, const struct rl_shape *out, int n,
+                  const struct rl_shape *const *ins);
+/* The same, with the outermost merged loop split across threads (cg->par_n,
+ * loop from lo to hi) when the nest has at least 2 * min_par elements;
+ * min_par <= 0 never splits. */
+int cg_bcast_open_par(struct rl_cgen *cg, const struct rl_shape *out, int n,
+                      const struct rl_shape *const *ins, int64_t min_par);
+/* Open `for (size_t VAR = ...)` over `rows` rows of `row_elems` elements
+ * each (indent + 1; close with cg_loops_close(cg, 1)); the rows are split
+ * across threads (cg->par_n, chunks of at least min_par elements) when there
+ * are at least two rows and 2 * min_par elements in all. */
+void cg_rows_open(struct rl_cgen *cg, const char *var, int64_t rows, int64_t row_elems,
+                  int64_t min_par);
+void cg_loops_close(struct rl_cgen *cg, int depth);
+/* Strides (in elements) of a static row-major shape; returns numel. */
+int64_t cg_strides(const struct rl_shape *s, int64_t *strides);
+
+/* Report a user-facing error for the node (unsupported attribute, ...). */
+enum rl_status cg_error(struct rl_cgen *cg, uint32_t node, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Shorthands for the node's values. */
+static inline const struct rl_value *cg_in(struct rl_cgen *cg, uint32_t node, int i)
+{
+	uint32_t v = rl_node_in(&cg->g->nodes[node], i);
+	return v == RL_NONE ? NULL : &cg->g->values[v];
+}
+static inline const struct rl_value *cg_out(struct rl_cgen *cg, uint32_t node, int i)
+{
+	const struct rl_node *n = &cg->g->nodes[node];
+	return i < n->nout && n->out[i] != RL_NONE ? &cg->g->values[n->out[i]] : NULL;
+}
+
+/*
+ * Elementwise ops as per-element C expressions (emit_elemwise.c): the one
+ * table that both the single-op kernels and the fused kernels use (a CUDA
+ * emitter would override entries where it must). in[k] is input k's value in
+ * its compute type (cg_comptype), an identifier or a literal since an
+ * expression may use it twice, NULL for an absent optional input. The result
+ * is written to e in the compute type the op produces; storing it with
+ * cg_store of the output's dtype gives exactly what the single-op kernel
+ * stores. Statements the op needs first are written with cg_line; their
+ * temporaries end in `tag` so several ops can share one scope. False, with
+ * *why, for a dtype or attribute the C backend does not handle.
+ */
+bool cg_elemwise_expr(struct rl_cgen *cg, uint32_t node, const char *const *in,
+                      const char *tag, char *e, size_t len, const char **why);
+/* Ops cg_elemwise_expr handles: the elementwise family except Dropout. */
+bool cg_elemwise_has_expr(enum rl_op op);
+
+/*
+ * A fused group as the driver hands it to emit_fused.c (passes/fuse.c sets
+ * node->group; the driver checks each group again and emits one kernel).
+ * Elementwise group: one loop nest over the shape every node produces.
+ * Epilogue group: the anchor (MatMul, Gemm or Conv) is written by its own
+ * emitter with its output going straight to Y0, and the elementwise nodes
+ * run inside its output loop through cg_epilogue().
+ */
+struct rl_cgen_group {
+	int32_t id;           /* node->group */
+	uint32_t *nodes;      /* topological order; the anchor first if any */
+	int nnodes;
+	uint32_t anchor;      /* RL_NONE for an elementwise group */
+	uint32_t *in;         /* the kernel's X0..: the anchor's inputs in slot
+	                         order (RL_NONE kept), then the other external
+	                         tensors; scalar constants become literals */
+	int nin;
+	uint32_t *out;        /* the kernel's Y0..: values used outside the group
+	                         or graph outputs; in an epilogue group Y0 has
+	                         the anchor's dtype and receives its product */
+	int nout;
+};
+
+/* Write the body of a fused group's kernel into cg->body. */
+enum rl_status rl_emit_c_fused(struct rl_cgen *cg, const struct rl_cgen_group *grp);
+
+/*
+ * Epilogue hook for the MatMul/Gemm/Conv emitters: when cg->epi is set,
+ * write code that applies the group's elementwise nodes in place to the run
+ * of n outputs at `y` (a pointer expression to the anchor's storage type),
+ * whose first element has flat index `base` (an expression) in the output.
+ * The run must lie inside one aligned block of `span` elements (span divides
+ * the output's element count: a row of a product, an output row of a
+ * convolution). Does nothing when cg->epi is NULL, so unfused kernels are
+ * unchanged.
+ */
+void cg_epilogue(struct rl_cgen *cg, const char *y, const char *base, int64_t n,
+                 int64_t span);
+
+/* ---- GEMM runtime (emit_gemm.c) -------------------------------------------
+ *
+ * Packed, register-blocked fp32 products for any emitter (MatMul/Gemm in
+ * emit_matmul.c; Conv as a 1x1 or implicit GEMM). The runtime text (packing,
+ * per-ISA micro-kernels picked once in NAME_init, scratch slots, batch-1
+ * GEMV) is placed once in cg->statics by the first request; kernels call it.
+ *
+ * The product is Y[M,N] (+)= alpha * A'[M,K] B'[K,N], with
+ *   A'(i,k) = a[i*a_rs + k*a_ks]      (any strides; packed per block at run time)
+ *   B'(k,j) = b[k*b_rs + j*b_cs]      (constant: packed once at init; else per block)
+ *   Y(i,j)  = y[i*ldy + j]            (row-major runs of columns).
+ * It is cut into tasks: nib row blocks (mc rows, a multiple of 12) by njb
+ * column blocks (nc columns, a multiple of 32); task t covers column block
+ * t / nib and row block t % nib, and computes its Y block over all of K, so
+ * a result never depends on how tasks are spread over threads.
+ *
+ * How to use it from an emitter, for kernel cg->kname:
+ *   1. cg_gemm_plan(&node->tile, M, N, K, &pl): cache blocks from the tile
+ *      pass (kind GEMM: mc, kc, nc; mr and nr follow the CPU found at run
+ *      time) or defaults for a 32 KiB L1 / 1 MiB L2; nib, njb; pl.why says
+ *      where they came from (put it in a comment).
+ *   2. cg_gemm_init(cg, &pl, b_at_run_time): NAME_init selects the
+ *      micro-kernel and reserves per-thread scratch; NAME_free releases it.
+ *      Call it before step 3: the packed layout follows the CPU's nr.
+ *   3. For a constant B: cg_gemm_pack_b(cg, value, K, N, b_rs, b_cs, &pl,
+ *      name, n) declares `static float *<kname>_bp` and packs B' into it in
+ *      NAME_init (over the side file's copy when nothing else reads the
+ *      constant and no padding is needed, i.e. N % 32 == 0 and b_cs == 1;
+ *      else into its own buffer, freed by NAME_free); pass the name as
+ *      call.bp. A is always packed at run time (per kc block of each task,
+ *      M*K per column block: small next to M*N*K), so a convolution whose
+ *      weights are the left operand (NCHW: Y[co,hw] = W[co,ci] X[ci,hw])
+ *      passes the weights as A and the activations as a run-time B
+ *      (b_rs = HW, b_cs = 1).
+ *   4. Set cg->par_n to (outer iterations) * pl.nib * pl.njb, par_grain 1,
+ *      loop t over [lo, hi) and for each task call cg_gemm_emit_task(cg,
+ *      &call, &pl, "t % tasks_per_product"), with the call's pointer
+ *      expressions for that outer iteration.
+ *   The epilogue: cg_gemm_emit_task calls cg_epilogue() on every row of a
+ *   finished block (nb = nc columns, or the last block's width), with base
+ *   call.ybase + row * ldy + column, span call.span: bias, activation and
+ *   residual run while the block is in L2. call.init (optional) gives the
+ *   initial value of Y(i,j) (e.g. beta * C) written before the block is
+ *   accumulated.
+ *
+ * Batch-1 (M == 1) with a constant B goes through the GEMV entry points of
+ * the runtime instead (see emit_matmul.c): rl_sgemv_rows(a, b, K, alpha, y,
+ * j0, j1) for B stored N x K, rl_sgemv_panels(a, bp, K, alpha, y, j0, j1)
+ * for B stored K x N and packed at init by cg_gemv_pack_b() into panels of
+ * RL_GEMV_W (128) columns (j0 a multiple of 128). Their NAME_init statements
+ * must run rl_gemm_init() first (as cg_gemm_init writes it). Each writes
+ * alpha * a B for columns [j0, j1); the kernel adds beta * C and runs the
+ * epilogue on the run afterwards.
+ */
+#define RL_GEMM_MR_LCM 12      /* every register tile's mr divides it */
+#define RL_GEMM_NR_LCM 32      /* every register tile's nr divides it */
+#define RL_GEMM_KC_DEFAULT 256 /* see cg_gemm_plan */
+#define RL_GEMV_PANEL 128      /* RL_GEMV_W in the runtime */
+
+struct cg_gemm_plan {
+	int64_t mc, kc, nc; /* cache blocks (elements) */
+	int64_t nib, njb;   /* row blocks, column blocks: nib * njb tasks */
+	const char *why;    /* where the blocks came from, for the comment */
+};
+
+struct cg_gemm_call {
+	int64_t M, N, K;
+	const char *a;           /* expression: const float * to A' */
+	int64_t a_rs, a_ks;
+	double alpha;            /* folded into A while it is packed */
+	const char *b;           /* expression: const float * to B' at run time, or NULL */
+	int64_t b_rs, b_cs;
+	const char *bp;          /* cg_gemm_pack_b's name, or NULL */
+	const char *y;           /* expression: float * to Y(0,0) */
+	int64_t ldy;
+	const char *ybase;       /* flat index of Y(0,0) in the kernel's output, for cg_epilogue */
+	int64_t span;            /* cg_epilogue span (a row of the output: usually N) */
+	/* optional: write the initial value of Y(ri, cj) (C expressions of the row
+	 * and column) into e; NULL: the product starts from zero */
+	void (*init)(struct rl_cgen *cg, void *ctx, const char *ri, const char *cj, char *e,
+	             size_t n);
+	void *ctx;
+};
+
+/* Append the runtime to cg->statics unless already there. */
+void cg_gemm_runtime(struct rl_cgen *cg);
+void cg_gemm_plan(const struct rl_tile *tile, int64_t M, int64_t N, int64_t K,
+                  struct cg_gemm_plan *pl);
+void cg_gemm_init(struct rl_cgen *cg, const struct cg_gemm_plan *pl, bool b_runtime);
+void cg_gemm_pack_b(struct rl_cgen *cg, uint32_t v, int64_t K, int64_t N, int64_t b_rs,
+                    int64_t b_cs, const struct cg_gemm_plan *pl, char *name, size_t namelen);
+/* Constant B stored K x N, packed for rl_sgemv_panels (always K * N floats). */
+void cg_gemv_pack_b(struct rl_cgen *cg, uint32_t v, int64_t K, int64_t N, char *name,
+                    size_t namelen);
+/* Body statements for task `task` (an expression in [0, pl->nib * pl->njb)). */
+void cg_gemm_emit_task(struct rl_cgen *cg, const struct cg_gemm_call *c,
+                       const struct cg_gemm_plan *pl, const char *task);
+
+/*
+ * Family emitters: write the body of node's kernel into cg->body.
+ * Return RL_OK, or RL_ERR_UNSUPPORTED via cg_error for a case not handled.
+ * Each family file also defines rl_emit_c_<family>_supports(op).
+ */
+#define RL_FAMILY_EMITTERS(X) \
+	X(elemwise) X(matmul) X(conv) X(pool) X(norm) X(reduce) X(shape) X(const) \
+	X(attn) X(quant) X(seq) X(detect)
+#define X(fam) \
+	enum rl_status rl_emit_c_##fam(struct rl_cgen *cg, uint32_t node); \
+	bool rl_emit_c_##fam##_supports(enum rl_op op);
+RL_FAMILY_EMITTERS(X)
+#undef X
+/* QuantMatMul over int8/int4 weights (emit_qgemm.c; emit_matmul.c dispatches) */
+enum rl_status rl_emit_c_qgemm(struct rl_cgen *cg, uint32_t node);
+
+/* ---- vector math (emit_math.c) ------------------------------------------ */
+
+/* Functions of the vector math library (rl_vexp, ...), as need bits. */
+enum rl_vmath {
+	RL_VM_BASE = 1 << 0,    /* rl_vload_n, rl_vstore_n, rl_vabs, rl_vclamp */
+	RL_VM_EXPCORE = 1 << 1, /* rl_vexp_core: shared by exp and expm1 */
+	RL_VM_EXP = 1 << 2,
+	RL_VM_EXPM1 = 1 << 3,
+	RL_VM_LOG = 1 << 4,
+	RL_VM_LOG1P = 1 << 5,
+	RL_VM_TANH = 1 << 6,
+	RL_VM_SIGMOID = 1 << 7,
+	RL_VM_SQRT = 1 << 8,
+	RL_VM_ERF = 1 << 9,     /* rl_verf: rl_erff's rational form on vectors */
+};
+/* Add the functions in fns (and what they use) that cg->statics lacks, in
+ * dependency order, under `#ifdef RL_VEC`. The kernel using them sets simd. */
+void cg_vmath_need(struct rl_cgen *cg, unsigned fns);
+/* The same text into b, every function in fns (for tests). */
+void rl_vmath_text(struct rl_buf *b, unsigned fns);
+
+/*
+ * The vector counterpart of cg_elemwise_expr for float32 nodes: in[k] names
+ * an rl_vf local holding input k for RL_VW lanes (NULL when absent); writes
+ * into e an rl_vf expression (statements first with cg_line, temporaries
+ * ending in `tag`) that equals the scalar expression lane by lane within the
+ * vector library's documented error. False (with *why) for an op without a
+ * vector form: the caller then runs the scalar expression per lane.
+ */
+bool cg_elemwise_vexpr(struct rl_cgen *cg, uint32_t node, const char *const *in,
+                       const char *tag, char *e, size_t len, const char **why);
+
+/* Kernel body for a single float32 elementwise node through the fused
+ * group's vector loop (emit_fused.c). False when the node's shapes or
+ * dtypes do not fit it; then nothing was written. */
+bool cg_elemwise_vec_single(struct rl_cgen *cg, uint32_t node, enum rl_status *st);
+
+/* ---- the run plan, for other backends (the CUDA emitter) ----------------
+ * What rl_emit_c decides before it writes a kernel: which nodes run, the
+ * fused groups that passed the driver's checks, the order kernels run in,
+ * views, and where every value lives (workspace offsets from the lifetime
+ * plan). rl_emit_plan fails, naming node and op, when supports() refuses an
+ * op that must run ("the BACKEND backend does not implement OP yet"). */
+enum rl_plan_storage {
+	RL_PLAN_NONE,      /* not needed at run time */
+	RL_PLAN_INPUT,     /* graph input io */
+	RL_PLAN_OUTPUT,    /* graph output io, written in place */
+	RL_PLAN_CONST,     /* constant: the value's data */
+	RL_PLAN_WORKSPACE, /* at off in the workspace */
+	RL_PLAN_ALIAS,     /* a view of value alias's storage */
+};
+struct rl_plan_val {
+	enum rl_plan_storage st;
+	int io;
+	int64_t off;
+	uint32_t alias;
+};
+struct rl_plan_unit {
+	bool view;     /* no kernel: the output aliases the input */
+	uint32_t node; /* the node; for a group its first node in g->order */
+	int32_t grp;   /* index in grps, -1 for a single node */
+	uint32_t k;    /* kernel number: g->order position of node */
+};
+struct rl_plan {
+	struct rl_plan_val *vals;   /* per value */
+	struct rl_plan_unit *units; /* in run order */
+	uint32_t nunits;
+	struct rl_cgen_group *grps;
+	uint32_t ngrps;
+	int64_t ws_size;            /* workspace bytes */
+};
+/* The scalar helpers a kernel may call, as the C file defines them:
+ * [0] rl_h2f/rl_f2h (need_half), [1] rl_b2f/rl_f2b (need_bf16),
+ * [2] rl_tanhf (need_tanh), [3] rl_erff (need_erf). */
+extern const char *const rl_cg_helper_text[4];
+enum rl_status rl_emit_plan(struct rl_graph *g, bool (*supports)(enum rl_op),
+                            const char *backend, struct rl_plan *p);
+void rl_emit_plan_free(struct rl_plan *p);
+
+#endif /* RL_EMIT_C_IMPL_H */
