@@ -1170,14 +1170,15 @@ static void emit_conv_band(struct rl_cgen *cg, const char *T, int64_t es, const 
  * padded 7x7 map, and the last vector of each band half empty).
  *
  * The weights are a constant, packed once in NAME_init into <kname>_wp:
- * blocks of CONV_CV_CB (32) output channels, each [c][tap][32 lanes] (the
- * lanes past M zero), exactly the order the micro-kernel reads them in. A
+ * blocks of cb output channels, each [c][tap][cb lanes] (the lanes past M
+ * zero), exactly the order the micro-kernel reads them in; cb is 32, or 16
+ * where 32 would leave half a block or more empty (M = 16, 48, 1000). A
  * task is (image, row part, channel block), the block innermost: per task,
- * for each chunk of CC input channels (its weights, CC x taps x 32 floats,
+ * for each chunk of CC input channels (its weights, CC x taps x cb floats,
  * stay in L1), every output row of the part is cut into pixel tiles of at
  * most CONV_CV_NT pixels, and the micro-kernel sums, for each tile pixel j
  * and lane l, w[c][k][l] * x[c][tap[k] + j*SW] over the chunk's channels
- * and taps into `ob`, the part's [pixel][32] sums in the scratch slot (the
+ * and taps into `ob`, the part's [pixel][cb] sums in the scratch slot (the
  * first chunk starts from the bias). Then ob is transposed into the block's
  * output planes (NCHW) and a fused epilogue runs on each channel's rows.
  * Padding: with pads (or taps past the input), the rows a row part reads
@@ -1185,16 +1186,17 @@ static void emit_conv_band(struct rl_cgen *cg, const char *T, int64_t es, const 
  * the range holds; without, the kernel reads the input in place.
  *
  * Micro-kernels (statics, one per ISA x stride x tile width in use):
- * AVX-512 holds a tile of up to 14 pixels x 2 zmm (28 sums; the broadcast
- * of x folds into the FMA), AVX2 sub-tiles of 2 pixels x 4 ymm, picked at
+ * AVX-512 holds a tile of up to 14 pixels x cb/16 zmm (up to 28 sums; the
+ * broadcast of x folds into the FMA), AVX2 sub-tiles of 2 pixels x 4 ymm
+ * (4 x 2 for cb = 16), picked at
  * run time through rl_conv_isa; the portable C loop (rl_cv_port) is the
  * same sums in the same order (bias, then c, then tap) for other compilers
- * and CPUs. Threads: the tasks are split as whole blocks of 32 channels
+ * and CPUs. Threads: the tasks are split as whole blocks of cb channels
  * (and rows where there are fewer than CONV_TASKS blocks), so two threads
  * get equal halves of a layer whose channels are a multiple of 64; every
  * output is summed by one task in a fixed order, whatever the thread count.
  */
-#define CONV_CV_CB 32            /* output channels per block: the packed lanes */
+#define CONV_CV_CB 32            /* output channels per block: the packed lanes (or 16) */
 #define CONV_CV_NT 14            /* most pixels per micro-kernel tile */
 #define CONV_CV_KC_BYTES 16384   /* packed weights of one chunk of channels (in L1) */
 #define CONV_CV_X_BYTES 1048576  /* most bytes of padded input rows per slot */
@@ -1217,38 +1219,38 @@ static const struct cv_isa cv_isas[] = {
 
 static const char cv_port[] =
 	"/* ---- Conv, channels on vector lanes: the portable tile ---- */\n"
-	"/* o[j * 32 + l] (+)= sum over c < cc, k < kk of w[(c * kk + k) * 32 + l] *\n"
-	" * x[c * xcs + tap[k] + j * sx], for nt pixels j and 32 lanes l; with `fresh`\n"
-	" * the sums start from bias[l]. The same order as the micro-kernels. */\n"
-	"static void rl_cv_port(const float *restrict x, int64_t sx, int64_t nt,\n"
+	"/* o[j * cb + l] (+)= sum over c < cc, k < kk of w[(c * kk + k) * cb + l] *\n"
+	" * x[c * xcs + tap[k] + j * sx], for nt pixels j and cb (16 or 32) lanes l;\n"
+	" * with `fresh` the sums start from bias[l]. The micro-kernels' order. */\n"
+	"static void rl_cv_port(const float *restrict x, int64_t sx, int64_t nt, int64_t cb,\n"
 	"                       const unsigned *restrict tap, int64_t kk, int64_t cc, int64_t xcs,\n"
 	"                       const float *restrict w, float *restrict o,\n"
 	"                       const float *restrict bias, int fresh)\n"
 	"{\n"
 	"    for (int64_t j = 0; j < nt; j++) {\n"
 	"        float s[32];\n"
-	"        for (int l = 0; l < 32; l++)\n"
-	"            s[l] = fresh ? bias[l] : o[j * 32 + l];\n"
+	"        for (int64_t l = 0; l < cb; l++)\n"
+	"            s[l] = fresh ? bias[l] : o[j * cb + l];\n"
 	"        const float *xc = x + j * sx, *wc = w;\n"
 	"        for (int64_t c = 0; c < cc; c++, xc += xcs)\n"
-	"            for (int64_t k = 0; k < kk; k++, wc += 32) {\n"
+	"            for (int64_t k = 0; k < kk; k++, wc += cb) {\n"
 	"                const float xv = xc[tap[k]];\n"
-	"                for (int l = 0; l < 32; l++)\n"
+	"                for (int64_t l = 0; l < cb; l++)\n"
 	"                    s[l] += wc[l] * xv;\n"
 	"            }\n"
-	"        for (int l = 0; l < 32; l++)\n"
-	"            o[j * 32 + l] = s[l];\n"
+	"        for (int64_t l = 0; l < cb; l++)\n"
+	"            o[j * cb + l] = s[l];\n"
 	"    }\n"
 	"}\n\n";
 
 /* The micro-kernel of one ISA for tiles of nt pixels at stride sx, into b. */
-static void cv_emit_uk(struct rl_buf *b, const struct cv_isa *is, int64_t sx, int nt)
+static void cv_emit_uk(struct rl_buf *b, const struct cv_isa *is, int cb, int64_t sx, int nt)
 {
-	int vpb = CONV_CV_CB / is->vw;
-	rl_buf_printf(b, "static __attribute__((target(\"%s\"))) void rl_cv_%s_s%lld_n%d(" CV_ARGS
-	              ")\n{\n", is->target, is->name, (long long)sx, nt);
-	for (int j0 = 0; j0 < nt; j0 += is->pmax) {
-		int pn = nt - j0 < is->pmax ? nt - j0 : is->pmax;
+	int vpb = cb / is->vw, pmax = is->pmax * CONV_CV_CB / cb;
+	rl_buf_printf(b, "static __attribute__((target(\"%s\"))) void rl_cv_%s_c%d_s%lld_n%d(" CV_ARGS
+	              ")\n{\n", is->target, is->name, cb, (long long)sx, nt);
+	for (int j0 = 0; j0 < nt; j0 += pmax) {
+		int pn = nt - j0 < pmax ? nt - j0 : pmax;
 		rl_buf_printf(b, "    { /* pixels [%d, %d): %d x %d sums in registers */\n", j0, j0 + pn,
 		              pn, vpb);
 		for (int j = 0; j < pn; j++) {
@@ -1272,14 +1274,13 @@ static void cv_emit_uk(struct rl_buf *b, const struct cv_isa *is, int64_t sx, in
 			rl_buf_printf(b, "           ");
 			for (int v = 0; v < vpb; v++)
 				rl_buf_printf(b, " s%d_%d = %s_loadu_ps(o + %d);", j, v, is->pfx,
-				              (j0 + j) * CONV_CV_CB + v * is->vw);
+				              (j0 + j) * cb + v * is->vw);
 			rl_buf_printf(b, "\n");
 		}
 		rl_buf_printf(b, "        }\n");
 		rl_buf_printf(b, "        const float *xc = x + %lld, *wc = w;\n", (long long)(j0 * sx));
 		rl_buf_printf(b, "        for (int64_t c = 0; c < cc; c++, xc += xcs)\n");
-		rl_buf_printf(b, "            for (int64_t k = 0; k < kk; k++, wc += %d) {\n",
-		              CONV_CV_CB);
+		rl_buf_printf(b, "            for (int64_t k = 0; k < kk; k++, wc += %d) {\n", cb);
 		rl_buf_printf(b, "                const float *xs = xc + tap[k];\n");
 		rl_buf_printf(b, "                const %s", is->vt);
 		for (int v = 0; v < vpb; v++)
@@ -1299,7 +1300,7 @@ static void cv_emit_uk(struct rl_buf *b, const struct cv_isa *is, int64_t sx, in
 			rl_buf_printf(b, "       ");
 			for (int v = 0; v < vpb; v++)
 				rl_buf_printf(b, " %s_storeu_ps(o + %d, s%d_%d);", is->pfx,
-				              (j0 + j) * CONV_CV_CB + v * is->vw, j, v);
+				              (j0 + j) * cb + v * is->vw, j, v);
 			rl_buf_printf(b, "\n");
 		}
 		rl_buf_printf(b, "    }\n");
@@ -1308,19 +1309,25 @@ static void cv_emit_uk(struct rl_buf *b, const struct cv_isa *is, int64_t sx, in
 }
 
 /* The shared runtime, the portable tile and the micro-kernels for (sx, nt). */
-static void cv_need(struct rl_cgen *cg, int64_t sx, int nt)
+static void cv_need(struct rl_cgen *cg, int cb, int64_t sx, int nt)
 {
 	char key[64];
 	conv_need_rt(cg);
 	if (!strstr(cg->statics.s, "static void rl_cv_port("))
 		rl_buf_printf(&cg->statics, "%s", cv_port);
-	snprintf(key, sizeof(key), "rl_cv_%s_s%lld_n%d(", cv_isas[0].name, (long long)sx, nt);
+	snprintf(key, sizeof(key), "rl_cv_%s_c%d_s%lld_n%d(", cv_isas[0].name, cb, (long long)sx, nt);
 	if (strstr(cg->statics.s, key))
 		return;
 	rl_buf_printf(&cg->statics, "#ifdef RL_CONV_ISA\n");
 	for (size_t i = 0; i < sizeof(cv_isas) / sizeof(cv_isas[0]); i++)
-		cv_emit_uk(&cg->statics, &cv_isas[i], sx, nt);
+		cv_emit_uk(&cg->statics, &cv_isas[i], cb, sx, nt);
 	rl_buf_printf(&cg->statics, "#endif\n\n");
+}
+
+/* Channels per block: 32, or 16 where that wastes fewer lanes (M = 16, 48, 1000) */
+static int cv_cb(int64_t M)
+{
+	return (M + 31) / 32 * 32 - M >= 16 ? 16 : 32;
 }
 
 /* Output rows per task: the smallest divisor of OH giving CONV_TASKS tasks. */
@@ -1335,18 +1342,19 @@ static int64_t cv_row_parts(const struct conv2d *p, int64_t nb)
 /* Whether channels-on-vector mode takes this (float, group 1, 2-D or 1-D) Conv. */
 static bool cv_fits(const struct conv2d *p, int64_t *xbytes, int64_t *obytes)
 {
-	int64_t nb = (p->M + CONV_CV_CB - 1) / CONV_CV_CB, R = p->OH / cv_row_parts(p, nb);
+	int cb = cv_cb(p->M);
+	int64_t nb = (p->M + cb - 1) / cb, R = p->OH / cv_row_parts(p, nb);
 	int64_t rh = (R - 1) * p->SH + (p->KH - 1) * p->DH + 1;
 	int64_t wp = (p->OW - 1) * p->SW + (p->KW - 1) * p->DW + 1;
 	bool pad = p->PT > 0 || p->PL > 0 || (p->OH - 1) * p->SH + (p->KH - 1) * p->DH >= p->H ||
 	           wp > p->W;
 	wp = wp > p->W + p->PL ? wp : p->W + p->PL;
 	*xbytes = pad ? (p->C * rh * wp * 4 + 63) / 64 * 64 : 0;
-	*obytes = (R * p->OW * CONV_CV_CB * 4 + 63) / 64 * 64;
+	*obytes = (R * p->OW * cb * 4 + 63) / 64 * 64;
 	return p->G == 1 && *xbytes <= CONV_CV_X_BYTES && *obytes <= CONV_CV_O_BYTES;
 }
 
-static void cv_call(struct rl_cgen *cg, int64_t sx, int64_t ow0, int nt, const char *tail)
+static void cv_call(struct rl_cgen *cg, int cb, int64_t sx, int64_t ow0, int nt, const char *tail)
 {
 	int ind = cg->indent;
 	cg->indent = -1;
@@ -1356,23 +1364,24 @@ static void cv_call(struct rl_cgen *cg, int64_t sx, int64_t ow0, int nt, const c
 		/* rl_conv_isa: 2 for AVX-512, 1 for AVX2, the order of cv_isas */
 		cg_line(cg, "%sif (rl_conv_isa == %d)", i ? "else " : "",
 		        (int)(sizeof(cv_isas) / sizeof(cv_isas[0]) - i));
-		cg_line(cg, "    rl_cv_%s_s%lld_n%d(xr + %lld, %s);", cv_isas[i].name, (long long)sx,
-		        nt, (long long)(ow0 * sx), tail);
+		cg_line(cg, "    rl_cv_%s_c%d_s%lld_n%d(xr + %lld, %s);", cv_isas[i].name, cb,
+		        (long long)sx, nt, (long long)(ow0 * sx), tail);
 	}
 	cg_line(cg, "else");
 	cg->indent = -1;
 	cg_line(cg, "#endif");
 	cg->indent = ind;
-	cg_line(cg, "    rl_cv_port(xr + %lld, %lld, %d, %s);", (long long)(ow0 * sx), (long long)sx,
-	        nt, tail);
+	cg_line(cg, "    rl_cv_port(xr + %lld, %lld, %d, %d, %s);", (long long)(ow0 * sx),
+	        (long long)sx, nt, cb, tail);
 }
 
 static void emit_conv_cv(struct rl_cgen *cg, uint32_t node, const struct conv2d *p,
                          int64_t xbytes, int64_t obytes)
 {
 	int64_t CG = p->C, KK = p->KH * p->KW, M = p->M;
-	int64_t NB = (M + CONV_CV_CB - 1) / CONV_CV_CB, RP = cv_row_parts(p, NB), R = p->OH / RP;
-	int64_t CC = CONV_CV_KC_BYTES / (KK * CONV_CV_CB * 4);
+	int cb = cv_cb(M);
+	int64_t NB = (M + cb - 1) / cb, RP = cv_row_parts(p, NB), R = p->OH / RP;
+	int64_t CC = CONV_CV_KC_BYTES / (KK * cb * 4);
 	CC = CC < 1 ? 1 : CC > CG ? CG : CC;
 	int64_t rh = (R - 1) * p->SH + (p->KH - 1) * p->DH + 1;
 	int64_t wp = (p->OW - 1) * p->SW + (p->KW - 1) * p->DW + 1;
@@ -1384,9 +1393,9 @@ static void emit_conv_cv(struct rl_cgen *cg, uint32_t node, const struct conv2d 
 	int64_t wide = p->OW % ntile;
 	char wname[160], wptr[200], tail[200];
 
-	cv_need(cg, p->SW, (int)tw);
+	cv_need(cg, cb, p->SW, (int)tw);
 	if (wide)
-		cv_need(cg, p->SW, (int)tw + 1);
+		cv_need(cg, cb, p->SW, (int)tw + 1);
 	rl_buf_printf(&cg->init, "    if (rl_conv_scratch_reserve(%lldu) != 0) /* %s */\n        return -1;\n",
 	              (long long)(xbytes + obytes), cg->kname);
 
@@ -1394,7 +1403,7 @@ static void emit_conv_cv(struct rl_cgen *cg, uint32_t node, const struct conv2d 
 	snprintf(wname, sizeof(wname), "%s_wp", cg->kname);
 	cg_value_ptr(cg, cg->g->nodes[node].in[1], wptr, sizeof(wptr));
 	rl_buf_printf(&cg->statics, "static float *%s; /* %s's weights, packed at init: %lld blocks x [%lld][%lld][%d] */\n\n",
-	              wname, cg->kname, (long long)NB, (long long)CG, (long long)KK, CONV_CV_CB);
+	              wname, cg->kname, (long long)NB, (long long)CG, (long long)KK, cb);
 	rl_buf_printf(&cg->init,
 	              "    %s = aligned_alloc(64, %lluu);\n"
 	              "    if (!%s)\n        return -1;\n"
@@ -1405,9 +1414,9 @@ static void emit_conv_cv(struct rl_cgen *cg, uint32_t node, const struct conv2d 
 	              "                    const size_t m = b * %d + l;\n"
 	              "                    %s[((b * %lld + c) * %lld + k) * %d + l] = m < %lld ? (%s)[(m * %lld + c) * %lld + k] : 0.0f;\n"
 	              "                }\n",
-	              wname, (unsigned long long)(NB * CG * KK * CONV_CV_CB * 4), wname,
-	              (long long)NB, (long long)CG, (long long)KK, CONV_CV_CB, CONV_CV_CB, wname,
-	              (long long)CG, (long long)KK, CONV_CV_CB, (long long)M, wptr, (long long)CG,
+	              wname, (unsigned long long)(NB * CG * KK * cb * 4), wname,
+	              (long long)NB, (long long)CG, (long long)KK, cb, cb, wname,
+	              (long long)CG, (long long)KK, cb, (long long)M, wptr, (long long)CG,
 	              (long long)KK);
 	rl_buf_printf(&cg->fini, "    free(%s);\n    %s = NULL;\n", wname, wname);
 
@@ -1432,7 +1441,7 @@ static void emit_conv_cv(struct rl_cgen *cg, uint32_t node, const struct conv2d 
 	}
 	cg_line(cg, "};");
 	cg_line(cg, "/* this range's scratch slot: the part's sums [%lld pixels][%d]%s */",
-	        (long long)(R * p->OW), CONV_CV_CB,
+	        (long long)(R * p->OW), cb,
 	        pad ? ", then the padded input rows [C][rows][pitch]" : "");
 	cg_line(cg, "const int slot = rl_conv_slot_take();");
 	cg_line(cg, "unsigned char *sc = rl_conv_scratch + (size_t)slot * rl_conv_slot;");
@@ -1449,12 +1458,12 @@ static void emit_conv_cv(struct rl_cgen *cg, uint32_t node, const struct conv2d 
 		        (long long)RP, (long long)R);
 	else
 		cg_line(cg, "const size_t oh0 = 0;");
-	cg_line(cg, "const size_t m0 = b * %d;", CONV_CV_CB);
-	if (M % CONV_CV_CB)
+	cg_line(cg, "const size_t m0 = b * %d;", cb);
+	if (M % cb)
 		cg_line(cg, "const size_t mv = %lld - m0 < %d ? %lld - m0 : %d;", (long long)M,
-		        CONV_CV_CB, (long long)M, CONV_CV_CB);
+		        cb, (long long)M, cb);
 	else
-		cg_line(cg, "const size_t mv = %d;", CONV_CV_CB);
+		cg_line(cg, "const size_t mv = %d;", cb);
 	if (pad) {
 		cg_line(cg, "/* the rows the part reads, zero-padded: padded row a is input row oh0 * %lld + a - %lld */",
 		        (long long)p->SH, (long long)p->PT);
@@ -1487,14 +1496,14 @@ static void emit_conv_cv(struct rl_cgen *cg, uint32_t node, const struct conv2d 
 		cg_line(cg, "const float *restrict xb = X0 + n * %lld + oh0 * %lld;",
 		        (long long)(p->C * p->H * p->W), (long long)(p->SH * p->W));
 	}
-	cg_line(cg, "float bz[%d]; /* the block's bias, zero past M */", CONV_CV_CB);
-	cg_line(cg, "for (size_t l = 0; l < %d; l++)", CONV_CV_CB);
+	cg_line(cg, "float bz[%d]; /* the block's bias, zero past M */", cb);
+	cg_line(cg, "for (size_t l = 0; l < %d; l++)", cb);
 	if (p->bias)
 		cg_line(cg, "    bz[l] = l < mv ? X2[m0 + l] : 0.0f;");
 	else
 		cg_line(cg, "    bz[l] = 0.0f;");
 	cg_line(cg, "const float *restrict wb = %s + b * %lld;", wname,
-	        (long long)(CG * KK * CONV_CV_CB));
+	        (long long)(CG * KK * cb));
 	line_open(cg, "for (size_t c0 = 0; c0 < %lld; c0 += %lld) {", CG, CC);
 	if (CG % CC)
 		cg_line(cg, "const int64_t cn = %lld - c0 < %lld ? (int64_t)(%lld - c0) : %lld;",
@@ -1504,13 +1513,13 @@ static void emit_conv_cv(struct rl_cgen *cg, uint32_t node, const struct conv2d 
 	line_open(cg, "for (size_t i = 0; i < %lld; i++) {", R, 0);
 	cg_line(cg, "const float *xr = xb + c0 * %lld + i * %lld;", (long long)xcs,
 	        (long long)(p->SH * pitch));
-	cg_line(cg, "float *orow = ob + i * %lld;", (long long)(p->OW * CONV_CV_CB));
+	cg_line(cg, "float *orow = ob + i * %lld;", (long long)(p->OW * cb));
 	for (int64_t q = 0, ow0 = 0; q < ntile; q++) {
 		int nt = (int)(tw + (q < wide ? 1 : 0));
 		snprintf(tail, sizeof(tail), "tap, %lld, cn, %lld, wb + c0 * %lld, orow + %lld, bz, c0 == 0",
-		         (long long)KK, (long long)xcs, (long long)(KK * CONV_CV_CB),
-		         (long long)(ow0 * CONV_CV_CB));
-		cv_call(cg, p->SW, ow0, nt, tail);
+		         (long long)KK, (long long)xcs, (long long)(KK * cb),
+		         (long long)(ow0 * cb));
+		cv_call(cg, cb, p->SW, ow0, nt, tail);
 		ow0 += nt;
 	}
 	line_close(cg); /* i */
@@ -1520,7 +1529,7 @@ static void emit_conv_cv(struct rl_cgen *cg, uint32_t node, const struct conv2d 
 	cg_line(cg, "float *restrict y = Y0 + ((n * %lld + m0 + r) * %lld + oh0) * %lld;", (long long)M,
 	        (long long)p->OH, (long long)p->OW);
 	cg_line(cg, "for (size_t q = 0; q < %lld; q++)", (long long)(R * p->OW));
-	cg_line(cg, "    y[q] = ob[q * %d + r];", CONV_CV_CB);
+	cg_line(cg, "    y[q] = ob[q * %d + r];", cb);
 	if (cg->epi) {
 		char base[200];
 		snprintf(base, sizeof(base), "((n * %lld + m0 + r) * %lld + oh0) * %lld", (long long)M,
@@ -1737,7 +1746,7 @@ enum rl_status rl_emit_c_conv(struct rl_cgen *cg, uint32_t node)
 		int64_t xbytes, obytes;
 		if (cv_fits(&pc, &xbytes, &obytes)) {
 			cg_line(cg, "/* Conv, channels on vector lanes (the tile pass's choice): blocks of %d output channels x tiles of up to %d pixels of a row, weights packed at init */",
-			        CONV_CV_CB, CONV_CV_NT);
+			        cv_cb(M), CONV_CV_NT);
 			emit_conv_cv(cg, node, &pc, xbytes, obytes);
 			return RL_OK;
 		}
