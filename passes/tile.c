@@ -874,10 +874,19 @@ static const char *dt_name(const struct rl_graph *g, uint32_t v)
  * Channels on the lanes (RL_CONV_CHANVEC) waste only what the channel count
  * leaves of its last vector. The pass picks CHANVEC for float32, group-1
  * Convs with constant weights and one or two spatial axes whose output plane
- * has at most TILE_CV_PIX pixels and whose channels fill more of the lanes
- * than the pixels would; the remark gives both shares.
+ * has at most TILE_CV_PIX pixels, whose K (input channels x taps) is at
+ * least TILE_CV_MIN_K, and whose channels fill more of the lanes than the
+ * pixels would; the remark gives both shares. Measured on one AVX-512 core
+ * (thread CPU time, channels-on-vector / band): 3x3 512->512 on 7x7 0.86,
+ * 3x3 256->256 on 14x14 0.83, 1x1 2048->512 on 7x7 0.78, 3x3 128->128 on
+ * 28x28 0.94, 3x3 64->64 on 56x56 1.01 (hence the plane limit), and on small
+ * K: 1x1 32->128 on 27x27 (K 32) 1.34, the 3x3 stem 3->16 (K 27) 1.35,
+ * 3x3 16->16 (K 144) 1.03 (hence the K limit): per output the kernel
+ * spends a few instructions putting the sums back into NCHW planes, which
+ * K multiply-adds must pay for.
  */
 #define TILE_CV_PIX 1024 /* largest output plane for channels on the lanes (32x32) */
+#define TILE_CV_MIN_K 128 /* least channels x taps per output for channels on the lanes */
 
 static void conv_form(struct rl_graph *g, uint32_t node, struct rl_pass_ctx *ctx,
                       const struct tgeom *t, const struct gdims *d)
@@ -898,6 +907,9 @@ static void conv_form(struct rl_graph *g, uint32_t node, struct rl_pass_ctx *ctx
 		no = "weights not constant (they are packed at init)";
 	else if (d->N > TILE_CV_PIX)
 		no = "output plane above 1024 pixels: the band's rows fill the lanes";
+	else if (d->K < TILE_CV_MIN_K)
+		no = "K = channels x taps below 128: turning the sums back into NCHW planes costs "
+		     "more than the lanes save";
 	/* band mode's lane share over the plane: OH rows at pitch OW + the taps' reach */
 	int64_t oh = nsp == 2 ? sy->d[2].v : 1, ow = sy->d[sx->rank - 1].v;
 	int64_t kw = sw->d[sx->rank - 1].v, rw = 0;

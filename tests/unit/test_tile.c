@@ -602,4 +602,6 @@ Test(tile, small_maps_take_channels_on_the_lanes)
 	             RL_CONV_BAND);
 	cr_assert_eq(conv_form_of(64, 11, 20, 3, 1, false, "conv-band", "no more of the lanes"),
 	             RL_CONV_BAND);
+	cr_assert_eq(conv_form_of(32, 27, 128, 1, 1, false, "conv-band", "below 128"),
+	             RL_CONV_BAND);
 }
