@@ -887,6 +887,7 @@ static const char *dt_name(const struct rl_graph *g, uint32_t v)
  */
 #define TILE_CV_PIX 1024 /* largest output plane for channels on the lanes (32x32) */
 #define TILE_CV_MIN_K 128 /* least channels x taps per output for channels on the lanes */
+#define TILE_CV_RUN_PIX 128 /* least plane for channels on the lanes with run-time weights */
 
 static void conv_form(struct rl_graph *g, uint32_t node, struct rl_pass_ctx *ctx,
                       const struct tgeom *t, const struct gdims *d)
@@ -903,8 +904,9 @@ static void conv_form(struct rl_graph *g, uint32_t node, struct rl_pass_ctx *ctx
 		no = "not one or two spatial axes";
 	else if (rl_node_attr_int(n, "group", 1) != 1)
 		no = "grouped";
-	else if (!rl_value_is_const(g, w))
-		no = "weights not constant (they are packed at init)";
+	else if (!rl_value_is_const(g, w) && d->N < TILE_CV_RUN_PIX)
+		no = "weights not constant and a plane below 128 pixels: packing the weights in "
+		     "every run costs more than the lanes save";
 	else if (d->N > TILE_CV_PIX)
 		no = "output plane above 1024 pixels: the band's rows fill the lanes";
 	else if (d->K < TILE_CV_MIN_K)

@@ -1181,6 +1181,12 @@ static void emit_conv_band(struct rl_cgen *cg, const char *T, int64_t es, const 
  * and taps into `ob`, the part's [pixel][cb] sums in the scratch slot (the
  * first chunk starts from the bias). Then ob is transposed into the block's
  * output planes (NCHW) and a fused epilogue runs on each channel's rows.
+ * Weights the run computes (a graph input, or a large ConstantOfShape the
+ * C file fills at run time rather than embedding) cannot be packed at init:
+ * each task packs its block into the scratch slot instead (a blocked
+ * transpose, one pass over the block's weights), which pays off only on
+ * planes of CONV_CV_RUN_PIX pixels or more (3x3 256->256 on 14x14: 0.95 of
+ * band mode's time; 1x1 1024->256 on 14x14: 0.99).
  * Padding: with pads (or taps past the input), the rows a row part reads
  * are copied zero-padded into the scratch slot once per (image, row part)
  * the range holds; without, the kernel reads the input in place.
@@ -1201,6 +1207,9 @@ static void emit_conv_band(struct rl_cgen *cg, const char *T, int64_t es, const 
 #define CONV_CV_KC_BYTES 16384   /* packed weights of one chunk of channels (in L1) */
 #define CONV_CV_X_BYTES 1048576  /* most bytes of padded input rows per slot */
 #define CONV_CV_O_BYTES 524288   /* most bytes of a part's sums per slot */
+#define CONV_CV_W_BYTES 1048576  /* most bytes of a block's weights packed per task */
+#define CONV_CV_RUN_PIX 128      /* least plane with weights packed per task (tile.c's
+                                    TILE_CV_RUN_PIX, again for weights it saw constant) */
 
 struct cv_isa {
 	const char *name, *target, *vt, *pfx;
@@ -1340,7 +1349,8 @@ static int64_t cv_row_parts(const struct conv2d *p, int64_t nb)
 }
 
 /* Whether channels-on-vector mode takes this (float, group 1, 2-D or 1-D) Conv. */
-static bool cv_fits(const struct conv2d *p, int64_t *xbytes, int64_t *obytes)
+static bool cv_fits(const struct conv2d *p, bool wrun, int64_t *xbytes, int64_t *obytes,
+                    int64_t *wbytes)
 {
 	int cb = cv_cb(p->M);
 	int64_t nb = (p->M + cb - 1) / cb, R = p->OH / cv_row_parts(p, nb);
@@ -1351,7 +1361,9 @@ static bool cv_fits(const struct conv2d *p, int64_t *xbytes, int64_t *obytes)
 	wp = wp > p->W + p->PL ? wp : p->W + p->PL;
 	*xbytes = pad ? (p->C * rh * wp * 4 + 63) / 64 * 64 : 0;
 	*obytes = (R * p->OW * cb * 4 + 63) / 64 * 64;
-	return p->G == 1 && *xbytes <= CONV_CV_X_BYTES && *obytes <= CONV_CV_O_BYTES;
+	*wbytes = wrun ? (p->C * p->KH * p->KW * cb * 4 + 63) / 64 * 64 : 0;
+	return p->G == 1 && *xbytes <= CONV_CV_X_BYTES && *obytes <= CONV_CV_O_BYTES &&
+	       *wbytes <= CONV_CV_W_BYTES;
 }
 
 static void cv_call(struct rl_cgen *cg, int cb, int64_t sx, int64_t ow0, int nt, const char *tail)
@@ -1376,7 +1388,7 @@ static void cv_call(struct rl_cgen *cg, int cb, int64_t sx, int64_t ow0, int nt,
 }
 
 static void emit_conv_cv(struct rl_cgen *cg, uint32_t node, const struct conv2d *p,
-                         int64_t xbytes, int64_t obytes)
+                         int64_t xbytes, int64_t obytes, int64_t wbytes)
 {
 	int64_t CG = p->C, KK = p->KH * p->KW, M = p->M;
 	int cb = cv_cb(M);
@@ -1397,10 +1409,12 @@ static void emit_conv_cv(struct rl_cgen *cg, uint32_t node, const struct conv2d 
 	if (wide)
 		cv_need(cg, cb, p->SW, (int)tw + 1);
 	rl_buf_printf(&cg->init, "    if (rl_conv_scratch_reserve(%lldu) != 0) /* %s */\n        return -1;\n",
-	              (long long)(xbytes + obytes), cg->kname);
+	              (long long)(xbytes + obytes + wbytes), cg->kname);
 
-	/* the packed weights: blocks of 32 channels, [c][tap][32], zero past M */
+	/* the packed weights: blocks of cb channels, [c][tap][cb], zero past M;
+	 * at init, or (weights the run computes) per task into the scratch slot */
 	snprintf(wname, sizeof(wname), "%s_wp", cg->kname);
+	if (!wbytes) {
 	cg_value_ptr(cg, cg->g->nodes[node].in[1], wptr, sizeof(wptr));
 	rl_buf_printf(&cg->statics, "static float *%s; /* %s's weights, packed at init: %lld blocks x [%lld][%lld][%d] */\n\n",
 	              wname, cg->kname, (long long)NB, (long long)CG, (long long)KK, cb);
@@ -1419,6 +1433,7 @@ static void emit_conv_cv(struct rl_cgen *cg, uint32_t node, const struct conv2d 
 	              (long long)CG, (long long)KK, cb, (long long)M, wptr, (long long)CG,
 	              (long long)KK);
 	rl_buf_printf(&cg->fini, "    free(%s);\n    %s = NULL;\n", wname, wname);
+	}
 
 	cg->par_n = p->N * RP * NB;
 	cg->par_grain = 1;
@@ -1440,9 +1455,10 @@ static void emit_conv_cv(struct rl_cgen *cg, uint32_t node, const struct conv2d 
 		cg_line(cg, "    %s", l);
 	}
 	cg_line(cg, "};");
-	cg_line(cg, "/* this range's scratch slot: the part's sums [%lld pixels][%d]%s */",
+	cg_line(cg, "/* this range's scratch slot: the part's sums [%lld pixels][%d]%s%s */",
 	        (long long)(R * p->OW), cb,
-	        pad ? ", then the padded input rows [C][rows][pitch]" : "");
+	        pad ? ", then the padded input rows [C][rows][pitch]" : "",
+	        wbytes ? ", then the block's packed weights" : "");
 	cg_line(cg, "const int slot = rl_conv_slot_take();");
 	cg_line(cg, "unsigned char *sc = rl_conv_scratch + (size_t)slot * rl_conv_slot;");
 	cg_line(cg, "float *restrict ob = (float *)sc;");
@@ -1502,8 +1518,24 @@ static void emit_conv_cv(struct rl_cgen *cg, uint32_t node, const struct conv2d 
 		cg_line(cg, "    bz[l] = l < mv ? X2[m0 + l] : 0.0f;");
 	else
 		cg_line(cg, "    bz[l] = 0.0f;");
-	cg_line(cg, "const float *restrict wb = %s + b * %lld;", wname,
-	        (long long)(CG * KK * cb));
+	if (wbytes) {
+		/* a transpose in blocks of 16 columns: each channel's row is read a
+		 * line at a time and the block written stays in L1 (reading the
+		 * rows side by side thrashes the L1 sets when a row is 4 KB) */
+		cg_line(cg, "/* the block's weights, packed for this task: [c][tap][%d], zero past M */", cb);
+		cg_line(cg, "float *restrict wq = (float *)(sc + %lld);", (long long)(obytes + xbytes));
+		line_open(cg, "for (size_t i0 = 0; i0 < %lld; i0 += 16) {", CG * KK, 0);
+		cg_line(cg, "const size_t ie = i0 + 16 < %lld ? i0 + 16 : %lld;", (long long)(CG * KK),
+		        (long long)(CG * KK));
+		cg_line(cg, "for (size_t l = 0; l < %d; l++)", cb);
+		cg_line(cg, "    for (size_t i = i0; i < ie; i++)");
+		cg_line(cg, "        wq[i * %d + l] = l < mv ? X1[(m0 + l) * %lld + i] : 0.0f;", cb,
+		        (long long)(CG * KK));
+		line_close(cg);
+		cg_line(cg, "const float *restrict wb = wq;");
+	} else {
+		cg_line(cg, "const float *restrict wb = %s + b * %lld;", wname, (long long)(CG * KK * cb));
+	}
 	line_open(cg, "for (size_t c0 = 0; c0 < %lld; c0 += %lld) {", CG, CC);
 	if (CG % CC)
 		cg_line(cg, "const int64_t cn = %lld - c0 < %lld ? (int64_t)(%lld - c0) : %lld;",
@@ -1732,9 +1764,11 @@ enum rl_status rl_emit_c_conv(struct rl_cgen *cg, uint32_t node)
 	}
 	int64_t es = dt == RL_DT_DOUBLE ? 8 : 4;
 	/* the tile pass's choice for small maps: channels on the vector lanes
-	 * (float, group 1, constant weights, one or two spatial axes) */
+	 * (float, group 1, one or two spatial axes); weights in the constants
+	 * are packed at init, others (inputs, or a large ConstantOfShape the
+	 * file fills at run time instead of embedding) by each task */
 	if (!transposed && n->tile.conv == RL_CONV_CHANVEC && dt == RL_DT_FLOAT && G == 1 &&
-	    nsp <= 2 && ks > 0 && prod(w.in, nsp) > 0 && rl_value_is_const(cg->g, n->in[1])) {
+	    nsp <= 2 && ks > 0 && prod(w.in, nsp) > 0) {
 		int a = nsp == 2 ? 0 : -1;
 		struct conv2d pc = {
 			.N = N, .C = C, .M = M, .G = 1, .bias = B != NULL,
@@ -1743,11 +1777,13 @@ enum rl_status rl_emit_c_conv(struct rl_cgen *cg, uint32_t node)
 			.W = w.in[nsp - 1], .OW = w.out[nsp - 1], .KW = w.k[nsp - 1],
 			.SW = w.s[nsp - 1], .DW = w.d[nsp - 1], .PL = w.pb[nsp - 1],
 		};
-		int64_t xbytes, obytes;
-		if (cv_fits(&pc, &xbytes, &obytes)) {
-			cg_line(cg, "/* Conv, channels on vector lanes (the tile pass's choice): blocks of %d output channels x tiles of up to %d pixels of a row, weights packed at init */",
-			        cv_cb(M), CONV_CV_NT);
-			emit_conv_cv(cg, node, &pc, xbytes, obytes);
+		int64_t xbytes, obytes, wbytes;
+		bool wrun = !cg_value_stored_const(cg, n->in[1]);
+		if ((!wrun || pc.OH * pc.OW >= CONV_CV_RUN_PIX) &&
+		    cv_fits(&pc, wrun, &xbytes, &obytes, &wbytes)) {
+			cg_line(cg, "/* Conv, channels on vector lanes (the tile pass's choice): blocks of %d output channels x tiles of up to %d pixels of a row, weights packed %s */",
+			        cv_cb(M), CONV_CV_NT, wrun ? "per task" : "at init");
+			emit_conv_cv(cg, node, &pc, xbytes, obytes, wbytes);
 			return RL_OK;
 		}
 	}

@@ -19,7 +19,8 @@
  * kernel (output channels on the lanes, weights packed at init), with odd
  * channel counts (a partial block of 32), padding, stride 2, dilation,
  * chunks of input channels, two images, a 1-D Conv, rows cut into two
- * tiles, and a grouped Conv, which that kernel does not take (band mode).
+ * tiles, and a grouped Conv, which that kernel does not take (band mode);
+ * `cvrun` cases take it with the weights a graph input (packed per task).
  */
 #include <criterion/criterion.h>
 
@@ -38,29 +39,32 @@
 struct conv_case {
 	int64_t N, C, H, W, M, KH, KW, S, P, D, G; /* H = 1, KH = 1 for 1-D */
 	bool bias, one_d;
-	bool cv; /* constant weights, tile.conv = RL_CONV_CHANVEC */
+	bool cv;    /* constant weights, tile.conv = RL_CONV_CHANVEC */
+	bool cvrun; /* tile.conv = RL_CONV_CHANVEC with the weights an input: packed per task */
 };
 
 static const struct conv_case convs[] = {
-	{1, 16, 17, 17, 12, 3, 3, 1, 1, 1, 1, true, false, false},  /* 3x3/1, 4-channel blocks */
-	{1, 8, 20, 20, 16, 3, 3, 2, 1, 1, 1, false, false, false},  /* 3x3/2: stride phases */
-	{1, 32, 14, 14, 20, 1, 1, 1, 0, 1, 1, true, false, false},  /* pointwise */
-	{1, 16, 15, 15, 8, 1, 1, 2, 0, 1, 1, false, false, false},  /* 1x1/2 projection */
-	{1, 3, 30, 30, 8, 7, 7, 2, 3, 1, 1, true, false, false},    /* 7x7/2 stem */
-	{1, 8, 12, 12, 8, 3, 3, 1, 1, 1, 8, true, false, false},    /* depthwise */
-	{1, 8, 13, 13, 8, 3, 3, 1, 2, 2, 2, false, false, false},   /* grouped, dilated */
-	{1, 5, 9, 11, 6, 3, 3, 1, 0, 1, 1, true, false, false},     /* 2-channel blocks */
-	{2, 512, 12, 12, 8, 3, 3, 1, 1, 1, 1, true, false, false},  /* chunks of channels */
-	{1, 4, 1, 50, 8, 1, 5, 2, 2, 1, 1, true, true, false},      /* 1-D */
+	{1, 16, 17, 17, 12, 3, 3, 1, 1, 1, 1, true, false, false, false},  /* 3x3/1, 4-channel blocks */
+	{1, 8, 20, 20, 16, 3, 3, 2, 1, 1, 1, false, false, false, false},  /* 3x3/2: stride phases */
+	{1, 32, 14, 14, 20, 1, 1, 1, 0, 1, 1, true, false, false, false},  /* pointwise */
+	{1, 16, 15, 15, 8, 1, 1, 2, 0, 1, 1, false, false, false, false},  /* 1x1/2 projection */
+	{1, 3, 30, 30, 8, 7, 7, 2, 3, 1, 1, true, false, false, false},    /* 7x7/2 stem */
+	{1, 8, 12, 12, 8, 3, 3, 1, 1, 1, 8, true, false, false, false},    /* depthwise */
+	{1, 8, 13, 13, 8, 3, 3, 1, 2, 2, 2, false, false, false, false},   /* grouped, dilated */
+	{1, 5, 9, 11, 6, 3, 3, 1, 0, 1, 1, true, false, false, false},     /* 2-channel blocks */
+	{2, 512, 12, 12, 8, 3, 3, 1, 1, 1, 1, true, false, false, false},  /* chunks of channels */
+	{1, 4, 1, 50, 8, 1, 5, 2, 2, 1, 1, true, true, false, false},      /* 1-D */
 	/* channels on the vector lanes */
-	{1, 24, 7, 7, 40, 3, 3, 1, 1, 1, 1, true, false, true},    /* 7x7, 32 + 8 channels */
-	{1, 19, 14, 14, 33, 3, 3, 2, 1, 1, 1, false, false, true}, /* stride 2, odd counts */
-	{1, 40, 7, 7, 64, 1, 1, 1, 0, 1, 1, true, false, true},    /* pointwise */
-	{1, 32, 13, 13, 16, 1, 1, 2, 0, 1, 1, true, false, true},  /* 1x1/2, no padding */
-	{2, 200, 14, 14, 48, 3, 3, 1, 1, 2, 1, true, false, true}, /* chunks, dilated, 2 images */
-	{1, 16, 27, 27, 32, 3, 3, 1, 1, 1, 1, true, false, true},  /* rows of 13 + 14 pixels */
-	{1, 6, 1, 40, 36, 1, 5, 2, 2, 1, 1, true, true, true},     /* 1-D */
-	{1, 16, 7, 7, 32, 3, 3, 1, 1, 1, 2, true, false, true},    /* grouped: band mode */
+	{1, 24, 7, 7, 40, 3, 3, 1, 1, 1, 1, true, false, true, false},    /* 7x7, 32 + 8 channels */
+	{1, 19, 14, 14, 33, 3, 3, 2, 1, 1, 1, false, false, true, false}, /* stride 2, odd counts */
+	{1, 40, 7, 7, 64, 1, 1, 1, 0, 1, 1, true, false, true, false},    /* pointwise */
+	{1, 32, 13, 13, 16, 1, 1, 2, 0, 1, 1, true, false, true, false},  /* 1x1/2, no padding */
+	{2, 200, 14, 14, 48, 3, 3, 1, 1, 2, 1, true, false, true, false}, /* chunks, dilated, 2 images */
+	{1, 16, 27, 27, 32, 3, 3, 1, 1, 1, 1, true, false, true, false},  /* rows of 13 + 14 pixels */
+	{1, 6, 1, 40, 36, 1, 5, 2, 2, 1, 1, true, true, true, false},     /* 1-D */
+	{1, 16, 7, 7, 32, 3, 3, 1, 1, 1, 2, true, false, true, false},    /* grouped: band mode */
+	{1, 20, 14, 14, 40, 3, 3, 1, 1, 1, 1, true, false, false, true}, /* run-time weights */
+	{2, 24, 16, 16, 32, 1, 1, 1, 0, 1, 1, false, false, false, true}, /* the same, 1x1 */
 };
 #define NCONV ((int)(sizeof(convs) / sizeof(convs[0])))
 
@@ -180,7 +184,7 @@ static struct rl_graph *build(void)
 		set_ints(g, n, "pads", 2 * (r - 2), c->P);
 		set_ints(g, n, "dilations", r - 2, c->D);
 		rl_node_add_attr(g, n, "group", RL_ATTR_INT)->i = c->G;
-		if (c->cv)
+		if (c->cv || c->cvrun)
 			g->nodes[n].tile.conv = RL_CONV_CHANVEC;
 	}
 	for (int i = 0; i < NPOOL; i++) {
@@ -492,11 +496,12 @@ Test(emit_conv, chanvec_taken_where_it_applies)
 	char *src = (char *)read_file(p, &n);
 	int want = 0, got = 0;
 	for (int i = 0; i < NCONV; i++)
-		want += convs[i].cv && convs[i].G == 1;
+		want += (convs[i].cv || convs[i].cvrun) && convs[i].G == 1;
 	for (const char *q = src; (q = strstr(q, "Conv, channels on vector lanes (the tile")); q++)
 		got++;
 	cr_assert_eq(got, want, "%d channels-on-vector kernels, want %d", got, want);
 	cr_assert(strstr(src, "_wp = aligned_alloc(64,"), "no weights packed at init");
+	cr_assert(strstr(src, "weights packed per task"), "no weights packed per task");
 	free(src);
 	tu_rmtree(d);
 	free(d);

@@ -594,7 +594,7 @@ Test(tile, small_maps_take_channels_on_the_lanes)
 	                          "would use 77%"), RL_CONV_CHANVEC);
 	cr_assert_eq(conv_form_of(256, 14, 256, 1, 1, false, "conv-chanvec", "use 100%"),
 	             RL_CONV_CHANVEC);
-	/* a large map, grouped, run-time weights, or too few channels: band */
+	/* a large map, grouped, run-time weights on a 7x7 plane, too few channels: band */
 	cr_assert_eq(conv_form_of(64, 56, 64, 3, 1, false, "conv-band", "above 1024 pixels"),
 	             RL_CONV_BAND);
 	cr_assert_eq(conv_form_of(64, 7, 64, 3, 2, false, "conv-band", "grouped"), RL_CONV_BAND);
@@ -604,4 +604,7 @@ Test(tile, small_maps_take_channels_on_the_lanes)
 	             RL_CONV_BAND);
 	cr_assert_eq(conv_form_of(32, 27, 128, 1, 1, false, "conv-band", "below 128"),
 	             RL_CONV_BAND);
+	/* run-time weights are packed in every run: worth it from 128 pixels */
+	cr_assert_eq(conv_form_of(256, 14, 256, 3, 1, true, "conv-chanvec", "use 100%"),
+	             RL_CONV_CHANVEC);
 }
