@@ -22,6 +22,12 @@
  * compiled per ISA through RL_TARGETS. Threads split the band kernels over
  * (image, group, band, share of the output channels); see conv_band_parts.
  *
+ * Small output planes (the tile pass's choice, node->tile.conv ==
+ * RL_CONV_CHANVEC) take channels-on-vector mode instead: output channels on
+ * the vector lanes, pixels in registers, weights packed at init (see
+ * "Channels-on-vector mode" below); the tile pass leaves every other Conv
+ * to band mode, as does -O0 (no tile pass).
+ *
  * Rows too wide for band mode's budgets (or a stride with more than
  * CONV_PHASES phases in use) take the row form: a block of up to four
  * output channels walks the output rows, each (zero-padded) input row
