@@ -315,6 +315,15 @@ struct rl_tile {
 	int32_t accum;      /* GEMV: independent accumulators to cover FMA latency */
 	int64_t strip;      /* STRIP: elements per strip */
 	int64_t par;        /* iterations of the outer loop split across threads */
+	uint8_t conv;       /* Conv: enum rl_conv_form, the kernel form the tile pass chose */
+};
+
+/* The C backend's kernel form for a Conv (node->tile.conv). AUTO (the tile
+ * pass did not run or did not choose) is band mode where it applies. */
+enum rl_conv_form {
+	RL_CONV_AUTO = 0,
+	RL_CONV_BAND,     /* output pixels on the vector lanes (backends/c/emit_conv.c) */
+	RL_CONV_CHANVEC,  /* output channels on the vector lanes, pixels in registers */
 };
 
 struct rl_node {

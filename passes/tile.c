@@ -865,6 +865,86 @@ static const char *dt_name(const struct rl_graph *g, uint32_t v)
 	return rl_dtype_name(g->values[v].dtype);
 }
 
+/*
+ * The kernel form of a Conv on a CPU (node->tile.conv, enum rl_conv_form).
+ * Band mode puts output pixels on the vector lanes: a register tile covers
+ * whole vectors of a band's rows at the padded row pitch (OW plus the taps'
+ * reach), so on a small plane the pitch columns and the last, partly used
+ * vector cost a large share of the lanes (7x7 under a 3x3: 49 of 64).
+ * Channels on the lanes (RL_CONV_CHANVEC) waste only what the channel count
+ * leaves of its last vector. The pass picks CHANVEC for float32, group-1
+ * Convs with constant weights and one or two spatial axes whose output plane
+ * has at most TILE_CV_PIX pixels, whose K (input channels x taps) is at
+ * least TILE_CV_MIN_K, and whose channels fill more of the lanes than the
+ * pixels would; the remark gives both shares. Measured on one AVX-512 core
+ * (thread CPU time, channels-on-vector / band): 3x3 512->512 on 7x7 0.86,
+ * 3x3 256->256 on 14x14 0.83, 1x1 2048->512 on 7x7 0.78, 3x3 128->128 on
+ * 28x28 0.94, 3x3 64->64 on 56x56 1.01 (hence the plane limit), and on small
+ * K: 1x1 32->128 on 27x27 (K 32) 1.34, the 3x3 stem 3->16 (K 27) 1.35,
+ * 3x3 16->16 (K 144) 1.03 (hence the K limit): per output the kernel
+ * spends a few instructions putting the sums back into NCHW planes, which
+ * K multiply-adds must pay for.
+ */
+#define TILE_CV_PIX 1024 /* largest output plane for channels on the lanes (32x32) */
+#define TILE_CV_MIN_K 128 /* least channels x taps per output for channels on the lanes */
+#define TILE_CV_RUN_PIX 128 /* least plane for channels on the lanes with run-time weights */
+
+static void conv_form(struct rl_graph *g, uint32_t node, struct rl_pass_ctx *ctx,
+                      const struct tgeom *t, const struct gdims *d)
+{
+	struct rl_node *n = &g->nodes[node];
+	uint32_t x = rl_node_in(n, 0), w = rl_node_in(n, 1), y = n->out[0];
+	const struct rl_shape *sx = vshape(g, x), *sw = vshape(g, w), *sy = vshape(g, y);
+	int nsp = sx->rank - 2, vw = vwidth(t, 4);
+	const char *no = NULL;
+	n->tile.conv = RL_CONV_BAND;
+	if (g->values[x].dtype != RL_DT_FLOAT)
+		no = "not float32";
+	else if (nsp < 1 || nsp > 2)
+		no = "not one or two spatial axes";
+	else if (rl_node_attr_int(n, "group", 1) != 1)
+		no = "grouped";
+	else if (!rl_value_is_const(g, w) && d->N < TILE_CV_RUN_PIX)
+		no = "weights not constant and a plane below 128 pixels: packing the weights in "
+		     "every run costs more than the lanes save";
+	else if (d->N > TILE_CV_PIX)
+		no = "output plane above 1024 pixels: the band's rows fill the lanes";
+	else if (d->K < TILE_CV_MIN_K)
+		no = "K = channels x taps below 128: turning the sums back into NCHW planes costs "
+		     "more than the lanes save";
+	/* band mode's lane share over the plane: OH rows at pitch OW + the taps' reach */
+	int64_t oh = nsp == 2 ? sy->d[2].v : 1, ow = sy->d[sx->rank - 1].v;
+	int64_t kw = sw->d[sx->rank - 1].v, rw = 0;
+	const int64_t *a;
+	int64_t sxw = 1, dxw = 1;
+	if (rl_node_attr_ints(n, "strides", &a) == nsp)
+		sxw = a[nsp - 1];
+	if (rl_node_attr_ints(n, "dilations", &a) == nsp)
+		dxw = a[nsp - 1];
+	if (sxw > 0)
+		rw = (kw - 1) * dxw / sxw;
+	bool pointwise = kw == 1 && (nsp == 1 || sw->d[2].v == 1);
+	int64_t cols = pointwise ? oh * ow : oh * (ow + rw);
+	double band = (double)(oh * ow) / (double)(cdiv(cols, vw) * vw);
+	double chan = (double)d->M / (double)(cdiv(d->M, vw) * vw);
+	if (!no && chan <= band)
+		no = "the channels fill no more of the lanes than the pixels";
+	if (no) {
+		rl_remark(ctx, "tile", n->name, "conv-band", -1, -1, -1, -1,
+		          "Conv form: band (pixels on the %d lanes, %.0f%% used over the %lldx%lld "
+		          "plane; channels would use %.0f%%): channels-on-vector declined, %s",
+		          vw, 100.0 * band, (long long)oh, (long long)ow, 100.0 * chan, no);
+		return;
+	}
+	n->tile.conv = RL_CONV_CHANVEC;
+	rl_remark(ctx, "tile", n->name, "conv-chanvec", -1, -1, -1, -1,
+	          "Conv form: channels on the vector lanes: %lld output channels use %.0f%% of "
+	          "the %d lanes, where band mode's pixels on the lanes would use %.0f%% (the "
+	          "%lldx%lld plane at its padded row pitch); pixels in registers, weights packed "
+	          "at init", (long long)d->M, 100.0 * chan, vw, 100.0 * band, (long long)oh,
+	          (long long)ow);
+}
+
 static void tile_product(struct rl_graph *g, uint32_t node, struct rl_pass_ctx *ctx,
                          const struct tgeom *t, struct tcount *cnt)
 {
@@ -947,6 +1027,8 @@ static void tile_product(struct rl_graph *g, uint32_t node, struct rl_pass_ctx *
 		gemm_gpu(t, &d, tl);
 	else
 		gemm_cpu(t, &d, tl, &why);
+	if (!t->gpu && n->op == RL_OP_Conv)
+		conv_form(g, node, ctx, t, &d);
 	double tb[RL_MAX_MEM_LEVELS];
 	traffic_tiler(g, node, t, tb);
 	levels_str(t, tb, lv, sizeof(lv));

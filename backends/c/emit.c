@@ -1183,6 +1183,14 @@ void cg_value_ptr(struct rl_cgen *cg, uint32_t v, char *b, size_t n)
 	value_ptr(d, v, false, b, n);
 }
 
+bool cg_value_stored_const(struct rl_cgen *cg, uint32_t v)
+{
+	struct driver *d = (struct driver *)(void *)((char *)cg - offsetof(struct driver, cg));
+	while (v != RL_NONE && d->vi[v].st == ST_ALIAS)
+		v = d->vi[v].alias;
+	return v != RL_NONE && d->vi[v].st == ST_CONST;
+}
+
 /* Kernel name: k<N>_<node name>, or k<N>_fused_<first>__<last> for a group. */
 static void kernel_name(struct driver *d, const struct unit *un, char *b, size_t n)
 {

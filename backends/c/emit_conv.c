@@ -22,6 +22,12 @@
  * compiled per ISA through RL_TARGETS. Threads split the band kernels over
  * (image, group, band, share of the output channels); see conv_band_parts.
  *
+ * Small output planes (the tile pass's choice, node->tile.conv ==
+ * RL_CONV_CHANVEC) take channels-on-vector mode instead: output channels on
+ * the vector lanes, pixels in registers, weights packed at init (see
+ * "Channels-on-vector mode" below); the tile pass leaves every other Conv
+ * to band mode, as does -O0 (no tile pass).
+ *
  * Rows too wide for band mode's budgets (or a stride with more than
  * CONV_PHASES phases in use) take the row form: a block of up to four
  * output channels walks the output rows, each (zero-padded) input row
@@ -227,14 +233,15 @@ static void conv_emit_uk(struct rl_buf *b)
 		rl_buf_printf(b, "}\n\n");
 	}
 	rl_buf_printf(b,
-		"static rl_conv4_fn rl_conv4; /* NULL: the kernels' portable tiles */\n\n"
+		"static rl_conv4_fn rl_conv4; /* NULL: the kernels' portable tiles */\n"
+		"static int rl_conv_isa; /* 2: AVX-512, 1: AVX2 and FMA, 0: portable */\n\n"
 		"static void rl_conv4_pick(void)\n"
 		"{\n"
 		"    __builtin_cpu_init();\n"
 		"    if (__builtin_cpu_supports(\"avx512f\") && __builtin_cpu_supports(\"avx512vl\"))\n"
-		"        rl_conv4 = rl_conv4_avx512;\n"
+		"        rl_conv4 = rl_conv4_avx512, rl_conv_isa = 2;\n"
 		"    else if (__builtin_cpu_supports(\"avx2\") && __builtin_cpu_supports(\"fma\"))\n"
-		"        rl_conv4 = rl_conv4_avx2;\n"
+		"        rl_conv4 = rl_conv4_avx2, rl_conv_isa = 1;\n"
 		"}\n"
 		"#endif\n\n");
 }
@@ -1160,6 +1167,423 @@ static void emit_conv_band(struct rl_cgen *cg, const char *T, int64_t es, const 
 	cg_line(cg, "rl_conv_slot_give(slot);");
 }
 
+/*
+ * Channels-on-vector mode (node->tile.conv == RL_CONV_CHANVEC, chosen by the
+ * tile pass for small output planes): the output channels are on the vector
+ * lanes and the output pixels in registers, so a 7x7 or 14x14 map wastes no
+ * lanes on padding columns the way band mode does (there a register tile
+ * covers 16 pixels of a padded row: 9 columns of which 7 are used on a
+ * padded 7x7 map, and the last vector of each band half empty).
+ *
+ * The weights are a constant, packed once in NAME_init into <kname>_wp:
+ * blocks of cb output channels, each [c][tap][cb lanes] (the lanes past M
+ * zero), exactly the order the micro-kernel reads them in; cb is 32, or 16
+ * where 32 would leave half a block or more empty (M = 16, 48, 1000). A
+ * task is (image, row part, channel block), the block innermost: per task,
+ * for each chunk of CC input channels (its weights, CC x taps x cb floats,
+ * stay in L1), every output row of the part is cut into pixel tiles of at
+ * most CONV_CV_NT pixels, and the micro-kernel sums, for each tile pixel j
+ * and lane l, w[c][k][l] * x[c][tap[k] + j*SW] over the chunk's channels
+ * and taps into `ob`, the part's [pixel][cb] sums in the scratch slot (the
+ * first chunk starts from the bias). Then ob is transposed into the block's
+ * output planes (NCHW) and a fused epilogue runs on each channel's rows.
+ * Weights the run computes (a graph input, or a large ConstantOfShape the
+ * C file fills at run time rather than embedding) cannot be packed at init:
+ * each task packs its block into the scratch slot instead (a blocked
+ * transpose, one pass over the block's weights), which pays off only on
+ * planes of CONV_CV_RUN_PIX pixels or more (3x3 256->256 on 14x14: 0.95 of
+ * band mode's time; 1x1 1024->256 on 14x14: 0.99).
+ * Padding: with pads (or taps past the input), the rows a row part reads
+ * are copied zero-padded into the scratch slot once per (image, row part)
+ * the range holds; without, the kernel reads the input in place.
+ *
+ * Micro-kernels (statics, one per ISA x stride x tile width in use):
+ * AVX-512 holds a tile of up to 14 pixels x cb/16 zmm (up to 28 sums; the
+ * broadcast of x folds into the FMA), AVX2 sub-tiles of 2 pixels x 4 ymm
+ * (4 x 2 for cb = 16), picked at
+ * run time through rl_conv_isa; the portable C loop (rl_cv_port) is the
+ * same sums in the same order (bias, then c, then tap) for other compilers
+ * and CPUs. Threads: the tasks are split as whole blocks of cb channels
+ * (and rows where there are fewer than CONV_TASKS blocks), so two threads
+ * get equal halves of a layer whose channels are a multiple of 64; every
+ * output is summed by one task in a fixed order, whatever the thread count.
+ */
+#define CONV_CV_CB 32            /* output channels per block: the packed lanes (or 16) */
+#define CONV_CV_NT 14            /* most pixels per micro-kernel tile */
+#define CONV_CV_KC_BYTES 16384   /* packed weights of one chunk of channels (in L1) */
+#define CONV_CV_X_BYTES 1048576  /* most bytes of padded input rows per slot */
+#define CONV_CV_O_BYTES 524288   /* most bytes of a part's sums per slot */
+#define CONV_CV_W_BYTES 1048576  /* most bytes of a block's weights packed per task */
+#define CONV_CV_RUN_PIX 128      /* least plane with weights packed per task (tile.c's
+                                    TILE_CV_RUN_PIX, again for weights it saw constant) */
+
+struct cv_isa {
+	const char *name, *target, *vt, *pfx;
+	int vw, pmax; /* lanes per vector, most pixels per sub-tile */
+};
+
+static const struct cv_isa cv_isas[] = {
+	{"avx512", "avx512f,avx512vl,fma", "__m512", "_mm512", 16, 14},
+	{"avx2", "avx2,fma", "__m256", "_mm256", 8, 2},
+};
+
+#define CV_ARGS \
+	"const float *restrict x, const unsigned *restrict tap, int64_t kk, int64_t cc, " \
+	"int64_t xcs, const float *restrict w, float *restrict o, const float *restrict bias, " \
+	"int fresh"
+
+static const char cv_port[] =
+	"/* ---- Conv, channels on vector lanes: the portable tile ---- */\n"
+	"/* o[j * cb + l] (+)= sum over c < cc, k < kk of w[(c * kk + k) * cb + l] *\n"
+	" * x[c * xcs + tap[k] + j * sx], for nt pixels j and cb (16 or 32) lanes l;\n"
+	" * with `fresh` the sums start from bias[l]. The micro-kernels' order. */\n"
+	"static void rl_cv_port(const float *restrict x, int64_t sx, int64_t nt, int64_t cb,\n"
+	"                       const unsigned *restrict tap, int64_t kk, int64_t cc, int64_t xcs,\n"
+	"                       const float *restrict w, float *restrict o,\n"
+	"                       const float *restrict bias, int fresh)\n"
+	"{\n"
+	"    for (int64_t j = 0; j < nt; j++) {\n"
+	"        float s[32];\n"
+	"        for (int64_t l = 0; l < cb; l++)\n"
+	"            s[l] = fresh ? bias[l] : o[j * cb + l];\n"
+	"        const float *xc = x + j * sx, *wc = w;\n"
+	"        for (int64_t c = 0; c < cc; c++, xc += xcs)\n"
+	"            for (int64_t k = 0; k < kk; k++, wc += cb) {\n"
+	"                const float xv = xc[tap[k]];\n"
+	"                for (int64_t l = 0; l < cb; l++)\n"
+	"                    s[l] += wc[l] * xv;\n"
+	"            }\n"
+	"        for (int64_t l = 0; l < cb; l++)\n"
+	"            o[j * cb + l] = s[l];\n"
+	"    }\n"
+	"}\n\n";
+
+/* The micro-kernel of one ISA for tiles of nt pixels at stride sx, into b. */
+static void cv_emit_uk(struct rl_buf *b, const struct cv_isa *is, int cb, int64_t sx, int nt)
+{
+	int vpb = cb / is->vw, pmax = is->pmax * CONV_CV_CB / cb;
+	rl_buf_printf(b, "static __attribute__((target(\"%s\"))) void rl_cv_%s_c%d_s%lld_n%d(" CV_ARGS
+	              ")\n{\n", is->target, is->name, cb, (long long)sx, nt);
+	for (int j0 = 0; j0 < nt; j0 += pmax) {
+		int pn = nt - j0 < pmax ? nt - j0 : pmax;
+		rl_buf_printf(b, "    { /* pixels [%d, %d): %d x %d sums in registers */\n", j0, j0 + pn,
+		              pn, vpb);
+		for (int j = 0; j < pn; j++) {
+			rl_buf_printf(b, "        %s", is->vt);
+			for (int v = 0; v < vpb; v++)
+				rl_buf_printf(b, "%s s%d_%d", v ? "," : "", j, v);
+			rl_buf_printf(b, ";\n");
+		}
+		rl_buf_printf(b, "        if (fresh) {\n");
+		for (int v = 0; v < vpb; v++)
+			rl_buf_printf(b, "            s0_%d = %s_loadu_ps(bias + %d);\n", v, is->pfx,
+			              v * is->vw);
+		for (int j = 1; j < pn; j++) {
+			rl_buf_printf(b, "           ");
+			for (int v = 0; v < vpb; v++)
+				rl_buf_printf(b, " s%d_%d = s0_%d;", j, v, v);
+			rl_buf_printf(b, "\n");
+		}
+		rl_buf_printf(b, "        } else {\n");
+		for (int j = 0; j < pn; j++) {
+			rl_buf_printf(b, "           ");
+			for (int v = 0; v < vpb; v++)
+				rl_buf_printf(b, " s%d_%d = %s_loadu_ps(o + %d);", j, v, is->pfx,
+				              (j0 + j) * cb + v * is->vw);
+			rl_buf_printf(b, "\n");
+		}
+		rl_buf_printf(b, "        }\n");
+		rl_buf_printf(b, "        const float *xc = x + %lld, *wc = w;\n", (long long)(j0 * sx));
+		rl_buf_printf(b, "        for (int64_t c = 0; c < cc; c++, xc += xcs)\n");
+		rl_buf_printf(b, "            for (int64_t k = 0; k < kk; k++, wc += %d) {\n", cb);
+		rl_buf_printf(b, "                const float *xs = xc + tap[k];\n");
+		rl_buf_printf(b, "                const %s", is->vt);
+		for (int v = 0; v < vpb; v++)
+			rl_buf_printf(b, "%s w%d = %s_load_ps(wc + %d)", v ? "," : "", v, is->pfx,
+			              v * is->vw);
+		rl_buf_printf(b, ";\n");
+		for (int j = 0; j < pn; j++) {
+			rl_buf_printf(b, "                { const %s xb = %s_set1_ps(xs[%lld]);", is->vt,
+			              is->pfx, (long long)(j * sx));
+			for (int v = 0; v < vpb; v++)
+				rl_buf_printf(b, " s%d_%d = %s_fmadd_ps(w%d, xb, s%d_%d);", j, v, is->pfx, v, j,
+				              v);
+			rl_buf_printf(b, " }\n");
+		}
+		rl_buf_printf(b, "            }\n");
+		for (int j = 0; j < pn; j++) {
+			rl_buf_printf(b, "       ");
+			for (int v = 0; v < vpb; v++)
+				rl_buf_printf(b, " %s_storeu_ps(o + %d, s%d_%d);", is->pfx,
+				              (j0 + j) * cb + v * is->vw, j, v);
+			rl_buf_printf(b, "\n");
+		}
+		rl_buf_printf(b, "    }\n");
+	}
+	rl_buf_printf(b, "}\n\n");
+}
+
+/* The shared runtime, the portable tile and the micro-kernels for (sx, nt). */
+static void cv_need(struct rl_cgen *cg, int cb, int64_t sx, int nt)
+{
+	char key[64];
+	conv_need_rt(cg);
+	if (!strstr(cg->statics.s, "static void rl_cv_port("))
+		rl_buf_printf(&cg->statics, "%s", cv_port);
+	snprintf(key, sizeof(key), "rl_cv_%s_c%d_s%lld_n%d(", cv_isas[0].name, cb, (long long)sx, nt);
+	if (strstr(cg->statics.s, key))
+		return;
+	rl_buf_printf(&cg->statics, "#ifdef RL_CONV_ISA\n");
+	for (size_t i = 0; i < sizeof(cv_isas) / sizeof(cv_isas[0]); i++)
+		cv_emit_uk(&cg->statics, &cv_isas[i], cb, sx, nt);
+	rl_buf_printf(&cg->statics, "#endif\n\n");
+}
+
+/* Channels per block: 32, or 16 where that wastes fewer lanes (M = 16, 48, 1000) */
+static int cv_cb(int64_t M)
+{
+	return (M + 31) / 32 * 32 - M >= 16 ? 16 : 32;
+}
+
+/* Output rows per task: the smallest divisor of OH giving CONV_TASKS tasks;
+ * all of them when the tasks pack the weights (each part would pack its
+ * block again: squeezenet's 13x13 layers of 64 channels ran 12% slower). */
+static int64_t cv_row_parts(const struct conv2d *p, int64_t nb, bool wrun)
+{
+	if (wrun)
+		return 1;
+	for (int64_t rp = 1; rp <= p->OH; rp++)
+		if (p->OH % rp == 0 && p->N * nb * rp >= CONV_TASKS)
+			return rp;
+	return p->OH;
+}
+
+/* Whether channels-on-vector mode takes this (float, group 1, 2-D or 1-D) Conv. */
+static bool cv_fits(const struct conv2d *p, bool wrun, int64_t *xbytes, int64_t *obytes,
+                    int64_t *wbytes)
+{
+	int cb = cv_cb(p->M);
+	int64_t nb = (p->M + cb - 1) / cb, R = p->OH / cv_row_parts(p, nb, wrun);
+	int64_t rh = (R - 1) * p->SH + (p->KH - 1) * p->DH + 1;
+	int64_t wp = (p->OW - 1) * p->SW + (p->KW - 1) * p->DW + 1;
+	bool pad = p->PT > 0 || p->PL > 0 || (p->OH - 1) * p->SH + (p->KH - 1) * p->DH >= p->H ||
+	           wp > p->W;
+	wp = wp > p->W + p->PL ? wp : p->W + p->PL;
+	*xbytes = pad ? (p->C * rh * wp * 4 + 63) / 64 * 64 : 0;
+	*obytes = (R * p->OW * cb * 4 + 63) / 64 * 64;
+	*wbytes = wrun ? (p->C * p->KH * p->KW * cb * 4 + 63) / 64 * 64 : 0;
+	/* with packing tasks, at least two of them for the threads */
+	return p->G == 1 && (!wrun || p->N * nb >= 2) && *xbytes <= CONV_CV_X_BYTES && *obytes <= CONV_CV_O_BYTES &&
+	       *wbytes <= CONV_CV_W_BYTES;
+}
+
+static void cv_call(struct rl_cgen *cg, int cb, int64_t sx, int64_t ow0, int nt, const char *tail)
+{
+	int ind = cg->indent;
+	cg->indent = -1;
+	cg_line(cg, "#ifdef RL_CONV_ISA");
+	cg->indent = ind;
+	for (size_t i = 0; i < sizeof(cv_isas) / sizeof(cv_isas[0]); i++) {
+		/* rl_conv_isa: 2 for AVX-512, 1 for AVX2, the order of cv_isas */
+		cg_line(cg, "%sif (rl_conv_isa == %d)", i ? "else " : "",
+		        (int)(sizeof(cv_isas) / sizeof(cv_isas[0]) - i));
+		cg_line(cg, "    rl_cv_%s_c%d_s%lld_n%d(xr + %lld, %s);", cv_isas[i].name, cb,
+		        (long long)sx, nt, (long long)(ow0 * sx), tail);
+	}
+	cg_line(cg, "else");
+	cg->indent = -1;
+	cg_line(cg, "#endif");
+	cg->indent = ind;
+	cg_line(cg, "    rl_cv_port(xr + %lld, %lld, %d, %d, %s);", (long long)(ow0 * sx),
+	        (long long)sx, nt, cb, tail);
+}
+
+static void emit_conv_cv(struct rl_cgen *cg, uint32_t node, const struct conv2d *p,
+                         int64_t xbytes, int64_t obytes, int64_t wbytes)
+{
+	int64_t CG = p->C, KK = p->KH * p->KW, M = p->M;
+	int cb = cv_cb(M);
+	int64_t NB = (M + cb - 1) / cb, RP = cv_row_parts(p, NB, wbytes > 0), R = p->OH / RP;
+	int64_t CC = CONV_CV_KC_BYTES / (KK * cb * 4);
+	CC = CC < 1 ? 1 : CC > CG ? CG : CC;
+	int64_t rh = (R - 1) * p->SH + (p->KH - 1) * p->DH + 1;
+	int64_t wp = (p->OW - 1) * p->SW + (p->KW - 1) * p->DW + 1;
+	bool pad = xbytes > 0;
+	int64_t pitch = pad ? (wp > p->W + p->PL ? wp : p->W + p->PL) : p->W;
+	int64_t xcs = pad ? rh * pitch : p->H * p->W;
+	/* pixel tiles of a row: ntile tiles of OW / ntile pixels, the first OW % ntile one wider */
+	int64_t ntile = (p->OW + CONV_CV_NT - 1) / CONV_CV_NT, tw = p->OW / ntile;
+	int64_t wide = p->OW % ntile;
+	char wname[160], wptr[200], tail[200];
+
+	cv_need(cg, cb, p->SW, (int)tw);
+	if (wide)
+		cv_need(cg, cb, p->SW, (int)tw + 1);
+	rl_buf_printf(&cg->init, "    if (rl_conv_scratch_reserve(%lldu) != 0) /* %s */\n        return -1;\n",
+	              (long long)(xbytes + obytes + wbytes), cg->kname);
+
+	/* the packed weights: blocks of cb channels, [c][tap][cb], zero past M;
+	 * at init, or (weights the run computes) per task into the scratch slot */
+	snprintf(wname, sizeof(wname), "%s_wp", cg->kname);
+	if (!wbytes) {
+	cg_value_ptr(cg, cg->g->nodes[node].in[1], wptr, sizeof(wptr));
+	rl_buf_printf(&cg->statics, "static float *%s; /* %s's weights, packed at init: %lld blocks x [%lld][%lld][%d] */\n\n",
+	              wname, cg->kname, (long long)NB, (long long)CG, (long long)KK, cb);
+	rl_buf_printf(&cg->init,
+	              "    %s = aligned_alloc(64, %lluu);\n"
+	              "    if (!%s)\n        return -1;\n"
+	              "    for (size_t b = 0; b < %lld; b++)\n"
+	              "        for (size_t c = 0; c < %lld; c++)\n"
+	              "            for (size_t k = 0; k < %lld; k++)\n"
+	              "                for (size_t l = 0; l < %d; l++) {\n"
+	              "                    const size_t m = b * %d + l;\n"
+	              "                    %s[((b * %lld + c) * %lld + k) * %d + l] = m < %lld ? (%s)[(m * %lld + c) * %lld + k] : 0.0f;\n"
+	              "                }\n",
+	              wname, (unsigned long long)(NB * CG * KK * cb * 4), wname,
+	              (long long)NB, (long long)CG, (long long)KK, cb, cb, wname,
+	              (long long)CG, (long long)KK, cb, (long long)M, wptr, (long long)CG,
+	              (long long)KK);
+	rl_buf_printf(&cg->fini, "    free(%s);\n    %s = NULL;\n", wname, wname);
+	}
+
+	cg->par_n = p->N * RP * NB;
+	cg->par_grain = 1;
+	cg->simd = 1; /* the copies and the transpose, per ISA (RL_TARGETS) */
+	cg_line(cg, "/* tap k = (kh, kw) of output pixel j reads x[c * %lld + tap[k] + j * %lld] */",
+	        (long long)xcs, (long long)p->SW);
+	cg_line(cg, "static const unsigned tap[%lld] = {", (long long)KK);
+	for (int64_t kh = 0; kh < p->KH; kh++) {
+		char l[160];
+		size_t n = 0;
+		for (int64_t kw = 0; kw < p->KW; kw++) {
+			if (n > 100) {
+				cg_line(cg, "    %s", l);
+				n = 0;
+			}
+			n += (size_t)snprintf(l + n, sizeof(l) - n, "%s%lld,", n ? " " : "",
+			                      (long long)(kh * p->DH * pitch + kw * p->DW));
+		}
+		cg_line(cg, "    %s", l);
+	}
+	cg_line(cg, "};");
+	cg_line(cg, "/* this range's scratch slot: the part's sums [%lld pixels][%d]%s%s */",
+	        (long long)(R * p->OW), cb,
+	        pad ? ", then the padded input rows [C][rows][pitch]" : "",
+	        wbytes ? ", then the block's packed weights" : "");
+	cg_line(cg, "const int slot = rl_conv_slot_take();");
+	cg_line(cg, "unsigned char *sc = rl_conv_scratch + (size_t)slot * rl_conv_slot;");
+	cg_line(cg, "float *restrict ob = (float *)sc;");
+	if (pad) {
+		cg_line(cg, "float *restrict xp = (float *)(sc + %lld);", (long long)obytes);
+		cg_line(cg, "int64_t have = -1; /* the (image, row part) in xp */");
+	}
+	line_open(cg, "for (int64_t t = lo; t < hi; t++) {", 0, 0);
+	cg_line(cg, "const size_t b = (size_t)(t %% %lld), n = (size_t)(t / %lld);", (long long)NB,
+	        (long long)(NB * RP));
+	if (RP > 1)
+		cg_line(cg, "const size_t oh0 = (size_t)(t / %lld %% %lld) * %lld;", (long long)NB,
+		        (long long)RP, (long long)R);
+	else
+		cg_line(cg, "const size_t oh0 = 0;");
+	cg_line(cg, "const size_t m0 = b * %d;", cb);
+	if (M % cb)
+		cg_line(cg, "const size_t mv = %lld - m0 < %d ? %lld - m0 : %d;", (long long)M,
+		        cb, (long long)M, cb);
+	else
+		cg_line(cg, "const size_t mv = %d;", cb);
+	if (pad) {
+		cg_line(cg, "/* the rows the part reads, zero-padded: padded row a is input row oh0 * %lld + a - %lld */",
+		        (long long)p->SH, (long long)p->PT);
+		line_open(cg, "if ((int64_t)(t / %lld) != have) {", NB, 0);
+		cg_line(cg, "have = t / %lld;", (long long)NB);
+		line_open(cg, "for (size_t c = 0; c < %lld; c++)", CG, 0);
+		line_open(cg, "for (size_t a = 0; a < %lld; a++) {", rh, 0);
+		cg_line(cg, "float *restrict d = xp + (c * %lld + a) * %lld;", (long long)rh,
+		        (long long)pitch);
+		cg_line(cg, "const long long ih = (long long)(oh0 * %lld + a) - %lld;", (long long)p->SH,
+		        (long long)p->PT);
+		line_open(cg, "if (ih < 0 || ih >= %lld) {", p->H, 0);
+		cg_line(cg, "memset(d, 0, %lld * sizeof(float));", (long long)pitch);
+		line_close(cg);
+		line_open(cg, "else {", 0, 0);
+		if (p->PL)
+			cg_line(cg, "memset(d, 0, %lld * sizeof(float));", (long long)p->PL);
+		cg_line(cg, "memcpy(d + %lld, X0 + ((n * %lld + c) * %lld + (size_t)ih) * %lld, %lld * sizeof(float));",
+		        (long long)p->PL, (long long)p->C, (long long)p->H, (long long)p->W,
+		        (long long)p->W);
+		if (pitch > p->PL + p->W)
+			cg_line(cg, "memset(d + %lld, 0, %lld * sizeof(float));", (long long)(p->PL + p->W),
+			        (long long)(pitch - p->PL - p->W));
+		line_close(cg);
+		line_close(cg); /* a */
+		cg->indent--;   /* c */
+		line_close(cg); /* have */
+		cg_line(cg, "const float *restrict xb = xp;");
+	} else {
+		cg_line(cg, "const float *restrict xb = X0 + n * %lld + oh0 * %lld;",
+		        (long long)(p->C * p->H * p->W), (long long)(p->SH * p->W));
+	}
+	cg_line(cg, "float bz[%d]; /* the block's bias, zero past M */", cb);
+	cg_line(cg, "for (size_t l = 0; l < %d; l++)", cb);
+	if (p->bias)
+		cg_line(cg, "    bz[l] = l < mv ? X2[m0 + l] : 0.0f;");
+	else
+		cg_line(cg, "    bz[l] = 0.0f;");
+	if (wbytes) {
+		/* a transpose in blocks of 16 columns: each channel's row is read a
+		 * line at a time and the block written stays in L1 (reading the
+		 * rows side by side thrashes the L1 sets when a row is 4 KB) */
+		cg_line(cg, "/* the block's weights, packed for this task: [c][tap][%d], zero past M */", cb);
+		cg_line(cg, "float *restrict wq = (float *)(sc + %lld);", (long long)(obytes + xbytes));
+		line_open(cg, "for (size_t i0 = 0; i0 < %lld; i0 += 16) {", CG * KK, 0);
+		cg_line(cg, "const size_t ie = i0 + 16 < %lld ? i0 + 16 : %lld;", (long long)(CG * KK),
+		        (long long)(CG * KK));
+		cg_line(cg, "for (size_t l = 0; l < %d; l++)", cb);
+		cg_line(cg, "    for (size_t i = i0; i < ie; i++)");
+		cg_line(cg, "        wq[i * %d + l] = l < mv ? X1[(m0 + l) * %lld + i] : 0.0f;", cb,
+		        (long long)(CG * KK));
+		line_close(cg);
+		cg_line(cg, "const float *restrict wb = wq;");
+	} else {
+		cg_line(cg, "const float *restrict wb = %s + b * %lld;", wname, (long long)(CG * KK * cb));
+	}
+	line_open(cg, "for (size_t c0 = 0; c0 < %lld; c0 += %lld) {", CG, CC);
+	if (CG % CC)
+		cg_line(cg, "const int64_t cn = %lld - c0 < %lld ? (int64_t)(%lld - c0) : %lld;",
+		        (long long)CG, (long long)CC, (long long)CG, (long long)CC);
+	else
+		cg_line(cg, "const int64_t cn = %lld;", (long long)CC);
+	line_open(cg, "for (size_t i = 0; i < %lld; i++) {", R, 0);
+	cg_line(cg, "const float *xr = xb + c0 * %lld + i * %lld;", (long long)xcs,
+	        (long long)(p->SH * pitch));
+	cg_line(cg, "float *orow = ob + i * %lld;", (long long)(p->OW * cb));
+	for (int64_t q = 0, ow0 = 0; q < ntile; q++) {
+		int nt = (int)(tw + (q < wide ? 1 : 0));
+		snprintf(tail, sizeof(tail), "tap, %lld, cn, %lld, wb + c0 * %lld, orow + %lld, bz, c0 == 0",
+		         (long long)KK, (long long)xcs, (long long)(KK * cb),
+		         (long long)(ow0 * cb));
+		cv_call(cg, cb, p->SW, ow0, nt, tail);
+		ow0 += nt;
+	}
+	line_close(cg); /* i */
+	line_close(cg); /* c0 */
+	cg_line(cg, "/* the sums into the block's output planes, then the fused epilogue */");
+	line_open(cg, "for (size_t r = 0; r < mv; r++) {", 0, 0);
+	cg_line(cg, "float *restrict y = Y0 + ((n * %lld + m0 + r) * %lld + oh0) * %lld;", (long long)M,
+	        (long long)p->OH, (long long)p->OW);
+	cg_line(cg, "for (size_t q = 0; q < %lld; q++)", (long long)(R * p->OW));
+	cg_line(cg, "    y[q] = ob[q * %d + r];", cb);
+	if (cg->epi) {
+		char base[200];
+		snprintf(base, sizeof(base), "((n * %lld + m0 + r) * %lld + oh0) * %lld", (long long)M,
+		         (long long)p->OH, (long long)p->OW);
+		conv_epilogue(cg, base, R * p->OW, p->OH * p->OW);
+	}
+	line_close(cg); /* r */
+	line_close(cg); /* t */
+	cg_line(cg, "rl_conv_slot_give(slot);");
+}
+
 /* Flat index expression sum(var_i * stride_i) over nsp axes. */
 static void flat_expr(char *b, size_t n, const char *var, int nsp, const int64_t *dims)
 {
@@ -1350,6 +1774,35 @@ enum rl_status rl_emit_c_conv(struct rl_cgen *cg, uint32_t node)
 		pb.W = pb.OW = 1;
 	}
 	int64_t es = dt == RL_DT_DOUBLE ? 8 : 4;
+	/* the tile pass's choice for small maps: channels on the vector lanes
+	 * (float, group 1, one or two spatial axes); weights in the constants
+	 * are packed at init, others (inputs, or a large ConstantOfShape the
+	 * file fills at run time instead of embedding) by each task */
+	if (!transposed && n->tile.conv == RL_CONV_CHANVEC && dt == RL_DT_FLOAT && G == 1 &&
+	    nsp <= 2 && ks > 0 && prod(w.in, nsp) > 0) {
+		int a = nsp == 2 ? 0 : -1;
+		struct conv2d pc = {
+			.N = N, .C = C, .M = M, .G = 1, .bias = B != NULL,
+			.H = a < 0 ? 1 : w.in[0], .OH = a < 0 ? 1 : w.out[0], .KH = a < 0 ? 1 : w.k[0],
+			.SH = a < 0 ? 1 : w.s[0], .DH = a < 0 ? 1 : w.d[0], .PT = a < 0 ? 0 : w.pb[0],
+			.W = w.in[nsp - 1], .OW = w.out[nsp - 1], .KW = w.k[nsp - 1],
+			.SW = w.s[nsp - 1], .DW = w.d[nsp - 1], .PL = w.pb[nsp - 1],
+		};
+		int64_t xbytes, obytes, wbytes;
+		/* weights the tile pass saw as constant but the run computes (a
+		 * large ConstantOfShape the file does not embed) keep band mode: the
+		 * pass's rule for run-time weights did not weigh them (measured:
+		 * light_squeezenet 3% slower with them packed per task) */
+		bool wrun = !cg_value_stored_const(cg, n->in[1]);
+		if ((!wrun || (!rl_value_is_const(cg->g, n->in[1]) &&
+		               pc.OH * pc.OW >= CONV_CV_RUN_PIX)) &&
+		    cv_fits(&pc, wrun, &xbytes, &obytes, &wbytes)) {
+			cg_line(cg, "/* Conv, channels on vector lanes (the tile pass's choice): blocks of %d output channels x tiles of up to %d pixels of a row, weights packed %s */",
+			        cv_cb(M), CONV_CV_NT, wrun ? "per task" : "at init");
+			emit_conv_cv(cg, node, &pc, xbytes, obytes, wbytes);
+			return RL_OK;
+		}
+	}
 	if (transposed) {
 		cg_line(cg, "/* ConvTranspose, gather form: y[o] = b + sum x[i] * w[k] over o = i*s + k*d - pads */");
 		emit_gather(cg, node, true, &w, N, C, M, G, B != NULL);

@@ -13,6 +13,14 @@
  * (RL_NO_ISA: the portable tiles), and every output must match a double
  * reference within a bound scaled by the sum of |terms|. The outputs must be
  * the same bits at every thread count, and two emissions the same bytes.
+ *
+ * The cases marked `cv` have constant weights and the tile pass's choice
+ * node->tile.conv = RL_CONV_CHANVEC set by hand: the channels-on-vector
+ * kernel (output channels on the lanes, weights packed at init), with odd
+ * channel counts (a partial block of 32), padding, stride 2, dilation,
+ * chunks of input channels, two images, a 1-D Conv, rows cut into two
+ * tiles, and a grouped Conv, which that kernel does not take (band mode);
+ * `cvrun` cases take it with the weights a graph input (packed per task).
  */
 #include <criterion/criterion.h>
 
@@ -31,19 +39,32 @@
 struct conv_case {
 	int64_t N, C, H, W, M, KH, KW, S, P, D, G; /* H = 1, KH = 1 for 1-D */
 	bool bias, one_d;
+	bool cv;    /* constant weights, tile.conv = RL_CONV_CHANVEC */
+	bool cvrun; /* tile.conv = RL_CONV_CHANVEC with the weights an input: packed per task */
 };
 
 static const struct conv_case convs[] = {
-	{1, 16, 17, 17, 12, 3, 3, 1, 1, 1, 1, true, false},  /* 3x3/1, 4-channel blocks */
-	{1, 8, 20, 20, 16, 3, 3, 2, 1, 1, 1, false, false},  /* 3x3/2: stride phases */
-	{1, 32, 14, 14, 20, 1, 1, 1, 0, 1, 1, true, false},  /* pointwise */
-	{1, 16, 15, 15, 8, 1, 1, 2, 0, 1, 1, false, false},  /* 1x1/2 projection */
-	{1, 3, 30, 30, 8, 7, 7, 2, 3, 1, 1, true, false},    /* 7x7/2 stem */
-	{1, 8, 12, 12, 8, 3, 3, 1, 1, 1, 8, true, false},    /* depthwise */
-	{1, 8, 13, 13, 8, 3, 3, 1, 2, 2, 2, false, false},   /* grouped, dilated */
-	{1, 5, 9, 11, 6, 3, 3, 1, 0, 1, 1, true, false},     /* 2-channel blocks */
-	{2, 512, 12, 12, 8, 3, 3, 1, 1, 1, 1, true, false},  /* chunks of channels */
-	{1, 4, 1, 50, 8, 1, 5, 2, 2, 1, 1, true, true},      /* 1-D */
+	{1, 16, 17, 17, 12, 3, 3, 1, 1, 1, 1, true, false, false, false},  /* 3x3/1, 4-channel blocks */
+	{1, 8, 20, 20, 16, 3, 3, 2, 1, 1, 1, false, false, false, false},  /* 3x3/2: stride phases */
+	{1, 32, 14, 14, 20, 1, 1, 1, 0, 1, 1, true, false, false, false},  /* pointwise */
+	{1, 16, 15, 15, 8, 1, 1, 2, 0, 1, 1, false, false, false, false},  /* 1x1/2 projection */
+	{1, 3, 30, 30, 8, 7, 7, 2, 3, 1, 1, true, false, false, false},    /* 7x7/2 stem */
+	{1, 8, 12, 12, 8, 3, 3, 1, 1, 1, 8, true, false, false, false},    /* depthwise */
+	{1, 8, 13, 13, 8, 3, 3, 1, 2, 2, 2, false, false, false, false},   /* grouped, dilated */
+	{1, 5, 9, 11, 6, 3, 3, 1, 0, 1, 1, true, false, false, false},     /* 2-channel blocks */
+	{2, 512, 12, 12, 8, 3, 3, 1, 1, 1, 1, true, false, false, false},  /* chunks of channels */
+	{1, 4, 1, 50, 8, 1, 5, 2, 2, 1, 1, true, true, false, false},      /* 1-D */
+	/* channels on the vector lanes */
+	{1, 24, 7, 7, 40, 3, 3, 1, 1, 1, 1, true, false, true, false},    /* 7x7, 32 + 8 channels */
+	{1, 19, 14, 14, 33, 3, 3, 2, 1, 1, 1, false, false, true, false}, /* stride 2, odd counts */
+	{1, 40, 7, 7, 64, 1, 1, 1, 0, 1, 1, true, false, true, false},    /* pointwise */
+	{1, 32, 13, 13, 16, 1, 1, 2, 0, 1, 1, true, false, true, false},  /* 1x1/2, no padding */
+	{2, 200, 14, 14, 48, 3, 3, 1, 1, 2, 1, true, false, true, false}, /* chunks, dilated, 2 images */
+	{1, 16, 27, 27, 32, 3, 3, 1, 1, 1, 1, true, false, true, false},  /* rows of 13 + 14 pixels */
+	{1, 6, 1, 40, 36, 1, 5, 2, 2, 1, 1, true, true, true, false},     /* 1-D */
+	{1, 16, 7, 7, 32, 3, 3, 1, 1, 1, 2, true, false, true, false},    /* grouped: band mode */
+	{1, 20, 14, 14, 40, 3, 3, 1, 1, 1, 1, true, false, false, true}, /* run-time weights */
+	{2, 24, 16, 16, 32, 1, 1, 1, 0, 1, 1, false, false, false, true}, /* the same, 1x1 */
 };
 #define NCONV ((int)(sizeof(convs) / sizeof(convs[0])))
 
@@ -115,7 +136,23 @@ static struct rl_graph *build(void)
 		snprintf(nm, sizeof(nm), "cx%d", i);
 		in[0] = tu_input(g, nm, RL_DT_FLOAT, tu_dims(r, dx));
 		snprintf(nm, sizeof(nm), "cw%d", i);
-		in[1] = tu_input(g, nm, RL_DT_FLOAT, tu_dims(r, dw));
+		if (c->cv) {
+			/* a constant: the kernel packs it at init */
+			struct rl_shape s;
+			rl_shape_set(&s, r, dw);
+			in[1] = rl_graph_add_value(g, nm, RL_DT_FLOAT, &s);
+			size_t nw = (size_t)rl_shape_numel(&s);
+			float *wd = rl_arena_alloc(g, sizeof(float) * nw); /* borrowed by the value */
+			cr_assert(wd);
+			uint64_t st = 0x51ed27ull + (uint64_t)i;
+			for (size_t k = 0; k < nw; k++) {
+				st ^= st >> 12, st ^= st << 25, st ^= st >> 27;
+				wd[k] = (float)((double)((st * 0x2545f4914f6cdd1dull) >> 40) / (1 << 23) - 1.0);
+			}
+			rl_value_set_data(g, in[1], wd, sizeof(float) * nw);
+		} else {
+			in[1] = tu_input(g, nm, RL_DT_FLOAT, tu_dims(r, dw));
+		}
 		if (c->bias) {
 			snprintf(nm, sizeof(nm), "cb%d", i);
 			in[2] = tu_input(g, nm, RL_DT_FLOAT, tu_dims(1, &c->M));
@@ -126,6 +163,8 @@ static struct rl_graph *build(void)
 		attr_ints_fill(g, n, "pads", 2 * (r - 2), c->P);
 		attr_ints_fill(g, n, "dilations", r - 2, c->D);
 		rl_node_add_attr(g, n, "group", RL_ATTR_INT)->i = c->G;
+		if (c->cv || c->cvrun)
+			g->nodes[n].tile.conv = RL_CONV_CHANVEC;
 	}
 	for (int i = 0; i < NPOOL; i++) {
 		const struct pool_case *c = &pools[i];
@@ -320,8 +359,11 @@ static void check_outputs(struct fixture *fx, const char *tag)
 		double *y = malloc(sizeof(double) * (size_t)numel), *mag = malloc(sizeof(double) * (size_t)numel);
 		if (i < NCONV) {
 			const struct conv_case *c = &convs[i];
-			ref_conv(c, fx->in[xi], fx->in[xi + 1], c->bias ? fx->in[xi + 2] : NULL, y, mag);
-			xi += c->bias ? 3 : 2;
+			const uint32_t wv = fx->g->nodes[i].in[1];
+			const float *w = c->cv ? fx->g->values[wv].data : fx->in[xi + 1];
+			int nin = 2 - c->cv + c->bias;
+			ref_conv(c, fx->in[xi], w, c->bias ? fx->in[xi + nin - 1] : NULL, y, mag);
+			xi += (uint32_t)nin;
 		} else {
 			ref_pool(&pools[i - NCONV], fx->in[xi], y, mag);
 			xi++;
@@ -406,5 +448,29 @@ Test(emit_conv, output_is_deterministic)
 	tu_rmtree(d2);
 	free(d1);
 	free(d2);
+	rl_graph_free(g);
+}
+
+Test(emit_conv, chanvec_taken_where_it_applies)
+{
+	/* every group-1 case marked cv runs the channels-on-vector kernel, the
+	 * grouped one band mode; and the weights are packed in NAME_init */
+	struct rl_graph *g = build();
+	char *d = tu_tmpdir(), err[1024] = "", p[4200];
+	snprintf(p, sizeof(p), "%s/m.c", d);
+	cr_assert_eq(rl_emit_c(g, NULL, p, err, sizeof(err)), RL_OK, "%s", err);
+	size_t n;
+	char *src = (char *)read_file(p, &n);
+	int want = 0, got = 0;
+	for (int i = 0; i < NCONV; i++)
+		want += (convs[i].cv || convs[i].cvrun) && convs[i].G == 1;
+	for (const char *q = src; (q = strstr(q, "Conv, channels on vector lanes (the tile")); q++)
+		got++;
+	cr_assert_eq(got, want, "%d channels-on-vector kernels, want %d", got, want);
+	cr_assert(strstr(src, "_wp = aligned_alloc(64,"), "no weights packed at init");
+	cr_assert(strstr(src, "weights packed per task"), "no weights packed per task");
+	free(src);
+	tu_rmtree(d);
+	free(d);
 	rl_graph_free(g);
 }

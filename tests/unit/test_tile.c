@@ -541,3 +541,70 @@ Test(tile, traffic_golden_small_gemm)
 		cr_assert_float_eq(b[i], 32192, 1e-6, "%.0f", b[i]);
 	rl_graph_free(g);
 }
+
+/* A Conv x[1, C, H, H] * w[M, C, K, K] (pads K/2), the weight constant unless
+ * w_input; node "conv". */
+static struct rl_graph *conv_graph(int64_t C, int64_t H, int64_t M, int64_t K, int64_t G,
+                                   bool w_input)
+{
+	struct rl_graph *g = new_graph();
+	int64_t dx[4] = {1, C, H, H}, dw[4] = {M, C / G, K, K};
+	uint32_t x = input(g, "x", 4, dx), w, y;
+	if (w_input) {
+		w = input(g, "w", 4, dw);
+	} else {
+		struct rl_shape s;
+		rl_shape_set(&s, 4, dw);
+		w = rl_graph_add_value(g, "w", RL_DT_FLOAT, &s);
+		size_t nb = sizeof(float) * (size_t)rl_shape_numel(&s);
+		void *d = rl_arena_alloc(g, nb);
+		memset(d, 0, nb);
+		rl_value_set_data(g, w, d, nb);
+	}
+	uint32_t c = op(g, RL_OP_Conv, "conv", &y, 2, x, w);
+	ints_attr(g, c, "pads", 4, K / 2);
+	if (G > 1)
+		rl_node_add_attr(g, c, "group", RL_ATTR_INT)->i = G;
+	output(g, y);
+	return g;
+}
+
+/* The form the tile pass picks for conv_graph(...) on generic-cpu, and that
+ * exactly one remark with `verdict` says so. */
+static uint8_t conv_form_of(int64_t C, int64_t H, int64_t M, int64_t K, int64_t G, bool w_input,
+                            const char *verdict, const char *text)
+{
+	struct rl_machine m = machine("generic-cpu");
+	struct rl_graph *g = conv_graph(C, H, M, K, G, w_input);
+	struct rl_pass_ctx ctx;
+	run(g, &m, &ctx, "tile");
+	uint8_t f = tile_of(g, "conv")->conv;
+	cr_assert_eq(remarks(&ctx, verdict, text), 1, "C=%lld H=%lld M=%lld: no %s remark with '%s'",
+	             (long long)C, (long long)H, (long long)M, verdict, text);
+	rl_pass_ctx_free(&ctx);
+	rl_graph_free(g);
+	return f;
+}
+
+Test(tile, small_maps_take_channels_on_the_lanes)
+{
+	/* 7x7 and 14x14 maps: channels on the lanes, with both lane shares */
+	cr_assert_eq(conv_form_of(512, 7, 512, 3, 1, false, "conv-chanvec",
+	                          "use 100% of the 8 lanes, where band mode's pixels on the lanes "
+	                          "would use 77%"), RL_CONV_CHANVEC);
+	cr_assert_eq(conv_form_of(256, 14, 256, 1, 1, false, "conv-chanvec", "use 100%"),
+	             RL_CONV_CHANVEC);
+	/* a large map, grouped, run-time weights on a 7x7 plane, too few channels: band */
+	cr_assert_eq(conv_form_of(64, 56, 64, 3, 1, false, "conv-band", "above 1024 pixels"),
+	             RL_CONV_BAND);
+	cr_assert_eq(conv_form_of(64, 7, 64, 3, 2, false, "conv-band", "grouped"), RL_CONV_BAND);
+	cr_assert_eq(conv_form_of(512, 7, 512, 3, 1, true, "conv-band", "not constant"),
+	             RL_CONV_BAND);
+	cr_assert_eq(conv_form_of(64, 11, 20, 3, 1, false, "conv-band", "no more of the lanes"),
+	             RL_CONV_BAND);
+	cr_assert_eq(conv_form_of(32, 27, 128, 1, 1, false, "conv-band", "below 128"),
+	             RL_CONV_BAND);
+	/* run-time weights are packed in every run: worth it from 128 pixels */
+	cr_assert_eq(conv_form_of(256, 14, 256, 3, 1, true, "conv-chanvec", "use 100%"),
+	             RL_CONV_CHANVEC);
+}
