@@ -135,74 +135,9 @@ static const char qgemm_rt[] =
 	"#else\n"
 	"    (void)x, (void)K, (void)u, (void)p;\n"
 	"#endif\n"
-	"}\n\n"
-	"#ifdef RL_QVNNI\n"
-	"#define RL_QVNNI_FN static __attribute__((target(\"avx512f,avx512bw,avx512vl,avx512vnni\")))\n"
-	"/* one channel of int8 codes against a mode-1 row: four dot-product chains\n"
-	" * (low and high bytes, even and odd steps) */\n"
-	"RL_QVNNI_FN float rl_q8_vnni(int64_t K, int64_t u, int64_t nb, const unsigned char *p,\n"
-	"                             const uint8_t *q, const float *s)\n"
-	"{\n"
-	"    int64_t U = (K + u - 1) / u, G = (U + 15) / 16, steps = u / 4;\n"
-	"    const unsigned char *xb = p + 64;\n"
-	"    const int32_t *hs = (const int32_t *)(xb + G * 32 * u) + 16 * G;\n"
-	"    const __m512i sgn = _mm512_set1_epi8((char)0x80);\n"
-	"    __m512 acc = _mm512_setzero_ps();\n"
-	"    for (int64_t g = 0; g < G; g++) {\n"
-	"        int64_t L = U - 16 * g < 16 ? U - 16 * g : 16;\n"
-	"        __mmask16 m = (__mmask16)((1u << L) - 1);\n"
-	"        __m512i l0 = _mm512_setzero_si512(), l1 = l0, h0 = l0, h1 = l0;\n"
-	"        const __m512i *xv = (const __m512i *)(xb + g * steps * 128);\n"
-	"        for (int64_t t = 0; t < steps; t += 2, q += 8 * L, xv += 4) {\n"
-	"            __m512i v0 = _mm512_maskz_loadu_epi32(m, q), v1 = _mm512_maskz_loadu_epi32(m, q + 4 * L);\n"
-	"            l0 = _mm512_dpbusd_epi32(l0, _mm512_load_si512(xv), v0);\n"
-	"            h0 = _mm512_dpbusd_epi32(h0, _mm512_xor_si512(v0, sgn), _mm512_load_si512(xv + 1));\n"
-	"            l1 = _mm512_dpbusd_epi32(l1, _mm512_load_si512(xv + 2), v1);\n"
-	"            h1 = _mm512_dpbusd_epi32(h1, _mm512_xor_si512(v1, sgn), _mm512_load_si512(xv + 3));\n"
-	"        }\n"
-	"        __m512i hi = _mm512_sub_epi32(_mm512_add_epi32(h0, h1),\n"
-	"                                      _mm512_slli_epi32(_mm512_loadu_si512(hs + 16 * g), 7));\n"
-	"        __m512i d = _mm512_add_epi32(_mm512_slli_epi32(hi, 8), _mm512_add_epi32(l0, l1));\n"
-	"        __m512 sv = nb > 1 ? _mm512_maskz_loadu_ps(m, s + 16 * g) : _mm512_set1_ps(s[0]);\n"
-	"        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), sv, acc);\n"
-	"    }\n"
-	"    return ((const struct rl_qxh *)p)->sx * _mm512_reduce_add_ps(acc);\n"
-	"}\n\n"
-	"/* one channel of int4 codes: low nibbles, then high nibbles, each against\n"
-	" * the low and high bytes of x; z (or 8) times sum(q) per unit comes off */\n"
-	"RL_QVNNI_FN float rl_q4_vnni(int64_t K, int64_t u, int64_t nb, const unsigned char *p,\n"
-	"                             const uint8_t *q, const float *s, const uint8_t *z)\n"
-	"{\n"
-	"    int64_t U = (K + u - 1) / u, G = (U + 15) / 16, steps = u / 8;\n"
-	"    const unsigned char *xb = p + 64;\n"
-	"    const int32_t *xs = (const int32_t *)(xb + G * 32 * u);\n"
-	"    const __m512i m4 = _mm512_set1_epi8(15);\n"
-	"    __m512 acc = _mm512_setzero_ps();\n"
-	"    for (int64_t g = 0; g < G; g++) {\n"
-	"        int64_t L = U - 16 * g < 16 ? U - 16 * g : 16;\n"
-	"        __mmask16 m = (__mmask16)((1u << L) - 1);\n"
-	"        __m512i l0 = _mm512_setzero_si512(), l1 = l0, h0 = l0, h1 = l0;\n"
-	"        const __m512i *xv = (const __m512i *)(xb + g * 2 * steps * 128);\n"
-	"        for (int64_t t = 0; t < steps; t++, q += 4 * L, xv += 4) {\n"
-	"            __m512i v = _mm512_maskz_loadu_epi32(m, q);\n"
-	"            __m512i c0 = _mm512_and_si512(v, m4);\n"
-	"            __m512i c1 = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);\n"
-	"            l0 = _mm512_dpbusd_epi32(l0, _mm512_load_si512(xv), c0);\n"
-	"            h0 = _mm512_dpbusd_epi32(h0, c0, _mm512_load_si512(xv + 1));\n"
-	"            l1 = _mm512_dpbusd_epi32(l1, _mm512_load_si512(xv + 2), c1);\n"
-	"            h1 = _mm512_dpbusd_epi32(h1, c1, _mm512_load_si512(xv + 3));\n"
-	"        }\n"
-	"        __m512i zv = z ? _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, z + 16 * g))\n"
-	"                       : _mm512_set1_epi32(8);\n"
-	"        __m512i d = _mm512_add_epi32(_mm512_slli_epi32(_mm512_add_epi32(h0, h1), 8),\n"
-	"                                     _mm512_add_epi32(l0, l1));\n"
-	"        d = _mm512_sub_epi32(d, _mm512_mullo_epi32(zv, _mm512_loadu_si512(xs + 16 * g)));\n"
-	"        __m512 sv = nb > 1 ? _mm512_maskz_loadu_ps(m, s + 16 * g) : _mm512_set1_ps(s[0]);\n"
-	"        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), sv, acc);\n"
-	"    }\n"
-	"    return ((const struct rl_qxh *)p)->sx * _mm512_reduce_add_ps(acc);\n"
-	"}\n"
-	"#endif\n\n"
+	"}\n\n";
+
+static const char qgemm_rt_tail[] =
 	"#ifdef RL_VEC\n"
 	"typedef uint32_t rl_vuu __attribute__((vector_size(64), aligned(4), may_alias));\n"
 	"/* a group's step of 4L bytes as 16 lanes (lanes past L: 0); its 16 scales\n"
@@ -304,23 +239,110 @@ static const char qgemm_rt[] =
 	"    return y;\n"
 	"}\n"
 	"#endif\n\n"
-	"/* one output: channel q (scales s, zero points z or NULL) against row x,\n"
-	" * prepared at p */\n"
-	"static float rl_qcol(int bits, int64_t K, int64_t u, int64_t nb, const float *x,\n"
-	"                     const unsigned char *p, const uint8_t *q, const float *s, const uint8_t *z)\n"
+	"/* nc (4 or 1) outputs y[0..nc): channels q, q + qs, ... (scales s, zero\n"
+	" * points z or NULL, nb per channel) against row x, prepared at p */\n"
+	"static void rl_qcols(int bits, int nc, int64_t K, int64_t u, int64_t nb, const float *x,\n"
+	"                     const unsigned char *p, const uint8_t *q, int64_t qs, const float *s,\n"
+	"                     const uint8_t *z, float *y)\n"
 	"{\n"
 	"#ifdef RL_QVNNI\n"
-	"    if (((const struct rl_qxh *)p)->mode == 1)\n"
-	"        return bits == 8 ? rl_q8_vnni(K, u, nb, p, q, s) : rl_q4_vnni(K, u, nb, p, q, s, z);\n"
+	"    if (((const struct rl_qxh *)p)->mode == 1) {\n"
+	"        if (bits == 8)\n"
+	"            (nc == 4 ? rl_q8_vnni4 : rl_q8_vnni1)(K, u, nb, p, q, qs, s, z, y);\n"
+	"        else\n"
+	"            (nc == 4 ? rl_q4_vnni4 : rl_q4_vnni1)(K, u, nb, p, q, qs, s, z, y);\n"
+	"        return;\n"
+	"    }\n"
 	"#endif\n"
+	"    for (int c = 0; c < nc; c++, q += qs, s += nb, z = z ? z + nb : NULL)\n"
 	"#ifdef RL_VEC\n"
+	"        y[c] = bits == 8 ? rl_q8_vec(K, u, nb, p, q, s) : rl_q4_vec(K, u, nb, p, q, s, z);\n"
 	"    (void)x;\n"
-	"    return bits == 8 ? rl_q8_vec(K, u, nb, p, q, s) : rl_q4_vec(K, u, nb, p, q, s, z);\n"
 	"#else\n"
+	"        y[c] = rl_q_scalar(bits, K, u, nb, x, q, s, z);\n"
 	"    (void)p;\n"
-	"    return rl_q_scalar(bits, K, u, nb, x, q, s, z);\n"
 	"#endif\n"
 	"}\n\n";
+
+/* The VNNI kernel for nc consecutive channels (rows of q qs bytes apart,
+ * of s and z nb apart) against one mode-1 row: each 64-byte load of
+ * activations serves nc channels, and nc code streams are in flight at once
+ * (one stream left the int4 kernel at 10.6 GB/s where the read limit was
+ * 16: the loads of one column wait on each other). Per channel two int32
+ * chains (low and high bytes of x); the block scales apply once per group. */
+static void gen_vnni(struct rl_buf *b, int bits, int nc)
+{
+	rl_buf_printf(b, "RL_QVNNI_FN void rl_q%d_vnni%d(int64_t K, int64_t u, int64_t nb, "
+	              "const unsigned char *p,\n    const uint8_t *q, int64_t qs, const float *s, "
+	              "const uint8_t *z, float *y)\n{\n", bits, nc);
+	rl_buf_printf(b, "    int64_t U = (K + u - 1) / u, G = (U + 15) / 16, steps = u / %d;\n",
+	              bits == 8 ? 4 : 8);
+	rl_buf_printf(b, "    const unsigned char *xb = p + 64;\n"
+	              "    const int32_t *xs = (const int32_t *)(xb + G * 32 * u), *hs = xs + 16 * G;\n"
+	              "    const __m512i cst = _mm512_set1_epi8(%s);\n", bits == 8 ? "(char)0x80" : "15");
+	if (bits == 8)
+		rl_buf_printf(b, "    (void)z;\n");
+	else
+		rl_buf_printf(b, "    (void)hs;\n");
+	for (int c = 0; c < nc; c++)
+		rl_buf_printf(b, "    __m512 f%d = _mm512_setzero_ps();\n"
+		              "    const uint8_t *q%d = q + %d * qs;\n", c, c, c);
+	rl_buf_printf(b, "    for (int64_t g = 0; g < G; g++) {\n"
+	              "        int64_t L = U - 16 * g < 16 ? U - 16 * g : 16;\n"
+	              "        __mmask16 m = (__mmask16)((1u << L) - 1);\n"
+	              "        const __m512i *xv = (const __m512i *)(xb + g * (u / 4) * 128);\n");
+	for (int c = 0; c < nc; c++)
+		rl_buf_printf(b, "        __m512i l%d = _mm512_setzero_si512(), h%d = l%d;\n", c, c, c);
+	if (bits == 8) {
+		rl_buf_printf(b, "        for (int64_t t = 0; t < steps; t++, xv += 2) {\n"
+		              "            __m512i xl = _mm512_load_si512(xv), xh = _mm512_load_si512(xv + 1);\n");
+		for (int c = 0; c < nc; c++)
+			rl_buf_printf(b, "            __m512i v%d = _mm512_maskz_loadu_epi32(m, q%d);\n"
+			              "            q%d += 4 * L;\n"
+			              "            l%d = _mm512_dpbusd_epi32(l%d, xl, v%d);\n"
+			              "            h%d = _mm512_dpbusd_epi32(h%d, _mm512_xor_si512(v%d, cst), xh);\n",
+			              c, c, c, c, c, c, c, c, c);
+		rl_buf_printf(b, "        }\n"
+		              "        __m512i hc = _mm512_slli_epi32(_mm512_loadu_si512(hs + 16 * g), 7);\n");
+	} else {
+		rl_buf_printf(b, "        for (int64_t t = 0; t < steps; t++, xv += 4) {\n"
+		              "            __m512i x0 = _mm512_load_si512(xv), x1 = _mm512_load_si512(xv + 1);\n"
+		              "            __m512i x2 = _mm512_load_si512(xv + 2), x3 = _mm512_load_si512(xv + 3);\n");
+		for (int c = 0; c < nc; c++)
+			rl_buf_printf(b, "            {\n"
+			              "                __m512i v = _mm512_maskz_loadu_epi32(m, q%d);\n"
+			              "                __m512i c0 = _mm512_and_si512(v, cst);\n"
+			              "                __m512i c1 = _mm512_and_si512(_mm512_srli_epi16(v, 4), cst);\n"
+			              "                q%d += 4 * L;\n"
+			              "                l%d = _mm512_dpbusd_epi32(l%d, x0, c0);\n"
+			              "                h%d = _mm512_dpbusd_epi32(h%d, c0, x1);\n"
+			              "                l%d = _mm512_dpbusd_epi32(l%d, x2, c1);\n"
+			              "                h%d = _mm512_dpbusd_epi32(h%d, c1, x3);\n"
+			              "            }\n", c, c, c, c, c, c, c, c, c, c);
+		rl_buf_printf(b, "        }\n"
+		              "        __m512i xsv = _mm512_loadu_si512(xs + 16 * g);\n");
+	}
+	for (int c = 0; c < nc; c++) {
+		if (bits == 8)
+			rl_buf_printf(b, "        __m512i d%d = _mm512_add_epi32(_mm512_slli_epi32("
+			              "_mm512_sub_epi32(h%d, hc), 8), l%d);\n", c, c, c);
+		else
+			rl_buf_printf(b, "        __m512i z%d = z ? _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, "
+			              "z + %d * nb + 16 * g))\n"
+			              "                       : _mm512_set1_epi32(8);\n"
+			              "        __m512i d%d = _mm512_sub_epi32(_mm512_add_epi32(_mm512_slli_epi32(h%d, 8), l%d),\n"
+			              "                                       _mm512_mullo_epi32(z%d, xsv));\n",
+			              c, c, c, c, c, c);
+		rl_buf_printf(b, "        f%d = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d%d), nb > 1 ? "
+		              "_mm512_maskz_loadu_ps(m, s + %d * nb + 16 * g)\n"
+		              "                                                           : _mm512_set1_ps(s[%d * nb]), f%d);\n",
+		              c, c, c, c, c);
+	}
+	rl_buf_printf(b, "    }\n    float sx = ((const struct rl_qxh *)p)->sx;\n");
+	for (int c = 0; c < nc; c++)
+		rl_buf_printf(b, "    y[%d] = sx * _mm512_reduce_add_ps(f%d);\n", c, c);
+	rl_buf_printf(b, "}\n\n");
+}
 
 /* The helpers once per file; NAME_init finds the CPU's kernels. */
 static void qgemm_runtime(struct rl_cgen *cg)
@@ -329,6 +351,13 @@ static void qgemm_runtime(struct rl_cgen *cg)
 	if (cg->statics.s && strstr(cg->statics.s, mark))
 		return;
 	rl_buf_printf(&cg->statics, "%s", qgemm_rt);
+	rl_buf_printf(&cg->statics, "#ifdef RL_QVNNI\n"
+	              "#define RL_QVNNI_FN static __attribute__((target(\"avx512f,avx512bw,avx512vl,"
+	              "avx512vnni\")))\n");
+	for (int bits = 8; bits >= 4; bits -= 4)
+		for (int nc = 4; nc >= 1; nc -= 3)
+			gen_vnni(&cg->statics, bits, nc);
+	rl_buf_printf(&cg->statics, "#endif\n\n%s", qgemm_rt_tail);
 	rl_buf_printf(&cg->init, "    rl_q_detect();\n");
 	rl_buf_printf(&cg->fini, "    free(rl_qx);\n    rl_qx = NULL;\n    rl_qx_cap = 0;\n");
 }
@@ -369,17 +398,26 @@ enum rl_status rl_emit_c_qgemm(struct rl_cgen *cg, uint32_t node)
 	cg->indent++;
 	cg_line(cg, "int64_t n1 = grp * %d + %d < %lld ? grp * %d + %d : %lld;", QCOLS, QCOLS,
 	        (long long)N, QCOLS, QCOLS, (long long)N);
-	cg_line(cg, "for (int64_t n = grp * %d; n < n1; n++)", QCOLS);
-	cg->indent++;
-	cg_line(cg, "for (int64_t m = 0; m < %lld; m++)", (long long)M);
+	cg_line(cg, "for (int64_t m = 0; m < %lld; m++) {", (long long)M);
 	cg->indent++;
 	char zexpr[64];
 	snprintf(zexpr, sizeof(zexpr), "X3 + n * %lld", (long long)nb);
-	cg_line(cg, "Y0[m * %lld + n] = rl_qcol(%lld, %lld, %lld, %lld, X0 + m * %lld, rl_qx + m * %lld, "
-	        "X1 + n * %lld, X2 + n * %lld, %s)%s;", (long long)N, (long long)bits, (long long)K,
-	        (long long)u, (long long)nb, (long long)K, (long long)prep, (long long)rowbytes,
-	        (long long)nb, zp ? zexpr : "NULL", bias ? " + X4[n]" : "");
-	cg->indent -= 3;
+	cg_line(cg, "int64_t n = grp * %d;", QCOLS);
+	for (int nc = 4; nc >= 1; nc -= 3) {
+		cg_line(cg, "for (; n + %d <= n1; n += %d)", nc, nc);
+		cg_line(cg, "    rl_qcols(%lld, %d, %lld, %lld, %lld, X0 + m * %lld, rl_qx + m * %lld, "
+		        "X1 + n * %lld, %lld, X2 + n * %lld, %s, Y0 + m * %lld + n);", (long long)bits, nc,
+		        (long long)K, (long long)u, (long long)nb, (long long)K, (long long)prep,
+		        (long long)rowbytes, (long long)rowbytes, (long long)nb, zp ? zexpr : "NULL",
+		        (long long)N);
+	}
+	if (bias) {
+		cg_line(cg, "for (n = grp * %d; n < n1; n++)", QCOLS);
+		cg_line(cg, "    Y0[m * %lld + n] += X4[n];", (long long)N);
+	}
+	cg->indent--;
+	cg_line(cg, "}");
+	cg->indent--;
 	cg_line(cg, "}");
 	return RL_OK;
 }
