@@ -24,8 +24,8 @@ resident set of rlopt) and checks:
     pages are handed back (MADV_PAGEOUT) after, so the resident set is the
     packed output (int4: about 1/6.4 of fp32), its copy in the protobuf
     being written, one weight and a fixed ~40 MiB, not the model (measured:
-    59% here, 50% at 480 MiB where the fixed part weighs less;
-    without the page-out, 110%). The figure and the ratio are printed.
+    59% here, 50% at 480 MiB where the fixed part weighs less). The figure
+    and the ratio are printed.
 
 The files are deleted at the end (--keep keeps them). About 200 MiB of disk.
 """
