@@ -133,7 +133,7 @@ static const char qgemm_rt[] =
 	"        xf[((un / 16) * u + k % u) * 16 + un % 16] = x[k];\n"
 	"    }\n"
 	"#else\n"
-	"    (void)x, (void)K, (void)u, (void)p;\n"
+	"    (void)x, (void)K, (void)u, (void)p, (void)rl_q_vnni;\n"
 	"#endif\n"
 	"}\n\n";
 
