@@ -1,5 +1,5 @@
 /*
- * quant.c - packing float weights into the quantized layouts of quant.h,
+ * qweights.c - packing float weights into the layout of qweights.h,
  * unpacking them again (the pass measures error with it), and the shape
  * and cost rules of QuantMatMul.
  *
@@ -36,6 +36,18 @@ int rl_qscheme_bits(enum rl_qscheme s)
 	}
 }
 
+int64_t rl_qweight_unit(int bits, int64_t k, int64_t block)
+{
+	(void)k;
+	return bits == 8 && block >= k ? 32 : block;
+}
+
+int64_t rl_qweight_rowbytes(int bits, int64_t k, int64_t block)
+{
+	int64_t u = rl_qweight_unit(bits, k, block);
+	return (k + u - 1) / u * u * bits / 8;
+}
+
 int64_t rl_qweight_geometry(struct rl_qweight *w, enum rl_qscheme scheme, int64_t k,
                             int64_t n, int64_t block)
 {
@@ -46,8 +58,8 @@ int64_t rl_qweight_geometry(struct rl_qweight *w, enum rl_qscheme scheme, int64_
 	w->n = n;
 	w->block = scheme == RL_Q_INT8_CHANNEL ? k : block;
 	w->nb = (k + w->block - 1) / w->block;
-	int64_t chunk = w->bits == 8 ? 64 : 128; /* codes per 64-byte chunk */
-	w->rowbytes = (k + chunk - 1) / chunk * 64;
+	w->unit = rl_qweight_unit(w->bits, k, w->block);
+	w->rowbytes = rl_qweight_rowbytes(w->bits, k, w->block);
 	return n * (w->rowbytes + w->nb * (4 + (scheme == RL_Q_INT4_ASYM)));
 }
 
@@ -97,23 +109,24 @@ static void search4(const float *x, int64_t ks, int64_t len, float *s, int32_t *
 	}
 }
 
-/* byte and shift of code k within a channel's row */
-static int64_t code_at(int bits, int64_t k, int *shift)
+int64_t rl_qweight_code_at(int bits, int64_t unit, int64_t rowbytes, int64_t k, int *shift)
 {
-	int64_t chunk = k / (bits == 8 ? 64 : 128), j = k % (bits == 8 ? 64 : 128);
-	int64_t lane = j % 16, plane = j / 16;
+	int64_t units = rowbytes * 8 / bits / unit;
+	int64_t un = k / unit, j = k % unit, g = un / 16, i = un % 16;
+	int64_t lanes = units - 16 * g < 16 ? units - 16 * g : 16;
+	int64_t base = g * 16 * unit * bits / 8;
 	if (bits == 8) {
 		*shift = 0;
-		return chunk * 64 + lane * 4 + plane;
+		return base + j / 4 * 4 * lanes + 4 * i + j % 4;
 	}
-	*shift = (int)(plane % 2) * 4;
-	return chunk * 64 + lane * 4 + plane / 2;
+	*shift = (int)(j % 8 / 4) * 4;
+	return base + j / 8 * 4 * lanes + 4 * i + j % 4;
 }
 
 int rl_qweight_code(const struct rl_qweight *w, int64_t k, int64_t n)
 {
 	int sh;
-	int64_t at = code_at(w->bits, k, &sh);
+	int64_t at = rl_qweight_code_at(w->bits, w->unit, w->rowbytes, k, &sh);
 	uint8_t b = w->q[n * w->rowbytes + at];
 	return w->bits == 8 ? (int)(int8_t)b : (b >> sh) & 15;
 }
@@ -156,7 +169,7 @@ void rl_qweight_pack(struct rl_qweight *w, const float *src, int64_t ks, int64_t
 			int64_t end = b == w->nb - 1 ? kpad - k0 : len;
 			for (int64_t j = 0; j < end; j++) {
 				int sh;
-				int64_t at = code_at(w->bits, k0 + j, &sh);
+				int64_t at = rl_qweight_code_at(w->bits, w->unit, w->rowbytes, k0 + j, &sh);
 				if (w->bits == 8) {
 					int32_t q = j < len ? round_clamp(src[(k0 + j) * ks + n * ns] * inv, -127, 127) : 0;
 					row[at] = (uint8_t)(int8_t)q;
@@ -190,8 +203,7 @@ enum rl_status rl_infer_quant_matmul(struct rl_graph *g, uint32_t node)
 	if (K <= 0 || N <= 0 || (bits != 8 && bits != 4) || bs <= 0 || (bits == 4 && bs % 32))
 		return rl_graph_error(g, n, RL_ERR_INVALID, "QuantMatMul needs attributes K, N > 0, "
 		                      "bits 8 or 4 and block_size (a multiple of 32 for 4 bits)");
-	int64_t nb = (K + bs - 1) / bs, chunk = bits == 8 ? 64 : 128;
-	int64_t rowbytes = (K + chunk - 1) / chunk * 64;
+	int64_t nb = (K + bs - 1) / bs, rowbytes = rl_qweight_rowbytes((int)bits, K, bs);
 	struct rl_value *a = rl_infer_in(g, n, 0), *q = rl_infer_in(g, n, 1);
 	struct rl_value *s = rl_infer_in(g, n, 2), *z = rl_infer_in(g, n, 3);
 	struct rl_value *bias = rl_infer_in(g, n, 4);

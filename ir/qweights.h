@@ -16,15 +16,22 @@
  * Y = A x W + bias of shape A.shape[:-1] + [N] (a 1-D A gives [N]).
  *
  * Layout, chosen for the kernels (backends/c/emit_qgemm.c), not for ONNX
- * (the writer repacks): output channel n's codes are contiguous in K, so
- * batch 1 streams each channel once. A channel's codes come in chunks of 64
- * bytes, seen as 16 little-endian 32-bit lanes: int8, 64 codes per chunk,
- * code 16p + i in byte p of lane i; int4, 128 codes, code 16p + i in
- * nibble p of lane i. So a chunk loaded as one 16-lane integer vector
- * yields each run of 16 consecutive codes with two shifts (int8: sign
- * extension) or a shift and a mask (int4), no shuffles. Rows are padded to
- * whole chunks with codes worth 0. int8: w = s * q, q in [-127, 127]; int4:
- * w = s * (q - z), q in [0, 15].
+ * (the writer repacks): output channel n's codes are contiguous, so batch 1
+ * streams each channel once. A channel is cut into units of u codes along K
+ * (u = block_size; 32 for int8 with one scale per channel), rows padded to
+ * whole units with codes worth 0. Sixteen consecutive units form a group,
+ * and a group is stored transposed: unit i of the group is 32-bit lane i,
+ * each lane holding 4 bytes of its unit at a time. With L lanes in the group
+ * (16, fewer in the last), the group is a run of 4L-byte steps:
+ *   int8: step t, byte 4i + p = code 4t + p of unit i   (u / 4 steps)
+ *   int4: step t, byte 4i + p = code 8t + p of unit i in the low nibble,
+ *         code 8t + 4 + p in the high nibble              (u / 8 steps)
+ * So one 64-byte load holds 16 units side by side: an int8 dot-product
+ * instruction (vpdpbusd: 4 byte products summed per 32-bit lane) or four
+ * shift-and-convert planes leave lane i with a partial sum of unit i alone,
+ * and one block scale per lane (16 consecutive scales: one vector load)
+ * applies once per group, not once per code. int8: w = s * q, q in
+ * [-127, 127] (two's complement bytes); int4: w = s * (q - z), q in [0, 15].
  */
 #ifndef RL_QWEIGHTS_H
 #define RL_QWEIGHTS_H
@@ -58,12 +65,18 @@ struct rl_qweight {
 	int64_t k, n;       /* reduction and output extents */
 	int64_t block;      /* codes per scale (K for per-channel int8) */
 	int64_t nb;         /* blocks per channel */
+	int64_t unit;       /* codes per lane unit of the layout (above) */
 	int64_t rowbytes;   /* bytes of codes per channel (whole 64-byte chunks) */
 	uint8_t *q;         /* [n][rowbytes] */
 	float *s;           /* [n][nb] */
 	uint8_t *z;         /* [n][nb] int4 zero points, or NULL (8) */
 };
 
+/* Codes per unit and bytes per channel row of the layout above. */
+int64_t rl_qweight_unit(int bits, int64_t k, int64_t block);
+int64_t rl_qweight_rowbytes(int bits, int64_t k, int64_t block);
+/* Byte of code k within a row of rowbytes bytes; *shift: its nibble (0, 4). */
+int64_t rl_qweight_code_at(int bits, int64_t unit, int64_t rowbytes, int64_t k, int *shift);
 /* Fill the geometry of w for scheme on a K x N weight (block: 32/64/128;
  * ignored by per-channel int8). Returns the packed bytes (codes, scales and
  * zero points). */

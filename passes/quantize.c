@@ -34,8 +34,11 @@
 #include "qweights.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #define CAL_ROWS 8 /* rows of X the error is measured on */
 
@@ -95,6 +98,26 @@ static bool candidate(struct rl_graph *g, uint32_t i, struct qcand *c, const cha
 	if (a->shape.d[a->shape.rank - 1].v != c->k)
 		return *why = "A's last dimension is not K", false;
 	return true;
+}
+
+/*
+ * A weight is read a few times while its node is considered (finite check,
+ * packing, error) and not again by this pass: hand its pages back after, so
+ * that quantizing a model whose weights are mmapped external data keeps one
+ * weight resident at a time, not the model (on memory that is not a file
+ * mapping the advice changes nothing the program sees).
+ */
+static void release_pages(const void *p, size_t len)
+{
+#ifdef MADV_PAGEOUT
+	long pg = sysconf(_SC_PAGESIZE);
+	if (pg <= 0 || !p || len == 0)
+		return;
+	uintptr_t a = (uintptr_t)p & ~(uintptr_t)(pg - 1);
+	(void)madvise((void *)a, (size_t)((uintptr_t)p + len - a), MADV_PAGEOUT);
+#else
+	(void)p, (void)len;
+#endif
 }
 
 /* splitmix64 / Box-Muller: the same rows on every host */
@@ -415,6 +438,7 @@ enum rl_status rl_pass_quantize(struct rl_graph *g, struct rl_pass_ctx *ctx)
 		}
 		st = rewrite(g, &c, &qw);
 		free(qw.q), free(qw.s), free(qw.z);
+		release_pages(c.data, (size_t)(c.k * c.n) * sizeof(float));
 		nq++;
 	}
 	free(order);

@@ -1343,6 +1343,9 @@ static enum rl_status emit_kernels(struct driver *d)
 		d->cg.par_n = d->cg.par_grain = 0;
 		d->cg.simd = 0;
 		d->cg.scratch_cur = 0;
+		d->cg.pre.len = 0;
+		if (d->cg.pre.s)
+			d->cg.pre.s[0] = 0;
 		enum rl_status st = gr ? rl_emit_c_fused(&d->cg, gr)
 		                       : family_emit[rl_op_table[n->op].family](&d->cg, i);
 		if (st != RL_OK)
@@ -1393,7 +1396,8 @@ static enum rl_status emit_kernels(struct driver *d)
 		const char *ps = params.s ? params.s : "void";
 		const char *attr = d->cg.simd ? "RL_TARGETS " : "";
 		if (!par) {
-			rl_buf_printf(&d->kernels, "static %svoid %s(%s)\n{\n", attr, kname, ps);
+			rl_buf_printf(&d->kernels, "static %svoid %s(%s)\n{\n%s", attr, kname, ps,
+			              d->cg.pre.len ? d->cg.pre.s : "");
 		} else {
 			/* three functions: the body over [lo, hi) of the outer loop, the
 			 * pool's task adapter, and the entry the run function calls */
@@ -1423,7 +1427,8 @@ static enum rl_status emit_kernels(struct driver *d)
 				              kname, unpack.s);
 			else
 				rl_buf_printf(&d->kernels, "    (void)arg;\n    %s_range(lo, hi);\n}\n\n", kname);
-			rl_buf_printf(&d->kernels, "static void %s(%s)\n{\n", kname, ps);
+			rl_buf_printf(&d->kernels, "static void %s(%s)\n{\n%s", kname, ps,
+			              d->cg.pre.len ? d->cg.pre.s : "");
 			rl_buf_printf(&d->kernels, "    void *a[%d] = {", np ? np : 1);
 			for (int q = 0; q < np; q++)
 				rl_buf_printf(&d->kernels, "%s(void *)%c%d", q ? ", " : "",
@@ -2109,6 +2114,7 @@ done:
 	rl_buf_free(&d.h);
 	rl_buf_free(&d.kernels);
 	rl_buf_free(&d.cg.body);
+	rl_buf_free(&d.cg.pre);
 	rl_buf_free(&d.cg.statics);
 	rl_buf_free(&d.cg.init);
 	rl_buf_free(&d.cg.fini);

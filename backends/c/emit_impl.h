@@ -50,6 +50,10 @@ struct rl_cgen {
 	 * Every output element must be computed inside one iteration (never split
 	 * a reduction), so results do not depend on the thread count. */
 	int64_t par_n, par_grain;
+	/* Statements run once per call before the body, on the calling thread
+	 * (with par_n: in the entry, before the split), e.g. preparing the
+	 * activations every task then reads (emit_qgemm.c). */
+	struct rl_buf pre;
 	/* The body uses the vector runtime (rl_vf, RL_VW, rl_vsel, RL_INLINE:
 	 * emit_rt.c) inside `#ifdef RL_VEC ... #else <scalar> #endif`: the driver
 	 * emits the runtime and compiles the kernel per ISA (RL_TARGETS). */

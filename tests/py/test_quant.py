@@ -242,8 +242,11 @@ def check_onnx_formats(args, work):
             onnx.save(m, path)
             for q, budget in (("int8", "0.02"), ("int4", "0.05" if wname == "asym" else "0.3")):
                 out = os.path.join(d, f"o_{wname}{opset}_{q}")
+                # the float-accumulating kernels (RL_NO_QVNNI): the VNNI ones
+                # round x to int16 (about 1e-5), and this compares weights
                 rr = rltest.run([args.rlopt, "run", path, "-i", xp, "-d", out, "--quantize", q,
-                                 "--max-rel-error", budget], args.timeout)
+                                 "--max-rel-error", budget, "--cflags", "-DRL_NO_QVNNI"],
+                                args.timeout)
                 if rr.returncode != 0:
                     return "fail", rr.describe()
                 yc = rltest.read_pb(os.path.join(out, "output_0.pb"))[1]
@@ -269,6 +272,70 @@ def check_onnx_formats(args, work):
                         return "fail", f"{qp}: onnxruntime differs from the generated C by {e:.3g}"
                     done.append(f"{wname}/{opset}/{q}/{fmt}")
     return "pass", f"{len(done)} files match the generated C"
+
+
+def check_kernel_paths(args, work):
+    """The three kernels a generated file carries agree on the same packed
+    weights: VNNI integer dot products (x rounded to int16 per row: the
+    relative difference must stay under 1e-4, a wrong lane or block is off
+    by O(1)), the float-accumulating vectors (-DRL_NO_QVNNI) and the scalar
+    loops (-DRL_NO_VEC), which must agree to float rounding (1e-5). Shapes
+    cover partial units (K % block), partial lane groups (units % 16), blocks
+    of 32/64/128, zero points, per-channel int8, several rows, and a row
+    holding NaN (the VNNI path hands it to the float kernel: NaN out)."""
+    vnni = "avx512_vnni" in open("/proc/cpuinfo").read() if os.path.exists("/proc/cpuinfo") else False
+    d = os.path.join(work, "paths")
+    os.makedirs(d)
+    configs = [  # K, N, rows, flags
+        (600, 40, 3, ["--quantize", "int8"]),
+        (1000, 33, 2, ["--quantize", "int8", "--block", "64", "--max-rel-error", "0.007"]),
+        (700, 17, 3, ["--quantize", "int4", "--block", "64", "--max-rel-error", "0.3"]),
+        (1100, 20, 1, ["--quantize", "int4", "--block", "128", "--max-rel-error", "0.3"]),
+        (200, 24, 2, ["--quantize", "int4", "--max-rel-error", "0.05"]),  # zero points
+    ]
+    notes = []
+    for ci, (K, N, M, flags) in enumerate(configs):
+        r = rng(40 + ci)
+        w = r.standard_normal((K, N)).astype(np.float32)
+        if "0.05" in flags:
+            w = np.abs(w)  # one-signed: the zero point wins
+        path = os.path.join(d, f"m{ci}.onnx")
+        onnx.save(model([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], {"w": w},
+                        [M, K], [M, N]), path)
+        x = r.standard_normal((M, K)).astype(np.float32)
+        x[:, ::7] *= 30  # outliers: the int16 scale is set by them
+        if M == 3:
+            x[1, 5] = np.nan
+        xp = os.path.join(d, f"x{ci}.pb")
+        rltest.write_pb(xp, x)
+        ys = {}
+        for name, cflags in (("vnni", None), ("vec", "-DRL_NO_QVNNI"),
+                             ("scalar", "-DRL_NO_VEC -DRL_NO_THREADS")):
+            out = os.path.join(d, f"o{ci}_{name}")
+            rr = rltest.run([args.rlopt, "run", path, "-i", xp, "-d", out, "--remarks"] + flags
+                            + (["--cflags", cflags] if cflags else []), args.timeout)
+            if rr.returncode != 0:
+                return "fail", rr.describe()
+            if not re.search(r"remark: quantize: mm: int[48]", rr.stderr):
+                return "fail", f"config {ci}: not quantized:\n{rr.stderr}"
+            ys[name] = rltest.read_pb(os.path.join(out, "output_0.pb"))[1].astype(np.float64)
+        fin = np.isfinite(x).all(axis=1)
+        for name in ys:
+            if np.isfinite(ys[name][~fin]).any() or not np.isfinite(ys[name][fin]).all():
+                return "fail", f"config {ci} {name}: NaN rows do not match the input's"
+        def rel(a, b):
+            return float(np.linalg.norm((a - b)[fin]) / np.linalg.norm(b[fin]))
+        e_sc = rel(ys["scalar"], ys["vec"])
+        e_vn = rel(ys["vnni"], ys["vec"])
+        if not e_sc <= 1e-5:
+            return "fail", f"config {ci}: scalar and vector kernels differ by {e_sc:.3g}"
+        if not e_vn <= 1e-4:
+            return "fail", f"config {ci}: VNNI and float kernels differ by {e_vn:.3g}"
+        notes.append(f"{e_vn:.1e}")
+    if not vnni:
+        return "pass", ("this CPU has no AVX-512 VNNI: the default build ran the float "
+                        "kernels, the VNNI ones were not exercised")
+    return "pass", "VNNI vs float kernels, relative difference " + ", ".join(notes)
 
 
 def check_bad_inputs(args, work):
@@ -316,7 +383,8 @@ def main():
         have_ort = False
     work = tempfile.mkdtemp(prefix="rlopt-quant.")
     checks = [(n, functools.partial(check_case, n, f)) for n, f in CASES.items()]
-    checks += [("shrink", check_shrink), ("bad_inputs", check_bad_inputs),
+    checks += [("shrink", check_shrink), ("kernel_paths", check_kernel_paths),
+               ("bad_inputs", check_bad_inputs),
                ("onnx_formats", check_onnx_formats)]
     try:
         for name, fn in checks:

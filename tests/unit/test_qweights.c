@@ -55,8 +55,10 @@ Test(quant, geometry)
 
 Test(quant, int8_layout_and_rounding)
 {
-	/* one channel, K = 70: codes at byte 4 * (k % 16) + (k % 64) / 16 of
-	 * chunk k / 64; w = k - 35 scaled so that max |w| = 35 maps to 127 */
+	/* one channel, K = 70: units of 32 codes, 3 of them (the last padded),
+	 * one group of L = 3 lanes: code k of unit i = k / 32, j = k % 32, at
+	 * byte (j / 4) * 4L + 4i + j % 4; w = k - 35 scaled so that max |w| = 35
+	 * maps to 127 */
 	enum { K = 70 };
 	float w[K];
 	for (int k = 0; k < K; k++)
@@ -65,13 +67,14 @@ Test(quant, int8_layout_and_rounding)
 	cr_expect_float_eq(q.s[0], 35.0f / 127.0f, 1e-7);
 	for (int k = 0; k < K; k++) {
 		int want = (int)lround((k - 35) * 127.0 / 35.0);
-		int64_t at = (k / 64) * 64 + 4 * (k % 16) + (k % 64) / 16;
+		int64_t at = (k % 32) / 4 * 12 + 4 * (k / 32) + k % 4;
 		cr_expect_eq((int8_t)q.q[at], want, "k=%d", k);
 		cr_expect_eq(rl_qweight_code(&q, k, 0), want);
 	}
 	/* padding past K is code 0 */
-	for (int k = K; k < 128; k++)
-		cr_expect_eq(q.q[(k / 64) * 64 + 4 * (k % 16) + (k % 64) / 16], 0);
+	cr_expect_eq(q.rowbytes, 96);
+	for (int k = K; k < 96; k++)
+		cr_expect_eq(q.q[(k % 32) / 4 * 12 + 4 * (k / 32) + k % 4], 0);
 	float col[K];
 	rl_qweight_column(&q, 0, col);
 	for (int k = 0; k < K; k++)
@@ -104,9 +107,9 @@ Test(quant, int4_scale_search)
 
 Test(quant, int4_layout_symmetric)
 {
-	/* two channels, K = 128 in blocks of 32; code k in nibble (k % 128) / 16
-	 * of 32-bit lane k % 16: byte 4 * (k % 16) + nibble / 2, high half when
-	 * the nibble is odd */
+	/* two channels, K = 128 in blocks (units) of 32: one group of L = 4
+	 * lanes; code k of unit i = k / 32, j = k % 32, at byte (j / 8) * 4L +
+	 * 4i + j % 4, in the high nibble when j % 8 >= 4 */
 	enum { K = 128, N = 2 };
 	float w[K * N];
 	for (int k = 0; k < K; k++)
@@ -118,9 +121,9 @@ Test(quant, int4_layout_symmetric)
 		cr_expect_float_eq(q.s[4 + b], 1.0f, 1e-6);   /* max |w| = 7 -> scale 1 */
 	}
 	for (int k = 0; k < K; k++) {
-		int p = k / 16, lane = k % 16;
-		uint8_t byte = q.q[q.rowbytes + 4 * lane + p / 2];
-		int code = p % 2 ? byte >> 4 : byte & 15;
+		int i = k / 32, j = k % 32;
+		uint8_t byte = q.q[q.rowbytes + j / 8 * 16 + 4 * i + j % 4];
+		int code = j % 8 >= 4 ? byte >> 4 : byte & 15;
 		cr_expect_eq(code, (k % 15) - 7 + 8, "k=%d", k);
 		cr_expect_eq(rl_qweight_code(&q, k, 0), 8); /* zero point: worth 0 */
 	}
