@@ -1777,9 +1777,11 @@ enum rl_status rl_emit_c_conv(struct rl_cgen *cg, uint32_t node)
 	/* the tile pass's choice for small maps: channels on the vector lanes
 	 * (float, group 1, one or two spatial axes); weights in the constants
 	 * are packed at init, others (inputs, or a large ConstantOfShape the
-	 * file fills at run time instead of embedding) by each task */
-	if (!transposed && n->tile.conv == RL_CONV_CHANVEC && dt == RL_DT_FLOAT && G == 1 &&
-	    nsp <= 2 && ks > 0 && prod(w.in, nsp) > 0) {
+	 * file fills at run time instead of embedding) by each task.
+	 * Static mode has no NAME_init to pack in (and no pool): the direct
+	 * loops below, as for band mode. */
+	if (!transposed && n->tile.conv == RL_CONV_CHANVEC && !cg->static_mode &&
+	    dt == RL_DT_FLOAT && G == 1 && nsp <= 2 && ks > 0 && prod(w.in, nsp) > 0) {
 		int a = nsp == 2 ? 0 : -1;
 		struct conv2d pc = {
 			.N = N, .C = C, .M = M, .G = 1, .bias = B != NULL,
