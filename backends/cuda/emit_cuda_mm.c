@@ -509,12 +509,11 @@ enum rl_status cu_k_conv(struct cu *d, uint32_t node, struct launch *L)
 	if (group < 1 || M % group || CG * group != C)
 		return cg_error(cg, node, "Conv with group %lld does not divide its channels",
 		                (long long)group);
-	int64_t in[3], out[3], pb[3], is = 1, os = 1, ks = 1;
+	int64_t in[3], out[3], pb[3], is = 1, ks = 1;
 	for (int i = 0; i < nsp; i++) {
 		in[i] = X->shape.d[2 + i].v;
 		out[i] = Y->shape.d[2 + i].v;
 		is *= in[i];
-		os *= out[i];
 		ks *= w.k[i];
 		int64_t total = (out[i] - 1) * w.s[i] + (w.k[i] - 1) * w.d[i] + 1 - in[i];
 		if (total < 0)
