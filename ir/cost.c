@@ -200,21 +200,37 @@ static int resident_level(const struct rl_machine *m, double ws)
 	return last < 0 ? 0 : last;
 }
 
+/* What rl_cost_price and price_levels both price a kernel with: the access
+ * pattern's share of a level's bandwidth, the compute peak (fp32's where the
+ * part lists none for prec) and how many times the chip's rates the kernel
+ * takes on the cores the runtime splits it across (rl_cost_threads). */
+struct kernel_rates {
+	double eff, peak, share;
+};
+static struct kernel_rates kernel_rates(const struct rl_machine *m, const struct rl_counts *c,
+                                        enum rl_prec prec, bool matrix)
+{
+	struct kernel_rates r;
+	r.eff = c->access == RL_ACCESS_GATHER ? m->eff_gather
+	      : c->access == RL_ACCESS_STRIDED ? m->eff_strided : m->eff_contiguous;
+	if (r.eff <= 0)
+		r.eff = 1;
+	r.peak = rl_machine_peak(m, prec, matrix);
+	if (r.peak <= 0)
+		r.peak = rl_machine_peak(m, RL_PREC_FP32, matrix);
+	r.share = (double)(m->cores > 0 ? m->cores : 1) / rl_cost_threads(m, c);
+	return r;
+}
+
 void rl_cost_price(const struct rl_machine *m, const struct rl_counts *c,
                    enum rl_prec prec, bool matrix, struct rl_cost *out)
 {
 	int lvl = resident_level(m, c->bytes_read + c->bytes_write);
 	const struct rl_mem_level *L = &m->level[lvl];
-	double eff = c->access == RL_ACCESS_GATHER ? m->eff_gather
-	           : c->access == RL_ACCESS_STRIDED ? m->eff_strided : m->eff_contiguous;
-	if (eff <= 0)
-		eff = 1;
-	double peak = rl_machine_peak(m, prec, matrix);
-	if (peak <= 0)
-		peak = rl_machine_peak(m, RL_PREC_FP32, matrix);
-	double wbw = L->write_bw > 0 ? L->write_bw : L->read_bw;
 	/* a kernel the runtime runs on fewer cores gets their share of the chip */
-	double share = (double)(m->cores > 0 ? m->cores : 1) / rl_cost_threads(m, c);
+	struct kernel_rates r = kernel_rates(m, c, prec, matrix);
+	double eff = r.eff, peak = r.peak, share = r.share;
+	double wbw = L->write_bw > 0 ? L->write_bw : L->read_bw;
 	double t_mem = share * (c->bytes_read / (L->read_bw * eff) + c->bytes_write / (wbw * eff));
 	double t_cmp = share * rl_cost_compute_s(m, c, peak, NULL);
 	double roof = t_mem > t_cmp ? t_mem : t_cmp;
@@ -429,13 +445,8 @@ static void price_levels(const struct rl_machine *m, enum rl_prec prec, const do
 {
 	const struct rl_counts *c = &k->c;
 	int last = m->nlevels - 1;
-	double eff = c->access == RL_ACCESS_GATHER ? m->eff_gather
-	           : c->access == RL_ACCESS_STRIDED ? m->eff_strided : m->eff_contiguous;
-	if (eff <= 0)
-		eff = 1;
-	double peak = rl_machine_peak(m, prec, c->macs > 0);
-	if (peak <= 0)
-		peak = rl_machine_peak(m, RL_PREC_FP32, c->macs > 0);
+	struct kernel_rates r = kernel_rates(m, c, prec, c->macs > 0);
+	double eff = r.eff, peak = r.peak, share = r.share;
 	const struct rl_mem_level *d = &m->level[last];
 	double wbw = d->write_bw > 0 ? d->write_bw : d->read_bw;
 	double ext = c->bytes_read + c->bytes_write;
@@ -455,7 +466,6 @@ static void price_levels(const struct rl_machine *m, enum rl_prec prec, const do
 			lvl = i;
 		}
 	}
-	double share = (double)(m->cores > 0 ? m->cores : 1) / rl_cost_threads(m, c);
 	t_mem *= share;
 	double t_cmp = share * rl_cost_compute_s(m, c, peak, NULL);
 	double roof = t_mem > t_cmp ? t_mem : t_cmp;
