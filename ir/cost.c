@@ -48,6 +48,20 @@ static double value_bytes(const struct rl_graph *g, uint32_t v)
 	return n < 0 ? 0 : (double)n * (double)rl_dtype_size(g->values[v].dtype);
 }
 
+/* Work the register tile of a GEMM-tiled product does over the useful work:
+ * rows rounded up to mr, columns to nr (the output's last two dimensions). */
+static double tile_padding(const struct rl_graph *g, const struct rl_node *n)
+{
+	if (!n->nout || n->out[0] == RL_NONE || n->tile.mr <= 0 || n->tile.nr <= 0)
+		return 1;
+	const struct rl_shape *y = &g->values[n->out[0]].shape;
+	if (y->rank < 2 || y->d[y->rank - 2].v <= 0 || y->d[y->rank - 1].v <= 0)
+		return 1;
+	double M = (double)y->d[y->rank - 2].v, N = (double)y->d[y->rank - 1].v;
+	double mr = n->tile.mr, nr = n->tile.nr;
+	return ceil(M / mr) * mr / M * (ceil(N / nr) * nr / N);
+}
+
 /*
  * Split a node's counted work into the calibrated classes. Products are
  * GEMM FLOPs; an elementwise transcendental is one evaluation of its class
@@ -62,7 +76,17 @@ static void count_math(const struct rl_graph *g, const struct rl_node *n, struct
 	if (elems < 0)
 		elems = 0;
 	if (c->macs > 0) {
-		w[RL_MATH_GEMM] = 2 * c->macs;
+		/* the product's kernel form: the plain loop the tile pass left a
+		 * small product to, or the packed GEMM, whose register tile
+		 * computes whole mr x nr tiles (a 16-row product on 12-row tiles
+		 * does 24 rows of work) */
+		enum rl_math k = RL_MATH_GEMM;
+		double pad = 1;
+		if (rl_op_table[n->op].family == RL_FAM_MATMUL && n->tile.kind == RL_TILE_PLAIN)
+			k = RL_MATH_MMPLAIN;
+		else if (rl_op_table[n->op].family == RL_FAM_MATMUL && n->tile.kind == RL_TILE_GEMM)
+			pad = tile_padding(g, n);
+		w[k] = 2 * c->macs * pad;
 		rest -= 2 * c->macs;
 	} else if (rl_op_table[n->op].family == RL_FAM_ELEMWISE) {
 		/* up to three evaluations per element: the math columns of
@@ -89,6 +113,7 @@ static void count_math(const struct rl_graph *g, const struct rl_node *n, struct
 		w[RL_MATH_GATHER] = ni > 0 ? ni : 0;
 	}
 	w[RL_MATH_BASIC] = rest > 0 ? rest : 0;
+	w[RL_MATH_ROW] = c->rows;
 }
 
 double rl_cost_compute_s(const struct rl_machine *m, const struct rl_counts *c, double peak,
@@ -100,8 +125,13 @@ double rl_cost_compute_s(const struct rl_machine *m, const struct rl_counts *c, 
 	if (!cal)
 		return peak > 0 ? c->flops / peak : 0;
 	double t = 0;
-	for (int k = 0; k < RL_MATH_COUNT_; k++)
-		t += c->math[k] / (m->calib[k] * m->cores);
+	for (int k = 0; k < RL_MATH_COUNT_; k++) {
+		double rate = m->calib[k];
+		if (!(rate > 0) && k == RL_MATH_MMPLAIN)
+			rate = m->calib[RL_MATH_GEMM]; /* an older profile: as the GEMM */
+		if (rate > 0 && c->math[k] > 0)
+			t += c->math[k] / (rate * m->cores);
+	}
 	return t;
 }
 
@@ -132,6 +162,14 @@ bool rl_count_node(const struct rl_graph *g, uint32_t node, struct rl_counts *c)
 		return false;
 	count_math(g, n, c);
 	enum rl_family fam = rl_op_table[n->op].family;
+	if (fam == RL_FAM_MATMUL && n->tile.kind != RL_TILE_NONE && n->tile.par > 0)
+		c->par_tasks = (double)n->tile.par;
+	/* the C backend's kernels of these families run on the calling thread
+	 * (backends/c/emit_shape.c, emit_index.c, emit_const.c, emit_attn.c,
+	 * emit_seq.c, emit_detect.c set no parallel range) */
+	if (fam == RL_FAM_SHAPE || fam == RL_FAM_CONST || fam == RL_FAM_ATTN ||
+	    fam == RL_FAM_SEQ || fam == RL_FAM_DETECT)
+		c->par_tasks = 1;
 	if (fam == RL_FAM_ELEMWISE || fam == RL_FAM_NORM || fam == RL_FAM_REDUCE) {
 		for (int i = 0; i < n->nin + n->nout; i++) {
 			uint32_t v = i < n->nin ? n->in[i] : n->out[i - n->nin];
@@ -150,6 +188,8 @@ int rl_cost_threads(const struct rl_machine *m, const struct rl_counts *c)
 	int cores = m->cores > 0 ? m->cores : 1;
 	if (strcmp(m->kind, "cpu") != 0 || cores == 1)
 		return cores;
+	if (c->par_tasks > 0)
+		return c->par_tasks < cores ? (int)c->par_tasks : cores;
 	if (c->macs > 0 || c->par_elems <= 0)
 		return cores;
 	if (c->par_elems < 2.0 * RL_COST_PAR_MIN_ELEMS)
@@ -205,8 +245,14 @@ static int resident_level(const struct rl_machine *m, double ws)
  * part lists none for prec) and how many times the chip's rates the kernel
  * takes on the cores the runtime splits it across (rl_cost_threads). */
 struct kernel_rates {
-	double eff, peak, share;
+	double eff, peak, share, fixed;
 };
+
+double rl_cost_fixed_s(const struct rl_machine *m, const struct rl_counts *c)
+{
+	bool split = strcmp(m->kind, "cpu") == 0 && rl_cost_threads(m, c) > 1;
+	return m->launch_latency + (split ? m->fork_latency : 0);
+}
 static struct kernel_rates kernel_rates(const struct rl_machine *m, const struct rl_counts *c,
                                         enum rl_prec prec, bool matrix)
 {
@@ -218,7 +264,12 @@ static struct kernel_rates kernel_rates(const struct rl_machine *m, const struct
 	r.peak = rl_machine_peak(m, prec, matrix);
 	if (r.peak <= 0)
 		r.peak = rl_machine_peak(m, RL_PREC_FP32, matrix);
-	r.share = (double)(m->cores > 0 ? m->cores : 1) / rl_cost_threads(m, c);
+	int th = rl_cost_threads(m, c);
+	r.fixed = rl_cost_fixed_s(m, c);
+	r.share = (double)(m->cores > 0 ? m->cores : 1) / th;
+	/* blocks that do not divide evenly: the busiest core runs ceil(par/th) */
+	if (c->par_tasks > th)
+		r.share *= ceil(c->par_tasks / th) * th / c->par_tasks;
 	return r;
 }
 
@@ -229,7 +280,7 @@ void rl_cost_price(const struct rl_machine *m, const struct rl_counts *c,
 	const struct rl_mem_level *L = &m->level[lvl];
 	/* a kernel the runtime runs on fewer cores gets their share of the chip */
 	struct kernel_rates r = kernel_rates(m, c, prec, matrix);
-	double eff = r.eff, peak = r.peak, share = r.share;
+	double eff = r.eff, peak = r.peak, share = r.share, fixed = r.fixed;
 	double wbw = L->write_bw > 0 ? L->write_bw : L->read_bw;
 	double t_mem = share * (c->bytes_read / (L->read_bw * eff) + c->bytes_write / (wbw * eff));
 	double t_cmp = share * rl_cost_compute_s(m, c, peak, NULL);
@@ -244,8 +295,8 @@ void rl_cost_price(const struct rl_machine *m, const struct rl_counts *c,
 		out->bound = RL_BOUND_MEMORY;
 		return;
 	}
-	out->time_s = roof + m->launch_latency;
-	if (m->launch_latency > roof)
+	out->time_s = roof + fixed;
+	if (fixed > roof)
 		out->bound = RL_BOUND_LATENCY;
 	else
 		out->bound = t_cmp > t_mem ? RL_BOUND_COMPUTE : RL_BOUND_MEMORY;
@@ -410,6 +461,9 @@ static void group_counts(const struct rl_graph *g, const uint32_t *list, uint32_
 			c->macs += k.macs;
 			if (k.par_elems > c->par_elems)
 				c->par_elems = k.par_elems;
+			c->rows += k.rows;
+			if (i == anchor)
+				c->par_tasks = k.par_tasks;
 			for (int q = 0; q < RL_MATH_COUNT_; q++)
 				c->math[q] += k.math[q];
 			if (i == anchor)
@@ -446,7 +500,7 @@ static void price_levels(const struct rl_machine *m, enum rl_prec prec, const do
 	const struct rl_counts *c = &k->c;
 	int last = m->nlevels - 1;
 	struct kernel_rates r = kernel_rates(m, c, prec, c->macs > 0);
-	double eff = r.eff, peak = r.peak, share = r.share;
+	double eff = r.eff, peak = r.peak, share = r.share, fixed = r.fixed;
 	const struct rl_mem_level *d = &m->level[last];
 	double wbw = d->write_bw > 0 ? d->write_bw : d->read_bw;
 	double ext = c->bytes_read + c->bytes_write;
@@ -472,9 +526,9 @@ static void price_levels(const struct rl_machine *m, enum rl_prec prec, const do
 	k->cost.flops = c->flops;
 	k->cost.bytes = bl[last];
 	k->cost.intensity = bl[last] > 0 ? c->flops / bl[last] : 0;
-	k->cost.time_s = roof + m->launch_latency;
+	k->cost.time_s = roof + fixed;
 	k->bound_level = -1;
-	if (m->launch_latency > roof) {
+	if (fixed > roof) {
 		k->cost.bound = RL_BOUND_LATENCY;
 	} else if (t_cmp > t_mem) {
 		k->cost.bound = RL_BOUND_COMPUTE;

@@ -59,6 +59,14 @@ struct rl_counts {
 	 * reduce kernel's split loop runs over; 0 where the kernel splits by
 	 * other rules (rl_cost_threads) */
 	double par_elems;
+	/* rows of a row kernel (Softmax, LayerNorm, ...: each row reduced
+	 * across the vector lanes), priced by the ROW calibration; 0 else */
+	double rows;
+	/* the independent blocks the C backend splits the kernel into across
+	 * threads, where known: a tiled product's tile.par, 1 for the families
+	 * whose kernels never split (shape, constants, attention, sequences,
+	 * detection); 0 = split by the other rules (rl_cost_threads) */
+	double par_tasks;
 };
 
 /*
@@ -66,15 +74,23 @@ struct rl_counts {
  * the runtime splits it (backends/c/emit_rt.c rl_parallel_for): elementwise,
  * normalization and reduction loops split only when they have at least
  * 2 x RL_COST_PAR_MIN_ELEMS elements, in chunks of at least that many (so
- * at most par_elems / RL_COST_PAR_MIN_ELEMS threads work). Products, the
- * other families and every GPU kernel are priced on all cores (their
- * kernels split into tasks by their own rules, down to one output run for
- * a GEMV). A kernel on k of C cores is priced at k/C of the chip's compute
+ * at most par_elems / RL_COST_PAR_MIN_ELEMS threads work). A kernel with
+ * par_tasks runs on min(par_tasks, cores) (a tiled product on its tile's
+ * blocks, a PLAIN one on one core, the never-split families on one), the
+ * busiest core taking ceil(par_tasks / cores) blocks. Untiled products,
+ * convolutions, pools and every GPU kernel are priced on all cores (their
+ * kernels split into tasks by their own rules). A kernel split across more
+ * than one CPU core also pays the profile's fork/join latency
+ * (rl_cost_fixed_s). A kernel on k of C cores is priced at k/C of the chip's compute
  * and bandwidth (for main memory that undercounts what one core draws:
  * 21.7 of 37.3 GB/s on the 2-core probe host, not half).
  */
 #define RL_COST_PAR_MIN_ELEMS (1 << 15)
 int rl_cost_threads(const struct rl_machine *m, const struct rl_counts *c);
+/* The fixed cost of running kernel c: the profile's launch latency, plus its
+ * fork/join latency (<latency fork=>) when the runtime splits c across more
+ * than one CPU thread. */
+double rl_cost_fixed_s(const struct rl_machine *m, const struct rl_counts *c);
 
 /* Fill counts for node (static shapes required; returns false if not). */
 bool rl_count_node(const struct rl_graph *g, uint32_t node, struct rl_counts *c);

@@ -347,6 +347,7 @@ bool rl_count_norm(const struct rl_graph *g, uint32_t node, struct rl_counts *c)
 		double len = norm_row_len(x, rl_node_attr_int(n, "axis", old ? 1 : -1), old);
 		double rows = len > 0 ? ne / len : 0;
 		c->flops = ne * (4 + t) + (n->op == RL_OP_LogSoftmax ? rows * t : 0);
+		c->rows = rows;
 		return true;
 	}
 	case RL_OP_Hardmax:
@@ -357,11 +358,13 @@ bool rl_count_norm(const struct rl_graph *g, uint32_t node, struct rl_counts *c)
 		double rows = len > 0 ? ne / len : 0;
 		bool bias = rl_node_in(n, 2) != RL_NONE;
 		c->flops = ne * (6 + (bias ? 1 : 0)) + rows * (3 + t);
+		c->rows = rows;
 		return true;
 	}
 	case RL_OP_InstanceNormalization: {
 		double inst = rl_cnt_dim(g, n, 0, 0) * rl_cnt_dim(g, n, 0, 1);
 		c->flops = ne * 7 + inst * (3 + t);
+		c->rows = inst;
 		return true;
 	}
 	case RL_OP_BatchNormalization:
@@ -385,6 +388,7 @@ bool rl_count_norm(const struct rl_graph *g, uint32_t node, struct rl_counts *c)
 				red *= (double)x->shape.d[a].v;
 		}
 		c->flops = ne * 5 + (ne / red) * (5 + t);
+		c->rows = ne / red;
 		return true;
 	}
 	default:

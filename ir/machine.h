@@ -47,6 +47,15 @@ bool rl_prec_from_name(const char *s, enum rl_prec *p);
  *   GEMM     FLOP/s of the packed fp32 GEMM (2 per multiply-add)
  *   GATHER   indices per second resolved into rows of a table far larger than
  *            the last-level cache (a row of a few floats each)
+ * Optional classes (older profiles lack them; the cost model then falls
+ * back as noted, and rl_machine_calibrated does not ask for them):
+ *   MMPLAIN  FLOP/s of the plain product loop the C backend keeps for
+ *            products the tile pass leaves PLAIN (under 64^3 MACs: no
+ *            packing, accumulator rows in L1); missing: the GEMM rate
+ *   ROW      rows per second: the fixed cost of one row of a row kernel
+ *            (Softmax, LayerNorm, a reduction: horizontal max/sum across the
+ *            vector, a division, the loop set-up) beyond its per-element
+ *            work, which dominates on short rows; missing: free
  */
 enum rl_math {
 	RL_MATH_BASIC,
@@ -59,8 +68,11 @@ enum rl_math {
 	RL_MATH_ERF,
 	RL_MATH_GEMM,
 	RL_MATH_GATHER,
+	RL_MATH_MMPLAIN, /* optional from here on */
+	RL_MATH_ROW,
 	RL_MATH_COUNT_,
 };
+#define RL_MATH_REQUIRED_ RL_MATH_MMPLAIN /* classes a calibrated profile has */
 const char *rl_math_name(enum rl_math c); /* "exp", ... (XML attribute) */
 bool rl_math_from_name(const char *s, enum rl_math *c);
 
@@ -99,6 +111,8 @@ struct rl_machine {
 	double launch_latency;
 	double launch_eager;    /* the profile's <latency launch=> */
 	double launch_graph;    /* its <latency graph=>; 0 = not given */
+	double fork_latency;    /* CPU: <latency fork=>, added to a kernel the
+	                         * runtime splits across threads; 0 = not given */
 	enum rl_launch_mode { RL_LAUNCH_EAGER, RL_LAUNCH_GRAPH } launch_mode;
 	bool has_sparse24;      /* 2:4 structured sparsity in matrix units */
 	/* per-core vector unit, optional (0 = not given; the tiling pass then

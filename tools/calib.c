@@ -11,7 +11,9 @@
  *      that fuse into one kernel, or one math op, over RL_CAL_N floats that
  *      stay in L1, a 256x512x512 product with constant
  *      weights, a gather of random rows from a table far larger than the
- *      last-level cache);
+ *      last-level cache; optional classes: a 16x64x192 product the tile
+ *      pass leaves to the plain loop, a Softmax over 1024 rows of 16 whose
+ *      time less its exp and plain work is the ROW cost);
  *   2. run the -O2 pipeline and the C backend on each, exactly as `rlopt`
  *      does for a model;
  *   3. compile them with a small driver using the user's compiler (`cc -O2`
@@ -45,6 +47,11 @@
 #define RL_CAL_GN 512
 #define RL_CAL_GATHER_ROWS (1 << 22) /* gather table: 4M rows of 4 floats, 64 MB */
 #define RL_CAL_GATHER_IDX 65536      /* indices per run */
+#define RL_CAL_PM 16           /* the plain product: 16 x 64 times 64 x 192 (under */
+#define RL_CAL_PK 64           /* the tile pass's 64^3 MACs, so it stays PLAIN), */
+#define RL_CAL_PN 192          /* as in the projections of a small attention block */
+#define RL_CAL_ROWS 1024       /* ROW: a Softmax over 1024 rows of 16 (one vector) */
+#define RL_CAL_ROWLEN 16
 
 struct cal_case {
 	const char *name;   /* file and symbol prefix */
@@ -68,6 +75,10 @@ static const struct cal_case cal_cases[] = {
 	{"cal_gemm", RL_MATH_GEMM, RL_OP_MatMul, -1, 1,
 	 2.0 * RL_CAL_GM * RL_CAL_GK * RL_CAL_GN},
 	{"cal_gather", RL_MATH_GATHER, RL_OP_Gather, 0, 0, RL_CAL_GATHER_IDX},
+	/* optional classes */
+	{"cal_mmplain", RL_MATH_MMPLAIN, RL_OP_MatMul, -1, 1,
+	 2.0 * RL_CAL_PM * RL_CAL_PK * RL_CAL_PN},
+	{"cal_row", RL_MATH_ROW, RL_OP_Softmax, -4, 4, RL_CAL_ROWS},
 };
 #define RL_CAL_CASES (sizeof(cal_cases) / sizeof(cal_cases[0]))
 
@@ -100,9 +111,11 @@ static struct rl_graph *cal_graph(const struct cal_case *c, float **wbuf)
 	g->path = c->name;
 	uint32_t in[2], y;
 	if (c->op == RL_OP_MatMul) {
-		const int64_t da[2] = {RL_CAL_GM, RL_CAL_GK}, db[2] = {RL_CAL_GK, RL_CAL_GN},
-		              dy[2] = {RL_CAL_GM, RL_CAL_GN};
-		size_t nb = (size_t)RL_CAL_GK * RL_CAL_GN;
+		bool plain = c->cls == RL_MATH_MMPLAIN;
+		int64_t M = plain ? RL_CAL_PM : RL_CAL_GM, K = plain ? RL_CAL_PK : RL_CAL_GK,
+		        N = plain ? RL_CAL_PN : RL_CAL_GN;
+		const int64_t da[2] = {M, K}, db[2] = {K, N}, dy[2] = {M, N};
+		size_t nb = (size_t)K * (size_t)N;
 		*wbuf = malloc(nb * sizeof(float));
 		if (!*wbuf) {
 			rl_graph_free(g);
@@ -142,6 +155,11 @@ static struct rl_graph *cal_graph(const struct cal_case *c, float **wbuf)
 			                         : cal_value(g, "y", RL_DT_FLOAT, 1, d, RL_VAL_OUTPUT);
 			rl_graph_add_node(g, chain[i], name, in, 2, &x, 1);
 		}
+	} else if (c->op == RL_OP_Softmax) {
+		const int64_t d[2] = {RL_CAL_ROWS, RL_CAL_ROWLEN};
+		in[0] = cal_value(g, "x", RL_DT_FLOAT, 2, d, RL_VAL_INPUT);
+		y = cal_value(g, "y", RL_DT_FLOAT, 2, d, RL_VAL_OUTPUT);
+		rl_graph_add_node(g, c->op, "op", in, 1, &y, 1);
 	} else {
 		const int64_t d[1] = {RL_CAL_N};
 		in[0] = cal_value(g, "x", RL_DT_FLOAT, 1, d, RL_VAL_INPUT);
@@ -309,7 +327,7 @@ bool rl_calibrate(struct rl_machine *m, const char *cc, const char *cflags, FILE
 			fprintf(log, "calibrate: the timing program failed: rates left out\n");
 		ok = false;
 	}
-	double rate[RL_MATH_COUNT_] = {0};
+	double rate[RL_MATH_COUNT_] = {0}, secs[RL_MATH_COUNT_] = {0};
 	FILE *f = ok ? fopen(rlog, "r") : NULL;
 	char line[256];
 	while (f && fgets(line, sizeof(line), f)) {
@@ -318,26 +336,39 @@ bool rl_calibrate(struct rl_machine *m, const char *cc, const char *cflags, FILE
 		if (sscanf(line, "%63s %lf", name, &s) != 2 || !(s > 0))
 			continue;
 		for (size_t i = 0; i < RL_CAL_CASES; i++)
-			if (strcmp(name, cal_cases[i].name) == 0)
+			if (strcmp(name, cal_cases[i].name) == 0) {
 				rate[cal_cases[i].cls] = cal_cases[i].work / s;
+				secs[cal_cases[i].cls] = s;
+			}
 	}
 	if (f)
 		fclose(f);
+	/* ROW: the Softmax's time less what the element classes already price
+	 * for it (one exp and four plain operations per element, as
+	 * ir/fam_norm.c counts it); at least a tenth of it stays the rows' */
+	if (secs[RL_MATH_ROW] > 0 && rate[RL_MATH_EXP] > 0 && rate[RL_MATH_BASIC] > 0) {
+		double el = (double)RL_CAL_ROWS * RL_CAL_ROWLEN;
+		double rest = secs[RL_MATH_ROW] - el / rate[RL_MATH_EXP] - 4 * el / rate[RL_MATH_BASIC];
+		if (rest < 0.1 * secs[RL_MATH_ROW])
+			rest = 0.1 * secs[RL_MATH_ROW];
+		rate[RL_MATH_ROW] = RL_CAL_ROWS / rest;
+	}
 	int got = 0;
-	for (int k = 0; k < RL_MATH_COUNT_; k++)
+	for (int k = 0; k < RL_MATH_REQUIRED_; k++)
 		got += rate[k] > 0;
-	if (ok && got == RL_MATH_COUNT_) {
+	if (ok && got == RL_MATH_REQUIRED_) {
 		for (int k = 0; k < RL_MATH_COUNT_; k++) {
 			m->calib[k] = rate[k];
-			if (log)
-				fprintf(log, "calibrate: %-8s %.3g %s per core\n",
+			if (log && rate[k] > 0)
+				fprintf(log, "calibrate: %-12s %.3g %s per core\n",
 				        rl_math_name((enum rl_math)k), rate[k],
-				        k == RL_MATH_GEMM ? "FLOP/s" : "elements/s");
+				        k == RL_MATH_GEMM || k == RL_MATH_MMPLAIN ? "FLOP/s"
+				        : k == RL_MATH_ROW ? "rows/s" : "elements/s");
 		}
 		snprintf(m->calib_cc, sizeof(m->calib_cc), "%s %s", cc, cflags);
 	} else if (ok && log) {
 		fprintf(log, "calibrate: the timing program measured %d of %d classes: rates left "
-		        "out\n", got, RL_MATH_COUNT_);
+		        "out\n", got, RL_MATH_REQUIRED_);
 		ok = false;
 	}
 	cal_rmtree(dir);

@@ -665,6 +665,8 @@ static void json_machine(FILE *f, const struct rl_machine *m)
 	            true);
 	if (m->launch_graph > 0)
 		json_kv_num(f, "launch_graph", m->launch_graph, true);
+	if (m->fork_latency > 0)
+		json_kv_num(f, "fork_latency", m->fork_latency, true);
 	fputs("\"compute_pricing\": ", f);
 	json_str(f, rl_machine_calibrated(m) ? "calibrated" : "peak");
 	if (rl_machine_calibrated(m)) {
@@ -1705,7 +1707,7 @@ static bool weighted(const struct rl_graph *g, const struct rl_node *n)
 	}
 }
 
-/* The two roofs of counts c, without the launch latency. */
+/* The two roofs of counts c, without the fixed launch (and fork) cost. */
 static void roofs(const struct rl_machine *m, const struct rl_counts *c, enum rl_prec prec,
                   double *t_cmp, double *t_mem)
 {
@@ -1713,11 +1715,12 @@ static void roofs(const struct rl_machine *m, const struct rl_counts *c, enum rl
 	struct rl_cost o;
 	x.flops = 0;
 	rl_cost_price(m, &x, prec, c->macs > 0, &o);
-	*t_mem = fmax(0, o.time_s - (o.time_s > 0 ? m->launch_latency : 0));
+	double fixed = rl_cost_fixed_s(m, c);
+	*t_mem = fmax(0, o.time_s - (o.time_s > 0 ? fixed : 0));
 	x = *c;
 	x.bytes_read = x.bytes_write = 0;
 	rl_cost_price(m, &x, prec, c->macs > 0, &o);
-	*t_cmp = fmax(0, o.time_s - (o.time_s > 0 ? m->launch_latency : 0));
+	*t_cmp = fmax(0, o.time_s - (o.time_s > 0 ? fixed : 0));
 }
 
 int rl_report_crossings(const struct rl_graph *g1, int64_t b1, const struct rl_graph *g2,

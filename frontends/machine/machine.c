@@ -106,7 +106,7 @@ static const char *const rl_math_names[] = {
 	[RL_MATH_BASIC] = "basic", [RL_MATH_DIV] = "div",         [RL_MATH_SQRT] = "sqrt",
 	[RL_MATH_EXP] = "exp",     [RL_MATH_LOG] = "log",         [RL_MATH_TANH] = "tanh",
 	[RL_MATH_SIGMOID] = "sigmoid", [RL_MATH_ERF] = "erf",     [RL_MATH_GEMM] = "gemm",
-	[RL_MATH_GATHER] = "gather",
+	[RL_MATH_GATHER] = "gather", [RL_MATH_MMPLAIN] = "matmul_plain", [RL_MATH_ROW] = "row",
 };
 _Static_assert(sizeof rl_math_names / sizeof rl_math_names[0] == RL_MATH_COUNT_,
                "rl_math_names must name every enum rl_math");
@@ -129,7 +129,7 @@ bool rl_math_from_name(const char *s, enum rl_math *c)
 
 bool rl_machine_calibrated(const struct rl_machine *m)
 {
-	for (int i = 0; i < RL_MATH_COUNT_; i++)
+	for (int i = 0; i < RL_MATH_REQUIRED_; i++)
 		if (!(m->calib[i] > 0))
 			return false;
 	return true;
@@ -490,6 +490,16 @@ static bool rl_check_lines(const struct rl_machine *m,
 		return rl_fail(err, errlen, file, ln->lat,
 		               "launch latency %g s is not in (0, %g]",
 		               m->launch_latency, RL_MAX_LATENCY);
+	if (m->fork_latency != 0) {
+		if (strcmp(m->kind, "cpu") != 0)
+			return rl_fail(err, errlen, file, ln->lat,
+			               "fork/join latency on a %s profile: only CPU kernels are "
+			               "split across a thread pool", m->kind);
+		if (!rl_in_range(m->fork_latency, RL_MAX_LATENCY))
+			return rl_fail(err, errlen, file, ln->lat,
+			               "fork/join latency %g s is not in (0, %g]",
+			               m->fork_latency, RL_MAX_LATENCY);
+	}
 	if (m->launch_graph != 0) {
 		double eager = m->launch_eager > 0 ? m->launch_eager : m->launch_latency;
 		if (strcmp(m->kind, "gpu") != 0)
@@ -525,7 +535,10 @@ bool rl_machine_set_launch(struct rl_machine *m, enum rl_launch_mode mode)
 void rl_machine_launch_note(const struct rl_machine *m, char *buf, size_t len)
 {
 	double eager = m->launch_eager > 0 ? m->launch_eager : m->launch_latency;
-	if (strcmp(m->kind, "gpu") != 0)
+	if (strcmp(m->kind, "gpu") != 0 && m->fork_latency > 0)
+		snprintf(buf, len, "function call, %.3g us per kernel; %.3g us more for one split "
+		         "across threads (fork/join)", m->launch_latency * 1e6, m->fork_latency * 1e6);
+	else if (strcmp(m->kind, "gpu") != 0)
 		snprintf(buf, len, "function call, %.3g us per kernel", m->launch_latency * 1e6);
 	else if (m->launch_mode == RL_LAUNCH_GRAPH && m->launch_graph > 0)
 		snprintf(buf, len, "CUDA graph replay, %.3g us per kernel (eager launch %.3g us)",
@@ -734,7 +747,8 @@ static bool rl_read_calibration(const xmlNode *c, struct rl_machine *m,
 		if (!known) {
 			bool f = rl_fail(err, errlen, file, rl_line(r),
 			                 "<rate> op '%s' is not a calibrated class (basic, div, "
-			                 "sqrt, exp, log, tanh, sigmoid, erf, gemm, gather)",
+			                 "sqrt, exp, log, tanh, sigmoid, erf, gemm, gather, "
+			                 "matmul_plain, row)",
 			                 op ? (const char *)op : "");
 			xmlFree(op);
 			return f;
@@ -817,6 +831,8 @@ static bool rl_read_machine(const xmlNode *root, struct rl_machine *m,
 			if (!rl_attr_double(c, "launch", true, &m->launch_latency,
 			                    file, err, errlen) ||
 			    !rl_attr_double(c, "graph", false, &m->launch_graph, file,
+			                    err, errlen) ||
+			    !rl_attr_double(c, "fork", false, &m->fork_latency, file,
 			                    err, errlen))
 				return false;
 			m->launch_eager = m->launch_latency;
@@ -1199,6 +1215,7 @@ static bool rl_write_doc(xmlTextWriter *w, const struct rl_machine *m,
 	     rl_w_attr_double(w, "launch", m->launch_eager > 0 ? m->launch_eager
 	                                                        : m->launch_latency) >= 0 &&
 	     (m->launch_graph <= 0 || rl_w_attr_double(w, "graph", m->launch_graph) >= 0) &&
+	     (m->fork_latency <= 0 || rl_w_attr_double(w, "fork", m->fork_latency) >= 0) &&
 	     xmlTextWriterEndElement(w) >= 0 &&
 	     xmlTextWriterStartElement(w, BAD_CAST "features") >= 0 &&
 	     xmlTextWriterWriteAttribute(w, BAD_CAST "sparse24",

@@ -1152,3 +1152,91 @@ Test(cost, small_cpu_kernels_priced_on_the_cores_they_run_on)
 	cr_assert(rl_count_node(G, ya, &k));
 	cr_assert_eq(rl_cost_threads(&h, &k), h.cores);
 }
+
+/* ---- kernel forms the cost model reads off the tile (issue 10) ------------- */
+
+Test(cost, plain_product_priced_at_the_plain_rate)
+{
+	/* a product the tile pass left PLAIN runs the plain loop, priced at the
+	 * profile's matmul_plain rate; a profile without it uses the GEMM's */
+	uint32_t n = big_matmul(16, 64, 192);
+	G->nodes[n].tile.kind = RL_TILE_PLAIN;
+	G->nodes[n].tile.par = 1;
+	struct rl_machine m;
+	calibrate(&m, 1e9);
+	m.calib[RL_MATH_MMPLAIN] = 2e10;
+	struct rl_counts c = tu_count(G, n);
+	double flops = 2.0 * 16 * 64 * 192;
+	TU_EQ(c.math[RL_MATH_MMPLAIN], flops);
+	TU_EQ(c.math[RL_MATH_GEMM], 0);
+	TU_EQ(rl_cost_compute_s(&m, &c, 1, NULL), flops / (2e10 * m.cores));
+	m.calib[RL_MATH_MMPLAIN] = 0;
+	cr_assert(rl_machine_calibrated(&m), "matmul_plain is optional");
+	TU_EQ(rl_cost_compute_s(&m, &c, 1, NULL), flops / (8e10 * m.cores));
+}
+
+Test(cost, gemm_tile_pads_rows_and_columns)
+{
+	/* M = 16 on a 12-row register tile computes 24 rows; N = 200 on 32
+	 * columns computes 224: work x 1.5 x 1.12 (hand-computed) */
+	uint32_t n = big_matmul(16, 256, 200);
+	struct rl_tile *t = &G->nodes[n].tile;
+	t->kind = RL_TILE_GEMM;
+	t->mr = 12;
+	t->nr = 32;
+	t->par = 1;
+	struct rl_counts c = tu_count(G, n);
+	TU_EQ(c.math[RL_MATH_GEMM], 2.0 * 16 * 256 * 200 * (24.0 / 16) * (224.0 / 200));
+	TU_EQ(c.flops, 2.0 * 16 * 256 * 200); /* the useful FLOPs stay as counted */
+}
+
+Test(cost, tiled_product_priced_on_its_blocks)
+{
+	/* a GEMM with one block runs on one core; with three blocks on two
+	 * cores the busier core runs two of them: 4/3 of an even split */
+	uint32_t n = big_matmul(256, 256, 256);
+	struct rl_tile *t = &G->nodes[n].tile;
+	t->kind = RL_TILE_GEMM;
+	t->mr = 8;
+	t->nr = 32;
+	struct rl_machine m;
+	calibrate(&m, 1e9);
+	m.cores = 2;
+	t->par = 1;
+	struct rl_counts c = tu_count(G, n);
+	cr_assert_eq(rl_cost_threads(&m, &c), 1);
+	cr_assert(rl_cost_node(G, n, &m));
+	double one = G->nodes[n].cost.time_s - m.launch_latency;
+	TU_EQ(one, 2.0 * 256 * 256 * 256 / 8e10);
+	t->par = 3;
+	c = tu_count(G, n);
+	cr_assert_eq(rl_cost_threads(&m, &c), 2);
+	cr_assert(rl_cost_node(G, n, &m));
+	TU_EQ(G->nodes[n].cost.time_s - m.launch_latency, one * 2 / 3);
+	t->par = 64;
+	cr_assert(rl_cost_node(G, n, &m));
+	TU_EQ(G->nodes[n].cost.time_s - m.launch_latency, one / 2);
+}
+
+Test(cost, row_kernels_pay_per_row)
+{
+	/* Softmax over 64 rows of 16 and LayerNorm over 16 rows of 64: one ROW
+	 * evaluation per row; a profile without the rate prices rows as free */
+	uint32_t x = tu_input(G, "x", RL_DT_FLOAT, TU_SHAPE(2, 64, 16));
+	uint32_t s = tu_add(G, RL_OP_Softmax, "s", 1, 1, x);
+	uint32_t z = tu_input(G, "z", RL_DT_FLOAT, TU_SHAPE(2, 16, 64));
+	uint32_t w = tu_input(G, "w", RL_DT_FLOAT, TU_SHAPE(1, 64));
+	uint32_t l = tu_add(G, RL_OP_LayerNormalization, "l", 1, 2, z, w);
+	tu_infer(G);
+	struct rl_counts c = tu_count(G, s);
+	TU_EQ(c.math[RL_MATH_ROW], 64);
+	TU_EQ(c.math[RL_MATH_EXP], 64 * 16);
+	c = tu_count(G, l);
+	TU_EQ(c.math[RL_MATH_ROW], 16);
+	struct rl_machine m;
+	calibrate(&m, 1e9);
+	m.calib[RL_MATH_ROW] = 0;
+	double t0 = rl_cost_compute_s(&m, &c, 1, NULL);
+	m.calib[RL_MATH_ROW] = 1e7;
+	TU_EQ(rl_cost_compute_s(&m, &c, 1, NULL) - t0, 16 / (1e7 * m.cores));
+}

@@ -209,6 +209,9 @@ static void assert_same(const struct rl_machine *a, const struct rl_machine *b)
 	cr_assert_eq(a->simd_registers, b->simd_registers);
 	cr_assert_eq(a->fma_units, b->fma_units);
 	cr_assert_eq(a->fma_latency, b->fma_latency);
+	for (int k = 0; k < RL_MATH_COUNT_; k++)
+		cr_assert(a->calib[k] == b->calib[k], "rate %s %.17g != %.17g",
+		          rl_math_name((enum rl_math)k), a->calib[k], b->calib[k]);
 	cr_assert(a->eff_contiguous == b->eff_contiguous);
 	cr_assert(a->eff_strided == b->eff_strided);
 	cr_assert(a->eff_gather == b->eff_gather);
@@ -849,6 +852,36 @@ Test(machine, calibration_loads_and_round_trips)
 	/* shipped profiles carry none: priced from the peak */
 	cr_assert(rl_machine_load("epyc9654", &m, err, sizeof err), "%s", err);
 	cr_assert(!rl_machine_calibrated(&m));
+	free(text);
+}
+
+Test(machine, calibration_optional_classes)
+{
+	/* matmul_plain and row are optional (profiles probed before they
+	 * existed still count as calibrated); when given they load and
+	 * round-trip like the others */
+	char *text = calibrated_text("    <rate op=\"gather\" per_core=\"7e7\"/>\n",
+	                             "    <rate op=\"gather\" per_core=\"7e7\"/>\n"
+	                             "    <rate op=\"matmul_plain\" per_core=\"3e10\"/>\n"
+	                             "    <rate op=\"row\" per_core=\"2.5e7\"/>\n");
+	char path[600], path2[600], err[1024];
+	tmp_path(path, sizeof path, "opt.xml");
+	write_file(path, text);
+	struct rl_machine m, b;
+	cr_assert(rl_machine_load(path, &m, err, sizeof err), "%s", err);
+	cr_assert(rl_machine_calibrated(&m));
+	cr_assert(m.calib[RL_MATH_MMPLAIN] == 3e10);
+	cr_assert(m.calib[RL_MATH_ROW] == 2.5e7);
+	tmp_path(path2, sizeof path2, "opt2.xml");
+	cr_assert(rl_machine_write(&m, path2, NULL, err, sizeof err), "%s", err);
+	cr_assert(rl_machine_load(path2, &b, err, sizeof err), "%s", err);
+	assert_same(&m, &b);
+	free(text);
+	text = calibrated_text(NULL, NULL);
+	write_file(path, text);
+	cr_assert(rl_machine_load(path, &m, err, sizeof err), "%s", err);
+	cr_assert(rl_machine_calibrated(&m));
+	cr_assert(m.calib[RL_MATH_MMPLAIN] == 0 && m.calib[RL_MATH_ROW] == 0);
 	free(text);
 }
 
