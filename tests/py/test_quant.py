@@ -367,6 +367,54 @@ def check_bad_inputs(args, work):
     return "pass", ""
 
 
+def check_bad_quantized_onnx(args, work):
+    """Already-quantized ONNX input whose scale or zero-point shapes do not fit
+    (the issue's bad-input list): exit 2, the message names the node, and
+    nothing is written."""
+    d = os.path.join(work, "badq")
+    os.makedirs(d)
+    u8, f32 = (lambda v: np.array(v, np.uint8)), (lambda v: np.array(v, np.float32))
+
+    def dq(scale, zp, axis=1, block=None, opset=13):
+        inits = {"w": np.ones((8, 4), np.uint8), "s": f32(scale)}
+        ins = ["w", "s"]
+        if zp is not None:
+            inits["z"] = u8(zp)
+            ins.append("z")
+        kw = {"axis": axis}
+        if block:
+            kw["block_size"] = block
+        return model([helper.make_node("DequantizeLinear", ins, ["wf"], name="dq_w", **kw),
+                      helper.make_node("MatMul", ["x", "wf"], ["y"], name="mm")],
+                     inits, [1, 8], [1, 4], opset)
+
+    def qlinear(bs, bz):
+        g = helper.make_graph(
+            [helper.make_node("QLinearMatMul", ["x", "as", "az", "w", "bs", "bz", "ys", "yz"],
+                              ["y"], name="qmm")], "q",
+            [helper.make_tensor_value_info("x", TensorProto.UINT8, [1, 8])],
+            [helper.make_tensor_value_info("y", TensorProto.UINT8, [1, 4])],
+            [numpy_helper.from_array(a, n) for n, a in
+             {"w": np.ones((8, 4), np.uint8), "as": f32(0.1), "az": u8(0), "bs": f32(bs),
+              "bz": u8(bz), "ys": f32(0.1), "yz": u8(0)}.items()])
+        return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+
+    cases = [("per-axis scale of 3 for 4 columns", dq([0.1] * 3, None), "dq_w"),
+             ("zero point shape differs from the scale's", dq([0.1] * 4, [0, 0, 0]), "dq_w"),
+             ("blocked scale 2 x 4 for K 8 in blocks of 3",
+              dq(np.full((2, 4), 0.1), None, axis=0, block=3, opset=21), "dq_w"),
+             ("QLinearMatMul b_scale of 3 for 4 columns", qlinear([0.1] * 3, [0] * 3), "qmm"),
+             ("QLinearMatMul b_zero_point 2 vs b_scale 4", qlinear([0.1] * 4, [0] * 2), "qmm")]
+    for what, m, node in cases:
+        path = os.path.join(d, "m.onnx")
+        onnx.save(m, path)
+        out = os.path.join(d, "m.c")
+        r = rltest.run([args.rlopt, path, "-o", out], args.timeout)
+        if r.returncode != 2 or f"node '{node}'" not in r.stderr or os.path.exists(out):
+            return "fail", f"{what}: want exit 2 naming node '{node}', no output; got {r.describe()}"
+    return "pass", ""
+
+
 def main():
     ap = rltest.make_parser(__doc__.split("\n\n")[0])
     ap.add_argument("-k", dest="patterns", action="append", default=[])
@@ -385,6 +433,7 @@ def main():
     checks = [(n, functools.partial(check_case, n, f)) for n, f in CASES.items()]
     checks += [("shrink", check_shrink), ("kernel_paths", check_kernel_paths),
                ("bad_inputs", check_bad_inputs),
+               ("bad_quantized_onnx", check_bad_quantized_onnx),
                ("onnx_formats", check_onnx_formats)]
     try:
         for name, fn in checks:
