@@ -122,6 +122,33 @@ def case_int4_zero_points():
         r"remark: quantize: mm: int4: int4/block32\+zp", r"tried|int4/block"]
 
 
+def fp16(m):
+    """The model in float16: inputs, outputs and initializers."""
+    for v in list(m.graph.input) + list(m.graph.output):
+        v.type.tensor_type.elem_type = TensorProto.FLOAT16
+    for i, t in enumerate(m.graph.initializer):
+        m.graph.initializer[i].CopyFrom(numpy_helper.from_array(
+            numpy_helper.to_array(t).astype(np.float16), t.name))
+    return m
+
+
+def case_fp16_int8_chain():
+    # float16 weights and activations: widened, packed, QuantMatMul between Casts
+    return fp16(mlp(21, [96, 80, 40], 3)), ["--quantize", "int8"], 2, [
+        r"remark: quantize: fc0: int8: int8/channel: weight 1\.536e\+04 ->",
+        r"remark: quantize: fc1: int8: int8/channel"]
+
+
+def case_fp16_int4_gemm_bias():
+    r = rng(22)
+    w = (r.standard_normal((48, 128)) / np.sqrt(128)).astype(np.float32)
+    c = r.standard_normal(48).astype(np.float32)
+    m = model([helper.make_node("Gemm", ["x", "w", "c"], ["y"], name="gemm", transB=1)],
+              {"w": w, "c": c}, [2, 128], [2, 48])
+    return fp16(m), ["--quantize", "int4", "--max-rel-error", "0.2"], 1, [
+        r"remark: quantize: gemm: int4: int4/block32"]
+
+
 def case_auto_batch1_quantizes():
     return mlp(6, [512, 512, 512], 1), ["--quantize", "auto", "--hw", "epyc9654",
                                          "--max-rel-error", "0.2"], 2, [
@@ -165,7 +192,8 @@ def check_case(name, fn, args, work):
     path = os.path.join(d, "model.onnx")
     onnx.save(m, path)
     shape = [dd.dim_value for dd in m.graph.input[0].type.tensor_type.shape.dim]
-    x = rng(100).standard_normal(shape).astype(np.float32)
+    dt = helper.tensor_dtype_to_np_dtype(m.graph.input[0].type.tensor_type.elem_type)
+    x = rng(100).standard_normal(shape).astype(dt)
     rltest.write_pb(os.path.join(d, "in.pb"), x)
     out = os.path.join(d, "out")
     r = rltest.run([args.rlopt, "run", path, "-i", os.path.join(d, "in.pb"), "-d", out,
