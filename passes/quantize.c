@@ -198,6 +198,31 @@ static void float_product(const struct qcand *c, const float *x, int rows, doubl
 		}
 }
 
+/*
+ * The weight as float32 with each output channel's K values contiguous
+ * ([N][K]), copied in 64 x 64 tiles. MatMul's B is K x N: packing and the
+ * error products read it a channel at a time, which on B itself strides by
+ * N floats per element (a cache line and, for a 7B model's rows, a page per
+ * read; quantizing took minutes per GB). float16 weights are widened here
+ * too. One weight's copy lives at a time (4 bytes per weight).
+ */
+static float *channel_major(const struct qcand *c, const void *src)
+{
+	float *t = malloc((size_t)(c->k * c->n) * sizeof(float));
+	if (!t)
+		return NULL;
+	const float *f = src;
+	const uint16_t *h = src;
+	for (int64_t k0 = 0; k0 < c->k; k0 += 64)
+		for (int64_t n0 = 0; n0 < c->n; n0 += 64)
+			for (int64_t k = k0; k < k0 + 64 && k < c->k; k++)
+				for (int64_t n = n0; n < n0 + 64 && n < c->n; n++) {
+					int64_t at = k * c->ks + n * c->ns;
+					t[n * c->k + k] = c->half ? rl_half_to_float(h[at]) : f[at];
+				}
+	return t;
+}
+
 static uint32_t add_const(struct rl_graph *g, const char *node, const char *suffix,
                           enum rl_dtype dt, int rank, const int64_t *dims, const void *src,
                           size_t nbytes)
@@ -406,21 +431,16 @@ enum rl_status rl_pass_quantize(struct rl_graph *g, struct rl_pass_ctx *ctx)
 				continue;
 			}
 		}
-		if (c.half) {
-			size_t ne = (size_t)(c.k * c.n);
-			wide = malloc(ne * sizeof(float));
-			if (!wide) {
-				st = rl_graph_error(g, NULL, RL_ERR_NOMEM, "out of memory widening a "
-				                    "float16 weight");
+		if (c.half || c.ns == 1) {
+			if (!(wide = channel_major(&c, wsrc))) {
+				st = rl_graph_error(g, NULL, RL_ERR_NOMEM, "out of memory reading a weight");
 				break;
 			}
-			for (size_t j = 0; j < ne; j++)
-				wide[j] = rl_half_to_float(((const uint16_t *)wsrc)[j]);
-			c.data = wide;
+			c.data = wide, c.ks = 1, c.ns = c.k;
 		}
 		bool finite = true;
-		for (int64_t k = 0; k < c.k && finite; k++)
-			for (int64_t n = 0; n < c.n && finite; n++)
+		for (int64_t n = 0; n < c.n && finite; n++)
+			for (int64_t k = 0; k < c.k && finite; k++)
 				finite = isfinite(c.data[k * c.ks + n * c.ns]);
 		if (!finite) {
 			rl_remark(ctx, "quantize", name, "float", -1, -1, -1, -1,
