@@ -134,6 +134,9 @@ def main():
     ap.add_argument("--hw", default="epyc9654", help="profile for the predictions")
     ap.add_argument("--int4-error", type=float, default=0.15,
                     help="--max-rel-error for int4 (int4 on Gaussian weights: about 0.09)")
+    ap.add_argument("--int8-error", type=float, default=0.01,
+                    help="--max-rel-error for int8 (below per-channel's ~0.0085 the guard "
+                         "takes int8 in blocks of --block)")
     ap.add_argument("--probe", action="store_true", help="also run `rlopt probe`")
     ap.add_argument("--wall", dest="cpu_time", action="store_false",
                     help="time one thread by the wall clock too (default: its CPU time)")
@@ -340,7 +343,8 @@ def run_stack(args, threads, work):
         "-o", rep])
     t_float_pred = json.load(open(rep))["total"]["time_s"]
 
-    variants = [("float", []), ("int8", ["--quantize", "int8"]),
+    variants = [("float", []), ("int8", ["--quantize", "int8", "--block", str(args.block),
+                                         "--max-rel-error", str(args.int8_error)]),
                 ("int4", ["--quantize", "int4", "--block", str(args.block),
                           "--max-rel-error", str(args.int4_error)])]
     res = {}
@@ -368,7 +372,8 @@ def run_stack(args, threads, work):
         if name == "float":
             ref = stack_reference(get, x, L, V).reshape(-1)
         ne = node_errors(r.stderr)
-        res[name] = dict(times=times, wbytes=os.path.getsize(os.path.join(d, "st.weights")),
+        schemes = sorted(set(re.findall(r"quantize: \S+: int[48]: (\S+):", r.stderr)))
+        res[name] = dict(schemes=schemes, times=times, wbytes=os.path.getsize(os.path.join(d, "st.weights")),
                          err=rel_err(y, ref), pred=t_float_pred / pred_after, nodes=ne,
                          nq=len(ne))
         shutil.rmtree(d, ignore_errors=True)  # the side file is as large as the weights
@@ -418,7 +423,8 @@ def run_stack(args, threads, work):
     for name in ("int8", "int4"):
         r = res[name]
         if r["nodes"]:
-            print(f"  {name}: {r['nq']} products quantized; the guard's per-product error "
+            print(f"  {name}: {r['nq']} products quantized ({', '.join(r['schemes'])}); "
+                  f"the guard's per-product error "
                   f"{min(r['nodes']):.3g}..{max(r['nodes']):.3g}; the model's output "
                   f"(logits) error {r['err']:.3g}")
         for t in threads:
