@@ -373,7 +373,8 @@ def run_stack(args, threads, work):
             ref = stack_reference(get, x, L, V).reshape(-1)
         ne = node_errors(r.stderr)
         schemes = sorted(set(re.findall(r"quantize: \S+: int[48]: (\S+):", r.stderr)))
-        res[name] = dict(schemes=schemes, times=times, wbytes=os.path.getsize(os.path.join(d, "st.weights")),
+        res[name] = dict(schemes=schemes, times=times,
+                         wbytes=os.path.getsize(os.path.join(d, "st.weights")),
                          err=rel_err(y, ref), pred=t_float_pred / pred_after, nodes=ne,
                          nq=len(ne))
         shutil.rmtree(d, ignore_errors=True)  # the side file is as large as the weights
