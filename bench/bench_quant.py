@@ -1,35 +1,51 @@
 #!/usr/bin/env python3
-"""bench_quant.py - batch-1 GEMV over float, int8 and int4 weights through the
-generated C, against the machine's read bandwidth, and `--quantize auto` at
-batch 1 and batch 64, measured in one run.
+"""bench_quant.py - weight quantization where bytes bind, measured in one run:
+a batch-1 decoder-style MLP stack with over 1 GiB of fp32 weights generated
+float, --quantize int8 and --quantize int4, against onnxruntime's own int8
+and 4-bit models, with the model outputs' error; `--quantize auto` on the same
+stack at batch 1 and batch 512; optionally (--gemv) the single-GEMV case.
 
-    python bench/bench_quant.py [--rlopt build/rlopt] [--size G] [--threads 1,2]
-                                [--seconds 1] [--cc cc] [--hw epyc9654] [--probe] [--keep]
+    python bench/bench_quant.py [--rlopt build/rlopt] [--layers L] [--hidden D]
+                                [--intermediate F] [--vocab V] [--threads 1,2]
+                                [--seconds 1] [--cc cc] [--hw epyc9654] [--gemv]
+                                [--size G] [--probe] [--keep]
+
+The stack (--layers L blocks, default: the fewest whose fp32 weights reach
+1 GiB at D 2048, F 5632, V 8192; 8 blocks: 1.17 GB, 36x the 32 MiB LLC of
+the host it was written on):
+
+    x [1, D] -> L x { h = LayerNorm(x); x = x + W_down (silu(h W_gate) * (h W_up)) }
+             -> LayerNorm -> logits = h W_head [1, V]
+
+a Llama-style pre-norm SwiGLU MLP block with its residual, weights Gaussian,
+initialized the way GPT-2 initializes (each matrix's entries N(0, 1/fan_in),
+the residual branch's W_down scaled by 1/sqrt(2 L) so the stream does not
+grow with depth), written once as external data and read back through
+numpy.memmap (never two copies in this process; its peak was not measured:
+sampled during the onnxruntime step it held 1.4 GB, rlopt 0.85 GB).
 
 What it does, in a temporary folder:
-  1. Writes MatMul [1,G] x [G,G] (G: fp32 weights >= 4x the last-level cache,
-     at least 6144: 151 MB) and generates C three times: float, --quantize
-     int8 (one scale per output channel) and --quantize int4 (blocks of 32),
-     weights in the side file (--weights-max 0); prints the side files' sizes.
-  2. Compiles each with bench/timing_harness.c at plain `cc -O2` and times it
-     at each thread count (median of runs over --seconds); checks each
-     output against numpy's float product on the harness's own input.
-  3. Prints time (one thread: its CPU time, which leaves out the time a
-     shared machine deschedules it; --wall for wall time), weight bytes per second, speedup over float measured and
-     predicted (the quantize pass's remark: predicted time before and after
-     on --hw), and the read-only streaming limit of bench/stream_limit.c
-     measured in the same run (one thread, all threads), plus `rlopt probe`'s
-     DRAM read figure with --probe.
-  4. onnxruntime on the same product, same thread counts: float, its
-     quantize_dynamic int8 model, and the MatMulNBits int4 file rlopt writes
-     with accuracy_level 4 added (onnxruntime's own 4-bit quantizer needs the
-     onnx_ir package, which the venv lacks).
-  5. A two-layer MLP of 1024 at batch 1 and batch 64 with --quantize auto on
-     --hw (a CPU profile): prints each node's verdict and the numbers behind
-     it; at batch 64 the products are compute-bound and stay float.
+  1. Generates C three times: float, --quantize int8 (one scale per output
+     channel) and --quantize int4 (blocks of --block, symmetric; the guard
+     budget --int4-error), weights in the side file (--weights-max 0).
+  2. Compiles each with bench/timing_harness.c at plain `cc -O2` and times
+     it at each thread count (median over --seconds; one thread: its CPU
+     time, --wall for wall time; more threads: wall time).
+  3. Checks each output (the logits) against a float64 numpy forward of
+     the float model on the harness's own input: the relative error
+     ||y - ref|| / ||ref|| is the error a user sees.
+  4. onnxruntime on the same model and thread counts: float, its
+     quantize_dynamic int8 model (per-channel QInt8 weights), and a
+     MatMulNBits 4-bit model with accuracy_level 4 (written by rlopt
+     --onnx-format matmulnbits: onnxruntime's own 4-bit quantizer needs the
+     onnx_ir package, which the venv lacks), with their errors too.
+  5. Prints measured and predicted speedups side by side (predicted: the
+     whole model's time in `rlopt report -O2 [--quantize ..] --hw H`).
+  6. `--quantize auto` on --hw at batch 1 (memory-bound: quantized) and
+     batch 512 (compute-bound: stays float), each node's remark.
 
-The machine is shared: figures move between runs; ratios within one run are
-what to read.
+The machine may be shared: figures move between runs; ratios within one run
+are what to read.
 """
 import argparse
 import os
@@ -101,28 +117,353 @@ def predicted(rem):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rlopt", default=os.path.join(ROOT, "build", "rlopt"))
-    ap.add_argument("--size", type=int, default=0, help="G (default: fp32 weights >= 4x LLC)")
+    ap.add_argument("--layers", type=int, default=0,
+                    help="MLP blocks (default: the fewest reaching 1 GiB of fp32 weights)")
+    ap.add_argument("--hidden", type=int, default=2048)
+    ap.add_argument("--intermediate", type=int, default=5632)
+    ap.add_argument("--vocab", type=int, default=8192, help="the head's outputs (0: no head)")
+    ap.add_argument("--block", type=int, default=32, help="--block for int4")
+    ap.add_argument("--auto-batch", type=int, default=512,
+                    help="the batch at which --quantize auto should leave the stack float")
+    ap.add_argument("--gemv", action="store_true",
+                    help="also the single GEMV [1,G] x [G,G] (the earlier benchmark)")
+    ap.add_argument("--no-stack", dest="stack", action="store_false", help="skip the MLP stack")
+    ap.add_argument("--size", type=int, default=0, help="GEMV G (default: fp32 weights >= 4x LLC)")
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--seconds", type=float, default=1.0)
     ap.add_argument("--cc", default=os.environ.get("CC", "cc"))
     ap.add_argument("--hw", default="epyc9654", help="profile for the predictions")
     ap.add_argument("--int4-error", type=float, default=0.15,
                     help="--max-rel-error for int4 (int4 on Gaussian weights: about 0.09)")
+    ap.add_argument("--int8-error", type=float, default=0.01,
+                    help="--max-rel-error for int8 (below per-channel's ~0.0085 the guard "
+                         "takes int8 in blocks of --block)")
     ap.add_argument("--probe", action="store_true", help="also run `rlopt probe`")
     ap.add_argument("--wall", dest="cpu_time", action="store_false",
                     help="time one thread by the wall clock too (default: its CPU time)")
+    ap.add_argument("--no-ort", dest="ort", action="store_false", help="skip onnxruntime")
     ap.add_argument("--keep", action="store_true")
     args = ap.parse_args()
     threads = [int(t) for t in args.threads.split(",")]
     work = tempfile.mkdtemp(prefix="bench-quant.")
     try:
-        run(args, threads, work)
+        if args.stack:
+            run_stack(args, threads, work)
+        if args.gemv:
+            run(args, threads, work)
     finally:
         if args.keep:
             print(f"kept {work}")
         else:
             shutil.rmtree(work, ignore_errors=True)
 
+
+# ---- the decoder-style MLP stack ---------------------------------------------
+
+class ExtWeights:
+    """fp32 initializers written back to back into one external data file, so
+    the model never sits in memory twice (numpy array + protobuf copy)."""
+
+    def __init__(self, folder, fname):
+        self.fname = fname
+        self.f = open(os.path.join(folder, fname), "wb")
+        self.inits = []
+        self.where = {}
+
+    def add(self, name, arr):
+        from onnx import TensorProto
+        arr = np.ascontiguousarray(arr, dtype=np.float32)
+        off = self.f.tell()
+        self.f.write(arr.tobytes())
+        self.f.write(b"\0" * (-self.f.tell() % 64))  # 64-byte aligned, as onnx writes them
+        t = TensorProto()
+        t.name = name
+        t.data_type = TensorProto.FLOAT
+        t.dims.extend(arr.shape)
+        t.data_location = TensorProto.EXTERNAL
+        for k, v in (("location", self.fname), ("offset", str(off)),
+                     ("length", str(arr.nbytes))):
+            e = t.external_data.add()
+            e.key, e.value = k, v
+        self.inits.append(t)
+        self.where[name] = (off, arr.shape)
+        return name
+
+    def close(self):
+        self.f.close()
+
+
+def stack_layers(args):
+    D, F, V = args.hidden, args.intermediate, args.vocab
+    if args.layers:
+        return args.layers
+    L = 1
+    while 4 * (L * 3 * D * F + D * V) < 2 ** 30:
+        L += 1
+    return L
+
+
+def build_stack(folder, L, D, F, V, seed=0):
+    """Write stack.onnx + stack.data (see the module docstring); returns the
+    fp32 weight bytes and a loader name -> array (memmap) for the reference."""
+    from onnx import TensorProto, helper
+    rng = np.random.default_rng(seed)
+    w = ExtWeights(folder, "stack.data")
+    nodes = []
+
+    def gauss(shape, std):
+        return rng.standard_normal(shape, dtype=np.float32) * np.float32(std)
+
+    def ln(x, tag):
+        w.add(f"{tag}.scale", 1 + gauss([D], 0.1))
+        w.add(f"{tag}.bias", gauss([D], 0.02))
+        nodes.append(helper.make_node("LayerNormalization", [x, f"{tag}.scale", f"{tag}.bias"],
+                                      [f"{tag}.y"], name=tag, axis=-1, epsilon=1e-5))
+        return f"{tag}.y"
+
+    def mm(x, arr, tag):
+        w.add(f"{tag}.w", arr)
+        nodes.append(helper.make_node("MatMul", [x, f"{tag}.w"], [f"{tag}.y"], name=tag))
+        return f"{tag}.y"
+
+    def op(kind, ins, tag):
+        nodes.append(helper.make_node(kind, ins, [f"{tag}.y"], name=tag))
+        return f"{tag}.y"
+
+    x = "x"
+    for i in range(L):
+        p = f"l{i}"
+        h = ln(x, f"{p}.ln")
+        g = mm(h, gauss([D, F], 1 / np.sqrt(D)), f"{p}.gate")
+        u = mm(h, gauss([D, F], 1 / np.sqrt(D)), f"{p}.up")
+        sg = op("Sigmoid", [g], f"{p}.sig")
+        g = op("Mul", [g, sg], f"{p}.silu")
+        g = op("Mul", [g, u], f"{p}.glu")
+        dn = mm(g, gauss([F, D], 1 / np.sqrt(F) / np.sqrt(2 * L)), f"{p}.down")
+        x = op("Add", [x, dn], f"{p}.res")
+    y = ln(x, "final.ln")
+    ydim = D
+    if V:
+        y = mm(y, gauss([D, V], 1 / np.sqrt(D)), "head")
+        ydim = V
+    w.close()
+    g = helper.make_graph(nodes, "mlp_stack",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", D])],
+                          [helper.make_tensor_value_info(y, TensorProto.FLOAT, ["batch", ydim])],
+                          w.inits)
+    g.output[0].name = y
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    with open(os.path.join(folder, "stack.onnx"), "wb") as f:
+        f.write(model.SerializeToString())
+    data = np.memmap(os.path.join(folder, "stack.data"), dtype=np.uint8, mode="r")
+
+    def get(name):
+        off, shape = w.where[name]
+        n = int(np.prod(shape))
+        return data[off:off + 4 * n].view(np.float32).reshape(shape)
+    wbytes = sum(4 * int(np.prod(s)) for _, s in w.where.values())
+    return wbytes, get, y
+
+
+def stack_reference(get, x, L, V):
+    """float64 forward of the float model."""
+    x = x.astype(np.float64)
+
+    def ln(v, tag):
+        mu = v.mean(-1, keepdims=True)
+        var = ((v - mu) ** 2).mean(-1, keepdims=True)
+        return (v - mu) / np.sqrt(var + 1e-5) * get(f"{tag}.scale") + get(f"{tag}.bias")
+
+    for i in range(L):
+        p = f"l{i}"
+        h = ln(x, f"{p}.ln")
+        g = h @ get(f"{p}.gate.w").astype(np.float64)
+        u = h @ get(f"{p}.up.w").astype(np.float64)
+        a = g / (1 + np.exp(-g)) * u
+        x = x + a @ get(f"{p}.down.w").astype(np.float64)
+    y = ln(x, "final.ln")
+    if V:
+        y = y @ get("head.w").astype(np.float64)
+    return y
+
+
+def rel_err(y, ref):
+    return float(np.linalg.norm(y.astype(np.float64) - ref) / np.linalg.norm(ref))
+
+
+def summary_pred(stderr):
+    """(time before, time after) of the quantized nodes: the summary remark."""
+    m = re.search(r"predicted time ([\d.e+-]+) -> ([\d.e+-]+) s", stderr)
+    return (float(m.group(1)), float(m.group(2))) if m else (0.0, 0.0)
+
+
+def node_errors(stderr):
+    return [float(m) for m in re.findall(r", error ([\d.e+-]+) <=", stderr)]
+
+
+def ort_time(mp, x, t, seconds, cpu_time):
+    import time
+
+    import onnxruntime as ort
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = t
+    so.inter_op_num_threads = 1
+    sess = ort.InferenceSession(mp, so, providers=["CPUExecutionProvider"])
+    name = sess.get_inputs()[0].name
+    for _ in range(2):
+        y = sess.run(None, {name: x})[0]
+    ts = []
+    end = time.monotonic() + seconds
+    while time.monotonic() < end or len(ts) < 3:
+        c0, w0 = time.thread_time(), time.monotonic()
+        sess.run(None, {name: x})
+        ts.append(time.thread_time() - c0 if t == 1 and cpu_time else time.monotonic() - w0)
+    del sess
+    return float(np.median(ts)), y
+
+
+def run_stack(args, threads, work):
+    import json
+
+    from onnx import helper
+    llc = llc_bytes()
+    D, F, V = args.hidden, args.intermediate, args.vocab
+    L = stack_layers(args)
+    wbytes, get, yname = build_stack(work, L, D, F, V)
+    path = os.path.join(work, "stack.onnx")
+    print(f"MLP stack: {L} x (LayerNorm, SwiGLU {D} -> {F} -> {D}, residual), LayerNorm"
+          + (f", head {D} -> {V}" if V else "") + f"; batch 1; {wbytes / 1e9:.3f} GB "
+          f"({wbytes / 2**30:.2f} GiB) of fp32 weights"
+          + (f", {wbytes / llc:.0f}x the {llc >> 20} MiB last-level cache" if llc else ""))
+    exe = os.path.join(work, "stream_limit")
+    sh([args.cc, "-O2", "-march=native", "-pthread", os.path.join(HERE, "stream_limit.c"), "-o", exe])
+    lim = kv(sh([exe, "--read"]).stdout)
+
+    rep = os.path.join(work, "float_report.json")
+    sh([args.rlopt, "report", path, "--batch", "1", "--hw", args.hw, "-O2", "--format", "json",
+        "-o", rep])
+    t_float_pred = json.load(open(rep))["total"]["time_s"]
+
+    variants = [("float", []), ("int8", ["--quantize", "int8", "--block", str(args.block),
+                                         "--max-rel-error", str(args.int8_error)]),
+                ("int4", ["--quantize", "int4", "--block", str(args.block),
+                          "--max-rel-error", str(args.int4_error)])]
+    res = {}
+    for name, flags in variants:
+        d = os.path.join(work, name)
+        os.makedirs(d)
+        c = os.path.join(d, "st.c")
+        r = sh([args.rlopt, path, "--batch", "1", "-o", c, "--weights-max", "0", "--hw", args.hw,
+                "--remarks"] + flags)
+        tb, ta = summary_pred(r.stderr)
+        pred_after = t_float_pred - tb + ta
+        exe = os.path.join(d, "bench")
+        sh([args.cc, "-std=c11", "-O2", "-pthread", "-DRL_HAVE_THREADS", "-I", d,
+            '-DRL_MODEL_HEADER="st.h"', "-DRL_PREFIX=st", "-DRL_PREFIX_UC=ST",
+            os.path.join(HERE, "timing_harness.c"), c, "-o", exe, "-lm"])
+        times = {}
+        for t in threads:
+            dump = os.path.join(d, f"dump{t}")
+            os.makedirs(dump)
+            out = kv(sh([exe, "--seconds", str(args.seconds), "--threads", str(t), "--dump", dump,
+                         "--weights", os.path.join(d, "st.weights")], cwd=d).stdout)
+            times[t] = out["cpu_median_s"] if t == 1 and args.cpu_time else out["median_s"]
+        x = np.fromfile(os.path.join(dump, "input_0.bin"), dtype=np.float32).reshape(1, D)
+        y = np.fromfile(os.path.join(dump, "output_0.bin"), dtype=np.float32)
+        if name == "float":
+            ref = stack_reference(get, x, L, V).reshape(-1)
+        ne = node_errors(r.stderr)
+        schemes = sorted(set(re.findall(r"quantize: \S+: int[48]: (\S+):", r.stderr)))
+        res[name] = dict(schemes=schemes, times=times,
+                         wbytes=os.path.getsize(os.path.join(d, "st.weights")),
+                         err=rel_err(y, ref), pred=t_float_pred / pred_after, nodes=ne,
+                         nq=len(ne))
+        shutil.rmtree(d, ignore_errors=True)  # the side file is as large as the weights
+
+    ort_res = {}
+    if args.ort:
+        try:
+            import onnx
+            from onnxruntime.quantization import QuantType, quantize_dynamic
+            q8 = os.path.join(work, "ort_int8.onnx")
+            quantize_dynamic(path, q8, weight_type=QuantType.QInt8, per_channel=True)
+            q4 = os.path.join(work, "ort_int4.onnx")
+            sh([args.rlopt, path, "--batch", "1", "-o", q4, "--quantize", "int4", "--block",
+                str(args.block), "--max-rel-error", str(args.int4_error),
+                "--onnx-format", "matmulnbits"])
+            m4 = onnx.load(q4)
+            for nd in m4.graph.node:
+                if nd.op_type == "MatMulNBits":
+                    nd.attribute.append(helper.make_attribute("accuracy_level", 4))
+            onnx.save(m4, q4)
+            del m4
+            for name, mp in (("float", path), ("int8", q8), ("int4", q4)):
+                for t in threads:
+                    s, y = ort_time(mp, x, t, args.seconds, args.cpu_time)
+                    ort_res[(name, t)] = s
+                ort_res[(name, "err")] = rel_err(y.reshape(-1), ref)
+        except Exception as e:  # the peer is optional
+            print(f"(onnxruntime comparison skipped: {type(e).__name__}: {e})")
+
+    print(f"machine: read-only stream (bench/stream_limit.c, this run) "
+          f"{lim.get('stream_read_GBps', 0):.1f} GB/s on 1 thread, "
+          f"{lim.get('stream_read_all_GBps', 0):.1f} GB/s on {int(lim.get('read_threads', 0))}; "
+          f"one thread timed by its CPU time" if args.cpu_time else "")
+    print(f"\n{'weights':<8} {'file MB':>8} {'shrink':>7} {'out err':>9} " +
+          " ".join(f"{'t=' + str(t) + ' ms':>9} {'GB/s':>6} {'x float':>7}" for t in threads) +
+          f" {'predicted':>9}")
+    f0 = res["float"]
+    for name, _ in variants:
+        r = res[name]
+        cols = []
+        for t in threads:
+            s = r["times"][t]
+            cols.append(f"{s * 1e3:>9.2f} {r['wbytes'] / s / 1e9:>6.1f} "
+                        f"{f0['times'][t] / s:>6.2f}x")
+        print(f"{name:<8} {r['wbytes'] / 1e6:>8.1f} {f0['wbytes'] / r['wbytes']:>6.2f}x "
+              f"{r['err']:>9.2e} " + " ".join(cols) + f" {r['pred']:>8.2f}x")
+    for name in ("int8", "int4"):
+        r = res[name]
+        if r["nodes"]:
+            print(f"  {name}: {r['nq']} products quantized ({', '.join(r['schemes'])}); "
+                  f"the guard's per-product error "
+                  f"{min(r['nodes']):.3g}..{max(r['nodes']):.3g}; the model's output "
+                  f"(logits) error {r['err']:.3g}")
+        for t in threads:
+            meas = f0["times"][t] / r["times"][t]
+            print(f"  {name} t={t}: measured {meas:.2f}x, predicted {r['pred']:.2f}x on {args.hw}: "
+                  f"{'same direction' if (meas > 1) == (r['pred'] > 1) else 'DISAGREE'}")
+    if ort_res:
+        print("\nonnxruntime on the same model (int8: quantize_dynamic per channel; int4: "
+              "MatMulNBits, accuracy_level 4):")
+        for name in ("float", "int8", "int4"):
+            for t in threads:
+                o = ort_res.get((name, t))
+                ours = res[name]["times"][t]
+                print(f"  {name} t={t}: ours {ours * 1e3:.2f} ms (err {res[name]['err']:.2e}), "
+                      f"onnxruntime {o * 1e3:.2f} ms (err {ort_res[(name, 'err')]:.2e}): "
+                      f"ours {o / ours:.2f}x as fast")
+
+    print(f"\n--quantize auto on {args.hw}, the same stack:")
+    for b in (1, args.auto_batch):
+        rj = os.path.join(work, f"auto{b}.json")
+        sh([args.rlopt, "report", path, "--batch", str(b), "--hw", args.hw, "-O2", "--quantize",
+            "auto", "--max-rel-error", str(args.int4_error), "--format", "json", "-o", rj])
+        rems = [rm for rm in json.load(open(rj))["remarks"] if rm["pass"] == "quantize"]
+        kinds = {}
+        for rm in rems:
+            kinds[rm["verdict"]] = kinds.get(rm["verdict"], 0) + 1
+        print(f"  batch {b}: " + ", ".join(f"{v} {k}" for k, v in sorted(kinds.items())))
+        shown = set()
+        for rm in rems:  # one remark per verdict and layer position (l0, head, summary)
+            key = (rm["verdict"], re.sub(r"^l\d+\.", "", rm["node"] or ""))
+            if key in shown:
+                continue
+            shown.add(key)
+            print(f"    {rm['node']}: {rm['verdict']}: {rm['msg']}")
+
+
+# ---- the single GEMV ----------------------------------------------------------
 
 def run(args, threads, work):
     llc = llc_bytes()

@@ -25,9 +25,21 @@ RSS each). A peak RSS near the weight size means something reads every weight
 It is a benchmark: the criteria are printed; it exits 1 only when rlopt fails
 or, with --strict, when a criterion fails.
 
+With --quantize MODE (e.g. auto, int4) it runs, instead, the decode step at
+batch 1 through the passes fold, roofline and quantize (`--passes
+fold,roofline,quantize --quantize MODE --max-rel-error E`: not -O2, whose
+dedupe and cse would merge the identical all-zero weights of q/k/v and
+gate/up and hide their bytes) and prints each quantized node's scheme, the
+model's bytes and predicted time before (same passes without quantize) and
+after, and the wall time and peak RSS of the quantizing run. The weights
+read as zeros, so the measured errors are 0 and say nothing; bytes and
+times are what this run is for (e.g. --hw h200 --quantize auto: every
+projection is memory-bound at batch 1).
+
 Usage: bench_report_scale.py --rlopt build/rlopt [--hw generic-cpu]
          [--layers 32] [--hidden 4096] [--intermediate 11008] [--vocab 32000]
          [--max-seconds 10] [--max-rss-mib 1024] [--keep] [--strict]
+         [--quantize auto|int8|int4 [--max-rel-error 0.15]]
 """
 
 import argparse
@@ -145,6 +157,43 @@ def measure(argv):
     return p.returncode, wall, ru.ru_maxrss * 1024, err.decode(errors="replace")
 
 
+def quantize_step(args, path, work):
+    """The decode step (batch 1) priced before and after --quantize."""
+    import json
+    totals = {}
+    for what, extra in (("float", ["--passes", "fold,roofline"]),
+                        (args.quantize, ["--passes", "fold,roofline,quantize", "--quantize",
+                                         args.quantize, "--max-rel-error", args.max_rel_error])):
+        out = os.path.join(work, f"{what}.json")
+        argv = [args.rlopt, "report", path, "--hw", args.hw, "--format", "json", "-o", out] + extra
+        rc, wall, rss, err = measure(argv)
+        if rc != 0:
+            print(f"{what}: rlopt failed (exit {rc}): {err.strip()[:500]}")
+            return 1
+        r = json.load(open(out))
+        totals[what] = r["total"]
+        print(f"{what:>8}: report {wall:6.1f} s wall, peak RSS {rss / 2**20:7.1f} MiB; the step "
+              f"moves {r['total']['bytes'] / 1e9:.3f} GB, predicted {r['total']['time_s'] * 1e3:.3f} ms "
+              f"on {args.hw}")
+        rems = [m for m in r["remarks"] if m["pass"] == "quantize"]
+        kinds = {}
+        for m in rems:
+            key = m["verdict"] + (": " + m["msg"].split(":")[0] if m["verdict"] in ("int8", "int4")
+                                  else "")
+            kinds.setdefault(key, []).append(m["node"])
+        for k, nodes in sorted(kinds.items()):
+            if k == "summary":
+                print(f"          {rems[-1]['msg']}")
+                continue
+            print(f"          {k}: {len(nodes)} nodes ({', '.join(nodes[:4])}"
+                  f"{', ...' if len(nodes) > 4 else ''})")
+    b0, b1 = totals["float"]["bytes"], totals[args.quantize]["bytes"]
+    t0, t1 = totals["float"]["time_s"], totals[args.quantize]["time_s"]
+    print(f"decode step on {args.hw}: bytes {b0 / 1e9:.3f} -> {b1 / 1e9:.3f} GB ({b0 / b1:.2f}x "
+          f"fewer), predicted time {t0 * 1e3:.3f} -> {t1 * 1e3:.3f} ms ({t0 / t1:.2f}x)")
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rlopt", required=True)
@@ -158,6 +207,8 @@ def main():
     ap.add_argument("--max-rss-mib", type=float, default=1024.0)
     ap.add_argument("--keep", action="store_true", help="keep the model folder")
     ap.add_argument("--strict", action="store_true", help="exit 1 when a criterion fails")
+    ap.add_argument("--quantize", help="time the quantize pass on the decode step instead")
+    ap.add_argument("--max-rel-error", default="0.15", help="with --quantize")
     args = ap.parse_args()
 
     work = tempfile.mkdtemp(prefix="rlopt-scale.")
@@ -170,6 +221,8 @@ def main():
               f"{args.intermediate}, vocab {args.vocab}, fp16: {wb / 1e9:.2f} GB of weights "
               f"({st.st_blocks * 512 / 1e6:.1f} MB on disk), built in "
               f"{time.perf_counter() - t:.1f} s")
+        if args.quantize:
+            return quantize_step(args, path, work)
         fails = 0
         for what, extra in (("batch 1", []), (f"sweep {args.batches}", ["--batch", args.batches])):
             argv = [args.rlopt, "report", path, "--hw", args.hw] + extra

@@ -20,6 +20,12 @@
  * else the next scheme is tried, and the node stays float when none fits.
  * Weights with NaN or Inf stay float.
  *
+ * float16 models (A, W and Gemm's C float16): the weight is widened to
+ * float32 once, packed like a float32 one, and QuantMatMul (float32 in and
+ * out) sits between two Casts, A -> float32 and Y -> float16; at batch 1
+ * the casts move 6 bytes per element of A and Y against the weight's 2 per
+ * element, so the node is still priced (and timed) by its weight.
+ *
  * A quantized node becomes QuantMatMul (ir/qweights.h) carrying the packed
  * codes, scales and zero points as new constants; the float weight dies
  * with its last use. Every node considered gets one remark: the scheme, the
@@ -47,7 +53,8 @@ struct qcand {
 	uint32_t node, a, w, bias, y;
 	int64_t k, n;        /* W is K x N */
 	int64_t ks, ns;      /* W(k, n) = data[k * ks + n * ns] */
-	const float *data;
+	const float *data;   /* float32 weight (a widened copy for float16) */
+	bool half;           /* A, W (and C) are float16: Casts around QuantMatMul */
 	float alpha;
 };
 
@@ -68,8 +75,9 @@ static bool candidate(struct rl_graph *g, uint32_t i, struct qcand *c, const cha
 	if (!rl_value_is_const(g, c->w) || rl_value_is_const(g, c->a))
 		return false;
 	const struct rl_value *a = &g->values[c->a], *w = &g->values[c->w];
-	if (a->dtype != RL_DT_FLOAT || w->dtype != RL_DT_FLOAT)
-		return *why = "not float32", false;
+	c->half = a->dtype == RL_DT_FLOAT16 && w->dtype == RL_DT_FLOAT16;
+	if (!c->half && (a->dtype != RL_DT_FLOAT || w->dtype != RL_DT_FLOAT))
+		return *why = "not float32 or float16", false;
 	if (w->shape.rank != 2 || !rl_shape_is_static(&w->shape) || a->shape.rank < 1 ||
 	    !rl_shape_is_static(&g->values[c->y].shape))
 		return *why = "weight not a matrix, or shapes not static", false;
@@ -87,7 +95,7 @@ static bool candidate(struct rl_graph *g, uint32_t i, struct qcand *c, const cha
 			const struct rl_value *b = &g->values[cv];
 			if (rl_node_attr_float(nd, "beta", 1.0) != 1.0)
 				return *why = "Gemm with beta != 1", false;
-			if (b->dtype != RL_DT_FLOAT || rl_shape_numel(&b->shape) != c->n ||
+			if (b->dtype != a->dtype || rl_shape_numel(&b->shape) != c->n ||
 			    b->shape.d[b->shape.rank - 1].v != c->n)
 				return *why = "Gemm bias C is not one value per output column", false;
 			if (b->shape.rank != 1 && !rl_value_is_const(g, cv))
@@ -159,19 +167,31 @@ static int cal_rows(const struct rl_graph *g, const struct rl_pass_ctx *ctx,
 	return CAL_ROWS;
 }
 
+/* y[r] = sum_k x[r][k] w[k * ws] for the rows, side by side: one sum per
+ * row is an add chain of K dependent adds; the rows' sums are independent,
+ * so the loop over k keeps all of them in flight (8x the throughput). */
+static void dot_rows(const float *x, int64_t K, int rows, const float *w, int64_t ws, double *y)
+{
+	double acc[CAL_ROWS] = {0};
+	for (int64_t k = 0; k < K; k++) {
+		double wk = w[k * ws];
+		for (int r = 0; r < rows; r++)
+			acc[r] += (double)x[r * K + k] * wk;
+	}
+	for (int r = 0; r < rows; r++)
+		y[r] = acc[r];
+}
+
 /* ||X (Wq - W)|| / ||X W|| over the rows; yf holds X W [rows x N]. */
 static double rel_error(const struct qcand *c, const struct rl_qweight *qw, const float *x,
                         int rows, const double *yf, float *col)
 {
-	double num = 0, den = 0;
+	double num = 0, den = 0, y[CAL_ROWS];
 	for (int64_t n = 0; n < c->n; n++) {
 		rl_qweight_column(qw, n, col);
+		dot_rows(x, c->k, rows, col, 1, y);
 		for (int r = 0; r < rows; r++) {
-			const float *xr = x + r * c->k;
-			double y = 0;
-			for (int64_t k = 0; k < c->k; k++)
-				y += (double)xr[k] * col[k];
-			double d = y - yf[r * c->n + n];
+			double d = y[r] - yf[r * c->n + n];
 			num += d * d;
 			den += yf[r * c->n + n] * yf[r * c->n + n];
 		}
@@ -181,13 +201,37 @@ static double rel_error(const struct qcand *c, const struct rl_qweight *qw, cons
 
 static void float_product(const struct qcand *c, const float *x, int rows, double *yf)
 {
-	for (int r = 0; r < rows; r++)
-		for (int64_t n = 0; n < c->n; n++) {
-			double y = 0;
-			for (int64_t k = 0; k < c->k; k++)
-				y += (double)x[r * c->k + k] * c->data[k * c->ks + n * c->ns];
-			yf[r * c->n + n] = y;
-		}
+	double y[CAL_ROWS];
+	for (int64_t n = 0; n < c->n; n++) {
+		dot_rows(x, c->k, rows, c->data + n * c->ns, c->ks, y);
+		for (int r = 0; r < rows; r++)
+			yf[r * c->n + n] = y[r];
+	}
+}
+
+/*
+ * The weight as float32 with each output channel's K values contiguous
+ * ([N][K]), copied in 64 x 64 tiles. MatMul's B is K x N: packing and the
+ * error products read it a channel at a time, which on B itself strides by
+ * N floats per element (a cache line and, for a 7B model's rows, a page per
+ * read; quantizing took minutes per GB). float16 weights are widened here
+ * too. One weight's copy lives at a time (4 bytes per weight).
+ */
+static float *channel_major(const struct qcand *c, const void *src)
+{
+	float *t = malloc((size_t)(c->k * c->n) * sizeof(float));
+	if (!t)
+		return NULL;
+	const float *f = src;
+	const uint16_t *h = src;
+	for (int64_t k0 = 0; k0 < c->k; k0 += 64)
+		for (int64_t n0 = 0; n0 < c->n; n0 += 64)
+			for (int64_t k = k0; k < k0 + 64 && k < c->k; k++)
+				for (int64_t n = n0; n < n0 + 64 && n < c->n; n++) {
+					int64_t at = k * c->ks + n * c->ns;
+					t[n * c->k + k] = c->half ? rl_half_to_float(h[at]) : f[at];
+				}
+	return t;
 }
 
 static uint32_t add_const(struct rl_graph *g, const char *node, const char *suffix,
@@ -207,6 +251,35 @@ static uint32_t add_const(struct rl_graph *g, const char *node, const char *suff
 	uint32_t v = rl_graph_add_value(g, rl_arena_strdup(g, buf), dt, &sh);
 	rl_value_set_data(g, v, data, nbytes);
 	return v;
+}
+
+/* A new activation value "<base>_<suffix>" (made unique). */
+static uint32_t add_value(struct rl_graph *g, const char *base, const char *suffix,
+                          enum rl_dtype dt, const struct rl_shape *sh)
+{
+	char buf[256];
+	snprintf(buf, sizeof(buf), "%s_%s", base, suffix);
+	for (int k = 1; rl_graph_find_value(g, buf) != RL_NONE; k++)
+		snprintf(buf, sizeof(buf), "%s_%s_%d", base, suffix, k);
+	struct rl_shape copy = *sh;
+	return rl_graph_add_value(g, rl_arena_strdup(g, buf), dt, &copy);
+}
+
+/* A node name "<base>_<suffix>" no live node has. */
+static const char *unique_node(struct rl_graph *g, const char *base, const char *suffix)
+{
+	char buf[256];
+	for (int k = 0;; k++) {
+		if (k)
+			snprintf(buf, sizeof(buf), "%s_%s_%d", base, suffix, k);
+		else
+			snprintf(buf, sizeof(buf), "%s_%s", base, suffix);
+		bool taken = false;
+		for (uint32_t i = 0; i < g->nnodes && !taken; i++)
+			taken = !g->nodes[i].dead && g->nodes[i].name && strcmp(g->nodes[i].name, buf) == 0;
+		if (!taken)
+			return rl_arena_strdup(g, buf);
+	}
 }
 
 static void set_int(struct rl_graph *g, uint32_t node, const char *name, int64_t v)
@@ -229,8 +302,19 @@ static enum rl_status rewrite(struct rl_graph *g, const struct qcand *c,
 		in[3] = add_const(g, name, "qzero", RL_DT_UINT8, 2, sd, qw->z, (size_t)(c->n * qw->nb));
 	if (c->bias != RL_NONE) {
 		const struct rl_value *b = &g->values[c->bias];
-		in[4] = b->shape.rank == 1 ? c->bias
-		      : add_const(g, name, "bias", RL_DT_FLOAT, 1, &c->n, b->data, b->nbytes);
+		if (c->half) { /* C widened to a float32 constant of N values */
+			float *bf = malloc((size_t)c->n * sizeof(float));
+			if (bf) {
+				for (int64_t j = 0; j < c->n; j++)
+					bf[j] = rl_half_to_float(((const uint16_t *)b->data)[j]);
+				in[4] = add_const(g, name, "bias", RL_DT_FLOAT, 1, &c->n, bf,
+				                  (size_t)c->n * sizeof(float));
+				free(bf);
+			}
+		} else {
+			in[4] = b->shape.rank == 1 ? c->bias
+			      : add_const(g, name, "bias", RL_DT_FLOAT, 1, &c->n, b->data, b->nbytes);
+		}
 	}
 	if (in[1] == RL_NONE || in[2] == RL_NONE || (qw->z && in[3] == RL_NONE) ||
 	    (c->bias != RL_NONE && in[4] == RL_NONE))
@@ -239,6 +323,21 @@ static enum rl_status rewrite(struct rl_graph *g, const struct qcand *c,
 	int nin = in[4] != RL_NONE ? 5 : in[3] != RL_NONE ? 4 : 3;
 	uint32_t y = c->y;
 	rl_graph_remove_node(g, c->node);
+	if (c->half) { /* Cast(A) -> float32 -> QuantMatMul -> Cast -> float16 Y */
+		const char *an = g->values[c->a].name ? g->values[c->a].name : name;
+		uint32_t a32 = add_value(g, an, "f32", RL_DT_FLOAT, &g->values[c->a].shape);
+		uint32_t y32 = add_value(g, name, "f32", RL_DT_FLOAT, &g->values[y].shape);
+		if (a32 == RL_NONE || y32 == RL_NONE)
+			return rl_graph_error(g, NULL, RL_ERR_NOMEM, "out of memory for a Cast");
+		uint32_t ca = rl_graph_add_node(g, RL_OP_Cast, unique_node(g, name, "cast_a"), &c->a,
+		                                1, &a32, 1);
+		set_int(g, ca, "to", RL_DT_FLOAT);
+		uint32_t cy = rl_graph_add_node(g, RL_OP_Cast, unique_node(g, name, "cast_y"), &y32,
+		                                1, &y, 1);
+		set_int(g, cy, "to", RL_DT_FLOAT16);
+		in[0] = a32;
+		y = y32;
+	}
 	uint32_t q = rl_graph_add_node(g, RL_OP_QuantMatMul, name, in, nin, &y, 1);
 	set_int(g, q, "K", c->k);
 	set_int(g, q, "N", c->n);
@@ -306,8 +405,11 @@ enum rl_status rl_pass_quantize(struct rl_graph *g, struct rl_pass_ctx *ctx)
 	int block = ctx->quant_block ? ctx->quant_block : 32;
 	double bytes_before = 0, bytes_after = 0, t_before = 0, t_after = 0;
 	int nq = 0;
+	float *wide = NULL; /* a float16 weight widened; freed at the next node or the end */
 	for (uint32_t o = 0; o < norder && st == RL_OK; o++) {
 		uint32_t i = order[o];
+		free(wide);
+		wide = NULL;
 		if (g->nodes[i].dead || (g->nodes[i].op != RL_OP_MatMul && g->nodes[i].op != RL_OP_Gemm))
 			continue;
 		const char *name = g->nodes[i].name, *why;
@@ -323,7 +425,8 @@ enum rl_status rl_pass_quantize(struct rl_graph *g, struct rl_pass_ctx *ctx)
 		bool priced = m && rl_count_node(g, i, &cnt);
 		if (priced)
 			rl_cost_price(m, &cnt, rl_node_prec(g, i), true, &cb);
-		double wbytes = (double)c.k * (double)c.n * 4;
+		double wbytes = (double)c.k * (double)c.n * (c.half ? 2 : 4);
+		const void *wsrc = g->values[c.w].data; /* the initializer's own bytes */
 		if (ctx->quantize == RL_QUANT_AUTO) {
 			if (!priced) {
 				rl_remark(ctx, "quantize", name, "float", -1, -1, -1, -1,
@@ -339,9 +442,16 @@ enum rl_status rl_pass_quantize(struct rl_graph *g, struct rl_pass_ctx *ctx)
 				continue;
 			}
 		}
+		if (c.half || c.ns == 1) {
+			if (!(wide = channel_major(&c, wsrc))) {
+				st = rl_graph_error(g, NULL, RL_ERR_NOMEM, "out of memory reading a weight");
+				break;
+			}
+			c.data = wide, c.ks = 1, c.ns = c.k;
+		}
 		bool finite = true;
-		for (int64_t k = 0; k < c.k && finite; k++)
-			for (int64_t n = 0; n < c.n && finite; n++)
+		for (int64_t n = 0; n < c.n && finite; n++)
+			for (int64_t k = 0; k < c.k && finite; k++)
 				finite = isfinite(c.data[k * c.ks + n * c.ns]);
 		if (!finite) {
 			rl_remark(ctx, "quantize", name, "float", -1, -1, -1, -1,
@@ -438,10 +548,11 @@ enum rl_status rl_pass_quantize(struct rl_graph *g, struct rl_pass_ctx *ctx)
 		}
 		st = rewrite(g, &c, &qw);
 		free(qw.q), free(qw.s), free(qw.z);
-		release_pages(c.data, (size_t)(c.k * c.n) * sizeof(float));
+		release_pages(wsrc, (size_t)(c.k * c.n) * (c.half ? 2 : 4));
 		nq++;
 	}
 	free(order);
+	free(wide);
 	if (st != RL_OK)
 		return st;
 	if (nq)

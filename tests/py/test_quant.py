@@ -122,6 +122,33 @@ def case_int4_zero_points():
         r"remark: quantize: mm: int4: int4/block32\+zp", r"tried|int4/block"]
 
 
+def fp16(m):
+    """The model in float16: inputs, outputs and initializers."""
+    for v in list(m.graph.input) + list(m.graph.output):
+        v.type.tensor_type.elem_type = TensorProto.FLOAT16
+    for i, t in enumerate(m.graph.initializer):
+        m.graph.initializer[i].CopyFrom(numpy_helper.from_array(
+            numpy_helper.to_array(t).astype(np.float16), t.name))
+    return m
+
+
+def case_fp16_int8_chain():
+    # float16 weights and activations: widened, packed, QuantMatMul between Casts
+    return fp16(mlp(21, [96, 80, 40], 3)), ["--quantize", "int8"], 2, [
+        r"remark: quantize: fc0: int8: int8/channel: weight 1\.536e\+04 ->",
+        r"remark: quantize: fc1: int8: int8/channel"]
+
+
+def case_fp16_int4_gemm_bias():
+    r = rng(22)
+    w = (r.standard_normal((48, 128)) / np.sqrt(128)).astype(np.float32)
+    c = r.standard_normal(48).astype(np.float32)
+    m = model([helper.make_node("Gemm", ["x", "w", "c"], ["y"], name="gemm", transB=1)],
+              {"w": w, "c": c}, [2, 128], [2, 48])
+    return fp16(m), ["--quantize", "int4", "--max-rel-error", "0.2"], 1, [
+        r"remark: quantize: gemm: int4: int4/block32"]
+
+
 def case_auto_batch1_quantizes():
     return mlp(6, [512, 512, 512], 1), ["--quantize", "auto", "--hw", "epyc9654",
                                          "--max-rel-error", "0.2"], 2, [
@@ -165,7 +192,8 @@ def check_case(name, fn, args, work):
     path = os.path.join(d, "model.onnx")
     onnx.save(m, path)
     shape = [dd.dim_value for dd in m.graph.input[0].type.tensor_type.shape.dim]
-    x = rng(100).standard_normal(shape).astype(np.float32)
+    dt = helper.tensor_dtype_to_np_dtype(m.graph.input[0].type.tensor_type.elem_type)
+    x = rng(100).standard_normal(shape).astype(dt)
     rltest.write_pb(os.path.join(d, "in.pb"), x)
     out = os.path.join(d, "out")
     r = rltest.run([args.rlopt, "run", path, "-i", os.path.join(d, "in.pb"), "-d", out,
@@ -367,6 +395,54 @@ def check_bad_inputs(args, work):
     return "pass", ""
 
 
+def check_bad_quantized_onnx(args, work):
+    """Already-quantized ONNX input whose scale or zero-point shapes do not fit
+    (the issue's bad-input list): exit 2, the message names the node, and
+    nothing is written."""
+    d = os.path.join(work, "badq")
+    os.makedirs(d)
+    u8, f32 = (lambda v: np.array(v, np.uint8)), (lambda v: np.array(v, np.float32))
+
+    def dq(scale, zp, axis=1, block=None, opset=13):
+        inits = {"w": np.ones((8, 4), np.uint8), "s": f32(scale)}
+        ins = ["w", "s"]
+        if zp is not None:
+            inits["z"] = u8(zp)
+            ins.append("z")
+        kw = {"axis": axis}
+        if block:
+            kw["block_size"] = block
+        return model([helper.make_node("DequantizeLinear", ins, ["wf"], name="dq_w", **kw),
+                      helper.make_node("MatMul", ["x", "wf"], ["y"], name="mm")],
+                     inits, [1, 8], [1, 4], opset)
+
+    def qlinear(bs, bz):
+        g = helper.make_graph(
+            [helper.make_node("QLinearMatMul", ["x", "as", "az", "w", "bs", "bz", "ys", "yz"],
+                              ["y"], name="qmm")], "q",
+            [helper.make_tensor_value_info("x", TensorProto.UINT8, [1, 8])],
+            [helper.make_tensor_value_info("y", TensorProto.UINT8, [1, 4])],
+            [numpy_helper.from_array(a, n) for n, a in
+             {"w": np.ones((8, 4), np.uint8), "as": f32(0.1), "az": u8(0), "bs": f32(bs),
+              "bz": u8(bz), "ys": f32(0.1), "yz": u8(0)}.items()])
+        return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+
+    cases = [("per-axis scale of 3 for 4 columns", dq([0.1] * 3, None), "dq_w"),
+             ("zero point shape differs from the scale's", dq([0.1] * 4, [0, 0, 0]), "dq_w"),
+             ("blocked scale 2 x 4 for K 8 in blocks of 3",
+              dq(np.full((2, 4), 0.1), None, axis=0, block=3, opset=21), "dq_w"),
+             ("QLinearMatMul b_scale of 3 for 4 columns", qlinear([0.1] * 3, [0] * 3), "qmm"),
+             ("QLinearMatMul b_zero_point 2 vs b_scale 4", qlinear([0.1] * 4, [0] * 2), "qmm")]
+    for what, m, node in cases:
+        path = os.path.join(d, "m.onnx")
+        onnx.save(m, path)
+        out = os.path.join(d, "m.c")
+        r = rltest.run([args.rlopt, path, "-o", out], args.timeout)
+        if r.returncode != 2 or f"node '{node}'" not in r.stderr or os.path.exists(out):
+            return "fail", f"{what}: want exit 2 naming node '{node}', no output; got {r.describe()}"
+    return "pass", ""
+
+
 def main():
     ap = rltest.make_parser(__doc__.split("\n\n")[0])
     ap.add_argument("-k", dest="patterns", action="append", default=[])
@@ -385,6 +461,7 @@ def main():
     checks = [(n, functools.partial(check_case, n, f)) for n, f in CASES.items()]
     checks += [("shrink", check_shrink), ("kernel_paths", check_kernel_paths),
                ("bad_inputs", check_bad_inputs),
+               ("bad_quantized_onnx", check_bad_quantized_onnx),
                ("onnx_formats", check_onnx_formats)]
     try:
         for name, fn in checks:
