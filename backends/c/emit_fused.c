@@ -830,9 +830,36 @@ static bool vec_group(struct rl_cgen *cg, const struct rl_cgen_group *grp, enum 
 	cg_vmath_need(cg, RL_VM_BASE);
 	cg->simd = 1;
 	rl_buf_printf(&cg->body, "#ifdef RL_VEC\n");
+	bool sqrt = false;
+	for (int j = 0; j < grp->nnodes; j++)
+		sqrt |= cg->g->nodes[grp->nodes[j]].op == RL_OP_Sqrt;
+	if (sqrt) {
+		/* the loop once more for CPUs with x86-64-v4, with the whole-zmm
+		 * sqrt that only an asm statement gives every clone (emit_math.c,
+		 * rl_vsqrt_v4); the test is made once per range */
+		cg_vmath_need(cg, RL_VM_SQRT);
+		rl_buf_printf(&cg->body, "#ifdef RL_SQRT_V4\n");
+		cg_line(cg, "if (rl_cpu_v4()) {");
+		cg->indent++;
+		rl_buf_printf(&cg->body, "#define rl_vsqrt rl_vsqrt_v4\n");
+		*st = vec_nest(cg, grp, &p, true);
+		if (*st != RL_OK)
+			return true;
+		rl_buf_printf(&cg->body, "#undef rl_vsqrt\n");
+		cg->indent--;
+		cg_line(cg, "} else {");
+		rl_buf_printf(&cg->body, "#endif\n");
+		cg->indent++;
+	}
 	*st = vec_nest(cg, grp, &p, true);
 	if (*st != RL_OK)
 		return true;
+	if (sqrt) {
+		cg->indent--;
+		rl_buf_printf(&cg->body, "#ifdef RL_SQRT_V4\n");
+		cg_line(cg, "}");
+		rl_buf_printf(&cg->body, "#endif\n");
+	}
 	rl_buf_printf(&cg->body, "#else\n");
 	*st = vec_nest(cg, grp, &p, false);
 	if (*st != RL_OK)

@@ -73,6 +73,7 @@ static const char rt_vec[] =
 	" * helpers folded for the file's target are inlined into another clone */\n"
 	"#if defined(__x86_64__) && defined(__linux__) && !defined(RL_NO_CLONES) && !defined(__AVX2__)\n"
 	"#define RL_TARGETS __attribute__((target_clones(\"arch=x86-64-v4\", \"arch=x86-64-v3\", \"default\")))\n"
+	"#define RL_CLONES 1 /* the kernels are compiled per ISA (see rl_vsqrt_v4) */\n"
 	"#else\n"
 	"#define RL_TARGETS\n"
 	"#endif\n"

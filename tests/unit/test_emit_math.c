@@ -108,7 +108,7 @@ static const char sweep_main[] =
 	"    sweep(w_rl_vlog, log, 0.0f, FLT_MAX, \"log\");\n"
 	"    sweep(w_rl_vlog1p, log1p, -0.99999f, FLT_MAX, \"log1p\");\n"
 	"    sweep(w_rl_vtanh, tanh, -FLT_MAX, FLT_MAX, \"tanh\");\n"
-	"    sweep(w_rl_vsigmoid, sigm, -87.0f, FLT_MAX, \"sigmoid\");\n"
+	"    sweep(w_rl_vsigmoid, sigm, -FLT_MAX, FLT_MAX, \"sigmoid\");\n"
 	"    sweep(w_rl_vsqrt, sqrt, 0.0f, FLT_MAX, \"sqrt\");\n"
 	"    sweep(w_rl_verf, erf, -FLT_MAX, FLT_MAX, \"erf\");\n"
 	"    vfn fs[] = {w_rl_vexp, w_rl_vexpm1, w_rl_vlog, w_rl_vlog1p, w_rl_vtanh, w_rl_vsigmoid, w_rl_vsqrt,\n"
