@@ -772,18 +772,10 @@ static void emit_header(struct cu *d, const char *hbase)
 
 /* ---- the entry ------------------------------------------------------------ */
 
-/* Ops whose C kernels always need the C file's CPU-side helpers (the
- * resampling tap tables of emit_image.c): no CUDA form yet. */
-static bool needs_cpu_runtime(enum rl_op op)
-{
-	return op == RL_OP_Resize || op == RL_OP_Upsample || op == RL_OP_GridSample;
-}
-
 bool rl_emit_cuda_supports(enum rl_op op)
 {
-	return op < RL_OP_COUNT_ && !needs_cpu_runtime(op) &&
-	       (cg_elemwise_has_expr(op) || op == RL_OP_MatMul || op == RL_OP_Gemm ||
-	        rl_emit_c_supports(op));
+	return op < RL_OP_COUNT_ && (cg_elemwise_has_expr(op) || op == RL_OP_MatMul ||
+	                             op == RL_OP_Gemm || rl_emit_c_supports(op));
 }
 
 const char *rl_emit_cuda_note(enum rl_op op)
@@ -791,7 +783,8 @@ const char *rl_emit_cuda_note(enum rl_op op)
 	if (!rl_emit_cuda_supports(op))
 		return NULL;
 	switch (op) {
-	case RL_OP_MatMul: case RL_OP_Gemm: case RL_OP_QuantMatMul: case RL_OP_Conv: case RL_OP_Softmax:
+	case RL_OP_MatMul: case RL_OP_Gemm: case RL_OP_QuantMatMul: case RL_OP_Conv:
+	case RL_OP_Softmax:
 	case RL_OP_LogSoftmax: case RL_OP_LayerNormalization: case RL_OP_Transpose:
 	case RL_OP_Expand: case RL_OP_Slice: case RL_OP_Concat: case RL_OP_Split: case RL_OP_Gather:
 	case RL_OP_Reshape: case RL_OP_Squeeze: case RL_OP_Unsqueeze: case RL_OP_Flatten:

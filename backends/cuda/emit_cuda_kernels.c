@@ -664,6 +664,41 @@ bool cu_k_shape(struct cu *d, uint32_t node, struct launch *L)
 
 /* ---- every other op: the C emitter's body ------------------------------- */
 
+/* True, having appended them to the kernels as device code, when the C
+ * kernel's file-level additions `t` are its own helpers: every top-level
+ * declaration is `static` and names the kernel (functions and arrays), the
+ * rest comments, braces and indented bodies. Anything else (includes, the
+ * shared runtimes) is the CPU runtime: false, nothing appended. */
+static bool own_statics(struct cu *d, const char *t, const char *kname)
+{
+	for (const char *p = t; *p;) {
+		const char *e = strchr(p, '\n');
+		size_t l = e ? (size_t)(e - p) : strlen(p);
+		bool ok = l == 0 || p[0] == ' ' || p[0] == '\t' || p[0] == '{' || p[0] == '}' ||
+		          (l >= 2 && p[0] == '/' && p[1] == '*');
+		if (!ok && l > 7 && strncmp(p, "static ", 7) == 0) {
+			char line[512];
+			snprintf(line, sizeof(line), "%.*s", (int)(l < 511 ? l : 511), p);
+			const char *k = strstr(line, kname);
+			ok = k && k[strlen(kname)] == '_';
+		}
+		if (!ok)
+			return false;
+		p += l + (e != NULL);
+	}
+	rl_buf_printf(&d->kernels, "/* %s's helpers (the C emitter's), on the device */\n", kname);
+	for (const char *p = t; *p;) {
+		const char *e = strchr(p, '\n');
+		size_t l = e ? (size_t)(e - p) : strlen(p);
+		if (l > 7 && strncmp(p, "static ", 7) == 0)
+			rl_buf_printf(&d->kernels, "static __device__ %.*s\n", (int)(l - 7), p + 7);
+		else
+			rl_buf_printf(&d->kernels, "%.*s\n", (int)l, p);
+		p += l + (e != NULL);
+	}
+	return true;
+}
+
 enum rl_status cu_k_fallback(struct cu *d, uint32_t node, const struct rl_cgen_group *gr,
                                  struct launch *L)
 {
@@ -691,6 +726,10 @@ enum rl_status cu_k_fallback(struct cu *d, uint32_t node, const struct rl_cgen_g
 		case RL_FAM_REDUCE: st = rl_emit_c_reduce(cg, node); break;
 		case RL_FAM_SHAPE: st = rl_emit_c_shape(cg, node); break;
 		case RL_FAM_CONST: st = rl_emit_c_const(cg, node); break;
+		case RL_FAM_ATTN: st = rl_emit_c_attn(cg, node); break;
+		case RL_FAM_QUANT: st = rl_emit_c_quant(cg, node); break;
+		case RL_FAM_SEQ: st = rl_emit_c_seq(cg, node); break;
+		case RL_FAM_DETECT: st = rl_emit_c_detect(cg, node); break;
 		default:
 			st = cg_error(cg, node, "the CUDA backend does not implement %s yet",
 			              rl_op_table[n->op].name);
@@ -705,7 +744,16 @@ enum rl_status cu_k_fallback(struct cu *d, uint32_t node, const struct rl_cgen_g
 		cg->statics.len = sl;
 		cg->statics.s[sl] = 0;
 	}
-	if (cg->statics.len != sl || cg->init.len != il || cg->fini.len != fl)
+	/* helpers of this kernel alone (named after it: Resize's tap builder and
+	 * tap tables, GridSample's padding rule) are plain C: they become device
+	 * functions and device arrays placed before the kernel */
+	if (cg->statics.len != sl && !own_statics(d, cg->statics.s + sl, cg->kname))
+		return cg_error(cg, node, "the CUDA backend does not implement this form of %s yet "
+		                "(the C kernel needs its CPU runtime)", rl_op_table[n->op].name);
+	cg->statics.len = sl;
+	if (cg->statics.s)
+		cg->statics.s[sl] = 0;
+	if (cg->init.len != il || cg->fini.len != fl)
 		return cg_error(cg, node, "the CUDA backend does not implement this form of %s yet "
 		                "(the C kernel needs its CPU runtime)", rl_op_table[n->op].name);
 	L->block = CU_FALLBACK_THREADS;

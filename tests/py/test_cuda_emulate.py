@@ -122,6 +122,18 @@ def build_cases():
     cases.append(("matmul_float16_wmma",
                   helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8),
                   {"a": a16}, (a16.astype(np.float32) @ b16.astype(np.float32)).astype(np.float16), []))
+    # bfloat16 on tensor cores (the same WMMA kernel): exact products of bfloat16 inputs
+    # summed in float, rounded once to bfloat16
+    import ml_dtypes  # onnx's own dependency: numpy's bfloat16
+    abf, bbf = r(70, 40).astype(ml_dtypes.bfloat16), r(40, 90).astype(ml_dtypes.bfloat16)
+    g = helper.make_graph([helper.make_node("MatMul", ["a", "b"], ["y"])], "wmma_bf16",
+                          [helper.make_tensor_value_info("a", TensorProto.BFLOAT16, [70, 40])],
+                          [helper.make_tensor_value_info("y", TensorProto.BFLOAT16, None)],
+                          [numpy_helper.from_array(bbf, "b")])
+    cases.append(("matmul_bfloat16_wmma",
+                  helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8),
+                  {"a": abf}, (abf.astype(np.float32) @ bbf.astype(np.float32)).astype(ml_dtypes.bfloat16),
+                  []))
     add("slice_steps", [helper.make_node("Slice", ["x", "st", "en", "ax", "sp"], ["y"])],
         {"x": r(6, 20, 9)}, ["y"], [("st", np.array([1, -2], np.int64)), ("en", np.array([19, 0], np.int64)),
                                     ("ax", np.array([1, 2], np.int64)), ("sp", np.array([3, -2], np.int64))])
@@ -162,8 +174,11 @@ def run_cases(rlopt, tmp, tally):
             continue
         _, got = rltest.read_pb(os.path.join(d, "out", "output_0.pb"))
         half = got.dtype == np.float16  # one float16 rounding apart at most, plus the sum's order
-        ok, msg, _, _ = rltest.compare(got, expected[0], rtol=2e-3 if half else 1e-3,
-                                       atol=2e-3 if half else 1e-5)
+        bf = got.dtype.name == "bfloat16"  # one bfloat16 rounding (2^-8) apart at most
+        if bf:
+            got, expected = got.astype(np.float32), [np.asarray(expected[0]).astype(np.float32)]
+        ok, msg, _, _ = rltest.compare(got, expected[0], rtol=8e-3 if bf else 2e-3 if half else 1e-3,
+                                       atol=8e-3 if bf else 2e-3 if half else 1e-5)
         # every case has a parallel CUDA kernel: none may fall back to the serial loop nest
         cu = os.path.join(d, "m.cu")
         gen = rltest.run([rlopt, path, "-o", cu] + args, timeout=120)
