@@ -188,7 +188,7 @@ compile() {  # name
   up=$(echo "$n" | tr a-z A-Z)
   [ -f "$n/$n.cu" ] || return 1
   ( cd "$n" && "$NVCC" $NVFLAGS -c "$n.cu" -o "$n.o" 2>nvcc.err &&
-    "$NVCC" $NVFLAGS -DMODEL="$n" -DMODEL_H="\"$n.h\"" -DNIN="${up}_NUM_INPUTS" -DNOUT="${up}_NUM_OUTPUTS" \
+    "$NVCC" $NVFLAGS -I. -DMODEL="$n" -DMODEL_H="\"$n.h\"" -DNIN="${up}_NUM_INPUTS" -DNOUT="${up}_NUM_OUTPUTS" \
       -c ../driver.cu -o driver.o 2>>nvcc.err &&
     "$NVCC" -arch=$ARCH "$n.o" driver.o -o run 2>>nvcc.err ) ||
     { echo "FAIL nvcc $n: $(grep -m2 -i error "$n/nvcc.err")"; return 1; }

@@ -306,8 +306,8 @@ static enum rl_status emit_kernels(struct cu *d)
 		for (int q = 0; q < nin + nout; q++) {
 			bool out = q >= nin;
 			dev_ptr(d, out ? outs[q - nin] : ins[q], out, b, sizeof(b));
-			if ((out ? outs[q - nin] : ins[q]) == RL_NONE)
-				snprintf(b, sizeof(b), "(const %s *)0", cg_ctype(RL_DT_FLOAT));
+			if ((out ? outs[q - nin] : ins[q]) == RL_NONE) /* an absent optional tensor */
+				snprintf(b, sizeof(b), "(%s%s *)0", out ? "" : "const ", cg_ctype(RL_DT_FLOAT));
 			rl_buf_printf(&d->launches, ", %s", b);
 		}
 		rl_buf_printf(&d->launches, ");\n");
@@ -772,10 +772,20 @@ static void emit_header(struct cu *d, const char *hbase)
 
 /* ---- the entry ------------------------------------------------------------ */
 
+/* Ops whose output extent depends on input values (ir/fam_detect.c): the
+ * C backend returns the extent with the run; the CUDA header's dims are
+ * static and its host code reads no extent back, so these are refused. */
+static bool data_dependent_extent(enum rl_op op)
+{
+	return op == RL_OP_NonZero || op == RL_OP_Unique || op == RL_OP_NonMaxSuppression ||
+	       op == RL_OP_Compress;
+}
+
 bool rl_emit_cuda_supports(enum rl_op op)
 {
-	return op < RL_OP_COUNT_ && (cg_elemwise_has_expr(op) || op == RL_OP_MatMul ||
-	                             op == RL_OP_Gemm || rl_emit_c_supports(op));
+	return op < RL_OP_COUNT_ && !data_dependent_extent(op) &&
+	       (cg_elemwise_has_expr(op) || op == RL_OP_MatMul || op == RL_OP_Gemm ||
+	        rl_emit_c_supports(op));
 }
 
 const char *rl_emit_cuda_note(enum rl_op op)
@@ -843,6 +853,13 @@ enum rl_status rl_emit_cuda(struct rl_graph *g, const struct rl_cuda_opts *o,
 			st = rl_graph_error(g, NULL, RL_ERR_UNSUPPORTED, "value '%s' has dtype %s, which "
 			                    "the CUDA backend does not compute on", g->values[v].name,
 			                    rl_dtype_name(g->values[v].dtype));
+			goto fail;
+		} else if (g->values[v].extent_axis && d.pl.vals[v].st != RL_PLAN_NONE) {
+			/* the header's dims are static and the host reads no extents back */
+			uint32_t p = g->values[v].producer;
+			st = rl_graph_error(g, p != RL_NONE ? &g->nodes[p] : NULL, RL_ERR_UNSUPPORTED,
+			                    "value '%s' has a data-dependent extent, which the CUDA "
+			                    "backend does not return yet; generate C", g->values[v].name);
 			goto fail;
 		}
 	/* arenas: constants and the caller's inputs and outputs */

@@ -164,6 +164,71 @@ enum rl_status cu_k_elemwise(struct cu *d, const struct rl_cgen_group *gr, struc
 	L->grid = blocks < CU_MAX_BLOCKS ? blocks : CU_MAX_BLOCKS;
 	if (ne == 0)
 		return RL_OK;
+	bool read[64] = {false};
+	/* 128-bit loads and stores: every tensor read or written is float32 and
+	 * either the output's shape or a scalar, and the element count is a
+	 * multiple of 4 (the arenas and workspace offsets are 64-byte aligned);
+	 * each thread then takes 4 consecutive elements per step */
+	bool vec = ne % 4 == 0 && ne >= 1024 && gr->nin <= 64;
+	for (int k = 0; k < gr->nin; k++) {
+		for (int j = 0; j < gr->nnodes && !read[k] && gr->in[k] != RL_NONE; j++) {
+			const struct rl_node *nj = &d->g->nodes[gr->nodes[j]];
+			for (int q = 0; q < nj->nin && !read[k]; q++)
+				read[k] = nj->in[q] == gr->in[k] && !(nj->op == RL_OP_CastLike && q == 1);
+		}
+		if (read[k] && vec) {
+			const struct rl_value *x = cu_val(d, gr->in[k]);
+			int64_t xn = rl_shape_numel(&x->shape);
+			vec = x->dtype == RL_DT_FLOAT && (xn == 1 || xn == ne);
+		}
+	}
+	for (int q = 0; q < gr->nout && vec; q++)
+		vec = cu_val(d, gr->out[q])->dtype == RL_DT_FLOAT;
+	if (vec) {
+		blocks = (ne / 4 + CU_THREADS - 1) / CU_THREADS;
+		L->grid = blocks < CU_MAX_BLOCKS ? blocks : CU_MAX_BLOCKS;
+		cg_line(cg, "/* 4 consecutive elements per thread and step: 128-bit loads and stores */");
+		cg_line(cg, "const int64_t stride = (int64_t)gridDim.x * blockDim.x;");
+		cg_line(cg, "for (int64_t o4 = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; o4 < "
+		        "%lldll; o4 += stride) {", (long long)(ne / 4));
+		cg->indent++;
+		for (int k = 0; k < gr->nin; k++) {
+			if (!read[k] || rl_shape_numel(&cu_val(d, gr->in[k])->shape) == 1)
+				continue;
+			cg_line(cg, "const float4 l%d = rl_ld16f(X%d + o4 * 4);", k, k);
+			cg_line(cg, "const float a%d[4] = {l%d.x, l%d.y, l%d.z, l%d.w};", k, k, k, k, k);
+		}
+		for (int q = 0; q < gr->nout; q++)
+			cg_line(cg, "float b%d[4];", q);
+		cg_line(cg, "for (int l = 0; l < 4; l++) {");
+		cg->indent++;
+		for (int k = 0; k < gr->nin; k++) {
+			if (!read[k])
+				continue;
+			if (rl_shape_numel(&cu_val(d, gr->in[k])->shape) == 1)
+				cg_line(cg, "const float x%d = X%d[0];", k, k);
+			else
+				cg_line(cg, "const float x%d = a%d[l];", k, k);
+		}
+		enum rl_status st = compute_locals(d, gr);
+		if (st != RL_OK)
+			return st;
+		for (int q = 0; q < gr->nout; q++) {
+			uint32_t p = cu_val(d, gr->out[q])->producer;
+			char loc[32];
+			snprintf(loc, sizeof(loc), "v%d", group_pos(gr, p));
+			cg_line(cg, "b%d[l] = %s;", q, cg_store(cg, RL_DT_FLOAT, loc));
+		}
+		cg->indent--;
+		cg_line(cg, "}");
+		for (int q = 0; q < gr->nout; q++) {
+			cg_line(cg, "const float4 s%d = {b%d[0], b%d[1], b%d[2], b%d[3]};", q, q, q, q, q);
+			cg_line(cg, "rl_st16f(Y%d + o4 * 4, s%d);", q, q);
+		}
+		cg->indent--;
+		cg_line(cg, "}");
+		return RL_OK;
+	}
 	cg_line(cg, "const int64_t stride = (int64_t)gridDim.x * blockDim.x;");
 	cg_line(cg, "for (int64_t o = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; o < %lldll; "
 	        "o += stride) {", (long long)ne);
