@@ -225,6 +225,10 @@ static enum rl_status emit_kernels(struct cu *d)
 		                   n->op == RL_OP_Gather) && cu_k_shape(d, un->node, &L)) {
 			st = RL_OK;
 			how = "one thread per element";
+		} else if (!gr && (n->op == RL_OP_MaxPool || n->op == RL_OP_AveragePool) &&
+		           cu_k_pool(d, un->node, &L)) {
+			st = RL_OK;
+			how = "one thread per output";
 		} else if (!gr && n->op == RL_OP_Transpose && cu_k_transpose(d, un->node, &L)) {
 			st = RL_OK;
 			how = "one thread per element";

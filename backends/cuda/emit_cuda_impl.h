@@ -75,5 +75,8 @@ enum rl_status cu_k_matmul(struct cu *d, uint32_t node, struct launch *L);
 enum rl_status cu_k_conv(struct cu *d, uint32_t node, struct launch *L);
 /* QuantMatMul (ir/qweights.h): codes dequantized in registers, float accumulation */
 enum rl_status cu_k_qmatmul(struct cu *d, uint32_t node, struct launch *L);
+/* MaxPool (without Indices) and AveragePool on float types: one thread per
+ * output; false (nothing written) for another form */
+bool cu_k_pool(struct cu *d, uint32_t node, struct launch *L);
 
 #endif /* RL_EMIT_CUDA_IMPL_H */

@@ -789,3 +789,126 @@ enum rl_status cu_k_qmatmul(struct cu *d, uint32_t node, struct launch *L)
 	cg_line(cg, "}");
 	return RL_OK;
 }
+
+/* ---- MaxPool / AveragePool: one thread per output element ---------------- */
+
+/*
+ * A gather over the window's taps x = o * s + k * d - pb per output element,
+ * the rules of the C backend (emit_pool.c): MaxPool keeps the first largest
+ * value; AveragePool divides by the taps inside the input, or with
+ * count_include_pad by the taps inside the padded input [-pb, in + pe).
+ * Float types without MaxPool's Indices output; false (nothing written) for
+ * any other form, which then runs the C loop nest.
+ */
+bool cu_k_pool(struct cu *d, uint32_t node, struct launch *L)
+{
+	struct rl_cgen *cg = &d->cg;
+	struct rl_node *n = &d->g->nodes[node];
+	const struct rl_value *X = cg_in(cg, node, 0), *Y = cg_out(cg, node, 0);
+	bool is_max = n->op == RL_OP_MaxPool;
+	if (!X || !Y || !rl_dtype_is_float(X->dtype) || Y->dtype != X->dtype ||
+	    (n->nout > 1 && n->out[1] != RL_NONE) || (!is_max && n->op != RL_OP_AveragePool))
+		return false;
+	int nsp = X->shape.rank - 2;
+	if (nsp < 1 || nsp > 3 || Y->shape.rank != X->shape.rank)
+		return false;
+	struct rl_window w;
+	if (rl_window_read(d->g, node, nsp, NULL, &w) != RL_OK) {
+		d->g->err[0] = 0;
+		return false;
+	}
+	bool incl = !is_max && rl_node_attr_int(n, "count_include_pad", 0) != 0;
+	int64_t in[3], out[3], pb[3], pe[3], is = 1;
+	for (int i = 0; i < nsp; i++) {
+		in[i] = X->shape.d[2 + i].v;
+		out[i] = Y->shape.d[2 + i].v;
+		is *= in[i];
+		if (w.k[i] <= 0)
+			return false;
+		int64_t total = (out[i] - 1) * w.s[i] + (w.k[i] - 1) * w.d[i] + 1 - in[i];
+		if (total < 0)
+			total = 0;
+		if (w.autopad == RL_PAD_NOTSET)
+			pb[i] = w.pb[i], pe[i] = w.pe[i];
+		else if (w.autopad == RL_PAD_SAME_UPPER)
+			pb[i] = total / 2, pe[i] = total - pb[i];
+		else if (w.autopad == RL_PAD_SAME_LOWER)
+			pe[i] = total / 2, pb[i] = total - pe[i];
+		else
+			pb[i] = pe[i] = 0;
+	}
+	int64_t ne = rl_shape_numel(&Y->shape);
+	int64_t blocks = (ne + CU_THREADS - 1) / CU_THREADS;
+	L->block = CU_THREADS;
+	L->grid = blocks < CU_MAX_BLOCKS ? blocks : CU_MAX_BLOCKS;
+	if (ne == 0)
+		return true;
+	enum rl_dtype dt = X->dtype;
+	const char *acc = dt == RL_DT_DOUBLE ? "double" : "float", *sp = "abc";
+	cg_line(cg, "/* %s: one thread per output, a gather over the window's taps%s */",
+	        rl_op_table[n->op].name, is_max ? "" : incl ? "; divided by the taps inside the "
+	        "padded input" : "; divided by the taps inside the input");
+	cg_line(cg, "const int64_t stride = (int64_t)gridDim.x * blockDim.x;");
+	cg_line(cg, "for (int64_t o = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; o < %lldll; "
+	        "o += stride) {", (long long)ne);
+	cg->indent++;
+	cg_line(cg, "int64_t r = o;");
+	for (int i = nsp - 1; i >= 0; i--) {
+		cg_line(cg, "const int64_t o%c = r %% %lld;", sp[i], (long long)out[i]);
+		cg_line(cg, "r /= %lld;", (long long)out[i]);
+	}
+	cg_line(cg, "const %s *xc = X0 + r * %lld;", cg_ctype(dt), (long long)is);
+	cg_line(cg, "%s %s = 0;", acc, is_max ? "m" : "s");
+	cg_line(cg, "int64_t cnt = 0;");
+	char xi[200] = "";
+	for (int i = 0; i < nsp; i++) {
+		cg_line(cg, "for (int64_t k%c = 0; k%c < %lld; k%c++) {", sp[i], sp[i],
+		        (long long)w.k[i], sp[i]);
+		cg->indent++;
+		cg_line(cg, "const int64_t i%c = o%c * %lld + k%c * %lld - %lld;", sp[i], sp[i],
+		        (long long)w.s[i], sp[i], (long long)w.d[i], (long long)pb[i]);
+		if (incl) {
+			cg_line(cg, "if (i%c >= %lld)", sp[i], (long long)(in[i] + pe[i]));
+			cg_line(cg, "    continue;");
+		} else {
+			cg_line(cg, "if (i%c < 0 || i%c >= %lld)", sp[i], sp[i], (long long)in[i]);
+			cg_line(cg, "    continue;");
+		}
+		int64_t st = 1;
+		for (int j = i + 1; j < nsp; j++)
+			st *= in[j];
+		size_t l = strlen(xi);
+		snprintf(xi + l, sizeof(xi) - l, "%si%c * %lld", l ? " + " : "", sp[i], (long long)st);
+	}
+	if (incl) { /* a tap in the padding counts but reads nothing */
+		char cond[200] = "";
+		for (int i = 0; i < nsp; i++) {
+			size_t l = strlen(cond);
+			snprintf(cond + l, sizeof(cond) - l, "%si%c < 0 || i%c >= %lld", l ? " || " : "",
+			         sp[i], sp[i], (long long)in[i]);
+		}
+		cg_line(cg, "cnt++;");
+		cg_line(cg, "if (%s)", cond);
+		cg_line(cg, "    continue;");
+	}
+	char src[260];
+	snprintf(src, sizeof(src), "xc[%s]", xi);
+	cg_line(cg, "const %s v = %s;", acc, cg_load(cg, dt, src));
+	if (is_max) { /* the first tap, then only larger ones: a NaN tap after the first is skipped */
+		cg_line(cg, "if (cnt == 0 || v > m)");
+		cg_line(cg, "    m = v;");
+		cg_line(cg, "cnt++;");
+	} else {
+		cg_line(cg, "s += v;");
+		if (!incl)
+			cg_line(cg, "cnt++;");
+	}
+	for (int i = 0; i < nsp; i++) {
+		cg->indent--;
+		cg_line(cg, "}");
+	}
+	cg_line(cg, "Y0[o] = %s;", cg_store(cg, dt, is_max ? "cnt ? m : 0" : "cnt ? s / cnt : 0"));
+	cg->indent--;
+	cg_line(cg, "}");
+	return true;
+}
