@@ -11,6 +11,7 @@
 
 #include "infer_impl.h"
 
+#include <ctype.h>
 #include <string.h>
 
 /* A constant scalar a fused kernel writes as a literal (as emit_fused.c). */
@@ -751,14 +752,28 @@ static bool own_statics(struct cu *d, const char *t, const char *kname)
 			return false;
 		p += l + (e != NULL);
 	}
-	rl_buf_printf(&d->kernels, "/* %s's helpers (the C emitter's), on the device */\n", kname);
+	/* C's fmod takes doubles; under nvcc an int argument picks C++'s
+	 * constexpr host template, which device code cannot call: rl_fmod
+	 * converts both arguments as C would */
+	rl_buf_printf(&d->kernels, "/* %s's helpers (the C emitter's), on the device */\n"
+	              "#ifndef RL_FMOD_DEFINED\n#define RL_FMOD_DEFINED 1\n"
+	              "static __device__ inline __attribute__((unused)) double rl_fmod(double a, "
+	              "double b)\n{\n    return fmod(a, b);\n}\n#endif\n", kname);
 	for (const char *p = t; *p;) {
 		const char *e = strchr(p, '\n');
 		size_t l = e ? (size_t)(e - p) : strlen(p);
-		if (l > 7 && strncmp(p, "static ", 7) == 0)
-			rl_buf_printf(&d->kernels, "static __device__ %.*s\n", (int)(l - 7), p + 7);
-		else
-			rl_buf_printf(&d->kernels, "%.*s\n", (int)l, p);
+		size_t from = 0;
+		if (l > 7 && strncmp(p, "static ", 7) == 0) {
+			rl_buf_printf(&d->kernels, "static __device__ ");
+			from = 7;
+		}
+		for (size_t i = from; i < l; i++) {
+			bool word = i > 0 && (isalnum((unsigned char)p[i - 1]) || p[i - 1] == '_');
+			if (!word && i + 5 <= l && strncmp(p + i, "fmod(", 5) == 0)
+				rl_buf_printf(&d->kernels, "rl_");
+			rl_buf_printf(&d->kernels, "%c", p[i]);
+		}
+		rl_buf_printf(&d->kernels, "\n");
 		p += l + (e != NULL);
 	}
 	return true;

@@ -2,8 +2,9 @@
 """Every .cu the CUDA backend writes compiles with nvcc, warnings as errors.
 
 For the example models, a set of ONNX node-test models (elementwise and
-fused groups, MatMul, Gemm, Conv, pooling, normalization, shape ops) and a
-float16 Gemm (the tensor-core kernel), runs
+fused groups, MatMul, Gemm, Conv, pooling, normalization, shape ops, and
+GridSample, Resize and LSTM through the C loop nest) and a float16 Gemm and
+a bfloat16 MatMul (the tensor-core kernel), runs
 `rlopt MODEL -o X.cu` and then
 
     nvcc -gencode arch=compute_90,code=sm_90 -gencode arch=compute_80,code=sm_80
@@ -36,6 +37,9 @@ NODE_TESTS = [
     "test_conv_with_strides_padding", "test_softmax_axis_1", "test_layer_normalization_3d_axis1_epsilon",
     "test_transpose_all_permutations_3", "test_maxpool_2d_pads", "test_reduce_mean_keepdims_example",
     "test_cast_FLOAT_to_FLOAT16", "test_and_bcast4v3d",
+    # the C loop nest on the GPU, with the kernel's own helpers as device code
+    "test_gridsample_reflection_padding", "test_resize_downsample_scales_cubic_antialias",
+    "test_lstm_defaults",
 ]
 ARCHS = ["sm_90", "sm_80"]
 
