@@ -213,6 +213,9 @@ static enum rl_status emit_kernels(struct cu *d)
 		} else if (!gr && (n->op == RL_OP_MatMul || n->op == RL_OP_Gemm)) {
 			st = cu_k_matmul(d, un->node, &L);
 			how = "tiled product";
+		} else if (!gr && n->op == RL_OP_QuantMatMul) {
+			st = cu_k_qmatmul(d, un->node, &L);
+			how = "quantized weights dequantized in registers, one warp per output channel";
 		} else if (!gr && rl_op_table[n->op].family == RL_FAM_REDUCE &&
 		           cu_k_reduce(d, un->node, &L)) {
 			st = RL_OK;
@@ -222,6 +225,10 @@ static enum rl_status emit_kernels(struct cu *d)
 		                   n->op == RL_OP_Gather) && cu_k_shape(d, un->node, &L)) {
 			st = RL_OK;
 			how = "one thread per element";
+		} else if (!gr && (n->op == RL_OP_MaxPool || n->op == RL_OP_AveragePool) &&
+		           cu_k_pool(d, un->node, &L)) {
+			st = RL_OK;
+			how = "one thread per output";
 		} else if (!gr && n->op == RL_OP_Transpose && cu_k_transpose(d, un->node, &L)) {
 			st = RL_OK;
 			how = "one thread per element";
@@ -303,8 +310,8 @@ static enum rl_status emit_kernels(struct cu *d)
 		for (int q = 0; q < nin + nout; q++) {
 			bool out = q >= nin;
 			dev_ptr(d, out ? outs[q - nin] : ins[q], out, b, sizeof(b));
-			if ((out ? outs[q - nin] : ins[q]) == RL_NONE)
-				snprintf(b, sizeof(b), "(const %s *)0", cg_ctype(RL_DT_FLOAT));
+			if ((out ? outs[q - nin] : ins[q]) == RL_NONE) /* an absent optional tensor */
+				snprintf(b, sizeof(b), "(%s%s *)0", out ? "" : "const ", cg_ctype(RL_DT_FLOAT));
 			rl_buf_printf(&d->launches, ", %s", b);
 		}
 		rl_buf_printf(&d->launches, ");\n");
@@ -371,8 +378,16 @@ static const char prelude[] =
 	"static inline cudaError_t cudaGetLastError(void) { return 0; }\n"
 	"static inline const char *cudaGetErrorString(cudaError_t e) { (void)e; return \"emulation error\"; }\n"
 	"#define RL_NO_GRAPH 1\n"
+	"/* 128-bit loads and stores (ld.global.nc.v4 / st.global.v4 on the GPU) */\n"
+	"struct uint4 { unsigned x, y, z, w; };\nstruct float4 { float x, y, z, w; };\n"
+	"static inline __attribute__((unused)) uint4 rl_ld16u(const void *p) { uint4 v; memcpy(&v, p, 16); return v; }\n"
+	"static inline __attribute__((unused)) float4 rl_ld16f(const void *p) { float4 v; memcpy(&v, p, 16); return v; }\n"
+	"static inline __attribute__((unused)) void rl_st16f(void *p, float4 v) { memcpy(p, &v, 16); }\n"
 	"#else\n"
 	"#include <cuda_runtime.h>\n"
+	"static __device__ __forceinline__ __attribute__((unused)) uint4 rl_ld16u(const void *p) { return __ldg((const uint4 *)p); }\n"
+	"static __device__ __forceinline__ __attribute__((unused)) float4 rl_ld16f(const void *p) { return __ldg((const float4 *)p); }\n"
+	"static __device__ __forceinline__ __attribute__((unused)) void rl_st16f(void *p, float4 v) { *(float4 *)p = v; }\n"
 	"#define RL_THREADS\n#define RL_SYNC __syncthreads();\n"
 	"#define RL_LOCAL(T, name, dims) T name dims\n#define RL_L(name) name\n"
 	"/* -DRL_CUDA_NO_GRAPH: launch kernel by kernel on every run (for debugging\n"
@@ -400,8 +415,11 @@ static const char prelude[] =
 static const char wmma_prelude[] =
 	"#ifdef RL_CUDA_EMULATE\n"
 	"typedef uint16_t __half;\n"
+	"/* bfloat16 is a distinct type here so the fragment loads convert it as such */\n"
+	"struct __nv_bfloat16 { uint16_t x; };\n"
 	"#define __align__(n) __attribute__((aligned(n)))\n"
 	"#define __ushort_as_half(x) ((__half)(x))\n"
+	"static inline __nv_bfloat16 __ushort_as_bfloat16(uint16_t x) { __nv_bfloat16 b = {x}; return b; }\n"
 	"namespace nvcuda {\nnamespace wmma {\n"
 	"struct matrix_a;\nstruct matrix_b;\nstruct accumulator;\nstruct row_major;\n"
 	"enum layout_t { mem_row_major, mem_col_major };\n"
@@ -412,11 +430,14 @@ static const char wmma_prelude[] =
 	"{ for (int i = 0; i < 256; i++) f.x[i] = v; }\n"
 	"template <typename Use, typename L>\n"
 	"inline void load_matrix_sync(fragment<Use, 16, 16, 16, __half, L> &f, const __half *p, unsigned ld)\n"
-	"{ for (int r = 0; r < 16; r++) for (int c = 0; c < 16; c++) f.x[r * 16 + c] = rl_h2f(p[r * ld + c]); }\n"
-	"template <typename La, typename Lb>\n"
+	"{ for (int r = 0; r < 16; r++) for (int c = 0; c < 16; c++) f.x[r * 16 + c] = rl_h2f(p[r * ld + c]); }\n"	"template <typename Use, typename L>\n"
+	"inline void load_matrix_sync(fragment<Use, 16, 16, 16, __nv_bfloat16, L> &f, const __nv_bfloat16 *p,\n"
+	"                             unsigned ld)\n"
+	"{ for (int r = 0; r < 16; r++) for (int c = 0; c < 16; c++) f.x[r * 16 + c] = rl_b2f(p[r * ld + c].x); }\n"
+	"template <typename T, typename La, typename Lb>\n"
 	"inline void mma_sync(fragment<accumulator, 16, 16, 16, float> &d,\n"
-	"                     const fragment<matrix_a, 16, 16, 16, __half, La> &a,\n"
-	"                     const fragment<matrix_b, 16, 16, 16, __half, Lb> &b,\n"
+	"                     const fragment<matrix_a, 16, 16, 16, T, La> &a,\n"
+	"                     const fragment<matrix_b, 16, 16, 16, T, Lb> &b,\n"
 	"                     const fragment<accumulator, 16, 16, 16, float> &c)\n"
 	"{\n    float t[256];\n"
 	"    for (int i = 0; i < 16; i++)\n        for (int j = 0; j < 16; j++) {\n"
@@ -428,7 +449,7 @@ static const char wmma_prelude[] =
 	"                              unsigned ld, layout_t l)\n"
 	"{ (void)l; for (int r = 0; r < 16; r++) for (int c = 0; c < 16; c++) p[r * ld + c] = f.x[r * 16 + c]; }\n"
 	"}\n}\n"
-	"#else\n#include <cuda_fp16.h>\n#include <mma.h>\n#endif\n"
+	"#else\n#include <cuda_bf16.h>\n#include <cuda_fp16.h>\n#include <mma.h>\n#endif\n"
 	"using namespace nvcuda;\n"
 	"typedef wmma::fragment<wmma::accumulator, 16, 16, 16, float> rl_wmma_acc;\n\n";
 
@@ -600,6 +621,15 @@ static void emit_host(struct cu *d)
 	              "    return e == cudaSuccess ? 0 : -1;\n#else\n"
 	              "    return cudaGraphLaunch(%s_exec, %s_stream) == cudaSuccess ? 0 : -1;\n#endif\n}\n\n",
 	              P, P, P, P, P, P, P, P);
+	/* the run again on the inputs already in the device buffers: what a
+	 * benchmark times (no copies), and a profiler's steady state */
+	rl_buf_printf(c, "int %s_run_resident(int reps)\n{\n"
+	              "    if (!%s_ws || reps < 0)\n        return -1;\n"
+	              "    for (int r = 0; r < reps; r++)\n"
+	              "        if (%s_replay() != 0)\n            return -1;\n"
+	              "#ifdef RL_CUDA_EMULATE\n    return 0;\n#else\n"
+	              "    return cudaStreamSynchronize(%s_stream) == cudaSuccess ? 0 : -1;\n#endif\n}\n\n",
+	              P, P, P, P);
 	/* run on device pointers / host pointers */
 	for (int dev = 1; dev >= 0; dev--) {
 		const char *kind = dev ? "cudaMemcpyDeviceToDevice" : "cudaMemcpyHostToDevice";
@@ -726,6 +756,9 @@ static void emit_header(struct cu *d, const char *hbase)
 	rl_buf_printf(h, "/* the same with device pointers (copied device to device into the\n"
 	              " * buffers the captured graph reads and writes) */\n"
 	              "int %s_run_device(const void *const *in, void *const *out);\n", P);
+	rl_buf_printf(h, "/* run `reps` more times on the inputs of the previous run, with no\n"
+	              " * copies, and wait for the GPU (for benchmarks and profilers) */\n"
+	              "int %s_run_resident(int reps);\n", P);
 	rl_buf_printf(h, "int %s_run(", P);
 	for (uint32_t i = 0; i < g->ninputs; i++) {
 		char nm[80];
@@ -743,16 +776,18 @@ static void emit_header(struct cu *d, const char *hbase)
 
 /* ---- the entry ------------------------------------------------------------ */
 
-/* Ops whose C kernels always need the C file's CPU-side helpers (the
- * resampling tap tables of emit_image.c): no CUDA form yet. */
-static bool needs_cpu_runtime(enum rl_op op)
+/* Ops whose output extent depends on input values (ir/fam_detect.c): the
+ * C backend returns the extent with the run; the CUDA header's dims are
+ * static and its host code reads no extent back, so these are refused. */
+static bool data_dependent_extent(enum rl_op op)
 {
-	return op == RL_OP_Resize || op == RL_OP_Upsample || op == RL_OP_GridSample;
+	return op == RL_OP_NonZero || op == RL_OP_Unique || op == RL_OP_NonMaxSuppression ||
+	       op == RL_OP_Compress;
 }
 
 bool rl_emit_cuda_supports(enum rl_op op)
 {
-	return op < RL_OP_COUNT_ && !needs_cpu_runtime(op) &&
+	return op < RL_OP_COUNT_ && !data_dependent_extent(op) &&
 	       (cg_elemwise_has_expr(op) || op == RL_OP_MatMul || op == RL_OP_Gemm ||
 	        rl_emit_c_supports(op));
 }
@@ -762,7 +797,8 @@ const char *rl_emit_cuda_note(enum rl_op op)
 	if (!rl_emit_cuda_supports(op))
 		return NULL;
 	switch (op) {
-	case RL_OP_MatMul: case RL_OP_Gemm: case RL_OP_Conv: case RL_OP_Softmax:
+	case RL_OP_MatMul: case RL_OP_Gemm: case RL_OP_QuantMatMul: case RL_OP_Conv:
+	case RL_OP_Softmax:
 	case RL_OP_LogSoftmax: case RL_OP_LayerNormalization: case RL_OP_Transpose:
 	case RL_OP_Expand: case RL_OP_Slice: case RL_OP_Concat: case RL_OP_Split: case RL_OP_Gather:
 	case RL_OP_Reshape: case RL_OP_Squeeze: case RL_OP_Unsqueeze: case RL_OP_Flatten:
@@ -821,6 +857,13 @@ enum rl_status rl_emit_cuda(struct rl_graph *g, const struct rl_cuda_opts *o,
 			st = rl_graph_error(g, NULL, RL_ERR_UNSUPPORTED, "value '%s' has dtype %s, which "
 			                    "the CUDA backend does not compute on", g->values[v].name,
 			                    rl_dtype_name(g->values[v].dtype));
+			goto fail;
+		} else if (g->values[v].extent_axis && d.pl.vals[v].st != RL_PLAN_NONE) {
+			/* the header's dims are static and the host reads no extents back */
+			uint32_t p = g->values[v].producer;
+			st = rl_graph_error(g, p != RL_NONE ? &g->nodes[p] : NULL, RL_ERR_UNSUPPORTED,
+			                    "value '%s' has a data-dependent extent, which the CUDA "
+			                    "backend does not return yet; generate C", g->values[v].name);
 			goto fail;
 		}
 	/* arenas: constants and the caller's inputs and outputs */

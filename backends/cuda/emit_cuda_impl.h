@@ -73,5 +73,10 @@ enum rl_status cu_k_fallback(struct cu *d, uint32_t node, const struct rl_cgen_g
  * d->cg.epi set, the group's epilogue runs on every stored output. */
 enum rl_status cu_k_matmul(struct cu *d, uint32_t node, struct launch *L);
 enum rl_status cu_k_conv(struct cu *d, uint32_t node, struct launch *L);
+/* QuantMatMul (ir/qweights.h): codes dequantized in registers, float accumulation */
+enum rl_status cu_k_qmatmul(struct cu *d, uint32_t node, struct launch *L);
+/* MaxPool (without Indices) and AveragePool on float types: one thread per
+ * output; false (nothing written) for another form */
+bool cu_k_pool(struct cu *d, uint32_t node, struct launch *L);
 
 #endif /* RL_EMIT_CUDA_IMPL_H */

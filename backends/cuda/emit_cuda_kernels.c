@@ -11,6 +11,7 @@
 
 #include "infer_impl.h"
 
+#include <ctype.h>
 #include <string.h>
 
 /* A constant scalar a fused kernel writes as a literal (as emit_fused.c). */
@@ -164,6 +165,71 @@ enum rl_status cu_k_elemwise(struct cu *d, const struct rl_cgen_group *gr, struc
 	L->grid = blocks < CU_MAX_BLOCKS ? blocks : CU_MAX_BLOCKS;
 	if (ne == 0)
 		return RL_OK;
+	bool read[64] = {false};
+	/* 128-bit loads and stores: every tensor read or written is float32 and
+	 * either the output's shape or a scalar, and the element count is a
+	 * multiple of 4 (the arenas and workspace offsets are 64-byte aligned);
+	 * each thread then takes 4 consecutive elements per step */
+	bool vec = ne % 4 == 0 && ne >= 1024 && gr->nin <= 64;
+	for (int k = 0; k < gr->nin; k++) {
+		for (int j = 0; j < gr->nnodes && !read[k] && gr->in[k] != RL_NONE; j++) {
+			const struct rl_node *nj = &d->g->nodes[gr->nodes[j]];
+			for (int q = 0; q < nj->nin && !read[k]; q++)
+				read[k] = nj->in[q] == gr->in[k] && !(nj->op == RL_OP_CastLike && q == 1);
+		}
+		if (read[k] && vec) {
+			const struct rl_value *x = cu_val(d, gr->in[k]);
+			int64_t xn = rl_shape_numel(&x->shape);
+			vec = x->dtype == RL_DT_FLOAT && (xn == 1 || xn == ne);
+		}
+	}
+	for (int q = 0; q < gr->nout && vec; q++)
+		vec = cu_val(d, gr->out[q])->dtype == RL_DT_FLOAT;
+	if (vec) {
+		blocks = (ne / 4 + CU_THREADS - 1) / CU_THREADS;
+		L->grid = blocks < CU_MAX_BLOCKS ? blocks : CU_MAX_BLOCKS;
+		cg_line(cg, "/* 4 consecutive elements per thread and step: 128-bit loads and stores */");
+		cg_line(cg, "const int64_t stride = (int64_t)gridDim.x * blockDim.x;");
+		cg_line(cg, "for (int64_t o4 = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; o4 < "
+		        "%lldll; o4 += stride) {", (long long)(ne / 4));
+		cg->indent++;
+		for (int k = 0; k < gr->nin; k++) {
+			if (!read[k] || rl_shape_numel(&cu_val(d, gr->in[k])->shape) == 1)
+				continue;
+			cg_line(cg, "const float4 l%d = rl_ld16f(X%d + o4 * 4);", k, k);
+			cg_line(cg, "const float a%d[4] = {l%d.x, l%d.y, l%d.z, l%d.w};", k, k, k, k, k);
+		}
+		for (int q = 0; q < gr->nout; q++)
+			cg_line(cg, "float b%d[4];", q);
+		cg_line(cg, "for (int l = 0; l < 4; l++) {");
+		cg->indent++;
+		for (int k = 0; k < gr->nin; k++) {
+			if (!read[k])
+				continue;
+			if (rl_shape_numel(&cu_val(d, gr->in[k])->shape) == 1)
+				cg_line(cg, "const float x%d = X%d[0];", k, k);
+			else
+				cg_line(cg, "const float x%d = a%d[l];", k, k);
+		}
+		enum rl_status st = compute_locals(d, gr);
+		if (st != RL_OK)
+			return st;
+		for (int q = 0; q < gr->nout; q++) {
+			uint32_t p = cu_val(d, gr->out[q])->producer;
+			char loc[32];
+			snprintf(loc, sizeof(loc), "v%d", group_pos(gr, p));
+			cg_line(cg, "b%d[l] = %s;", q, cg_store(cg, RL_DT_FLOAT, loc));
+		}
+		cg->indent--;
+		cg_line(cg, "}");
+		for (int q = 0; q < gr->nout; q++) {
+			cg_line(cg, "const float4 s%d = {b%d[0], b%d[1], b%d[2], b%d[3]};", q, q, q, q, q);
+			cg_line(cg, "rl_st16f(Y%d + o4 * 4, s%d);", q, q);
+		}
+		cg->indent--;
+		cg_line(cg, "}");
+		return RL_OK;
+	}
 	cg_line(cg, "const int64_t stride = (int64_t)gridDim.x * blockDim.x;");
 	cg_line(cg, "for (int64_t o = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; o < %lldll; "
 	        "o += stride) {", (long long)ne);
@@ -664,6 +730,55 @@ bool cu_k_shape(struct cu *d, uint32_t node, struct launch *L)
 
 /* ---- every other op: the C emitter's body ------------------------------- */
 
+/* True, having appended them to the kernels as device code, when the C
+ * kernel's file-level additions `t` are its own helpers: every top-level
+ * declaration is `static` and names the kernel (functions and arrays), the
+ * rest comments, braces and indented bodies. Anything else (includes, the
+ * shared runtimes) is the CPU runtime: false, nothing appended. */
+static bool own_statics(struct cu *d, const char *t, const char *kname)
+{
+	for (const char *p = t; *p;) {
+		const char *e = strchr(p, '\n');
+		size_t l = e ? (size_t)(e - p) : strlen(p);
+		bool ok = l == 0 || p[0] == ' ' || p[0] == '\t' || p[0] == '{' || p[0] == '}' ||
+		          (l >= 2 && p[0] == '/' && p[1] == '*');
+		if (!ok && l > 7 && strncmp(p, "static ", 7) == 0) {
+			char line[512];
+			snprintf(line, sizeof(line), "%.*s", (int)(l < 511 ? l : 511), p);
+			const char *k = strstr(line, kname);
+			ok = k && k[strlen(kname)] == '_';
+		}
+		if (!ok)
+			return false;
+		p += l + (e != NULL);
+	}
+	/* C's fmod takes doubles; under nvcc an int argument picks C++'s
+	 * constexpr host template, which device code cannot call: rl_fmod
+	 * converts both arguments as C would */
+	rl_buf_printf(&d->kernels, "/* %s's helpers (the C emitter's), on the device */\n"
+	              "#ifndef RL_FMOD_DEFINED\n#define RL_FMOD_DEFINED 1\n"
+	              "static __device__ inline __attribute__((unused)) double rl_fmod(double a, "
+	              "double b)\n{\n    return fmod(a, b);\n}\n#endif\n", kname);
+	for (const char *p = t; *p;) {
+		const char *e = strchr(p, '\n');
+		size_t l = e ? (size_t)(e - p) : strlen(p);
+		size_t from = 0;
+		if (l > 7 && strncmp(p, "static ", 7) == 0) {
+			rl_buf_printf(&d->kernels, "static __device__ ");
+			from = 7;
+		}
+		for (size_t i = from; i < l; i++) {
+			bool word = i > 0 && (isalnum((unsigned char)p[i - 1]) || p[i - 1] == '_');
+			if (!word && i + 5 <= l && strncmp(p + i, "fmod(", 5) == 0)
+				rl_buf_printf(&d->kernels, "rl_");
+			rl_buf_printf(&d->kernels, "%c", p[i]);
+		}
+		rl_buf_printf(&d->kernels, "\n");
+		p += l + (e != NULL);
+	}
+	return true;
+}
+
 enum rl_status cu_k_fallback(struct cu *d, uint32_t node, const struct rl_cgen_group *gr,
                                  struct launch *L)
 {
@@ -691,6 +806,10 @@ enum rl_status cu_k_fallback(struct cu *d, uint32_t node, const struct rl_cgen_g
 		case RL_FAM_REDUCE: st = rl_emit_c_reduce(cg, node); break;
 		case RL_FAM_SHAPE: st = rl_emit_c_shape(cg, node); break;
 		case RL_FAM_CONST: st = rl_emit_c_const(cg, node); break;
+		case RL_FAM_ATTN: st = rl_emit_c_attn(cg, node); break;
+		case RL_FAM_QUANT: st = rl_emit_c_quant(cg, node); break;
+		case RL_FAM_SEQ: st = rl_emit_c_seq(cg, node); break;
+		case RL_FAM_DETECT: st = rl_emit_c_detect(cg, node); break;
 		default:
 			st = cg_error(cg, node, "the CUDA backend does not implement %s yet",
 			              rl_op_table[n->op].name);
@@ -705,7 +824,16 @@ enum rl_status cu_k_fallback(struct cu *d, uint32_t node, const struct rl_cgen_g
 		cg->statics.len = sl;
 		cg->statics.s[sl] = 0;
 	}
-	if (cg->statics.len != sl || cg->init.len != il || cg->fini.len != fl)
+	/* helpers of this kernel alone (named after it: Resize's tap builder and
+	 * tap tables, GridSample's padding rule) are plain C: they become device
+	 * functions and device arrays placed before the kernel */
+	if (cg->statics.len != sl && !own_statics(d, cg->statics.s + sl, cg->kname))
+		return cg_error(cg, node, "the CUDA backend does not implement this form of %s yet "
+		                "(the C kernel needs its CPU runtime)", rl_op_table[n->op].name);
+	cg->statics.len = sl;
+	if (cg->statics.s)
+		cg->statics.s[sl] = 0;
+	if (cg->init.len != il || cg->fini.len != fl)
 		return cg_error(cg, node, "the CUDA backend does not implement this form of %s yet "
 		                "(the C kernel needs its CPU runtime)", rl_op_table[n->op].name);
 	L->block = CU_FALLBACK_THREADS;

@@ -3,12 +3,14 @@
  * tile through shared memory with a register tile per thread (the tile
  * pass's GPU schedule, else defaults), products of up to four rows as a GEMV
  * that streams B once (the batch-1 decode case), and Conv as a direct
- * convolution; each applies its fused group's epilogue (cg_epilogue) to
- * every output it stores.
+ * convolution, and QuantMatMul (int8/int4 weights of the quantize pass)
+ * dequantized in registers; each applies its fused group's epilogue
+ * (cg_epilogue) to every output it stores.
  */
 #include "emit_cuda_impl.h"
 
 #include "infer_impl.h"
+#include "ir/qweights.h"
 
 #include <string.h>
 
@@ -211,13 +213,14 @@ static void k_gemv(struct rl_cgen *cg, const struct mm *m, enum rl_dtype dt, boo
 	cg_line(cg, "}");
 }
 
-/* ---- float16 products on tensor cores (WMMA) ------------------------------ */
+/* ---- float16 and bfloat16 products on tensor cores (WMMA) ------------------ */
 
 #define CU_WMMA_BM 64 /* block tile: 4 warps, each 32 x 32 = 2 x 2 fragments */
 #define CU_WMMA_BK 16
 
 /*
- * The product through 16 x 16 x 16 WMMA fragments: half A and B tiles staged
+ * The product through 16 x 16 x 16 WMMA fragments (float16 or bfloat16
+ * operands, the same code with the element type swapped): A and B tiles staged
  * in shared memory (zero outside the matrix, so any M, N, K), float
  * accumulators kept in fragments across the K loop (RL_LOCAL), the result
  * staged through shared memory so that Gemm's alpha and C, the float16
@@ -233,17 +236,21 @@ static void k_wmma(struct cu *d, const struct mm *m, enum rl_dtype dt, bool ta, 
 	struct rl_cgen *cg = &d->cg;
 	const int BM = CU_WMMA_BM, BK = CU_WMMA_BK, T = 128;
 	int64_t mt = (m->M + BM - 1) / BM, nt = (m->N + BM - 1) / BM;
+	bool bf = dt == RL_DT_BFLOAT16;
+	const char *ht = bf ? "__nv_bfloat16" : "__half", *hc = bf ? "__ushort_as_bfloat16"
+	                                                           : "__ushort_as_half";
 	d->need_wmma = true;
-	cg->need_half = 1;
+	cg->need_half = cg->need_bf16 = 1; /* the emulated fragments convert either */
 	L->grid = m->nb * mt * nt;
 	L->block = T;
 	L->phased = true;
-	cg_line(cg, "/* C[%lld x %lld] = A[%lld x %lld] B, %lld time%s, float16 on tensor cores: "
+	cg_line(cg, "/* C[%lld x %lld] = A[%lld x %lld] B, %lld time%s, %s on tensor cores: "
 	        "%d x %d outputs per block (4 warps of 2 x 2 WMMA 16x16x16 fragments, float "
 	        "accumulators), %d deep through shared memory */", (long long)m->M, (long long)m->N,
-	        (long long)m->M, (long long)m->K, (long long)m->nb, m->nb == 1 ? "" : "s", BM, BM, BK);
-	cg_line(cg, "__shared__ __align__(32) __half As[%d][%d];", BM, BK + 8);
-	cg_line(cg, "__shared__ __align__(32) __half Bs[%d][%d];", BK, BM + 8);
+	        (long long)m->M, (long long)m->K, (long long)m->nb, m->nb == 1 ? "" : "s",
+	        bf ? "bfloat16" : "float16", BM, BM, BK);
+	cg_line(cg, "__shared__ __align__(32) %s As[%d][%d];", ht, BM, BK + 8);
+	cg_line(cg, "__shared__ __align__(32) %s Bs[%d][%d];", ht, BK, BM + 8);
 	cg_line(cg, "__shared__ __align__(32) float Cs[%d][%d];", BM, BM + 4);
 	cg_line(cg, "RL_LOCAL(rl_wmma_acc, acc, [2][2]);");
 	cg_line(cg, "const int64_t bt = blockIdx.x / %lld;", (long long)(mt * nt));
@@ -267,7 +274,7 @@ static void k_wmma(struct cu *d, const struct mm *m, enum rl_dtype dt, bool ta, 
 	else
 		cg_line(cg, "    const int ii = e / %d, kk = e %% %d;", BK, BK);
 	cg_line(cg, "    const int64_t gi = m0 + ii, gk = k0 + kk;");
-	cg_line(cg, "    As[ii][kk] = __ushort_as_half(gi < %lld && gk < %lld ? a[%s] : (uint16_t)0);",
+	cg_line(cg, "    As[ii][kk] = %s(gi < %lld && gk < %lld ? a[%s] : (uint16_t)0);", hc,
 	        (long long)m->M, (long long)m->K, aix);
 	cg_line(cg, "}");
 	cg_line(cg, "for (int e = threadIdx.x; e < %d; e += %d) {", BM * BK, T);
@@ -276,7 +283,7 @@ static void k_wmma(struct cu *d, const struct mm *m, enum rl_dtype dt, bool ta, 
 	else
 		cg_line(cg, "    const int kk = e / %d, jj = e %% %d;", BM, BM);
 	cg_line(cg, "    const int64_t gj = n0 + jj, gk = k0 + kk;");
-	cg_line(cg, "    Bs[kk][jj] = __ushort_as_half(gj < %lld && gk < %lld ? b[%s] : (uint16_t)0);",
+	cg_line(cg, "    Bs[kk][jj] = %s(gj < %lld && gk < %lld ? b[%s] : (uint16_t)0);", hc,
 	        (long long)m->N, (long long)m->K, bix);
 	cg_line(cg, "}");
 	cg->indent--;
@@ -285,8 +292,8 @@ static void k_wmma(struct cu *d, const struct mm *m, enum rl_dtype dt, bool ta, 
 	cg_line(cg, "RL_THREADS {");
 	cg->indent++;
 	cg_line(cg, "const int w = threadIdx.x / 32, wr = w / 2, wc = w %% 2;");
-	cg_line(cg, "wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> fa[2];");
-	cg_line(cg, "wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> fb[2];");
+	cg_line(cg, "wmma::fragment<wmma::matrix_a, 16, 16, 16, %s, wmma::row_major> fa[2];", ht);
+	cg_line(cg, "wmma::fragment<wmma::matrix_b, 16, 16, 16, %s, wmma::row_major> fb[2];", ht);
 	cg_line(cg, "for (int i = 0; i < 2; i++)");
 	cg_line(cg, "    wmma::load_matrix_sync(fa[i], &As[wr * 32 + i * 16][0], %d);", BK + 8);
 	cg_line(cg, "for (int j = 0; j < 2; j++)");
@@ -390,7 +397,8 @@ enum rl_status cu_k_matmul(struct cu *d, uint32_t node, struct launch *L)
 		k_gemv(cg, &m, dt, tb, aoff, boff, aix, bix, alpha, C, beta, L);
 		return RL_OK;
 	}
-	if (dt == RL_DT_FLOAT16) { /* every GPU profile shipped has tensor cores (sm_80 on) */
+	if (dt == RL_DT_FLOAT16 || dt == RL_DT_BFLOAT16) {
+		/* every GPU profile shipped has float16 and bfloat16 tensor cores (sm_80 on) */
 		k_wmma(d, &m, dt, ta, tb, aoff, boff, aix, bix, alpha, C, beta, L);
 		return RL_OK;
 	}
@@ -593,3 +601,314 @@ enum rl_status cu_k_conv(struct cu *d, uint32_t node, struct launch *L)
 	return RL_OK;
 }
 
+
+/* ---- QuantMatMul: int8/int4 weights dequantized in registers --------------- */
+
+#define CU_Q_WARPS 8 /* output channels per block: one warp each */
+#define CU_Q_ROWS 4  /* rows of A per block (more rows: more blocks, codes re-read from L2) */
+
+/* The codes of one 32-bit word `w` (lane unit `un`, first code k0) times
+ * rows r of A, into acc[r], scaled once per word. */
+static void q_word(struct rl_cgen *cg, int bits, int64_t K, bool vec, bool guard)
+{
+	int cpw = bits == 8 ? 4 : 8;
+	cg_line(cg, "float qv[%d];", cpw);
+	if (bits == 8) {
+		cg_line(cg, "for (int p = 0; p < 4; p++)");
+		cg_line(cg, "    qv[p] = (float)(int8_t)(uint8_t)(w >> (8 * p));");
+	} else {
+		cg_line(cg, "for (int p = 0; p < 4; p++) {");
+		cg_line(cg, "    qv[p] = (float)((w >> (8 * p)) & 15u) - zf;");
+		cg_line(cg, "    qv[p + 4] = (float)((w >> (8 * p + 4)) & 15u) - zf;");
+		cg_line(cg, "}");
+	}
+	cg_line(cg, "for (int r = 0; r < %d; r++) {", CU_Q_ROWS);
+	cg->indent++;
+	cg_line(cg, "if (m0 + r >= mrows)");
+	cg_line(cg, "    break;");
+	cg_line(cg, "const float *x = X0 + (m0 + r) * %lldll + k0;", (long long)K);
+	cg_line(cg, "float sum = 0;");
+	if (guard) {
+		cg_line(cg, "for (int p = 0; p < %d; p++)", cpw);
+		cg_line(cg, "    if (k0 + p < %lldll)", (long long)K);
+		cg_line(cg, "        sum += x[p] * qv[p];");
+	} else if (vec) { /* rows and k0 are multiples of 4 floats: 128-bit loads */
+		for (int h = 0; h < cpw / 4; h++) {
+			cg_line(cg, "const float4 x%d = rl_ld16f(x + %d);", h, 4 * h);
+			cg_line(cg, "sum += x%d.x * qv[%d] + x%d.y * qv[%d] + x%d.z * qv[%d] + x%d.w * qv[%d];",
+			        h, 4 * h, h, 4 * h + 1, h, 4 * h + 2, h, 4 * h + 3);
+		}
+	} else {
+		cg_line(cg, "for (int p = 0; p < %d; p++)", cpw);
+		cg_line(cg, "    sum += x[p] * qv[p];");
+	}
+	cg_line(cg, "acc[r] += sc * sum;");
+	cg->indent--;
+	cg_line(cg, "}");
+}
+
+/*
+ * Y[M, N] = A[M, K] W + bias with W packed as ir/qweights.h describes: one
+ * warp per output channel, its 32 threads reading the channel's codes as
+ * 128-bit loads (consecutive threads, consecutive 16 bytes: coalesced), each
+ * 32-bit word holding 4 int8 or 8 int4 codes of one lane unit (one block
+ * scale), converted to float in registers and multiplied with the matching
+ * activations (128-bit loads where K is a multiple of 4), float
+ * accumulation, the word's sum scaled once. The warp's 32 partials are added
+ * in shared memory; lane 0 adds the bias and stores (with the fused
+ * epilogue). Up to CU_Q_ROWS rows of A per block share each code load
+ * (batch-1 decode reads every code exactly once); more rows take more
+ * blocks, which re-read the codes from L2.
+ */
+enum rl_status cu_k_qmatmul(struct cu *d, uint32_t node, struct launch *L)
+{
+	struct rl_cgen *cg = &d->cg;
+	const struct rl_graph *g = d->g;
+	const struct rl_node *n = &g->nodes[node];
+	int64_t K = rl_node_attr_int(n, "K", 0), N = rl_node_attr_int(n, "N", 0);
+	int64_t bits = rl_node_attr_int(n, "bits", 0), bs = rl_node_attr_int(n, "block_size", 0);
+	const struct rl_value *A = cg_in(cg, node, 0), *Y = cg_out(cg, node, 0);
+	if (K <= 0 || N <= 0 || (bits != 8 && bits != 4) || bs <= 0 || !A || !Y ||
+	    A->dtype != RL_DT_FLOAT || Y->dtype != RL_DT_FLOAT)
+		return cg_error(cg, node, "QuantMatMul with K=%lld N=%lld bits=%lld on %s has no "
+		                "CUDA kernel", (long long)K, (long long)N, (long long)bits,
+		                A ? rl_dtype_name(A->dtype) : "?");
+	int64_t M = rl_shape_numel(&Y->shape) / N;
+	int64_t nb = (K + bs - 1) / bs, u = rl_qweight_unit((int)bits, K, bs);
+	int64_t rowbytes = rl_qweight_rowbytes((int)bits, K, bs);
+	int64_t units = rowbytes * 8 / bits / u, spw = u * bits / 32; /* words per lane per group */
+	int cpw = bits == 8 ? 4 : 8;
+	bool zp = rl_node_in(n, 3) != RL_NONE, bias = rl_node_in(n, 4) != RL_NONE;
+	if (rowbytes % 16 || u % cpw)
+		return cg_error(cg, node, "QuantMatMul with a %lld-byte row has no CUDA kernel",
+		                (long long)rowbytes);
+	if (M <= 0)
+		return RL_OK;
+	int64_t ng = (N + CU_Q_WARPS - 1) / CU_Q_WARPS, mch = (M + CU_Q_ROWS - 1) / CU_Q_ROWS;
+	const int T = 32 * CU_Q_WARPS;
+	L->grid = ng * mch;
+	L->block = T;
+	L->phased = true;
+	bool vec = K % 4 == 0; /* rows of A 16-byte aligned (the arenas align to 256) */
+	cg_line(cg, "/* Y[%lld x %lld] = A[%lld x %lld] W: int%lld weights, %s, %lld codes per "
+	        "scale, %lld bytes of codes per channel, dequantized in registers, float "
+	        "accumulation; one warp per output channel (%d per block), %d rows of A per "
+	        "block */", (long long)M, (long long)N, (long long)M, (long long)K, (long long)bits,
+	        bits == 8 ? (nb == 1 ? "one scale per output channel" : "symmetric blocks")
+	                  : (zp ? "a zero point per block" : "symmetric (zero point 8)"),
+	        (long long)(bits == 8 && nb == 1 ? K : bs), (long long)rowbytes, CU_Q_WARPS,
+	        CU_Q_ROWS);
+	cg_line(cg, "__shared__ float red[%d][%d];", CU_Q_ROWS, T);
+	cg_line(cg, "const int64_t m0 = (int64_t)(blockIdx.x / %lldu) * %d, mrows = %lldll;",
+	        (long long)ng, CU_Q_ROWS, (long long)M);
+	cg_line(cg, "RL_THREADS {");
+	cg->indent++;
+	cg_line(cg, "const int64_t n = (int64_t)(blockIdx.x %% %lldu) * %d + threadIdx.x / 32;",
+	        (long long)ng, CU_Q_WARPS);
+	cg_line(cg, "float acc[%d];", CU_Q_ROWS);
+	cg_line(cg, "for (int r = 0; r < %d; r++)", CU_Q_ROWS);
+	cg_line(cg, "    acc[r] = 0;");
+	cg_line(cg, "if (n < %lldll) {", (long long)N);
+	cg->indent++;
+	cg_line(cg, "const uint8_t *q = X1 + n * %lldll;", (long long)rowbytes);
+	cg_line(cg, "const float *s = X2 + n * %lldll;", (long long)nb);
+	if (zp)
+		cg_line(cg, "const uint8_t *z = X3 + n * %lldll;", (long long)nb);
+	cg_line(cg, "for (int64_t c = threadIdx.x %% 32; c < %lldll; c += 32) {",
+	        (long long)(rowbytes / 16));
+	cg->indent++;
+	cg_line(cg, "const uint4 v = rl_ld16u(q + c * 16);");
+	cg_line(cg, "const uint32_t w4[4] = {v.x, v.y, v.z, v.w};");
+	cg_line(cg, "for (int e = 0; e < 4; e++) {");
+	cg->indent++;
+	/* word wi of the row: group g of 16 lane units (fewer in the last), step
+	 * t of lane i holds codes t * cpw .. of unit 16 g + i */
+	cg_line(cg, "const int64_t wi = c * 4 + e, g = wi / %lld, r = wi %% %lld;",
+	        (long long)(16 * spw), (long long)(16 * spw));
+	cg_line(cg, "const int64_t lanes = %lldll - 16 * g < 16 ? %lldll - 16 * g : 16;",
+	        (long long)units, (long long)units);
+	cg_line(cg, "const int64_t un = g * 16 + r %% lanes, k0 = un * %lld + r / lanes * %d;",
+	        (long long)u, cpw);
+	cg_line(cg, "if (k0 >= %lldll)", (long long)K);
+	cg_line(cg, "    continue;");
+	cg_line(cg, "const int64_t blk = un * %lld / %lld;", (long long)u, (long long)bs);
+	cg_line(cg, "const float sc = s[blk];");
+	if (bits == 4)
+		cg_line(cg, "const float zf = %s;", zp ? "(float)z[blk]" : "8.0f");
+	else
+		cg_line(cg, "(void)blk;");
+	cg_line(cg, "const uint32_t w = w4[e];");
+	if (K % cpw) {
+		cg_line(cg, "if (k0 + %d > %lldll) {", cpw, (long long)K);
+		cg->indent++;
+		q_word(cg, (int)bits, K, false, true);
+		cg->indent--;
+		cg_line(cg, "} else {");
+		cg->indent++;
+		q_word(cg, (int)bits, K, vec, false);
+		cg->indent--;
+		cg_line(cg, "}");
+	} else {
+		q_word(cg, (int)bits, K, vec, false);
+	}
+	cg->indent--;
+	cg_line(cg, "}");
+	cg->indent--;
+	cg_line(cg, "}");
+	cg->indent--;
+	cg_line(cg, "}");
+	cg_line(cg, "for (int r = 0; r < %d; r++)", CU_Q_ROWS);
+	cg_line(cg, "    red[r][threadIdx.x] = acc[r];");
+	cg->indent--;
+	cg_line(cg, "}");
+	cg_line(cg, "RL_SYNC");
+	cg_line(cg, "for (int h = 16; h > 0; h >>= 1) { /* within each warp */");
+	cg_line(cg, "    RL_THREADS {");
+	cg_line(cg, "        if ((int)(threadIdx.x %% 32) < h)");
+	cg_line(cg, "            for (int r = 0; r < %d; r++)", CU_Q_ROWS);
+	cg_line(cg, "                red[r][threadIdx.x] += red[r][threadIdx.x + h];");
+	cg_line(cg, "    }");
+	cg_line(cg, "    RL_SYNC");
+	cg_line(cg, "}");
+	cg_line(cg, "RL_THREADS {");
+	cg->indent++;
+	cg_line(cg, "const int64_t gj = (int64_t)(blockIdx.x %% %lldu) * %d + threadIdx.x / 32;",
+	        (long long)ng, CU_Q_WARPS);
+	cg_line(cg, "if (threadIdx.x %% 32 == 0 && gj < %lldll) {", (long long)N);
+	cg->indent++;
+	cg_line(cg, "for (int r = 0; r < %d && m0 + r < mrows; r++) {", CU_Q_ROWS);
+	cg->indent++;
+	cg_line(cg, "const size_t o = (size_t)((m0 + r) * %lldll + gj);", (long long)N);
+	cg_line(cg, "Y0[o] = red[r][threadIdx.x]%s;", bias ? " + X4[gj]" : "");
+	cg_epilogue(cg, "Y0 + o", "o", 1, N);
+	cg->indent--;
+	cg_line(cg, "}");
+	cg->indent--;
+	cg_line(cg, "}");
+	cg->indent--;
+	cg_line(cg, "}");
+	return RL_OK;
+}
+
+/* ---- MaxPool / AveragePool: one thread per output element ---------------- */
+
+/*
+ * A gather over the window's taps x = o * s + k * d - pb per output element,
+ * the rules of the C backend (emit_pool.c): MaxPool keeps the first largest
+ * value; AveragePool divides by the taps inside the input, or with
+ * count_include_pad by the taps inside the padded input [-pb, in + pe).
+ * Float types without MaxPool's Indices output; false (nothing written) for
+ * any other form, which then runs the C loop nest.
+ */
+bool cu_k_pool(struct cu *d, uint32_t node, struct launch *L)
+{
+	struct rl_cgen *cg = &d->cg;
+	struct rl_node *n = &d->g->nodes[node];
+	const struct rl_value *X = cg_in(cg, node, 0), *Y = cg_out(cg, node, 0);
+	bool is_max = n->op == RL_OP_MaxPool;
+	if (!X || !Y || !rl_dtype_is_float(X->dtype) || Y->dtype != X->dtype ||
+	    (n->nout > 1 && n->out[1] != RL_NONE) || (!is_max && n->op != RL_OP_AveragePool))
+		return false;
+	int nsp = X->shape.rank - 2;
+	if (nsp < 1 || nsp > 3 || Y->shape.rank != X->shape.rank)
+		return false;
+	struct rl_window w;
+	if (rl_window_read(d->g, node, nsp, NULL, &w) != RL_OK) {
+		d->g->err[0] = 0;
+		return false;
+	}
+	bool incl = !is_max && rl_node_attr_int(n, "count_include_pad", 0) != 0;
+	int64_t in[3], out[3], pb[3], pe[3], is = 1;
+	for (int i = 0; i < nsp; i++) {
+		in[i] = X->shape.d[2 + i].v;
+		out[i] = Y->shape.d[2 + i].v;
+		is *= in[i];
+		if (w.k[i] <= 0)
+			return false;
+		int64_t total = (out[i] - 1) * w.s[i] + (w.k[i] - 1) * w.d[i] + 1 - in[i];
+		if (total < 0)
+			total = 0;
+		if (w.autopad == RL_PAD_NOTSET)
+			pb[i] = w.pb[i], pe[i] = w.pe[i];
+		else if (w.autopad == RL_PAD_SAME_UPPER)
+			pb[i] = total / 2, pe[i] = total - pb[i];
+		else if (w.autopad == RL_PAD_SAME_LOWER)
+			pe[i] = total / 2, pb[i] = total - pe[i];
+		else
+			pb[i] = pe[i] = 0;
+	}
+	int64_t ne = rl_shape_numel(&Y->shape);
+	int64_t blocks = (ne + CU_THREADS - 1) / CU_THREADS;
+	L->block = CU_THREADS;
+	L->grid = blocks < CU_MAX_BLOCKS ? blocks : CU_MAX_BLOCKS;
+	if (ne == 0)
+		return true;
+	enum rl_dtype dt = X->dtype;
+	const char *acc = dt == RL_DT_DOUBLE ? "double" : "float", *sp = "abc";
+	cg_line(cg, "/* %s: one thread per output, a gather over the window's taps%s */",
+	        rl_op_table[n->op].name, is_max ? "" : incl ? "; divided by the taps inside the "
+	        "padded input" : "; divided by the taps inside the input");
+	cg_line(cg, "const int64_t stride = (int64_t)gridDim.x * blockDim.x;");
+	cg_line(cg, "for (int64_t o = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; o < %lldll; "
+	        "o += stride) {", (long long)ne);
+	cg->indent++;
+	cg_line(cg, "int64_t r = o;");
+	for (int i = nsp - 1; i >= 0; i--) {
+		cg_line(cg, "const int64_t o%c = r %% %lld;", sp[i], (long long)out[i]);
+		cg_line(cg, "r /= %lld;", (long long)out[i]);
+	}
+	cg_line(cg, "const %s *xc = X0 + r * %lld;", cg_ctype(dt), (long long)is);
+	cg_line(cg, "%s %s = 0;", acc, is_max ? "m" : "s");
+	cg_line(cg, "int64_t cnt = 0;");
+	char xi[200] = "";
+	for (int i = 0; i < nsp; i++) {
+		cg_line(cg, "for (int64_t k%c = 0; k%c < %lld; k%c++) {", sp[i], sp[i],
+		        (long long)w.k[i], sp[i]);
+		cg->indent++;
+		cg_line(cg, "const int64_t i%c = o%c * %lld + k%c * %lld - %lld;", sp[i], sp[i],
+		        (long long)w.s[i], sp[i], (long long)w.d[i], (long long)pb[i]);
+		if (incl) {
+			cg_line(cg, "if (i%c >= %lld)", sp[i], (long long)(in[i] + pe[i]));
+			cg_line(cg, "    continue;");
+		} else {
+			cg_line(cg, "if (i%c < 0 || i%c >= %lld)", sp[i], sp[i], (long long)in[i]);
+			cg_line(cg, "    continue;");
+		}
+		int64_t st = 1;
+		for (int j = i + 1; j < nsp; j++)
+			st *= in[j];
+		size_t l = strlen(xi);
+		snprintf(xi + l, sizeof(xi) - l, "%si%c * %lld", l ? " + " : "", sp[i], (long long)st);
+	}
+	if (incl) { /* a tap in the padding counts but reads nothing */
+		char cond[200] = "";
+		for (int i = 0; i < nsp; i++) {
+			size_t l = strlen(cond);
+			snprintf(cond + l, sizeof(cond) - l, "%si%c < 0 || i%c >= %lld", l ? " || " : "",
+			         sp[i], sp[i], (long long)in[i]);
+		}
+		cg_line(cg, "cnt++;");
+		cg_line(cg, "if (%s)", cond);
+		cg_line(cg, "    continue;");
+	}
+	char src[260];
+	snprintf(src, sizeof(src), "xc[%s]", xi);
+	cg_line(cg, "const %s v = %s;", acc, cg_load(cg, dt, src));
+	if (is_max) { /* the first tap, then only larger ones: a NaN tap after the first is skipped */
+		cg_line(cg, "if (cnt == 0 || v > m)");
+		cg_line(cg, "    m = v;");
+		cg_line(cg, "cnt++;");
+	} else {
+		cg_line(cg, "s += v;");
+		if (!incl)
+			cg_line(cg, "cnt++;");
+	}
+	for (int i = 0; i < nsp; i++) {
+		cg->indent--;
+		cg_line(cg, "}");
+	}
+	cg_line(cg, "Y0[o] = %s;", cg_store(cg, dt, is_max ? "cnt ? m : 0" : "cnt ? s / cnt : 0"));
+	cg->indent--;
+	cg_line(cg, "}");
+	return true;
+}
