@@ -386,9 +386,9 @@ struct vinfo {
 	bool in_side;      /* constant lives in the side file */
 	char cname[80];    /* C identifier for constants */
 	bool strform;      /* constant emitted as a string: its array is cname.v */
-	bool at_init;      /* ST_CONST that NAME_init computes (an inflating node's
-	                      output): at off in NAME_cst, neither embedded nor in
-	                      the side file */
+	bool at_init;      /* ST_CONST that NAME_init computes (output of a node of
+	                      constant inputs, runs_at_init): at off in NAME_cst,
+	                      neither embedded nor in the side file */
 	uint32_t alias;    /* ST_ALIAS: the value whose storage this one is */
 	int64_t first, last; /* live range in executed-node positions */
 };
@@ -400,7 +400,7 @@ struct unit {
 	uint32_t node;       /* the node; for a group its first node in g->order */
 	int32_t grp;         /* index in driver.grps, -1 for a single node */
 	uint32_t k;          /* kernel number: g->order position of `node` */
-	bool at_init;        /* a constant-inflating node NAME_init runs once */
+	bool at_init;        /* a node of constant inputs NAME_init runs once */
 };
 
 struct driver {
@@ -409,7 +409,7 @@ struct driver {
 	struct vinfo *vi;
 	bool *exec;          /* node executes at run time (or, at_init, in NAME_init) */
 	bool *at_init;       /* node runs once in NAME_init: its outputs are constants */
-	bool init_consts;    /* may run constant-inflating nodes in NAME_init (the C
+	bool init_consts;    /* may run nodes of constant inputs in NAME_init (the C
 	                        backend outside static mode) */
 	int64_t cst_size;    /* bytes of NAME_cst, the at_init outputs */
 	struct rl_cgen_group *grps; /* fused groups that passed the checks */
@@ -1525,7 +1525,7 @@ static enum rl_status emit_kernels(struct driver *d)
 		}
 		rl_buf_free(&params);
 		rl_buf_free(&unpack);
-		/* a constant-inflating node runs in NAME_init, after the init
+		/* a node of constant inputs runs in NAME_init, after the init
 		 * statements its own kernel added and before those of the kernels
 		 * that read its outputs (packing them); the pool is not started
 		 * yet, so it runs on the calling thread */

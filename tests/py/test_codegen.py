@@ -61,7 +61,9 @@ def cst_model(tmp, check, rl):
     check("constant-making nodes run once in NAME_init, not in the run",
           made == ["ConstantOfShape", "Range", "Expand"] and "ConstantOfShape" not in run
           and "Range" not in run and "_cst +" in run, f"in init: {made}")
-    check("the conv reading them packs its weights at init", "weights packed at init" in src)
+    packs = [ln for ln in init.splitlines() if "_wp[" in ln and " = " in ln]
+    check("the conv reading them packs its weights at init, from what NAME_init computed",
+          "weights packed at init" in src and any("_cst + " in ln for ln in packs), str(packs))
     od = os.path.join(d, "out")
     r = rltest.run([rl, "run", mp, "-i", xin, "-d", od], timeout=300)
     if not r.ok:
