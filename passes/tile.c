@@ -889,6 +889,35 @@ static const char *dt_name(const struct rl_graph *g, uint32_t v)
 #define TILE_CV_MIN_K 128 /* least channels x taps per output for channels on the lanes */
 #define TILE_CV_RUN_PIX 128 /* least plane for channels on the lanes with run-time weights */
 
+/*
+ * Weights that are constants, or made from constants only (a ConstantOfShape
+ * too big for fold.c to keep, and nodes reading only such values: the onnx
+ * light models make every weight this way). The C backend computes the
+ * latter once in NAME_init (emit.c, runs_at_init) and packs them there like
+ * stored weights, so they are not run-time weights. Static mode computes
+ * them per run, but takes no channels-on-vector kernel anyway.
+ */
+static bool made_of_consts(const struct rl_graph *g, uint32_t v, int depth)
+{
+	if (rl_value_is_const(g, v))
+		return true;
+	uint32_t p = g->values[v].producer;
+	if (p == RL_NONE || depth > 8)
+		return false;
+	const struct rl_node *n = &g->nodes[p];
+	if (n->op == RL_OP_Dropout) /* training mode draws a mask per run */
+		return false;
+	int k = 0;
+	for (int q = 0; q < n->nin; q++) {
+		if (n->in[q] == RL_NONE)
+			continue;
+		if (!made_of_consts(g, n->in[q], depth + 1))
+			return false;
+		k++;
+	}
+	return k > 0;
+}
+
 static void conv_form(struct rl_graph *g, uint32_t node, struct rl_pass_ctx *ctx,
                       const struct tgeom *t, const struct gdims *d)
 {
@@ -904,7 +933,7 @@ static void conv_form(struct rl_graph *g, uint32_t node, struct rl_pass_ctx *ctx
 		no = "not one or two spatial axes";
 	else if (rl_node_attr_int(n, "group", 1) != 1)
 		no = "grouped";
-	else if (!rl_value_is_const(g, w) && d->N < TILE_CV_RUN_PIX)
+	else if (!made_of_consts(g, w, 0) && d->N < TILE_CV_RUN_PIX)
 		no = "weights not constant and a plane below 128 pixels: packing the weights in "
 		     "every run costs more than the lanes save";
 	else if (d->N > TILE_CV_PIX)

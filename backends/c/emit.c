@@ -386,6 +386,9 @@ struct vinfo {
 	bool in_side;      /* constant lives in the side file */
 	char cname[80];    /* C identifier for constants */
 	bool strform;      /* constant emitted as a string: its array is cname.v */
+	bool at_init;      /* ST_CONST that NAME_init computes (output of a node of
+	                      constant inputs, runs_at_init): at off in NAME_cst,
+	                      neither embedded nor in the side file */
 	uint32_t alias;    /* ST_ALIAS: the value whose storage this one is */
 	int64_t first, last; /* live range in executed-node positions */
 };
@@ -397,13 +400,18 @@ struct unit {
 	uint32_t node;       /* the node; for a group its first node in g->order */
 	int32_t grp;         /* index in driver.grps, -1 for a single node */
 	uint32_t k;          /* kernel number: g->order position of `node` */
+	bool at_init;        /* a node of constant inputs NAME_init runs once */
 };
 
 struct driver {
 	struct rl_graph *g;
 	const char *prefix;
 	struct vinfo *vi;
-	bool *exec;          /* node executes at run time */
+	bool *exec;          /* node executes at run time (or, at_init, in NAME_init) */
+	bool *at_init;       /* node runs once in NAME_init: its outputs are constants */
+	bool init_consts;    /* may run nodes of constant inputs in NAME_init (the C
+	                        backend outside static mode) */
+	int64_t cst_size;    /* bytes of NAME_cst, the at_init outputs */
 	struct rl_cgen_group *grps; /* fused groups that passed the checks */
 	uint32_t ngrps;
 	int32_t *grp_of;     /* node -> index in grps, -1 */
@@ -698,7 +706,7 @@ static void groups_collect(struct driver *d)
 	for (uint32_t k = 0; k < g->norder; k++) {
 		uint32_t i = g->order[k];
 		pos[i] = k;
-		if (g->nodes[i].group >= 0 && d->exec[i])
+		if (g->nodes[i].group >= 0 && d->exec[i] && !d->at_init[i])
 			key[nk++] = (uint64_t)(uint32_t)g->nodes[i].group << 32 | k;
 	}
 	if (nk == 0) {
@@ -798,6 +806,7 @@ static void schedule(struct driver *d)
 			} else {
 				un->node = f->unit;
 				un->grp = -1;
+				un->at_init = d->at_init[f->unit];
 			}
 			un->k = kpos[un->node];
 			sp--;
@@ -827,7 +836,7 @@ static void mark_views(struct driver *d)
 	struct rl_graph *g = d->g;
 	for (uint32_t u = 0; u < d->nunits; u++) {
 		struct unit *un = &d->units[u];
-		if (un->grp >= 0)
+		if (un->grp >= 0 || un->at_init)
 			continue;
 		const struct rl_node *n = &g->nodes[un->node];
 		if (!is_view_op(n->op) || n->nout < 1 || n->out[0] == RL_NONE || n->in[0] == RL_NONE)
@@ -843,12 +852,49 @@ static void mark_views(struct driver *d)
 	}
 }
 
+/*
+ * A node whose inputs are all constants (stored, or outputs of nodes that
+ * run at init) computes the same outputs on every run: fold.c leaves such
+ * nodes when their outputs are too big to keep (a ConstantOfShape, Expand or
+ * Tile the evaluator does not materialize, and what only they feed), and the
+ * inflating rule above keeps known ones out of the source. Where NAME_init
+ * exists, it runs them once, into NAME_cst, memory the run only reads: the
+ * kernels that read their outputs see stored constants and pack them at
+ * init (conv, GEMM), and the run does not refill megabytes of weights each
+ * time (the onnx light models make every weight with ConstantOfShape).
+ * Not for Dropout (training mode draws a mask per run) or for outputs whose
+ * extent the run reports (emit_detect.c).
+ */
+static bool runs_at_init(const struct driver *d, const struct rl_node *n, bool all_const)
+{
+	const struct rl_graph *g = d->g;
+	if (n->op == RL_OP_Dropout || n->nout < 1)
+		return false;
+	for (int o = 0; o < n->nout; o++)
+		if (n->out[o] != RL_NONE && g->values[n->out[o]].extent_axis)
+			return false;
+	if (all_const)
+		return true;
+	int nconst = 0;
+	for (int q = 0; q < n->nin; q++) {
+		uint32_t v = n->in[q];
+		if (v == RL_NONE)
+			continue;
+		uint32_t p = g->values[v].producer;
+		if (p != RL_NONE && d->exec[p] ? !d->at_init[p] : !rl_value_is_const(g, v))
+			return false;
+		nconst++;
+	}
+	return nconst > 0;
+}
+
 static enum rl_status plan(struct driver *d)
 {
 	struct rl_graph *g = d->g;
 	d->vi = calloc(g->nvalues + 1, sizeof(*d->vi));
 	d->exec = calloc(g->nnodes + 1, sizeof(*d->exec));
-	RL_ASSERT(d->vi && d->exec);
+	d->at_init = calloc(g->nnodes + 1, sizeof(*d->at_init));
+	RL_ASSERT(d->vi && d->exec && d->at_init);
 	for (uint32_t v = 0; v < g->nvalues; v++) {
 		d->vi[v].first = -1;
 		d->vi[v].last = -1;
@@ -910,6 +956,18 @@ static enum rl_status plan(struct driver *d)
 			                      "the %s backend does not implement %s yet",
 			                      d->backend, rl_op_table[n->op].name);
 		d->exec[i] = true;
+		if (d->init_consts && runs_at_init(d, n, all_const)) {
+			d->at_init[i] = true;
+			for (int o = 0; o < n->nout; o++) {
+				uint32_t v = n->out[o];
+				if (v == RL_NONE)
+					continue;
+				d->vi[v].st = ST_CONST;
+				d->vi[v].at_init = true;
+				d->vi[v].off = d->cst_size;
+				d->cst_size += (value_bytes(g, v) + RL_ALIGN - 1) / RL_ALIGN * RL_ALIGN;
+			}
+		}
 	}
 	/* fused groups, then the order kernels run in */
 	groups_collect(d);
@@ -1162,7 +1220,10 @@ static void value_ptr(struct driver *d, uint32_t v, bool out, char *b, size_t n)
 		snprintf(b, n, "(%s *)out[%d]", ct, vi->io);
 		break;
 	case ST_CONST:
-		if (vi->in_side)
+		if (vi->at_init)
+			snprintf(b, n, "(%s%s *)(%s_cst + %lld)", out ? "" : "const ", ct, d->prefix,
+			         (long long)vi->off);
+		else if (vi->in_side)
 			snprintf(b, n, "(const %s *)(%s_weights + %lld)", ct, d->prefix,
 			         (long long)vi->off);
 		else
@@ -1323,6 +1384,29 @@ static void drop_void_casts(struct rl_buf *b)
 	*b = out;
 }
 
+/* `    kname(inputs, outputs);` for unit un, into b */
+static void unit_call(struct driver *d, const struct unit *un, const char *kname,
+                      struct rl_buf *b)
+{
+	const struct rl_cgen_group *gr = un->grp >= 0 ? &d->grps[un->grp] : NULL;
+	const struct rl_node *n = &d->g->nodes[un->node];
+	char p[256];
+	rl_buf_printf(b, "    %s(", kname);
+	bool first = true;
+	int nin = gr ? gr->nin : n->nin, nout = gr ? gr->nout : n->nout;
+	for (int q = 0; q < nin; q++) {
+		value_ptr(d, gr ? gr->in[q] : n->in[q], false, p, sizeof(p));
+		rl_buf_printf(b, "%s%s", first ? "" : ", ", p);
+		first = false;
+	}
+	for (int q = 0; q < nout; q++) {
+		value_ptr(d, gr ? gr->out[q] : n->out[q], true, p, sizeof(p));
+		rl_buf_printf(b, "%s%s", first ? "" : ", ", p);
+		first = false;
+	}
+	rl_buf_printf(b, ");\n");
+}
+
 static enum rl_status emit_kernels(struct driver *d)
 {
 	struct rl_graph *g = d->g;
@@ -1441,6 +1525,14 @@ static enum rl_status emit_kernels(struct driver *d)
 		}
 		rl_buf_free(&params);
 		rl_buf_free(&unpack);
+		/* a node of constant inputs runs in NAME_init, after the init
+		 * statements its own kernel added and before those of the kernels
+		 * that read its outputs (packing them); the pool is not started
+		 * yet, so it runs on the calling thread */
+		if (un->at_init) {
+			rl_buf_printf(&d->cg.init, "    /* the constant %s computes, once */\n", kname);
+			unit_call(d, un, kname, &d->cg.init);
+		}
 	}
 	return RL_OK;
 }
@@ -1698,6 +1790,7 @@ enum rl_status rl_emit_c(struct rl_graph *g, const struct rl_cgen_opts *o,
 	snprintf(ws_name, sizeof(ws_name), "%s_ws", prefix);
 	d.cg.ws_name = ws_name;
 	d.cg.static_mode = stat;
+	d.init_consts = !stat; /* static mode has no NAME_init */
 
 	if (!g->norder && g->nnodes)
 		if ((st = rl_graph_toposort(g)) != RL_OK)
@@ -1708,13 +1801,13 @@ enum rl_status rl_emit_c(struct rl_graph *g, const struct rl_cgen_opts *o,
 	/* constants: names, and which go to the side file */
 	int64_t total_const = 0;
 	for (uint32_t v = 0; v < g->nvalues; v++)
-		if (d.vi[v].st == ST_CONST)
+		if (d.vi[v].st == ST_CONST && !d.vi[v].at_init)
 			total_const += (int64_t)g->values[v].nbytes;
 	bool use_side = total_const > wmax;
 	uint32_t ncst = 0;
 	for (uint32_t v = 0; v < g->nvalues; v++) {
 		struct vinfo *vi = &d.vi[v];
-		if (vi->st != ST_CONST)
+		if (vi->st != ST_CONST || vi->at_init)
 			continue;
 		char sn[56];
 		sanitize(g->values[v].name, sn, sizeof(sn));
@@ -1806,7 +1899,7 @@ enum rl_status rl_emit_c(struct rl_graph *g, const struct rl_cgen_opts *o,
 	rl_emit_lowp_helpers(&d.c, d.cg.need_lowp);
 	bool any_str = false;
 	for (uint32_t v = 0; v < g->nvalues; v++) {
-		if (d.vi[v].st == ST_CONST && d.vi[v].strform)
+		if (d.vi[v].st == ST_CONST && d.vi[v].strform && !d.vi[v].at_init)
 			any_str = true;
 	}
 	if (any_str)
@@ -1817,7 +1910,7 @@ enum rl_status rl_emit_c(struct rl_graph *g, const struct rl_cgen_opts *o,
 		              "#ifdef __GNUC__\n#pragma GCC diagnostic ignored \"-Woverlength-strings\"\n"
 		              "#endif\n\n");
 	for (uint32_t v = 0; v < g->nvalues; v++)
-		if (d.vi[v].st == ST_CONST && !d.vi[v].in_side)
+		if (d.vi[v].st == ST_CONST && !d.vi[v].in_side && !d.vi[v].at_init)
 			emit_const_array(&d, v);
 	emit_bindings(&d);
 	if (stat) {
@@ -1826,8 +1919,12 @@ enum rl_status rl_emit_c(struct rl_graph *g, const struct rl_cgen_opts *o,
 	} else {
 		rl_buf_printf(&d.c, "\nstatic unsigned char *%s_ws;      /* workspace, %lld bytes */\n",
 		              prefix, (long long)ws_total);
-		rl_buf_printf(&d.c, "static unsigned char *%s_weights; /* side file, %lld bytes */\n\n",
+		rl_buf_printf(&d.c, "static unsigned char *%s_weights; /* side file, %lld bytes */\n",
 		              prefix, (long long)d.side_size);
+		if (d.cst_size)
+			rl_buf_printf(&d.c, "static unsigned char *%s_cst;     /* constants NAME_init "
+			                    "computes, %lld bytes */\n", prefix, (long long)d.cst_size);
+		rl_buf_printf(&d.c, "\n");
 	}
 	if (d.cg.statics.len)
 		rl_buf_printf(&d.c, "%s\n", d.cg.statics.s);
@@ -1856,6 +1953,10 @@ enum rl_status rl_emit_c(struct rl_graph *g, const struct rl_cgen_opts *o,
 	} else {
 		rl_buf_printf(&d.c, "    (void)weights_path;\n");
 	}
+	if (d.cst_size)
+		rl_buf_printf(&d.c, "    if (!%s_cst && !(%s_cst = aligned_alloc(%d, %lldu)))\n"
+		                    "        return -1;\n",
+		              prefix, prefix, RL_ALIGN, (long long)d.cst_size);
 	if (d.cg.init.len)
 		rl_buf_printf(&d.c, "%s", d.cg.init.s);
 	if (d.cg.any_par)
@@ -1869,6 +1970,8 @@ enum rl_status rl_emit_c(struct rl_graph *g, const struct rl_cgen_opts *o,
 		rl_buf_printf(&d.c, "#ifdef RL_THREADS\n    rl_pool_stop();\n#endif\n");
 	if (d.cg.fini.len)
 		rl_buf_printf(&d.c, "%s", d.cg.fini.s);
+	if (d.cst_size)
+		rl_buf_printf(&d.c, "    free(%s_cst);\n    %s_cst = NULL;\n", prefix, prefix);
 	rl_buf_printf(&d.c, "    free(%s_ws);\n    %s_ws = NULL;\n"
 	                    "    free(%s_weights);\n    %s_weights = NULL;\n}\n\n",
 	              prefix, prefix, prefix, prefix);
@@ -1914,25 +2017,12 @@ run:;
 			              ctext(g->nodes[un->node].name), rl_op_table[g->nodes[un->node].op].name, b);
 			continue;
 		}
-		const struct rl_cgen_group *gr = un->grp >= 0 ? &d.grps[un->grp] : NULL;
-		struct rl_node *n = &g->nodes[un->node];
-		char kname[128], b[256];
+		if (un->at_init)
+			continue; /* NAME_init ran it */
+		char kname[128];
 		kernel_name(&d, un, kname, sizeof(kname));
-		rl_buf_printf(&d.c, "    %s(", kname);
-		bool first = true;
-		int nin = gr ? gr->nin : n->nin, nout = gr ? gr->nout : n->nout;
-		for (int q = 0; q < nin; q++) {
-			value_ptr(&d, gr ? gr->in[q] : n->in[q], false, b, sizeof(b));
-			rl_buf_printf(&d.c, "%s%s", first ? "" : ", ", b);
-			first = false;
-		}
-		for (int q = 0; q < nout; q++) {
-			value_ptr(&d, gr ? gr->out[q] : n->out[q], true, b, sizeof(b));
-			rl_buf_printf(&d.c, "%s%s", first ? "" : ", ", b);
-			first = false;
-		}
-		rl_buf_printf(&d.c, ");\n");
-		if (dyn && !gr)
+		unit_call(&d, un, kname, &d.c);
+		if (dyn && un->grp < 0)
 			cg_extent_after(g, prefix, un->node, kname, &d.c);
 	}
 	/* outputs not written in place: copies */
@@ -2109,6 +2199,7 @@ done:
 	free(d.units);
 	free(d.vi);
 	free(d.exec);
+	free(d.at_init);
 	free(d.side);
 	rl_buf_free(&d.c);
 	rl_buf_free(&d.h);
@@ -2156,6 +2247,7 @@ enum rl_status rl_emit_plan(struct rl_graph *g, bool (*supports)(enum rl_op),
 	free(d.units);
 	free(d.vi);
 	free(d.exec);
+	free(d.at_init);
 	return st;
 }
 

@@ -1187,8 +1187,8 @@ static void emit_conv_band(struct rl_cgen *cg, const char *T, int64_t es, const 
  * and taps into `ob`, the part's [pixel][cb] sums in the scratch slot (the
  * first chunk starts from the bias). Then ob is transposed into the block's
  * output planes (NCHW) and a fused epilogue runs on each channel's rows.
- * Weights the run computes (a graph input, or a large ConstantOfShape the
- * C file fills at run time rather than embedding) cannot be packed at init:
+ * Weights the run computes (a graph input; a large ConstantOfShape is
+ * computed by NAME_init, before the packing) cannot be packed at init:
  * each task packs its block into the scratch slot instead (a blocked
  * transpose, one pass over the block's weights), which pays off only on
  * planes of CONV_CV_RUN_PIX pixels or more (3x3 256->256 on 14x14: 0.95 of
@@ -1776,8 +1776,8 @@ enum rl_status rl_emit_c_conv(struct rl_cgen *cg, uint32_t node)
 	int64_t es = dt == RL_DT_DOUBLE ? 8 : 4;
 	/* the tile pass's choice for small maps: channels on the vector lanes
 	 * (float, group 1, one or two spatial axes); weights in the constants
-	 * are packed at init, others (inputs, or a large ConstantOfShape the
-	 * file fills at run time instead of embedding) by each task.
+	 * (also those NAME_init computes: a large ConstantOfShape) are packed
+	 * at init, others (graph inputs) by each task.
 	 * Static mode has no NAME_init to pack in (and no pool): the direct
 	 * loops below, as for band mode. */
 	if (!transposed && n->tile.conv == RL_CONV_CHANVEC && !cg->static_mode &&
@@ -1791,10 +1791,11 @@ enum rl_status rl_emit_c_conv(struct rl_cgen *cg, uint32_t node)
 			.SW = w.s[nsp - 1], .DW = w.d[nsp - 1], .PL = w.pb[nsp - 1],
 		};
 		int64_t xbytes, obytes, wbytes;
-		/* weights the tile pass saw as constant but the run computes (a
-		 * large ConstantOfShape the file does not embed) keep band mode: the
-		 * pass's rule for run-time weights did not weigh them (measured:
-		 * light_squeezenet 3% slower with them packed per task) */
+		/* weights the tile pass saw as constant but the run computes keep
+		 * band mode: the pass's rule for run-time weights did not weigh them
+		 * (measured: light_squeezenet 3% slower with them packed per task,
+		 * when its ConstantOfShape weights were still filled per run; since
+		 * NAME_init computes those, this is only a guard) */
 		bool wrun = !cg_value_stored_const(cg, n->in[1]);
 		if ((!wrun || (!rl_value_is_const(cg->g, n->in[1]) &&
 		               pc.OH * pc.OW >= CONV_CV_RUN_PIX)) &&

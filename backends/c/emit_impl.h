@@ -94,10 +94,11 @@ void cg_scratch_array(struct rl_cgen *cg, const char *ctype, const char *name, i
  * array or side-file offset, a workspace slot, an input or output. Valid in
  * the `init` statements too for constants. */
 void cg_value_ptr(struct rl_cgen *cg, uint32_t v, char *b, size_t n);
-/* Whether v's bytes are in the constants (embedded or side file) when
- * NAME_init runs: false for a value the run computes, such as a large
- * ConstantOfShape the C file fills at run time instead of embedding, even
- * when the graph marks it constant. Packing at init needs this. */
+/* Whether v's bytes are constants when NAME_init's statements run: embedded,
+ * in the side file, or computed by NAME_init itself before them (a large
+ * ConstantOfShape and what reads only constants: emit.c, runs_at_init).
+ * False for a value the run computes, which in static mode (no NAME_init)
+ * includes those. Packing at init needs this. */
 bool cg_value_stored_const(struct rl_cgen *cg, uint32_t v);
 
 /* The runtime text a generated file carries (emit_rt.c): the vector types

@@ -236,3 +236,37 @@ class Tally:
             print(f"only {self.passed} tests passed, fewer than --min-pass {min_pass}")
         print(self.summary_line(), flush=True)
         return 1 if self.failed or short else 0
+
+
+def const_made_model():
+    """A model whose constants are made by nodes too big for fold.c to keep
+    (as the onnx light models make their weights): Conv weight =
+    ConstantOfShape(0.01) + Reshape(Range * 1e-5) (distinct values, so a
+    wrong packing shows; 73728 of them, over the shape evaluator's 65536,
+    so nothing folds), and an Expand of a constant as a second output.
+    Input x [1, 64, 14, 14]; outputs y [1, 128, 14, 14], e [1, 64, 128, 3]."""
+    from onnx import TensorProto, helper
+    T = helper.make_tensor
+    nodes = [
+        helper.make_node("ConstantOfShape", ["wshape"], ["w0"],
+                         value=T("v", TensorProto.FLOAT, [1], [0.01])),
+        helper.make_node("Range", ["r0", "rn", "r1"], ["r"]),
+        helper.make_node("Mul", ["r", "rs"], ["rsc"]),
+        helper.make_node("Reshape", ["rsc", "wshape"], ["w1"]),
+        helper.make_node("Add", ["w0", "w1"], ["w"]),
+        helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1]),
+        helper.make_node("Expand", ["b", "bshape"], ["e"]),
+    ]
+    inits = [T("wshape", TensorProto.INT64, [4], [128, 64, 3, 3]),
+             T("r0", TensorProto.FLOAT, [], [0.0]), T("r1", TensorProto.FLOAT, [], [1.0]),
+             T("rn", TensorProto.FLOAT, [], [float(128 * 64 * 9)]),
+             T("rs", TensorProto.FLOAT, [], [1e-5]),
+             T("b", TensorProto.FLOAT, [1, 1, 1, 3], [1.0, -2.0, 0.5]),
+             T("bshape", TensorProto.INT64, [4], [1, 64, 128, 3])]
+    g = helper.make_graph(
+        nodes, "cst", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64, 14, 14])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 128, 14, 14]),
+         helper.make_tensor_value_info("e", TensorProto.FLOAT, [1, 64, 128, 3])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    return m

@@ -13,6 +13,9 @@
   program that crashes or hangs (reported, time-limited); no outputs left.
 - Threads: bit-identical outputs at 1, 2 and 3 threads; --cc/--cflags reach
   the compiler without a shell.
+- Constants made by nodes (ConstantOfShape, Range, Expand over 65536
+  elements, which fold.c leaves): computed once in NAME_init, not per run;
+  the conv reading them packs at init; outputs equal onnxruntime's.
 - Portability: tcc (the scalar path) and aarch64 under qemu-user (generic
   vectors, no x86 dispatch) match the gcc build.
 """
@@ -30,6 +33,46 @@ from onnx import TensorProto, helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import rltest  # noqa: E402
+
+
+def cst_model(tmp, check, rl):
+    """rltest.const_made_model(): where the generated C computes the
+    constants, and the outputs against onnxruntime (test_static.py runs the
+    same model in static mode)."""
+    import onnxruntime as ort
+    d = os.path.join(tmp, "cst")
+    os.makedirs(d)
+    mp = os.path.join(d, "cst.onnx")
+    onnx.save(rltest.const_made_model(), mp)
+    x = np.random.default_rng(11).standard_normal((1, 64, 14, 14)).astype(np.float32)
+    xin = os.path.join(d, "x.pb")
+    rltest.write_pb(xin, x, "x")
+    ref = ort.InferenceSession(mp, providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    r = rltest.run([rl, mp, "-o", os.path.join(d, "cst.c")], timeout=120)
+    if not r.ok:
+        check("rlopt on constants made by nodes", False, r.describe())
+        return
+    with open(os.path.join(d, "cst.c")) as f:
+        src = f.read()
+    init = src[src.index("int cst_init("):src.index("void cst_free(")]
+    run = src[src.index("int cst_run_v("):]
+    run = run[:run.index("\n}\n")]
+    made = [k for k in ("ConstantOfShape", "Range", "Expand") if k in init]
+    check("constant-making nodes run once in NAME_init, not in the run",
+          made == ["ConstantOfShape", "Range", "Expand"] and "ConstantOfShape" not in run
+          and "Range" not in run and "_cst +" in run, f"in init: {made}")
+    packs = [ln for ln in init.splitlines() if "_wp[" in ln and " = " in ln]
+    check("the conv reading them packs its weights at init, from what NAME_init computed",
+          "weights packed at init" in src and any("_cst + " in ln for ln in packs), str(packs))
+    od = os.path.join(d, "out")
+    r = rltest.run([rl, "run", mp, "-i", xin, "-d", od], timeout=300)
+    if not r.ok:
+        check("rlopt run, constants made by nodes", False, r.describe())
+        return
+    for k in (0, 1):
+        ok, why, _, _ = rltest.compare(rltest.read_pb(os.path.join(od, f"output_{k}.pb"))[1], ref[k],
+                                       rtol=1e-4, atol=1e-5)
+        check(f"rlopt run: output {k} of constants made by nodes matches onnxruntime", ok, why)
 
 
 def main():
@@ -111,6 +154,10 @@ def main():
             if len(got) == 3:
                 check(f"{m}: bit-identical outputs at 1, 2 and 3 threads",
                       np.array_equal(got[1], got[2]) and np.array_equal(got[1], got[3]))
+        # constants the model computes (weights made by ConstantOfShape and
+        # Range, too big for fold.c to keep): NAME_init computes them once,
+        # the run only reads them (the conv packs them at init)
+        cst_model(tmp, check, rl)
         # portable paths: a compiler that is neither gcc nor clang (tcc: no
         # GNU vectors, no target_clones, the scalar #else code) and aarch64
         # (cross gcc, run under qemu-user: generic vectors, no x86 dispatch)

@@ -15,6 +15,8 @@
 - A convolution with a padded row over RL_STATIC_STACK_MAX keeps it in the
   workspace, not on the stack.
 - The normal build's NAME_run_ws on a caller's workspace equals its NAME_run.
+- A model whose weights are made by nodes (rltest.const_made_model: the
+  normal build computes them once in NAME_init, the static one per run).
 - --static with -o OUT.onnx or --weights-max is a usage error (exit 1).
 - Views: a Reshape between two kernels runs no kernel and owns no storage
   (the workspace holds one tensor, not two); outputs match numpy.
@@ -146,6 +148,11 @@ def main():
         cases = [(m, os.path.join(src, "examples", m + ".onnx"))
                  for m in ("elementwise_chain", "mlp", "gpt_block", "resnet_small")]
         cases.append(("wide_conv", wide))
+        # constants made by nodes: NAME_init computes them in normal mode;
+        # static mode (no NAME_init) fills them per run
+        cst = os.path.join(tmp, "const_made.onnx")
+        onnx.save(rltest.const_made_model(), cst)
+        cases.append(("const_made", cst))
         for m, model_path in cases:
             d = os.path.join(tmp, m)
             os.makedirs(d)
