@@ -927,7 +927,7 @@ bool rl_cli_machine(const struct rl_cli_opts *o, struct rl_machine *m)
 {
 	char err[1024];
 	const char *spec = o->hw ? o->hw : rl_machine_default();
-	if (!rl_machine_load(spec, m, err, sizeof(err))) {
+	if (rl_machine_load(spec, m, err, sizeof(err)) != RL_OK) {
 		fprintf(stderr, "rlopt: %s\n", err);
 		return false;
 	}
@@ -1119,7 +1119,7 @@ static int cmd_main(int argc, char **argv)
 		struct rl_report_series se = {.batch = o.batch > 0 ? o.batch : 0, .g = g};
 		struct rl_report rep = {.model = model, .m = &m, .series = &se, .nseries = 1,
 		                        .ctx = &ctx};
-		if (!rl_report_render(&rep, rfmt, &rbuf, &rlen, err, sizeof(err))) {
+		if (rl_report_render(&rep, rfmt, &rbuf, &rlen, err, sizeof(err)) != RL_OK) {
 			fprintf(stderr, "rlopt: %s\n", err);
 			rl_pass_ctx_free(&ctx);
 			rl_graph_free(g);
@@ -1226,7 +1226,7 @@ static int cmd_probe(int argc, char **argv)
 	struct rl_machine m;
 	char err[512];
 	static char comment[4096];
-	if (!rl_probe_run_ex(&m, stdout, comment, sizeof(comment), err, sizeof(err))) {
+	if (rl_probe_run_ex(&m, stdout, comment, sizeof(comment), err, sizeof(err)) != RL_OK) {
 		fprintf(stderr, "rlopt: %s\n", err);
 		return RL_EXIT_INPUT;
 	}
@@ -1236,7 +1236,7 @@ static int cmd_probe(int argc, char **argv)
 	 * from its peak (a compiler missing is not an error of the probe) */
 	if (calibrate && !rl_calibrate(&m, cc, cflags, stdout))
 		printf("probe: no calibrated rates (the report will price compute from the peak)\n");
-	if (!rl_machine_write(&m, out, comment, err, sizeof(err))) {
+	if (rl_machine_write(&m, out, comment, err, sizeof(err)) != RL_OK) {
 		fprintf(stderr, "rlopt: %s\n", err);
 		return RL_EXIT_INPUT;
 	}

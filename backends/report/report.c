@@ -1843,14 +1843,14 @@ int rl_report_crossings(const struct rl_graph *g1, int64_t b1, const struct rl_g
 
 /* ---- driver ------------------------------------------------------------------ */
 
-bool rl_report_render(const struct rl_report *r, enum rl_report_format fmt, char **buf,
-                      size_t *len, char *err, size_t errlen)
+enum rl_status rl_report_render(const struct rl_report *r, enum rl_report_format fmt,
+                                char **buf, size_t *len, char *err, size_t errlen)
 {
 	*buf = NULL;
 	*len = 0;
 	if (!r->m || r->nseries < 1 || !r->series) {
 		snprintf(err, errlen, "report: nothing to report");
-		return false;
+		return RL_ERR_INVALID;
 	}
 	struct srows *s = calloc((size_t)r->nseries, sizeof(*s));
 	bool ok = s != NULL;
@@ -1890,24 +1890,25 @@ done:
 		rl_kernels_free(&s[i].ks);
 	}
 	free(s);
-	return ok;
+	return ok ? RL_OK : RL_ERR_NOMEM;
 }
 
-bool rl_report_write(const struct rl_report *r, enum rl_report_format fmt, const char *path,
-                     char *err, size_t errlen)
+enum rl_status rl_report_write(const struct rl_report *r, enum rl_report_format fmt,
+                               const char *path, char *err, size_t errlen)
 {
 	char *buf;
 	size_t len;
-	if (!rl_report_render(r, fmt, &buf, &len, err, errlen))
-		return false;
-	bool ok;
+	enum rl_status st = rl_report_render(r, fmt, &buf, &len, err, errlen);
+	if (st != RL_OK)
+		return st;
 	if (!path || strcmp(path, "-") == 0) {
-		ok = fwrite(buf, 1, len, stdout) == len && fflush(stdout) == 0;
-		if (!ok)
+		if (fwrite(buf, 1, len, stdout) != len || fflush(stdout) != 0) {
 			snprintf(err, errlen, "report: could not write to standard output");
+			st = RL_ERR_IO;
+		}
 	} else {
-		ok = rl_write_file_atomic(path, buf, len, err, errlen) == RL_OK;
+		st = rl_write_file_atomic(path, buf, len, err, errlen);
 	}
 	free(buf);
-	return ok;
+	return st;
 }

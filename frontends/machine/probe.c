@@ -1095,11 +1095,11 @@ static double rl_chain_rate(double (*fn)(size_t))
 
 /* ---- the probe ---------------------------------------------------------- */
 
-static bool rl_fail_probe(char *err, size_t errlen, const char *fmt, ...)
+static enum rl_status rl_fail_probe(char *err, size_t errlen, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 /* The caller names the command ("rlopt: probe: ..."), so no prefix here. */
-static bool rl_fail_probe(char *err, size_t errlen, const char *fmt, ...)
+static enum rl_status rl_fail_probe(char *err, size_t errlen, const char *fmt, ...)
 {
 	if (err && errlen) {
 		va_list ap;
@@ -1107,7 +1107,7 @@ static bool rl_fail_probe(char *err, size_t errlen, const char *fmt, ...)
 		vsnprintf(err, errlen, fmt, ap);
 		va_end(ap);
 	}
-	return false;
+	return RL_ERR_NOMEM; /* every failure of the probe's own is a resource */
 }
 
 static void rl_probe_stop(struct rl_probe *p, struct rl_worker *w)
@@ -1147,7 +1147,7 @@ static void rl_cat(char *buf, size_t len, size_t *k, const char *fmt, ...)
 		*k = *k + (size_t)w < len ? *k + (size_t)w : len;
 }
 
-bool rl_probe_run(struct rl_machine *m, FILE *log, char *err, size_t errlen)
+enum rl_status rl_probe_run(struct rl_machine *m, FILE *log, char *err, size_t errlen)
 {
 	return rl_probe_run_ex(m, log, NULL, 0, err, errlen);
 }
@@ -1230,8 +1230,8 @@ static void rl_probe_size(struct rl_probe *p, struct rl_probe_sizes *z)
 /* Start the worker pool (one thread per CPU, pinned; fewer if the system
  * refuses some) and give every thread its test buffer. On failure the pool
  * is stopped and *wp freed. */
-static bool rl_probe_start(struct rl_probe *p, struct rl_worker **wp,
-                           const struct rl_probe_sizes *z, char *err, size_t errlen)
+static enum rl_status rl_probe_start(struct rl_probe *p, struct rl_worker **wp,
+                                     const struct rl_probe_sizes *z, char *err, size_t errlen)
 {
 	int want = p->n;
 	struct rl_worker *w = calloc((size_t)want, sizeof *w);
@@ -1285,7 +1285,7 @@ static bool rl_probe_start(struct rl_probe *p, struct rl_worker **wp,
 			p->slot[i].gather_state[j] =
 			        0x9e3779b97f4a7c15ull * (uint64_t)(i * 8 + j + 1);
 	}
-	return true;
+	return RL_OK;
 
 no_sync:
 	rl_probe_stop(p, w);
@@ -1582,8 +1582,8 @@ static void rl_probe_comment(const struct rl_probe *p, const struct rl_probe_siz
 /* The probe as its phases: size the buffers, start the pool, measure
  * memory, arithmetic and call overhead, stop the pool, then build the
  * profile and its comment and check the profile as the loader would. */
-bool rl_probe_run_ex(struct rl_machine *m, FILE *log, char *comment,
-                     size_t commentlen, char *err, size_t errlen)
+enum rl_status rl_probe_run_ex(struct rl_machine *m, FILE *log, char *comment,
+                               size_t commentlen, char *err, size_t errlen)
 {
 	struct rl_probe P;
 	memset(&P, 0, sizeof P);
@@ -1603,8 +1603,9 @@ bool rl_probe_run_ex(struct rl_machine *m, FILE *log, char *comment,
 	memset(&x, 0, sizeof x);
 	rl_probe_size(p, &z);
 	struct rl_worker *w = NULL;
-	if (!rl_probe_start(p, &w, &z, err, errlen))
-		return false;
+	enum rl_status st = rl_probe_start(p, &w, &z, err, errlen);
+	if (st != RL_OK)
+		return st;
 	rl_probe_setup_log(p, &z, &x);
 	rl_probe_memory(p, &z, &x);
 	rl_probe_arith(p, &x);
@@ -1622,8 +1623,8 @@ bool rl_probe_run_ex(struct rl_machine *m, FILE *log, char *comment,
 	if (comment && commentlen)
 		rl_probe_comment(p, &z, &x, model, elapsed, comment, commentlen);
 
-	if (!rl_machine_check(&r, err, errlen))
-		return false;
+	if ((st = rl_machine_check(&r, err, errlen)) != RL_OK)
+		return st;
 	*m = r;
-	return true;
+	return RL_OK;
 }
