@@ -266,7 +266,10 @@ bool rl_cli_check_used(const struct rl_cli_opts *o, unsigned used, const char *c
 	return true;
 }
 
-static int parse_common(struct rl_cli_opts *o, int argc, char **argv, int *i)
+/* Binding shapes: --batch, --shape, --seq, --optional, --dim. One option
+ * at argv[*i]: 1 taken (with its value), 0 not one of these, -1 a usage
+ * error (printed). The same for the three below. */
+static int parse_bind_opts(struct rl_cli_opts *o, int argc, char **argv, int *i)
 {
 	const char *a = argv[*i], *v;
 	if (is_flag(a, "--batch")) {
@@ -322,6 +325,14 @@ static int parse_common(struct rl_cli_opts *o, int argc, char **argv, int *i)
 		o->dims[o->ndims++].v = n;
 		return 1;
 	}
+	return 0;
+}
+
+/* Machine, output and pass selection: --hw, --weights-max, --passes,
+ * --dump-after, --report, --format, -O0/-O1/-O2. */
+static int parse_target_opts(struct rl_cli_opts *o, int argc, char **argv, int *i)
+{
+	const char *a = argv[*i], *v;
 	if (is_flag(a, "--hw")) {
 		if (!(o->hw = optval(argc, argv, i, "--hw")))
 			return -1;
@@ -362,6 +373,14 @@ static int parse_common(struct rl_cli_opts *o, int argc, char **argv, int *i)
 		o->opt_level = a[2] - '0';
 		return 1;
 	}
+	return 0;
+}
+
+/* Rewrites: --factorize, --max-rel-error, --remarks, --quantize, --block,
+ * --calibrate. */
+static int parse_rewrite_opts(struct rl_cli_opts *o, int argc, char **argv, int *i)
+{
+	const char *a = argv[*i], *v;
 	if (strcmp(a, "--factorize") == 0) {
 		o->factorize = true;
 		return 1;
@@ -421,6 +440,13 @@ static int parse_common(struct rl_cli_opts *o, int argc, char **argv, int *i)
 		}
 		return 1;
 	}
+	return 0;
+}
+
+/* --launch, --onnx-format, --value, -v. */
+static int parse_misc_opts(struct rl_cli_opts *o, int argc, char **argv, int *i)
+{
+	const char *a = argv[*i], *v;
 	if (is_flag(a, "--launch")) {
 		if (!(v = optval(argc, argv, i, "--launch")))
 			return -1;
@@ -465,6 +491,18 @@ static int parse_common(struct rl_cli_opts *o, int argc, char **argv, int *i)
 		return 1;
 	}
 	return 0;
+}
+
+/* The options every command shares (each command says which it uses,
+ * rl_cli_check_used): 1 taken, 0 not one of them, -1 a usage error. */
+static int parse_common(struct rl_cli_opts *o, int argc, char **argv, int *i)
+{
+	int r;
+	if ((r = parse_bind_opts(o, argc, argv, i)) != 0 ||
+	    (r = parse_target_opts(o, argc, argv, i)) != 0 ||
+	    (r = parse_rewrite_opts(o, argc, argv, i)) != 0)
+		return r;
+	return parse_misc_opts(o, argc, argv, i);
 }
 
 static bool looks_batch(const char *sym)
