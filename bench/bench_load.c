@@ -166,7 +166,7 @@ static int bench_big(const char *dir, int n)
 	/* the whole -O2 pipeline on top (issue 5: under 2 s) */
 	struct rl_machine mach;
 	char merr[512];
-	if (!rl_machine_load("generic-cpu", &mach, merr, sizeof(merr))) {
+	if (rl_machine_load("generic-cpu", &mach, merr, sizeof(merr)) != RL_OK) {
 		fprintf(stderr, "%s\n", merr);
 		return 1;
 	}

@@ -32,7 +32,16 @@
 
 #define RL_VERSION "0.1.0"
 
-/* ---- status and asserts ------------------------------------------------ */
+/* ---- status and asserts ------------------------------------------------
+ * The one error convention of the library (README "Errors in the library"):
+ * a function that can fail on its input returns enum rl_status and leaves a
+ * one-line message ("file: node: reason") where the caller finds it, in
+ * g->err through rl_graph_error() when it has a graph, else in the caller's
+ * (char *err, size_t errlen). It prints nothing and never exits; the command
+ * line prints the message once and maps the status to an exit code. A helper
+ * whose false is an answer (not an error) returns bool with the reason in
+ * (char *why, size_t whylen), and its caller picks the status. Our own bugs
+ * are RL_ASSERT. */
 
 enum rl_status {
 	RL_OK = 0,          /* success */

@@ -13,6 +13,8 @@
 #ifndef RL_MACHINE_H
 #define RL_MACHINE_H
 
+#include "ir.h" /* enum rl_status */
+
 #include <stdbool.h>
 #include <stdio.h>
 
@@ -152,14 +154,15 @@ rl_machine_dram(const struct rl_machine *m)
 /*
  * Load and validate a profile. `spec` is a shipped name ("h200"), resolved in
  * the hw directory (rl_machine_hw_dir()), or a path ending in ".xml".
- * On error returns false and writes a one-line message (file, line, reason)
- * to err.
+ * On error returns the status (RL_ERR_IO: not found or unreadable, RL_ERR_PARSE:
+ * not XML, RL_ERR_INVALID: not a valid profile) and writes a one-line message
+ * (file, line, reason) to err.
  */
-bool rl_machine_load(const char *spec, struct rl_machine *m, char *err,
-                     size_t errlen);
+enum rl_status rl_machine_load(const char *spec, struct rl_machine *m, char *err,
+                               size_t errlen);
 /* Write a profile as schema-valid XML (used by probe). */
-bool rl_machine_write(const struct rl_machine *m, const char *path,
-                      const char *comment, char *err, size_t errlen);
+enum rl_status rl_machine_write(const struct rl_machine *m, const char *path,
+                                const char *comment, char *err, size_t errlen);
 /* Directory holding shipped profiles: $RLOPT_HW_DIR, else the one compiled
  * in (the source tree's hw/ or the install prefix). */
 const char *rl_machine_hw_dir(void);
@@ -175,7 +178,7 @@ bool rl_machine_host_path(char *buf, size_t len);
 /* The checks the schema cannot express (finite, non-absurd magnitudes, an fp32
  * peak, main memory the largest level, ...), on a filled-in struct. Loading
  * runs them with line numbers; rl_machine_write runs them before writing. */
-bool rl_machine_check(const struct rl_machine *m, char *err, size_t errlen);
+enum rl_status rl_machine_check(const struct rl_machine *m, char *err, size_t errlen);
 
 /*
  * Measure this machine (frontends/machine/probe.c): streaming read, write and
@@ -183,14 +186,15 @@ bool rl_machine_check(const struct rl_machine *m, char *err, size_t errlen);
  * rates, strided and gathered read efficiency, per-call overhead. Takes a
  * few seconds on an idle machine, longer on a busy one, under 30 s. Fills m
  * as a "host" cpu profile (all-core figures; m->source left empty), one line
- * per measurement to log (may be NULL). Returns false with a one-line
- * message in err if it could not measure.
+ * per measurement to log (may be NULL). Returns RL_ERR_NOMEM (buffers,
+ * threads) or RL_ERR_INVALID (a figure the loader would refuse) with a
+ * one-line message in err if it could not measure.
  */
-bool rl_probe_run(struct rl_machine *m, FILE *log, char *err, size_t errlen);
+enum rl_status rl_probe_run(struct rl_machine *m, FILE *log, char *err, size_t errlen);
 /* The same, also writing to comment (if not NULL) a multi-line account of how
  * each number was obtained (threads, working sets, the single-core figures
  * that the struct has no room for), meant as rl_machine_write's comment. */
-bool rl_probe_run_ex(struct rl_machine *m, FILE *log, char *comment,
-                     size_t commentlen, char *err, size_t errlen);
+enum rl_status rl_probe_run_ex(struct rl_machine *m, FILE *log, char *comment,
+                               size_t commentlen, char *err, size_t errlen);
 
 #endif /* RL_MACHINE_H */

@@ -218,7 +218,7 @@ int rl_cmd_report(int argc, char **argv)
 		.per_node = per_node,
 	};
 	char err[1024];
-	if (!rl_report_write(&rep, fmt, out, err, sizeof(err))) {
+	if (rl_report_write(&rep, fmt, out, err, sizeof(err)) != RL_OK) {
 		fprintf(stderr, "rlopt: %s\n", err);
 		goto done;
 	}

@@ -266,7 +266,10 @@ bool rl_cli_check_used(const struct rl_cli_opts *o, unsigned used, const char *c
 	return true;
 }
 
-static int parse_common(struct rl_cli_opts *o, int argc, char **argv, int *i)
+/* Binding shapes: --batch, --shape, --seq, --optional, --dim. One option
+ * at argv[*i]: 1 taken (with its value), 0 not one of these, -1 a usage
+ * error (printed). The same for the three below. */
+static int parse_bind_opts(struct rl_cli_opts *o, int argc, char **argv, int *i)
 {
 	const char *a = argv[*i], *v;
 	if (is_flag(a, "--batch")) {
@@ -322,6 +325,14 @@ static int parse_common(struct rl_cli_opts *o, int argc, char **argv, int *i)
 		o->dims[o->ndims++].v = n;
 		return 1;
 	}
+	return 0;
+}
+
+/* Machine, output and pass selection: --hw, --weights-max, --passes,
+ * --dump-after, --report, --format, -O0/-O1/-O2. */
+static int parse_target_opts(struct rl_cli_opts *o, int argc, char **argv, int *i)
+{
+	const char *a = argv[*i], *v;
 	if (is_flag(a, "--hw")) {
 		if (!(o->hw = optval(argc, argv, i, "--hw")))
 			return -1;
@@ -362,6 +373,14 @@ static int parse_common(struct rl_cli_opts *o, int argc, char **argv, int *i)
 		o->opt_level = a[2] - '0';
 		return 1;
 	}
+	return 0;
+}
+
+/* Rewrites: --factorize, --max-rel-error, --remarks, --quantize, --block,
+ * --calibrate. */
+static int parse_rewrite_opts(struct rl_cli_opts *o, int argc, char **argv, int *i)
+{
+	const char *a = argv[*i], *v;
 	if (strcmp(a, "--factorize") == 0) {
 		o->factorize = true;
 		return 1;
@@ -421,6 +440,13 @@ static int parse_common(struct rl_cli_opts *o, int argc, char **argv, int *i)
 		}
 		return 1;
 	}
+	return 0;
+}
+
+/* --launch, --onnx-format, --value, -v. */
+static int parse_misc_opts(struct rl_cli_opts *o, int argc, char **argv, int *i)
+{
+	const char *a = argv[*i], *v;
 	if (is_flag(a, "--launch")) {
 		if (!(v = optval(argc, argv, i, "--launch")))
 			return -1;
@@ -465,6 +491,18 @@ static int parse_common(struct rl_cli_opts *o, int argc, char **argv, int *i)
 		return 1;
 	}
 	return 0;
+}
+
+/* The options every command shares (each command says which it uses,
+ * rl_cli_check_used): 1 taken, 0 not one of them, -1 a usage error. */
+static int parse_common(struct rl_cli_opts *o, int argc, char **argv, int *i)
+{
+	int r;
+	if ((r = parse_bind_opts(o, argc, argv, i)) != 0 ||
+	    (r = parse_target_opts(o, argc, argv, i)) != 0 ||
+	    (r = parse_rewrite_opts(o, argc, argv, i)) != 0)
+		return r;
+	return parse_misc_opts(o, argc, argv, i);
 }
 
 static bool looks_batch(const char *sym)
@@ -927,7 +965,7 @@ bool rl_cli_machine(const struct rl_cli_opts *o, struct rl_machine *m)
 {
 	char err[1024];
 	const char *spec = o->hw ? o->hw : rl_machine_default();
-	if (!rl_machine_load(spec, m, err, sizeof(err))) {
+	if (rl_machine_load(spec, m, err, sizeof(err)) != RL_OK) {
 		fprintf(stderr, "rlopt: %s\n", err);
 		return false;
 	}
@@ -1119,7 +1157,7 @@ static int cmd_main(int argc, char **argv)
 		struct rl_report_series se = {.batch = o.batch > 0 ? o.batch : 0, .g = g};
 		struct rl_report rep = {.model = model, .m = &m, .series = &se, .nseries = 1,
 		                        .ctx = &ctx};
-		if (!rl_report_render(&rep, rfmt, &rbuf, &rlen, err, sizeof(err))) {
+		if (rl_report_render(&rep, rfmt, &rbuf, &rlen, err, sizeof(err)) != RL_OK) {
 			fprintf(stderr, "rlopt: %s\n", err);
 			rl_pass_ctx_free(&ctx);
 			rl_graph_free(g);
@@ -1226,7 +1264,7 @@ static int cmd_probe(int argc, char **argv)
 	struct rl_machine m;
 	char err[512];
 	static char comment[4096];
-	if (!rl_probe_run_ex(&m, stdout, comment, sizeof(comment), err, sizeof(err))) {
+	if (rl_probe_run_ex(&m, stdout, comment, sizeof(comment), err, sizeof(err)) != RL_OK) {
 		fprintf(stderr, "rlopt: %s\n", err);
 		return RL_EXIT_INPUT;
 	}
@@ -1236,7 +1274,7 @@ static int cmd_probe(int argc, char **argv)
 	 * from its peak (a compiler missing is not an error of the probe) */
 	if (calibrate && !rl_calibrate(&m, cc, cflags, stdout))
 		printf("probe: no calibrated rates (the report will price compute from the peak)\n");
-	if (!rl_machine_write(&m, out, comment, err, sizeof(err))) {
+	if (rl_machine_write(&m, out, comment, err, sizeof(err)) != RL_OK) {
 		fprintf(stderr, "rlopt: %s\n", err);
 		return RL_EXIT_INPUT;
 	}

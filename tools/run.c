@@ -193,190 +193,215 @@ static void print_log(const char *log, int max_lines)
 	fclose(f);
 }
 
-int rl_cmd_run(int argc, char **argv)
-{
+/* What `rlopt run` was asked to do. */
+struct run_args {
 	struct rl_cli_opts o;
-	rl_cli_opts_init(&o);
-	const char *model = NULL, *outdir = NULL;
+	const char *model, *outdir;
 	const char *inputs[RL_MAX_IO];
-	int nin = 0, timeout_s = 600, threads = 0;
-	const char *cc_opt = NULL, *cflags = NULL;
-	bool keep = false, cuda = false, emulate = false;
+	int nin, timeout_s, threads;
+	const char *cc_opt, *cflags;
+	bool keep, cuda, emulate;
+};
+
+/* One option of run's own that takes a value v. */
+static int run_parse_value(struct run_args *a, const char *opt, const char *v)
+{
+	if (!strcmp(opt, "-i")) {
+		if (a->nin == RL_MAX_IO) {
+			fprintf(stderr, "rlopt: run: too many inputs\n");
+			return RL_EXIT_USAGE;
+		}
+		a->inputs[a->nin++] = v;
+	} else if (!strcmp(opt, "-d")) {
+		a->outdir = v;
+	} else if (!strcmp(opt, "--cc")) {
+		if (!*v) {
+			fprintf(stderr, "rlopt: run: --cc wants a compiler\n");
+			return RL_EXIT_USAGE;
+		}
+		a->cc_opt = v;
+	} else if (!strcmp(opt, "--cflags")) {
+		a->cflags = v;
+	} else if (!strcmp(opt, "--threads")) {
+		char *end;
+		errno = 0;
+		long t = strtol(v, &end, 10);
+		if (!*v || *end || errno || t < 1 || t > 64) {
+			fprintf(stderr, "rlopt: run: --threads wants a whole number from 1 to 64, "
+			        "not '%s'\n", v);
+			return RL_EXIT_USAGE;
+		}
+		a->threads = (int)t;
+	} else {
+		char *end;
+		a->timeout_s = (int)strtol(v, &end, 10);
+		if (*end || a->timeout_s <= 0) {
+			fprintf(stderr, "rlopt: run: --timeout wants seconds, not '%s'\n", v);
+			return RL_EXIT_USAGE;
+		}
+	}
+	return RL_EXIT_OK;
+}
+
+/* The command line: the options shared with the other commands, run's
+ * own, and the checks across them. Returns an exit code, RL_EXIT_OK to go
+ * on. */
+static int run_parse_args(int argc, char **argv, struct run_args *a)
+{
+	rl_cli_opts_init(&a->o);
+	a->timeout_s = 600;
 	for (int i = 1; i < argc; i++) {
-		int r = rl_cli_parse_common(&o, argc, argv, &i);
+		int r = rl_cli_parse_common(&a->o, argc, argv, &i);
 		if (r < 0)
 			return RL_EXIT_USAGE;
 		if (r > 0)
 			continue;
-		const char *a = argv[i];
-		if (!strcmp(a, "-i") || !strcmp(a, "-d") || !strcmp(a, "--timeout") ||
-		    !strcmp(a, "--threads") || !strcmp(a, "--cc") || !strcmp(a, "--cflags")) {
+		const char *s = argv[i];
+		if (!strcmp(s, "-i") || !strcmp(s, "-d") || !strcmp(s, "--timeout") ||
+		    !strcmp(s, "--threads") || !strcmp(s, "--cc") || !strcmp(s, "--cflags")) {
 			if (i + 1 >= argc) {
-				fprintf(stderr, "rlopt: run: option %s needs a value\n", a);
+				fprintf(stderr, "rlopt: run: option %s needs a value\n", s);
 				return RL_EXIT_USAGE;
 			}
-			const char *v = argv[++i];
-			if (!strcmp(a, "-i")) {
-				if (nin == RL_MAX_IO) {
-					fprintf(stderr, "rlopt: run: too many inputs\n");
-					return RL_EXIT_USAGE;
-				}
-				inputs[nin++] = v;
-			} else if (!strcmp(a, "-d")) {
-				outdir = v;
-			} else if (!strcmp(a, "--cc")) {
-				if (!*v) {
-					fprintf(stderr, "rlopt: run: --cc wants a compiler\n");
-					return RL_EXIT_USAGE;
-				}
-				cc_opt = v;
-			} else if (!strcmp(a, "--cflags")) {
-				cflags = v;
-			} else if (!strcmp(a, "--threads")) {
-				char *end;
-				errno = 0;
-				long t = strtol(v, &end, 10);
-				if (!*v || *end || errno || t < 1 || t > 64) {
-					fprintf(stderr, "rlopt: run: --threads wants a whole number from 1 to 64, "
-					        "not '%s'\n", v);
-					return RL_EXIT_USAGE;
-				}
-				threads = (int)t;
-			} else {
-				char *end;
-				timeout_s = (int)strtol(v, &end, 10);
-				if (*end || timeout_s <= 0) {
-					fprintf(stderr, "rlopt: run: --timeout wants seconds, not '%s'\n", v);
-					return RL_EXIT_USAGE;
-				}
-			}
-		} else if (!strcmp(a, "--keep")) {
-			keep = true;
-		} else if (!strcmp(a, "--emulate")) {
-			emulate = true;
-		} else if (!strcmp(a, "--target")) {
+			int rc = run_parse_value(a, s, argv[++i]);
+			if (rc != RL_EXIT_OK)
+				return rc;
+		} else if (!strcmp(s, "--keep")) {
+			a->keep = true;
+		} else if (!strcmp(s, "--emulate")) {
+			a->emulate = true;
+		} else if (!strcmp(s, "--target")) {
 			if (i + 1 >= argc || (strcmp(argv[i + 1], "c") && strcmp(argv[i + 1], "cuda"))) {
 				fprintf(stderr, "rlopt: run: --target wants c or cuda\n");
 				return RL_EXIT_USAGE;
 			}
-			cuda = !strcmp(argv[++i], "cuda");
-		} else if (a[0] == '-' && a[1]) {
-			fprintf(stderr, "rlopt: run: unknown option '%s'\nTry 'rlopt --help'.\n", a);
+			a->cuda = !strcmp(argv[++i], "cuda");
+		} else if (s[0] == '-' && s[1]) {
+			fprintf(stderr, "rlopt: run: unknown option '%s'\nTry 'rlopt --help'.\n", s);
 			return RL_EXIT_USAGE;
-		} else if (!model) {
-			model = a;
+		} else if (!a->model) {
+			a->model = s;
 		} else {
-			fprintf(stderr, "rlopt: run: unexpected argument '%s'\n", a);
+			fprintf(stderr, "rlopt: run: unexpected argument '%s'\n", s);
 			return RL_EXIT_USAGE;
 		}
 	}
-	if (!model || !outdir) {
+	if (!a->model || !a->outdir) {
 		fprintf(stderr, "rlopt: run: usage: rlopt run MODEL.onnx -i IN.pb... -d OUTDIR\n");
 		return RL_EXIT_USAGE;
 	}
 	/* run writes no report and binds one shape */
-	if (!rl_cli_check_used(&o, (RL_OPT_BIT(RL_OPT_COUNT_) - 1) & ~(RL_OPT_BIT(RL_OPT_BATCH_LIST) |
-	                           RL_OPT_BIT(RL_OPT_SEQ) | /* the input files say */
-	                           RL_OPT_BIT(RL_OPT_REPORT) | RL_OPT_BIT(RL_OPT_FORMAT) |
-	                           RL_OPT_BIT(RL_OPT_ONNX_FORMAT)), "run"))
+	if (!rl_cli_check_used(&a->o, (RL_OPT_BIT(RL_OPT_COUNT_) - 1) &
+	                               ~(RL_OPT_BIT(RL_OPT_BATCH_LIST) |
+	                                 RL_OPT_BIT(RL_OPT_SEQ) | /* the input files say */
+	                                 RL_OPT_BIT(RL_OPT_REPORT) | RL_OPT_BIT(RL_OPT_FORMAT) |
+	                                 RL_OPT_BIT(RL_OPT_ONNX_FORMAT)), "run"))
 		return RL_EXIT_USAGE;
-	if (emulate && !cuda) {
+	if (a->emulate && !a->cuda) {
 		fprintf(stderr, "rlopt: run: --emulate runs CUDA kernels on the CPU: give --target cuda\n");
 		return RL_EXIT_USAGE;
 	}
-	if (cuda && !rl_cli_cuda_hw(&o))
+	if (a->cuda && !rl_cli_cuda_hw(&a->o))
 		return RL_EXIT_INPUT;
+	return RL_EXIT_OK;
+}
+
+/* OUTDIR exists as a folder afterwards, or the reason is printed. */
+static bool run_make_outdir(const char *outdir)
+{
 	struct stat sb;
 	if (stat(outdir, &sb) != 0) {
-		char probe[4096];
-		snprintf(probe, sizeof(probe), "%s/x", outdir);
 		if (!rl_cli_check_out_dir(outdir) || mkdir(outdir, 0777) != 0) {
 			fprintf(stderr, "rlopt: run: cannot create output folder '%s'\n", outdir);
-			return RL_EXIT_INPUT;
+			return false;
 		}
 	} else if (!S_ISDIR(sb.st_mode)) {
 		fprintf(stderr, "rlopt: run: '%s' is not a folder\n", outdir);
-		return RL_EXIT_INPUT;
+		return false;
 	}
+	return true;
+}
 
-	int rc = RL_EXIT_INPUT;
-	char err[1024];
-	/* one file per graph input: a tensor, or a sequence or optional whose
-	 * tensors are inputs of the generated code in turn (onnx.h) */
-	struct rl_value_file fin[RL_MAX_IO];
-	memset(fin, 0, sizeof(fin));
-	const struct rl_tensor *tin[RL_MAX_IO];
-	int ntin = 0;
-	struct rl_graph *g = NULL;
-	char tmp[4096] = "";
+/* Load the model bound to the input files (fin, one per graph input: a
+ * tensor, or a sequence or optional whose tensors are inputs of the
+ * generated code in turn, onnx.h), optimize it, and list the input tensors
+ * in graph-input order in tin. *gp is the graph (NULL if it did not load),
+ * for the caller to free; false with the reason printed on failure. */
+static bool run_load(struct run_args *a, struct rl_value_file *fin,
+                     const struct rl_tensor **tin, int *ntin, struct rl_graph **gp)
+{
 	/* auto-binding (rl_cli_load_ex) for the C backend, which checks it */
-	g = rl_cli_load_ex(model, &o, true, inputs, nin, fin, !cuda);
+	struct rl_graph *g = rl_cli_load_ex(a->model, &a->o, true, a->inputs, a->nin, fin,
+	                                    !a->cuda);
+	*gp = g;
 	if (!g)
-		goto out;
-	for (int i = 0; i < nin; i++)
+		return false;
+	for (int i = 0; i < a->nin; i++)
 		for (int k = 0; k < fin[i].n; k++) {
-			if (ntin == RL_MAX_IO) {
+			if (*ntin == RL_MAX_IO) {
 				fprintf(stderr, "rlopt: run: too many input tensors\n");
-				goto out;
+				return false;
 			}
-			tin[ntin++] = &fin[i].t[k];
+			tin[(*ntin)++] = &fin[i].t[k];
 		}
-	{
-		struct rl_machine m;
-		struct rl_pass_ctx ctx;
-		bool ok = rl_cli_optimize(g, &o, &m, &ctx);
-		rl_pass_ctx_free(&ctx);
-		if (!ok)
-			goto out;
+	struct rl_machine m;
+	struct rl_pass_ctx ctx;
+	bool ok = rl_cli_optimize(g, &a->o, &m, &ctx);
+	rl_pass_ctx_free(&ctx);
+	if (!ok)
+		return false;
+	if (!g->onnx_io && (uint32_t)a->nin != g->ninputs) {
+		fprintf(stderr, "rlopt: %s: the model has %u input%s, %d given with -i\n", a->model,
+		        g->ninputs, g->ninputs == 1 ? "" : "s", a->nin);
+		return false;
 	}
-	if (!g->onnx_io && (uint32_t)nin != g->ninputs) {
-		fprintf(stderr, "rlopt: %s: the model has %u input%s, %d given with -i\n", model,
-		        g->ninputs, g->ninputs == 1 ? "" : "s", nin);
-		goto out;
-	}
-	RL_ASSERT((uint32_t)ntin == g->ninputs);
+	RL_ASSERT((uint32_t)*ntin == g->ninputs);
 	if (g->noutputs > RL_MAX_IO) {
-		fprintf(stderr, "rlopt: %s: too many outputs\n", model);
-		goto out;
+		fprintf(stderr, "rlopt: %s: too many outputs\n", a->model);
+		return false;
 	}
+	return true;
+}
 
-	const char *td = getenv("TMPDIR");
-	snprintf(tmp, sizeof(tmp), "%s/rlopt-run-XXXXXX", td && *td ? td : "/tmp");
-	if (!mkdtemp(tmp)) {
-		fprintf(stderr, "rlopt: run: cannot make a temporary folder: %s\n", strerror(errno));
-		tmp[0] = 0;
-		goto out;
-	}
-	char path[4096], cfile[4096], hfile[4096], prog[4096], log[4096];
-	snprintf(cfile, sizeof(cfile), "%s/model.%s", tmp, cuda ? "cu" : "c");
+/* Into the temporary folder: the generated model, the harness and one raw
+ * file per input tensor. */
+static bool run_write_sources(struct rl_graph *g, const struct run_args *a, const char *tmp,
+                              const struct rl_tensor *const *tin, int ntin)
+{
+	char err[1024], path[4096], cfile[4096], hfile[4096];
+	snprintf(cfile, sizeof(cfile), "%s/model.%s", tmp, a->cuda ? "cu" : "c");
 	snprintf(hfile, sizeof(hfile), "%s/harness.c", tmp);
-	snprintf(prog, sizeof(prog), "%s/model", tmp);
-	snprintf(log, sizeof(log), "%s/log.txt", tmp);
-	struct rl_cgen_opts co = {.prefix = "model", .weights_max = o.weights_max};
-	struct rl_cuda_opts cuo = {.prefix = "model", .weights_max = o.weights_max};
-	if ((cuda ? rl_emit_cuda(g, &cuo, cfile, err, sizeof(err))
-	          : rl_emit_c(g, &co, cfile, err, sizeof(err))) != RL_OK) {
+	struct rl_cgen_opts co = {.prefix = "model", .weights_max = a->o.weights_max};
+	struct rl_cuda_opts cuo = {.prefix = "model", .weights_max = a->o.weights_max};
+	if ((a->cuda ? rl_emit_cuda(g, &cuo, cfile, err, sizeof(err))
+	             : rl_emit_c(g, &co, cfile, err, sizeof(err))) != RL_OK) {
 		fprintf(stderr, "rlopt: %s\n", err);
-		goto out;
+		return false;
 	}
 	if (!write_text(hfile, harness_src)) {
 		fprintf(stderr, "rlopt: run: cannot write %s\n", hfile);
-		goto out;
+		return false;
 	}
 	for (int i = 0; i < ntin; i++) {
 		snprintf(path, sizeof(path), "%s/in%d.bin", tmp, i);
 		if (rl_write_file_atomic(path, tin[i]->data, tin[i]->nbytes, err, sizeof(err)) != RL_OK) {
 			fprintf(stderr, "rlopt: %s\n", err);
-			goto out;
+			return false;
 		}
 	}
+	return true;
+}
 
-	/* compile: no shell. The compiler (--cc, else $CC, else cc) and --cflags
-	 * are split at blanks into words handed to execvp as they are, so shell
-	 * metacharacters reach the compiler as text and are never run. The
-	 * user's flags come after -O2 and so can override it. */
-	const char *cc = cc_opt ? cc_opt : getenv(cuda && emulate ? "CXX" : "CC");
-	if (cuda && !emulate && !cc_opt)
+/* Compile in tmp, no shell. The compiler (--cc, else $CC, else cc) and
+ * --cflags are split at blanks into words handed to execvp as they are, so
+ * shell metacharacters reach the compiler as text and are never run. The
+ * user's flags come after -O2 and so can override it. */
+static bool run_compile(const struct run_args *a, const char *tmp, const char *log)
+{
+	bool cuda = a->cuda, emulate = a->emulate;
+	const char *cflags = a->cflags;
+	const char *cc = a->cc_opt ? a->cc_opt : getenv(cuda && emulate ? "CXX" : "CC");
+	if (cuda && !emulate && !a->cc_opt)
 		cc = "nvcc";
 	if (!cc || !*cc)
 		cc = cuda ? "g++" : "cc";
@@ -398,14 +423,14 @@ int rl_cmd_run(int argc, char **argv)
 	cargv[cn++] = "harness.c";
 	cargv[cn++] = "-lm";
 	cargv[cn] = NULL;
-	if (o.verbose) {
+	if (a->o.verbose) {
 		fprintf(stderr, "rlopt: run: in %s:", tmp);
 		for (int k = 0; k < cn; k++)
 			fprintf(stderr, strpbrk(cargv[k], " \t'\"$`\\;&|<>()*?") ? " '%s'" : " %s",
 			        cargv[k]);
 		fprintf(stderr, "\n");
 	}
-	int st = rl_cli_run_child(cargv, log, tmp, timeout_s);
+	int st = rl_cli_run_child(cargv, log, tmp, a->timeout_s);
 	if (st == -1 || st == -2 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 		if (st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 127 && cuda && !emulate)
 			fprintf(stderr, "rlopt: run: '%s' not found: install the CUDA toolkit (package "
@@ -414,20 +439,28 @@ int rl_cmd_run(int argc, char **argv)
 			fprintf(stderr, "rlopt: run: compiler '%s' not found (set %s)\n", cc,
 			        cuda ? "CXX" : "CC");
 		else if (st == -1)
-			fprintf(stderr, "rlopt: run: compiler '%s' timed out after %d s\n", cc, timeout_s);
+			fprintf(stderr, "rlopt: run: compiler '%s' timed out after %d s\n", cc,
+			        a->timeout_s);
 		else
 			fprintf(stderr, "rlopt: run: compiling the generated code with '%s' failed:\n", cc);
 		print_log(log, 20);
-		rc = RL_EXIT_RUNTIME;
-		goto out;
+		return false;
 	}
+	return true;
+}
 
-	/* run */
+/* Run the program in tmp (NAME.weights is found there by default) on the
+ * raw inputs; it writes the raw outputs next to them. */
+static bool run_program(const struct rl_graph *g, const struct run_args *a, const char *tmp,
+                        int ntin, const char *log)
+{
+	char path[4096], prog[4096];
+	snprintf(prog, sizeof(prog), "%s/model", tmp);
 	char *pargv[2 * RL_MAX_IO + 3];
 	char *store[2 * RL_MAX_IO + 2];
 	int na = 0;
 	char tbuf[16];
-	snprintf(tbuf, sizeof(tbuf), "%d", threads);
+	snprintf(tbuf, sizeof(tbuf), "%d", a->threads);
 	pargv[na++] = prog;
 	pargv[na++] = tbuf;
 	for (int i = 0; i < ntin; i++) {
@@ -443,15 +476,13 @@ int rl_cmd_run(int argc, char **argv)
 		na++;
 	}
 	pargv[na] = NULL;
-	/* in the build folder: NAME.weights is found there by default */
-	st = rl_cli_run_child(pargv, log, tmp, timeout_s);
+	int st = rl_cli_run_child(pargv, log, tmp, a->timeout_s);
 	for (int i = 2; i < na; i++)
 		free(store[i]);
 	if (st == -1) {
 		fprintf(stderr, "rlopt: run: the generated program timed out after %d s "
-		        "(--timeout)\n", timeout_s);
-		rc = RL_EXIT_RUNTIME;
-		goto out;
+		        "(--timeout)\n", a->timeout_s);
+		return false;
 	}
 	if (st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 		if (st >= 0 && WIFSIGNALED(st))
@@ -461,15 +492,15 @@ int rl_cmd_run(int argc, char **argv)
 			fprintf(stderr, "rlopt: run: the generated program failed (exit %d)\n",
 			        st >= 0 ? WEXITSTATUS(st) : -1);
 		print_log(log, 20);
-		rc = RL_EXIT_RUNTIME;
-		goto out;
+		return false;
 	}
+	return true;
+}
 
-	/* outputs: read all, then write all (one file per graph output: a
-	 * sequence or an optional gathers its tensors back); remove what was
-	 * written on failure */
-	struct rl_tensor tout[RL_MAX_IO];
-	memset(tout, 0, sizeof(tout));
+/* Read every raw output of the program into tout (data malloc'd). */
+static bool run_read_outputs(const struct rl_graph *g, const char *tmp, struct rl_tensor *tout)
+{
+	char path[4096];
 	bool ok = true;
 	for (uint32_t i = 0; i < g->noutputs && ok; i++) {
 		const struct rl_value *v = &g->values[g->outputs[i]];
@@ -495,6 +526,18 @@ int rl_cmd_run(int argc, char **argv)
 			ok = false;
 		}
 	}
+	return ok;
+}
+
+/* Outputs: read all, then write all (one file per graph output: a
+ * sequence or an optional gathers its tensors back); remove what was
+ * written on failure. */
+static bool run_write_outputs(const struct rl_graph *g, const char *tmp, const char *outdir)
+{
+	char err[1024];
+	struct rl_tensor tout[RL_MAX_IO];
+	memset(tout, 0, sizeof(tout));
+	bool ok = run_read_outputs(g, tmp, tout);
 	uint32_t nports = g->onnx_io ? g->onnx_io->nout : g->noutputs, written = 0;
 	for (uint32_t i = 0; i < nports && ok; i++) {
 		struct rl_value_file vf = {.kind = RL_ONNX_TENSOR, .present = 1, .n = 1, .t = &tout[i],
@@ -522,17 +565,59 @@ int rl_cmd_run(int argc, char **argv)
 			snprintf(opath, sizeof(opath), "%s/output_%u.pb", outdir, k);
 			unlink(opath);
 		}
+	}
+	return ok;
+}
+
+/* rlopt run, as its phases: arguments, output folder, load and optimize,
+ * write sources to a private temporary folder, compile, run, write the
+ * outputs. A failure before the compiler is the user's input (exit 2); the
+ * compiler or the program failing is exit 4. */
+int rl_cmd_run(int argc, char **argv)
+{
+	struct run_args a;
+	memset(&a, 0, sizeof(a));
+	int rc = run_parse_args(argc, argv, &a);
+	if (rc != RL_EXIT_OK)
+		return rc;
+	if (!run_make_outdir(a.outdir))
+		return RL_EXIT_INPUT;
+
+	rc = RL_EXIT_INPUT;
+	struct rl_value_file fin[RL_MAX_IO];
+	memset(fin, 0, sizeof(fin));
+	const struct rl_tensor *tin[RL_MAX_IO];
+	int ntin = 0;
+	char tmp[4096] = "", log[4096];
+	struct rl_graph *g = NULL;
+	if (!run_load(&a, fin, tin, &ntin, &g))
+		goto out;
+
+	const char *td = getenv("TMPDIR");
+	snprintf(tmp, sizeof(tmp), "%s/rlopt-run-XXXXXX", td && *td ? td : "/tmp");
+	if (!mkdtemp(tmp)) {
+		fprintf(stderr, "rlopt: run: cannot make a temporary folder: %s\n", strerror(errno));
+		tmp[0] = 0;
 		goto out;
 	}
+	snprintf(log, sizeof(log), "%s/log.txt", tmp);
+	if (!run_write_sources(g, &a, tmp, tin, ntin))
+		goto out;
+	if (!run_compile(&a, tmp, log) || !run_program(g, &a, tmp, ntin, log)) {
+		rc = RL_EXIT_RUNTIME;
+		goto out;
+	}
+	if (!run_write_outputs(g, tmp, a.outdir))
+		goto out;
 	rc = RL_EXIT_OK;
 out:
 	if (tmp[0]) {
-		if (keep)
+		if (a.keep)
 			fprintf(stderr, "rlopt: run: kept %s\n", tmp);
 		else
 			rm_tree(tmp);
 	}
-	for (int i = 0; i < nin; i++)
+	for (int i = 0; i < a.nin; i++)
 		rl_value_file_free(&fin[i]);
 	rl_graph_free(g);
 	return rc;

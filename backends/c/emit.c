@@ -1753,60 +1753,55 @@ static void emit_bindings(struct driver *d)
 	}
 }
 
-enum rl_status rl_emit_c(struct rl_graph *g, const struct rl_cgen_opts *o,
-                         const char *c_path, char *err, size_t errlen)
-{
-	struct driver d = {.g = g, .supports = rl_emit_c_supports, .backend = "C"};
-	d.cg.g = g;
-	enum rl_status st;
-	char prefix[64], hbase[512], h_path[4096], w_path[4096], wbase[512], callb[160];
-	long long wmax = o && o->weights_max >= 0 ? o->weights_max : RL_WEIGHTS_DEFAULT_MAX;
-	bool stat = o && o->static_mode;
-	if (stat) /* small targets have no file system: every constant embedded */
-		wmax = LLONG_MAX;
-	char ws_name[80];
-	g->err[0] = 0;
+/* Output names: NAME.c -> NAME.h, NAME.weights, prefix NAME. */
+struct emit_names {
+	const char *base;          /* c_path without its folder */
+	char prefix[64];           /* C identifier prefix (--prefix, else NAME) */
+	char hbase[512], wbase[512];   /* NAME.h, NAME.weights without the folder */
+	char h_path[4096], w_path[4096];
+	char ws_name[80];          /* PREFIX_ws */
+};
 
-	/* names: NAME.c -> NAME.h, NAME.weights, prefix NAME */
+static enum rl_status emit_names(const char *c_path, const struct rl_cgen_opts *o,
+                                 struct emit_names *nm, char *err, size_t errlen)
+{
 	size_t cl = strlen(c_path);
 	if (cl < 3 || strcmp(c_path + cl - 2, ".c") != 0) {
 		snprintf(err, errlen, "%s: the C output must end in .c", c_path);
 		return RL_ERR_IO;
 	}
-	snprintf(h_path, sizeof(h_path), "%.*s.h", (int)(cl - 2), c_path);
-	snprintf(w_path, sizeof(w_path), "%.*s.weights", (int)(cl - 2), c_path);
+	snprintf(nm->h_path, sizeof(nm->h_path), "%.*s.h", (int)(cl - 2), c_path);
+	snprintf(nm->w_path, sizeof(nm->w_path), "%.*s.weights", (int)(cl - 2), c_path);
 	const char *slash = strrchr(c_path, '/');
-	const char *base = slash ? slash + 1 : c_path;
-	snprintf(hbase, sizeof(hbase), "%.*s.h", (int)(strlen(base) - 2), base);
-	snprintf(wbase, sizeof(wbase), "%.*s.weights", (int)(strlen(base) - 2), base);
+	nm->base = slash ? slash + 1 : c_path;
+	const char *base = nm->base;
+	snprintf(nm->hbase, sizeof(nm->hbase), "%.*s.h", (int)(strlen(base) - 2), base);
+	snprintf(nm->wbase, sizeof(nm->wbase), "%.*s.weights", (int)(strlen(base) - 2), base);
 	if (o && o->prefix) {
-		sanitize(o->prefix, prefix, sizeof(prefix));
+		sanitize(o->prefix, nm->prefix, sizeof(nm->prefix));
 	} else {
 		char tmp[64];
 		snprintf(tmp, sizeof(tmp), "%.*s", (int)(strlen(base) - 2), base);
-		sanitize(tmp, prefix, sizeof(prefix));
+		sanitize(tmp, nm->prefix, sizeof(nm->prefix));
 	}
-	d.prefix = prefix;
-	snprintf(ws_name, sizeof(ws_name), "%s_ws", prefix);
-	d.cg.ws_name = ws_name;
-	d.cg.static_mode = stat;
-	d.init_consts = !stat; /* static mode has no NAME_init */
+	snprintf(nm->ws_name, sizeof(nm->ws_name), "%s_ws", nm->prefix);
+	return RL_OK;
+}
 
-	if (!g->norder && g->nnodes)
-		if ((st = rl_graph_toposort(g)) != RL_OK)
-			goto fail;
-	if ((st = plan(&d)) != RL_OK)
-		goto fail;
-
-	/* constants: names, and which go to the side file */
+/* Name every constant (c<k>_<value>), choose its form (a string of bytes
+ * when large, else an initializer list) and, when all of them together
+ * pass wmax, move the large ones into the side file d->side. */
+static enum rl_status place_constants(struct driver *d, long long wmax, int64_t *total_out)
+{
+	struct rl_graph *g = d->g;
 	int64_t total_const = 0;
 	for (uint32_t v = 0; v < g->nvalues; v++)
-		if (d.vi[v].st == ST_CONST && !d.vi[v].at_init)
+		if (d->vi[v].st == ST_CONST && !d->vi[v].at_init)
 			total_const += (int64_t)g->values[v].nbytes;
 	bool use_side = total_const > wmax;
 	uint32_t ncst = 0;
 	for (uint32_t v = 0; v < g->nvalues; v++) {
-		struct vinfo *vi = &d.vi[v];
+		struct vinfo *vi = &d->vi[v];
 		if (vi->st != ST_CONST || vi->at_init)
 			continue;
 		char sn[56];
@@ -1818,24 +1813,452 @@ enum rl_status rl_emit_c(struct rl_graph *g, const struct rl_cgen_opts *o,
 		if (use_side && g->values[v].nbytes >= 1024) {
 			vi->strform = false;
 			vi->in_side = true;
-			vi->off = 16 + d.side_size; /* after the 16-byte header */
-			d.side_size += ((int64_t)g->values[v].nbytes + RL_ALIGN - 1) / RL_ALIGN * RL_ALIGN;
+			vi->off = 16 + d->side_size; /* after the 16-byte header */
+			d->side_size += ((int64_t)g->values[v].nbytes + RL_ALIGN - 1) / RL_ALIGN * RL_ALIGN;
 		}
 	}
-	if (d.side_size) {
-		int64_t total = 16 + d.side_size;
-		d.side = calloc(1, (size_t)total);
-		if (!d.side) {
-			st = rl_graph_error(g, NULL, RL_ERR_NOMEM, "out of memory for the weights file");
-			goto fail;
-		}
-		memcpy(d.side, "RLWTS001", 8);
-		memcpy(d.side + 8, &total, 8);
+	if (d->side_size) {
+		int64_t total = 16 + d->side_size;
+		d->side = calloc(1, (size_t)total);
+		if (!d->side)
+			return rl_graph_error(g, NULL, RL_ERR_NOMEM, "out of memory for the weights file");
+		memcpy(d->side, "RLWTS001", 8);
+		memcpy(d->side + 8, &total, 8);
 		for (uint32_t v = 0; v < g->nvalues; v++)
-			if (d.vi[v].in_side)
-				memcpy(d.side + d.vi[v].off, g->values[v].data, g->values[v].nbytes);
-		d.side_size = total;
+			if (d->vi[v].in_side)
+				memcpy(d->side + d->vi[v].off, g->values[v].data, g->values[v].nbytes);
+		d->side_size = total;
 	}
+	*total_out = total_const;
+	return RL_OK;
+}
+
+/* The .c file up to the kernels: banner, includes, the runtime helpers the
+ * kernels use, constants, bound inputs, workspace pointers, statics, and
+ * the kernels themselves. */
+static void c_prologue(struct driver *d, const struct emit_names *nm, int64_t ws_total,
+                       int64_t total_const)
+{
+	const struct rl_graph *g = d->g;
+	const char *prefix = nm->prefix, *base = nm->base, *hbase = nm->hbase;
+	bool stat = d->cg.static_mode;
+	rl_buf_printf(&d->c, "/*\n * %s - generated by rlopt %s from %s.\n", base, RL_VERSION,
+	              ctext(g->path));
+	rl_buf_printf(&d->c, " * Do not edit: regenerate instead. Self-contained C11; link with -lm.\n");
+	if (stat)
+		rl_buf_printf(&d->c, " * Static build: no malloc, no stdio, no threads; the caller's workspace.\n");
+	rl_buf_printf(&d->c, " * %u kernels, %lld bytes of workspace, %lld bytes of constants%s.\n */\n",
+	              0u, (long long)ws_total, (long long)total_const,
+	              d->side_size ? " (large ones in the side file)" : "");
+	/* count kernels for the banner (patched in place: same width) */
+	unsigned nk = 0;
+	for (uint32_t u = 0; u < d->nunits; u++)
+		nk += !d->units[u].view;
+	{
+		char *p = strstr(d->c.s, " * 0 kernels");
+		if (p) {
+			char tmp[64];
+			snprintf(tmp, sizeof(tmp), " * %u kernels", nk);
+			/* rebuild the banner line with the real count */
+			struct rl_buf nb = {0};
+			rl_buf_printf(&nb, "%.*s%s%s", (int)(p - d->c.s), d->c.s, tmp, p + strlen(" * 0 kernels"));
+			rl_buf_free(&d->c);
+			d->c = nb;
+		}
+	}
+	if (d->cg.any_par) /* pthreads and sysconf under -std=c11 */
+		rl_buf_printf(&d->c, "#ifndef _POSIX_C_SOURCE\n#define _POSIX_C_SOURCE 200809L\n#endif\n");
+	rl_buf_printf(&d->c, "#include \"%s\"\n\n", hbase);
+	if (stat)
+		rl_buf_printf(&d->c, "#include <math.h>\n#include <stdint.h>\n#include <string.h>\n\n");
+	else
+		rl_buf_printf(&d->c, "#include <math.h>\n#include <stdint.h>\n#include <stdio.h>\n"
+		                    "#include <stdlib.h>\n#include <string.h>\n\n");
+	if (d->cg.any_simd && stat) /* target clones need ifunc: a loader, not on small targets */
+		rl_buf_printf(&d->c, "#ifndef RL_NO_CLONES\n#define RL_NO_CLONES 1\n#endif\n");
+	if (d->cg.any_simd)
+		rl_emit_rt_vec(&d->c);
+	if (d->cg.any_par)
+		rl_emit_rt_pool(&d->c);
+	if (d->cg.need_half)
+		rl_buf_printf(&d->c, "%s", half_helpers);
+	if (d->cg.need_bf16)
+		rl_buf_printf(&d->c, "%s", bf16_helpers);
+	if (d->cg.need_tanh)
+		rl_buf_printf(&d->c, "%s", tanh_helper);
+	if (d->cg.need_erf)
+		rl_buf_printf(&d->c, "%s", erf_helper);
+	rl_emit_lowp_helpers(&d->c, d->cg.need_lowp);
+	bool any_str = false;
+	for (uint32_t v = 0; v < g->nvalues; v++) {
+		if (d->vi[v].st == ST_CONST && d->vi[v].strform && !d->vi[v].at_init)
+			any_str = true;
+	}
+	if (any_str)
+		rl_buf_printf(&d->c,
+		              "/* Large constants are strings of their little-endian bytes. */\n"
+		              "#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__\n"
+		              "#error \"the constants below are little-endian\"\n#endif\n"
+		              "#ifdef __GNUC__\n#pragma GCC diagnostic ignored \"-Woverlength-strings\"\n"
+		              "#endif\n\n");
+	for (uint32_t v = 0; v < g->nvalues; v++)
+		if (d->vi[v].st == ST_CONST && !d->vi[v].in_side && !d->vi[v].at_init)
+			emit_const_array(d, v);
+	emit_bindings(d);
+	if (stat) {
+		rl_buf_printf(&d->c, "\nstatic unsigned char *%s_ws; /* the caller's workspace during a run, "
+		                    "%lld bytes */\n\n", prefix, (long long)ws_total);
+	} else {
+		rl_buf_printf(&d->c, "\nstatic unsigned char *%s_ws;      /* workspace, %lld bytes */\n",
+		              prefix, (long long)ws_total);
+		rl_buf_printf(&d->c, "static unsigned char *%s_weights; /* side file, %lld bytes */\n",
+		              prefix, (long long)d->side_size);
+		if (d->cst_size)
+			rl_buf_printf(&d->c, "static unsigned char *%s_cst;     /* constants NAME_init "
+			                    "computes, %lld bytes */\n", prefix, (long long)d->cst_size);
+		rl_buf_printf(&d->c, "\n");
+	}
+	if (d->cg.statics.len)
+		rl_buf_printf(&d->c, "%s\n", d->cg.statics.s);
+	rl_buf_printf(&d->c, "%s", d->kernels.s ? d->kernels.s : "");
+}
+
+/* NAME_init (allocates the workspace, reads the side file, runs the
+ * kernels' init), NAME_free and NAME_set_threads; none in static mode. */
+static void c_lifecycle(struct driver *d, const struct emit_names *nm, int64_t ws_total)
+{
+	const char *prefix = nm->prefix, *wbase = nm->wbase;
+	rl_buf_printf(&d->c, "int %s_init(const char *weights_path)\n{\n", prefix);
+	rl_buf_printf(&d->c, "    if (%s_ws)\n        return 0;\n", prefix);
+	if (d->side_size) {
+		rl_buf_printf(&d->c,
+		              "    if (!weights_path)\n        weights_path = \"%s\";\n"
+		              "    FILE *f = fopen(weights_path, \"rb\");\n"
+		              "    if (!f)\n        return -1;\n"
+		              "    %s_weights = aligned_alloc(%d, %lldu);\n"
+		              "    size_t got = %s_weights ? fread(%s_weights, 1, %lldu, f) : 0;\n"
+		              "    int extra = fgetc(f);\n"
+		              "    fclose(f);\n"
+		              "    if (got != %lldu || extra != EOF || memcmp(%s_weights, \"RLWTS001\", 8) != 0) {\n"
+		              "        free(%s_weights);\n        %s_weights = NULL;\n        return -1;\n    }\n",
+		              wbase, prefix, RL_ALIGN,
+		              (long long)((d->side_size + RL_ALIGN - 1) / RL_ALIGN * RL_ALIGN), prefix,
+		              prefix, (long long)d->side_size, (long long)d->side_size, prefix, prefix,
+		              prefix);
+	} else {
+		rl_buf_printf(&d->c, "    (void)weights_path;\n");
+	}
+	if (d->cst_size)
+		rl_buf_printf(&d->c, "    if (!%s_cst && !(%s_cst = aligned_alloc(%d, %lldu)))\n"
+		                    "        return -1;\n",
+		              prefix, prefix, RL_ALIGN, (long long)d->cst_size);
+	if (d->cg.init.len)
+		rl_buf_printf(&d->c, "%s", d->cg.init.s);
+	if (d->cg.any_par)
+		rl_buf_printf(&d->c, "    if (!rl_nthreads)\n        rl_nthreads = rl_default_threads();\n"
+		                    "#ifdef RL_THREADS\n    rl_pool_start();\n#endif\n");
+	rl_buf_printf(&d->c, "    %s_ws = aligned_alloc(%d, %lldu);\n", prefix, RL_ALIGN,
+	              (long long)ws_total);
+	rl_buf_printf(&d->c, "    return %s_ws ? 0 : -1;\n}\n\n", prefix);
+	rl_buf_printf(&d->c, "void %s_free(void)\n{\n", prefix);
+	if (d->cg.any_par)
+		rl_buf_printf(&d->c, "#ifdef RL_THREADS\n    rl_pool_stop();\n#endif\n");
+	if (d->cg.fini.len)
+		rl_buf_printf(&d->c, "%s", d->cg.fini.s);
+	if (d->cst_size)
+		rl_buf_printf(&d->c, "    free(%s_cst);\n    %s_cst = NULL;\n", prefix, prefix);
+	rl_buf_printf(&d->c, "    free(%s_ws);\n    %s_ws = NULL;\n"
+	                    "    free(%s_weights);\n    %s_weights = NULL;\n}\n\n",
+	              prefix, prefix, prefix, prefix);
+	rl_buf_printf(&d->c, "int %s_set_threads(int n)\n{\n    if (n < 1)\n        return -1;\n", prefix);
+	if (d->cg.any_par)
+		rl_buf_printf(&d->c, "    rl_nthreads = n > RL_MAX_THREADS ? RL_MAX_THREADS : n;\n"
+		                    "#ifdef RL_THREADS\n    if (%s_ws)\n        rl_pool_start();\n#endif\n",
+		              prefix);
+	else /* no kernel is split across threads: nothing to size */
+		rl_buf_printf(&d->c, "    /* no kernel of this model is split across threads */\n");
+	rl_buf_printf(&d->c, "    return 0;\n}\n\n");
+}
+
+/* NAME_run_v (static mode: NAME_run_ws_v): one call per kernel in run
+ * order, then copies for the outputs not written in place. */
+static void c_run_v(struct driver *d, bool dyn)
+{
+	struct rl_graph *g = d->g;
+	const char *prefix = d->prefix;
+	bool stat = d->cg.static_mode;
+	if (dyn)
+		cg_extent_decls(g, prefix, &d->c);
+	if (stat)
+		rl_buf_printf(&d->c, "int %s_run_ws_v(void *ws, const void *const *in, void *const *out)\n{\n",
+		              prefix);
+	else
+		rl_buf_printf(&d->c, "int %s_run_v(const void *const *in, void *const *out)\n{\n", prefix);
+	/* the body first, into its own buffer: `in` and `out` are cast to void
+	 * only when no line reads them (a model of constants only) */
+	struct rl_buf whole = d->c;
+	d->c = (struct rl_buf){0};
+	if (stat)
+		rl_buf_printf(&d->c, "    if (!ws || ((uintptr_t)ws & %du) != 0)\n        return -1;\n"
+		                    "    %s_ws = (unsigned char *)ws;\n", RL_ALIGN - 1, prefix);
+	else
+		rl_buf_printf(&d->c, "    if (!%s_ws && %s_init(NULL) != 0)\n        return -1;\n", prefix,
+		              prefix);
+	for (uint32_t k = 0; k < g->nbindings; k++)
+		rl_buf_printf(&d->c, "    if (memcmp(in[%u], %s_bound%u, %zu) != 0)\n"
+		                    "        return -2; /* not the value it was bound to */\n",
+		              g->bindings[k].input, prefix, k, g->bindings[k].nbytes);
+	for (uint32_t u = 0; u < d->nunits; u++) {
+		const struct unit *un = &d->units[u];
+		if (un->view) {
+			char b[256];
+			value_ptr(d, g->nodes[un->node].out[0], false, b, sizeof(b));
+			rl_buf_printf(&d->c, "    /* '%s' (%s): a view of %s, nothing to run */\n",
+			              ctext(g->nodes[un->node].name), rl_op_table[g->nodes[un->node].op].name, b);
+			continue;
+		}
+		if (un->at_init)
+			continue; /* NAME_init ran it */
+		char kname[128];
+		kernel_name(d, un, kname, sizeof(kname));
+		unit_call(d, un, kname, &d->c);
+		if (dyn && un->grp < 0)
+			cg_extent_after(g, prefix, un->node, kname, &d->c);
+	}
+	/* outputs not written in place: copies */
+	for (uint32_t i = 0; i < g->noutputs; i++) {
+		uint32_t v = g->outputs[i];
+		if (d->vi[v].st == ST_OUTPUT && d->vi[v].io == (int)i)
+			continue;
+		char b[256];
+		value_ptr(d, v, false, b, sizeof(b));
+		if (d->vi[v].st == ST_OUTPUT)
+			snprintf(b, sizeof(b), "out[%d]", d->vi[v].io);
+		rl_buf_printf(&d->c, "    memcpy(out[%u], %s, %lld);\n", i, b, (long long)value_bytes(g, v));
+	}
+	rl_buf_printf(&d->c, "    return 0;\n}\n\n");
+	{
+		struct rl_buf body = d->c;
+		d->c = whole;
+		if (!body.s || !strstr(body.s, "in["))
+			rl_buf_printf(&d->c, "    (void)in;\n");
+		if (!body.s || !strstr(body.s, "out["))
+			rl_buf_printf(&d->c, "    (void)out;\n");
+		rl_buf_printf(&d->c, "%s", body.s ? body.s : "");
+		rl_buf_free(&body);
+	}
+}
+
+/* The typed entries NAME_run and NAME_run_ws, NAME_run_ws_v in normal mode,
+ * and the input and output tables. */
+static void c_entries(struct driver *d)
+{
+	const struct rl_graph *g = d->g;
+	const char *prefix = d->prefix;
+	bool stat = d->cg.static_mode;
+	char callb[160];
+	/* typed run; run_ws in both modes (normal mode: NAME_init's weights and
+	 * packed constants, the caller's workspace) */
+	if (!stat) {
+		rl_buf_printf(&d->c, "int %s_run(", prefix);
+		typed_params(d, &d->c);
+		snprintf(callb, sizeof(callb), "%s_run_v(", prefix);
+		typed_body(d, callb, &d->c);
+		rl_buf_printf(&d->c,
+		              "int %s_run_ws_v(void *ws, const void *const *in, void *const *out)\n{\n"
+		              "    if (!ws || ((uintptr_t)ws & %du) != 0)\n        return -1;\n"
+		              "    if (!%s_ws && %s_init(NULL) != 0)\n        return -1;\n"
+		              "    unsigned char *own = %s_ws;\n"
+		              "    %s_ws = (unsigned char *)ws;\n"
+		              "    int r = %s_run_v(in, out);\n"
+		              "    %s_ws = own;\n    return r;\n}\n\n",
+		              prefix, RL_ALIGN - 1, prefix, prefix, prefix, prefix, prefix, prefix);
+	}
+	rl_buf_printf(&d->c, "int %s_run_ws(void *ws%s", prefix, g->ninputs + g->noutputs ? ", " : "");
+	typed_params(d, &d->c);
+	snprintf(callb, sizeof(callb), "%s_run_ws_v(ws, ", prefix);
+	typed_body(d, callb, &d->c);
+
+	/* io tables */
+	for (int io = 0; io < 2; io++) {
+		uint32_t cnt = io ? g->noutputs : g->ninputs;
+		const uint32_t *list = io ? g->outputs : g->inputs;
+		const char *what = io ? "outputs" : "inputs";
+		for (uint32_t i = 0; i < cnt; i++) {
+			char b[256];
+			dims_list(&g->values[list[i]].shape, b, sizeof(b));
+			rl_buf_printf(&d->c, "static const long long %s_%s_dims%u[] = {%s};\n", prefix,
+			              what, i, b);
+		}
+		rl_buf_printf(&d->c, "const struct %s_tensor_info %s_%s[%u] = {\n", prefix, prefix, what,
+		              cnt ? cnt : 1);
+		for (uint32_t i = 0; i < cnt; i++) {
+			const struct rl_value *val = &g->values[list[i]];
+			rl_buf_printf(&d->c, "    {\"%s\", \"%s\", %d, %d, %s_%s_dims%u, %lldll, %zuu},\n",
+			              ctext(val->name), rl_dtype_name(val->dtype), (int)val->dtype,
+			              val->shape.rank, prefix, what, i,
+			              (long long)rl_shape_numel(&val->shape), val->nbytes ? val->nbytes
+			              : (size_t)rl_shape_numel(&val->shape) * rl_dtype_size(val->dtype));
+		}
+		if (!cnt)
+			rl_buf_printf(&d->c, "    {\"\", \"\", 0, 0, NULL, 0, 0},\n");
+		rl_buf_printf(&d->c, "};\n");
+	}
+}
+
+/* The header's opening comment: how to call the model, and each input and
+ * output with its type and shape. */
+static void h_banner(struct driver *d, const struct emit_names *nm, const char *upper)
+{
+	const struct rl_graph *g = d->g;
+	const char *prefix = nm->prefix, *hbase = nm->hbase;
+	bool stat = d->cg.static_mode;
+	rl_buf_printf(&d->h, "/*\n * %s - generated by rlopt %s from %s.\n *\n", hbase, RL_VERSION,
+	              ctext(g->path));
+	if (stat)
+		rl_buf_printf(&d->h, " * Static build: no malloc, no stdio, no threads, every weight embedded.\n"
+		                    " * Call %s_run_ws(ws, ...) with ws pointing at %s_WORKSPACE_BYTES\n"
+		                    " * bytes aligned to %s_WORKSPACE_ALIGN (static storage, say), which the\n"
+		                    " * run uses as scratch: nothing in it needs keeping between runs. One run\n"
+		                    " * at a time per process. Returns 0 on success, -1 for a NULL or\n"
+		                    " * misaligned ws.\n", prefix, upper, upper);
+	else
+		rl_buf_printf(&d->h, " * Call %s_init() once (it allocates the workspace%s), then %s_run()\n"
+		                    " * as often as needed, and %s_free() at the end. Not thread-safe: one\n"
+		                    " * run at a time per process. Returns 0 on success, -1 on failure%s.\n"
+		                    " * %s_run_ws() runs on the caller's workspace instead (%s_WORKSPACE_BYTES\n"
+		                    " * bytes aligned to %s_WORKSPACE_ALIGN).\n",
+		              prefix, d->side_size ? " and reads the weights file" : "", prefix, prefix,
+		              g->nbindings ? ",\n * -2 when a bound input (below) is not the value it was "
+		                             "bound to" : "", prefix, upper, upper);
+	for (uint32_t i = 0; i < g->ninputs; i++) {
+		const struct rl_value *val = &g->values[g->inputs[i]];
+		char sb[128];
+		rl_buf_printf(&d->h, " *   input  %u: %s %s[%s]%s\n", i, ctext(val->name),
+		              rl_dtype_name(val->dtype), rl_shape_str(&val->shape, sb, sizeof(sb)),
+		              input_bound(g, i) ? ", bound at build time (--value): each run must pass "
+		              "the same data" : "");
+	}
+	for (uint32_t i = 0; i < g->noutputs; i++) {
+		const struct rl_value *val = &g->values[g->outputs[i]];
+		char sb[128];
+		rl_buf_printf(&d->h, " *   output %u: %s %s[%s]%s\n", i, ctext(val->name),
+		              rl_dtype_name(val->dtype), rl_shape_str(&val->shape, sb, sizeof(sb)),
+		              val->extent_axis ? " at most (see below)" : "");
+	}
+	if (g->onnx_io)
+		onnx_io_note(g, &d->h);
+	rl_buf_printf(&d->h, " * float16 and bfloat16 tensors are passed as uint16_t bit patterns.\n");
+	bool io_lowp = false;
+	for (uint32_t i = 0; i < g->ninputs + g->noutputs; i++)
+		io_lowp |= rl_dtype_is_lowp(g->values[i < g->ninputs ? g->inputs[i]
+		                                                    : g->outputs[i - g->ninputs]].dtype);
+	if (io_lowp) /* ir/lowp.c */
+		rl_buf_printf(&d->h, " * float8 and float4 tensors are passed as their codes, one a uint8_t;\n"
+		                    " * int4/int2 one element an int8_t, uint4/uint2 one a uint8_t (unpacked).\n");
+	rl_buf_printf(&d->h, " */\n");
+}
+
+/* The header's declarations: sizes, the tensor tables and the entries. */
+static void h_decls(struct driver *d, const char *upper, const char *guard, int64_t ws_total,
+                    bool dyn)
+{
+	const struct rl_graph *g = d->g;
+	const char *prefix = d->prefix;
+	bool stat = d->cg.static_mode;
+	rl_buf_printf(&d->h, "#ifndef %s\n#define %s\n\n#include <stdint.h>\n\n", guard, guard);
+	rl_buf_printf(&d->h, "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n");
+	rl_buf_printf(&d->h, "#define %s_NUM_INPUTS %u\n#define %s_NUM_OUTPUTS %u\n", upper, g->ninputs,
+	              upper, g->noutputs);
+	rl_buf_printf(&d->h, "#define %s_WORKSPACE_BYTES %lldu\n#define %s_WORKSPACE_ALIGN %d\n\n", upper,
+	              (long long)ws_total, upper, RL_ALIGN);
+	rl_buf_printf(&d->h, "struct %s_tensor_info {\n    const char *name;\n    const char *dtype;\n"
+	                    "    int onnx_dtype;\n    int rank;\n    const long long *dims;\n"
+	                    "    long long numel;\n    unsigned long nbytes;\n};\n", prefix);
+	rl_buf_printf(&d->h, "extern const struct %s_tensor_info %s_inputs[];\n", prefix, prefix);
+	rl_buf_printf(&d->h, "extern const struct %s_tensor_info %s_outputs[];\n\n", prefix, prefix);
+	if (!stat) {
+		rl_buf_printf(&d->h, "/* weights_path: %s; NULL for the default. */\n",
+		              d->side_size ? "the side file NAME.weights" : "unused (weights are embedded)");
+		rl_buf_printf(&d->h, "int %s_init(const char *weights_path);\nvoid %s_free(void);\n", prefix,
+		              prefix);
+		rl_buf_printf(&d->h, "/* Threads the kernels split their work across, the caller's included\n"
+		                    " * (default: the online cores; capped at 64). Results do not depend on\n"
+		                    " * it. Returns -1 for n < 1. Call before or between runs. */\n"
+		                    "int %s_set_threads(int n);\n", prefix);
+		rl_buf_printf(&d->h, "/* inputs and outputs in the order of the tables above */\n");
+		rl_buf_printf(&d->h, "int %s_run_v(const void *const *in, void *const *out);\n", prefix);
+	}
+	rl_buf_printf(&d->h, "int %s_run_ws_v(void *ws, const void *const *in, void *const *out);\n",
+	              prefix);
+	if (dyn)
+		cg_extent_header(g, prefix, upper, &d->h);
+	if (!stat) {
+		rl_buf_printf(&d->h, "int %s_run(", prefix);
+		typed_params(d, &d->h);
+		rl_buf_printf(&d->h, ");\n");
+	}
+	rl_buf_printf(&d->h, "int %s_run_ws(void *ws%s", prefix, g->ninputs + g->noutputs ? ", " : "");
+	typed_params(d, &d->h);
+	rl_buf_printf(&d->h, ");\n\n#ifdef __cplusplus\n}\n#endif\n\n#endif /* %s */\n", guard);
+}
+
+static void driver_free(struct driver *d)
+{
+	for (uint32_t q = 0; q < d->ngrps; q++) {
+		free(d->grps[q].nodes);
+		free(d->grps[q].in);
+		free(d->grps[q].out);
+	}
+	free(d->grps);
+	free(d->grp_of);
+	free(d->units);
+	free(d->vi);
+	free(d->exec);
+	free(d->at_init);
+	free(d->side);
+	rl_buf_free(&d->c);
+	rl_buf_free(&d->h);
+	rl_buf_free(&d->kernels);
+	rl_buf_free(&d->cg.body);
+	rl_buf_free(&d->cg.pre);
+	rl_buf_free(&d->cg.statics);
+	rl_buf_free(&d->cg.init);
+	rl_buf_free(&d->cg.fini);
+}
+
+/* The C backend, as its phases: output names, run plan (plan()), constants
+ * and side file, kernels (emit_kernels()), then the .c file (prologue,
+ * init/free, run, entries and tables) and the .h file (banner,
+ * declarations), written atomically together. */
+enum rl_status rl_emit_c(struct rl_graph *g, const struct rl_cgen_opts *o,
+                         const char *c_path, char *err, size_t errlen)
+{
+	struct driver d = {.g = g, .supports = rl_emit_c_supports, .backend = "C"};
+	d.cg.g = g;
+	enum rl_status st;
+	struct emit_names nm;
+	long long wmax = o && o->weights_max >= 0 ? o->weights_max : RL_WEIGHTS_DEFAULT_MAX;
+	bool stat = o && o->static_mode;
+	if (stat) /* small targets have no file system: every constant embedded */
+		wmax = LLONG_MAX;
+	g->err[0] = 0;
+
+	if ((st = emit_names(c_path, o, &nm, err, errlen)) != RL_OK)
+		return st;
+	d.prefix = nm.prefix;
+	d.cg.ws_name = nm.ws_name;
+	d.cg.static_mode = stat;
+	d.init_consts = !stat; /* static mode has no NAME_init */
+
+	if (!g->norder && g->nnodes)
+		if ((st = rl_graph_toposort(g)) != RL_OK)
+			goto fail;
+	if ((st = plan(&d)) != RL_OK)
+		goto fail;
+	int64_t total_const = 0;
+	if ((st = place_constants(&d, wmax, &total_const)) != RL_OK)
+		goto fail;
 
 	d.cg.scratch_base = (d.ws_size + RL_ALIGN - 1) / RL_ALIGN * RL_ALIGN;
 	if ((st = emit_kernels(&d)) != RL_OK)
@@ -1849,366 +2272,30 @@ enum rl_status rl_emit_c(struct rl_graph *g, const struct rl_cgen_opts *o,
 	if (!ws_total)
 		ws_total = RL_ALIGN;
 
-	/* ---- the .c file ---- */
-	rl_buf_printf(&d.c, "/*\n * %s - generated by rlopt %s from %s.\n", base, RL_VERSION,
-	              ctext(g->path));
-	rl_buf_printf(&d.c, " * Do not edit: regenerate instead. Self-contained C11; link with -lm.\n");
-	if (stat)
-		rl_buf_printf(&d.c, " * Static build: no malloc, no stdio, no threads; the caller's workspace.\n");
-	rl_buf_printf(&d.c, " * %u kernels, %lld bytes of workspace, %lld bytes of constants%s.\n */\n",
-	              0u, (long long)ws_total, (long long)total_const,
-	              d.side_size ? " (large ones in the side file)" : "");
-	/* count kernels for the banner (patched in place: same width) */
-	unsigned nk = 0;
-	for (uint32_t u = 0; u < d.nunits; u++)
-		nk += !d.units[u].view;
-	{
-		char *p = strstr(d.c.s, " * 0 kernels");
-		if (p) {
-			char tmp[64];
-			snprintf(tmp, sizeof(tmp), " * %u kernels", nk);
-			/* rebuild the banner line with the real count */
-			struct rl_buf nb = {0};
-			rl_buf_printf(&nb, "%.*s%s%s", (int)(p - d.c.s), d.c.s, tmp, p + strlen(" * 0 kernels"));
-			rl_buf_free(&d.c);
-			d.c = nb;
-		}
-	}
-	if (d.cg.any_par) /* pthreads and sysconf under -std=c11 */
-		rl_buf_printf(&d.c, "#ifndef _POSIX_C_SOURCE\n#define _POSIX_C_SOURCE 200809L\n#endif\n");
-	rl_buf_printf(&d.c, "#include \"%s\"\n\n", hbase);
-	if (stat)
-		rl_buf_printf(&d.c, "#include <math.h>\n#include <stdint.h>\n#include <string.h>\n\n");
-	else
-		rl_buf_printf(&d.c, "#include <math.h>\n#include <stdint.h>\n#include <stdio.h>\n"
-		                    "#include <stdlib.h>\n#include <string.h>\n\n");
-	if (d.cg.any_simd && stat) /* target clones need ifunc: a loader, not on small targets */
-		rl_buf_printf(&d.c, "#ifndef RL_NO_CLONES\n#define RL_NO_CLONES 1\n#endif\n");
-	if (d.cg.any_simd)
-		rl_emit_rt_vec(&d.c);
-	if (d.cg.any_par)
-		rl_emit_rt_pool(&d.c);
-	if (d.cg.need_half)
-		rl_buf_printf(&d.c, "%s", half_helpers);
-	if (d.cg.need_bf16)
-		rl_buf_printf(&d.c, "%s", bf16_helpers);
-	if (d.cg.need_tanh)
-		rl_buf_printf(&d.c, "%s", tanh_helper);
-	if (d.cg.need_erf)
-		rl_buf_printf(&d.c, "%s", erf_helper);
-	rl_emit_lowp_helpers(&d.c, d.cg.need_lowp);
-	bool any_str = false;
-	for (uint32_t v = 0; v < g->nvalues; v++) {
-		if (d.vi[v].st == ST_CONST && d.vi[v].strform && !d.vi[v].at_init)
-			any_str = true;
-	}
-	if (any_str)
-		rl_buf_printf(&d.c,
-		              "/* Large constants are strings of their little-endian bytes. */\n"
-		              "#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__\n"
-		              "#error \"the constants below are little-endian\"\n#endif\n"
-		              "#ifdef __GNUC__\n#pragma GCC diagnostic ignored \"-Woverlength-strings\"\n"
-		              "#endif\n\n");
-	for (uint32_t v = 0; v < g->nvalues; v++)
-		if (d.vi[v].st == ST_CONST && !d.vi[v].in_side && !d.vi[v].at_init)
-			emit_const_array(&d, v);
-	emit_bindings(&d);
-	if (stat) {
-		rl_buf_printf(&d.c, "\nstatic unsigned char *%s_ws; /* the caller's workspace during a run, "
-		                    "%lld bytes */\n\n", prefix, (long long)ws_total);
-	} else {
-		rl_buf_printf(&d.c, "\nstatic unsigned char *%s_ws;      /* workspace, %lld bytes */\n",
-		              prefix, (long long)ws_total);
-		rl_buf_printf(&d.c, "static unsigned char *%s_weights; /* side file, %lld bytes */\n",
-		              prefix, (long long)d.side_size);
-		if (d.cst_size)
-			rl_buf_printf(&d.c, "static unsigned char *%s_cst;     /* constants NAME_init "
-			                    "computes, %lld bytes */\n", prefix, (long long)d.cst_size);
-		rl_buf_printf(&d.c, "\n");
-	}
-	if (d.cg.statics.len)
-		rl_buf_printf(&d.c, "%s\n", d.cg.statics.s);
-	rl_buf_printf(&d.c, "%s", d.kernels.s ? d.kernels.s : "");
-
-	/* init / free: none in static mode */
-	if (stat)
-		goto run;
-	rl_buf_printf(&d.c, "int %s_init(const char *weights_path)\n{\n", prefix);
-	rl_buf_printf(&d.c, "    if (%s_ws)\n        return 0;\n", prefix);
-	if (d.side_size) {
-		rl_buf_printf(&d.c,
-		              "    if (!weights_path)\n        weights_path = \"%s\";\n"
-		              "    FILE *f = fopen(weights_path, \"rb\");\n"
-		              "    if (!f)\n        return -1;\n"
-		              "    %s_weights = aligned_alloc(%d, %lldu);\n"
-		              "    size_t got = %s_weights ? fread(%s_weights, 1, %lldu, f) : 0;\n"
-		              "    int extra = fgetc(f);\n"
-		              "    fclose(f);\n"
-		              "    if (got != %lldu || extra != EOF || memcmp(%s_weights, \"RLWTS001\", 8) != 0) {\n"
-		              "        free(%s_weights);\n        %s_weights = NULL;\n        return -1;\n    }\n",
-		              wbase, prefix, RL_ALIGN,
-		              (long long)((d.side_size + RL_ALIGN - 1) / RL_ALIGN * RL_ALIGN), prefix,
-		              prefix, (long long)d.side_size, (long long)d.side_size, prefix, prefix,
-		              prefix);
-	} else {
-		rl_buf_printf(&d.c, "    (void)weights_path;\n");
-	}
-	if (d.cst_size)
-		rl_buf_printf(&d.c, "    if (!%s_cst && !(%s_cst = aligned_alloc(%d, %lldu)))\n"
-		                    "        return -1;\n",
-		              prefix, prefix, RL_ALIGN, (long long)d.cst_size);
-	if (d.cg.init.len)
-		rl_buf_printf(&d.c, "%s", d.cg.init.s);
-	if (d.cg.any_par)
-		rl_buf_printf(&d.c, "    if (!rl_nthreads)\n        rl_nthreads = rl_default_threads();\n"
-		                    "#ifdef RL_THREADS\n    rl_pool_start();\n#endif\n");
-	rl_buf_printf(&d.c, "    %s_ws = aligned_alloc(%d, %lldu);\n", prefix, RL_ALIGN,
-	              (long long)ws_total);
-	rl_buf_printf(&d.c, "    return %s_ws ? 0 : -1;\n}\n\n", prefix);
-	rl_buf_printf(&d.c, "void %s_free(void)\n{\n", prefix);
-	if (d.cg.any_par)
-		rl_buf_printf(&d.c, "#ifdef RL_THREADS\n    rl_pool_stop();\n#endif\n");
-	if (d.cg.fini.len)
-		rl_buf_printf(&d.c, "%s", d.cg.fini.s);
-	if (d.cst_size)
-		rl_buf_printf(&d.c, "    free(%s_cst);\n    %s_cst = NULL;\n", prefix, prefix);
-	rl_buf_printf(&d.c, "    free(%s_ws);\n    %s_ws = NULL;\n"
-	                    "    free(%s_weights);\n    %s_weights = NULL;\n}\n\n",
-	              prefix, prefix, prefix, prefix);
-	rl_buf_printf(&d.c, "int %s_set_threads(int n)\n{\n    if (n < 1)\n        return -1;\n", prefix);
-	if (d.cg.any_par)
-		rl_buf_printf(&d.c, "    rl_nthreads = n > RL_MAX_THREADS ? RL_MAX_THREADS : n;\n"
-		                    "#ifdef RL_THREADS\n    if (%s_ws)\n        rl_pool_start();\n#endif\n",
-		              prefix);
-	else /* no kernel is split across threads: nothing to size */
-		rl_buf_printf(&d.c, "    /* no kernel of this model is split across threads */\n");
-	rl_buf_printf(&d.c, "    return 0;\n}\n\n");
-
-	/* run_v (static mode: run_ws_v) */
-run:;
+	c_prologue(&d, &nm, ws_total, total_const);
+	if (!stat)
+		c_lifecycle(&d, &nm, ws_total);
 	bool dyn = cg_extent_any(g); /* outputs of data-dependent extent: emit_detect.c */
-	if (dyn)
-		cg_extent_decls(g, prefix, &d.c);
-	if (stat)
-		rl_buf_printf(&d.c, "int %s_run_ws_v(void *ws, const void *const *in, void *const *out)\n{\n",
-		              prefix);
-	else
-		rl_buf_printf(&d.c, "int %s_run_v(const void *const *in, void *const *out)\n{\n", prefix);
-	/* the body first, into its own buffer: `in` and `out` are cast to void
-	 * only when no line reads them (a model of constants only) */
-	struct rl_buf whole = d.c;
-	d.c = (struct rl_buf){0};
-	if (stat)
-		rl_buf_printf(&d.c, "    if (!ws || ((uintptr_t)ws & %du) != 0)\n        return -1;\n"
-		                    "    %s_ws = (unsigned char *)ws;\n", RL_ALIGN - 1, prefix);
-	else
-		rl_buf_printf(&d.c, "    if (!%s_ws && %s_init(NULL) != 0)\n        return -1;\n", prefix,
-		              prefix);
-	for (uint32_t k = 0; k < g->nbindings; k++)
-		rl_buf_printf(&d.c, "    if (memcmp(in[%u], %s_bound%u, %zu) != 0)\n"
-		                    "        return -2; /* not the value it was bound to */\n",
-		              g->bindings[k].input, prefix, k, g->bindings[k].nbytes);
-	for (uint32_t u = 0; u < d.nunits; u++) {
-		const struct unit *un = &d.units[u];
-		if (un->view) {
-			char b[256];
-			value_ptr(&d, g->nodes[un->node].out[0], false, b, sizeof(b));
-			rl_buf_printf(&d.c, "    /* '%s' (%s): a view of %s, nothing to run */\n",
-			              ctext(g->nodes[un->node].name), rl_op_table[g->nodes[un->node].op].name, b);
-			continue;
-		}
-		if (un->at_init)
-			continue; /* NAME_init ran it */
-		char kname[128];
-		kernel_name(&d, un, kname, sizeof(kname));
-		unit_call(&d, un, kname, &d.c);
-		if (dyn && un->grp < 0)
-			cg_extent_after(g, prefix, un->node, kname, &d.c);
-	}
-	/* outputs not written in place: copies */
-	for (uint32_t i = 0; i < g->noutputs; i++) {
-		uint32_t v = g->outputs[i];
-		if (d.vi[v].st == ST_OUTPUT && d.vi[v].io == (int)i)
-			continue;
-		char b[256];
-		value_ptr(&d, v, false, b, sizeof(b));
-		if (d.vi[v].st == ST_OUTPUT)
-			snprintf(b, sizeof(b), "out[%d]", d.vi[v].io);
-		rl_buf_printf(&d.c, "    memcpy(out[%u], %s, %lld);\n", i, b, (long long)value_bytes(g, v));
-	}
-	rl_buf_printf(&d.c, "    return 0;\n}\n\n");
-	{
-		struct rl_buf body = d.c;
-		d.c = whole;
-		if (!body.s || !strstr(body.s, "in["))
-			rl_buf_printf(&d.c, "    (void)in;\n");
-		if (!body.s || !strstr(body.s, "out["))
-			rl_buf_printf(&d.c, "    (void)out;\n");
-		rl_buf_printf(&d.c, "%s", body.s ? body.s : "");
-		rl_buf_free(&body);
-	}
-
-	/* typed run; run_ws in both modes (normal mode: NAME_init's weights and
-	 * packed constants, the caller's workspace) */
-	if (!stat) {
-		rl_buf_printf(&d.c, "int %s_run(", prefix);
-		typed_params(&d, &d.c);
-		snprintf(callb, sizeof(callb), "%s_run_v(", prefix);
-		typed_body(&d, callb, &d.c);
-		rl_buf_printf(&d.c,
-		              "int %s_run_ws_v(void *ws, const void *const *in, void *const *out)\n{\n"
-		              "    if (!ws || ((uintptr_t)ws & %du) != 0)\n        return -1;\n"
-		              "    if (!%s_ws && %s_init(NULL) != 0)\n        return -1;\n"
-		              "    unsigned char *own = %s_ws;\n"
-		              "    %s_ws = (unsigned char *)ws;\n"
-		              "    int r = %s_run_v(in, out);\n"
-		              "    %s_ws = own;\n    return r;\n}\n\n",
-		              prefix, RL_ALIGN - 1, prefix, prefix, prefix, prefix, prefix, prefix);
-	}
-	rl_buf_printf(&d.c, "int %s_run_ws(void *ws%s", prefix, g->ninputs + g->noutputs ? ", " : "");
-	typed_params(&d, &d.c);
-	snprintf(callb, sizeof(callb), "%s_run_ws_v(ws, ", prefix);
-	typed_body(&d, callb, &d.c);
-
-	/* io tables */
-	for (int io = 0; io < 2; io++) {
-		uint32_t cnt = io ? g->noutputs : g->ninputs;
-		const uint32_t *list = io ? g->outputs : g->inputs;
-		const char *what = io ? "outputs" : "inputs";
-		for (uint32_t i = 0; i < cnt; i++) {
-			char b[256];
-			dims_list(&g->values[list[i]].shape, b, sizeof(b));
-			rl_buf_printf(&d.c, "static const long long %s_%s_dims%u[] = {%s};\n", prefix,
-			              what, i, b);
-		}
-		rl_buf_printf(&d.c, "const struct %s_tensor_info %s_%s[%u] = {\n", prefix, prefix, what,
-		              cnt ? cnt : 1);
-		for (uint32_t i = 0; i < cnt; i++) {
-			const struct rl_value *val = &g->values[list[i]];
-			rl_buf_printf(&d.c, "    {\"%s\", \"%s\", %d, %d, %s_%s_dims%u, %lldll, %zuu},\n",
-			              ctext(val->name), rl_dtype_name(val->dtype), (int)val->dtype,
-			              val->shape.rank, prefix, what, i,
-			              (long long)rl_shape_numel(&val->shape), val->nbytes ? val->nbytes
-			              : (size_t)rl_shape_numel(&val->shape) * rl_dtype_size(val->dtype));
-		}
-		if (!cnt)
-			rl_buf_printf(&d.c, "    {\"\", \"\", 0, 0, NULL, 0, 0},\n");
-		rl_buf_printf(&d.c, "};\n");
-	}
+	c_run_v(&d, dyn);
+	c_entries(&d);
 
 	/* ---- the header ---- */
 	char guard[80], upper[64];
-	snprintf(upper, sizeof(upper), "%s", prefix);
+	snprintf(upper, sizeof(upper), "%s", nm.prefix);
 	for (char *p = upper; *p; p++)
 		*p = (char)toupper((unsigned char)*p);
 	if (dyn)
-		cg_extent_func(g, prefix, upper, &d.c);
+		cg_extent_func(g, nm.prefix, upper, &d.c);
 	snprintf(guard, sizeof(guard), "%s_H", upper);
-	rl_buf_printf(&d.h, "/*\n * %s - generated by rlopt %s from %s.\n *\n", hbase, RL_VERSION,
-	              ctext(g->path));
-	if (stat)
-		rl_buf_printf(&d.h, " * Static build: no malloc, no stdio, no threads, every weight embedded.\n"
-		                    " * Call %s_run_ws(ws, ...) with ws pointing at %s_WORKSPACE_BYTES\n"
-		                    " * bytes aligned to %s_WORKSPACE_ALIGN (static storage, say), which the\n"
-		                    " * run uses as scratch: nothing in it needs keeping between runs. One run\n"
-		                    " * at a time per process. Returns 0 on success, -1 for a NULL or\n"
-		                    " * misaligned ws.\n", prefix, upper, upper);
-	else
-		rl_buf_printf(&d.h, " * Call %s_init() once (it allocates the workspace%s), then %s_run()\n"
-		                    " * as often as needed, and %s_free() at the end. Not thread-safe: one\n"
-		                    " * run at a time per process. Returns 0 on success, -1 on failure%s.\n"
-		                    " * %s_run_ws() runs on the caller's workspace instead (%s_WORKSPACE_BYTES\n"
-		                    " * bytes aligned to %s_WORKSPACE_ALIGN).\n",
-		              prefix, d.side_size ? " and reads the weights file" : "", prefix, prefix,
-		              g->nbindings ? ",\n * -2 when a bound input (below) is not the value it was "
-		                             "bound to" : "", prefix, upper, upper);
-	for (uint32_t i = 0; i < g->ninputs; i++) {
-		const struct rl_value *val = &g->values[g->inputs[i]];
-		char sb[128];
-		rl_buf_printf(&d.h, " *   input  %u: %s %s[%s]%s\n", i, ctext(val->name),
-		              rl_dtype_name(val->dtype), rl_shape_str(&val->shape, sb, sizeof(sb)),
-		              input_bound(g, i) ? ", bound at build time (--value): each run must pass "
-		              "the same data" : "");
-	}
-	for (uint32_t i = 0; i < g->noutputs; i++) {
-		const struct rl_value *val = &g->values[g->outputs[i]];
-		char sb[128];
-		rl_buf_printf(&d.h, " *   output %u: %s %s[%s]%s\n", i, ctext(val->name),
-		              rl_dtype_name(val->dtype), rl_shape_str(&val->shape, sb, sizeof(sb)),
-		              val->extent_axis ? " at most (see below)" : "");
-	}
-	if (g->onnx_io)
-		onnx_io_note(g, &d.h);
-	rl_buf_printf(&d.h, " * float16 and bfloat16 tensors are passed as uint16_t bit patterns.\n");
-	bool io_lowp = false;
-	for (uint32_t i = 0; i < g->ninputs + g->noutputs; i++)
-		io_lowp |= rl_dtype_is_lowp(g->values[i < g->ninputs ? g->inputs[i]
-		                                                    : g->outputs[i - g->ninputs]].dtype);
-	if (io_lowp) /* ir/lowp.c */
-		rl_buf_printf(&d.h, " * float8 and float4 tensors are passed as their codes, one a uint8_t;\n"
-		                    " * int4/int2 one element an int8_t, uint4/uint2 one a uint8_t (unpacked).\n");
-	rl_buf_printf(&d.h, " */\n");
-	rl_buf_printf(&d.h, "#ifndef %s\n#define %s\n\n#include <stdint.h>\n\n", guard, guard);
-	rl_buf_printf(&d.h, "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n");
-	rl_buf_printf(&d.h, "#define %s_NUM_INPUTS %u\n#define %s_NUM_OUTPUTS %u\n", upper, g->ninputs,
-	              upper, g->noutputs);
-	rl_buf_printf(&d.h, "#define %s_WORKSPACE_BYTES %lldu\n#define %s_WORKSPACE_ALIGN %d\n\n", upper,
-	              (long long)ws_total, upper, RL_ALIGN);
-	rl_buf_printf(&d.h, "struct %s_tensor_info {\n    const char *name;\n    const char *dtype;\n"
-	                    "    int onnx_dtype;\n    int rank;\n    const long long *dims;\n"
-	                    "    long long numel;\n    unsigned long nbytes;\n};\n", prefix);
-	rl_buf_printf(&d.h, "extern const struct %s_tensor_info %s_inputs[];\n", prefix, prefix);
-	rl_buf_printf(&d.h, "extern const struct %s_tensor_info %s_outputs[];\n\n", prefix, prefix);
-	if (!stat) {
-		rl_buf_printf(&d.h, "/* weights_path: %s; NULL for the default. */\n",
-		              d.side_size ? "the side file NAME.weights" : "unused (weights are embedded)");
-		rl_buf_printf(&d.h, "int %s_init(const char *weights_path);\nvoid %s_free(void);\n", prefix,
-		              prefix);
-		rl_buf_printf(&d.h, "/* Threads the kernels split their work across, the caller's included\n"
-		                    " * (default: the online cores; capped at 64). Results do not depend on\n"
-		                    " * it. Returns -1 for n < 1. Call before or between runs. */\n"
-		                    "int %s_set_threads(int n);\n", prefix);
-		rl_buf_printf(&d.h, "/* inputs and outputs in the order of the tables above */\n");
-		rl_buf_printf(&d.h, "int %s_run_v(const void *const *in, void *const *out);\n", prefix);
-	}
-	rl_buf_printf(&d.h, "int %s_run_ws_v(void *ws, const void *const *in, void *const *out);\n",
-	              prefix);
-	if (dyn)
-		cg_extent_header(g, prefix, upper, &d.h);
-	if (!stat) {
-		rl_buf_printf(&d.h, "int %s_run(", prefix);
-		typed_params(&d, &d.h);
-		rl_buf_printf(&d.h, ");\n");
-	}
-	rl_buf_printf(&d.h, "int %s_run_ws(void *ws%s", prefix, g->ninputs + g->noutputs ? ", " : "");
-	typed_params(&d, &d.h);
-	rl_buf_printf(&d.h, ");\n\n#ifdef __cplusplus\n}\n#endif\n\n#endif /* %s */\n", guard);
+	h_banner(&d, &nm, upper);
+	h_decls(&d, upper, guard, ws_total, dyn);
 
-	st = write_files(&d, c_path, h_path, w_path, err, errlen);
-	goto done;
+	st = write_files(&d, c_path, nm.h_path, nm.w_path, err, errlen);
+	driver_free(&d);
+	return st;
 fail:
 	snprintf(err, errlen, "%s", g->err[0] ? g->err : "code generation failed");
-done:
-	for (uint32_t q = 0; q < d.ngrps; q++) {
-		free(d.grps[q].nodes);
-		free(d.grps[q].in);
-		free(d.grps[q].out);
-	}
-	free(d.grps);
-	free(d.grp_of);
-	free(d.units);
-	free(d.vi);
-	free(d.exec);
-	free(d.at_init);
-	free(d.side);
-	rl_buf_free(&d.c);
-	rl_buf_free(&d.h);
-	rl_buf_free(&d.kernels);
-	rl_buf_free(&d.cg.body);
-	rl_buf_free(&d.cg.pre);
-	rl_buf_free(&d.cg.statics);
-	rl_buf_free(&d.cg.init);
-	rl_buf_free(&d.cg.fini);
+	driver_free(&d);
 	return st;
 }
 

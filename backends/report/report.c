@@ -1099,13 +1099,17 @@ static void level_points(struct plot *p, const struct rl_machine *m, const struc
 	}
 }
 
-static bool render_svg_writer(xmlTextWriterPtr w, const struct rl_report *r,
-                              const struct srows *s, int ns)
+/* The SVG roofline is drawn in layers, one function each, back to front:
+ * document, axes, memory slopes, compute ceilings, the bend, batch sweeps,
+ * kernel points, their labels, then the legend outside the plot area.
+ * Every layer draws through `struct plot`, whose `ok` turns false on the
+ * first libxml2 error and makes the rest no-ops. */
+
+/* The axes' log10 ranges: every point, the bend, and a decade or two
+ * either side. */
+static void svg_ranges(struct plot *p, const struct rl_machine *m, const struct ceiling *ceil_,
+                       int nc, const struct srows *s, int ns)
 {
-	const struct rl_machine *m = r->m;
-	struct plot P = {.w = w, .ok = true}, *p = &P;
-	struct ceiling ceil_[2 * RL_PREC_COUNT_];
-	int nc = collect_ceilings(m, ceil_, 2 * RL_PREC_COUNT_);
 	double pmax = 0, pmin = INFINITY, imin = INFINITY, imax = 0, perfmin = INFINITY;
 	for (int i = 0; i < nc; i++) {
 		pmax = fmax(pmax, ceil_[i].peak);
@@ -1121,23 +1125,27 @@ static bool render_svg_writer(xmlTextWriterPtr w, const struct rl_report *r,
 			imax = fmax(imax, x->cost.intensity);
 			perfmin = fmin(perfmin, x->perf);
 		}
-	/* ranges: every point, the bend, and a decade or two either side */
 	double xlo = fmin(isfinite(imin) ? imin : bal, bal / 100);
 	double xhi = fmax(imax, bal * 100);
-	P.lx0 = floor(log10(xlo));
-	P.lx1 = ceil(log10(xhi));
-	if (P.lx1 - P.lx0 > 10)
-		P.lx0 = P.lx1 - 10;
-	P.ly1 = ceil(log10(pmax * 2));
-	double ylo = fmin(isfinite(perfmin) ? perfmin : pmin, bw * pow(10, P.lx0));
+	p->lx0 = floor(log10(xlo));
+	p->lx1 = ceil(log10(xhi));
+	if (p->lx1 - p->lx0 > 10)
+		p->lx0 = p->lx1 - 10;
+	p->ly1 = ceil(log10(pmax * 2));
+	double ylo = fmin(isfinite(perfmin) ? perfmin : pmin, bw * pow(10, p->lx0));
 	ylo = fmin(ylo, pmin / 10);
-	P.ly0 = floor(log10(ylo));
-	if (P.ly1 - P.ly0 > 12)
-		P.ly0 = P.ly1 - 12; /* points below sit on the axis */
-	if (P.ly1 - P.ly0 < 3)
-		P.ly0 = P.ly1 - 3;
+	p->ly0 = floor(log10(ylo));
+	if (p->ly1 - p->ly0 > 12)
+		p->ly0 = p->ly1 - 12; /* points below sit on the axis */
+	if (p->ly1 - p->ly0 < 3)
+		p->ly0 = p->ly1 - 3;
+}
 
-	char a[64], b[64], c[64], d[64], t[512];
+/* The <svg> element (left open), its title, background and heading. */
+static void svg_open(struct plot *p, const struct rl_report *r, const struct srows *s, int ns)
+{
+	xmlTextWriterPtr w = p->w;
+	char a[64], b[64], c[64], t[512];
 	p->ok = xmlTextWriterStartElement(w, BAD_CAST "svg") >= 0;
 	if (p->ok) {
 		snprintf(a, sizeof(a), "%d", SVG_W);
@@ -1151,7 +1159,7 @@ static bool render_svg_writer(xmlTextWriterPtr w, const struct rl_report *r,
 		        xmlTextWriterWriteAttribute(w, BAD_CAST "font-family",
 		                                    BAD_CAST "sans-serif") >= 0;
 	}
-	snprintf(t, sizeof(t), "Roofline: %s on %s", r->model ? r->model : "model", m->name);
+	snprintf(t, sizeof(t), "Roofline: %s on %s", r->model ? r->model : "model", r->m->name);
 	el(p, "title", NULL);
 	text_node(p, t);
 	end(p);
@@ -1160,16 +1168,21 @@ static bool render_svg_writer(xmlTextWriterPtr w, const struct rl_report *r,
 	if (ns == 1 && s[0].batch > 0)
 		snprintf(t + strlen(t), sizeof(t) - strlen(t), ", batch %lld", (long long)s[0].batch);
 	label(p, PL, 28, "start", "16", "#111", 0, t);
+}
 
-	/* grid and axes */
+/* Grid, frame and axis titles; then the clip path, and the clipped group
+ * (left open) that everything plotted goes into. */
+static void svg_axes(struct plot *p)
+{
+	char a[64], b[64], c[64], d[64];
 	el(p, "g", "id", "grid", NULL);
-	for (double e = P.lx0; e <= P.lx1 + 1e-9; e++) {
+	for (double e = p->lx0; e <= p->lx1 + 1e-9; e++) {
 		double x = px(p, pow(10, e));
 		line(p, x, PT, x, PT + PH, "#e4e4e4", "1", NULL);
 		snprintf(a, sizeof(a), "%g", pow(10, e));
 		label(p, x, PT + PH + 18, "middle", "12", "#333", 0, a);
 	}
-	for (double e = P.ly0; e <= P.ly1 + 1e-9; e++) {
+	for (double e = p->ly0; e <= p->ly1 + 1e-9; e++) {
 		double y = py(p, pow(10, e));
 		line(p, PL, y, PL + PW, y, "#e4e4e4", "1", NULL);
 		si(pow(10, e), a, sizeof(a));
@@ -1192,10 +1205,16 @@ static bool render_svg_writer(xmlTextWriterPtr w, const struct rl_report *r,
 	end(p);
 	end(p);
 	el(p, "g", "clip-path", "url(#plotarea)", NULL);
+}
 
+/* One slope per memory level, closest first; main memory drawn last and
+ * thickest, plus main memory at contiguous efficiency. */
+static void svg_memory(struct plot *p, const struct rl_machine *m)
+{
+	char b[64], t[512];
+	double bw = dram(m)->read_bw;
 	/* angle of a slope-1 line on screen */
-	double ang = -atan((PH / (P.ly1 - P.ly0)) / (PW / (P.lx1 - P.lx0))) * 180 / M_PI;
-	/* memory levels: closest first; main memory drawn last and thickest */
+	double ang = -atan((PH / (p->ly1 - p->ly0)) / (PW / (p->lx1 - p->lx0))) * 180 / M_PI;
 	el(p, "g", "id", "memory", NULL);
 	for (int i = 0; i < m->nlevels; i++) {
 		const struct rl_mem_level *L = &m->level[i];
@@ -1220,8 +1239,13 @@ static bool render_svg_writer(xmlTextWriterPtr w, const struct rl_report *r,
 		line(p, px(p, x0), py(p, x0 * effbw), px(p, x1), py(p, x1 * effbw), "#000", "1",
 		     "2 3");
 	end(p);
+}
 
-	/* compute ceilings */
+/* The compute ceilings, and the bend where fp32 meets main memory. */
+static void svg_compute(struct plot *p, const struct rl_machine *m, const struct ceiling *ceil_,
+                        int nc)
+{
+	char a[64], b[64], t[512];
 	el(p, "g", "id", "compute", NULL);
 	for (int i = 0; i < nc; i++) {
 		double y = py(p, ceil_[i].peak);
@@ -1234,7 +1258,7 @@ static bool render_svg_writer(xmlTextWriterPtr w, const struct rl_report *r,
 	}
 	end(p);
 
-	/* the bend: fp32 ceiling meets main memory */
+	double bal = fp32_peak(m) / dram(m)->read_bw;
 	el(p, "g", "id", "bend", NULL);
 	if (bal > 0) {
 		double bx = px(p, bal), by = py(p, fp32_peak(m));
@@ -1246,8 +1270,11 @@ static bool render_svg_writer(xmlTextWriterPtr w, const struct rl_report *r,
 		label(p, bx + 6, PT + PH - 8, "start", "11", "#b00", 0, t);
 	}
 	end(p);
+}
 
-	/* sweeps: join a weighted node's points across batches */
+/* Sweeps: join a weighted node's points across batches. */
+static void svg_sweeps(struct plot *p, const struct srows *s, int ns)
+{
 	el(p, "g", "id", "sweep", NULL);
 	if (ns > 1) {
 		for (uint32_t j = 0; j < s[0].ks.nk; j++) {
@@ -1279,8 +1306,13 @@ static bool render_svg_writer(xmlTextWriterPtr w, const struct rl_report *r,
 		}
 	}
 	end(p);
+}
 
-	/* points */
+/* One marker per kernel (area: share of time) with a <title> tooltip, per
+ * series; a tiled kernel also gets a square at each cache level. */
+static void svg_points(struct plot *p, const struct rl_machine *m, const struct srows *s, int ns)
+{
+	char a[64], d[64], t[512];
 	for (int k = 0; k < ns; k++) {
 		snprintf(a, sizeof(a), "batch-%lld", (long long)s[k].batch);
 		el(p, "g", "id", ns > 1 ? a : "nodes", NULL);
@@ -1315,7 +1347,11 @@ static bool render_svg_writer(xmlTextWriterPtr w, const struct rl_report *r,
 		}
 		end(p);
 	}
-	/* labels: the largest shares of the first series */
+}
+
+/* Names next to the largest shares of the first series. */
+static void svg_point_labels(struct plot *p, const struct srows *s)
+{
 	const struct row **top = calloc(s[0].ks.nk ? s[0].ks.nk : 1, sizeof(*top));
 	int nt = 0;
 	for (uint32_t j = 0; top && j < s[0].ks.nk; j++) {
@@ -1355,12 +1391,15 @@ static bool render_svg_writer(xmlTextWriterPtr w, const struct rl_report *r,
 	}
 	end(p);
 	free(top);
-	end(p); /* clip group */
+}
 
-	/* legend */
-	double ly = PT + 10;
-	double lx = PL + PW + 24;
-	el(p, "g", "id", "legend", NULL);
+/* Legend, first half: the operator families present, the marker size and
+ * tiled-kernel squares, and one marker per batch of a sweep. Returns the
+ * next line's y. */
+static double svg_legend_marks(struct plot *p, const struct srows *s, int ns, double lx,
+                               double ly)
+{
+	char a[64], b[64], t[512];
 	label(p, lx, ly, "start", "12", "#111", 0, "operator family");
 	ly += 18;
 	bool seen[RL_FAM_COUNT_] = {false};
@@ -1396,6 +1435,14 @@ static bool render_svg_writer(xmlTextWriterPtr w, const struct rl_report *r,
 		}
 		ly += 8;
 	}
+	return ly;
+}
+
+/* Legend, second half: the line styles and the first series' totals. */
+static void svg_legend_lines(struct plot *p, const struct rl_machine *m, const struct srows *s,
+                             double lx, double ly)
+{
+	char t[512];
 	label(p, lx, ly, "start", "12", "#111", 0, "lines");
 	ly += 16;
 	line(p, lx, ly - 4, lx + 24, ly - 4, "#000", "2", NULL);
@@ -1425,6 +1472,27 @@ static bool render_svg_writer(xmlTextWriterPtr w, const struct rl_report *r,
 	ly += 16;
 	snprintf(t, sizeof(t), "latency-bound %.0f%%", 100 * s[0].t.time_latency / T);
 	label(p, lx, ly, "start", "11", "#222", 0, t);
+}
+
+static bool render_svg_writer(xmlTextWriterPtr w, const struct rl_report *r,
+                              const struct srows *s, int ns)
+{
+	const struct rl_machine *m = r->m;
+	struct plot P = {.w = w, .ok = true}, *p = &P;
+	struct ceiling ceil_[2 * RL_PREC_COUNT_];
+	int nc = collect_ceilings(m, ceil_, 2 * RL_PREC_COUNT_);
+	svg_ranges(p, m, ceil_, nc, s, ns);
+	svg_open(p, r, s, ns);
+	svg_axes(p);
+	svg_memory(p, m);
+	svg_compute(p, m, ceil_, nc);
+	svg_sweeps(p, s, ns);
+	svg_points(p, m, s, ns);
+	svg_point_labels(p, s);
+	end(p); /* clip group */
+	el(p, "g", "id", "legend", NULL);
+	double ly = svg_legend_marks(p, s, ns, PL + PW + 24, PT + 10);
+	svg_legend_lines(p, m, s, PL + PW + 24, ly);
 	end(p); /* legend */
 	end(p); /* svg */
 	return p->ok;
@@ -1778,14 +1846,14 @@ int rl_report_crossings(const struct rl_graph *g1, int64_t b1, const struct rl_g
 
 /* ---- driver ------------------------------------------------------------------ */
 
-bool rl_report_render(const struct rl_report *r, enum rl_report_format fmt, char **buf,
-                      size_t *len, char *err, size_t errlen)
+enum rl_status rl_report_render(const struct rl_report *r, enum rl_report_format fmt,
+                                char **buf, size_t *len, char *err, size_t errlen)
 {
 	*buf = NULL;
 	*len = 0;
 	if (!r->m || r->nseries < 1 || !r->series) {
 		snprintf(err, errlen, "report: nothing to report");
-		return false;
+		return RL_ERR_INVALID;
 	}
 	struct srows *s = calloc((size_t)r->nseries, sizeof(*s));
 	bool ok = s != NULL;
@@ -1825,24 +1893,25 @@ done:
 		rl_kernels_free(&s[i].ks);
 	}
 	free(s);
-	return ok;
+	return ok ? RL_OK : RL_ERR_NOMEM;
 }
 
-bool rl_report_write(const struct rl_report *r, enum rl_report_format fmt, const char *path,
-                     char *err, size_t errlen)
+enum rl_status rl_report_write(const struct rl_report *r, enum rl_report_format fmt,
+                               const char *path, char *err, size_t errlen)
 {
 	char *buf;
 	size_t len;
-	if (!rl_report_render(r, fmt, &buf, &len, err, errlen))
-		return false;
-	bool ok;
+	enum rl_status st = rl_report_render(r, fmt, &buf, &len, err, errlen);
+	if (st != RL_OK)
+		return st;
 	if (!path || strcmp(path, "-") == 0) {
-		ok = fwrite(buf, 1, len, stdout) == len && fflush(stdout) == 0;
-		if (!ok)
+		if (fwrite(buf, 1, len, stdout) != len || fflush(stdout) != 0) {
 			snprintf(err, errlen, "report: could not write to standard output");
+			st = RL_ERR_IO;
+		}
 	} else {
-		ok = rl_write_file_atomic(path, buf, len, err, errlen) == RL_OK;
+		st = rl_write_file_atomic(path, buf, len, err, errlen);
 	}
 	free(buf);
-	return ok;
+	return st;
 }

@@ -100,13 +100,14 @@ int rl_report_crossings(const struct rl_graph *g1, int64_t b1,
                         struct rl_report_crossing **out);
 
 /* Price every series (rl_cost_graph) and render the report into a malloc'd,
- * NUL-terminated buffer (*buf, *len). On failure returns false with a
- * one-line message in err. */
-bool rl_report_render(const struct rl_report *r, enum rl_report_format f,
-                      char **buf, size_t *len, char *err, size_t errlen);
+ * NUL-terminated buffer (*buf, *len). On failure returns RL_ERR_INVALID
+ * (no series or machine) or RL_ERR_NOMEM with a one-line message in err. */
+enum rl_status rl_report_render(const struct rl_report *r, enum rl_report_format f,
+                                char **buf, size_t *len, char *err, size_t errlen);
 
-/* Render and write to path atomically (path NULL or "-": stdout). */
-bool rl_report_write(const struct rl_report *r, enum rl_report_format f,
-                     const char *path, char *err, size_t errlen);
+/* Render and write to path atomically (path NULL or "-": stdout); a failed
+ * write is RL_ERR_IO. */
+enum rl_status rl_report_write(const struct rl_report *r, enum rl_report_format f,
+                               const char *path, char *err, size_t errlen);
 
 #endif /* RL_REPORT_H */

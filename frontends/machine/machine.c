@@ -156,6 +156,24 @@ double rl_machine_balance(const struct rl_machine *m, enum rl_prec p)
 /* ---- messages ----------------------------------------------------------- */
 
 /* "FILE:LINE: reason", or "FILE: reason" when there is no line. */
+/* "FILE:LINE: reason" (or "FILE: reason") into err, on one line. */
+static void rl_vfail(char *err, size_t errlen, const char *file, int line, const char *fmt,
+                     va_list ap)
+{
+	if (!err || errlen == 0)
+		return;
+	int n = line > 0 ? snprintf(err, errlen, "%s:%d: ", file, line)
+	                 : snprintf(err, errlen, "%s: ", file);
+	if (n < 0 || (size_t)n >= errlen)
+		return;
+	vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
+	/* one line, whatever a libxml2 message or a file name brought in */
+	for (char *c = err; *c; c++)
+		if (*c == '\n' || *c == '\r')
+			*c = ' ';
+}
+
+/* For the internal checks that return bool (their caller knows the status). */
 static bool rl_fail(char *err, size_t errlen, const char *file, int line,
                     const char *fmt, ...)
 	__attribute__((format(printf, 5, 6)));
@@ -163,21 +181,26 @@ static bool rl_fail(char *err, size_t errlen, const char *file, int line,
 static bool rl_fail(char *err, size_t errlen, const char *file, int line,
                     const char *fmt, ...)
 {
-	if (!err || errlen == 0)
-		return false;
-	int n = line > 0 ? snprintf(err, errlen, "%s:%d: ", file, line)
-	                 : snprintf(err, errlen, "%s: ", file);
-	if (n < 0 || (size_t)n >= errlen)
-		return false;
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
+	rl_vfail(err, errlen, file, line, fmt, ap);
 	va_end(ap);
-	/* one line, whatever a libxml2 message or a file name brought in */
-	for (char *c = err; *c; c++)
-		if (*c == '\n' || *c == '\r')
-			*c = ' ';
 	return false;
+}
+
+/* For the public functions: the message as rl_fail, and the status st. */
+static enum rl_status rl_fail_st(enum rl_status st, char *err, size_t errlen, const char *file,
+                                 int line, const char *fmt, ...)
+	__attribute__((format(printf, 6, 7)));
+
+static enum rl_status rl_fail_st(enum rl_status st, char *err, size_t errlen, const char *file,
+                                 int line, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	rl_vfail(err, errlen, file, line, fmt, ap);
+	va_end(ap);
+	return st;
 }
 
 /* The first error libxml2 reported during one parse or validation. */
@@ -551,10 +574,10 @@ void rl_machine_launch_note(const struct rl_machine *m, char *buf, size_t len)
 		         m->launch_graph > 0 ? " (the CUDA backend's default is graph replay)" : "");
 }
 
-bool rl_machine_check(const struct rl_machine *m, char *err, size_t errlen)
+enum rl_status rl_machine_check(const struct rl_machine *m, char *err, size_t errlen)
 {
 	const char *file = m->source[0] ? m->source : m->name[0] ? m->name : "machine";
-	return rl_check_lines(m, NULL, file, err, errlen);
+	return rl_check_lines(m, NULL, file, err, errlen) ? RL_OK : RL_ERR_INVALID;
 }
 
 /* ---- XML to struct ------------------------------------------------------ */
@@ -853,25 +876,26 @@ static bool rl_read_machine(const xmlNode *root, struct rl_machine *m,
 }
 
 /* Parse, validate against the schema, fill and check. */
-static bool rl_load_file(const char *path, struct rl_machine *m, char *err,
-                         size_t errlen)
+static enum rl_status rl_load_file(const char *path, struct rl_machine *m, char *err,
+                                   size_t errlen)
 {
 	/* fopen first: a clearer message than libxml2's I/O warning */
 	FILE *f = fopen(path, "rb");
 	if (!f)
-		return rl_fail(err, errlen, path, 0, "cannot open: %s", strerror(errno));
+		return rl_fail_st(RL_ERR_IO, err, errlen, path, 0, "cannot open: %s",
+		                  strerror(errno));
 	fclose(f);
 
 	char xsd[PATH_MAX];
 	int k = snprintf(xsd, sizeof xsd, "%s/machine.xsd", rl_machine_hw_dir());
 	if (k < 0 || (size_t)k >= sizeof xsd)
-		return rl_fail(err, errlen, path, 0, "hw directory path too long");
+		return rl_fail_st(RL_ERR_IO, err, errlen, path, 0, "hw directory path too long");
 	if (!rl_file_exists(xsd))
-		return rl_fail(err, errlen, xsd, 0,
-		               "schema not found (set RLOPT_HW_DIR to the folder "
-		               "holding machine.xsd)");
+		return rl_fail_st(RL_ERR_IO, err, errlen, xsd, 0,
+		                  "schema not found (set RLOPT_HW_DIR to the folder "
+		                  "holding machine.xsd)");
 
-	bool ok = false;
+	enum rl_status st = RL_ERR_NOMEM;
 	struct rl_xml_errors xe = {0};
 	xmlDoc *doc = NULL;
 	xmlSchemaParserCtxt *spc = NULL;
@@ -890,6 +914,7 @@ static bool rl_load_file(const char *path, struct rl_machine *m, char *err,
 	doc = xmlCtxtReadFile(pc, path, NULL,
 	                      XML_PARSE_NONET | XML_PARSE_NOERROR |
 	                              XML_PARSE_NOWARNING | XML_PARSE_BIG_LINES);
+	st = RL_ERR_PARSE;
 	if (!doc || !pc->wellFormed) {
 		if (xe.have)
 			rl_fail(err, errlen, path, xe.line > 0 ? xe.line : 1,
@@ -909,6 +934,7 @@ static bool rl_load_file(const char *path, struct rl_machine *m, char *err,
 		goto done;
 	}
 
+	st = RL_ERR_IO; /* the schema is ours: a broken install */
 	spc = xmlSchemaNewParserCtxt(xsd);
 	if (!spc) {
 		rl_fail(err, errlen, xsd, 0, "cannot read schema");
@@ -922,6 +948,7 @@ static bool rl_load_file(const char *path, struct rl_machine *m, char *err,
 		        se.have ? se.msg : "unknown error");
 		goto done;
 	}
+	st = RL_ERR_NOMEM;
 	vc = xmlSchemaNewValidCtxt(schema);
 	if (!vc) {
 		rl_fail(err, errlen, path, 0, "out of memory");
@@ -929,6 +956,7 @@ static bool rl_load_file(const char *path, struct rl_machine *m, char *err,
 	}
 	struct rl_xml_errors ve = {0};
 	xmlSchemaSetValidStructuredErrors(vc, rl_xml_on_schema_error, &ve);
+	st = RL_ERR_INVALID;
 	int rc = xmlSchemaValidateDoc(vc, doc);
 	if (rc != 0) {
 		if (ve.have)
@@ -952,7 +980,7 @@ static bool rl_load_file(const char *path, struct rl_machine *m, char *err,
 	rl_machine_set_launch(&tmp, strcmp(tmp.kind, "gpu") == 0 ? RL_LAUNCH_GRAPH
 	                                                        : RL_LAUNCH_EAGER);
 	*m = tmp;
-	ok = true;
+	st = RL_OK;
 done:
 	if (vc)
 		xmlSchemaFreeValidCtxt(vc);
@@ -964,7 +992,7 @@ done:
 		xmlFreeDoc(doc);
 	if (pc)
 		xmlFreeParserCtxt(pc);
-	return ok;
+	return st;
 }
 
 /* "a, b, c" into buf (truncated quietly; it is only for a message). */
@@ -980,46 +1008,46 @@ static void rl_names_join(char **names, int n, char *buf, size_t len)
 	}
 }
 
-bool rl_machine_load(const char *spec, struct rl_machine *m, char *err,
-                     size_t errlen)
+enum rl_status rl_machine_load(const char *spec, struct rl_machine *m, char *err,
+                               size_t errlen)
 {
 	if (!spec || !*spec)
-		return rl_fail(err, errlen, "machine", 0, "empty profile name");
+		return rl_fail_st(RL_ERR_IO, err, errlen, "machine", 0, "empty profile name");
 	if (strchr(spec, '/') || rl_ends_with(spec, ".xml"))
 		return rl_load_file(spec, m, err, errlen);
 
 	char path[PATH_MAX];
 	if (strcmp(spec, "host") == 0) {
 		if (!rl_machine_host_path(path, sizeof path))
-			return rl_fail(err, errlen, "host", 0,
-			               "no host profile path: set RLOPT_HOST_PROFILE "
-			               "or HOME");
+			return rl_fail_st(RL_ERR_IO, err, errlen, "host", 0,
+			                  "no host profile path: set RLOPT_HOST_PROFILE "
+			                  "or HOME");
 		if (!rl_file_exists(path))
-			return rl_fail(err, errlen, path, 0,
-			               "no host profile; measure this machine with "
-			               "`rlopt probe -o %s`", path);
+			return rl_fail_st(RL_ERR_IO, err, errlen, path, 0,
+			                  "no host profile; measure this machine with "
+			                  "`rlopt probe -o %s`", path);
 		return rl_load_file(path, m, err, errlen);
 	}
 
 	const char *dir = rl_machine_hw_dir();
 	int k = snprintf(path, sizeof path, "%s/%s.xml", dir, spec);
 	if (k < 0 || (size_t)k >= sizeof path)
-		return rl_fail(err, errlen, spec, 0, "profile name too long");
+		return rl_fail_st(RL_ERR_IO, err, errlen, spec, 0, "profile name too long");
 	if (rl_file_exists(path))
 		return rl_load_file(path, m, err, errlen);
 
 	char **names;
 	int n = rl_names_scan(dir, &names);
 	if (n < 0)
-		return rl_fail(err, errlen, spec, 0,
-		               "unknown machine, and the hw directory %s cannot be "
-		               "read: %s (set RLOPT_HW_DIR)", dir, strerror(errno));
+		return rl_fail_st(RL_ERR_IO, err, errlen, spec, 0,
+		                  "unknown machine, and the hw directory %s cannot be "
+		                  "read: %s (set RLOPT_HW_DIR)", dir, strerror(errno));
 	char known[1024];
 	rl_names_join(names, n, known, sizeof known);
 	rl_names_free(names, n);
-	return rl_fail(err, errlen, spec, 0,
-	               "unknown machine (known in %s: %s; or 'host', or a path "
-	               "to a .xml profile)", dir, n ? known : "none");
+	return rl_fail_st(RL_ERR_IO, err, errlen, spec, 0,
+	                  "unknown machine (known in %s: %s; or 'host', or a path "
+	                  "to a .xml profile)", dir, n ? known : "none");
 }
 
 void rl_machine_list(FILE *f)
@@ -1039,7 +1067,8 @@ void rl_machine_list(FILE *f)
 	for (int i = 0; i < n; i++) {
 		char path[PATH_MAX];
 		int k = snprintf(path, sizeof path, "%s/%s.xml", dir, names[i]);
-		if (k > 0 && (size_t)k < sizeof path && rl_load_file(path, &m, err, sizeof err))
+		if (k > 0 && (size_t)k < sizeof path &&
+		    rl_load_file(path, &m, err, sizeof err) == RL_OK)
 			fprintf(f, "  %-18s %-4s %6d  %s\n", names[i], m.kind,
 			        m.cores, m.desc);
 		else
@@ -1049,7 +1078,7 @@ void rl_machine_list(FILE *f)
 
 	char host[PATH_MAX];
 	if (rl_machine_host_path(host, sizeof host) && rl_file_exists(host)) {
-		if (rl_load_file(host, &m, err, sizeof err))
+		if (rl_load_file(host, &m, err, sizeof err) == RL_OK)
 			fprintf(f, "  %-18s %-4s %6d  %s (%s)\n", "host", m.kind,
 			        m.cores, m.desc, host);
 		else
@@ -1226,28 +1255,28 @@ static bool rl_write_doc(xmlTextWriter *w, const struct rl_machine *m,
 	return ok;
 }
 
-bool rl_machine_write(const struct rl_machine *m, const char *path,
-                      const char *comment, char *err, size_t errlen)
+enum rl_status rl_machine_write(const struct rl_machine *m, const char *path,
+                                const char *comment, char *err, size_t errlen)
 {
 	if (!path || !*path)
-		return rl_fail(err, errlen, "machine", 0, "no output path");
+		return rl_fail_st(RL_ERR_IO, err, errlen, "machine", 0, "no output path");
 	/* never write what the loader would refuse */
 	if (!rl_check_lines(m, NULL, path, err, errlen))
-		return false;
+		return RL_ERR_INVALID;
 
 	xmlBuffer *buf = xmlBufferCreate();
 	if (!buf)
-		return rl_fail(err, errlen, path, 0, "out of memory");
+		return rl_fail_st(RL_ERR_NOMEM, err, errlen, path, 0, "out of memory");
 	xmlTextWriter *w = xmlNewTextWriterMemory(buf, 0);
 	if (!w) {
 		xmlBufferFree(buf);
-		return rl_fail(err, errlen, path, 0, "out of memory");
+		return rl_fail_st(RL_ERR_NOMEM, err, errlen, path, 0, "out of memory");
 	}
 	bool ok = rl_write_doc(w, m, comment);
 	xmlFreeTextWriter(w); /* flushes into buf */
 	if (!ok) {
 		xmlBufferFree(buf);
-		return rl_fail(err, errlen, path, 0, "XML writer failed");
+		return rl_fail_st(RL_ERR_IO, err, errlen, path, 0, "XML writer failed");
 	}
 
 	/* all or nothing: a temporary file beside the target, renamed over it */
@@ -1255,9 +1284,7 @@ bool rl_machine_write(const struct rl_machine *m, const char *path,
 	enum rl_status st = rl_write_file_atomic(path, xmlBufferContent(buf),
 	                                         (size_t)xmlBufferLength(buf), werr, sizeof(werr));
 	xmlBufferFree(buf);
-	if (st != RL_OK) {
+	if (st != RL_OK)
 		snprintf(err, errlen, "%s", werr);
-		return false;
-	}
-	return true;
+	return st;
 }

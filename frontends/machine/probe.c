@@ -1095,11 +1095,11 @@ static double rl_chain_rate(double (*fn)(size_t))
 
 /* ---- the probe ---------------------------------------------------------- */
 
-static bool rl_fail_probe(char *err, size_t errlen, const char *fmt, ...)
+static enum rl_status rl_fail_probe(char *err, size_t errlen, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 /* The caller names the command ("rlopt: probe: ..."), so no prefix here. */
-static bool rl_fail_probe(char *err, size_t errlen, const char *fmt, ...)
+static enum rl_status rl_fail_probe(char *err, size_t errlen, const char *fmt, ...)
 {
 	if (err && errlen) {
 		va_list ap;
@@ -1107,7 +1107,7 @@ static bool rl_fail_probe(char *err, size_t errlen, const char *fmt, ...)
 		vsnprintf(err, errlen, fmt, ap);
 		va_end(ap);
 	}
-	return false;
+	return RL_ERR_NOMEM; /* every failure of the probe's own is a resource */
 }
 
 static void rl_probe_stop(struct rl_probe *p, struct rl_worker *w)
@@ -1147,34 +1147,47 @@ static void rl_cat(char *buf, size_t len, size_t *k, const char *fmt, ...)
 		*k = *k + (size_t)w < len ? *k + (size_t)w : len;
 }
 
-bool rl_probe_run(struct rl_machine *m, FILE *log, char *err, size_t errlen)
+enum rl_status rl_probe_run(struct rl_machine *m, FILE *log, char *err, size_t errlen)
 {
 	return rl_probe_run_ex(m, log, NULL, 0, err, errlen);
 }
 
-bool rl_probe_run_ex(struct rl_machine *m, FILE *log, char *comment,
-                     size_t commentlen, char *err, size_t errlen)
-{
-	struct rl_probe P;
-	memset(&P, 0, sizeof P);
-	struct rl_probe *p = &P;
-	p->t_start = rl_now();
-	p->log = log;
-	p->samples = RL_SAMPLES;
-	p->run_s = RL_RUN_S;
-	p->k = rl_kernels_pick();
-	p->n = rl_cpu_count();
-	if (comment && commentlen)
-		comment[0] = '\0';
+/* Buffer sizes the probe streams over, from the caches and installed
+ * memory. */
+struct rl_probe_sizes {
+	struct rl_cache_info ci;
+	double phys;       /* installed memory, bytes; 0 = unknown */
+	size_t ws[4];      /* per-thread working set per cache level [1..3]; 0 = skip */
+	double dram_total; /* all threads' main-memory buffers together */
+	size_t dram_ws;    /* main-memory buffer per thread */
+	size_t dram_ws0;   /* thread 0's, big enough to pass the whole L3 alone */
+};
 
-	/* sizes */
-	struct rl_cache_info ci = rl_caches(p->n);
+/* What the probe measured, in the units of the profile (bytes/s, FLOP/s,
+ * seconds) plus the one-thread figures that only go into the comment. */
+struct rl_probe_meas {
+	double load;                 /* load average when started */
+	bool busy;                   /* load too high for trustworthy numbers */
+	double best_fork;            /* pool fork/join, s */
+	double rd[4], wr[4], cp[4];  /* all threads; [0] = DRAM, [1..3] caches */
+	double rd1, wr1, cp1;        /* DRAM, one thread */
+	double eff_s, eff_g;         /* strided, gather fraction of rd[0] */
+	double f32_1, f32_n, f64_1, f64_n, i8_1, i8_n;
+	int fma_lat, fma_units;
+	double clock;
+	double call, call_extra;     /* kernel call, s */
+};
+
+static void rl_probe_size(struct rl_probe *p, struct rl_probe_sizes *z)
+{
+	z->ci = rl_caches(p->n);
+	const struct rl_cache_info ci = z->ci;
 	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
-	double phys = pages > 0 && psz > 0 ? (double)pages * (double)psz : 0;
+	z->phys = pages > 0 && psz > 0 ? (double)pages * (double)psz : 0;
 	/* per-thread working set per level (1..3 caches; DRAM below): half of
 	 * the thread's share of one instance, so it stays resident next to
 	 * the stack, the code and the other half's worth of conflict misses */
-	size_t ws[4] = {0};
+	size_t *ws = z->ws;
 	for (int l = 1; l <= 3; l++) {
 		int sharers = ci.shared[l] < p->n ? ci.shared[l] : p->n;
 		ws[l] = ci.size[l] / (size_t)(sharers > 0 ? sharers : 1) / 2;
@@ -1193,10 +1206,11 @@ bool rl_probe_run_ex(struct rl_machine *m, FILE *log, char *comment,
 		dram_total = 4 * l3_total;
 	if (dram_total > 4.0 * (double)RL_GIB)
 		dram_total = 4.0 * (double)RL_GIB;
-	if (phys > 0 && dram_total > phys / 4)
-		dram_total = phys / 4;
+	if (z->phys > 0 && dram_total > z->phys / 4)
+		dram_total = z->phys / 4;
 	if (dram_total < 16.0 * (double)RL_MIB)
 		dram_total = 16.0 * (double)RL_MIB;
+	z->dram_total = dram_total;
 	size_t dram_ws = rl_round_page((size_t)(dram_total / p->n));
 	if (dram_ws < 4 * ws[2])
 		dram_ws = rl_round_page(4 * ws[2]);
@@ -1209,10 +1223,19 @@ bool rl_probe_run_ex(struct rl_machine *m, FILE *log, char *comment,
 		dram_ws0 = rl_round_page((size_t)dram_total);
 	if (dram_ws0 < dram_ws)
 		dram_ws0 = dram_ws;
+	z->dram_ws = dram_ws;
+	z->dram_ws0 = dram_ws0;
+}
 
-	/* threads */
+/* Start the worker pool (one thread per CPU, pinned; fewer if the system
+ * refuses some) and give every thread its test buffer. On failure the pool
+ * is stopped and *wp freed. */
+static enum rl_status rl_probe_start(struct rl_probe *p, struct rl_worker **wp,
+                                     const struct rl_probe_sizes *z, char *err, size_t errlen)
+{
 	int want = p->n;
 	struct rl_worker *w = calloc((size_t)want, sizeof *w);
+	*wp = w;
 	p->slot = calloc((size_t)want, sizeof *p->slot);
 	p->tid = calloc((size_t)want, sizeof *p->tid);
 	if (!w || !p->slot || !p->tid) {
@@ -1246,7 +1269,7 @@ bool rl_probe_run_ex(struct rl_machine *m, FILE *log, char *comment,
 	rl_pin(pthread_self(), 0);
 
 	for (int i = 0; i < p->n; i++)
-		p->slot[i].buf_bytes = i == 0 ? dram_ws0 : dram_ws;
+		p->slot[i].buf_bytes = i == 0 ? z->dram_ws0 : z->dram_ws;
 	p->job = RL_JOB_ALLOC;
 	p->active = p->n;
 	rl_pool_run(p);
@@ -1255,127 +1278,153 @@ bool rl_probe_run_ex(struct rl_machine *m, FILE *log, char *comment,
 			rl_probe_stop(p, w);
 			return rl_fail_probe(err, errlen,
 			                     "cannot allocate %zu bytes of test buffer",
-			                     dram_ws);
+			                     z->dram_ws);
 		}
 		p->slot[i].stride_pos = (size_t)i * 7919;
 		for (int j = 0; j < 8; j++)
 			p->slot[i].gather_state[j] =
 			        0x9e3779b97f4a7c15ull * (uint64_t)(i * 8 + j + 1);
 	}
+	return RL_OK;
 
+no_sync:
+	rl_probe_stop(p, w);
+	return rl_fail_probe(err, errlen, "cannot create a mutex or condition variable");
+}
+
+/* The load warning, the setup line and the pool's fork/join, logged
+ * because a parallel kernel pays it on top of the call overhead. */
+static void rl_probe_setup_log(struct rl_probe *p, const struct rl_probe_sizes *z,
+                               struct rl_probe_meas *r)
+{
 	/* a busy machine reads slow: say so where the numbers are read */
-	double load = 0;
 	char lbuf[128];
 	if (rl_read_line("/proc/loadavg", lbuf, sizeof lbuf))
-		load = strtod(lbuf, NULL);
-	bool busy = load > 0.5 * p->n + 0.5;
-	if (busy)
+		r->load = strtod(lbuf, NULL);
+	r->busy = r->load > 0.5 * p->n + 0.5;
+	if (r->busy)
 		rl_logf(p, "warning: load average %.1f on %d CPUs; other work will make "
-		        "these numbers read low, rerun on an idle machine", load, p->n);
+		        "these numbers read low, rerun on an idle machine", r->load, p->n);
 
-	char s1[32], s2[32], s3[32], s4[32];
+	char s1[32], s2[32], s3[32];
+	const struct rl_cache_info *ci = &z->ci;
 	rl_logf(p, "%d threads, %s kernels; caches per instance: L1d %s, L2 %s, L3 %s",
-	        p->n, p->k.isa, rl_size_str(s1, sizeof s1, (double)ci.size[1]),
-	        rl_size_str(s2, sizeof s2, (double)ci.size[2]),
-	        ci.size[3] ? rl_size_str(s3, sizeof s3, (double)ci.size[3]) : "none");
+	        p->n, p->k.isa, rl_size_str(s1, sizeof s1, (double)ci->size[1]),
+	        rl_size_str(s2, sizeof s2, (double)ci->size[2]),
+	        ci->size[3] ? rl_size_str(s3, sizeof s3, (double)ci->size[3]) : "none");
 
-	/* the pool's fork/join, logged because a parallel kernel pays it on
-	 * top of the call overhead */
 	p->job = RL_JOB_NOP;
 	p->active = p->n;
-	double best_fork = 0;
+	r->best_fork = 0;
 	if (p->n > 1) {
-		best_fork = 1e30;
+		r->best_fork = 1e30;
 		for (int rep = 0; rep < 200; rep++) {
 			double t = rl_pool_run(p);
-			if (t < best_fork)
-				best_fork = t;
+			if (t < r->best_fork)
+				r->best_fork = t;
 		}
 		rl_logf(p, "fork/join of %d threads %.2f us (<latency fork=>)", p->n,
-		        best_fork * 1e6);
+		        r->best_fork * 1e6);
 	}
+}
 
-	/* memory levels, all threads */
-	static const char *const lname[4] = {"DRAM", "L1", "L2", "L3"};
-	double rd[4] = {0}, wr[4] = {0}, cp[4] = {0};
+static const char *const rl_level_name[4] = {"DRAM", "L1", "L2", "L3"};
+
+/* Streaming read, write and copy per memory level with all threads, main
+ * memory from one thread, and the strided and gather access patterns. */
+static void rl_probe_memory(struct rl_probe *p, const struct rl_probe_sizes *z,
+                            struct rl_probe_meas *r)
+{
+	const char *const *lname = rl_level_name;
+	char s1[32];
 	for (int l = 1; l <= 4; l++) {
 		int li = l == 4 ? 0 : l;
-		size_t size = li ? ws[li] : dram_ws;
+		size_t size = li ? z->ws[li] : z->dram_ws;
 		if (!size) {
 			rl_logf(p, "L3 skipped (its share per thread is not clearly larger than L2)");
 			continue;
 		}
-		rd[li] = rl_bw(p, RL_JOB_READ, p->n, size, rl_stream_rep(size));
-		rl_logf(p, "%s read %.1f GB/s (%d threads x %s)", lname[li], rd[li] / 1e9,
+		r->rd[li] = rl_bw(p, RL_JOB_READ, p->n, size, rl_stream_rep(size));
+		rl_logf(p, "%s read %.1f GB/s (%d threads x %s)", lname[li], r->rd[li] / 1e9,
 		        p->n, rl_size_str(s1, sizeof s1, (double)size));
-		wr[li] = rl_bw(p, RL_JOB_WRITE, p->n, size, rl_stream_rep(size));
-		rl_logf(p, "%s write %.1f GB/s (%d threads x %s)", lname[li], wr[li] / 1e9,
+		r->wr[li] = rl_bw(p, RL_JOB_WRITE, p->n, size, rl_stream_rep(size));
+		rl_logf(p, "%s write %.1f GB/s (%d threads x %s)", lname[li], r->wr[li] / 1e9,
 		        p->n, rl_size_str(s1, sizeof s1, (double)size));
-		cp[li] = rl_bw(p, RL_JOB_COPY, p->n, size, rl_stream_rep(size));
+		r->cp[li] = rl_bw(p, RL_JOB_COPY, p->n, size, rl_stream_rep(size));
 		rl_logf(p, "%s copy %.1f GB/s read+write (%d threads x %s)", lname[li],
-		        cp[li] / 1e9, p->n, rl_size_str(s1, sizeof s1, (double)size));
+		        r->cp[li] / 1e9, p->n, rl_size_str(s1, sizeof s1, (double)size));
 	}
 	/* main memory from one thread: what single-threaded generated code sees */
-	double rd1 = rl_bw(p, RL_JOB_READ, 1, dram_ws0, rl_stream_rep(dram_ws0));
-	rl_logf(p, "DRAM read %.1f GB/s (1 thread, %s)", rd1 / 1e9,
+	size_t dram_ws0 = z->dram_ws0;
+	r->rd1 = rl_bw(p, RL_JOB_READ, 1, dram_ws0, rl_stream_rep(dram_ws0));
+	rl_logf(p, "DRAM read %.1f GB/s (1 thread, %s)", r->rd1 / 1e9,
 	        rl_size_str(s1, sizeof s1, (double)dram_ws0));
-	double wr1 = rl_bw(p, RL_JOB_WRITE, 1, dram_ws0, rl_stream_rep(dram_ws0));
-	rl_logf(p, "DRAM write %.1f GB/s (1 thread, %s)", wr1 / 1e9,
+	r->wr1 = rl_bw(p, RL_JOB_WRITE, 1, dram_ws0, rl_stream_rep(dram_ws0));
+	rl_logf(p, "DRAM write %.1f GB/s (1 thread, %s)", r->wr1 / 1e9,
 	        rl_size_str(s1, sizeof s1, (double)dram_ws0));
-	double cp1 = rl_bw(p, RL_JOB_COPY, 1, dram_ws0, rl_stream_rep(dram_ws0));
-	rl_logf(p, "DRAM copy %.1f GB/s read+write (1 thread, %s)", cp1 / 1e9,
+	r->cp1 = rl_bw(p, RL_JOB_COPY, 1, dram_ws0, rl_stream_rep(dram_ws0));
+	rl_logf(p, "DRAM copy %.1f GB/s read+write (1 thread, %s)", r->cp1 / 1e9,
 	        rl_size_str(s1, sizeof s1, (double)dram_ws0));
 
 	/* access patterns at main memory, all threads, against rd[0] */
 	/* a strided rep reads 1024 lines; a gather rep 1024 x 8 floats */
-	double strided = rl_bw(p, RL_JOB_STRIDED, p->n, dram_ws,
+	double strided = rl_bw(p, RL_JOB_STRIDED, p->n, z->dram_ws,
 	                       (double)(RL_KIB * RL_LINE));
-	double eff_s = strided / rd[0];
+	r->eff_s = strided / r->rd[0];
 	rl_logf(p, "strided read %.2f GB/s = %.3f of contiguous (64-byte lines %d B apart, %d threads)",
-	        strided / 1e9, eff_s, RL_STRIDE_LINES * RL_LINE, p->n);
-	double gather = rl_bw(p, RL_JOB_GATHER, p->n, dram_ws,
+	        strided / 1e9, r->eff_s, RL_STRIDE_LINES * RL_LINE, p->n);
+	double gather = rl_bw(p, RL_JOB_GATHER, p->n, z->dram_ws,
 	                      (double)(RL_KIB * 8 * sizeof(float)));
-	double eff_g = gather / rd[0];
+	r->eff_g = gather / r->rd[0];
 	rl_logf(p, "gather read %.3f GB/s = %.4f of contiguous (random 4-byte elements, %d threads)",
-	        gather / 1e9, eff_g, p->n);
+	        gather / 1e9, r->eff_g, p->n);
+}
 
-	/* arithmetic */
-	double f32_1 = rl_rate(p, RL_JOB_FMA32, 1, p->k.fma32_flop);
-	rl_logf(p, "fp32 FMA %.1f GFLOP/s (1 thread, %s)", f32_1 / 1e9, p->k.isa);
-	double f32_n = rl_rate(p, RL_JOB_FMA32, p->n, p->k.fma32_flop);
-	rl_logf(p, "fp32 FMA %.1f GFLOP/s (%d threads)", f32_n / 1e9, p->n);
-	int fma_lat = 0, fma_units = 0;
-	double clock = 0;
+/* fp32 and fp64 FMA and int8 dot rates, one thread and all; FMA latency
+ * and issue width against the clock of a dependent add chain. */
+static void rl_probe_arith(struct rl_probe *p, struct rl_probe_meas *r)
+{
+	r->f32_1 = rl_rate(p, RL_JOB_FMA32, 1, p->k.fma32_flop);
+	rl_logf(p, "fp32 FMA %.1f GFLOP/s (1 thread, %s)", r->f32_1 / 1e9, p->k.isa);
+	r->f32_n = rl_rate(p, RL_JOB_FMA32, p->n, p->k.fma32_flop);
+	rl_logf(p, "fp32 FMA %.1f GFLOP/s (%d threads)", r->f32_n / 1e9, p->n);
+	r->fma_lat = 0;
+	r->fma_units = 0;
+	r->clock = 0;
 	if (p->k.fma_chain) {
-		clock = rl_chain_rate(rl_addchain);
+		r->clock = rl_chain_rate(rl_addchain);
 		double chain = rl_chain_rate(p->k.fma_chain);
 		/* FMA instructions per second on one thread, all pipes busy */
-		double issue = f32_1 * RL_ACC / p->k.fma32_flop;
-		double lat = clock / chain, units = issue / clock;
+		double issue = r->f32_1 * RL_ACC / p->k.fma32_flop;
+		double lat = r->clock / chain, units = issue / r->clock;
 		if (lat >= 1.5 && lat < 16.5)
-			fma_lat = (int)(lat + 0.5);
+			r->fma_lat = (int)(lat + 0.5);
 		if (units >= 0.75 && units < 4.5)
-			fma_units = (int)(units + 0.5);
+			r->fma_units = (int)(units + 0.5);
 		rl_logf(p, "fp32 FMA latency %.2f cycles, %.2f per cycle (clock %.2f GHz from a "
-		        "dependent add chain, 1 thread)%s", lat, units, clock / 1e9,
-		        fma_lat && fma_units ? "" : "; out of range, left out");
+		        "dependent add chain, 1 thread)%s", lat, units, r->clock / 1e9,
+		        r->fma_lat && r->fma_units ? "" : "; out of range, left out");
 	}
-	double f64_1 = rl_rate(p, RL_JOB_FMA64, 1, p->k.fma64_flop);
-	rl_logf(p, "fp64 FMA %.1f GFLOP/s (1 thread, %s)", f64_1 / 1e9, p->k.isa);
-	double f64_n = rl_rate(p, RL_JOB_FMA64, p->n, p->k.fma64_flop);
-	rl_logf(p, "fp64 FMA %.1f GFLOP/s (%d threads)", f64_n / 1e9, p->n);
-	double i8_1 = 0, i8_n = 0;
+	r->f64_1 = rl_rate(p, RL_JOB_FMA64, 1, p->k.fma64_flop);
+	rl_logf(p, "fp64 FMA %.1f GFLOP/s (1 thread, %s)", r->f64_1 / 1e9, p->k.isa);
+	r->f64_n = rl_rate(p, RL_JOB_FMA64, p->n, p->k.fma64_flop);
+	rl_logf(p, "fp64 FMA %.1f GFLOP/s (%d threads)", r->f64_n / 1e9, p->n);
+	r->i8_1 = 0;
+	r->i8_n = 0;
 	if (p->k.dot8) {
-		i8_1 = rl_rate(p, RL_JOB_DOT8, 1, p->k.dot8_op);
-		rl_logf(p, "int8 dot %.1f GOP/s (1 thread, %s)", i8_1 / 1e9, p->k.dot8_isa);
-		i8_n = rl_rate(p, RL_JOB_DOT8, p->n, p->k.dot8_op);
-		rl_logf(p, "int8 dot %.1f GOP/s (%d threads)", i8_n / 1e9, p->n);
+		r->i8_1 = rl_rate(p, RL_JOB_DOT8, 1, p->k.dot8_op);
+		rl_logf(p, "int8 dot %.1f GOP/s (1 thread, %s)", r->i8_1 / 1e9, p->k.dot8_isa);
+		r->i8_n = rl_rate(p, RL_JOB_DOT8, p->n, p->k.dot8_op);
+		rl_logf(p, "int8 dot %.1f GOP/s (%d threads)", r->i8_n / 1e9, p->n);
 	} else {
 		rl_logf(p, "int8 dot not measured (needs AVX2 or VNNI); left at 0");
 	}
+}
 
-	/* per-call cost, one thread, no pool involved; each call takes the
-	 * previous one's result, as a kernel takes its producer's output */
+/* Per-call cost, one thread, no pool involved; each call takes the
+ * previous one's result, as a kernel takes its producer's output. */
+static void rl_probe_call(struct rl_probe *p, struct rl_probe_meas *r)
+{
 	const size_t ncall = 100000;
 	double best_call = 1e30, best_inline = 1e30;
 	float tb[16] = {0};
@@ -1402,43 +1451,42 @@ bool rl_probe_run_ex(struct rl_machine *m, FILE *log, char *comment,
 		if (t2 - t1 < best_inline)
 			best_inline = t2 - t1;
 	}
-	double call = best_call / (double)ncall;
-	if (!(call > 1e-10))
-		call = 1e-10; /* below the clock's resolution; keep the profile valid */
-	double call_extra = (best_call - best_inline) / (double)ncall;
-	if (call_extra < 0)
-		call_extra = 0; /* within noise of the inlined loop */
+	r->call = best_call / (double)ncall;
+	if (!(r->call > 1e-10))
+		r->call = 1e-10; /* below the clock's resolution; keep the profile valid */
+	r->call_extra = (best_call - best_inline) / (double)ncall;
+	if (r->call_extra < 0)
+		r->call_extra = 0; /* within noise of the inlined loop */
 	rl_logf(p, "kernel call %.2f ns (smallest kernel through a function pointer, "
 	        "1 thread; %.2f ns more than the same loop inlined)",
-	        call * 1e9, call_extra * 1e9);
+	        r->call * 1e9, r->call_extra * 1e9);
+}
 
-	for (int i = 0; i < p->n; i++)
-		rl_sink += p->slot[i].result;
-	rl_probe_stop(p, w);
-
-	/* the profile */
+/* The measurements as a machine profile named "host". */
+static void rl_probe_profile(const struct rl_probe *p, const struct rl_probe_sizes *z,
+                             const struct rl_probe_meas *x, const char *model,
+                             struct rl_machine *out)
+{
 	struct rl_machine r;
 	memset(&r, 0, sizeof r);
 	snprintf(r.name, sizeof r.name, "host");
 	snprintf(r.kind, sizeof r.kind, "cpu");
 	r.cores = p->n;
-	char model[80];
-	rl_cpu_model(model, sizeof model);
 	snprintf(r.desc, sizeof r.desc, "%s, measured by rlopt probe (%d threads)",
 	         model, p->n);
-	r.peak_vector[RL_PREC_FP32] = f32_n;
-	r.peak_vector[RL_PREC_FP64] = f64_n;
-	r.peak_vector[RL_PREC_INT8] = i8_n;
+	r.peak_vector[RL_PREC_FP32] = x->f32_n;
+	r.peak_vector[RL_PREC_FP64] = x->f64_n;
+	r.peak_vector[RL_PREC_INT8] = x->i8_n;
 	for (int l = 1; l <= 3; l++) {
-		if (!rd[l])
+		if (!x->rd[l])
 			continue;
 		struct rl_mem_level *lv = &r.level[r.nlevels++];
-		snprintf(lv->name, sizeof lv->name, "%s", lname[l]);
-		lv->capacity = (double)ci.size[l] * (double)rl_instances(p->n, ci.shared[l]);
-		lv->read_bw = rd[l];
-		lv->write_bw = wr[l];
-		lv->line_bytes = ci.line[l];
-		lv->ways = ci.ways[l];
+		snprintf(lv->name, sizeof lv->name, "%s", rl_level_name[l]);
+		lv->capacity = (double)z->ci.size[l] * (double)rl_instances(p->n, z->ci.shared[l]);
+		lv->read_bw = x->rd[l];
+		lv->write_bw = x->wr[l];
+		lv->line_bytes = z->ci.line[l];
+		lv->ways = z->ci.ways[l];
 		/* a set larger than a core's share is a bogus sysfs answer (the
 		 * loader would refuse it): drop it */
 		if ((double)(lv->line_bytes ? lv->line_bytes : 1) *
@@ -1446,93 +1494,139 @@ bool rl_probe_run_ex(struct rl_machine *m, FILE *log, char *comment,
 			lv->line_bytes = lv->ways = 0;
 	}
 	rl_simd_info(&r.simd_bits, &r.simd_registers);
-	r.fma_latency = fma_lat;
-	r.fma_units = fma_units;
+	r.fma_latency = x->fma_lat;
+	r.fma_units = x->fma_units;
 	struct rl_mem_level *dv = &r.level[r.nlevels++];
 	snprintf(dv->name, sizeof dv->name, "DRAM");
-	dv->capacity = phys > 0 ? phys : 4 * (double)dram_total;
-	dv->read_bw = rd[0];
-	dv->write_bw = wr[0];
+	dv->capacity = z->phys > 0 ? z->phys : 4 * (double)z->dram_total;
+	dv->read_bw = x->rd[0];
+	dv->write_bw = x->wr[0];
 	r.eff_contiguous = 1.0; /* the bandwidths above are contiguous rates */
-	r.eff_strided = eff_s > 1 ? 1 : eff_s > 1e-4 ? eff_s : 1e-4;
-	r.eff_gather = eff_g > 1 ? 1 : eff_g > 1e-4 ? eff_g : 1e-4;
-	r.launch_latency = call;
-	if (p->n > 1 && best_fork > 0 && best_fork < 1e29)
-		r.fork_latency = best_fork;
+	r.eff_strided = x->eff_s > 1 ? 1 : x->eff_s > 1e-4 ? x->eff_s : 1e-4;
+	r.eff_gather = x->eff_g > 1 ? 1 : x->eff_g > 1e-4 ? x->eff_g : 1e-4;
+	r.launch_latency = x->call;
+	if (p->n > 1 && x->best_fork > 0 && x->best_fork < 1e29)
+		r.fork_latency = x->best_fork;
 	r.has_sparse24 = false;
+	*out = r;
+}
 
+/* The profile's XML comment: how each number was measured, and the
+ * one-thread figures the struct has no field for. */
+static void rl_probe_comment(const struct rl_probe *p, const struct rl_probe_sizes *z,
+                             const struct rl_probe_meas *x, const char *model,
+                             double elapsed, char *comment, size_t commentlen)
+{
+	size_t k = 0;
+	char s1[32], s2[32], s3[32], s4[32];
+	char when[64] = "unknown time";
+	time_t now = time(NULL);
+	struct tm tmv;
+	if (gmtime_r(&now, &tmv))
+		strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", &tmv);
+	rl_cat(comment, commentlen, &k,
+	       "host profile measured by `rlopt probe` on %s, %s, %.1f s.\n"
+	       "Every number below is measured on this machine unless noted.\n"
+	       "threads: %d (every CPU this process may run on), pinned one per CPU;\n"
+	       "  kernels: %s; best of %d runs (%d for all threads) of ~%.0f ms each.\n",
+	       model, when, elapsed, p->n, p->k.isa, RL_SAMPLES, 2 * RL_SAMPLES,
+	       RL_RUN_S * 1e3);
+	if (x->busy)
+		rl_cat(comment, commentlen, &k,
+		       "WARNING: load average was %.1f on %d CPUs while measuring;\n"
+		       "  the figures are likely low. Rerun `rlopt probe` on an idle machine.\n",
+		       x->load, p->n);
+	rl_cat(comment, commentlen, &k,
+	       "memory levels: read_bw / write_bw are ALL-THREAD streaming rates, each\n"
+	       "  thread on its own buffer: L1 %s, L2 %s, L3 %s, DRAM %s per thread.\n"
+	       "  capacity: per-instance cache sizes from sysfs x instances among the\n"
+	       "  threads; DRAM capacity is installed physical memory.\n",
+	       rl_size_str(s1, sizeof s1, (double)z->ws[1]),
+	       rl_size_str(s2, sizeof s2, (double)z->ws[2]),
+	       z->ws[3] ? rl_size_str(s3, sizeof s3, (double)z->ws[3]) : "(not measured)",
+	       rl_size_str(s4, sizeof s4, (double)z->dram_ws));
+	rl_cat(comment, commentlen, &k,
+	       "  copy (read+write bytes): L1 %.1f, L2 %.1f, L3 %.1f, DRAM %.1f GB/s.\n",
+	       x->cp[1] / 1e9, x->cp[2] / 1e9, x->cp[3] / 1e9, x->cp[0] / 1e9);
+	rl_cat(comment, commentlen, &k,
+	       "single thread (not in the struct; generated C runs on one thread\n"
+	       "  unless parallelised): DRAM read %.1f, write %.1f, copy %.1f GB/s;\n"
+	       "  fp32 FMA %.1f, fp64 FMA %.1f GFLOP/s; int8 dot %.1f GOP/s.\n",
+	       x->rd1 / 1e9, x->wr1 / 1e9, x->cp1 / 1e9, x->f32_1 / 1e9, x->f64_1 / 1e9,
+	       x->i8_1 / 1e9);
+	rl_cat(comment, commentlen, &k,
+	       "peaks: all threads, %d independent FMA chains in vector registers;\n"
+	       "  int8: %s%s.\n",
+	       RL_ACC, p->k.dot8 ? p->k.dot8_isa : "not measured (needs AVX2 or VNNI), so absent",
+	       p->k.dot8 ? ", 2 OP per multiply-add" : "");
+	rl_cat(comment, commentlen, &k,
+	       "efficiency: contiguous = 1 by definition (the bandwidths are contiguous\n"
+	       "  rates); strided = whole 64-byte lines %d B apart, gather = random\n"
+	       "  4-byte elements, each over %s per thread, as a fraction of the\n"
+	       "  all-thread contiguous DRAM read.\n",
+	       RL_STRIDE_LINES * RL_LINE, rl_size_str(s1, sizeof s1, (double)z->dram_ws));
+	rl_cat(comment, commentlen, &k,
+	       "simd: width_bits and registers from the ISA the CPU reports (%s);\n"
+	       "  fma_latency_cycles = clock / rate of one dependent FMA chain, fma_units\n"
+	       "  = one-thread FMA issue rate / clock (vectors of that width per cycle),\n"
+	       "  clock %.2f GHz from a dependent integer add chain; left out when not\n"
+	       "  measured. line_bytes and ways: sysfs cache index*/coherency_line_size\n"
+	       "  and ways_of_associativity, where reported.\n",
+	       p->k.isa, x->clock / 1e9);
+	rl_cat(comment, commentlen, &k,
+	       "launch: one call of the smallest kernel (a 4-element loop) through a\n"
+	       "  function pointer, one thread, each call fed the last one's result;\n"
+	       "  %.2f ns of it is call overhead beyond the loop inlined. fork: a\n"
+	       "  fork/join across all threads, %.2f us, paid by a kernel split across them.",
+	       x->call_extra * 1e9, x->best_fork * 1e6);
+}
+
+/* The probe as its phases: size the buffers, start the pool, measure
+ * memory, arithmetic and call overhead, stop the pool, then build the
+ * profile and its comment and check the profile as the loader would. */
+enum rl_status rl_probe_run_ex(struct rl_machine *m, FILE *log, char *comment,
+                               size_t commentlen, char *err, size_t errlen)
+{
+	struct rl_probe P;
+	memset(&P, 0, sizeof P);
+	struct rl_probe *p = &P;
+	p->t_start = rl_now();
+	p->log = log;
+	p->samples = RL_SAMPLES;
+	p->run_s = RL_RUN_S;
+	p->k = rl_kernels_pick();
+	p->n = rl_cpu_count();
+	if (comment && commentlen)
+		comment[0] = '\0';
+
+	struct rl_probe_sizes z;
+	struct rl_probe_meas x;
+	memset(&z, 0, sizeof z);
+	memset(&x, 0, sizeof x);
+	rl_probe_size(p, &z);
+	struct rl_worker *w = NULL;
+	enum rl_status st = rl_probe_start(p, &w, &z, err, errlen);
+	if (st != RL_OK)
+		return st;
+	rl_probe_setup_log(p, &z, &x);
+	rl_probe_memory(p, &z, &x);
+	rl_probe_arith(p, &x);
+	rl_probe_call(p, &x);
+	for (int i = 0; i < p->n; i++)
+		rl_sink += p->slot[i].result;
+	rl_probe_stop(p, w);
+
+	struct rl_machine r;
+	char model[80];
+	rl_cpu_model(model, sizeof model);
+	rl_probe_profile(p, &z, &x, model, &r);
 	double elapsed = rl_now() - p->t_start;
 	rl_logf(p, "done in %.1f s", elapsed);
+	if (comment && commentlen)
+		rl_probe_comment(p, &z, &x, model, elapsed, comment, commentlen);
 
-	if (comment && commentlen) {
-		size_t k = 0;
-		char when[64] = "unknown time";
-		time_t now = time(NULL);
-		struct tm tmv;
-		if (gmtime_r(&now, &tmv))
-			strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", &tmv);
-		rl_cat(comment, commentlen, &k,
-		       "host profile measured by `rlopt probe` on %s, %s, %.1f s.\n"
-		       "Every number below is measured on this machine unless noted.\n"
-		       "threads: %d (every CPU this process may run on), pinned one per CPU;\n"
-		       "  kernels: %s; best of %d runs (%d for all threads) of ~%.0f ms each.\n",
-		       model, when, elapsed, p->n, p->k.isa, RL_SAMPLES, 2 * RL_SAMPLES,
-		       RL_RUN_S * 1e3);
-		if (busy)
-			rl_cat(comment, commentlen, &k,
-			       "WARNING: load average was %.1f on %d CPUs while measuring;\n"
-			       "  the figures are likely low. Rerun `rlopt probe` on an idle machine.\n",
-			       load, p->n);
-		rl_cat(comment, commentlen, &k,
-		       "memory levels: read_bw / write_bw are ALL-THREAD streaming rates, each\n"
-		       "  thread on its own buffer: L1 %s, L2 %s, L3 %s, DRAM %s per thread.\n"
-		       "  capacity: per-instance cache sizes from sysfs x instances among the\n"
-		       "  threads; DRAM capacity is installed physical memory.\n",
-		       rl_size_str(s1, sizeof s1, (double)ws[1]),
-		       rl_size_str(s2, sizeof s2, (double)ws[2]),
-		       ws[3] ? rl_size_str(s3, sizeof s3, (double)ws[3]) : "(not measured)",
-		       rl_size_str(s4, sizeof s4, (double)dram_ws));
-		rl_cat(comment, commentlen, &k,
-		       "  copy (read+write bytes): L1 %.1f, L2 %.1f, L3 %.1f, DRAM %.1f GB/s.\n",
-		       cp[1] / 1e9, cp[2] / 1e9, cp[3] / 1e9, cp[0] / 1e9);
-		rl_cat(comment, commentlen, &k,
-		       "single thread (not in the struct; generated C runs on one thread\n"
-		       "  unless parallelised): DRAM read %.1f, write %.1f, copy %.1f GB/s;\n"
-		       "  fp32 FMA %.1f, fp64 FMA %.1f GFLOP/s; int8 dot %.1f GOP/s.\n",
-		       rd1 / 1e9, wr1 / 1e9, cp1 / 1e9, f32_1 / 1e9, f64_1 / 1e9, i8_1 / 1e9);
-		rl_cat(comment, commentlen, &k,
-		       "peaks: all threads, %d independent FMA chains in vector registers;\n"
-		       "  int8: %s%s.\n",
-		       RL_ACC, p->k.dot8 ? p->k.dot8_isa : "not measured (needs AVX2 or VNNI), so absent",
-		       p->k.dot8 ? ", 2 OP per multiply-add" : "");
-		rl_cat(comment, commentlen, &k,
-		       "efficiency: contiguous = 1 by definition (the bandwidths are contiguous\n"
-		       "  rates); strided = whole 64-byte lines %d B apart, gather = random\n"
-		       "  4-byte elements, each over %s per thread, as a fraction of the\n"
-		       "  all-thread contiguous DRAM read.\n",
-		       RL_STRIDE_LINES * RL_LINE, rl_size_str(s1, sizeof s1, (double)dram_ws));
-		rl_cat(comment, commentlen, &k,
-		       "simd: width_bits and registers from the ISA the CPU reports (%s);\n"
-		       "  fma_latency_cycles = clock / rate of one dependent FMA chain, fma_units\n"
-		       "  = one-thread FMA issue rate / clock (vectors of that width per cycle),\n"
-		       "  clock %.2f GHz from a dependent integer add chain; left out when not\n"
-		       "  measured. line_bytes and ways: sysfs cache index*/coherency_line_size\n"
-		       "  and ways_of_associativity, where reported.\n",
-		       p->k.isa, clock / 1e9);
-		rl_cat(comment, commentlen, &k,
-		       "launch: one call of the smallest kernel (a 4-element loop) through a\n"
-		       "  function pointer, one thread, each call fed the last one's result;\n"
-		       "  %.2f ns of it is call overhead beyond the loop inlined. fork: a\n"
-		       "  fork/join across all threads, %.2f us, paid by a kernel split across them.",
-		       call_extra * 1e9, best_fork * 1e6);
-	}
-
-	if (!rl_machine_check(&r, err, errlen))
-		return false;
+	if ((st = rl_machine_check(&r, err, errlen)) != RL_OK)
+		return st;
 	*m = r;
-	return true;
-
-no_sync:
-	rl_probe_stop(p, w);
-	return rl_fail_probe(err, errlen, "cannot create a mutex or condition variable");
+	return RL_OK;
 }

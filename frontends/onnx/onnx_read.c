@@ -645,13 +645,18 @@ static void unknown_ops_collect(const Onnx__GraphProto *gp, struct unknown_ops *
 	}
 }
 
-static enum rl_status build_graph(struct rl_graph *g, const Onnx__ModelProto *m)
+/* The model's ports as it declares them: a sequence or an optional
+ * becomes tensors once bound (onnx.h), the rest one tensor each. */
+struct ports {
+	struct rl_onnx_port *pin, *pout;
+	uint32_t npin, npout;
+	bool nontensor; /* some port is a sequence or an optional */
+};
+
+/* IR version, graph name, producer and the opset imports. */
+static enum rl_status read_header(struct rl_graph *g, const Onnx__ModelProto *m)
 {
 	enum rl_status status = RL_OK;
-	char why[512];
-	uint32_t *node_ids = NULL;
-	if (!m->graph)
-		FAIL(RL_ERR_INVALID, NULL, "the model has no graph");
 	const Onnx__GraphProto *gp = m->graph;
 	if (!m->has_ir_version || m->ir_version < 3 || m->ir_version > 13)
 		FAIL(RL_ERR_UNSUPPORTED, NULL, "ir_version %lld is not supported (3 to 13 are)",
@@ -660,7 +665,6 @@ static enum rl_status build_graph(struct rl_graph *g, const Onnx__ModelProto *m)
 	g->graph_name = rl_arena_strdup(g, gp->name ? gp->name : "");
 	g->producer_name = rl_arena_strdup(g, m->producer_name ? m->producer_name : "");
 
-	/* opsets */
 	g->opset = -1;
 	g->nopsets = (int)m->n_opset_import;
 	g->opset_domains = rl_arena_alloc(g, (m->n_opset_import + 1) * sizeof(char *));
@@ -688,8 +692,15 @@ static enum rl_status build_graph(struct rl_graph *g, const Onnx__ModelProto *m)
 	if (g->opset < 7 && uses_default)
 		FAIL(RL_ERR_UNSUPPORTED, NULL, "opset %d is not supported (7 and later are)",
 		     g->opset);
+	return RL_OK;
+fail:
+	return status;
+}
 
-	/* initializers */
+static enum rl_status read_initializers(struct rl_graph *g, const Onnx__GraphProto *gp)
+{
+	enum rl_status status = RL_OK;
+	char why[512];
 	for (size_t i = 0; i < gp->n_initializer; i++) {
 		const Onnx__TensorProto *t = gp->initializer[i];
 		const char *name = t->name ? t->name : "";
@@ -711,36 +722,37 @@ static enum rl_status build_graph(struct rl_graph *g, const Onnx__ModelProto *m)
 	}
 	if (gp->n_sparse_initializer)
 		FAIL(RL_ERR_UNSUPPORTED, NULL, "sparse initializers are not supported");
+	return RL_OK;
+fail:
+	return status;
+}
 
-	/* graph inputs; ones that name an initializer are constants (IR < 4) */
-	g->inputs = malloc((gp->n_input + 1) * sizeof(uint32_t));
-	RL_ASSERT(g->inputs);
-	/* every input and output as the model declares it: a sequence or an
-	 * optional becomes tensors once bound (onnx.h), the rest one tensor */
-	struct rl_onnx_port *pin = rl_arena_alloc(g, (gp->n_input + 1) * sizeof(*pin));
-	struct rl_onnx_port *pout = rl_arena_alloc(g, (gp->n_output + 1) * sizeof(*pout));
-	uint32_t npin = 0, npout = 0;
-	bool nontensor = false;
+/* Graph inputs; ones that name an initializer are constants (IR < 4). */
+static enum rl_status read_inputs(struct rl_graph *g, const Onnx__GraphProto *gp,
+                                  struct ports *io)
+{
+	enum rl_status status = RL_OK;
+	char why[512];
 	for (size_t i = 0; i < gp->n_input; i++) {
 		const Onnx__ValueInfoProto *vi = gp->input[i];
 		const char *name = vi->name ? vi->name : "";
 		if (!*name)
 			FAIL(RL_ERR_INVALID, NULL, "graph input %zu has no name", i);
-		struct rl_onnx_port *port = &pin[npin];
+		struct rl_onnx_port *port = &io->pin[io->npin];
 		if (!port_type(g, vi->type, name, port, why, sizeof(why)))
 			FAIL(RL_ERR_UNSUPPORTED, NULL, "graph input: %s", why);
 		enum rl_dtype dt = port->dtype;
 		struct rl_shape s = port->shape;
 		uint32_t v = rl_graph_find_value(g, name);
-		if (find_port(pin, npin, name))
+		if (find_port(io->pin, io->npin, name))
 			FAIL(RL_ERR_INVALID, NULL, "graph input '%s' is listed twice", name);
 		if (port->kind != RL_ONNX_TENSOR) {
 			/* its tensors are made when it is bound (rl_onnx_bind_*) */
 			if (v != RL_NONE)
 				FAIL(RL_ERR_INVALID, NULL, "graph input '%s' is a %s and an initializer",
 				     name, port->kind == RL_ONNX_SEQUENCE ? "sequence" : "optional");
-			nontensor = true;
-			npin++;
+			io->nontensor = true;
+			io->npin++;
 			continue;
 		}
 		if (v != RL_NONE) {
@@ -759,25 +771,21 @@ static enum rl_status build_graph(struct rl_graph *g, const Onnx__ModelProto *m)
 		v = rl_graph_add_value(g, name, dt, &s);
 		g->values[v].flags |= RL_VAL_INPUT;
 		port->first = g->ninputs;
-		npin++;
+		io->npin++;
 		g->inputs[g->ninputs++] = v;
 	}
+	return RL_OK;
+fail:
+	return status;
+}
 
-	/* nodes: first every output (so unsorted models resolve), then inputs */
-	node_ids = malloc((gp->n_node + 1) * sizeof(uint32_t));
-	RL_ASSERT(node_ids);
-	{
-		/* unknown operators, subgraphs (If, Loop, Scan bodies) included:
-		 * list every one before failing */
-		struct unknown_ops u = {.list = ""};
-		unknown_ops_collect(gp, &u, 0);
-		if (u.n)
-			FAIL(RL_ERR_UNSUPPORTED, NULL, "unsupported operator%s (first at node '%s'): %s",
-			     u.n > 1 ? "s" : "", u.first_node, u.list);
-	}
-	/* the nodes onnx_subgraph.c lowers: control flow, sequences, optionals,
-	 * FlexAttention with a modifier graph, and the Identity nodes that pass one of those on (repeated until no
-	 * more are found: an Identity of an Identity of a sequence) */
+/* Which nodes onnx_subgraph.c lowers: control flow, sequences, optionals,
+ * FlexAttention with a modifier graph, and the Identity nodes that pass one
+ * of those on (repeated until no more are found: an Identity of an Identity
+ * of a sequence). One flag per node, in the graph's arena. */
+static uint8_t *mark_lowered(struct rl_graph *g, const Onnx__GraphProto *gp,
+                             const struct ports *io)
+{
 	uint8_t *lowered = rl_arena_alloc(g, gp->n_node + 1);
 	for (size_t i = 0; i < gp->n_node; i++) {
 		const Onnx__NodeProto *np = gp->node[i];
@@ -791,7 +799,7 @@ static enum rl_status build_graph(struct rl_graph *g, const Onnx__ModelProto *m)
 			if (lowered[i] || rl_op_lookup_domain(np->domain, np->op_type) != RL_OP_Identity ||
 			    np->n_input < 1 || !np->input[0])
 				continue;
-			const struct rl_onnx_port *ip = find_port(pin, npin, np->input[0]);
+			const struct rl_onnx_port *ip = find_port(io->pin, io->npin, np->input[0]);
 			bool seq = ip && ip->kind != RL_ONNX_TENSOR;
 			for (size_t j = 0; j < gp->n_node && !seq; j++)
 				for (size_t k = 0; lowered[j] && k < gp->node[j]->n_output && !seq; k++)
@@ -801,78 +809,116 @@ static enum rl_status build_graph(struct rl_graph *g, const Onnx__ModelProto *m)
 				lowered[i] = more = true;
 		}
 	}
+	return lowered;
+}
+
+/* A lowered node: only its outputs now, rl_onnx_lower_ctrl() builds what
+ * computes them. */
+static enum rl_status add_lowered_outputs(struct rl_graph *g, const Onnx__NodeProto *np)
+{
+	enum rl_status status = RL_OK;
+	for (size_t k = 0; k < np->n_output; k++) {
+		const char *on = np->output[k];
+		if (!on || !*on)
+			continue;
+		if (rl_graph_find_value(g, on) != RL_NONE)
+			FAIL(RL_ERR_INVALID, NULL, "node '%s' (%s): output '%s' is also "
+			     "produced elsewhere", np->name ? np->name : "", np->op_type, on);
+		rl_graph_add_value(g, on, RL_DT_UNDEFINED, NULL);
+	}
+	return RL_OK;
+fail:
+	return status;
+}
+
+/* Node i with its outputs and attributes but no inputs (add_node_inputs
+ * wires them once every node's outputs exist); *id is its node id. */
+static enum rl_status add_node(struct rl_graph *g, const Onnx__NodeProto *np, size_t i,
+                               uint32_t *id_out)
+{
+	enum rl_status status = RL_OK;
+	char why[512];
+	enum rl_op op = rl_op_lookup_domain(np->domain, np->op_type);
+	uint32_t outs[64];
+	char nbuf[64];
+	const char *nname = np->name;
+	if (!nname || !*nname) {
+		snprintf(nbuf, sizeof(nbuf), "%s_%zu", np->op_type, i);
+		nname = nbuf;
+	}
+	for (size_t k = 0; k < np->n_output; k++) {
+		const char *on = np->output[k];
+		if (!on || !*on) {
+			outs[k] = RL_NONE; /* optional output not requested */
+			continue;
+		}
+		uint32_t prev = rl_graph_find_value(g, on);
+		if (prev != RL_NONE) {
+			struct rl_value *pv = &g->values[prev];
+			const char *what = pv->flags & RL_VAL_INPUT ? "a graph input"
+			                 : pv->flags & RL_VAL_CONST ? "an initializer"
+			                 : pv->producer != RL_NONE ? "another node" : "another output";
+			const char *other = pv->producer != RL_NONE ? g->nodes[pv->producer].name : "";
+			struct rl_node tmp = {.op = op, .name = nname};
+			FAIL(RL_ERR_INVALID, &tmp, "output '%s' is also produced by %s%s%s%s",
+			     on, what, *other ? " '" : "", other, *other ? "'" : "");
+		}
+		outs[k] = rl_graph_add_value(g, on, RL_DT_UNDEFINED, NULL);
+	}
+	/* trailing omitted outputs are dropped */
+	int nout = (int)np->n_output;
+	while (nout > 0 && outs[nout - 1] == RL_NONE)
+		nout--;
+	uint32_t id = rl_graph_add_node(g, op, nname, NULL, 0, outs, nout);
+	*id_out = id;
+	struct rl_node *n = &g->nodes[id];
+	n->opset = g->opset;
+	if (*rl_op_domain(op)) {
+		/* ai.onnx.ml, ai.onnx.preview(.training): that domain's version */
+		n->domain = rl_op_domain(op);
+		n->opset = 1;
+		for (int k = 0; k < g->nopsets; k++)
+			if (strcmp(g->opset_domains[k], n->domain) == 0)
+				n->opset = (int)g->opset_versions[k];
+	}
+	const struct rl_op_info *oi = &rl_op_table[op];
+	if (nout < oi->out_min || (oi->out_max >= 0 && nout > oi->out_max))
+		FAIL(RL_ERR_INVALID, n, "has %d outputs; %s produces %d to %d", nout,
+		     oi->name, oi->out_min, oi->out_max);
+	enum rl_status st = convert_attrs(g, id, np, why, sizeof(why));
+	if (st != RL_OK)
+		FAIL(st, &g->nodes[id], "%s", why);
+	return RL_OK;
+fail:
+	return status;
+}
+
+/* Every node's outputs first, so that unsorted models resolve; node_ids[i]
+ * is RL_NONE for a lowered node. */
+static enum rl_status add_nodes(struct rl_graph *g, const Onnx__GraphProto *gp,
+                                const uint8_t *lowered, uint32_t *node_ids)
+{
+	enum rl_status status = RL_OK;
 	for (size_t i = 0; i < gp->n_node; i++) {
 		const Onnx__NodeProto *np = gp->node[i];
-		enum rl_op op = rl_op_lookup_domain(np->domain, np->op_type);
-		uint32_t outs[64];
 		if (np->n_output > 64)
 			FAIL(RL_ERR_UNSUPPORTED, NULL, "node %zu has %zu outputs", i, np->n_output);
 		node_ids[i] = RL_NONE;
-		if (lowered[i]) {
-			/* control flow, sequences, optionals, FlexAttention with a
-			 * modifier graph: only the outputs now, rl_onnx_lower_ctrl()
-			 * builds what computes them */
-			for (size_t k = 0; k < np->n_output; k++) {
-				const char *on = np->output[k];
-				if (!on || !*on)
-					continue;
-				if (rl_graph_find_value(g, on) != RL_NONE)
-					FAIL(RL_ERR_INVALID, NULL, "node '%s' (%s): output '%s' is also "
-					     "produced elsewhere", np->name ? np->name : "", np->op_type, on);
-				rl_graph_add_value(g, on, RL_DT_UNDEFINED, NULL);
-			}
-			continue;
-		}
-		/* create the node with no inputs; they are wired in the second loop */
-		char nbuf[64];
-		const char *nname = np->name;
-		if (!nname || !*nname) {
-			snprintf(nbuf, sizeof(nbuf), "%s_%zu", np->op_type, i);
-			nname = nbuf;
-		}
-		for (size_t k = 0; k < np->n_output; k++) {
-			const char *on = np->output[k];
-			if (!on || !*on) {
-				outs[k] = RL_NONE; /* optional output not requested */
-				continue;
-			}
-			uint32_t prev = rl_graph_find_value(g, on);
-			if (prev != RL_NONE) {
-				struct rl_value *pv = &g->values[prev];
-				const char *what = pv->flags & RL_VAL_INPUT ? "a graph input"
-				                 : pv->flags & RL_VAL_CONST ? "an initializer"
-				                 : pv->producer != RL_NONE ? "another node" : "another output";
-				const char *other = pv->producer != RL_NONE ? g->nodes[pv->producer].name : "";
-				struct rl_node tmp = {.op = op, .name = nname};
-				FAIL(RL_ERR_INVALID, &tmp, "output '%s' is also produced by %s%s%s%s",
-				     on, what, *other ? " '" : "", other, *other ? "'" : "");
-			}
-			outs[k] = rl_graph_add_value(g, on, RL_DT_UNDEFINED, NULL);
-		}
-		/* trailing omitted outputs are dropped */
-		int nout = (int)np->n_output;
-		while (nout > 0 && outs[nout - 1] == RL_NONE)
-			nout--;
-		uint32_t id = rl_graph_add_node(g, op, nname, NULL, 0, outs, nout);
-		node_ids[i] = id;
-		struct rl_node *n = &g->nodes[id];
-		n->opset = g->opset;
-		if (*rl_op_domain(op)) {
-			/* ai.onnx.ml, ai.onnx.preview(.training): that domain's version */
-			n->domain = rl_op_domain(op);
-			n->opset = 1;
-			for (int k = 0; k < g->nopsets; k++)
-				if (strcmp(g->opset_domains[k], n->domain) == 0)
-					n->opset = (int)g->opset_versions[k];
-		}
-		const struct rl_op_info *oi = &rl_op_table[op];
-		if (nout < oi->out_min || (oi->out_max >= 0 && nout > oi->out_max))
-			FAIL(RL_ERR_INVALID, n, "has %d outputs; %s produces %d to %d", nout,
-			     oi->name, oi->out_min, oi->out_max);
-		enum rl_status st = convert_attrs(g, id, np, why, sizeof(why));
-		if (st != RL_OK)
-			FAIL(st, &g->nodes[id], "%s", why);
+		status = lowered[i] ? add_lowered_outputs(g, np) : add_node(g, np, i, &node_ids[i]);
+		if (status != RL_OK)
+			return status;
 	}
+	return RL_OK;
+fail:
+	return status;
+}
+
+/* Then every node's inputs, each a node output, graph input or
+ * initializer by now. */
+static enum rl_status add_node_inputs(struct rl_graph *g, const Onnx__GraphProto *gp,
+                                      const uint32_t *node_ids, const struct ports *io)
+{
+	enum rl_status status = RL_OK;
 	for (size_t i = 0; i < gp->n_node; i++) {
 		const Onnx__NodeProto *np = gp->node[i];
 		uint32_t id = node_ids[i];
@@ -899,7 +945,7 @@ static enum rl_status build_graph(struct rl_graph *g, const Onnx__ModelProto *m)
 			if (!in || !*in)
 				continue;
 			uint32_t v = rl_graph_find_value(g, in);
-			const struct rl_onnx_port *ip = find_port(pin, npin, in);
+			const struct rl_onnx_port *ip = find_port(io->pin, io->npin, in);
 			if (v == RL_NONE && ip)
 				FAIL(RL_ERR_UNSUPPORTED, &g->nodes[id], "input '%s' is a %s graph input; "
 				     "only If, Loop, Scan, SequenceMap, Identity and the sequence and "
@@ -911,22 +957,28 @@ static enum rl_status build_graph(struct rl_graph *g, const Onnx__ModelProto *m)
 			rl_node_set_input(g, id, k, v);
 		}
 	}
+	return RL_OK;
+fail:
+	return status;
+}
 
-	/* graph outputs */
-	g->outputs = malloc((gp->n_output + 1) * sizeof(uint32_t));
-	RL_ASSERT(g->outputs);
+static enum rl_status read_outputs(struct rl_graph *g, const Onnx__GraphProto *gp,
+                                   struct ports *io)
+{
+	enum rl_status status = RL_OK;
+	char why[512];
 	for (size_t i = 0; i < gp->n_output; i++) {
 		const Onnx__ValueInfoProto *vi = gp->output[i];
 		const char *name = vi->name ? vi->name : "";
 		uint32_t v = rl_graph_find_value(g, name);
-		if (v == RL_NONE && !find_port(pin, npin, name))
+		if (v == RL_NONE && !find_port(io->pin, io->npin, name))
 			FAIL(RL_ERR_INVALID, NULL, "graph output '%s' is not produced by any node, "
 			     "graph input or initializer", name);
-		struct rl_onnx_port *port = &pout[npout++];
+		struct rl_onnx_port *port = &io->pout[io->npout++];
 		if (!port_type(g, vi->type, name, port, why, sizeof(why)))
 			FAIL(RL_ERR_UNSUPPORTED, NULL, "graph output: %s", why);
 		if (port->kind != RL_ONNX_TENSOR) {
-			nontensor = true; /* its tensors are made by the lowering */
+			io->nontensor = true; /* its tensors are made by the lowering */
 			continue;
 		}
 		if (v == RL_NONE)
@@ -948,8 +1000,15 @@ static enum rl_status build_graph(struct rl_graph *g, const Onnx__ModelProto *m)
 	}
 	if (!gp->n_output)
 		FAIL(RL_ERR_INVALID, NULL, "the graph has no outputs");
+	return RL_OK;
+fail:
+	return status;
+}
 
-	/* value_info: types of intermediates, checked as hints by inference */
+/* value_info: types of intermediates, checked as hints by inference. */
+static void read_value_info(struct rl_graph *g, const Onnx__GraphProto *gp)
+{
+	char why[512];
 	for (size_t i = 0; i < gp->n_value_info; i++) {
 		const Onnx__ValueInfoProto *vi = gp->value_info[i];
 		if (!vi->name)
@@ -967,10 +1026,58 @@ static enum rl_status build_graph(struct rl_graph *g, const Onnx__ModelProto *m)
 		if (val->shape.rank < 0)
 			val->shape = s;
 	}
+}
+
+/* ModelProto to IR, as its phases: header and opsets, initializers, graph
+ * inputs, unknown operators (all listed before failing), nodes, their
+ * inputs, graph outputs, value_info hints; control flow is deferred until
+ * the caller binds shapes. The first failure stores its message with
+ * rl_graph_error and returns its status. */
+static enum rl_status build_graph(struct rl_graph *g, const Onnx__ModelProto *m)
+{
+	enum rl_status status = RL_OK;
+	uint32_t *node_ids = NULL;
+	if (!m->graph)
+		FAIL(RL_ERR_INVALID, NULL, "the model has no graph");
+	const Onnx__GraphProto *gp = m->graph;
+	if ((status = read_header(g, m)) != RL_OK || (status = read_initializers(g, gp)) != RL_OK)
+		goto fail;
+
+	g->inputs = malloc((gp->n_input + 1) * sizeof(uint32_t));
+	RL_ASSERT(g->inputs);
+	struct ports io = {
+	        .pin = rl_arena_alloc(g, (gp->n_input + 1) * sizeof(*io.pin)),
+	        .pout = rl_arena_alloc(g, (gp->n_output + 1) * sizeof(*io.pout)),
+	};
+	if ((status = read_inputs(g, gp, &io)) != RL_OK)
+		goto fail;
+
+	node_ids = malloc((gp->n_node + 1) * sizeof(uint32_t));
+	RL_ASSERT(node_ids);
+	{
+		/* unknown operators, subgraphs (If, Loop, Scan bodies) included:
+		 * list every one before failing */
+		struct unknown_ops u = {.list = ""};
+		unknown_ops_collect(gp, &u, 0);
+		if (u.n)
+			FAIL(RL_ERR_UNSUPPORTED, NULL, "unsupported operator%s (first at node '%s'): %s",
+			     u.n > 1 ? "s" : "", u.first_node, u.list);
+	}
+	uint8_t *lowered = mark_lowered(g, gp, &io);
+	if ((status = add_nodes(g, gp, lowered, node_ids)) != RL_OK ||
+	    (status = add_node_inputs(g, gp, node_ids, &io)) != RL_OK)
+		goto fail;
+
+	g->outputs = malloc((gp->n_output + 1) * sizeof(uint32_t));
+	RL_ASSERT(g->outputs);
+	if ((status = read_outputs(g, gp, &io)) != RL_OK)
+		goto fail;
+	read_value_info(g, gp);
 	free(node_ids);
-	if (nontensor) {
+	if (io.nontensor) {
 		g->onnx_io = rl_arena_alloc(g, sizeof(*g->onnx_io));
-		*g->onnx_io = (struct rl_onnx_io){.nin = npin, .nout = npout, .in = pin, .out = pout};
+		*g->onnx_io = (struct rl_onnx_io){.nin = io.npin, .nout = io.npout, .in = io.pin,
+		                                  .out = io.pout};
 	}
 	/* control flow waits for the shapes the caller binds */
 	rl_onnx_defer_ctrl(g, gp, lowered);

@@ -20,7 +20,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	struct rl_machine m;
 	char err[1024];
-	if (rl_machine_load(path, &m, err, sizeof err))
+	if (rl_machine_load(path, &m, err, sizeof err) == RL_OK)
 		(void)rl_machine_balance(&m, RL_PREC_FP32);
 	return 0;
 }

@@ -28,7 +28,7 @@ static const struct rl_machine *fuzz_machine(void)
 	static int state; /* 0 not tried, 1 loaded, -1 failed */
 	char err[1024];
 	if (!state)
-		state = rl_machine_load("generic-cpu", &m, err, sizeof err) ? 1 : -1;
+		state = rl_machine_load("generic-cpu", &m, err, sizeof err) == RL_OK ? 1 : -1;
 	return state > 0 ? &m : NULL;
 }
 

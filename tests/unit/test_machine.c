@@ -154,7 +154,7 @@ static const char *load_bad(const char *name, const char *text)
 	write_file(path, text);
 	struct rl_machine m;
 	err[0] = '\0';
-	cr_assert_not(rl_machine_load(path, &m, err, sizeof err),
+	cr_assert(rl_machine_load(path, &m, err, sizeof err) != RL_OK,
 	              "%s loaded but should not have", name);
 	cr_assert(strchr(err, '\n') == NULL, "message is not one line: %s", err);
 	return err;
@@ -241,7 +241,7 @@ Test(machine, every_shipped_profile_loads)
 	char err[1024];
 	for (size_t i = 0; i < NSHIPPED; i++) {
 		struct rl_machine m;
-		cr_assert(rl_machine_load(shipped[i], &m, err, sizeof err), "%s: %s",
+		cr_assert(rl_machine_load(shipped[i], &m, err, sizeof err) == RL_OK, "%s: %s",
 		          shipped[i], err);
 		cr_assert_str_eq(m.name, shipped[i]);
 		cr_assert(strcmp(m.kind, "gpu") == 0 || strcmp(m.kind, "cpu") == 0);
@@ -249,7 +249,7 @@ Test(machine, every_shipped_profile_loads)
 		cr_assert_gt(rl_machine_peak(&m, RL_PREC_FP32, true), 0);
 		cr_assert_gt(rl_machine_balance(&m, RL_PREC_FP32), 0);
 		cr_assert(strstr(m.source, shipped[i]) != NULL);
-		cr_assert(rl_machine_check(&m, err, sizeof err), "%s", err);
+		cr_assert(rl_machine_check(&m, err, sizeof err) == RL_OK, "%s", err);
 	}
 	/* and nothing in hw/ that is not in the list above fails either */
 	DIR *d = opendir(HW_DIR);
@@ -263,7 +263,7 @@ Test(machine, every_shipped_profile_loads)
 		char path[600];
 		snprintf(path, sizeof path, "%s/%s", HW_DIR, de->d_name);
 		struct rl_machine m;
-		cr_assert(rl_machine_load(path, &m, err, sizeof err), "%s", err);
+		cr_assert(rl_machine_load(path, &m, err, sizeof err) == RL_OK, "%s", err);
 		n++;
 	}
 	closedir(d);
@@ -274,7 +274,7 @@ Test(machine, h200_numbers_and_balance)
 {
 	char err[1024];
 	struct rl_machine m;
-	cr_assert(rl_machine_load("h200", &m, err, sizeof err), "%s", err);
+	cr_assert(rl_machine_load("h200", &m, err, sizeof err) == RL_OK, "%s", err);
 	cr_assert_str_eq(m.kind, "gpu");
 	cr_assert_eq(m.cores, 132);
 	cr_assert_eq(m.nlevels, 3);
@@ -305,7 +305,7 @@ Test(machine, cpu_balance)
 {
 	char err[1024];
 	struct rl_machine m;
-	cr_assert(rl_machine_load("epyc9654", &m, err, sizeof err), "%s", err);
+	cr_assert(rl_machine_load("epyc9654", &m, err, sizeof err) == RL_OK, "%s", err);
 	/* 96 cores x 32 FLOP/clk x 2.4 GHz over 12 x 4800 MT/s x 8 B */
 	cr_assert(rel_eq(rl_machine_balance(&m, RL_PREC_FP32), 7.3728e12 / 460.8e9));
 	cr_assert(rel_eq(rl_machine_balance(&m, RL_PREC_FP32), 16.0));
@@ -360,7 +360,7 @@ Test(machine, unknown_name_lists_known_names)
 {
 	char err[1024];
 	struct rl_machine m;
-	cr_assert_not(rl_machine_load("h300", &m, err, sizeof err));
+	cr_assert(rl_machine_load("h300", &m, err, sizeof err) != RL_OK);
 	cr_assert(strstr(err, "h300") != NULL, "%s", err);
 	for (size_t i = 0; i < NSHIPPED; i++)
 		cr_assert(strstr(err, shipped[i]) != NULL, "%s not in: %s", shipped[i], err);
@@ -375,14 +375,14 @@ Test(machine, empty_spec_and_missing_path)
 {
 	char err[1024];
 	struct rl_machine m;
-	cr_assert_not(rl_machine_load("", &m, err, sizeof err));
-	cr_assert_not(rl_machine_load(NULL, &m, err, sizeof err));
+	cr_assert(rl_machine_load("", &m, err, sizeof err) != RL_OK);
+	cr_assert(rl_machine_load(NULL, &m, err, sizeof err) != RL_OK);
 	char path[600];
 	tmp_path(path, sizeof path, "nope.xml");
-	cr_assert_not(rl_machine_load(path, &m, err, sizeof err));
+	cr_assert(rl_machine_load(path, &m, err, sizeof err) != RL_OK);
 	cr_assert(strstr(err, "nope.xml") != NULL, "%s", err);
 	/* a name with a slash is a path, not a lookup in hw/ */
-	cr_assert_not(rl_machine_load("hw/h200", &m, err, sizeof err));
+	cr_assert(rl_machine_load("hw/h200", &m, err, sizeof err) != RL_OK);
 	cr_assert(strstr(err, "hw/h200") != NULL, "%s", err);
 }
 
@@ -391,8 +391,8 @@ Test(machine, load_by_path)
 	char err[1024], path[600];
 	struct rl_machine a, b;
 	snprintf(path, sizeof path, "%s/a100.xml", HW_DIR);
-	cr_assert(rl_machine_load(path, &a, err, sizeof err), "%s", err);
-	cr_assert(rl_machine_load("a100", &b, err, sizeof err), "%s", err);
+	cr_assert(rl_machine_load(path, &a, err, sizeof err) == RL_OK, "%s", err);
+	cr_assert(rl_machine_load("a100", &b, err, sizeof err) == RL_OK, "%s", err);
 	assert_same(&a, &b);
 }
 
@@ -405,16 +405,16 @@ Test(machine, host_profile)
 	/* none yet: the default is the generic CPU, and "host" says how to
 	 * make one */
 	cr_assert_str_eq(rl_machine_default(), "generic-cpu");
-	cr_assert_not(rl_machine_load("host", &m, err, sizeof err));
+	cr_assert(rl_machine_load("host", &m, err, sizeof err) != RL_OK);
 	cr_assert(strstr(err, "rlopt probe") != NULL, "%s", err);
 
-	cr_assert(rl_machine_load("generic-cpu", &m, err, sizeof err), "%s", err);
+	cr_assert(rl_machine_load("generic-cpu", &m, err, sizeof err) == RL_OK, "%s", err);
 	snprintf(m.name, sizeof m.name, "host");
-	cr_assert(rl_machine_write(&m, host, "measured: not really", err, sizeof err),
+	cr_assert(rl_machine_write(&m, host, "measured: not really", err, sizeof err) == RL_OK,
 	          "%s", err);
 	cr_assert_str_eq(rl_machine_default(), "host");
 	struct rl_machine h;
-	cr_assert(rl_machine_load("host", &h, err, sizeof err), "%s", err);
+	cr_assert(rl_machine_load("host", &h, err, sizeof err) == RL_OK, "%s", err);
 	cr_assert_str_eq(h.name, "host");
 
 	/* without RLOPT_HOST_PROFILE it lives under $HOME */
@@ -465,6 +465,32 @@ Test(machine, doctype_refused)
 	                           "<machine name=\"&big;\" kind=\"cpu\" cores=\"1\"/>\n");
 	cr_assert(has_file_line(err, "dtd.xml"), "%s", err);
 	cr_assert(strstr(err, "DOCTYPE") != NULL, "%s", err);
+}
+
+/* The status says which kind of failure it was (ir/ir.h, "Errors"): not
+ * found, not XML, not a valid profile. */
+Test(machine, status_names_the_kind_of_failure)
+{
+	char err[1024], path[600];
+	struct rl_machine m;
+	tmp_path(path, sizeof path, "absent.xml");
+	cr_assert_eq(rl_machine_load(path, &m, err, sizeof err), RL_ERR_IO, "%s", err);
+	cr_assert_eq(rl_machine_load("h300", &m, err, sizeof err), RL_ERR_IO, "%s", err);
+	tmp_path(path, sizeof path, "notxml.xml");
+	write_file(path, "<machine name=\"x\"");
+	cr_assert_eq(rl_machine_load(path, &m, err, sizeof err), RL_ERR_PARSE, "%s", err);
+	char *text = shipped_text("h200");
+	char *bad = cut(text, "  <memory>", "</memory>\n");
+	tmp_path(path, sizeof path, "invalid.xml");
+	write_file(path, bad);
+	cr_assert_eq(rl_machine_load(path, &m, err, sizeof err), RL_ERR_INVALID, "%s", err);
+	free(bad);
+	free(text);
+	cr_assert_eq(rl_machine_load("h200", &m, err, sizeof err), RL_OK, "%s", err);
+	m.level[m.nlevels - 1].read_bw = -1;
+	cr_assert_eq(rl_machine_check(&m, err, sizeof err), RL_ERR_INVALID);
+	tmp_path(path, sizeof path, "refused.xml");
+	cr_assert_eq(rl_machine_write(&m, path, NULL, err, sizeof err), RL_ERR_INVALID);
 }
 
 /* ---- schema-invalid ----------------------------------------------------- */
@@ -584,12 +610,12 @@ Test(machine, write_then_load_is_exact)
 	char err[1024], path[600];
 	for (size_t i = 0; i < NSHIPPED; i++) {
 		struct rl_machine a, b;
-		cr_assert(rl_machine_load(shipped[i], &a, err, sizeof err), "%s", err);
+		cr_assert(rl_machine_load(shipped[i], &a, err, sizeof err) == RL_OK, "%s", err);
 		tmp_path(path, sizeof path, "rt.xml");
 		/* comment text XML forbids inside a comment: "--", a trailing '-' */
 		cr_assert(rl_machine_write(&a, path, "line one -- with dashes\nline two-",
-		                           err, sizeof err), "%s", err);
-		cr_assert(rl_machine_load(path, &b, err, sizeof err), "%s: %s", shipped[i], err);
+		                           err, sizeof err) == RL_OK, "%s", err);
+		cr_assert(rl_machine_load(path, &b, err, sizeof err) == RL_OK, "%s: %s", shipped[i], err);
 		assert_same(&a, &b);
 		cr_assert_str_eq(b.source, path);
 	}
@@ -599,7 +625,7 @@ Test(machine, write_odd_values_round_trip)
 {
 	char err[1024], path[600];
 	struct rl_machine a, b;
-	cr_assert(rl_machine_load("generic-cpu", &a, err, sizeof err), "%s", err);
+	cr_assert(rl_machine_load("generic-cpu", &a, err, sizeof err) == RL_OK, "%s", err);
 	/* measured numbers have all 17 digits */
 	a.peak_vector[RL_PREC_FP32] = 19096480202.8014;
 	a.level[0].read_bw = 1.0 / 3.0 * 1e11;
@@ -608,8 +634,8 @@ Test(machine, write_odd_values_round_trip)
 	a.cores = 2;
 	snprintf(a.desc, sizeof a.desc, "quotes \" and <angles> & ampersands");
 	tmp_path(path, sizeof path, "odd.xml");
-	cr_assert(rl_machine_write(&a, path, NULL, err, sizeof err), "%s", err);
-	cr_assert(rl_machine_load(path, &b, err, sizeof err), "%s", err);
+	cr_assert(rl_machine_write(&a, path, NULL, err, sizeof err) == RL_OK, "%s", err);
+	cr_assert(rl_machine_load(path, &b, err, sizeof err) == RL_OK, "%s", err);
 	assert_same(&a, &b);
 }
 
@@ -617,22 +643,22 @@ Test(machine, write_refuses_invalid_and_leaves_nothing)
 {
 	char err[1024], path[600];
 	struct rl_machine m;
-	cr_assert(rl_machine_load("h100", &m, err, sizeof err), "%s", err);
+	cr_assert(rl_machine_load("h100", &m, err, sizeof err) == RL_OK, "%s", err);
 	tmp_path(path, sizeof path, "invalid.xml");
 
 	struct rl_machine bad = m;
 	bad.nlevels = 0;
-	cr_assert_not(rl_machine_write(&bad, path, NULL, err, sizeof err));
+	cr_assert(rl_machine_write(&bad, path, NULL, err, sizeof err) != RL_OK);
 	cr_assert(strstr(err, "invalid.xml") != NULL, "%s", err);
 
 	bad = m;
 	bad.eff_strided = 0;
-	cr_assert_not(rl_machine_write(&bad, path, NULL, err, sizeof err));
-	cr_assert_not(rl_machine_check(&bad, err, sizeof err));
+	cr_assert(rl_machine_write(&bad, path, NULL, err, sizeof err) != RL_OK);
+	cr_assert(rl_machine_check(&bad, err, sizeof err) != RL_OK);
 
 	bad = m;
 	snprintf(bad.name, sizeof bad.name, "has space");
-	cr_assert_not(rl_machine_write(&bad, path, NULL, err, sizeof err));
+	cr_assert(rl_machine_write(&bad, path, NULL, err, sizeof err) != RL_OK);
 
 	struct stat st;
 	cr_assert_neq(stat(path, &st), 0, "a refused write left %s behind", path);
@@ -640,7 +666,7 @@ Test(machine, write_refuses_invalid_and_leaves_nothing)
 	/* an unwritable place: a message, and no temporary file */
 	char deep[700];
 	snprintf(deep, sizeof deep, "%s/no/such/dir/x.xml", tmpdir);
-	cr_assert_not(rl_machine_write(&m, deep, NULL, err, sizeof err));
+	cr_assert(rl_machine_write(&m, deep, NULL, err, sizeof err) != RL_OK);
 	cr_assert(strstr(err, "x.xml") != NULL, "%s", err);
 
 	DIR *d = opendir(tmpdir);
@@ -657,9 +683,9 @@ Test(machine, write_replaces_existing_file)
 	struct rl_machine a, b;
 	tmp_path(path, sizeof path, "same.xml");
 	write_file(path, "old contents");
-	cr_assert(rl_machine_load("mi300x", &a, err, sizeof err), "%s", err);
-	cr_assert(rl_machine_write(&a, path, "replaced", err, sizeof err), "%s", err);
-	cr_assert(rl_machine_load(path, &b, err, sizeof err), "%s", err);
+	cr_assert(rl_machine_load("mi300x", &a, err, sizeof err) == RL_OK, "%s", err);
+	cr_assert(rl_machine_write(&a, path, "replaced", err, sizeof err) == RL_OK, "%s", err);
+	cr_assert(rl_machine_load(path, &b, err, sizeof err) == RL_OK, "%s", err);
 	assert_same(&a, &b);
 }
 
@@ -669,7 +695,7 @@ Test(machine, simd_and_cache_geometry)
 {
 	char err[1024];
 	struct rl_machine m;
-	cr_assert(rl_machine_load("epyc9654", &m, err, sizeof err), "%s", err);
+	cr_assert(rl_machine_load("epyc9654", &m, err, sizeof err) == RL_OK, "%s", err);
 	cr_assert_eq(m.simd_bits, 512);
 	cr_assert_eq(m.simd_registers, 32);
 	cr_assert_eq(m.fma_units, 2);
@@ -680,11 +706,11 @@ Test(machine, simd_and_cache_geometry)
 	cr_assert_eq(m.level[2].ways, 16);
 	cr_assert_eq(m.level[3].line_bytes, 0, "DRAM has no line in the profile");
 	cr_assert_eq(m.level[3].ways, 0);
-	cr_assert(rl_machine_load("generic-cpu", &m, err, sizeof err), "%s", err);
+	cr_assert(rl_machine_load("generic-cpu", &m, err, sizeof err) == RL_OK, "%s", err);
 	cr_assert_eq(m.simd_bits, 256);
 	cr_assert_eq(m.simd_registers, 16);
 	/* GPU profiles and older hand-written ones leave them out: zero */
-	cr_assert(rl_machine_load("h200", &m, err, sizeof err), "%s", err);
+	cr_assert(rl_machine_load("h200", &m, err, sizeof err) == RL_OK, "%s", err);
 	cr_assert_eq(m.simd_bits + m.simd_registers + m.fma_units + m.fma_latency, 0);
 	for (int i = 0; i < m.nlevels; i++)
 		cr_assert_eq(m.level[i].line_bytes + m.level[i].ways, 0);
@@ -699,7 +725,7 @@ Test(machine, geometry_missing_loads_as_zero)
 	tmp_path(path, sizeof path, "old.xml");
 	write_file(path, b);
 	struct rl_machine m;
-	cr_assert(rl_machine_load(path, &m, err, sizeof err), "%s", err);
+	cr_assert(rl_machine_load(path, &m, err, sizeof err) == RL_OK, "%s", err);
 	cr_assert_eq(m.simd_bits, 0);
 	cr_assert_eq(m.fma_latency, 0);
 	cr_assert_eq(m.level[0].ways, 0);
@@ -748,7 +774,7 @@ Test(machine, launch_modes)
 {
 	char err[1024], note[200];
 	struct rl_machine g, c;
-	cr_assert(rl_machine_load("h200", &g, err, sizeof err), "%s", err);
+	cr_assert(rl_machine_load("h200", &g, err, sizeof err) == RL_OK, "%s", err);
 	cr_assert_eq(g.launch_mode, RL_LAUNCH_GRAPH);
 	cr_assert(g.launch_eager == 4e-6 && g.launch_graph == 1e-6, "%g %g", g.launch_eager,
 	          g.launch_graph);
@@ -761,7 +787,7 @@ Test(machine, launch_modes)
 	cr_assert(strstr(note, "eager launches, 4 us") != NULL, "%s", note);
 	cr_assert(rl_machine_set_launch(&g, RL_LAUNCH_GRAPH) && g.launch_latency == 1e-6);
 
-	cr_assert(rl_machine_load("epyc9654", &c, err, sizeof err), "%s", err);
+	cr_assert(rl_machine_load("epyc9654", &c, err, sizeof err) == RL_OK, "%s", err);
 	cr_assert_eq(c.launch_mode, RL_LAUNCH_EAGER);
 	cr_assert(c.launch_latency == 2e-8 && c.launch_graph == 0);
 	cr_assert_not(rl_machine_set_launch(&c, RL_LAUNCH_GRAPH));
@@ -773,7 +799,7 @@ Test(machine, launch_modes)
 	char path[600];
 	tmp_path(path, sizeof path, "nograph.xml");
 	write_file(path, nog);
-	cr_assert(rl_machine_load(path, &g, err, sizeof err), "%s", err);
+	cr_assert(rl_machine_load(path, &g, err, sizeof err) == RL_OK, "%s", err);
 	cr_assert(g.launch_mode == RL_LAUNCH_GRAPH && g.launch_latency == 4e-6);
 	rl_machine_launch_note(&g, note, sizeof note);
 	cr_assert(strstr(note, "no <latency graph=> figure") != NULL, "%s", note);
@@ -840,17 +866,17 @@ Test(machine, calibration_loads_and_round_trips)
 	tmp_path(path, sizeof path, "cal.xml");
 	write_file(path, text);
 	struct rl_machine m, b;
-	cr_assert(rl_machine_load(path, &m, err, sizeof err), "%s", err);
+	cr_assert(rl_machine_load(path, &m, err, sizeof err) == RL_OK, "%s", err);
 	cr_assert(rl_machine_calibrated(&m));
 	cr_assert(m.calib[RL_MATH_EXP] == 1.5e9);
 	cr_assert(m.calib[RL_MATH_GEMM] == 9.6e10);
 	cr_assert_str_eq(m.calib_cc, "cc -O2");
 	tmp_path(path2, sizeof path2, "cal2.xml");
-	cr_assert(rl_machine_write(&m, path2, NULL, err, sizeof err), "%s", err);
-	cr_assert(rl_machine_load(path2, &b, err, sizeof err), "%s", err);
+	cr_assert(rl_machine_write(&m, path2, NULL, err, sizeof err) == RL_OK, "%s", err);
+	cr_assert(rl_machine_load(path2, &b, err, sizeof err) == RL_OK, "%s", err);
 	assert_same(&m, &b);
 	/* shipped profiles carry none: priced from the peak */
-	cr_assert(rl_machine_load("epyc9654", &m, err, sizeof err), "%s", err);
+	cr_assert(rl_machine_load("epyc9654", &m, err, sizeof err) == RL_OK, "%s", err);
 	cr_assert(!rl_machine_calibrated(&m));
 	free(text);
 }
@@ -868,18 +894,18 @@ Test(machine, calibration_optional_classes)
 	tmp_path(path, sizeof path, "opt.xml");
 	write_file(path, text);
 	struct rl_machine m, b;
-	cr_assert(rl_machine_load(path, &m, err, sizeof err), "%s", err);
+	cr_assert_eq(rl_machine_load(path, &m, err, sizeof err), RL_OK, "%s", err);
 	cr_assert(rl_machine_calibrated(&m));
 	cr_assert(m.calib[RL_MATH_MMPLAIN] == 3e10);
 	cr_assert(m.calib[RL_MATH_ROW] == 2.5e7);
 	tmp_path(path2, sizeof path2, "opt2.xml");
-	cr_assert(rl_machine_write(&m, path2, NULL, err, sizeof err), "%s", err);
-	cr_assert(rl_machine_load(path2, &b, err, sizeof err), "%s", err);
+	cr_assert_eq(rl_machine_write(&m, path2, NULL, err, sizeof err), RL_OK, "%s", err);
+	cr_assert_eq(rl_machine_load(path2, &b, err, sizeof err), RL_OK, "%s", err);
 	assert_same(&m, &b);
 	free(text);
 	text = calibrated_text(NULL, NULL);
 	write_file(path, text);
-	cr_assert(rl_machine_load(path, &m, err, sizeof err), "%s", err);
+	cr_assert_eq(rl_machine_load(path, &m, err, sizeof err), RL_OK, "%s", err);
 	cr_assert(rl_machine_calibrated(&m));
 	cr_assert(m.calib[RL_MATH_MMPLAIN] == 0 && m.calib[RL_MATH_ROW] == 0);
 	free(text);
@@ -892,7 +918,7 @@ Test(machine, calibration_partial_is_not_calibrated)
 	tmp_path(path, sizeof path, "part.xml");
 	write_file(path, text);
 	struct rl_machine m;
-	cr_assert(rl_machine_load(path, &m, err, sizeof err), "%s", err);
+	cr_assert(rl_machine_load(path, &m, err, sizeof err) == RL_OK, "%s", err);
 	cr_assert(m.calib[RL_MATH_EXP] == 1.5e9);
 	cr_assert(m.calib[RL_MATH_ERF] == 0);
 	cr_assert(!rl_machine_calibrated(&m));

@@ -102,7 +102,7 @@ static struct rl_machine machine(const char *name)
 {
 	struct rl_machine m;
 	char err[512];
-	cr_assert(rl_machine_load(name, &m, err, sizeof(err)), "%s", err);
+	cr_assert(rl_machine_load(name, &m, err, sizeof(err)) == RL_OK, "%s", err);
 	return m;
 }
 
