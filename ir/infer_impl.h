@@ -114,17 +114,7 @@ static inline struct rl_value *rl_infer_in(struct rl_graph *g,
 
 /* ---- dtype checks (infer.c) --------------------------------------------- */
 
-enum rl_tc {
-	RL_TC_ANY,     /* any dtype rlopt knows, string included */
-	RL_TC_NUM,     /* integers and floats, not bool */
-	RL_TC_NUMBOOL, /* integers, floats and bool */
-	RL_TC_FLOAT,   /* float16, bfloat16, float32, float64 */
-	RL_TC_SIGNED,  /* floats and signed integers */
-	RL_TC_INT,     /* signed and unsigned integers */
-	RL_TC_UINT,    /* unsigned integers */
-	RL_TC_BOOL,    /* bool */
-	RL_TC_INDEX,   /* int32 or int64 (indices, axes, shapes) */
-};
+/* enum rl_tc is in ir.h (the tc column of ops.def). */
 /* Check input slot `slot` (when present) against class `tc`. */
 enum rl_status rl_infer_dtype_in(struct rl_graph *g, uint32_t node, int slot,
                                  enum rl_tc tc);

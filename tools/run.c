@@ -222,6 +222,13 @@ int rl_cmd_run(int argc, char **argv)
 					return RL_EXIT_USAGE;
 				}
 				inputs[nin++] = v;
+				/* `-i a.pb b.pb` as well as `-i a.pb -i b.pb`: the words
+				 * up to the next option, but for the model when it is yet
+				 * to come (a word ending in .onnx) */
+				while (i + 1 < argc && argv[i + 1][0] != '-' && nin < RL_MAX_IO &&
+				       !(!model && strlen(argv[i + 1]) > 5 &&
+				         !strcmp(argv[i + 1] + strlen(argv[i + 1]) - 5, ".onnx")))
+					inputs[nin++] = argv[++i];
 			} else if (!strcmp(a, "-d")) {
 				outdir = v;
 			} else if (!strcmp(a, "--cc")) {
