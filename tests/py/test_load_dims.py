@@ -143,8 +143,7 @@ def main():
         ok = r.returncode == 0
         if ok:
             with open(os.path.join(d, "m1d.h")) as f:
-                ok = "6x3" in f.read() or "[6][3]" in open(os.path.join(d, "m1d.h")).read() \
-                    or "18" in open(os.path.join(d, "m1d.h")).read()
+                ok = "6x3" in f.read()
         check("-1 dim bound by --dim", ok, r.describe(3))
 
         # one symbol, two sizes, through rlopt run: a load error, one line
@@ -221,11 +220,13 @@ def main():
         err = r.stderr.strip()
         check("unbound width named, no --batch offered", r.returncode == 2 and "'seq'" in err
               and "--dim seq=N" in err and "--batch" not in err, err)
-        r = rltest.run([rl, mp, "--batch", "2", "--remarks", "-o", os.path.join(d, "fw.onnx")],
+        r = rltest.run([rl, mp, "--batch", "2", "--remarks", "-o", os.path.join(d, "fw_out.onnx")],
                        timeout=60)
-        lines = [ln for ln in r.stderr.splitlines() if "not static" in ln]
-        check("remarks name the free dim", bool(lines) and all(
-            "'seq'" in ln and "--batch" not in ln for ln in lines), r.describe(6))
+        lines = [ln for ln in (r.stdout + r.stderr).splitlines()
+                 if "remark" in ln and ("bind" in ln or "unbound" in ln)]
+        check("remarks name the free dim", len(lines) >= 2 and all(
+            "'seq'" in ln and "--dim seq=N" in ln and "--batch" not in ln for ln in lines),
+            "\n".join(lines) or r.describe(6))
         r = rltest.run([rl, mp, "--dim", "seq=5", "-o", os.path.join(d, "fw2.c")], timeout=60)
         err = r.stderr.strip()
         check("an unbound batch offers --batch", r.returncode == 2 and "'batch'" in err
