@@ -33,18 +33,10 @@
 
 /* ---- family entry points (one per fam_*.c) ------------------------------ */
 
-enum rl_status rl_infer_elemwise(struct rl_graph *g, uint32_t node);
-enum rl_status rl_infer_matmul(struct rl_graph *g, uint32_t node);
-enum rl_status rl_infer_conv(struct rl_graph *g, uint32_t node);
-enum rl_status rl_infer_pool(struct rl_graph *g, uint32_t node);
-enum rl_status rl_infer_norm(struct rl_graph *g, uint32_t node);
-enum rl_status rl_infer_reduce(struct rl_graph *g, uint32_t node);
-enum rl_status rl_infer_shape(struct rl_graph *g, uint32_t node);
-enum rl_status rl_infer_const(struct rl_graph *g, uint32_t node);
-enum rl_status rl_infer_attn(struct rl_graph *g, uint32_t node);
-enum rl_status rl_infer_quant(struct rl_graph *g, uint32_t node);
-enum rl_status rl_infer_seq(struct rl_graph *g, uint32_t node);
-enum rl_status rl_infer_detect(struct rl_graph *g, uint32_t node);
+/* rl_infer_<file> for every family of RL_FAMILIES (ir/ir.h) */
+#define X(E, file, name) enum rl_status rl_infer_##file(struct rl_graph *g, uint32_t node);
+RL_FAMILIES(X)
+#undef X
 /* Fails, naming the node, when it reads a value whose extent along one axis
  * is data-dependent (value->extent_axis; fam_detect.c). */
 enum rl_status rl_detect_check_inputs(struct rl_graph *g, uint32_t node);
