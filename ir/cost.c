@@ -30,15 +30,12 @@ const char *rl_bound_name(enum rl_bound b)
 }
 
 typedef bool (*count_fn)(const struct rl_graph *, uint32_t, struct rl_counts *);
+/* one entry per family (RL_FAMILIES, ir/ir.h): rl_count_<file> */
 static const count_fn family_count[RL_FAM_COUNT_] = {
-	[RL_FAM_ELEMWISE] = rl_count_elemwise, [RL_FAM_MATMUL] = rl_count_matmul,
-	[RL_FAM_CONV] = rl_count_conv,         [RL_FAM_POOL] = rl_count_pool,
-	[RL_FAM_NORM] = rl_count_norm,         [RL_FAM_REDUCE] = rl_count_reduce,
-	[RL_FAM_SHAPE] = rl_count_shape,       [RL_FAM_CONST] = rl_count_const,
-	[RL_FAM_ATTN] = rl_count_attn,         [RL_FAM_QUANT] = rl_count_quant,
-	[RL_FAM_SEQ] = rl_count_seq,           [RL_FAM_DETECT] = rl_count_detect,
+#define X(E, file, name) [RL_FAM_##E] = rl_count_##file,
+	RL_FAMILIES(X)
+#undef X
 };
-_Static_assert(RL_FAM_COUNT_ == 12, "family_count must list every family");
 
 static double value_bytes(const struct rl_graph *g, uint32_t v)
 {

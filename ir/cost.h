@@ -190,10 +190,9 @@ const char *rl_kernel_bound_str(const struct rl_kernel *k, const struct rl_machi
 double rl_cost_balance(const struct rl_machine *m, enum rl_prec prec, bool matrix);
 
 /* Per-family counters, in ir/fam_<family>.c. */
-#define X(fam) \
-	bool rl_count_##fam(const struct rl_graph *g, uint32_t node, struct rl_counts *c);
-X(elemwise) X(matmul) X(conv) X(pool) X(norm) X(reduce) X(shape) X(const)
-X(attn) X(quant) X(seq) X(detect)
+#define X(E, file, name) \
+	bool rl_count_##file(const struct rl_graph *g, uint32_t node, struct rl_counts *c);
+RL_FAMILIES(X)
 #undef X
 
 #endif /* RL_COST_H */

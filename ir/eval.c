@@ -16,7 +16,7 @@
  * float (not double), float16/bfloat16 values are stored as uint16 bits and
  * computed in float, integer arithmetic wraps at the dtype's width, integer
  * Div truncates, Mod follows the sign of the divisor unless fmod=1. Which
- * elementwise ops are evaluated here is the EVAL column of ir/scalar.def.
+ * ops are evaluated here at all is the fold column of ir/ops.def (EVAL).
  * Where ONNX leaves a result undefined (integer division by zero, a float
  * cast to an integer it does not fit) the node is simply not evaluated: the
  * runtime code then computes whatever the target does.
@@ -777,6 +777,9 @@ bool rl_eval_node(struct rl_graph *g, uint32_t node)
 	struct rl_node *n = &g->nodes[node];
 	if (n->dead || n->op >= RL_OP_COUNT_ || n->nout < 1 || n->out[0] == RL_NONE)
 		return false;
+	/* the fold column of ops.def: which ops are computed here at all */
+	if (rl_op_table[n->op].fold != RL_FOLD_EVAL)
+		return false;
 	uint32_t ov = n->out[0];
 	const struct rl_value *y = &g->values[ov];
 	/* a Constant borrows its tensor whatever its size (exporters put
@@ -794,7 +797,7 @@ bool rl_eval_node(struct rl_graph *g, uint32_t node)
 	if (n->nin < 1 || n->in[0] == RL_NONE)
 		return false;
 	const struct rl_scalar_info *si = rl_scalar_info(n->op);
-	if (si && (si->flags & RL_SCF_EVAL)) /* ir/scalar.def */
+	if (si && (si->flags & RL_SCF_CALC)) /* ir/scalar.def */
 		return eval_scalar(g, n);
 	switch (n->op) {
 	case RL_OP_Identity: case RL_OP_Reshape: case RL_OP_Squeeze:

@@ -163,9 +163,8 @@ static enum rl_status infer_conv(struct rl_graph *g, uint32_t node, bool transpo
 	struct rl_node *n = &g->nodes[node];
 	struct rl_value *x = rl_infer_in(g, n, 0), *wv = rl_infer_in(g, n, 1);
 	struct rl_value *bv = rl_infer_in(g, n, 2);
-	enum rl_status st = rl_infer_dtype_in(g, node, 0, RL_TC_FLOAT);
-	if (st == RL_OK)
-		st = rl_infer_dtype_same(g, node, 0, 1);
+	/* input 0 is checked against the tc column of ops.def (ir/infer.c) */
+	enum rl_status st = rl_infer_dtype_same(g, node, 0, 1);
 	if (st == RL_OK)
 		st = rl_infer_dtype_same(g, node, 0, 2);
 	if (st != RL_OK)

@@ -18,7 +18,7 @@
 #include <string.h>
 
 /* The dtype class an elementwise op's inputs must have at opset v: the tc
- * column of ir/scalar.def, which is the latest opset's; the lists only
+ * column of ir/ops.def, which is the latest opset's; the lists only
  * widened, except that Relu took floats only before 14 and Min/Max before
  * 12. */
 static enum rl_tc elemwise_tc(enum rl_op op, int v)
@@ -27,9 +27,7 @@ static enum rl_tc elemwise_tc(enum rl_op op, int v)
 		return RL_TC_FLOAT;
 	if ((op == RL_OP_Min || op == RL_OP_Max) && v < 12)
 		return RL_TC_FLOAT;
-	const struct rl_scalar_info *si = rl_scalar_info(op);
-	RL_ASSERT(si); /* every ELEMWISE row of ops.def has a scalar.def row */
-	return (enum rl_tc)si->tc;
+	return rl_op_table[op].tc;
 }
 
 /* A Clip bound or Dropout ratio must be a scalar (a 1-element 1-D tensor

@@ -14,9 +14,8 @@ static enum rl_status infer_matmul(struct rl_graph *g, uint32_t node)
 {
 	struct rl_node *n = &g->nodes[node];
 	struct rl_value *a = rl_infer_in(g, n, 0), *b = rl_infer_in(g, n, 1);
-	enum rl_status st = rl_infer_dtype_in(g, node, 0, RL_TC_NUM);
-	if (st == RL_OK)
-		st = rl_infer_dtype_same(g, node, 0, 1);
+	/* input 0 is checked against the tc column of ops.def (ir/infer.c) */
+	enum rl_status st = rl_infer_dtype_same(g, node, 0, 1);
 	if (st != RL_OK)
 		return st;
 	struct rl_shape out = {.rank = -1};
@@ -65,9 +64,8 @@ static enum rl_status infer_gemm(struct rl_graph *g, uint32_t node)
 	struct rl_node *n = &g->nodes[node];
 	struct rl_value *a = rl_infer_in(g, n, 0), *b = rl_infer_in(g, n, 1);
 	struct rl_value *c = rl_infer_in(g, n, 2);
-	enum rl_status st = rl_infer_dtype_in(g, node, 0, RL_TC_NUM);
-	if (st == RL_OK)
-		st = rl_infer_dtype_same(g, node, 0, 1);
+	/* input 0 is checked against the tc column of ops.def (ir/infer.c) */
+	enum rl_status st = rl_infer_dtype_same(g, node, 0, 1);
 	if (st == RL_OK)
 		st = rl_infer_dtype_same(g, node, 0, 2);
 	if (st != RL_OK)

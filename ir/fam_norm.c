@@ -102,9 +102,8 @@ static enum rl_status infer_layernorm(struct rl_graph *g, uint32_t node)
 {
 	struct rl_node *n = &g->nodes[node];
 	struct rl_value *x = rl_infer_in(g, n, 0);
-	enum rl_status st = rl_infer_dtype_in(g, node, 0, RL_TC_FLOAT);
-	if (st == RL_OK)
-		st = rl_infer_dtype_same(g, node, 0, 1);
+	/* input 0 is checked against the tc column of ops.def (ir/infer.c) */
+	enum rl_status st = rl_infer_dtype_same(g, node, 0, 1);
 	if (st == RL_OK)
 		st = rl_infer_dtype_same(g, node, 1, 2);
 	if (st != RL_OK)
@@ -188,9 +187,7 @@ static enum rl_status infer_lrn(struct rl_graph *g, uint32_t node)
 {
 	struct rl_node *n = &g->nodes[node];
 	struct rl_value *x = rl_infer_in(g, n, 0);
-	enum rl_status st = rl_infer_dtype_in(g, node, 0, RL_TC_FLOAT);
-	if (st != RL_OK)
-		return st;
+	/* input 0 is checked against the tc column of ops.def (ir/infer.c) */
 	const struct rl_attr *sz = rl_node_attr(n, "size");
 	if (!sz || sz->kind != RL_ATTR_INT || sz->i < 1)
 		return rl_graph_error(g, n, RL_ERR_SHAPE,
@@ -207,9 +204,7 @@ static enum rl_status infer_softmax(struct rl_graph *g, uint32_t node)
 {
 	struct rl_node *n = &g->nodes[node];
 	struct rl_value *x = rl_infer_in(g, n, 0);
-	enum rl_status st = rl_infer_dtype_in(g, node, 0, RL_TC_FLOAT);
-	if (st != RL_OK)
-		return st;
+	/* input 0 is checked against the tc column of ops.def (ir/infer.c) */
 	if (x->shape.rank >= 0) {
 		/* before 13: coerced to 2-D at axis (default 1); from 13: one axis
 		 * (default -1), in [-r, r-1]. */
@@ -260,9 +255,7 @@ static enum rl_status infer_mvn(struct rl_graph *g, uint32_t node)
 	struct rl_value *x = rl_infer_in(g, &g->nodes[node], 0);
 	if (!x)
 		return rl_graph_error(g, &g->nodes[node], RL_ERR_SHAPE, "input X is missing");
-	enum rl_status st = rl_infer_dtype_in(g, node, 0, RL_TC_FLOAT);
-	if (st != RL_OK)
-		return st;
+	/* input 0 is checked against the tc column of ops.def (ir/infer.c) */
 	bool axis[RL_MAX_RANK];
 	if (x->shape.rank >= 0 && rl_mvn_axes(g, node, axis) < 0)
 		return RL_ERR_SHAPE;

@@ -74,12 +74,10 @@ static enum rl_status infer_reduce(struct rl_graph *g, uint32_t node)
 {
 	struct rl_node *n = &g->nodes[node];
 	struct rl_value *x = rl_infer_in(g, n, 0);
-	bool minmax = n->op == RL_OP_ReduceMax || n->op == RL_OP_ReduceMin;
-	enum rl_status st = rl_infer_dtype_in(g, node, 0, minmax ? RL_TC_NUMBOOL : RL_TC_NUM);
-	if (st != RL_OK)
-		return st;
+	/* input 0 is checked against the tc column of ops.def (ir/infer.c):
+	 * numeric, and bool too for ReduceMax/ReduceMin */
 	struct rl_reduce_plan p;
-	st = rl_reduce_plan(g, node, &p);
+	enum rl_status st = rl_reduce_plan(g, node, &p);
 	if (st != RL_OK)
 		return st;
 	const struct rl_shape *sx = &x->shape;
@@ -116,9 +114,7 @@ static enum rl_status infer_arg(struct rl_graph *g, uint32_t node)
 {
 	struct rl_node *n = &g->nodes[node];
 	struct rl_value *x = rl_infer_in(g, n, 0);
-	enum rl_status st = rl_infer_dtype_in(g, node, 0, RL_TC_NUM);
-	if (st != RL_OK)
-		return st;
+	/* input 0 is checked against the tc column of ops.def (ir/infer.c) */
 	const struct rl_shape *sx = &x->shape;
 	struct rl_shape out = {.rank = -1};
 	bool keep = rl_node_attr_int(n, "keepdims", 1) != 0;

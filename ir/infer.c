@@ -521,15 +521,26 @@ static enum rl_status check_node(struct rl_graph *g, uint32_t node)
 
 typedef enum rl_status (*rl_infer_fn)(struct rl_graph *, uint32_t);
 
+/* one entry per family (RL_FAMILIES, ir/ir.h): rl_infer_<file> */
 static const rl_infer_fn rl_family_infer[RL_FAM_COUNT_] = {
-	[RL_FAM_ELEMWISE] = rl_infer_elemwise, [RL_FAM_MATMUL] = rl_infer_matmul,
-	[RL_FAM_CONV] = rl_infer_conv,         [RL_FAM_POOL] = rl_infer_pool,
-	[RL_FAM_NORM] = rl_infer_norm,         [RL_FAM_REDUCE] = rl_infer_reduce,
-	[RL_FAM_SHAPE] = rl_infer_shape,       [RL_FAM_CONST] = rl_infer_const,
-	[RL_FAM_ATTN] = rl_infer_attn,         [RL_FAM_QUANT] = rl_infer_quant,
-	[RL_FAM_SEQ] = rl_infer_seq,           [RL_FAM_DETECT] = rl_infer_detect,
+#define X(E, file, name) [RL_FAM_##E] = rl_infer_##file,
+	RL_FAMILIES(X)
+#undef X
 };
-_Static_assert(RL_FAM_COUNT_ == 12, "a new family needs an entry in rl_family_infer");
+
+/* Input 0 against the tc column of ops.def (the latest opset's class; a
+ * family narrows it for older opsets and checks its other inputs), then
+ * the family's own inference. */
+static enum rl_status infer_family(struct rl_graph *g, uint32_t node)
+{
+	const struct rl_op_info *oi = &rl_op_table[g->nodes[node].op];
+	if (oi->tc != RL_TC_ANY) {
+		enum rl_status st = rl_infer_dtype_in(g, node, 0, oi->tc);
+		if (st != RL_OK)
+			return st;
+	}
+	return rl_family_infer[oi->family](g, node);
+}
 
 /*
  * Backward fill: where a reduction's axes (or another shape parameter) are a
@@ -631,7 +642,7 @@ static enum rl_status infer_forward(struct rl_graph *g)
 			st = rl_detect_check_inputs(g, node);
 		if (st != RL_OK)
 			break;
-		st = rl_family_infer[rl_op_table[g->nodes[node].op].family](g, node);
+		st = infer_family(g, node);
 		if (st != RL_OK)
 			break;
 		if (!rl_eval_node(g, node))
@@ -656,7 +667,7 @@ enum rl_status rl_infer_node(struct rl_graph *g, uint32_t node)
 {
 	enum rl_status st = check_node(g, node);
 	if (st == RL_OK)
-		st = rl_family_infer[rl_op_table[g->nodes[node].op].family](g, node);
+		st = infer_family(g, node);
 	if (st == RL_OK)
 		rl_eval_node(g, node);
 	return st;
@@ -676,6 +687,44 @@ static int bind_name(struct rl_graph *g, const char *sym, int64_t size)
 			}
 	}
 	return count;
+}
+
+bool rl_sym_looks_batch(const char *sym)
+{
+	static const char *names[] = {"batch", "batch_size", "N", "n", "B", "b", "bs",
+	                              "unk__0", "None", "dynamic_batch"};
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcmp(sym, names[i]) == 0)
+			return true;
+	return strstr(sym, "batch") != NULL;
+}
+
+char *rl_unbound_hint(const struct rl_graph *g, const struct rl_shape *s, char *buf, size_t n)
+{
+	int ax = -1;
+	for (int d = 0; d < s->rank && ax < 0; d++)
+		if (s->d[d].v < 0)
+			ax = d;
+	const char *sym = ax >= 0 ? s->d[ax].sym : NULL;
+	if (ax < 0) {
+		snprintf(buf, n, "its rank is unknown; bind the model's inputs with --shape NAME=DIMS");
+		return buf;
+	}
+	if (!sym) {
+		snprintf(buf, n, "its axis %d is unknown until run time; bind the model's inputs "
+		         "with --shape NAME=DIMS", ax);
+		return buf;
+	}
+	/* --batch binds a symbol on axis 0 of an input, or one named like a batch
+	 * (tools/rlopt.c); only then is it worth naming */
+	bool batch = rl_sym_looks_batch(sym);
+	for (uint32_t i = 0; g && !batch && i < g->ninputs; i++) {
+		const struct rl_shape *is = &g->values[g->inputs[i]].shape;
+		batch = is->rank > 0 && is->d[0].v < 0 && is->d[0].sym && !strcmp(is->d[0].sym, sym);
+	}
+	snprintf(buf, n, "dimension '%s' (axis %d) is unbound; bind it with %s--dim %s=N or "
+	         "--shape NAME=DIMS", sym, ax, batch ? "--batch N, " : "", sym);
+	return buf;
 }
 
 int rl_graph_bind_dim(struct rl_graph *g, const char *sym, int64_t size)

@@ -33,18 +33,10 @@
 
 /* ---- family entry points (one per fam_*.c) ------------------------------ */
 
-enum rl_status rl_infer_elemwise(struct rl_graph *g, uint32_t node);
-enum rl_status rl_infer_matmul(struct rl_graph *g, uint32_t node);
-enum rl_status rl_infer_conv(struct rl_graph *g, uint32_t node);
-enum rl_status rl_infer_pool(struct rl_graph *g, uint32_t node);
-enum rl_status rl_infer_norm(struct rl_graph *g, uint32_t node);
-enum rl_status rl_infer_reduce(struct rl_graph *g, uint32_t node);
-enum rl_status rl_infer_shape(struct rl_graph *g, uint32_t node);
-enum rl_status rl_infer_const(struct rl_graph *g, uint32_t node);
-enum rl_status rl_infer_attn(struct rl_graph *g, uint32_t node);
-enum rl_status rl_infer_quant(struct rl_graph *g, uint32_t node);
-enum rl_status rl_infer_seq(struct rl_graph *g, uint32_t node);
-enum rl_status rl_infer_detect(struct rl_graph *g, uint32_t node);
+/* rl_infer_<file> for every family of RL_FAMILIES (ir/ir.h) */
+#define X(E, file, name) enum rl_status rl_infer_##file(struct rl_graph *g, uint32_t node);
+RL_FAMILIES(X)
+#undef X
 /* Fails, naming the node, when it reads a value whose extent along one axis
  * is data-dependent (value->extent_axis; fam_detect.c). */
 enum rl_status rl_detect_check_inputs(struct rl_graph *g, uint32_t node);
@@ -114,17 +106,7 @@ static inline struct rl_value *rl_infer_in(struct rl_graph *g,
 
 /* ---- dtype checks (infer.c) --------------------------------------------- */
 
-enum rl_tc {
-	RL_TC_ANY,     /* any dtype rlopt knows, string included */
-	RL_TC_NUM,     /* integers and floats, not bool */
-	RL_TC_NUMBOOL, /* integers, floats and bool */
-	RL_TC_FLOAT,   /* float16, bfloat16, float32, float64 */
-	RL_TC_SIGNED,  /* floats and signed integers */
-	RL_TC_INT,     /* signed and unsigned integers */
-	RL_TC_UINT,    /* unsigned integers */
-	RL_TC_BOOL,    /* bool */
-	RL_TC_INDEX,   /* int32 or int64 (indices, axes, shapes) */
-};
+/* enum rl_tc is in ir.h (the tc column of ops.def). */
 /* Check input slot `slot` (when present) against class `tc`. */
 enum rl_status rl_infer_dtype_in(struct rl_graph *g, uint32_t node, int slot,
                                  enum rl_tc tc);

@@ -174,21 +174,72 @@ void rl_shape_set(struct rl_shape *s, int rank, const int64_t *dims);
 
 /* ---- operators (generated from ops.def) --------------------------------- */
 
+/*
+ * The operator families, in enum order: X(ENUM, file, name). Family `file`
+ * owns ir/fam_<file>.c (rl_infer_<file>, rl_count_<file>) and the C
+ * emitter backends/c/emit_<file>.c (rl_emit_c_<file>); `name` is what
+ * reports print. The enum, the names and every per-family table (inference,
+ * cost, C emitters) are generated from this list, so a new family is one
+ * line here plus its files.
+ */
+#define RL_FAMILIES(X) \
+	X(ELEMWISE, elemwise, "elementwise") /* pointwise, with broadcasting */ \
+	X(MATMUL, matmul, "matmul")          /* MatMul, Gemm */ \
+	X(CONV, conv, "conv")                /* Conv, ConvTranspose */ \
+	X(POOL, pool, "pool")                /* windowed and global pooling */ \
+	X(NORM, norm, "norm")                /* normalizations, softmax family */ \
+	X(REDUCE, reduce, "reduce")          /* reductions along axes */ \
+	X(SHAPE, shape, "shape")             /* data movement and shape computation */ \
+	X(CONST, const, "const")             /* value generators */ \
+	X(ATTN, attn, "attn")                /* attention and sequence-model ops */ \
+	X(QUANT, quant, "quant")             /* quantize/dequantize, integer products */ \
+	X(SEQ, seq, "seq")  /* recurrent and signal (RNN/GRU/LSTM, DFT, STFT, Det), \
+	                       small ai.onnx.ml and training ops */ \
+	X(DETECT, detect, "detect")          /* detection, unpooling, data-dependent selection */
+
 enum rl_family {
-	RL_FAM_ELEMWISE, /* pointwise, with broadcasting */
-	RL_FAM_MATMUL,   /* MatMul, Gemm */
-	RL_FAM_CONV,     /* Conv, ConvTranspose */
-	RL_FAM_POOL,     /* windowed and global pooling */
-	RL_FAM_NORM,     /* normalizations, softmax family */
-	RL_FAM_REDUCE,   /* reductions along axes */
-	RL_FAM_SHAPE,    /* data movement and shape computation */
-	RL_FAM_CONST,    /* value generators */
-	RL_FAM_ATTN,     /* attention and sequence-model ops (fam_attn.c) */
-	RL_FAM_QUANT,    /* quantize/dequantize, integer products (fam_quant.c) */
-	RL_FAM_SEQ,      /* recurrent and signal: RNN/GRU/LSTM, DFT, STFT, Det,
-	                    and small ai.onnx.ml / training ops (fam_seq.c) */
-	RL_FAM_DETECT,   /* detection, unpooling and data-dependent selection */
+#define X(E, file, name) RL_FAM_##E,
+	RL_FAMILIES(X)
+#undef X
 	RL_FAM_COUNT_,
+};
+
+/*
+ * The C emitter of an op (the `emit` column of ops.def): one per family,
+ * plus INDEX (backends/c/emit_index.c, for the RL_OPF_INDEXF rows filed
+ * under SHAPE), or NONE for an op rlopt reads and infers but the C backend
+ * does not emit. rl_emit_c_supports() and the C emitter dispatch are this
+ * column; an emitter that handles an op only for some dtypes or attributes
+ * says so at emit time (a one-line "not supported" error naming the node).
+ */
+enum rl_emitter {
+	RL_EMIT_NONE,
+#define X(E, file, name) RL_EMIT_##E,
+	RL_FAMILIES(X)
+#undef X
+	RL_EMIT_INDEX,
+	RL_EMIT_COUNT_,
+};
+
+/* Whether an op is computed on constant inputs (the `fold` column). */
+enum rl_fold {
+	RL_FOLD_NO,   /* never: stays a kernel even with constant inputs */
+	RL_FOLD_EVAL, /* ir/eval.c computes it during shape inference (small,
+	                 exact outputs) and passes/fold.c at any size it allows */
+	RL_FOLD_FOLD, /* passes/fold.c computes it (ir/scalar.c), inference not */
+};
+
+/* Dtype classes (the `tc` column of ops.def; checks in ir/infer.c). */
+enum rl_tc {
+	RL_TC_ANY,     /* any dtype rlopt knows, string included */
+	RL_TC_NUM,     /* integers and floats, not bool */
+	RL_TC_NUMBOOL, /* integers, floats and bool */
+	RL_TC_FLOAT,   /* float16, bfloat16, float32, float64 */
+	RL_TC_SIGNED,  /* floats and signed integers */
+	RL_TC_INT,     /* signed and unsigned integers */
+	RL_TC_UINT,    /* unsigned integers */
+	RL_TC_BOOL,    /* bool */
+	RL_TC_INDEX,   /* int32 or int64 (indices, axes, shapes) */
 };
 
 enum {
@@ -209,7 +260,7 @@ enum {
 };
 
 enum rl_op {
-#define RL_OP(name, fam, imin, imax, omin, omax, flags) RL_OP_##name,
+#define RL_OP(name, fam, imin, imax, omin, omax, flags, emit, fold, tc) RL_OP_##name,
 #include "ops.def"
 #undef RL_OP
 	RL_OP_COUNT_,
@@ -220,6 +271,9 @@ struct rl_op_info {
 	enum rl_family family;
 	int in_min, in_max, out_min, out_max;
 	unsigned flags;
+	enum rl_emitter emit; /* C emitter, RL_EMIT_NONE: none */
+	enum rl_fold fold;    /* computed on constants: by inference, folding, never */
+	enum rl_tc tc;        /* class of input 0 (elementwise: of the inputs) */
 };
 extern const struct rl_op_info rl_op_table[RL_OP_COUNT_];
 /* ONNX op_type (default domain) to op; returns RL_OP_COUNT_ if unknown. */
@@ -499,6 +553,13 @@ int rl_value_get_ints(const struct rl_graph *g, uint32_t v, int64_t *out,
 /* Bind every dim whose symbol is `sym` (or, with sym NULL, every symbolic dim
  * at axis 0 of a graph input, the batch) to `size`. Returns dims bound. */
 int rl_graph_bind_dim(struct rl_graph *g, const char *sym, int64_t size);
+/* Whether a dim symbol reads like a batch ("batch", "N", "batch_size", ...):
+ * --batch binds these and any symbol on axis 0 of an input. */
+bool rl_sym_looks_batch(const char *sym);
+/* How to bind the first unbound dim of s, for a message: names the symbol
+ * and axis, and offers --batch only when --batch would bind that symbol
+ * (a bound batch with a free width gets --dim W=N). Returns buf. */
+char *rl_unbound_hint(const struct rl_graph *g, const struct rl_shape *s, char *buf, size_t n);
 /* Bind a graph input's full shape. */
 enum rl_status rl_graph_bind_input(struct rl_graph *g, const char *name,
                                    const struct rl_shape *s);

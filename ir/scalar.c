@@ -45,11 +45,10 @@
 #define I RL_SCF_I
 #define B RL_SCF_B
 #define CALC RL_SCF_CALC
-#define EVAL RL_SCF_EVAL
 
 const struct rl_scalar_info rl_scalar_table[RL_OP_COUNT_] = {
-#define RL_SCALAR(op, tc_, flops_, m0, m1, m2, kinds, ulp_, abs_) \
-	[RL_OP_##op] = {.present = true, .tc = RL_TC_##tc_, .flops = (flops_), \
+#define RL_SCALAR(op, flops_, m0, m1, m2, kinds, ulp_, abs_) \
+	[RL_OP_##op] = {.present = true, .flops = (flops_), \
 	                .math = {SM_##m0, SM_##m1, SM_##m2}, .flags = (kinds), \
 	                .ulp = (ulp_), .abs = (abs_)},
 #include "scalar.def"
@@ -61,7 +60,6 @@ const struct rl_scalar_info rl_scalar_table[RL_OP_COUNT_] = {
 #undef I
 #undef B
 #undef CALC
-#undef EVAL
 
 
 const struct rl_scalar_info *rl_scalar_info(enum rl_op op)

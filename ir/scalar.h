@@ -19,12 +19,10 @@ enum {
 	RL_SCF_I = 1 << 1,    /* defined on signed and unsigned integers */
 	RL_SCF_B = 1 << 2,    /* defined on bool */
 	RL_SCF_CALC = 1 << 3, /* rl_scalar_apply computes it */
-	RL_SCF_EVAL = 1 << 4, /* shape inference evaluates it on constants */
 };
 
 struct rl_scalar_info {
 	bool present;         /* the op has a row */
-	int tc;               /* enum rl_tc (ir/infer_impl.h) of the inputs */
 	double flops;         /* per output element (variadic: per extra input) */
 	signed char math[3];  /* enum rl_math evaluations per element; -1: none */
 	unsigned flags;       /* RL_SCF_* */

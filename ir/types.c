@@ -9,8 +9,9 @@
 /* ---- operator table ----------------------------------------------------- */
 
 const struct rl_op_info rl_op_table[RL_OP_COUNT_] = {
-#define RL_OP(name, fam, imin, imax, omin, omax, flags) \
-	[RL_OP_##name] = {#name, RL_FAM_##fam, imin, imax, omin, omax, flags},
+#define RL_OP(name, fam, imin, imax, omin, omax, flags, emit, fold, tc) \
+	[RL_OP_##name] = {#name, RL_FAM_##fam, imin, imax, omin, omax, flags, \
+	                  RL_EMIT_##emit, RL_FOLD_##fold, RL_TC_##tc},
 #include "ops.def"
 #undef RL_OP
 };
@@ -80,11 +81,9 @@ enum rl_op rl_op_lookup(const char *op_type)
 const char *rl_family_name(enum rl_family f)
 {
 	static const char *names[RL_FAM_COUNT_] = {
-		"elementwise", "matmul", "conv", "pool", "norm", "reduce", "shape", "const",
-		"attn",
-		"quant",
-		"seq",
-		[RL_FAM_DETECT] = "detect",
+#define X(E, file, name) [RL_FAM_##E] = name,
+		RL_FAMILIES(X)
+#undef X
 	};
 	return f < RL_FAM_COUNT_ ? names[f] : "?";
 }

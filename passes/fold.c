@@ -308,6 +308,8 @@ static bool scalar_ok(const struct rl_node *n, enum rl_dtype x, enum rl_dtype y)
 /* Can fold_compute() handle this node (inputs constant, shapes static)? */
 static bool computable(const struct rl_graph *g, const struct rl_node *n)
 {
+	if (rl_op_table[n->op].fold == RL_FOLD_NO) /* the fold column of ir/ops.def */
+		return false;
 	if (n->nout != 1 || n->out[0] == RL_NONE || n->nin < 1)
 		return false;
 	const struct rl_value *y = &g->values[n->out[0]];

@@ -142,10 +142,11 @@ bool rl_judge_node_init(const struct rl_graph *g, uint32_t node,
 	uint32_t vs[4] = {jn->x, jn->w, jn->y, jn->b};
 	for (int i = 0; i < 4; i++)
 		if (vs[i] != RL_NONE && !rl_shape_is_static(&g->values[vs[i]].shape)) {
-			char sb[128];
-			snprintf(why, whylen, "shape of '%s' is %s, not static: bind it (--batch N)",
+			char sb[128], hint[256];
+			snprintf(why, whylen, "shape of '%s' is %s, not static: %s",
 			         g->values[vs[i]].name,
-			         rl_shape_str(&g->values[vs[i]].shape, sb, sizeof(sb)));
+			         rl_shape_str(&g->values[vs[i]].shape, sb, sizeof(sb)),
+			         rl_unbound_hint(g, &g->values[vs[i]].shape, hint, sizeof(hint)));
 			return false;
 		}
 	const struct rl_shape *ws = &g->values[jn->w].shape, *xs = &g->values[jn->x].shape;

@@ -26,14 +26,25 @@ enum rl_status rl_pass_roofline(struct rl_graph *g, struct rl_pass_ctx *ctx)
 	struct rl_cost_total t;
 	rl_cost_graph(g, m, &t);
 	uint32_t unpriced = 0;
+	char hint[400] = "";
 	for (uint32_t k = 0; k < g->norder; k++) {
 		uint32_t i = g->order[k];
 		const struct rl_node *n = &g->nodes[i];
 		const struct rl_cost *c = &n->cost;
 		if (n->dead || c->time_s <= 0) {
 			struct rl_counts cnt;
-			if (!n->dead && c->time_s <= 0 && !rl_count_node(g, i, &cnt))
+			if (!n->dead && c->time_s <= 0 && !rl_count_node(g, i, &cnt)) {
+				/* the first value not static says which dim to bind */
+				for (int o = 0; !unpriced && !hint[0] && o < n->nin + n->nout; o++) {
+					uint32_t v = o < n->nin ? n->in[o] : n->out[o - n->nin];
+					if (v != RL_NONE && !rl_shape_is_static(&g->values[v].shape)) {
+						char h[256];
+						snprintf(hint, sizeof(hint), "'%s': %s", g->values[v].name,
+						         rl_unbound_hint(g, &g->values[v].shape, h, sizeof(h)));
+					}
+				}
 				unpriced++;
+			}
 			continue;
 		}
 		struct rl_counts cnt;
@@ -56,7 +67,7 @@ enum rl_status rl_pass_roofline(struct rl_graph *g, struct rl_pass_ctx *ctx)
 	          t.bytes, unpriced ? "; some nodes unpriced (symbolic shapes)" : "");
 	if (unpriced)
 		rl_remark(ctx, "roofline", NULL, "unpriced", -1, -1, -1, -1,
-		          "%u nodes have symbolic shapes; bind them (--batch, --dim, --shape) "
-		          "to price them", unpriced);
+		          "%u nodes have symbolic shapes; bind them to price them (first: %s)",
+		          unpriced, hint[0] ? hint : "?");
 	return RL_OK;
 }

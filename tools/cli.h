@@ -140,6 +140,10 @@ struct rl_graph *rl_cli_load(const char *path, const struct rl_cli_opts *o,
  * line on stderr saying so. */
 #define RL_AUTO_BIND_MAX 64
 struct rl_value_file;
+/* Graph input positions for n tensors by their names (pos[i] for the i-th);
+ * false when a name is empty, unknown or repeated, or n is not the input
+ * count: then the order given stands. */
+bool rl_cli_match_names(const struct rl_graph *g, const char *const *names, int n, int *pos);
 struct rl_graph *rl_cli_load_ex(const char *path, const struct rl_cli_opts *o,
                                 bool need_static, const char *const *paths, int npaths,
                                 struct rl_value_file *files, bool auto_bind);

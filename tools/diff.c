@@ -156,23 +156,23 @@ static bool price(struct side *s, const char *path, const struct rl_machine *m, 
 		if (!rl_count_node(g, i, &c)) {
 			/* name the first value whose shape is not static */
 			const char *vn = "?";
-			char sb[160] = "?";
+			char sb[160] = "?", hint[256] = "its shape is not static";
 			for (int o = 0; o < n->nin + n->nout; o++) {
 				uint32_t v = o < n->nin ? n->in[o] : n->out[o - n->nin];
 				if (v != RL_NONE && !rl_shape_is_static(&g->values[v].shape)) {
 					vn = g->values[v].name;
 					rl_shape_str(&g->values[v].shape, sb, sizeof(sb));
+					rl_unbound_hint(g, &g->values[v].shape, hint, sizeof(hint));
 					break;
 				}
 			}
 			if (batch >= 0)
 				fprintf(stderr, "rlopt: %s: node '%s' (%s): cannot be priced at batch %lld: "
-				        "'%s' has shape %s; bind its dims with --dim SYM=N or --shape\n",
-				        path, n->name, rl_op_table[n->op].name, (long long)batch, vn, sb);
+				        "'%s' has shape %s: %s\n", path, n->name, rl_op_table[n->op].name,
+				        (long long)batch, vn, sb, hint);
 			else
 				fprintf(stderr, "rlopt: %s: node '%s' (%s): cannot be priced: '%s' has "
-				        "shape %s; bind it with --batch N, --dim SYM=N or --shape\n",
-				        path, n->name, rl_op_table[n->op].name, vn, sb);
+				        "shape %s: %s\n", path, n->name, rl_op_table[n->op].name, vn, sb, hint);
 			return false;
 		}
 		s->nodes[s->n++] = (struct ncost){n->name, n->op, n->cost, false};

@@ -27,7 +27,9 @@ static const char usage_text[] =
 	"                                 default h200); `rlopt run --target cuda --emulate`\n"
 	"                                 runs its kernels on the CPU\n"
 	"       rlopt run MODEL.onnx -i IN.pb... -d OUTDIR [options]\n"
-	"                                 generate, compile with $CC, run, write OUTDIR/output_K.pb\n"
+	"                                 generate, compile with $CC, run, write OUTDIR/output_K.pb;\n"
+	"                                 -i a.pb b.pb or -i a.pb -i b.pb, matched to the inputs by\n"
+	"                                 the names inside the files (by position if unnamed)\n"
 	"       rlopt report MODEL.onnx [--batch B[,B...]] [-O0|-O1|-O2|--passes P] [--per-node]\n"
 	"                    [--format F] [-o FILE]\n"
 	"                                 roofline report: per-kernel FLOPs, bytes, bound, time\n"
@@ -505,15 +507,6 @@ static int parse_common(struct rl_cli_opts *o, int argc, char **argv, int *i)
 	return parse_misc_opts(o, argc, argv, i);
 }
 
-static bool looks_batch(const char *sym)
-{
-	static const char *names[] = {"batch", "batch_size", "N", "n", "B", "b", "bs",
-	                              "unk__0", "None", "dynamic_batch"};
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (strcmp(sym, names[i]) == 0)
-			return true;
-	return strstr(sym, "batch") != NULL;
-}
 
 struct rl_graph *rl_cli_load(const char *path, const struct rl_cli_opts *o,
                              bool need_static)
@@ -592,6 +585,35 @@ static bool bind_seq_opts(struct rl_graph *g, const struct rl_cli_opts *o)
 
 /* rlopt run's input files, read as the model's inputs want them, bound, and
  * their tensors in g->inputs' order into *flat (malloc'd). */
+/*
+ * Where each of n named tensors goes among the graph inputs: pos[i] is the
+ * input the i-th takes. True when every name is non-empty and names a
+ * distinct graph input and n is the input count; false (pos untouched)
+ * otherwise, and the caller keeps the order given. TensorProto files carry
+ * the name of the input they were saved for (the onnx test data does, and
+ * numpy_helper.from_array(x, name)), so `-i` and --calibrate files may be
+ * given in any order.
+ */
+bool rl_cli_match_names(const struct rl_graph *g, const char *const *names, int n, int *pos)
+{
+	if (n <= 0 || (uint32_t)n != g->ninputs)
+		return false;
+	for (int i = 0; i < n; i++) {
+		if (!names[i] || !*names[i])
+			return false;
+		pos[i] = -1;
+		for (uint32_t k = 0; k < g->ninputs && pos[i] < 0; k++)
+			if (!strcmp(names[i], g->values[g->inputs[k]].name))
+				pos[i] = (int)k;
+		if (pos[i] < 0)
+			return false;
+		for (int j = 0; j < i; j++)
+			if (pos[j] == pos[i])
+				return false;
+	}
+	return true;
+}
+
 static bool bind_files(struct rl_graph *g, const char *const *paths, int npaths,
                        struct rl_value_file *files, struct rl_tensor **flat, int *nflat)
 {
@@ -602,11 +624,32 @@ static bool bind_files(struct rl_graph *g, const char *const *paths, int npaths,
 		               io->nin, io->nin == 1 ? "" : "s", npaths);
 		return false;
 	}
+	if (!io) {
+		/* plain tensors: read them all, then take them by the names inside
+		 * the files when every file has one and they name the model's
+		 * inputs (each once); by position otherwise */
+		for (int i = 0; i < npaths; i++)
+			if (rl_value_file_read(paths[i], RL_ONNX_TENSOR, &files[i], err,
+			                       sizeof(err)) != RL_OK) {
+				rl_graph_error(g, NULL, RL_ERR_INVALID, "%s", err);
+				return false;
+			}
+		const char *names[RL_MAX_BIND * 2 + 1] = {NULL};
+		int pos[RL_MAX_BIND * 2 + 1];
+		for (int i = 0; i < npaths && i < RL_MAX_BIND * 2 + 1; i++)
+			names[i] = files[i].name;
+		if (npaths <= RL_MAX_BIND * 2 + 1 && rl_cli_match_names(g, names, npaths, pos)) {
+			struct rl_value_file tmp[RL_MAX_BIND * 2 + 1];
+			for (int i = 0; i < npaths; i++)
+				tmp[pos[i]] = files[i];
+			memcpy(files, tmp, (size_t)npaths * sizeof(*files));
+		}
+	}
 	int n = 0;
 	for (int i = 0; i < npaths; i++) {
 		const struct rl_onnx_port *p = io ? &io->in[i] : NULL;
 		enum rl_onnx_kind kind = p ? p->kind : RL_ONNX_TENSOR;
-		if (rl_value_file_read(paths[i], kind, &files[i], err, sizeof(err)) != RL_OK) {
+		if (io && rl_value_file_read(paths[i], kind, &files[i], err, sizeof(err)) != RL_OK) {
 			rl_graph_error(g, NULL, RL_ERR_INVALID, "%s", err);
 			return false;
 		}
@@ -821,6 +864,8 @@ plain:
 	return load_graph(path, o, need_static, paths, npaths, files, NULL);
 }
 
+static bool ir_warned; /* the newer-IR warning, once per process */
+
 static struct rl_graph *load_graph(const char *path, const struct rl_cli_opts *o,
                                    bool need_static, const char *const *paths, int npaths,
                                    struct rl_value_file *files, const bool *bind)
@@ -834,6 +879,12 @@ static struct rl_graph *load_graph(const char *path, const struct rl_cli_opts *o
 		if (!load_quiet)
 			fprintf(stderr, "rlopt: %s\n", err);
 		return NULL;
+	}
+	if (g->ir_version > RL_ONNX_IR_MAX && !load_quiet && !ir_warned) {
+		ir_warned = true;
+		fprintf(stderr, "rlopt: warning: %s: ir_version %lld is newer than this reader knows "
+		        "(%d); loading it: an operator or dtype it does not know is still an error\n",
+		        path, (long long)g->ir_version, RL_ONNX_IR_MAX);
 	}
 	if (!bind_seq_opts(g, o))
 		goto fail;
@@ -925,7 +976,7 @@ static struct rl_graph *load_graph(const char *path, const struct rl_cli_opts *o
 				const char *s = v->shape.d[d].sym;
 				if (v->shape.d[d].v >= 0 || !s)
 					continue;
-				if ((d == 0 || looks_batch(s)) && ns < 64)
+				if ((d == 0 || rl_sym_looks_batch(s)) && ns < 64)
 					syms[ns++] = s;
 			}
 		}
@@ -940,13 +991,10 @@ static struct rl_graph *load_graph(const char *path, const struct rl_cli_opts *o
 			struct rl_value *v = &g->values[g->inputs[k]];
 			for (int d = 0; d < v->shape.rank; d++)
 				if (v->shape.d[d].v < 0) {
-					char sb[128];
-					rl_graph_error(g, NULL, RL_ERR_SHAPE,
-					               "input '%s' has shape %s with unbound dimension "
-					               "'%s'; bind it with --batch N, --dim %s=N or "
-					               "--shape %s=DIMS", v->name,
-					               rl_shape_str(&v->shape, sb, sizeof(sb)),
-					               v->shape.d[d].sym, v->shape.d[d].sym, v->name);
+					char sb[128], hint[256];
+					rl_graph_error(g, NULL, RL_ERR_SHAPE, "input '%s' has shape %s: %s",
+					               v->name, rl_shape_str(&v->shape, sb, sizeof(sb)),
+					               rl_unbound_hint(g, &v->shape, hint, sizeof(hint)));
 					goto fail;
 				}
 		}
@@ -1001,6 +1049,17 @@ bool rl_cli_optimize(struct rl_graph *g, const struct rl_cli_opts *o,
 				rl_tensor_free(&cal[k]);
 			return false;
 		}
+	}
+	/* by the names inside the files when they name the inputs, as -i */
+	const char *cn[RL_MAX_BIND] = {NULL};
+	int cpos[RL_MAX_BIND];
+	for (int k = 0; k < o->ncalib; k++)
+		cn[k] = cal[k].name;
+	if (rl_cli_match_names(g, cn, o->ncalib, cpos)) {
+		struct rl_tensor tmp[RL_MAX_BIND];
+		for (int k = 0; k < o->ncalib; k++)
+			tmp[cpos[k]] = cal[k];
+		memcpy(cal, tmp, (size_t)o->ncalib * sizeof(*cal));
 	}
 	ctx->calib = cal;
 	ctx->ncalib = o->ncalib;

@@ -266,6 +266,14 @@ static int run_parse_args(int argc, char **argv, struct run_args *a)
 			int rc = run_parse_value(a, s, argv[++i]);
 			if (rc != RL_EXIT_OK)
 				return rc;
+			/* `-i a.pb b.pb` as well as `-i a.pb -i b.pb`: the words up to
+			 * the next option, but for the model when it is yet to come (a
+			 * word ending in .onnx) */
+			while (!strcmp(s, "-i") && i + 1 < argc && argv[i + 1][0] != '-' &&
+			       a->nin < RL_MAX_IO &&
+			       !(!a->model && strlen(argv[i + 1]) > 5 &&
+			         !strcmp(argv[i + 1] + strlen(argv[i + 1]) - 5, ".onnx")))
+				a->inputs[a->nin++] = argv[++i];
 		} else if (!strcmp(s, "--keep")) {
 			a->keep = true;
 		} else if (!strcmp(s, "--emulate")) {

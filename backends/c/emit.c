@@ -28,6 +28,7 @@
 #include "emit_impl.h"
 #include "emit_lowp.h"
 #include "emit_detect.h"
+#include "emit_index.h"
 
 #include "frontends/onnx/onnx.h"
 
@@ -336,36 +337,19 @@ void cg_loops_close(struct rl_cgen *cg, int depth)
 /* ---- dispatch ----------------------------------------------------------- */
 
 typedef enum rl_status (*emit_fn)(struct rl_cgen *, uint32_t);
-typedef bool (*supports_fn)(enum rl_op);
 
-static const emit_fn family_emit[RL_FAM_COUNT_] = {
-	[RL_FAM_ELEMWISE] = rl_emit_c_elemwise, [RL_FAM_MATMUL] = rl_emit_c_matmul,
-	[RL_FAM_CONV] = rl_emit_c_conv,         [RL_FAM_POOL] = rl_emit_c_pool,
-	[RL_FAM_NORM] = rl_emit_c_norm,         [RL_FAM_REDUCE] = rl_emit_c_reduce,
-	[RL_FAM_SHAPE] = rl_emit_c_shape,       [RL_FAM_CONST] = rl_emit_c_const,
-	[RL_FAM_ATTN] = rl_emit_c_attn,
-	[RL_FAM_QUANT] = rl_emit_c_quant, /* qops: emit_quant.c */
-	[RL_FAM_SEQ] = rl_emit_c_seq,
-	[RL_FAM_DETECT] = rl_emit_c_detect,
-};
-static const supports_fn family_supports[RL_FAM_COUNT_] = {
-	[RL_FAM_ELEMWISE] = rl_emit_c_elemwise_supports,
-	[RL_FAM_MATMUL] = rl_emit_c_matmul_supports,
-	[RL_FAM_CONV] = rl_emit_c_conv_supports,
-	[RL_FAM_POOL] = rl_emit_c_pool_supports,
-	[RL_FAM_NORM] = rl_emit_c_norm_supports,
-	[RL_FAM_REDUCE] = rl_emit_c_reduce_supports,
-	[RL_FAM_SHAPE] = rl_emit_c_shape_supports,
-	[RL_FAM_CONST] = rl_emit_c_const_supports,
-	[RL_FAM_ATTN] = rl_emit_c_attn_supports,
-	[RL_FAM_QUANT] = rl_emit_c_quant_supports, /* qops: emit_quant.c */
-	[RL_FAM_SEQ] = rl_emit_c_seq_supports,
-	[RL_FAM_DETECT] = rl_emit_c_detect_supports,
+/* The emit column of ir/ops.def picks the emitter: one per family
+ * (RL_FAMILIES) and emit_index.c; RL_EMIT_NONE has none. */
+static const emit_fn c_emitters[RL_EMIT_COUNT_] = {
+#define X(E, file, name) [RL_EMIT_##E] = rl_emit_c_##file,
+	RL_FAMILIES(X)
+#undef X
+	[RL_EMIT_INDEX] = rl_emit_c_index,
 };
 
 bool rl_emit_c_supports(enum rl_op op)
 {
-	return op < RL_OP_COUNT_ && family_supports[rl_op_table[op].family](op);
+	return op < RL_OP_COUNT_ && c_emitters[rl_op_table[op].emit] != NULL;
 }
 
 /* ---- the driver --------------------------------------------------------- */
@@ -909,18 +893,12 @@ static enum rl_status plan(struct driver *d)
 		if (!val->nuses && !(val->flags & (RL_VAL_OUTPUT | RL_VAL_INPUT)))
 			continue;
 		if (!rl_shape_is_static(&val->shape)) {
-			char sb[128];
-			const char *sym = NULL;
-			for (int k = 0; k < val->shape.rank; k++)
-				if (val->shape.d[k].v < 0)
-					sym = val->shape.d[k].sym;
+			char sb[128], hint[256];
 			return rl_graph_error(g, val->producer == RL_NONE ? NULL
 			                                                   : &g->nodes[val->producer],
-			                      RL_ERR_SHAPE,
-			                      "value '%s' has shape %s with unbound dimension '%s'; "
-			                      "bind it with --batch N, --dim %s=N or --shape NAME=DIMS",
-			                      val->name, rl_shape_str(&val->shape, sb, sizeof(sb)),
-			                      sym ? sym : "?", sym ? sym : "SYM");
+			                      RL_ERR_SHAPE, "value '%s' has shape %s: %s", val->name,
+			                      rl_shape_str(&val->shape, sb, sizeof(sb)),
+			                      rl_unbound_hint(g, &val->shape, hint, sizeof(hint)));
 		}
 		if (!rl_dtype_is_numeric(val->dtype) && !rl_dtype_is_lowp(val->dtype))
 			return rl_graph_error(g, NULL, RL_ERR_UNSUPPORTED,
@@ -1430,8 +1408,11 @@ static enum rl_status emit_kernels(struct driver *d)
 		d->cg.pre.len = 0;
 		if (d->cg.pre.s)
 			d->cg.pre.s[0] = 0;
+		emit_fn fn = c_emitters[rl_op_table[n->op].emit];
 		enum rl_status st = gr ? rl_emit_c_fused(&d->cg, gr)
-		                       : family_emit[rl_op_table[n->op].family](&d->cg, i);
+		                  : fn ? fn(&d->cg, i)
+		                       : cg_error(&d->cg, i, "%s has no C emitter (ir/ops.def)",
+		                                  rl_op_table[n->op].name);
 		if (st != RL_OK)
 			return st;
 		/* signature and comment */

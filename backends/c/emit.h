@@ -31,7 +31,9 @@ struct rl_cgen_opts {
 enum rl_status rl_emit_c(struct rl_graph *g, const struct rl_cgen_opts *o,
                          const char *c_path, char *err, size_t errlen);
 
-/* Ops the C backend can emit (for `rlopt ops`). */
+/* Ops the C backend can emit (for `rlopt ops`): the emit column of ir/ops.def
+ * is not NONE. Some of them it emits only for some dtypes or attributes, and
+ * refuses the rest at emit time, naming the node. */
 bool rl_emit_c_supports(enum rl_op op);
 
 #endif /* RL_EMIT_C_H */

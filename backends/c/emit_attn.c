@@ -1163,11 +1163,6 @@ static enum rl_status emit_affine_grid(struct rl_cgen *cg, uint32_t node)
 
 /* ---- dispatch ------------------------------------------------------------------ */
 
-bool rl_emit_c_attn_supports(enum rl_op op)
-{
-	return op < RL_OP_COUNT_ && rl_op_table[op].family == RL_FAM_ATTN;
-}
-
 enum rl_status rl_emit_c_attn(struct rl_cgen *cg, uint32_t node)
 {
 	const struct rl_node *n = &cg->g->nodes[node];

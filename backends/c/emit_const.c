@@ -367,13 +367,6 @@ static enum rl_status emit_melweight(struct rl_cgen *cg, uint32_t node)
 	return RL_OK;
 }
 
-bool rl_emit_c_const_supports(enum rl_op op)
-{
-	return op == RL_OP_Constant || op == RL_OP_ConstantOfShape || op == RL_OP_Range ||
-	       op == RL_OP_EyeLike || op == RL_OP_HannWindow || op == RL_OP_HammingWindow ||
-	       op == RL_OP_BlackmanWindow || op == RL_OP_MelWeightMatrix;
-}
-
 enum rl_status rl_emit_c_const(struct rl_cgen *cg, uint32_t node)
 {
 	const struct rl_node *n = &cg->g->nodes[node];

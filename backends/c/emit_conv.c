@@ -261,11 +261,6 @@ static void conv_need_rt(struct rl_cgen *cg)
 	rl_buf_printf(&cg->fini, "    rl_conv_scratch_free();\n");
 }
 
-bool rl_emit_c_conv_supports(enum rl_op op)
-{
-	return op == RL_OP_Conv || op == RL_OP_ConvTranspose;
-}
-
 /* The window of one node, spatial axes only. */
 struct conv_win {
 	int nsp;

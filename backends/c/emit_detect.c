@@ -730,11 +730,6 @@ static enum rl_status emit_unique(struct rl_cgen *cg, uint32_t node)
 
 /* ---- dispatch ------------------------------------------------------------ */
 
-bool rl_emit_c_detect_supports(enum rl_op op)
-{
-	return op < RL_OP_COUNT_ && rl_op_table[op].family == RL_FAM_DETECT;
-}
-
 enum rl_status rl_emit_c_detect(struct rl_cgen *cg, uint32_t node)
 {
 	switch (cg->g->nodes[node].op) {

@@ -1125,11 +1125,6 @@ bool cg_elemwise_expr(struct rl_cgen *cg, uint32_t node, const char *const *in,
 
 /* ---- dispatch ----------------------------------------------------------- */
 
-bool rl_emit_c_elemwise_supports(enum rl_op op)
-{
-	return op < RL_OP_COUNT_ && rl_op_table[op].family == RL_FAM_ELEMWISE;
-}
-
 enum rl_status rl_emit_c_elemwise(struct rl_cgen *cg, uint32_t node)
 {
 	const struct rl_node *n = &cg->g->nodes[node];

@@ -318,15 +318,11 @@ void cg_gemm_emit_task(struct rl_cgen *cg, const struct cg_gemm_call *c,
 /*
  * Family emitters: write the body of node's kernel into cg->body.
  * Return RL_OK, or RL_ERR_UNSUPPORTED via cg_error for a case not handled.
- * Each family file also defines rl_emit_c_<family>_supports(op).
+ * One per family (RL_FAMILIES, ir/ir.h); which ops each emits is the emit
+ * column of ir/ops.def (emit.c dispatches on it), not a switch here.
  */
-#define RL_FAMILY_EMITTERS(X) \
-	X(elemwise) X(matmul) X(conv) X(pool) X(norm) X(reduce) X(shape) X(const) \
-	X(attn) X(quant) X(seq) X(detect)
-#define X(fam) \
-	enum rl_status rl_emit_c_##fam(struct rl_cgen *cg, uint32_t node); \
-	bool rl_emit_c_##fam##_supports(enum rl_op op);
-RL_FAMILY_EMITTERS(X)
+#define X(E, file, name) enum rl_status rl_emit_c_##file(struct rl_cgen *cg, uint32_t node);
+RL_FAMILIES(X)
 #undef X
 /* QuantMatMul over int8/int4 weights (emit_qgemm.c; emit_matmul.c dispatches) */
 enum rl_status rl_emit_c_qgemm(struct rl_cgen *cg, uint32_t node);

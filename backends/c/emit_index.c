@@ -792,11 +792,6 @@ static enum rl_status emit_einsum(struct rl_cgen *cg, uint32_t node)
 	return RL_OK;
 }
 
-bool rl_emit_c_index_supports(enum rl_op op)
-{
-	return op < RL_OP_COUNT_ && (rl_op_table[op].flags & RL_OPF_INDEXF);
-}
-
 enum rl_status rl_emit_c_index(struct rl_cgen *cg, uint32_t node)
 {
 	switch (cg->g->nodes[node].op) {

@@ -1,8 +1,8 @@
 /*
  * emit_index.h - the scan, scatter, loss and row-norm kernels (emit_index.c)
- * and the resampling kernels (emit_image.c). These ops are
- * filed under the shape family in ops.def until the cost model and the
- * report list a family of their own, so emit_shape.c hands them on here.
+ * and the resampling kernels (emit_image.c). These ops are filed under the
+ * shape family in ops.def until the cost model and the report list a family
+ * of their own; their emit column is INDEX, so emit.c dispatches them here.
  */
 #ifndef RL_EMIT_INDEX_H
 #define RL_EMIT_INDEX_H
@@ -10,7 +10,6 @@
 #include "emit_impl.h"
 
 enum rl_status rl_emit_c_index(struct rl_cgen *cg, uint32_t node);
-bool rl_emit_c_index_supports(enum rl_op op);
 /* Resize and Upsample (emit_image.c). */
 enum rl_status rl_emit_c_resize(struct rl_cgen *cg, uint32_t node);
 /* GridSample (emit_image.c). */

@@ -43,12 +43,6 @@
 #define MM_JB_MIN 512 /* N above which columns are blocked */
 #define MM_LANES 8   /* partial sums of a dot product */
 
-bool rl_emit_c_matmul_supports(enum rl_op op)
-{
-	return op == RL_OP_MatMul || op == RL_OP_Gemm ||
-	       op == RL_OP_QuantMatMul; /* emit_qgemm.c */
-}
-
 /* How the element types are computed. */
 struct mm_types {
 	enum rl_dtype dt;

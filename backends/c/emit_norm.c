@@ -822,18 +822,6 @@ static enum rl_status emit_mvn(struct rl_cgen *cg, uint32_t node)
 
 /* ---- dispatch ------------------------------------------------------------ */
 
-bool rl_emit_c_norm_supports(enum rl_op op)
-{
-	switch (op) {
-	case RL_OP_BatchNormalization: case RL_OP_LayerNormalization:
-	case RL_OP_InstanceNormalization: case RL_OP_LRN: case RL_OP_Softmax:
-	case RL_OP_LogSoftmax: case RL_OP_Hardmax: case RL_OP_MeanVarianceNormalization:
-		return true;
-	default:
-		return false;
-	}
-}
-
 enum rl_status rl_emit_c_norm(struct rl_cgen *cg, uint32_t node)
 {
 	const struct rl_node *n = &cg->g->nodes[node];

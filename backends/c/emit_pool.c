@@ -30,17 +30,6 @@
 
 #include <string.h>
 
-bool rl_emit_c_pool_supports(enum rl_op op)
-{
-	switch (op) {
-	case RL_OP_MaxPool: case RL_OP_AveragePool: case RL_OP_LpPool:
-	case RL_OP_GlobalAveragePool: case RL_OP_GlobalMaxPool:
-		return true;
-	default:
-		return false;
-	}
-}
-
 struct pool_win {
 	int nsp;
 	int64_t in[RL_MAX_RANK], out[RL_MAX_RANK];

@@ -36,11 +36,6 @@
 
 #include <string.h>
 
-bool rl_emit_c_quant_supports(enum rl_op op)
-{
-	return op < RL_OP_COUNT_ && rl_op_table[op].family == RL_FAM_QUANT;
-}
-
 static void line_open(struct rl_cgen *cg, const char *s)
 {
 	cg_line(cg, "%s", s);

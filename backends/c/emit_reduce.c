@@ -820,19 +820,6 @@ static enum rl_status emit_arg(struct rl_cgen *cg, uint32_t node)
 
 /* ---- dispatch ------------------------------------------------------------ */
 
-bool rl_emit_c_reduce_supports(enum rl_op op)
-{
-	switch (op) {
-	case RL_OP_ReduceMean: case RL_OP_ReduceSum: case RL_OP_ReduceMax: case RL_OP_ReduceMin:
-	case RL_OP_ReduceProd: case RL_OP_ReduceL1: case RL_OP_ReduceL2:
-	case RL_OP_ReduceSumSquare: case RL_OP_ReduceLogSum: case RL_OP_ReduceLogSumExp:
-	case RL_OP_ArgMax: case RL_OP_ArgMin:
-		return true;
-	default:
-		return false;
-	}
-}
-
 enum rl_status rl_emit_c_reduce(struct rl_cgen *cg, uint32_t node)
 {
 	const struct rl_node *n = &cg->g->nodes[node];
@@ -847,7 +834,7 @@ enum rl_status rl_emit_c_reduce(struct rl_cgen *cg, uint32_t node)
 			return cg_error(cg, node, "%s on bool is not defined", rl_op_table[n->op].name);
 		return emit_arg(cg, node);
 	default:
-		if (!rl_emit_c_reduce_supports(n->op))
+		if (rl_op_table[n->op].emit != RL_EMIT_REDUCE)
 			return cg_error(cg, node, "%s is not a reduce-family op",
 			                rl_op_table[n->op].name);
 		return emit_reduce_op(cg, node);

@@ -1163,8 +1163,3 @@ enum rl_status rl_emit_c_seq(struct rl_cgen *cg, uint32_t node)
 		return cg_error(cg, node, "no C kernel for this operator");
 	}
 }
-
-bool rl_emit_c_seq_supports(enum rl_op op)
-{
-	return op < RL_OP_COUNT_ && rl_op_table[op].family == RL_FAM_SEQ;
-}

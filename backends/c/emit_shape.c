@@ -1101,20 +1101,6 @@ static enum rl_status emit_trilu(struct rl_cgen *cg, uint32_t node)
 
 /* ---- dispatch ------------------------------------------------------------ */
 
-bool rl_emit_c_shape_supports(enum rl_op op)
-{
-	switch (op) {
-	case RL_OP_Reshape: case RL_OP_Flatten: case RL_OP_Squeeze: case RL_OP_Unsqueeze:
-	case RL_OP_Transpose: case RL_OP_Concat: case RL_OP_Split: case RL_OP_Slice:
-	case RL_OP_Gather: case RL_OP_GatherElements: case RL_OP_Expand: case RL_OP_Tile:
-	case RL_OP_Pad: case RL_OP_Shape: case RL_OP_Size: case RL_OP_DepthToSpace:
-	case RL_OP_SpaceToDepth: case RL_OP_Trilu:
-		return true;
-	default:
-		return rl_emit_c_index_supports(op);
-	}
-}
-
 enum rl_status rl_emit_c_shape(struct rl_cgen *cg, uint32_t node)
 {
 	const struct rl_node *n = &cg->g->nodes[node];
@@ -1138,8 +1124,6 @@ enum rl_status rl_emit_c_shape(struct rl_cgen *cg, uint32_t node)
 	case RL_OP_SpaceToDepth: return emit_depth_space(cg, node, false);
 	case RL_OP_Trilu: return emit_trilu(cg, node);
 	default:
-		if (rl_emit_c_index_supports(n->op))
-			return rl_emit_c_index(cg, node);
 		return cg_error(cg, node, "%s is not a shape-family op", rl_op_table[n->op].name);
 	}
 }

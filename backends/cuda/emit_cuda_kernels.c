@@ -9,6 +9,7 @@
  */
 #include "emit_cuda_impl.h"
 
+#include "backends/c/emit_index.h"
 #include "infer_impl.h"
 
 #include <ctype.h>
@@ -797,19 +798,20 @@ enum rl_status cu_k_fallback(struct cu *d, uint32_t node, const struct rl_cgen_g
 		st = cg_error(cg, node, "the CUDA backend does not implement %s yet",
 		              rl_op_table[n->op].name);
 	else
-		switch (rl_op_table[n->op].family) {
-		case RL_FAM_ELEMWISE: st = rl_emit_c_elemwise(cg, node); break;
-		case RL_FAM_MATMUL: st = rl_emit_c_matmul(cg, node); break;
-		case RL_FAM_CONV: st = rl_emit_c_conv(cg, node); break;
-		case RL_FAM_POOL: st = rl_emit_c_pool(cg, node); break;
-		case RL_FAM_NORM: st = rl_emit_c_norm(cg, node); break;
-		case RL_FAM_REDUCE: st = rl_emit_c_reduce(cg, node); break;
-		case RL_FAM_SHAPE: st = rl_emit_c_shape(cg, node); break;
-		case RL_FAM_CONST: st = rl_emit_c_const(cg, node); break;
-		case RL_FAM_ATTN: st = rl_emit_c_attn(cg, node); break;
-		case RL_FAM_QUANT: st = rl_emit_c_quant(cg, node); break;
-		case RL_FAM_SEQ: st = rl_emit_c_seq(cg, node); break;
-		case RL_FAM_DETECT: st = rl_emit_c_detect(cg, node); break;
+		switch (rl_op_table[n->op].emit) { /* the emit column of ir/ops.def */
+		case RL_EMIT_ELEMWISE: st = rl_emit_c_elemwise(cg, node); break;
+		case RL_EMIT_MATMUL: st = rl_emit_c_matmul(cg, node); break;
+		case RL_EMIT_CONV: st = rl_emit_c_conv(cg, node); break;
+		case RL_EMIT_POOL: st = rl_emit_c_pool(cg, node); break;
+		case RL_EMIT_NORM: st = rl_emit_c_norm(cg, node); break;
+		case RL_EMIT_REDUCE: st = rl_emit_c_reduce(cg, node); break;
+		case RL_EMIT_SHAPE: st = rl_emit_c_shape(cg, node); break;
+		case RL_EMIT_INDEX: st = rl_emit_c_index(cg, node); break;
+		case RL_EMIT_CONST: st = rl_emit_c_const(cg, node); break;
+		case RL_EMIT_ATTN: st = rl_emit_c_attn(cg, node); break;
+		case RL_EMIT_QUANT: st = rl_emit_c_quant(cg, node); break;
+		case RL_EMIT_SEQ: st = rl_emit_c_seq(cg, node); break;
+		case RL_EMIT_DETECT: st = rl_emit_c_detect(cg, node); break;
 		default:
 			st = cg_error(cg, node, "the CUDA backend does not implement %s yet",
 			              rl_op_table[n->op].name);

@@ -40,6 +40,10 @@ enum rl_status rl_onnx_write_fmt(const struct rl_graph *g, const char *path, int
                                  char *err, size_t errlen);
 
 /* A tensor read from or written to a TensorProto file (.pb). */
+/* The newest ONNX IR version this reader was written for; a newer model
+ * loads (rlopt warns) and what it uses that is unknown is refused. */
+#define RL_ONNX_IR_MAX 13
+
 struct rl_tensor {
 	char *name;          /* malloc'd, may be "" */
 	enum rl_dtype dtype;

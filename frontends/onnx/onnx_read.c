@@ -10,7 +10,8 @@
  * a `..` that climbs out, or a symlink pointing outside is refused.
  *
  * Checks made here, each a one-line error naming file, node and reason:
- * empty or unparsable files, a missing graph, ir_version outside 3..13,
+ * empty or unparsable files, a missing graph, ir_version below 3 (a newer one
+ * than RL_ONNX_IR_MAX loads; the command line warns),
  * unknown operators (all of them listed at once), input counts outside the
  * operator table's range, names nothing produces, two producers of one name,
  * negative or overflowing dims, and bad external data. Cycles and shapes are
@@ -658,9 +659,12 @@ static enum rl_status read_header(struct rl_graph *g, const Onnx__ModelProto *m)
 {
 	enum rl_status status = RL_OK;
 	const Onnx__GraphProto *gp = m->graph;
-	if (!m->has_ir_version || m->ir_version < 3 || m->ir_version > 13)
-		FAIL(RL_ERR_UNSUPPORTED, NULL, "ir_version %lld is not supported (3 to 13 are)",
+	if (!m->has_ir_version || m->ir_version < 3)
+		FAIL(RL_ERR_UNSUPPORTED, NULL, "ir_version %lld is not supported (3 and later are)",
 		     (long long)m->ir_version);
+	/* a newer IR version loads (tools/rlopt.c warns): what it adds that
+	 * this reader does not know, operators and dtypes, is refused where it
+	 * is met; unknown protobuf fields are skipped */
 	g->ir_version = m->ir_version;
 	g->graph_name = rl_arena_strdup(g, gp->name ? gp->name : "");
 	g->producer_name = rl_arena_strdup(g, m->producer_name ? m->producer_name : "");
