@@ -193,6 +193,14 @@ static void print_log(const char *log, int max_lines)
 	fclose(f);
 }
 
+/* Monotonic seconds, for -v's phase times. */
+static double now_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
 int rl_cmd_run(int argc, char **argv)
 {
 	struct rl_cli_opts o;
@@ -309,6 +317,8 @@ int rl_cmd_run(int argc, char **argv)
 	int ntin = 0;
 	struct rl_graph *g = NULL;
 	char tmp[4096] = "";
+	/* phase times for -v: generate (load, passes, emit), compile, run */
+	double t_gen = now_s(), t_cc = 0, t_run = 0;
 	/* auto-binding (rl_cli_load_ex) for the C backend, which checks it */
 	g = rl_cli_load_ex(model, &o, true, inputs, nin, fin, !cuda);
 	if (!g)
@@ -388,6 +398,8 @@ int rl_cmd_run(int argc, char **argv)
 		snprintf(words, sizeof(words), "%s -O2 -arch=native %s", cc, cflags ? cflags : "");
 	else
 		snprintf(words, sizeof(words), "%s -std=c11 -O2 %s", cc, cflags ? cflags : "");
+	t_cc = now_s();
+	t_gen = t_cc - t_gen;
 	char *cargv[256];
 	int cn = 0;
 	for (char *p = strtok(words, " \t\n"); p && cn < 248; p = strtok(NULL, " \t\n"))
@@ -423,6 +435,8 @@ int rl_cmd_run(int argc, char **argv)
 	}
 
 	/* run */
+	t_run = now_s();
+	t_cc = t_run - t_cc;
 	char *pargv[2 * RL_MAX_IO + 3];
 	char *store[2 * RL_MAX_IO + 2];
 	int na = 0;
@@ -445,6 +459,11 @@ int rl_cmd_run(int argc, char **argv)
 	pargv[na] = NULL;
 	/* in the build folder: NAME.weights is found there by default */
 	st = rl_cli_run_child(pargv, log, tmp, timeout_s);
+	t_run = now_s() - t_run;
+	if (o.verbose)
+		fprintf(stderr, "rlopt: run: generate %.2f s (load, passes, emit C), compile %.2f s, "
+		        "run %.1f ms (the program: init, inputs, model, outputs)\n", t_gen, t_cc,
+		        1e3 * t_run);
 	for (int i = 2; i < na; i++)
 		free(store[i]);
 	if (st == -1) {
