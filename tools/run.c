@@ -362,7 +362,13 @@ int rl_cmd_run(int argc, char **argv)
 	snprintf(hfile, sizeof(hfile), "%s/harness.c", tmp);
 	snprintf(prog, sizeof(prog), "%s/model", tmp);
 	snprintf(log, sizeof(log), "%s/log.txt", tmp);
-	struct rl_cgen_opts co = {.prefix = "model", .weights_max = o.weights_max};
+	/* C: constants past 1 MiB in all go to model.weights unless --weights-max
+	 * says otherwise. The program is built once and thrown away, and cc
+	 * parses literals slowly: ddddocr's 54 MB captcha model took 7.8 s to
+	 * write as 158 MB of C and ~12 s to compile; with the side file 0.3 s
+	 * and 4.8 s (CPU seconds, tests/py/test_real_models.py) */
+	struct rl_cgen_opts co = {.prefix = "model",
+	                          .weights_max = o.weights_max >= 0 ? o.weights_max : 1 << 20};
 	struct rl_cuda_opts cuo = {.prefix = "model", .weights_max = o.weights_max};
 	if ((cuda ? rl_emit_cuda(g, &cuo, cfile, err, sizeof(err))
 	          : rl_emit_c(g, &co, cfile, err, sizeof(err))) != RL_OK) {
