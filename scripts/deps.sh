@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # deps.sh - install what rlopt needs on Debian 12, only what is missing.
 #   scripts/deps.sh          build dependencies (apt)
-#   scripts/deps.sh --test   also the Python test oracles in BUILD/venv
+#   scripts/deps.sh --test   also the Python test oracles in BUILD/venv and the
+#                            wheels whose models tests/py/test_real_models.py runs
 # Needs root for apt-get (as CI and the README's commands run).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
