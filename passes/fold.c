@@ -27,7 +27,8 @@
  * than the constant inputs that die with the node (nothing else reads
  * them). So a 400 MB Expand of a scalar stays a node, and a Transpose of a
  * weight that another node also reads is not duplicated when it is big;
- * both are declined with a remark giving the bytes. Generators that the
+ * both are declined with a remark giving the bytes. A Constant node folds
+ * at any size: its attribute tensor dies with it. Generators that the
  * evaluator did not materialize (ConstantOfShape, Expand, Tile over 65536
  * elements) are never expanded here: the C backend runs them at load time.
  *
@@ -463,8 +464,12 @@ static void fold_node(struct rl_graph *g, struct rl_pass_ctx *ctx, uint32_t node
 	struct rl_node *n = &g->nodes[node];
 	double out = out_bytes_of(g, n), freed = freed_bytes(g, node);
 	const char *op = rl_op_table[n->op].name;
-	/* a constant weight's DequantizeLinear folds at any size (fold_dequant) */
-	if (out > (double)ctx->fold_max_bytes && out > freed && n->op != RL_OP_DequantizeLinear) {
+	/* a constant weight's DequantizeLinear folds at any size (fold_dequant);
+	 * so does a Constant node, whose tensor is in the model already (it only
+	 * changes from attribute to initializer: paddle2onnx writes every weight
+	 * so, and a node left behind would copy it on every run) */
+	if (out > (double)ctx->fold_max_bytes && out > freed && n->op != RL_OP_DequantizeLinear &&
+	    n->op != RL_OP_Constant) {
 		rl_remark(ctx, PASS, n->name, "declined", freed, out, -1, -1,
 		          "%s output of %.0f bytes exceeds the folding cap of %lld bytes and the "
 		          "%.0f bytes of constant inputs it would replace; left as a node",

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # deps.sh - install what rlopt needs on Debian 12, only what is missing.
 #   scripts/deps.sh          build dependencies (apt)
-#   scripts/deps.sh --test   also the Python test oracles in BUILD/venv
+#   scripts/deps.sh --test   also the Python test oracles in BUILD/venv and the
+#                            wheels whose models tests/py/test_real_models.py runs
 # Needs root for apt-get (as CI and the README's commands run).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -38,5 +39,13 @@ if [[ ${1:-} == --test ]]; then
     sysp=/usr/bin/python3; [[ -x $sysp ]] || sysp=python3
     "$sysp" -m venv "$build/venv"
     "$py" -m pip install -q --disable-pip-version-check onnx==1.22.0 onnxruntime numpy
+  fi
+  # real models shipped inside PyPI packages (tests/py/test_real_models.py):
+  # only the wheels, for their .onnx files (--no-deps: no torch, no opencv);
+  # if pip cannot get them the test skips them, naming the package
+  real=(rapidocr_onnxruntime==1.4.4 ddddocr==1.6.1 nudenet==3.4.2 magika==1.0.3
+        silero-vad==6.2.3)
+  if ! "$py" -m pip install -q --disable-pip-version-check --no-deps "${real[@]}"; then
+    echo "deps: could not install ${real[*]}; test_real_models will skip them"
   fi
 fi

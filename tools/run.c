@@ -193,6 +193,14 @@ static void print_log(const char *log, int max_lines)
 	fclose(f);
 }
 
+/* Monotonic seconds, for -v's phase times. */
+static double now_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
 /* What `rlopt run` was asked to do. */
 struct run_args {
 	struct rl_cli_opts o;
@@ -379,7 +387,13 @@ static bool run_write_sources(struct rl_graph *g, const struct run_args *a, cons
 	char err[1024], path[4096], cfile[4096], hfile[4096];
 	snprintf(cfile, sizeof(cfile), "%s/model.%s", tmp, a->cuda ? "cu" : "c");
 	snprintf(hfile, sizeof(hfile), "%s/harness.c", tmp);
-	struct rl_cgen_opts co = {.prefix = "model", .weights_max = a->o.weights_max};
+	/* C: constants past 1 MiB in all go to model.weights unless --weights-max
+	 * says otherwise. The program is built once and thrown away, and cc
+	 * parses literals slowly: ddddocr's 54 MB captcha model took 7.8 s to
+	 * write as 158 MB of C and ~12 s to compile; with the side file 0.3 s
+	 * and 4.8 s (CPU seconds, tests/py/test_real_models.py) */
+	struct rl_cgen_opts co = {.prefix = "model",
+	                          .weights_max = a->o.weights_max >= 0 ? a->o.weights_max : 1 << 20};
 	struct rl_cuda_opts cuo = {.prefix = "model", .weights_max = a->o.weights_max};
 	if ((a->cuda ? rl_emit_cuda(g, &cuo, cfile, err, sizeof(err))
 	             : rl_emit_c(g, &co, cfile, err, sizeof(err))) != RL_OK) {
@@ -598,6 +612,8 @@ int rl_cmd_run(int argc, char **argv)
 	int ntin = 0;
 	char tmp[4096] = "", log[4096];
 	struct rl_graph *g = NULL;
+	/* phase times for -v: generate (load, passes, emit), compile, run */
+	double t_gen = now_s(), t_cc = 0, t_run = 0;
 	if (!run_load(&a, fin, tin, &ntin, &g))
 		goto out;
 
@@ -611,10 +627,23 @@ int rl_cmd_run(int argc, char **argv)
 	snprintf(log, sizeof(log), "%s/log.txt", tmp);
 	if (!run_write_sources(g, &a, tmp, tin, ntin))
 		goto out;
-	if (!run_compile(&a, tmp, log) || !run_program(g, &a, tmp, ntin, log)) {
+	t_cc = now_s();
+	t_gen = t_cc - t_gen;
+	if (!run_compile(&a, tmp, log)) {
 		rc = RL_EXIT_RUNTIME;
 		goto out;
 	}
+	t_run = now_s();
+	t_cc = t_run - t_cc;
+	if (!run_program(g, &a, tmp, ntin, log)) {
+		rc = RL_EXIT_RUNTIME;
+		goto out;
+	}
+	t_run = now_s() - t_run;
+	if (a.o.verbose)
+		fprintf(stderr, "rlopt: run: generate %.2f s (load, passes, emit C), compile %.2f s, "
+		        "run %.1f ms (the program: inputs, init, model, outputs)\n", t_gen, t_cc,
+		        1e3 * t_run);
 	if (!run_write_outputs(g, tmp, a.outdir))
 		goto out;
 	rc = RL_EXIT_OK;

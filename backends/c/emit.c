@@ -924,8 +924,11 @@ static enum rl_status plan(struct driver *d)
 				in_bytes += (double)g->values[n->in[q]].nbytes;
 		/* a known value is embedded, unless it is big and its inputs small
 		 * (ConstantOfShape, Expand, Range filling weights): running the node
-		 * costs less than a source file full of literals */
-		bool inflating = out_bytes > 16384 && out_bytes > 4 * in_bytes &&
+		 * costs less than a source file full of literals. A node without
+		 * inputs (Constant: exporters such as paddle2onnx write every weight
+		 * as one) carries its literals either way: running it would only copy
+		 * them into the workspace on every run */
+		bool inflating = n->nin > 0 && out_bytes > 16384 && out_bytes > 4 * in_bytes &&
 		                 d->supports(n->op);
 		if (all_const && !inflating)
 			continue;

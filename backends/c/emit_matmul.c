@@ -558,7 +558,10 @@ static void emit_gemm_packed(struct rl_cgen *cg, uint32_t node, const struct mm_
 {
 	struct cg_gemm_plan pl;
 	cg_gemm_plan(&cg->g->nodes[node].tile, d->M, d->N, d->K, &pl);
-	bool b_const = rl_value_is_const(cg->g, bv) && nbatch == 1;
+	/* packed at init only when stored as a constant: a value the passes know
+	 * but the run computes (a large ConstantOfShape or Expand filling weights,
+	 * emit.c) is in the workspace, which NAME_init has not filled */
+	bool b_const = cg_value_stored_const(cg, bv) && nbatch == 1;
 	int64_t b_rs = d->trans_b ? 1 : d->N, b_cs = d->trans_b ? d->K : 1;
 	char bp[160] = "";
 	cg_gemm_init(cg, &pl, !b_const); /* first: the packing follows the CPU's nr */
@@ -673,7 +676,7 @@ static void emit_gemv(struct rl_cgen *cg, uint32_t node, const struct mm_types *
 static bool emit_fast(struct rl_cgen *cg, uint32_t node, const struct mm_types *t,
                       const struct mm_desc *d, uint32_t bv, int64_t nbatch)
 {
-	bool b_const = rl_value_is_const(cg->g, bv);
+	bool b_const = cg_value_stored_const(cg, bv); /* see emit_gemm_packed */
 	switch (mm_choose(cg, node, t, d, b_const && nbatch == 1)) {
 	case MM_GEMM: emit_gemm_packed(cg, node, t, d, bv, nbatch); return true;
 	case MM_GEMV_ROWS_PATH:

@@ -380,7 +380,10 @@ static bool type_to_value(struct rl_graph *g, const Onnx__TypeProto *tp,
 	for (size_t i = 0; i < tt->shape->n_dim; i++) {
 		const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
 		/* some exporters write -1 for "any size": an unnamed symbol, bound
-		 * like any other by --shape, --dim or the input files */
+		 * like any other by --shape, --dim or the input files. So is the
+		 * name "?": paddle2onnx writes it on every unknown axis (PP-OCR's
+		 * classifier: x is [-1, 3, ?, ?], height and width unrelated), so
+		 * it cannot mean one shared size */
 		if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
 		    d->dim_value != -1) {
 			if (d->dim_value < 0 || d->dim_value > RL_MAX_NUMEL) {
@@ -392,7 +395,7 @@ static bool type_to_value(struct rl_graph *g, const Onnx__TypeProto *tp,
 		} else {
 			s->d[i].v = RL_DIM_SYMBOLIC;
 			if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
-			    d->dim_param && *d->dim_param) {
+			    d->dim_param && *d->dim_param && strcmp(d->dim_param, "?") != 0) {
 				s->d[i].sym = rl_arena_strdup(g, d->dim_param);
 			} else {
 				char buf[300];

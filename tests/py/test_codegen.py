@@ -122,7 +122,9 @@ def main():
         xin = os.path.join(tmp, "x.pb")
         rltest.write_pb(xin, x, "x")
         res = {}
-        for mode, extra in (("embedded", []), ("side", ["--weights-max", "0"])):
+        # (explicit for embedded: `rlopt run` sends constants past 1 MiB to the side file)
+        for mode, extra in (("embedded", ["--weights-max", str(1 << 30)]),
+                            ("side", ["--weights-max", "0"])):
             od = os.path.join(tmp, "run_" + mode)
             r = rltest.run([rl, "run", mlp, "-i", xin, "-d", od] + extra, timeout=300)
             res[mode] = rltest.read_pb(os.path.join(od, "output_0.pb"))[1] if r.ok else None

@@ -1,7 +1,9 @@
 """What a user meets first when loading an exported model (issue 13):
 
 - a `-1` dimension (as some exporters write) is an unnamed symbol, bound by
-  --shape or by the input files of `rlopt run`, never a load error;
+  --shape or by the input files of `rlopt run`, never a load error; so is
+  each '?' (paddle2onnx writes it on every unknown axis: two '?' axes may
+  differ);
 - one symbol bound to two different sizes on two axes is a load error that
   names the symbol and both sizes;
 - the unsupported-operator error lists operators inside subgraphs (an If's
@@ -45,6 +47,13 @@ def relu_minus_one():
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
     x.type.tensor_type.shape.dim[0].Clear()
     x.type.tensor_type.shape.dim[0].dim_value = -1
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    return model([helper.make_node("Relu", ["x"], ["y"], name="r")], [x], [y])
+
+
+def relu_question_dims():
+    """paddle2onnx's way: '?' on every unknown axis (PP-OCR's classifier)."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, "?", "?"])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
     return model([helper.make_node("Relu", ["x"], ["y"], name="r")], [x], [y])
 
@@ -122,6 +131,18 @@ def main():
             _, got = rltest.read_pb(os.path.join(out, "output_0.pb"))
             ok = got.shape == (5, 3) and float(got.sum()) == 10.0
         check("-1 dim bound by the input file", ok, r.describe(3))
+
+        mp = os.path.join(d, "m1q.onnx")
+        save(relu_question_dims(), mp)
+        xin = os.path.join(d, "xq.pb")
+        rltest.write_pb(xin, np.full((1, 3, 2, 5), -1.0, dtype=np.float32), "x")
+        out = os.path.join(d, "outq")
+        r = rltest.run([rl, "run", mp, "-i", xin, "-d", out], timeout=120)
+        ok = r.returncode == 0
+        if ok:
+            _, got = rltest.read_pb(os.path.join(out, "output_0.pb"))
+            ok = got.shape == (1, 3, 2, 5) and float(got.sum()) == 0.0
+        check("'?' dims are unrelated unnamed symbols", ok, r.describe(3))
 
         mp = os.path.join(d, "m2.onnx")
         save(add_same_symbol(), mp)

@@ -187,6 +187,77 @@ Test(emit_matmul, runs_matmul_gemm)
 	rl_graph_free(g);
 }
 
+/* B of a packed product that the passes know but the run computes: a
+ * 32 KiB ConstantOfShape is run at load rather than embedded (emit.c), so it
+ * lives in the workspace and must not be packed at init, before any run has
+ * filled it (it was: a NULL-based read, found on PP-OCRv4's recognizer,
+ * whose weights were Constant nodes the same rule ran). */
+Test(emit_matmul, runs_gemm_with_computed_constant_b)
+{
+	struct rl_graph *g = tu_graph_new(13, "test_emit_matmul");
+	uint32_t a = tu_input(g, "a", RL_DT_FLOAT, TU_SHAPE(2, 64, 64));
+	uint32_t shp = tu_ints(g, "shp", 2, (int64_t[]){64, 128});
+	float half = 0.5f;
+	uint32_t hv = tu_const(g, "half", RL_DT_FLOAT, TU_SHAPE(1, 1), &half);
+	uint32_t cs = tu_node(g, RL_OP_ConstantOfShape, "b", 1, 1, shp);
+	rl_node_add_attr(g, cs, "value", RL_ATTR_TENSOR)->tensor = hv;
+	tu_add(g, RL_OP_MatMul, "y", 1, 2, a, g->nodes[cs].out[0]);
+	const char *src =
+		"#include <stdio.h>\n#include \"m.h\"\n"
+		"int main(void)\n{\n"
+		"    static float a[64 * 64], y[64 * 128];\n"
+		"    for (int i = 0; i < 64 * 64; i++) a[i] = (float)(i % 64);\n"
+		"    const void *in[2] = {a, 0};\n    void *out[2] = {y, 0};\n"
+		"    if (m_run_v(in, out) != 0)\n        return 1;\n"
+		"    printf(\"%g %g %g\\n\", y[0], y[5 * 128 + 7], y[64 * 128 - 1]);\n"
+		"    m_free();\n    return 0;\n}\n";
+	char *got = tu_run_model(g, src);
+	cr_assert_str_eq(got, "1008 1008 1008\n"); /* 0.5 * (0 + 1 + ... + 63) */
+	free(got);
+	rl_graph_free(g);
+}
+
+/* A weight written as a Constant node (paddle2onnx's way) over the 16 KiB
+ * that lets a generator run at load: without the passes (-O0) it is still
+ * embedded and read in place, not copied into the workspace per run. */
+Test(emit_matmul, big_constant_node_is_read_in_place)
+{
+	struct rl_graph *g = tu_graph_new(13, "test_emit_matmul");
+	uint32_t a = tu_input(g, "a", RL_DT_FLOAT, TU_SHAPE(2, 64, 64));
+	static float w[64 * 128];
+	for (int i = 0; i < 64 * 128; i++)
+		w[i] = (float)(i % 128) * 0.25f; /* B[k][j] = j / 4 */
+	uint32_t t = tu_const(g, "w_tensor", RL_DT_FLOAT, TU_SHAPE(2, 64, 128), w);
+	uint32_t cn = tu_node(g, RL_OP_Constant, "w", 1, 0);
+	rl_node_add_attr(g, cn, "value", RL_ATTR_TENSOR)->tensor = t;
+	tu_add(g, RL_OP_MatMul, "y", 1, 2, a, g->nodes[cn].out[0]);
+	char *dir = tu_emit_compile(g);
+	char path[4200];
+	snprintf(path, sizeof(path), "%s/m.c", dir);
+	FILE *f = fopen(path, "rb");
+	cr_assert(f);
+	static char src[1 << 22];
+	size_t n = fread(src, 1, sizeof(src) - 1, f);
+	fclose(f);
+	src[n] = 0;
+	cr_assert(!strstr(src, "Constant: copy of"), "the Constant node became a kernel");
+	tu_rmtree(dir);
+	free(dir);
+	const char *main_src =
+		"#include <stdio.h>\n#include \"m.h\"\n"
+		"int main(void)\n{\n"
+		"    static float a[64 * 64], y[64 * 128];\n"
+		"    for (int i = 0; i < 64 * 64; i++) a[i] = 1.0f;\n"
+		"    const void *in[2] = {a, 0};\n    void *out[2] = {y, 0};\n"
+		"    if (m_run_v(in, out) != 0)\n        return 1;\n"
+		"    printf(\"%g %g %g\\n\", y[0], y[5 * 128 + 7], y[64 * 128 - 1]);\n"
+		"    m_free();\n    return 0;\n}\n";
+	char *got = tu_run_model(g, main_src);
+	cr_assert_str_eq(got, "0 112 2032\n"); /* 64 * j / 4 for j = 0, 7, 127 */
+	free(got);
+	rl_graph_free(g);
+}
+
 Test(emit_matmul, runs_conv_pool)
 {
 	struct rl_graph *g = tu_graph_new(13, "test_emit_matmul");

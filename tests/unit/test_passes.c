@@ -348,6 +348,35 @@ Test(fold, big_transpose_cast_scale)
 	rl_graph_free(g);
 }
 
+/* A weight as a Constant node over the folding cap (paddle2onnx writes every
+ * weight so: PP-OCRv4's recognizer has 420 of them) into a MatMul. */
+static struct rl_graph *build_fold_big_constant_node(void)
+{
+	struct rl_graph *g = tu_graph_new(13, "test_passes");
+	uint32_t x = tu_input(g, "x", RL_DT_FLOAT, TU_SHAPE(2, 4, 120));
+	uint32_t t = frand(g, "w_tensor", TU_SHAPE(2, 120, 360), 0.1f, 0, 3);
+	uint32_t w = nodex(g, RL_OP_Constant, "w_const", NULL, 0, 1, NULL, NULL);
+	rl_node_add_attr(g, g->values[w].producer, "value", RL_ATTR_TENSOR)->tensor = t;
+	tu_output(g, op2(g, RL_OP_MatMul, "mm", x, w));
+	return g;
+}
+
+Test(fold, big_constant_node_becomes_initializer)
+{
+	struct rl_pass_ctx ctx;
+	struct rl_graph *g = check_same(build_fold_big_constant_node, CLEANUP, &ctx);
+	/* 172800 bytes, far over the 16 KiB cap: folded anyway, the tensor was
+	 * in the model already (before, the node stayed and copied it per run) */
+	cr_assert_eq(count_op(g, RL_OP_Constant), 0);
+	const struct rl_node *mm = first_op(g, RL_OP_MatMul);
+	cr_assert(mm);
+	cr_assert(rl_value_is_const(g, mm->in[1]));
+	cr_assert_eq(g->values[mm->in[1]].producer, RL_NONE);
+	cr_assert(has_remark(&ctx, "fold", "folded", "Constant node"));
+	rl_pass_ctx_free(&ctx);
+	rl_graph_free(g);
+}
+
 Test(fold, cap_declines_big_generators_and_duplicates)
 {
 	struct rl_graph *g = tu_graph_new(13, "test_passes");
