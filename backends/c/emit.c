@@ -1091,23 +1091,36 @@ static void emit_const_string(struct driver *d, uint32_t v, int64_t ne)
 	rl_buf_printf(&d->c, "static const union {\n    _Alignas(%d) unsigned char b[%zu];\n"
 	              "    %s v[%lld];\n} %s = {\n    \"", RL_ALIGN, nb, cg_ctype(val->dtype),
 	              (long long)ne, vi->cname);
+	/* byte by byte into a line buffer, no printf per byte (64 MiB of
+	 * weights are 200 MB of source: formatting each escape took ~9 s) */
+	rl_buf_reserve(&d->c, nb * 4 + nb / 24 + 64);
+	char line[112];
 	for (size_t i = 0; i < nb; i++) {
 		unsigned c = p[i];
-		char e[8];
-		if (c >= 32 && c < 127 && c != '\\' && c != '"' && c != '?')
-			e[0] = (char)c, e[1] = 0;
-		else if (i + 1 < nb && p[i + 1] >= '0' && p[i + 1] <= '7')
-			snprintf(e, sizeof(e), "\\%03o", c);
-		else
-			snprintf(e, sizeof(e), "\\%o", c);
-		size_t el = strlen(e);
+		char e[4];
+		size_t el = 0;
+		if (c >= 32 && c < 127 && c != '\\' && c != '"' && c != '?') {
+			e[el++] = (char)c;
+		} else {
+			/* octal, three digits when a digit follows (it would extend
+			 * the escape), else as few as the value needs */
+			bool full = i + 1 < nb && p[i + 1] >= '0' && p[i + 1] <= '7';
+			e[el++] = '\\';
+			if (full || c >= 64)
+				e[el++] = (char)('0' + (c >> 6));
+			if (full || c >= 8)
+				e[el++] = (char)('0' + ((c >> 3) & 7));
+			e[el++] = (char)('0' + (c & 7));
+		}
 		if (col + el > 96) {
-			rl_buf_printf(&d->c, "\"\n    \"");
+			rl_buf_append(&d->c, line, col);
+			rl_buf_append(&d->c, "\"\n    \"", 7);
 			col = 0;
 		}
-		rl_buf_printf(&d->c, "%s", e);
+		memcpy(line + col, e, el);
 		col += el;
 	}
+	rl_buf_append(&d->c, line, col);
 	rl_buf_printf(&d->c, "\"\n};\n");
 }
 
