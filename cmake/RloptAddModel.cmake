@@ -27,7 +27,7 @@
 # mistyped value stops the configure with one line instead of reaching a
 # command line; rlopt rejects bad OPTIONS itself at build time (exit 1).
 #
-# Constants larger than --weights-max (rlopt's default 64 MiB) go to
+# Constants larger than --weights-max (rlopt's default 16 MiB for C) go to
 # OUTPUT_DIR/<c_name>.weights, which <c_name>_init() reads at run time.
 #
 # Call it in the directory that defines <target>: a custom command's output

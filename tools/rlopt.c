@@ -59,7 +59,7 @@ static const char usage_text[] =
 	"  --hw NAME|FILE.xml    machine profile (see `rlopt hw`)\n"
 	"  --launch eager|graph  GPU: price (and, for .cu, emit) kernel-by-kernel launches\n"
 	"                        or a replayed CUDA graph (default graph)\n"
-	"  --weights-max BYTES   embed constants up to this size, else NAME.weights (64 MiB;\n"
+	"  --weights-max BYTES   embed constants up to this size, else NAME.weights (16 MiB;\n"
 	"                        run: 1 MiB, which compiles much faster)\n"
 	"  --static              (-o OUT.c) for small targets: no malloc, stdio or threads,\n"
 	"                        weights embedded, NAME_run_ws(ws, ...) on the caller's\n"

@@ -11,7 +11,7 @@
 struct rl_cgen_opts {
 	const char *prefix;   /* symbol prefix; NULL: from the .c file name */
 	long long weights_max; /* bytes of constants embedded before a side file
-	                          is used; <0 for the default (64 MiB) */
+	                          is used; <0 for the default (16 MiB) */
 	bool static_mode;      /* small targets (`rlopt --static`): every constant
 	                          embedded, no malloc, no stdio, no threads, the
 	                          caller's workspace (NAME_run_ws, NAME_WORKSPACE_BYTES)

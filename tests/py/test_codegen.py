@@ -205,6 +205,23 @@ def main():
         r = rltest.run([rl, mlp, "-o", os.path.join(sd, "mlp_opt.c"), "--weights-max", "0"], timeout=120)
         check("--weights-max 0 writes NAME.weights", r.ok and os.path.exists(os.path.join(sd, "mlp_opt.weights")),
               r.describe())
+        # the default: 16 MiB embedded at most (64 MiB as string literals are
+        # 200 MB of C and seconds of cc); a 20 MiB weight goes to the side file
+        # and the .c stays small
+        from onnx import numpy_helper
+        wbig = np.random.default_rng(3).standard_normal((1280, 4096)).astype(np.float32)
+        big = helper.make_model(helper.make_graph(
+            [helper.make_node("MatMul", ["x", "w"], ["y"])], "big",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1280])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4096])],
+            [numpy_helper.from_array(wbig, "w")]), opset_imports=[helper.make_opsetid("", 17)])
+        bp = os.path.join(sd, "big.onnx")
+        onnx.save(big, bp)
+        r = rltest.run([rl, bp, "-o", os.path.join(sd, "big.c")], timeout=120)
+        csize = os.path.getsize(os.path.join(sd, "big.c")) if r.ok else -1
+        check("a 20 MiB weight goes to NAME.weights by default, the .c stays under 1 MB",
+              r.ok and os.path.exists(os.path.join(sd, "big.weights")) and 0 < csize < 1 << 20,
+              f"{r.describe()} .c {csize} bytes")
 
         # the example program that links generated code
         ed = os.path.join(tmp, "example")
