@@ -10,7 +10,9 @@ numpy.testing.assert_allclose semantics.
 """
 
 import argparse
+import glob
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -35,6 +37,17 @@ def make_parser(description):
 
 
 # ---- ONNX test data -------------------------------------------------------
+
+
+def find_nvcc():
+    """nvcc on PATH, else the newest /usr/local/cuda*/bin/nvcc; None when absent."""
+    p = shutil.which("nvcc")
+    if p:
+        return p
+    for c in sorted(glob.glob("/usr/local/cuda*/bin/nvcc"), reverse=True):
+        if os.access(c, os.X_OK):
+            return c
+    return None
 
 
 def onnx_data_dir():

@@ -20,7 +20,6 @@ are skipped with that reason printed. Ends with
 
 import glob
 import os
-import shutil
 import sys
 import tempfile
 
@@ -69,16 +68,6 @@ def bfloat16_matmul(path):
     return path
 
 
-def find_nvcc():
-    p = shutil.which("nvcc")
-    if p:
-        return p
-    for c in sorted(glob.glob("/usr/local/cuda*/bin/nvcc"), reverse=True):
-        if os.access(c, os.X_OK):
-            return c
-    return None
-
-
 def main():
     ap = rltest.make_parser(__doc__)
     args = ap.parse_args()
@@ -89,7 +78,7 @@ def main():
               if os.path.isdir(m[:-5] + "_data")]
     node = os.path.join(rltest.onnx_data_dir(), "node")
     models += [(t, os.path.join(node, t, "model.onnx")) for t in NODE_TESTS]
-    nvcc = find_nvcc()
+    nvcc = rltest.find_nvcc()
     if not nvcc:
         print("skip: nvcc not found on PATH or under /usr/local/cuda*/bin "
               "(install the CUDA toolkit to run the nvcc half of this check)")

@@ -24,9 +24,7 @@ for sm_90 and sm_80 with warnings as errors (skipped, with the reason, when
 nvcc is absent). Ends with "N passed, N failed, N skipped".
 """
 
-import glob
 import os
-import shutil
 import sys
 import tempfile
 
@@ -76,22 +74,12 @@ def cases():
     return out
 
 
-def find_nvcc():
-    p = shutil.which("nvcc")
-    if p:
-        return p
-    for c in sorted(glob.glob("/usr/local/cuda*/bin/nvcc"), reverse=True):
-        if os.access(c, os.X_OK):
-            return c
-    return None
-
-
 def main():
     ap = rltest.make_parser(__doc__)
     args = ap.parse_args()
     rlopt = os.path.abspath(args.rlopt)
     tally = rltest.Tally()
-    nvcc = find_nvcc()
+    nvcc = rltest.find_nvcc()
     compiled = set()
     with tempfile.TemporaryDirectory(prefix="rlopt-cuda-quant-") as tmp:
         for name, model, inputs, qargs, expect in cases():
