@@ -458,7 +458,6 @@ static void group_counts(const struct rl_graph *g, const uint32_t *list, uint32_
 			c->macs += k.macs;
 			if (k.par_elems > c->par_elems)
 				c->par_elems = k.par_elems;
-			c->rows += k.rows;
 			if (i == anchor)
 				c->par_tasks = k.par_tasks;
 			for (int q = 0; q < RL_MATH_COUNT_; q++)
