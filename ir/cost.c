@@ -221,20 +221,74 @@ enum rl_prec rl_node_prec(const struct rl_graph *g, uint32_t node)
  * share is the whole capacity. A tensor that small was just written by the
  * kernel before (or is read again on every run), so it is still there; one
  * that large streams from main memory. Capacities are the chip's totals,
- * and so is the working set when the kernel is split across every core.
+ * and so is the working set; a kernel the runtime runs on th of the chip's
+ * cores has th/cores of each private level (every cache level but the
+ * last, which the cores share).
+ * Constant weights are read once per run, so between two reads of them the
+ * program touches its whole footprint (c->reuse_bytes): a model whose
+ * weights do not fit a level streams every weight from further out, even
+ * when each kernel's own working set fits (batch-1 MLPs: 1.6 MB of weights
+ * through a 1 MiB L2 on one core, least-recently-used, hits nothing).
  * CPU profiles only: on a GPU the judge and fusion reason about HBM traffic
  * between launches, and L2 persistence across launches is not modelled.
  */
 #define RL_RESIDENT_SHARE 1.0
-static int resident_level(const struct rl_machine *m, double ws)
+static int resident_level(const struct rl_machine *m, double ws, int th)
 {
 	int last = m->nlevels - 1;
 	if (strcmp(m->kind, "cpu") != 0)
 		return last < 0 ? 0 : last;
-	for (int i = 0; i < last; i++)
-		if (m->level[i].read_bw > 0 && ws <= RL_RESIDENT_SHARE * m->level[i].capacity)
+	double cores = m->cores > 0 ? m->cores : 1;
+	for (int i = 0; i < last; i++) {
+		double cap = m->level[i].capacity;
+		if (i < last - 1 && th < cores)
+			cap *= th / cores;
+		if (m->level[i].read_bw > 0 && ws <= RL_RESIDENT_SHARE * cap)
 			return i;
+	}
 	return last < 0 ? 0 : last;
+}
+
+/* The levels kernel c's activations and its constant weights come from. */
+static void resident_levels(const struct rl_machine *m, const struct rl_counts *c, int *act,
+                            int *wts)
+{
+	int th = rl_cost_threads(m, c);
+	double ws = c->bytes_read + c->bytes_write;
+	*act = resident_level(m, ws, th);
+	*wts = c->weight_bytes > 0 && c->reuse_bytes > ws ? resident_level(m, c->reuse_bytes, th)
+	                                                   : *act;
+}
+
+/* The bytes one run of g touches: every constant a running node reads, and
+ * the largest tensor it computes (the activations reuse one arena, so the
+ * weights set the footprint of the models where it matters). */
+static double run_footprint(const struct rl_graph *g)
+{
+	double w = 0, act = 0;
+	uint32_t *seen = calloc((size_t)g->nvalues + 1, sizeof(*seen));
+	if (!seen)
+		return 0;
+	for (uint32_t i = 0; i < g->nnodes; i++) {
+		const struct rl_node *n = &g->nodes[i];
+		if (n->dead)
+			continue;
+		for (int j = 0; j < n->nin + n->nout; j++) {
+			uint32_t v = j < n->nin ? n->in[j] : n->out[j - n->nin];
+			if (v == RL_NONE || seen[v])
+				continue;
+			seen[v] = 1;
+			double b = value_bytes(g, v);
+			if (rl_value_is_const(g, v)) {
+				if (j < n->nin)
+					w += b;
+			} else if (b > act) {
+				act = b;
+			}
+		}
+	}
+	free(seen);
+	return w + act;
 }
 
 /* What rl_cost_price and price_levels both price a kernel with: the access
@@ -273,13 +327,18 @@ static struct kernel_rates kernel_rates(const struct rl_machine *m, const struct
 void rl_cost_price(const struct rl_machine *m, const struct rl_counts *c,
                    enum rl_prec prec, bool matrix, struct rl_cost *out)
 {
-	int lvl = resident_level(m, c->bytes_read + c->bytes_write);
-	const struct rl_mem_level *L = &m->level[lvl];
+	int lvl, wlvl;
+	resident_levels(m, c, &lvl, &wlvl);
+	const struct rl_mem_level *L = &m->level[lvl], *W = &m->level[wlvl];
 	/* a kernel the runtime runs on fewer cores gets their share of the chip */
 	struct kernel_rates r = kernel_rates(m, c, prec, matrix);
 	double eff = r.eff, peak = r.peak, share = r.share, fixed = r.fixed;
 	double wbw = L->write_bw > 0 ? L->write_bw : L->read_bw;
-	double t_mem = share * (c->bytes_read / (L->read_bw * eff) + c->bytes_write / (wbw * eff));
+	double wr = wlvl != lvl ? c->weight_bytes : 0;
+	double t_mem = share * ((c->bytes_read - wr) / (L->read_bw * eff) + wr / (W->read_bw * eff) +
+	                        c->bytes_write / (wbw * eff));
+	if (2 * wr > c->bytes_read + c->bytes_write)
+		lvl = wlvl; /* the level most of the bytes come from */
 	double t_cmp = share * rl_cost_compute_s(m, c, peak, NULL);
 	double roof = t_mem > t_cmp ? t_mem : t_cmp;
 	out->flops = c->flops;
@@ -338,6 +397,7 @@ void rl_cost_graph(struct rl_graph *g, const struct rl_machine *m,
                    struct rl_cost_total *t)
 {
 	memset(t, 0, sizeof(*t));
+	double foot = run_footprint(g);
 	for (uint32_t k = 0; k < g->norder; k++) {
 		uint32_t i = g->order[k];
 		struct rl_node *n = &g->nodes[i];
@@ -348,6 +408,7 @@ void rl_cost_graph(struct rl_graph *g, const struct rl_machine *m,
 			memset(&n->cost, 0, sizeof(n->cost));
 			continue;
 		}
+		c.reuse_bytes = foot;
 		price_node(g, i, m, &c);
 		const struct rl_cost *cs = &n->cost;
 		t->flops += cs->flops;
@@ -503,8 +564,12 @@ static void price_levels(const struct rl_machine *m, enum rl_prec prec, const do
 	double t_base = c->bytes_read / (d->read_bw * eff) + c->bytes_write / (wbw * eff);
 	double t_mem = 0;
 	int lvl = last;
-	/* a working set a cache holds comes from there, not from further out */
-	int res = resident_level(m, ext);
+	/* a working set a cache holds comes from there, not from further out;
+	 * weights from where the run's footprint leaves them */
+	int res, wres;
+	resident_levels(m, c, &res, &wres);
+	if (wres > res)
+		res = wres;
 	for (int i = 0; i <= res; i++) {
 		double t;
 		if (i == last)
@@ -586,6 +651,7 @@ bool rl_cost_kernels(struct rl_graph *g, const struct rl_machine *m, rl_traffic_
 	memset(out, 0, sizeof(*out));
 	struct rl_cost_total nt;
 	rl_cost_graph(g, m, &nt);
+	double foot = run_footprint(g);
 	size_t nn = (size_t)g->nnodes + 1;
 	int32_t maxg = -1;
 	for (uint32_t i = 0; i < g->nnodes; i++)
@@ -658,6 +724,7 @@ bool rl_cost_kernels(struct rl_graph *g, const struct rl_machine *m, rl_traffic_
 				out->of[list[j]] = (int32_t)out->nk;
 			}
 			group_counts(g, list, cnt, anchor, mark, gid, vmark, ++vtag, &kr->c);
+			kr->c.reuse_bytes = foot;
 			rl_cost_price(m, &kr->c, rl_node_prec(g, kr->node), kr->c.macs > 0, &kr->cost);
 			gkern[gid] = (int32_t)++out->nk; /* > 0: made */
 			continue;
@@ -673,6 +740,7 @@ bool rl_cost_kernels(struct rl_graph *g, const struct rl_machine *m, rl_traffic_
 		out->nodes[used++] = i;
 		out->of[i] = (int32_t)out->nk;
 		rl_count_node(g, i, &kr->c);
+		kr->c.reuse_bytes = foot; /* as rl_cost_graph priced n->cost */
 		kr->cost = n->cost;
 		out->nk++;
 	}

@@ -67,6 +67,11 @@ struct rl_counts {
 	 * whose kernels never split (shape, constants, attention, sequences,
 	 * detection); 0 = split by the other rules (rl_cost_threads) */
 	double par_tasks;
+	/* the bytes the program touches between one run's read of this
+	 * kernel's constant weights and the next run's: the run's footprint
+	 * (rl_cost_graph, rl_cost_kernels set it; 0 = not known, the weights
+	 * are priced like the rest of the working set) */
+	double reuse_bytes;
 };
 
 /*
