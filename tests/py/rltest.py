@@ -36,6 +36,54 @@ def make_parser(description):
     return ap
 
 
+def add_model_args(ap, seed_help="seed of the inputs"):
+    """The flags of the drivers that run whole models against onnxruntime
+    (test_models_ort.py, test_real_models.py)."""
+    ap.add_argument("-k", dest="patterns", action="append", default=[],
+                    help="check only models whose name matches this fnmatch pattern (repeatable)")
+    ap.add_argument("--rlopt-args", default="", help="extra flags for `rlopt run`, one shell-quoted string")
+    ap.add_argument("--timeout", type=float, default=600.0, help="seconds per model (default: %(default)s)")
+    ap.add_argument("--rtol", type=float, default=1e-3)
+    ap.add_argument("--atol", type=float, default=1e-4)
+    ap.add_argument("--seed", type=int, default=0, help=seed_help + " (default: %(default)s)")
+    ap.add_argument("--stderr-lines", type=int, default=12, help="stderr lines shown per failure")
+    ap.add_argument("--keep", action="store_true", help="keep the work folder (printed at the end)")
+
+
+def ort_reference(path, feeds, threads=0):
+    """onnxruntime's CPU outputs for feeds (a dict or (name, array) pairs);
+    threads 0: its default intra-op thread count."""
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    if threads:
+        so.intra_op_num_threads = threads
+    sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    return sess.run(None, dict(feeds))
+
+
+def compare_outputs(out_dir, names, expected, rtol, atol):
+    """Compare `rlopt run -d out_dir`'s output_K.pb with expected[K] (named
+    names[K]); returns (None, worst abs err, worst rel err) when all match,
+    else (a one-line reason, 0, 0)."""
+    worst_abs = worst_rel = 0.0
+    for k, (oname, want) in enumerate(zip(names, expected)):
+        p = os.path.join(out_dir, f"output_{k}.pb")
+        if not os.path.exists(p):
+            return f"output_{k}.pb ({oname}) not written", 0.0, 0.0
+        try:
+            _, got = read_pb(p)
+        except Exception as e:
+            return f"output_{k}.pb ({oname}): cannot read: {e}", 0.0, 0.0
+        ok, msg, mabs, mrel = compare(got, np.asarray(want), rtol=rtol, atol=atol)
+        if not ok:
+            return f"output {oname}: {msg}", 0.0, 0.0
+        worst_abs = max(worst_abs, mabs or 0.0)
+        worst_rel = max(worst_rel, mrel or 0.0)
+    return None, worst_abs, worst_rel
+
+
 # ---- ONNX test data -------------------------------------------------------
 
 

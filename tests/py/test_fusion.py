@@ -369,23 +369,13 @@ CASES = [case_dag, case_mid_output, case_output_consumed, case_broadcast_ranks,
 # ---- running one ------------------------------------------------------------------
 
 
-def ort_reference(path, feeds):
-    import onnxruntime as ort
-
-    so = ort.SessionOptions()
-    so.log_severity_level = 3
-    so.intra_op_num_threads = 1
-    sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
-    return sess.run(None, dict(feeds))
-
-
 def check(case, args, extra, work):
     d = os.path.join(work, case.name)
     os.makedirs(os.path.join(d, "out"))
     path = os.path.join(d, "model.onnx")
     onnx.save(case.model(), path)
     try:
-        ref = ort_reference(path, case.feeds)
+        ref = rltest.ort_reference(path, case.feeds, threads=1)
     except Exception as e:
         return "skip", f"onnxruntime cannot run it: {str(e).splitlines()[0]}"
 

@@ -55,22 +55,13 @@ def random_inputs(model, seed):
     return feeds
 
 
-def ort_reference(path, feeds):
-    import onnxruntime as ort
-
-    so = ort.SessionOptions()
-    so.log_severity_level = 3
-    sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
-    return sess.run(None, dict(feeds))
-
-
 def check_model(name, path, args, extra, work):
     """Returns (status, message)."""
     model = onnx.load(path, load_external_data=False)
     outputs = [o.name for o in model.graph.output]
     feeds = random_inputs(model, args.seed)
     try:
-        ref = ort_reference(path, feeds)
+        ref = rltest.ort_reference(path, feeds)
     except Exception as e:  # the oracle cannot run it: nothing to compare with
         return "skip", f"onnxruntime cannot run it: {str(e).splitlines()[0]}"
 
@@ -87,34 +78,15 @@ def check_model(name, path, args, extra, work):
     secs = f"{r.seconds:.1f} s"
     if not r.ok:
         return "fail", f"rlopt run ({secs}): {r.describe(args.stderr_lines)}"
-    worst_abs = worst_rel = 0.0
-    for k, (oname, expected) in enumerate(zip(outputs, ref)):
-        p = os.path.join(out, f"output_{k}.pb")
-        if not os.path.exists(p):
-            return "fail", f"output_{k}.pb ({oname}) not written ({secs})"
-        try:
-            _, got = rltest.read_pb(p)
-        except Exception as e:
-            return "fail", f"output_{k}.pb ({oname}): cannot read: {e}"
-        ok, msg, mabs, mrel = rltest.compare(got, np.asarray(expected), rtol=args.rtol, atol=args.atol)
-        if not ok:
-            return "fail", f"output_{k}.pb ({oname}): {msg} ({secs})"
-        worst_abs = max(worst_abs, mabs or 0.0)
-        worst_rel = max(worst_rel, mrel or 0.0)
+    err, worst_abs, worst_rel = rltest.compare_outputs(out, outputs, ref, args.rtol, args.atol)
+    if err:
+        return "fail", f"{err} ({secs})"
     return "pass", f"max abs err {worst_abs:.3g}, max rel err {worst_rel:.3g} ({secs})"
 
 
 def main():
     ap = rltest.make_parser(__doc__.split("\n\n")[0])
-    ap.add_argument("-k", dest="patterns", action="append", default=[],
-                    help="check only models whose name matches this fnmatch pattern (repeatable)")
-    ap.add_argument("--rlopt-args", default="", help="extra flags for `rlopt run`, one shell-quoted string")
-    ap.add_argument("--timeout", type=float, default=600.0, help="seconds per model (default: %(default)s)")
-    ap.add_argument("--rtol", type=float, default=1e-3)
-    ap.add_argument("--atol", type=float, default=1e-4)
-    ap.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default: %(default)s)")
-    ap.add_argument("--stderr-lines", type=int, default=12, help="stderr lines shown per failure")
-    ap.add_argument("--keep", action="store_true", help="keep the work folder (printed at the end)")
+    rltest.add_model_args(ap, "seed of the random inputs")
     args = ap.parse_args()
     if not args.rlopt:
         ap.error("--rlopt is required")

@@ -242,15 +242,6 @@ def ops_used(model):
     return c
 
 
-def ort_reference(path, feeds):
-    import onnxruntime as ort
-
-    so = ort.SessionOptions()
-    so.log_severity_level = 3
-    sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
-    return sess.run(None, feeds)
-
-
 TIMES = re.compile(r"generate ([0-9.]+) s .*compile ([0-9.]+) s, run ([0-9.]+) ms")
 
 
@@ -263,7 +254,7 @@ def check(m, path, args, extra, work):
     if sorted(feeds) != sorted(names):
         return "fail", f"driver: inputs {sorted(feeds)} but the model wants {names}"
     feeds = {n: feeds[n] for n in names}
-    ref = ort_reference(path, feeds)
+    ref = rltest.ort_reference(path, feeds)
     d = os.path.join(work, m.name + ("_O0" if "-O0" in extra else ""))
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(d)
@@ -286,35 +277,18 @@ def check(m, path, args, extra, work):
     times = (f"generate {float(tm.group(1)):.1f} s, compile {float(tm.group(2)):.1f} s, "
              f"run {float(tm.group(3)):.0f} ms" if tm else f"total {r.seconds:.1f} s")
     times += f" (cpu {cpu:.1f} s)"
-    worst_abs = worst_rel = 0.0
     outputs = [o.name for o in model.graph.output]
-    for k, (oname, expected) in enumerate(zip(outputs, ref)):
-        p = os.path.join(out, f"output_{k}.pb")
-        if not os.path.exists(p):
-            return "fail", f"output_{k}.pb ({oname}) not written ({times})"
-        _, got = rltest.read_pb(p)
-        ok, msg, mabs, mrel = rltest.compare(got, np.asarray(expected), rtol=args.rtol,
-                                             atol=args.atol)
-        if not ok:
-            return "fail", f"output {oname}: {msg} ({times})"
-        worst_abs = max(worst_abs, mabs or 0.0)
-        worst_rel = max(worst_rel, mrel or 0.0)
+    err, worst_abs, worst_rel = rltest.compare_outputs(out, outputs, ref, args.rtol, args.atol)
+    if err:
+        return "fail", f"{err} ({times})"
     return "pass", f"{times}; max abs err {worst_abs:.2g}, max rel err {worst_rel:.2g}"
 
 
 def main():
     ap = rltest.make_parser(__doc__.split("\n\n")[0])
-    ap.add_argument("-k", dest="patterns", action="append", default=[],
-                    help="check only models whose name matches this fnmatch pattern (repeatable)")
-    ap.add_argument("--rlopt-args", default="", help="extra flags for `rlopt run`, one shell-quoted string")
+    rltest.add_model_args(ap)
     ap.add_argument("--o0", action="store_true",
                     help="also run the cheap models (speech, bytes) at -O0")
-    ap.add_argument("--timeout", type=float, default=600.0, help="seconds per model (default: %(default)s)")
-    ap.add_argument("--rtol", type=float, default=1e-3)
-    ap.add_argument("--atol", type=float, default=1e-4)
-    ap.add_argument("--seed", type=int, default=0, help="seed of the inputs (default: %(default)s)")
-    ap.add_argument("--stderr-lines", type=int, default=12, help="stderr lines shown per failure")
-    ap.add_argument("--keep", action="store_true", help="keep the work folder (printed at the end)")
     args = ap.parse_args()
     if not args.rlopt:
         ap.error("--rlopt is required")
