@@ -12,8 +12,10 @@ end (examples/gen_models.py).
   prediction  `rlopt report MODEL -O2 --hw PROFILE --format json`: total
               time_s and the bound (with its level) of the kernel that takes
               the most time. PROFILE at T threads: the probed profile (all
-              cores) for T = cores, its one-core variant (single-thread
-              bandwidths and peaks, cores=1) for T = 1. The probe's
+              cores) for T = cores, its one-core variant (one core's
+              bandwidth per level, core_read_bw/core_write_bw, the single-
+              thread peaks, a core's share of the private caches and the
+              whole shared last cache, cores=1) for T = 1. The probe's
               <calibration> rates (the emitted code's exp, tanh, division,
               GEMM, ...) price the arithmetic; a profile without them is
               priced from the peak and the report says so.
@@ -179,9 +181,16 @@ def one_core_profile(src, dst):
     fp32 = re.search(r"fp32 FMA " + num + r",", text)
     fp64 = re.search(r"fp64 FMA " + num + r" GFLOP/s", text)
     how = []
-    for lvl in root.iter("level"):
-        last = lvl is list(root.iter("level"))[-1]
-        if last and dram:
+    levels = list(root.iter("level"))
+    core = 0
+    for lvl in levels:
+        last = lvl is levels[-1]
+        if lvl.get("core_read_bw"):
+            # one core's rates, measured by the probe (core_read_bw/core_write_bw)
+            lvl.set("read_bw", lvl.get("core_read_bw"))
+            lvl.set("write_bw", lvl.get("core_write_bw") or lvl.get("core_read_bw"))
+            core += 1
+        elif last and dram:
             lvl.set("read_bw", repr(float(dram.group(1)) * 1e9))
             lvl.set("write_bw", repr(float(dram.group(2)) * 1e9))
             how.append("DRAM: measured single-thread")
@@ -189,7 +198,13 @@ def one_core_profile(src, dst):
             for k in ("read_bw", "write_bw"):
                 if lvl.get(k):
                     lvl.set(k, repr(float(lvl.get(k)) / threads))
+        for k in ("core_read_bw", "core_write_bw"):
+            lvl.attrib.pop(k, None)
+        # a core's share of the private levels; the last cache is shared
+        if not last and (lvl is not levels[-2] or len(levels) < 3):
             lvl.set("capacity", repr(max(4096.0, float(lvl.get("capacity")) / threads)))
+    if core:
+        how.append(f"{core} levels: one core's rates (core_read_bw/core_write_bw)")
     for pk in root.iter("peak"):
         p = pk.get("precision")
         if p == "fp32" and fp32:

@@ -293,11 +293,30 @@ static double run_footprint(const struct rl_graph *g)
 
 /* What rl_cost_price and price_levels both price a kernel with: the access
  * pattern's share of a level's bandwidth, the compute peak (fp32's where the
- * part lists none for prec) and how many times the chip's rates the kernel
- * takes on the cores the runtime splits it across (rl_cost_threads). */
+ * part lists none for prec), the cores th the runtime splits it across
+ * (rl_cost_threads), how many times the chip's compute time that takes
+ * (share) and the busiest core's excess over an even split (imb). */
 struct kernel_rates {
-	double eff, peak, share, fixed;
+	double eff, peak, share, imb, fixed;
+	int th;
 };
+
+/* The bandwidth of level L for a kernel on th of the chip's cores: all of it
+ * on every core; else th x one core's rate where the profile gives it (one
+ * core draws far more than 1/cores of main memory: 22.1 of 27.4 GB/s on the
+ * 2-core probe host), capped at the chip's; else th/cores of the chip's. */
+static double level_bw(const struct rl_machine *m, const struct rl_mem_level *L, int th,
+                       bool write)
+{
+	double chip = write && L->write_bw > 0 ? L->write_bw : L->read_bw;
+	double core = write ? L->core_write_bw : L->core_read_bw;
+	double cores = m->cores > 0 ? m->cores : 1;
+	if (th >= cores)
+		return chip;
+	if (core > 0)
+		return core * th < chip ? core * th : chip;
+	return chip * th / cores;
+}
 
 double rl_cost_fixed_s(const struct rl_machine *m, const struct rl_counts *c)
 {
@@ -316,11 +335,11 @@ static struct kernel_rates kernel_rates(const struct rl_machine *m, const struct
 	if (r.peak <= 0)
 		r.peak = rl_machine_peak(m, RL_PREC_FP32, matrix);
 	int th = rl_cost_threads(m, c);
+	r.th = th;
 	r.fixed = rl_cost_fixed_s(m, c);
-	r.share = (double)(m->cores > 0 ? m->cores : 1) / th;
 	/* blocks that do not divide evenly: the busiest core runs ceil(par/th) */
-	if (c->par_tasks > th)
-		r.share *= ceil(c->par_tasks / th) * th / c->par_tasks;
+	r.imb = c->par_tasks > th ? ceil(c->par_tasks / th) * th / c->par_tasks : 1;
+	r.share = (double)(m->cores > 0 ? m->cores : 1) / th * r.imb;
 	return r;
 }
 
@@ -333,10 +352,10 @@ void rl_cost_price(const struct rl_machine *m, const struct rl_counts *c,
 	/* a kernel the runtime runs on fewer cores gets their share of the chip */
 	struct kernel_rates r = kernel_rates(m, c, prec, matrix);
 	double eff = r.eff, peak = r.peak, share = r.share, fixed = r.fixed;
-	double wbw = L->write_bw > 0 ? L->write_bw : L->read_bw;
 	double wr = wlvl != lvl ? c->weight_bytes : 0;
-	double t_mem = share * ((c->bytes_read - wr) / (L->read_bw * eff) + wr / (W->read_bw * eff) +
-	                        c->bytes_write / (wbw * eff));
+	double t_mem = r.imb * ((c->bytes_read - wr) / (level_bw(m, L, r.th, false) * eff) +
+	                        wr / (level_bw(m, W, r.th, false) * eff) +
+	                        c->bytes_write / (level_bw(m, L, r.th, true) * eff));
 	if (2 * wr > c->bytes_read + c->bytes_write)
 		lvl = wlvl; /* the level most of the bytes come from */
 	double t_cmp = share * rl_cost_compute_s(m, c, peak, NULL);
@@ -559,9 +578,9 @@ static void price_levels(const struct rl_machine *m, enum rl_prec prec, const do
 	struct kernel_rates r = kernel_rates(m, c, prec, c->macs > 0);
 	double eff = r.eff, peak = r.peak, share = r.share, fixed = r.fixed;
 	const struct rl_mem_level *d = &m->level[last];
-	double wbw = d->write_bw > 0 ? d->write_bw : d->read_bw;
+	double drd = level_bw(m, d, r.th, false);
 	double ext = c->bytes_read + c->bytes_write;
-	double t_base = c->bytes_read / (d->read_bw * eff) + c->bytes_write / (wbw * eff);
+	double t_base = c->bytes_read / (drd * eff) + c->bytes_write / (level_bw(m, d, r.th, true) * eff);
 	double t_mem = 0;
 	int lvl = last;
 	/* a working set a cache holds comes from there, not from further out;
@@ -573,15 +592,16 @@ static void price_levels(const struct rl_machine *m, enum rl_prec prec, const do
 	for (int i = 0; i <= res; i++) {
 		double t;
 		if (i == last)
-			t = ext > 0 ? t_base * bl[i] / ext : bl[i] / (d->read_bw * eff);
+			t = ext > 0 ? t_base * bl[i] / ext : bl[i] / (drd * eff);
 		else
-			t = m->level[i].read_bw > 0 ? bl[i] / (m->level[i].read_bw * eff) : 0;
+			t = m->level[i].read_bw > 0
+			        ? bl[i] / (level_bw(m, &m->level[i], r.th, false) * eff) : 0;
 		if (t > t_mem) {
 			t_mem = t;
 			lvl = i;
 		}
 	}
-	t_mem *= share;
+	t_mem *= r.imb;
 	double t_cmp = share * rl_cost_compute_s(m, c, peak, NULL);
 	double roof = t_mem > t_cmp ? t_mem : t_cmp;
 	k->cost.flops = c->flops;

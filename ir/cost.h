@@ -86,9 +86,11 @@ struct rl_counts {
  * convolutions, pools and every GPU kernel are priced on all cores (their
  * kernels split into tasks by their own rules). A kernel split across more
  * than one CPU core also pays the profile's fork/join latency
- * (rl_cost_fixed_s). A kernel on k of C cores is priced at k/C of the chip's compute
- * and bandwidth (for main memory that undercounts what one core draws:
- * 21.7 of 37.3 GB/s on the 2-core probe host, not half).
+ * (rl_cost_fixed_s). A kernel on k of C cores is priced at k/C of the chip's
+ * compute, and at min(chip, k x core_read_bw) of a level's bandwidth where
+ * the profile gives one core's rate (rlopt probe measures it: one core draws
+ * 22.1 of 27.4 GB/s of main memory on the 2-core probe host, not half), else
+ * at k/C of it.
  */
 #define RL_COST_PAR_MIN_ELEMS (1 << 15)
 int rl_cost_threads(const struct rl_machine *m, const struct rl_counts *c);

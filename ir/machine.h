@@ -83,6 +83,11 @@ struct rl_mem_level {
 	double capacity;    /* bytes (total across the chip) */
 	double read_bw;     /* bytes/s, sustained read */
 	double write_bw;    /* bytes/s, sustained write (= read_bw if not given) */
+	/* optional (0 = not given): what one core draws from this level on its
+	 * own, bytes/s; ir/cost.c prices a kernel on k of the chip's cores at
+	 * min(read_bw, k x core_read_bw) with them, k/cores x read_bw without */
+	double core_read_bw;
+	double core_write_bw; /* (= core_read_bw if only that is given) */
 	/* optional (0 = not given): the geometry the tiling pass sizes blocks
 	 * with (passes/tile.c), per cache instance */
 	int line_bytes;     /* cache line (CPU) or sector (GPU) in bytes */

@@ -439,6 +439,13 @@ static bool rl_check_lines(const struct rl_machine *m,
 			return rl_fail(err, errlen, file, line,
 			               "level '%s' write_bw %g B/s is not in (0, %g]",
 			               l->name, l->write_bw, RL_MAX_BW);
+		/* one core's rate: optional, never above the whole chip's */
+		if ((l->core_read_bw != 0 && !rl_in_range(l->core_read_bw, l->read_bw)) ||
+		    (l->core_write_bw != 0 && !rl_in_range(l->core_write_bw, l->write_bw)))
+			return rl_fail(err, errlen, file, line,
+			               "level '%s' core_read_bw/core_write_bw %g/%g B/s must be in "
+			               "(0, read_bw/write_bw %g/%g]", l->name, l->core_read_bw,
+			               l->core_write_bw, l->read_bw, l->write_bw);
 		/* Levels are listed closest first, and the cost model prices
 		 * untiled tensors at the last one: it must be main memory, so
 		 * no level may hold more. Bandwidth order is not checked (an
@@ -743,7 +750,12 @@ static bool rl_read_level(const xmlNode *n, struct rl_machine *m,
 	    !rl_attr_double(n, "read_bw", true, &l->read_bw, file, err, errlen))
 		return false;
 	l->write_bw = l->read_bw;
+	l->core_read_bw = l->core_write_bw = 0;
 	if (!rl_attr_double(n, "write_bw", false, &l->write_bw, file, err, errlen) ||
+	    !rl_attr_double(n, "core_read_bw", false, &l->core_read_bw, file, err, errlen))
+		return false;
+	l->core_write_bw = l->core_read_bw;
+	if (!rl_attr_double(n, "core_write_bw", false, &l->core_write_bw, file, err, errlen) ||
 	    !rl_attr_count(n, "line_bytes", RL_MAX_LINE, &l->line_bytes, file, err, errlen) ||
 	    !rl_attr_count(n, "ways", RL_MAX_WAYS, &l->ways, file, err, errlen))
 		return false;
@@ -1226,6 +1238,9 @@ static bool rl_write_doc(xmlTextWriter *w, const struct rl_machine *m,
 		     rl_w_attr_double(w, "capacity", l->capacity) >= 0 &&
 		     rl_w_attr_double(w, "read_bw", l->read_bw) >= 0 &&
 		     rl_w_attr_double(w, "write_bw", l->write_bw) >= 0;
+		if (ok && l->core_read_bw > 0)
+			ok = rl_w_attr_double(w, "core_read_bw", l->core_read_bw) >= 0 &&
+			     rl_w_attr_double(w, "core_write_bw", l->core_write_bw) >= 0;
 		if (ok && l->line_bytes)
 			ok = xmlTextWriterWriteFormatAttribute(w, BAD_CAST "line_bytes", "%d",
 			                                       l->line_bytes) >= 0;

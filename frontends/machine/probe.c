@@ -1171,6 +1171,7 @@ struct rl_probe_meas {
 	double best_fork;            /* pool fork/join, s */
 	double rd[4], wr[4], cp[4];  /* all threads; [0] = DRAM, [1..3] caches */
 	double rd1, wr1, cp1;        /* DRAM, one thread */
+	double crd[4], cwr[4];       /* one thread per level ([0] = DRAM: rd1, wr1) */
 	double eff_s, eff_g;         /* strided, gather fraction of rd[0] */
 	double f32_1, f32_n, f64_1, f64_n, i8_1, i8_n;
 	int fma_lat, fma_units;
@@ -1353,6 +1354,14 @@ static void rl_probe_memory(struct rl_probe *p, const struct rl_probe_sizes *z,
 		r->cp[li] = rl_bw(p, RL_JOB_COPY, p->n, size, rl_stream_rep(size));
 		rl_logf(p, "%s copy %.1f GB/s read+write (%d threads x %s)", lname[li],
 		        r->cp[li] / 1e9, p->n, rl_size_str(s1, sizeof s1, (double)size));
+		if (!li || p->n == 1)
+			continue;
+		/* the same caches from one thread: what a kernel the runtime
+		 * does not split draws (the profile's core_read_bw/core_write_bw) */
+		r->crd[li] = rl_bw(p, RL_JOB_READ, 1, size, rl_stream_rep(size));
+		r->cwr[li] = rl_bw(p, RL_JOB_WRITE, 1, size, rl_stream_rep(size));
+		rl_logf(p, "%s read %.1f, write %.1f GB/s (1 thread, %s)", lname[li],
+		        r->crd[li] / 1e9, r->cwr[li] / 1e9, rl_size_str(s1, sizeof s1, (double)size));
 	}
 	/* main memory from one thread: what single-threaded generated code sees */
 	size_t dram_ws0 = z->dram_ws0;
@@ -1363,6 +1372,8 @@ static void rl_probe_memory(struct rl_probe *p, const struct rl_probe_sizes *z,
 	rl_logf(p, "DRAM write %.1f GB/s (1 thread, %s)", r->wr1 / 1e9,
 	        rl_size_str(s1, sizeof s1, (double)dram_ws0));
 	r->cp1 = rl_bw(p, RL_JOB_COPY, 1, dram_ws0, rl_stream_rep(dram_ws0));
+	r->crd[0] = r->rd1;
+	r->cwr[0] = r->wr1;
 	rl_logf(p, "DRAM copy %.1f GB/s read+write (1 thread, %s)", r->cp1 / 1e9,
 	        rl_size_str(s1, sizeof s1, (double)dram_ws0));
 
@@ -1463,6 +1474,17 @@ static void rl_probe_call(struct rl_probe *p, struct rl_probe_meas *r)
 }
 
 /* The measurements as a machine profile named "host". */
+
+/* One core's rates of a level, where measured: never above the whole chip's
+ * (a noisy single-thread run can beat an all-thread one on a busy machine,
+ * and the loader refuses a core faster than the chip). */
+static void rl_core_bw(struct rl_mem_level *lv, double rd, double wr)
+{
+	if (!(rd > 0) || !(wr > 0))
+		return;
+	lv->core_read_bw = rd < lv->read_bw ? rd : lv->read_bw;
+	lv->core_write_bw = wr < lv->write_bw ? wr : lv->write_bw;
+}
 static void rl_probe_profile(const struct rl_probe *p, const struct rl_probe_sizes *z,
                              const struct rl_probe_meas *x, const char *model,
                              struct rl_machine *out)
@@ -1485,6 +1507,7 @@ static void rl_probe_profile(const struct rl_probe *p, const struct rl_probe_siz
 		lv->capacity = (double)z->ci.size[l] * (double)rl_instances(p->n, z->ci.shared[l]);
 		lv->read_bw = x->rd[l];
 		lv->write_bw = x->wr[l];
+		rl_core_bw(lv, x->crd[l], x->cwr[l]);
 		lv->line_bytes = z->ci.line[l];
 		lv->ways = z->ci.ways[l];
 		/* a set larger than a core's share is a bogus sysfs answer (the
@@ -1501,6 +1524,8 @@ static void rl_probe_profile(const struct rl_probe *p, const struct rl_probe_siz
 	dv->capacity = z->phys > 0 ? z->phys : 4 * (double)z->dram_total;
 	dv->read_bw = x->rd[0];
 	dv->write_bw = x->wr[0];
+	if (p->n > 1)
+		rl_core_bw(dv, x->crd[0], x->cwr[0]);
 	r.eff_contiguous = 1.0; /* the bandwidths above are contiguous rates */
 	r.eff_strided = x->eff_s > 1 ? 1 : x->eff_s > 1e-4 ? x->eff_s : 1e-4;
 	r.eff_gather = x->eff_g > 1 ? 1 : x->eff_g > 1e-4 ? x->eff_g : 1e-4;
@@ -1549,11 +1574,13 @@ static void rl_probe_comment(const struct rl_probe *p, const struct rl_probe_siz
 	       "  copy (read+write bytes): L1 %.1f, L2 %.1f, L3 %.1f, DRAM %.1f GB/s.\n",
 	       x->cp[1] / 1e9, x->cp[2] / 1e9, x->cp[3] / 1e9, x->cp[0] / 1e9);
 	rl_cat(comment, commentlen, &k,
-	       "single thread (not in the struct; generated C runs on one thread\n"
-	       "  unless parallelised): DRAM read %.1f, write %.1f, copy %.1f GB/s;\n"
+	       "single thread (generated C runs on one thread unless parallelised):\n"
+	       "  core_read_bw / core_write_bw are the same loops on one thread, the\n"
+	       "  caches over the per-thread sets above, DRAM over %s: DRAM read %.1f,\n"
+	       "  write %.1f GB/s. Not in the struct: DRAM copy %.1f GB/s;\n"
 	       "  fp32 FMA %.1f, fp64 FMA %.1f GFLOP/s; int8 dot %.1f GOP/s.\n",
-	       x->rd1 / 1e9, x->wr1 / 1e9, x->cp1 / 1e9, x->f32_1 / 1e9, x->f64_1 / 1e9,
-	       x->i8_1 / 1e9);
+	       rl_size_str(s1, sizeof s1, (double)z->dram_ws0), x->rd1 / 1e9, x->wr1 / 1e9,
+	       x->cp1 / 1e9, x->f32_1 / 1e9, x->f64_1 / 1e9, x->i8_1 / 1e9);
 	rl_cat(comment, commentlen, &k,
 	       "peaks: all threads, %d independent FMA chains in vector registers;\n"
 	       "  int8: %s%s.\n",

@@ -493,6 +493,35 @@ Test(cost, cpu_working_set_in_cache_priced_at_its_level)
 	cr_assert_eq(G->nodes[n].cost.level, m.nlevels - 1);
 }
 
+Test(cost, cpu_one_core_priced_at_its_own_bandwidth)
+{
+	/* Add over 2 x 4 KiB in, 4 KiB out runs on one thread (too small to
+	 * split): without one core's rate in the profile it gets 1/96 of the
+	 * chip's L1 bandwidth; with core_read_bw/core_write_bw, those. */
+	struct rl_machine m;
+	load_machine("epyc9654", &m);
+	uint32_t a = tu_input(G, "a", RL_DT_FLOAT, TU_SHAPE(1, 1024));
+	uint32_t b = tu_input(G, "b", RL_DT_FLOAT, TU_SHAPE(1, 1024));
+	uint32_t n = tu_add(G, RL_OP_Add, "y", 1, 2, a, b);
+	tu_infer(G);
+	const struct rl_mem_level *l1 = &m.level[0];
+	double e = m.eff_contiguous, tc = m.cores * 1024.0 / rl_machine_peak(&m, RL_PREC_FP32, false);
+	cr_assert(rl_cost_node(G, n, &m));
+	cr_assert_eq(G->nodes[n].cost.level, 0);
+	double tm = m.cores * (8192.0 / (l1->read_bw * e) + 4096.0 / (l1->write_bw * e));
+	TU_EQ(G->nodes[n].cost.time_s, fmax(tm, tc) + m.launch_latency);
+	m.level[0].core_read_bw = 100e9;
+	m.level[0].core_write_bw = 50e9;
+	cr_assert(rl_cost_node(G, n, &m));
+	tm = 8192.0 / (100e9 * e) + 4096.0 / (50e9 * e);
+	TU_EQ(G->nodes[n].cost.time_s, fmax(tm, tc) + m.launch_latency);
+	/* never more than the whole chip's */
+	m.level[0].core_read_bw = 1e15;
+	cr_assert(rl_cost_node(G, n, &m));
+	tm = 8192.0 / (l1->read_bw * e) + 4096.0 / (50e9 * e);
+	TU_EQ(G->nodes[n].cost.time_s, fmax(tm, tc) + m.launch_latency);
+}
+
 Test(cost, cpu_weights_priced_where_the_run_footprint_leaves_them)
 {
 	/* Two batch-1 products of 1 MiB of weights each on a one-core profile

@@ -202,6 +202,8 @@ static void assert_same(const struct rl_machine *a, const struct rl_machine *b)
 		cr_assert(a->level[i].capacity == b->level[i].capacity);
 		cr_assert(a->level[i].read_bw == b->level[i].read_bw);
 		cr_assert(a->level[i].write_bw == b->level[i].write_bw);
+		cr_assert(a->level[i].core_read_bw == b->level[i].core_read_bw);
+		cr_assert(a->level[i].core_write_bw == b->level[i].core_write_bw);
 		cr_assert_eq(a->level[i].line_bytes, b->level[i].line_bytes);
 		cr_assert_eq(a->level[i].ways, b->level[i].ways);
 	}
@@ -763,6 +765,39 @@ Test(machine, geometry_contradictions_name_file_and_line)
 		cr_assert(strstr(err, cases[i].says) != NULL, "%s", err);
 		free(bad);
 	}
+	free(text);
+}
+
+/* One core's bandwidth of a level: optional, write defaults to read, written
+ * back, never above the chip's (file and line named). */
+Test(machine, core_bandwidth)
+{
+	char *text = shipped_text("epyc9654");
+	char *a = replace(text, "<level name=\"DRAM\" capacity=\"824633720832\" read_bw=\"460.8e9\"",
+	                  "<level name=\"DRAM\" capacity=\"824633720832\" read_bw=\"460.8e9\" "
+	                  "core_read_bw=\"40e9\"");
+	char path[600], err[1024];
+	tmp_path(path, sizeof path, "core.xml");
+	write_file(path, a);
+	struct rl_machine m, back;
+	cr_assert(rl_machine_load(path, &m, err, sizeof err) == RL_OK, "%s", err);
+	cr_assert(m.level[3].core_read_bw == 40e9);
+	cr_assert(m.level[3].core_write_bw == 40e9, "write defaults to read");
+	cr_assert(m.level[0].core_read_bw == 0 && m.level[0].core_write_bw == 0, "not given: 0");
+	tmp_path(path, sizeof path, "core_back.xml");
+	cr_assert(rl_machine_write(&m, path, NULL, err, sizeof err) == RL_OK, "%s", err);
+	cr_assert(rl_machine_load(path, &back, err, sizeof err) == RL_OK, "%s", err);
+	assert_same(&m, &back);
+	char *bad = replace(a, "core_read_bw=\"40e9\"", "core_read_bw=\"40e9\" core_write_bw=\"5e12\"");
+	const char *e = load_bad("corefast.xml", bad);
+	cr_assert(has_exact_line(e, "corefast.xml", line_of(bad, "core_write_bw")), "%s", e);
+	cr_assert(strstr(e, "core_read_bw/core_write_bw") != NULL, "%s", e);
+	free(bad);
+	bad = replace(a, "core_read_bw=\"40e9\"", "core_read_bw=\"-1\"");
+	e = load_bad("coreneg.xml", bad);
+	cr_assert(strstr(e, "coreneg.xml") != NULL, "%s", e);
+	free(bad);
+	free(a);
 	free(text);
 }
 
