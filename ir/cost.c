@@ -183,8 +183,13 @@ bool rl_count_node(const struct rl_graph *g, uint32_t node, struct rl_counts *c)
 int rl_cost_threads(const struct rl_machine *m, const struct rl_counts *c)
 {
 	int cores = m->cores > 0 ? m->cores : 1;
-	if (strcmp(m->kind, "cpu") != 0 || cores == 1)
+	if (strcmp(m->kind, "cpu") != 0)
 		return cores;
+	/* the run's threads (--threads), where fewer than the cores */
+	if (m->run_threads > 0 && m->run_threads < cores)
+		cores = m->run_threads;
+	if (cores == 1)
+		return 1;
 	if (c->par_tasks > 0)
 		return c->par_tasks < cores ? (int)c->par_tasks : cores;
 	if (c->macs > 0 || c->par_elems <= 0)

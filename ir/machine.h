@@ -99,6 +99,10 @@ struct rl_machine {
 	char desc[128];     /* "NVIDIA H200 SXM 141GB" */
 	char kind[8];       /* "gpu" or "cpu" */
 	int cores;          /* SMs on a GPU, cores on a CPU */
+	/* CPU: the threads the generated code runs with, at most cores
+	 * (`--threads N`, NAME_set_threads); 0 = every core. Not in the XML:
+	 * a property of the run, not of the machine. */
+	int run_threads;
 	/* peak rates, 0 where the part has no such unit */
 	double peak_vector[RL_PREC_COUNT_]; /* SIMT / SIMD units, FLOP/s */
 	double peak_matrix[RL_PREC_COUNT_]; /* tensor cores / AMX / matrix units */

@@ -51,9 +51,13 @@ enum rl_cli_opt {
 	RL_OPT_LAUNCH,        /* --launch eager|graph */
 	RL_OPT_VALUE,         /* --value NAME=FILE.pb (generated code only) */
 	RL_OPT_SEQ,           /* --seq NAME=LEN, --optional NAME */
+	RL_OPT_THREADS,       /* --threads N */
 	RL_OPT_COUNT_,
 };
 #define RL_OPT_BIT(x) (1u << (x))
+/* --threads N takes 1..RL_CLI_MAX_THREADS (a 96-core profile is priced at
+ * up to 96); `rlopt run` further caps it at the generated runtime's 64 */
+#define RL_CLI_MAX_THREADS 4096
 
 /* Options shared by every subcommand that loads a model. */
 struct rl_cli_opts {
@@ -87,6 +91,9 @@ struct rl_cli_opts {
 	const char *calib[RL_MAX_BIND]; /* --calibrate IN.pb[,IN.pb...], per graph input */
 	int ncalib;
 	int onnx_format;           /* --onnx-format: 0 qdq, 1 matmulnbits */
+	int threads;               /* --threads N: the threads the generated code runs
+	                              with (rlopt run) and the prediction assumes
+	                              (report); 0 = every core */
 	int launch;                /* --launch: enum rl_launch_mode; -1 = the profile's
 	                              default (graph on a GPU, calls on a CPU) */
 	struct {

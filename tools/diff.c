@@ -514,7 +514,7 @@ int rl_cmd_diff(int argc, char **argv)
 	if (!rl_cli_check_used(&o, RL_OPT_BIT(RL_OPT_BATCH) | RL_OPT_BIT(RL_OPT_BATCH_LIST) |
 	                           RL_OPT_BIT(RL_OPT_SHAPE) | RL_OPT_BIT(RL_OPT_DIM) | RL_OPT_BIT(RL_OPT_SEQ) |
 	                           RL_OPT_BIT(RL_OPT_HW) | RL_OPT_BIT(RL_OPT_FORMAT) |
-	                           RL_OPT_BIT(RL_OPT_LAUNCH), "diff"))
+	                           RL_OPT_BIT(RL_OPT_LAUNCH) | RL_OPT_BIT(RL_OPT_THREADS), "diff"))
 		return RL_EXIT_USAGE;
 	struct rl_machine m;
 	if (!rl_cli_machine(&o, &m))

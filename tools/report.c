@@ -121,7 +121,7 @@ int rl_cmd_report(int argc, char **argv)
 	bool optimize = (o.given & (RL_OPT_BIT(RL_OPT_OLEVEL) | RL_OPT_BIT(RL_OPT_PASSES))) != 0;
 	unsigned used = RL_OPT_BIT(RL_OPT_BATCH) | RL_OPT_BIT(RL_OPT_BATCH_LIST) |
 	                RL_OPT_BIT(RL_OPT_SHAPE) | RL_OPT_BIT(RL_OPT_DIM) | RL_OPT_BIT(RL_OPT_SEQ) | RL_OPT_BIT(RL_OPT_HW) |
-	                RL_OPT_BIT(RL_OPT_LAUNCH) |
+	                RL_OPT_BIT(RL_OPT_LAUNCH) | RL_OPT_BIT(RL_OPT_THREADS) |
 	                RL_OPT_BIT(RL_OPT_FORMAT) | RL_OPT_BIT(RL_OPT_OLEVEL) |
 	                RL_OPT_BIT(RL_OPT_PASSES) | RL_OPT_BIT(RL_OPT_VERBOSE);
 	if (optimize)

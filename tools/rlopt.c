@@ -83,7 +83,8 @@ static const char usage_text[] =
 	"                        (default: seeded random rows)\n"
 	"  --onnx-format qdq|matmulnbits  quantized weights in -o OUT.onnx: DequantizeLinear\n"
 	"                        (opset 21) or com.microsoft MatMulNBits (default qdq)\n"
-	"  --threads N           (run) threads the generated code uses (default: online cores)\n"
+	"  --threads N           (run) threads the generated code uses (default: online cores);\n"
+	"                        (report, diff, --report) price the run on N of the profile's cores\n"
 	"  --cc CC               (run) compiler (default $CC, else cc); -v prints the command\n"
 	"  --cflags 'FLAGS'      (run) extra compiler flags, after -std=c11 -O2 (no shell)\n"
 	"  --timeout S           (run) limit on compile and run time in seconds (default 600)\n"
@@ -210,6 +211,7 @@ int rl_cli_parse_common(struct rl_cli_opts *o, int argc, char **argv, int *i)
 		{"--launch", RL_OPT_LAUNCH},
 		{"--value", RL_OPT_VALUE},
 		{"--seq", RL_OPT_SEQ}, {"--optional", RL_OPT_SEQ},
+		{"--threads", RL_OPT_THREADS},
 	};
 	const char *a = argv[*i];
 	int r = parse_common(o, argc, argv, i);
@@ -446,10 +448,23 @@ static int parse_rewrite_opts(struct rl_cli_opts *o, int argc, char **argv, int 
 	return 0;
 }
 
-/* --launch, --onnx-format, --value, -v. */
+/* --launch, --threads, --onnx-format, --value, -v. */
 static int parse_misc_opts(struct rl_cli_opts *o, int argc, char **argv, int *i)
 {
 	const char *a = argv[*i], *v;
+	if (is_flag(a, "--threads")) {
+		if (!(v = optval(argc, argv, i, "--threads")))
+			return -1;
+		char *end;
+		errno = 0;
+		long t = strtol(v, &end, 10);
+		if (!*v || *end || errno || t < 1 || t > RL_CLI_MAX_THREADS) {
+			usage_error("--threads wants a whole number from 1 to 4096, not '%s'", v);
+			return -1;
+		}
+		o->threads = (int)t;
+		return 1;
+	}
 	if (is_flag(a, "--launch")) {
 		if (!(v = optval(argc, argv, i, "--launch")))
 			return -1;
@@ -1024,6 +1039,14 @@ bool rl_cli_machine(const struct rl_cli_opts *o, struct rl_machine *m)
 		        m->kind);
 		return false;
 	}
+	if (o->threads > 0) {
+		if (strcmp(m->kind, "cpu") != 0) {
+			fprintf(stderr, "rlopt: --threads %d: %s is a %s profile; --threads sets the "
+			        "threads of generated C\n", o->threads, m->source, m->kind);
+			return false;
+		}
+		m->run_threads = o->threads < m->cores ? o->threads : m->cores;
+	}
 	return true;
 }
 
@@ -1168,6 +1191,10 @@ static int cmd_main(int argc, char **argv)
 		return RL_EXIT_USAGE;
 	}
 	unsigned used = (RL_OPT_BIT(RL_OPT_COUNT_) - 1) & ~RL_OPT_BIT(RL_OPT_BATCH_LIST);
+	/* --threads prices the run (passes and --report), it does not set the
+	 * generated code's default (NAME_set_threads does) */
+	if (!o.report)
+		used &= ~RL_OPT_BIT(RL_OPT_THREADS);
 	/* --value: only the C backend writes the run-time check of a bound
 	 * input; an ONNX file would lose it */
 	if (!ends_with(out, ".c"))

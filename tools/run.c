@@ -230,16 +230,6 @@ static int run_parse_value(struct run_args *a, const char *opt, const char *v)
 		a->cc_opt = v;
 	} else if (!strcmp(opt, "--cflags")) {
 		a->cflags = v;
-	} else if (!strcmp(opt, "--threads")) {
-		char *end;
-		errno = 0;
-		long t = strtol(v, &end, 10);
-		if (!*v || *end || errno || t < 1 || t > 64) {
-			fprintf(stderr, "rlopt: run: --threads wants a whole number from 1 to 64, "
-			        "not '%s'\n", v);
-			return RL_EXIT_USAGE;
-		}
-		a->threads = (int)t;
 	} else {
 		char *end;
 		a->timeout_s = (int)strtol(v, &end, 10);
@@ -266,7 +256,7 @@ static int run_parse_args(int argc, char **argv, struct run_args *a)
 			continue;
 		const char *s = argv[i];
 		if (!strcmp(s, "-i") || !strcmp(s, "-d") || !strcmp(s, "--timeout") ||
-		    !strcmp(s, "--threads") || !strcmp(s, "--cc") || !strcmp(s, "--cflags")) {
+		    !strcmp(s, "--cc") || !strcmp(s, "--cflags")) {
 			if (i + 1 >= argc) {
 				fprintf(stderr, "rlopt: run: option %s needs a value\n", s);
 				return RL_EXIT_USAGE;
@@ -313,6 +303,13 @@ static int run_parse_args(int argc, char **argv, struct run_args *a)
 	                                 RL_OPT_BIT(RL_OPT_REPORT) | RL_OPT_BIT(RL_OPT_FORMAT) |
 	                                 RL_OPT_BIT(RL_OPT_ONNX_FORMAT)), "run"))
 		return RL_EXIT_USAGE;
+	/* --threads is a shared option (report prices the run at it) */
+	if (a->o.threads > 64) {
+		fprintf(stderr, "rlopt: run: --threads wants a whole number from 1 to 64, not '%d'\n",
+		        a->o.threads);
+		return RL_EXIT_USAGE;
+	}
+	a->threads = a->o.threads;
 	if (a->emulate && !a->cuda) {
 		fprintf(stderr, "rlopt: run: --emulate runs CUDA kernels on the CPU: give --target cuda\n");
 		return RL_EXIT_USAGE;

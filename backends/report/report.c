@@ -359,6 +359,9 @@ static void text_machine(FILE *f, const struct rl_machine *m)
 	const struct rl_mem_level *d = dram(m);
 	fprintf(f, "  machine   %s: %s (%s, %d %s)\n", m->name, m->desc, m->kind, m->cores,
 	        strcmp(m->kind, "gpu") == 0 ? "SMs" : "cores");
+	if (m->run_threads > 0)
+		fprintf(f, "  threads   the run priced on %d of the %d cores (--threads)\n",
+		        m->run_threads, m->cores);
 	fprintf(f, "            fp32 peak %s, %s %s (x%.2g contiguous, x%.2g strided, "
 	        "x%.2g gather), launch %s\n", si_u(fp32_peak(m), "FLOP/s", a, sizeof(a)), d->name,
 	        si_u(d->read_bw, "B/s", b, sizeof(b)), m->eff_contiguous, m->eff_strided, m->eff_gather,
@@ -629,6 +632,7 @@ static void json_machine(FILE *f, const struct rl_machine *m)
 	fputs(", \"kind\": ", f);
 	json_str(f, m->kind);
 	fprintf(f, ", \"cores\": %d, ", m->cores);
+	fprintf(f, "\"threads\": %d, ", m->run_threads > 0 ? m->run_threads : m->cores);
 	json_kv_num(f, "balance", rl_machine_balance(m, RL_PREC_FP32), true);
 	json_kv_num(f, "balance_effective", rl_cost_balance(m, RL_PREC_FP32, true), true);
 	fputs("\"peak\": {", f);

@@ -172,7 +172,7 @@ TOTAL_KEYS = {"flops", "macs", "bytes", "time_s", "kernels", "memory", "compute"
               "views", "build_time", "unpriced"}
 MACHINE_KEYS = {"name", "description", "kind", "cores", "balance", "balance_effective",
                 "peak", "memory", "efficiency", "launch_latency", "launch_mode",
-                "launch_eager"}
+                "launch_eager", "threads"}
 
 
 def schema_errors(rep):
@@ -494,6 +494,44 @@ def check_launch(c, rl, src, work):
             ok, r.describe() + r2.describe())
 
 
+# ---- --threads ---------------------------------------------------------------------
+
+
+def check_threads(c, rl, src, work):
+    """--threads N prices the run on N of a CPU profile's cores: the same as
+    no option at N = cores (and above, capped), slower at 1 (resnet_small's
+    convolutions split across cores); refused for a GPU profile (exit 2) and
+    for a bad count (exit 1)."""
+    model = os.path.join(src, "examples", "resnet_small.onnx")
+    reps = {}
+    for t in (None, "1", "96", "500"):
+        extra = ["--threads", t] if t else []
+        j, r = run_json(rl, [model, "-O2", "--hw", "epyc9654"] + extra,
+                        os.path.join(work, f"t_{t}.json"))
+        reps[t] = j
+        c.check(f"report --threads {t} on epyc9654", j is not None, r.describe())
+    if all(reps.values()):
+        d, one, full, over = reps[None], reps["1"], reps["96"], reps["500"]
+        c.check("threads in the JSON: 96 by default, 1 with --threads 1, capped at the cores",
+                (d["machine"]["threads"], one["machine"]["threads"], over["machine"]["threads"]) ==
+                (96, 1, 96), str((d["machine"]["threads"], one["machine"]["threads"])))
+        c.check("--threads 96 (= cores) prices as the default",
+                full["total"]["time_s"] == d["total"]["time_s"])
+        c.check("one thread is priced slower than 96",
+                one["total"]["time_s"] > 2 * d["total"]["time_s"],
+                f'{one["total"]["time_s"]:.4g} vs {d["total"]["time_s"]:.4g} s')
+    r = rltest.run([rl, "report", model, "--threads", "1"], 60)
+    c.check("text report says the thread count", r.ok and "--threads" in r.stdout, r.describe())
+    r = rltest.run([rl, "report", model, "--hw", "h200", "--threads", "2"], 60)
+    c.check("--threads on a GPU profile: one-line error, exit 2",
+            r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "gpu" in r.stderr,
+            r.describe())
+    for bad in ("0", "two", "-1", "1.5"):
+        r = rltest.run([rl, "report", model, "--threads", bad], 60)
+        c.check(f"--threads {bad}: usage error, exit 1", r.returncode == 1 and
+                "--threads" in r.stderr, r.describe())
+
+
 # ---- main form and bad input ------------------------------------------------------
 
 
@@ -568,6 +606,7 @@ def main():
         check_kernels(c, args.rlopt, args.source, work)
         check_unused_options(c, args.rlopt, args.source, work)
         check_launch(c, args.rlopt, args.source, work)
+        check_threads(c, args.rlopt, args.source, work)
         check_scale(c, args.rlopt, args.source, work)
         check_bad(c, args.rlopt, args.source, work)
     finally:
