@@ -144,9 +144,7 @@ static void k_gemv(struct rl_cgen *cg, const struct mm *m, enum rl_dtype dt, boo
 		L->block = CU_GEMV_THREADS;
 		L->grid = blocks < CU_MAX_BLOCKS ? blocks : CU_MAX_BLOCKS;
 		L->phased = false;
-		cg_line(cg, "const int64_t stride = (int64_t)gridDim.x * blockDim.x;");
-		cg_line(cg, "for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < %lldll; "
-		        "t += stride) {", (long long)(m->nb * m->N));
+		cu_grid_loop(cg, "t", m->nb * m->N);
 		cg->indent++;
 		cg_line(cg, "const int64_t bt = t / %lld, gj = t %% %lld;", (long long)m->N, (long long)m->N);
 		cg_line(cg, "const %s *a = X0 + %s;", cg_ctype(dt), aoff);
@@ -211,6 +209,68 @@ static void k_gemv(struct rl_cgen *cg, const struct mm *m, enum rl_dtype dt, boo
 	cg_line(cg, "}");
 	cg->indent--;
 	cg_line(cg, "}");
+}
+
+/* ---- --cuda-library cublas: the product by cuBLAS, on the GPU only ---------- */
+
+/*
+ * Route a plain float32, float16 or bfloat16 product to cuBLAS when its
+ * batches are uniform (each operand's batch dims either all broadcast or all
+ * the output's: strided-batched GEMM). cuBLAS computes alpha op(A) op(B);
+ * what it cannot fuse, Gemm's beta C and the group's epilogue, runs after it
+ * as a post kernel of one thread per output, in place on Y. The caller still
+ * writes rlopt's own kernel: emulation runs it (there is no cuBLAS on the
+ * CPU), so the numerics checked there are rlopt's, not cuBLAS's.
+ */
+static void blas_route(struct cu *d, const struct rl_node *n, const struct rl_value *A,
+                       const struct rl_value *B, const struct mm *m, enum rl_dtype dt,
+                       bool ta, bool tb, double alpha, const struct rl_value *C, double beta)
+{
+	struct rl_cgen *cg = &d->cg;
+	struct cu_blas *b = &d->blas;
+	if (dt != RL_DT_FLOAT && dt != RL_DT_FLOAT16 && dt != RL_DT_BFLOAT16)
+		return;
+	int64_t sa = m->M * m->K, sb = m->K * m->N;
+	if (n->op == RL_OP_MatMul && m->nb > 1) {
+		int64_t an = 1, bn = 1;
+		for (int k = 0; k + 2 < A->shape.rank; k++)
+			an *= A->shape.d[k].v;
+		for (int k = 0; k + 2 < B->shape.rank; k++)
+			bn *= B->shape.d[k].v;
+		if ((an != 1 && an != m->nb) || (bn != 1 && bn != m->nb))
+			return; /* mixed broadcasting ([2,1] x [1,3]): rlopt's kernel */
+		sa = an == 1 ? 0 : sa;
+		sb = bn == 1 ? 0 : sb;
+	}
+	*b = (struct cu_blas){.on = true, .dt = dt, .ta = ta, .tb = tb, .M = m->M, .N = m->N,
+	                      .K = m->K, .nb = m->nb, .sa = sa, .sb = sb, .alpha = alpha};
+	d->need_cublas = true;
+	b->post = (C && beta != 0.0) || cg->epi;
+	if (!b->post)
+		return;
+	/* the post kernel's body, written aside (cg->body holds the caller's) */
+	struct rl_buf keep = cg->body;
+	int indent = cg->indent;
+	cg->body = d->blas_post;
+	cg->body.len = 0;
+	if (cg->body.s)
+		cg->body.s[0] = 0;
+	cg->indent = 0;
+	int64_t ne = m->nb * m->M * m->N;
+	cu_grid_launch(&b->pl, ne);
+	cg_line(cg, "/* after cuBLAS's alpha A B in Y0: %s, in place */",
+	        C && beta != 0.0 ? (cg->epi ? "Gemm's beta C and the fused epilogue" : "Gemm's beta C")
+	                         : "the fused epilogue");
+	cu_grid_loop(cg, "t", ne);
+	cg->indent++;
+	cg_line(cg, "const int64_t bt = t / %lld, gi = t / %lld %% %lld, gj = t %% %lld;",
+	        (long long)(m->M * m->N), (long long)m->N, (long long)m->M, (long long)m->N);
+	mm_store(cg, m, dt, 1.0, C, beta, cg_load(cg, dt, "Y0[t]"));
+	cg->indent--;
+	cg_line(cg, "}");
+	d->blas_post = cg->body;
+	cg->body = keep;
+	cg->indent = indent;
 }
 
 /* ---- float16 and bfloat16 products on tensor cores (WMMA) ------------------ */
@@ -393,6 +453,8 @@ enum rl_status cu_k_matmul(struct cu *d, uint32_t node, struct launch *L)
 	else
 		snprintf(bix, sizeof(bix), "gk * %lld + gj", (long long)m.N);
 
+	if (d->cublas)
+		blas_route(d, n, A, B, &m, dt, ta, tb, alpha, C, beta);
 	if (m.M <= CU_GEMV_MAX_M) {
 		k_gemv(cg, &m, dt, tb, aoff, boff, aix, bix, alpha, C, beta, L);
 		return RL_OK;
@@ -536,24 +598,14 @@ enum rl_status cu_k_conv(struct cu *d, uint32_t node, struct launch *L)
 			pb[i] = 0;
 	}
 	int64_t ne = rl_shape_numel(&Y->shape);
-	int64_t blocks = (ne + CU_THREADS - 1) / CU_THREADS;
-	L->block = CU_THREADS;
-	L->grid = blocks < CU_MAX_BLOCKS ? blocks : CU_MAX_BLOCKS;
+	cu_grid_launch(L, ne);
 	if (ne == 0)
 		return RL_OK;
 	const char *ct = cg_comptype(dt), *sp = "abc";
 	cg_line(cg, "/* direct convolution: %lld x %lld channels per group (%lld groups), "
 	        "%lld-tap window */", (long long)CG, (long long)(M / group), (long long)group,
 	        (long long)ks);
-	cg_line(cg, "const int64_t stride = (int64_t)gridDim.x * blockDim.x;");
-	cg_line(cg, "for (int64_t o = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; o < %lldll; "
-	        "o += stride) {", (long long)ne);
-	cg->indent++;
-	cg_line(cg, "int64_t r = o;");
-	for (int i = nsp - 1; i >= 0; i--) {
-		cg_line(cg, "const int64_t o%c = r %% %lld;", sp[i], (long long)out[i]);
-		cg_line(cg, "r /= %lld;", (long long)out[i]);
-	}
+	cu_grid_outputs(cg, ne, nsp, out);
 	cg_line(cg, "const int64_t m = r %% %lld, nb = r / %lld;", (long long)M, (long long)M);
 	char src[200];
 	if (B)
@@ -838,9 +890,7 @@ bool cu_k_pool(struct cu *d, uint32_t node, struct launch *L)
 			pb[i] = pe[i] = 0;
 	}
 	int64_t ne = rl_shape_numel(&Y->shape);
-	int64_t blocks = (ne + CU_THREADS - 1) / CU_THREADS;
-	L->block = CU_THREADS;
-	L->grid = blocks < CU_MAX_BLOCKS ? blocks : CU_MAX_BLOCKS;
+	cu_grid_launch(L, ne);
 	if (ne == 0)
 		return true;
 	enum rl_dtype dt = X->dtype;
@@ -848,15 +898,7 @@ bool cu_k_pool(struct cu *d, uint32_t node, struct launch *L)
 	cg_line(cg, "/* %s: one thread per output, a gather over the window's taps%s */",
 	        rl_op_table[n->op].name, is_max ? "" : incl ? "; divided by the taps inside the "
 	        "padded input" : "; divided by the taps inside the input");
-	cg_line(cg, "const int64_t stride = (int64_t)gridDim.x * blockDim.x;");
-	cg_line(cg, "for (int64_t o = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; o < %lldll; "
-	        "o += stride) {", (long long)ne);
-	cg->indent++;
-	cg_line(cg, "int64_t r = o;");
-	for (int i = nsp - 1; i >= 0; i--) {
-		cg_line(cg, "const int64_t o%c = r %% %lld;", sp[i], (long long)out[i]);
-		cg_line(cg, "r /= %lld;", (long long)out[i]);
-	}
+	cu_grid_outputs(cg, ne, nsp, out);
 	cg_line(cg, "const %s *xc = X0 + r * %lld;", cg_ctype(dt), (long long)is);
 	cg_line(cg, "%s %s = 0;", acc, is_max ? "m" : "s");
 	cg_line(cg, "int64_t cnt = 0;");

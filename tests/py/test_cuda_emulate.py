@@ -15,7 +15,8 @@
    compared with the expected outputs at the conformance defaults (rtol 1e-3,
    atol 1e-7), the tolerances the C backend is held to.
 3. Bad input: a CPU profile, an op the CUDA backend cannot emit, --emulate
-   without --target cuda: exit status, one line, no file written.
+   without --target cuda, --cuda-library with a C target or an unknown
+   library: exit status, one line, no file written.
 4. A subset of the ONNX backend node tests (the operators the CUDA backend
    has its own kernels for, and some that run the C emitter's loop nest on
    the GPU) through tests/py/test_conformance.py with
@@ -56,6 +57,8 @@ SUBSET = [
     # the attention, quantization, recurrent and detection families' loop nests
     "test_attention_4d_with_qk_matmul_bias*", "test_lstm_defaults*", "test_qlinearmatmul_2D*",
     "test_roialign_aligned_false*",
+    # Pad's own kernel: pads (and axes) at run time, every mode
+    "test_constant_pad*", "test_edge_pad*", "test_reflect_pad*", "test_wrap_pad*",
 ]
 
 
@@ -153,6 +156,23 @@ def build_cases():
         {"x": r(2, 3, 11)}, ["y"], [("sz", np.array([4, 7], np.int64))])
     add("expand_rows", [helper.make_node("Expand", ["x", "sh"], ["y"])],
         {"x": r(3, 1)}, ["y"], [("sh", np.array([2, 3, 6], np.int64))])
+    # Pad's own kernel, pads known at generation: reflect past one edge, edge with a
+    # negative (cropping) pad, constant with a value
+    add("pad_reflect", [helper.make_node("Pad", ["x", "p"], ["y"], mode="reflect")],
+        {"x": r(2, 5, 6)}, ["y"], [("p", np.array([0, 4, 2, 1, 0, 5], np.int64))])
+    add("pad_edge_crop", [helper.make_node("Pad", ["x", "p"], ["y"], mode="edge")],
+        {"x": r(3, 4, 7)}, ["y"], [("p", np.array([1, -1, 3, 0, 2, -2], np.int64))])
+    add("pad_constant_value", [helper.make_node("Pad", ["x", "p", "v"], ["y"])],
+        {"x": r(2, 3, 4)}, ["y"], [("p", np.array([1, 0, 2, 0, 3, 1], np.int64)),
+                                   ("v", np.array(1.5, np.float32))])
+    # --cuda-library cublas: the GPU calls cuBLAS, emulation still runs rlopt's kernel
+    # (and the post kernel's Gemm C and epilogue are only in the GPU build)
+    add("gemm_trans_bias_relu_cublas",
+        [helper.make_node("Gemm", ["a", "w", "c"], ["t"], transA=1, transB=1, alpha=0.5, beta=2.0),
+         helper.make_node("Relu", ["t"], ["y"])],
+        {"a": r(96, 80)}, ["y"], [("w", r(72, 96)), ("c", r(72))], args=["--cuda-library", "cublas"])
+    add("matmul_batched_cublas", [helper.make_node("MatMul", ["a", "b"], ["y"])],
+        {"a": r(3, 33, 40)}, ["y"], [("b", r(40, 17))], args=["--cuda-library", "cublas"])
     return cases
 
 
@@ -195,6 +215,10 @@ def run_cases(rlopt, tmp, tally):
                 text = f.read()
             if "; serial:" in text or " (0 serial)" not in text:
                 ok, msg = False, "a kernel fell back to the serial loop nest"
+            elif "cublas" in args and "rl_blas_check(cublas" not in text:
+                ok, msg = False, "--cuda-library cublas: no cuBLAS call in the .cu"
+            elif name.startswith("pad_") and "(Pad; one thread per output element)" not in text:
+                ok, msg = False, "Pad did not get its own kernel"
         print(f"{'ok  ' if ok else 'FAIL'} case {name}{'' if ok else ': ' + msg}")
         tally.add("pass" if ok else "fail")
 
@@ -212,6 +236,12 @@ def bad_inputs(rlopt, source, tmp, tally):
          1, "--target cuda"),
         ("--target cuda wants .cu", [rlopt, mlp, "-o", os.path.join(tmp, "x.c"), "--target", "cuda"],
          1, "OUT.cu"),
+        ("--cuda-library with a C target", [rlopt, mlp, "-o", os.path.join(tmp, "x.c"),
+                                            "--cuda-library", "cublas"], 1, "--cuda-library"),
+        ("--cuda-library unknown value", [rlopt, mlp, "-o", out, "--cuda-library", "mkl"], 1,
+         "cublas or none"),
+        ("run --cuda-library needs --target cuda", [rlopt, "run", mlp, "-i", "x.pb", "-d", tmp,
+                                                    "--cuda-library", "cublas"], 1, "--target cuda"),
     ]
     for name, cmd, code, text in checks:
         r = rltest.run(cmd, timeout=60)
