@@ -15,8 +15,11 @@
  *   - MatMul and Gemm: a block tile of mc x nc outputs staged through shared
  *     memory kc deep, mr x nr outputs per thread in registers (the tile pass's
  *     GPU schedule when it gave one, else the defaults below); up to four rows
- *     (batch-1 decode) a GEMV that reads B once; the fused epilogue runs on
- *     each output as it is stored;
+ *     (batch-1 decode) a GEMV that reads B once; float16/bfloat16 on tensor
+ *     cores (mma.sync m16n8k16 on the tile pass's block tile, else WMMA); the
+ *     fused epilogue runs on each output as it is stored. With
+ *     --cuda-library cublas the plain ones call cuBLAS on the GPU instead
+ *     (emulation keeps rlopt's kernel; blas_call below);
  *   - Conv: direct, one thread per output, with its fused epilogue;
  *   - Softmax, LogSoftmax, LayerNormalization, Reduce*: one block per row or
  *     output, partials reduced in shared memory;
@@ -547,6 +550,60 @@ static const char wmma_prelude[] =
 	"using namespace nvcuda;\n"
 	"typedef wmma::fragment<wmma::accumulator, 16, 16, 16, float> rl_wmma_acc;\n\n";
 
+/* mma.sync.aligned.m16n8k16 with float accumulators: the PTX instruction on
+ * the GPU (sm_80 on); in emulation the warp-wide operation on the 32 lanes'
+ * registers, gathered and scattered by the documented fragment layout (the
+ * kernel's comment spells it out), so the layout is checked on the CPU. */
+static const char mma_prelude[] =
+	"#ifdef RL_CUDA_EMULATE\n"
+	"/* lanes' fragments: acc[lane][i][j][4], a[lane][i][4], b[lane][j][2]; tile (i, j) */\n"
+	"static void rl_emu_mma(float (*acc)[2][4][4], const uint32_t (*a)[2][4],\n"
+	"                       const uint32_t (*b)[4][2], int i, int j, int bf)\n"
+	"{\n"
+	"    float A[16][16], B[16][8], D[16][8];\n"
+	"    for (int l = 0; l < 32; l++) {\n"
+	"        const int g = l / 4, q = l % 4;\n"
+	"        for (int h = 0; h < 4; h++) /* reg h: row g + 8 (h & 1), k 2q + 8 (h >> 1) */\n"
+	"            for (int e = 0; e < 2; e++) {\n"
+	"                const uint16_t x = (uint16_t)(a[l][i][h] >> (16 * e));\n"
+	"                A[g + (h & 1) * 8][2 * q + (h >> 1) * 8 + e] = bf ? rl_b2f(x) : rl_h2f(x);\n"
+	"            }\n"
+	"        for (int h = 0; h < 2; h++) /* reg h: k 2q + 8h, column g */\n"
+	"            for (int e = 0; e < 2; e++) {\n"
+	"                const uint16_t x = (uint16_t)(b[l][j][h] >> (16 * e));\n"
+	"                B[2 * q + h * 8 + e][g] = bf ? rl_b2f(x) : rl_h2f(x);\n"
+	"            }\n"
+	"        for (int r = 0; r < 4; r++) /* c_r: row g + 8 (r >> 1), column 2q + (r & 1) */\n"
+	"            D[g + (r >> 1) * 8][2 * q + (r & 1)] = acc[l][i][j][r];\n"
+	"    }\n"
+	"    for (int r = 0; r < 16; r++)\n"
+	"        for (int c = 0; c < 8; c++) {\n"
+	"            float s = D[r][c];\n"
+	"            for (int k = 0; k < 16; k++)\n"
+	"                s += A[r][k] * B[k][c];\n"
+	"            D[r][c] = s;\n"
+	"        }\n"
+	"    for (int l = 0; l < 32; l++)\n"
+	"        for (int r = 0; r < 4; r++)\n"
+	"            acc[l][i][j][r] = D[l / 4 + (r >> 1) * 8][2 * (l % 4) + (r & 1)];\n"
+	"}\n"
+	"#else\n"
+	"static __device__ __forceinline__ __attribute__((unused)) void rl_mma_f16(float *d, const uint32_t *a, const uint32_t *b)\n"
+	"{\n"
+	"    asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, \"\n"
+	"                 \"{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\\n\"\n"
+	"                 : \"+f\"(d[0]), \"+f\"(d[1]), \"+f\"(d[2]), \"+f\"(d[3])\n"
+	"                 : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), \"r\"(b[1]));\n"
+	"}\n"
+	"static __device__ __forceinline__ __attribute__((unused)) void rl_mma_bf16(float *d, const uint32_t *a, const uint32_t *b)\n"
+	"{\n"
+	"    asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, \"\n"
+	"                 \"{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\\n\"\n"
+	"                 : \"+f\"(d[0]), \"+f\"(d[1]), \"+f\"(d[2]), \"+f\"(d[3])\n"
+	"                 : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), \"r\"(b[1]));\n"
+	"}\n"
+	"#endif\n\n";
+
 /* --cuda-library cublas: the status check of a cuBLAS call (GPU only). */
 static const char cublas_prelude[] =
 	"#ifndef RL_CUDA_EMULATE\n"
@@ -1049,6 +1106,8 @@ enum rl_status rl_emit_cuda(struct rl_graph *g, const struct rl_cuda_opts *o,
 		rl_buf_printf(&d.c, "%s", wmma_prelude);
 	if (d.need_cublas)
 		rl_buf_printf(&d.c, "%s", cublas_prelude);
+	if (d.need_mma)
+		rl_buf_printf(&d.c, "%s", mma_prelude);
 	if (d.cg.need_tanh)
 		emit_helper(&d.c, rl_cg_helper_text[2]);
 	if (d.cg.need_erf)

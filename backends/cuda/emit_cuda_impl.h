@@ -60,6 +60,7 @@ struct cu {
 	struct rl_cgen cg;
 	int nserial;
 	bool need_wmma;         /* a kernel uses tensor cores: the WMMA prelude */
+	bool need_mma;          /* a kernel uses mma.sync: its prelude */
 	bool cublas;            /* --cuda-library cublas */
 	bool need_cublas;       /* some product calls cuBLAS */
 	struct cu_blas blas;    /* the current kernel's cuBLAS call, if any */

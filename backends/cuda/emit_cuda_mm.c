@@ -2,7 +2,9 @@
  * emit_cuda_mm.c - the CUDA backend's products: MatMul and Gemm as a block
  * tile through shared memory with a register tile per thread (the tile
  * pass's GPU schedule, else defaults), products of up to four rows as a GEMV
- * that streams B once (the batch-1 decode case), and Conv as a direct
+ * that streams B once (the batch-1 decode case), float16/bfloat16 on tensor
+ * cores (mma.sync m16n8k16 or WMMA), the routing of plain products to cuBLAS
+ * (--cuda-library cublas), and Conv as a direct
  * convolution, and QuantMatMul (int8/int4 weights of the quantize pass)
  * dequantized in registers; each applies its fused group's epilogue
  * (cg_epilogue) to every output it stores.
@@ -273,6 +275,155 @@ static void blas_route(struct cu *d, const struct rl_node *n, const struct rl_va
 	cg->indent = indent;
 }
 
+/* ---- float16 and bfloat16 products on tensor cores (mma.sync) -------------- */
+
+/* The block tile of the mma.sync kernel from the tile pass's GPU tile: mc x nc
+ * outputs in warps of 32 x 32 (2 x 4 m16n8k16 tiles each), kc deep, when the
+ * tile maps onto 1 to 16 such warps and its operand tiles fit the static
+ * shared memory; false (the WMMA kernel then runs) otherwise. */
+static bool mma_tile(const struct rl_tile *t, int *bm, int *bn, int *bk)
+{
+	if (t->kind != RL_TILE_GEMM || t->mc < 32 || t->nc < 32 || t->mc % 32 || t->nc % 32)
+		return false;
+	int warps = (t->mc / 32) * (t->nc / 32);
+	int k = t->kc >= 64 ? 64 : t->kc >= 32 ? 32 : 16;
+	if (warps < 1 || warps > 16 || (t->mc + t->nc) * (k + 8) * 2 > CU_MM_SMEM)
+		return false;
+	*bm = t->mc, *bn = t->nc, *bk = k;
+	return true;
+}
+
+/*
+ * The product through PTX mma.sync.aligned.m16n8k16 (float16 or bfloat16
+ * operands, float accumulators, sm_80 and later): a block of BM x BN outputs
+ * in warps of 32 x 32, each warp 2 x 4 tiles of 16 x 8; A staged in shared
+ * memory as As[m][k] and B as Bs[n][k] (both k-contiguous, zero outside the
+ * matrix, so any M, N, K), BK deep. Every thread loads its fragments in the
+ * documented m16n8k16 layout (g = lane / 4, q = lane % 4):
+ *   A (row): reg0 = A[g][2q, 2q+1], reg1 = A[g+8][2q, 2q+1], reg2 = A[g][2q+8, 2q+9],
+ *            reg3 = A[g+8][2q+8, 2q+9] (the lower k in the low 16 bits);
+ *   B (col): reg0 = B[2q, 2q+1][g], reg1 = B[2q+8, 2q+9][g];
+ *   C, D:    c0, c1 = C[g][2q, 2q+1], c2, c3 = C[g+8][2q, 2q+1],
+ * and each output is stored (Gemm's alpha and C, rounding, the fused
+ * epilogue) straight from its accumulator register. In emulation the
+ * fragments are per-thread arrays (RL_LOCAL) and, after the phase that loads
+ * them, rl_emu_mma gathers a warp's 32 lanes' registers into the 16 x 16 and
+ * 16 x 8 matrices by that layout, multiplies in float and scatters D back, so
+ * a layout error shows in the numerics on the CPU.
+ */
+static void k_mma(struct cu *d, const struct mm *m, enum rl_dtype dt, bool ta, bool tb,
+                  const char *aoff, const char *boff, const char *aix, const char *bix,
+                  double alpha, const struct rl_value *C, double beta, int BM, int BN, int BK,
+                  struct launch *L)
+{
+	struct rl_cgen *cg = &d->cg;
+	const int WN = BN / 32, T = 32 * (BM / 32) * WN;
+	int64_t mt = (m->M + BM - 1) / BM, nt = (m->N + BN - 1) / BN;
+	bool bf = dt == RL_DT_BFLOAT16;
+	d->need_mma = true;
+	cg->need_half = cg->need_bf16 = 1; /* the emulated mma converts either */
+	L->grid = m->nb * mt * nt;
+	L->block = T;
+	L->phased = true;
+	cg_line(cg, "/* C[%lld x %lld] = A[%lld x %lld] B, %lld time%s, %s on tensor cores: "
+	        "%d x %d outputs per block (tile pass), %d warps of 32 x 32 (2 x 4 mma.sync "
+	        "m16n8k16, float accumulators), %d deep through shared memory */",
+	        (long long)m->M, (long long)m->N, (long long)m->M, (long long)m->K, (long long)m->nb,
+	        m->nb == 1 ? "" : "s", bf ? "bfloat16" : "float16", BM, BN, T / 32, BK);
+	cg_line(cg, "__shared__ uint16_t As[%d][%d];", BM, BK + 8);
+	cg_line(cg, "__shared__ uint16_t Bs[%d][%d];", BN, BK + 8);
+	cg_line(cg, "RL_LOCAL(float, acc, [2][4][4]);");
+	cg_line(cg, "RL_LOCAL(uint32_t, fa, [2][4]);");
+	cg_line(cg, "RL_LOCAL(uint32_t, fb, [4][2]);");
+	cg_line(cg, "const int64_t bt = blockIdx.x / %lld;", (long long)(mt * nt));
+	cg_line(cg, "const int64_t m0 = blockIdx.x / %lld %% %lld * %d, n0 = blockIdx.x %% %lld * %d;",
+	        (long long)nt, (long long)mt, BM, (long long)nt, BN);
+	cg_line(cg, "const uint16_t *a = X0 + %s;", aoff);
+	cg_line(cg, "const uint16_t *b = X1 + %s;", boff);
+	cg_line(cg, "(void)bt;");
+	cg_line(cg, "RL_THREADS {");
+	cg_line(cg, "    for (int i = 0; i < 2; i++)");
+	cg_line(cg, "        for (int j = 0; j < 4; j++)");
+	cg_line(cg, "            for (int r = 0; r < 4; r++)");
+	cg_line(cg, "                RL_L(acc)[i][j][r] = 0.0f;");
+	cg_line(cg, "}");
+	cg_line(cg, "for (int64_t k0 = 0; k0 < %lld; k0 += %d) {", (long long)m->K, BK);
+	cg->indent++;
+	cg_line(cg, "RL_THREADS {");
+	cg->indent++;
+	cg_line(cg, "for (int e = threadIdx.x; e < %d; e += %d) {", BM * BK, T);
+	if (ta)
+		cg_line(cg, "    const int kk = e / %d, ii = e %% %d;", BM, BM);
+	else
+		cg_line(cg, "    const int ii = e / %d, kk = e %% %d;", BK, BK);
+	cg_line(cg, "    const int64_t gi = m0 + ii, gk = k0 + kk;");
+	cg_line(cg, "    As[ii][kk] = gi < %lld && gk < %lld ? a[%s] : (uint16_t)0;", (long long)m->M,
+	        (long long)m->K, aix);
+	cg_line(cg, "}");
+	cg_line(cg, "for (int e = threadIdx.x; e < %d; e += %d) {", BN * BK, T);
+	if (tb)
+		cg_line(cg, "    const int jj = e / %d, kk = e %% %d;", BK, BK);
+	else
+		cg_line(cg, "    const int kk = e / %d, jj = e %% %d;", BN, BN);
+	cg_line(cg, "    const int64_t gj = n0 + jj, gk = k0 + kk;");
+	cg_line(cg, "    Bs[jj][kk] = gj < %lld && gk < %lld ? b[%s] : (uint16_t)0;", (long long)m->N,
+	        (long long)m->K, bix);
+	cg_line(cg, "}");
+	cg->indent--;
+	cg_line(cg, "}");
+	cg_line(cg, "RL_SYNC");
+	cg_line(cg, "for (int kk = 0; kk < %d; kk += 16) {", BK);
+	cg->indent++;
+	cg_line(cg, "RL_THREADS {");
+	cg->indent++;
+	cg_line(cg, "const int w = threadIdx.x / 32, g = threadIdx.x %% 32 / 4, q = threadIdx.x %% 4;");
+	cg_line(cg, "const int wm = w / %d * 32, wn = w %% %d * 32;", WN, WN);
+	cg_line(cg, "for (int i = 0; i < 2; i++)");
+	cg_line(cg, "    for (int h = 0; h < 4; h++) {");
+	cg_line(cg, "        const uint16_t *p = &As[wm + i * 16 + g + (h & 1) * 8][kk + 2 * q + (h >> 1) * 8];");
+	cg_line(cg, "        RL_L(fa)[i][h] = (uint32_t)p[0] | (uint32_t)p[1] << 16;");
+	cg_line(cg, "    }");
+	cg_line(cg, "for (int j = 0; j < 4; j++)");
+	cg_line(cg, "    for (int h = 0; h < 2; h++) {");
+	cg_line(cg, "        const uint16_t *p = &Bs[wn + j * 8 + g][kk + 2 * q + h * 8];");
+	cg_line(cg, "        RL_L(fb)[j][h] = (uint32_t)p[0] | (uint32_t)p[1] << 16;");
+	cg_line(cg, "    }");
+	cg_line(cg, "#ifndef RL_CUDA_EMULATE");
+	cg_line(cg, "for (int i = 0; i < 2; i++)");
+	cg_line(cg, "    for (int j = 0; j < 4; j++)");
+	cg_line(cg, "        rl_mma_%s(RL_L(acc)[i][j], RL_L(fa)[i], RL_L(fb)[j]);", bf ? "bf16" : "f16");
+	cg_line(cg, "#endif");
+	cg->indent--;
+	cg_line(cg, "}");
+	cg_line(cg, "#ifdef RL_CUDA_EMULATE /* the warp-wide mma of every warp, from its lanes' fragments */");
+	cg_line(cg, "for (unsigned w = 0; w < blockDim.x / 32; w++)");
+	cg_line(cg, "    for (int i = 0; i < 2; i++)");
+	cg_line(cg, "        for (int j = 0; j < 4; j++)");
+	cg_line(cg, "            rl_emu_mma(&acc_t[w * 32], &fa_t[w * 32], &fb_t[w * 32], i, j, %d);", bf);
+	cg_line(cg, "#endif");
+	cg->indent--;
+	cg_line(cg, "}");
+	cg_line(cg, "RL_SYNC");
+	cg->indent--;
+	cg_line(cg, "}");
+	cg_line(cg, "RL_THREADS {");
+	cg->indent++;
+	cg_line(cg, "const int w = threadIdx.x / 32, g = threadIdx.x %% 32 / 4, q = threadIdx.x %% 4;");
+	cg_line(cg, "const int wm = w / %d * 32, wn = w %% %d * 32;", WN, WN);
+	cg_line(cg, "for (int i = 0; i < 2; i++)");
+	cg_line(cg, "    for (int j = 0; j < 4; j++)");
+	cg_line(cg, "        for (int r = 0; r < 4; r++) {");
+	cg->indent += 3;
+	cg_line(cg, "const int64_t gi = m0 + wm + i * 16 + g + (r >> 1) * 8, gj = n0 + wn + j * 8 + 2 * q + (r & 1);");
+	cg_line(cg, "if (gi >= %lld || gj >= %lld)", (long long)m->M, (long long)m->N);
+	cg_line(cg, "    continue;");
+	mm_store(cg, m, dt, alpha, C, beta, "RL_L(acc)[i][j][r]");
+	cg->indent -= 3;
+	cg_line(cg, "        }");
+	cg->indent--;
+	cg_line(cg, "}");
+}
+
 /* ---- float16 and bfloat16 products on tensor cores (WMMA) ------------------ */
 
 #define CU_WMMA_BM 64 /* block tile: 4 warps, each 32 x 32 = 2 x 2 fragments */
@@ -460,8 +611,13 @@ enum rl_status cu_k_matmul(struct cu *d, uint32_t node, struct launch *L)
 		return RL_OK;
 	}
 	if (dt == RL_DT_FLOAT16 || dt == RL_DT_BFLOAT16) {
-		/* every GPU profile shipped has float16 and bfloat16 tensor cores (sm_80 on) */
-		k_wmma(d, &m, dt, ta, tb, aoff, boff, aix, bix, alpha, C, beta, L);
+		/* every GPU profile shipped has float16 and bfloat16 tensor cores (sm_80 on):
+		 * mma.sync on the tile pass's block tile, else WMMA on 64 x 64 */
+		int bm, bn, bk;
+		if (mma_tile(&n->tile, &bm, &bn, &bk))
+			k_mma(d, &m, dt, ta, tb, aoff, boff, aix, bix, alpha, C, beta, bm, bn, bk, L);
+		else
+			k_wmma(d, &m, dt, ta, tb, aoff, boff, aix, bix, alpha, C, beta, L);
 		return RL_OK;
 	}
 	cg_line(cg, "/* C[%lld x %lld] = A[%lld x %lld] B, %lld time%s; %s: %lld x %lld outputs per "

@@ -3,7 +3,9 @@
 
 1. Models built here (onnx.helper, opset 17) whose shapes reach what the
    node tests do not: MatMul/Gemm with partial 64 x 64 tiles, batch
-   broadcasting and transposes, Conv with groups, strides, dilations and a
+   broadcasting and transposes, float16/bfloat16 products on WMMA and on
+   mma.sync (whose emulation checks the m16n8k16 fragment layout), Pad in
+   every mode, products written with --cuda-library cublas, Conv with groups, strides, dilations and a
    fused Relu epilogue, reductions with constant axes (one block per output),
    Softmax/LayerNorm rows longer than a block, a fused elementwise chain with
    broadcasting. Reference: onnxruntime on the same inputs.
@@ -143,6 +145,35 @@ def build_cases():
                   helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8),
                   {"a": abf}, (abf.astype(np.float32) @ bbf.astype(np.float32)).astype(ml_dtypes.bfloat16),
                   []))
+    # mma.sync (the tile pass's block tile): the emulation gathers each warp's fragments by
+    # the m16n8k16 layout, so these check that layout as well as the sums
+    a16, b16 = r(130, 200).astype(np.float16), r(200, 150).astype(np.float16)
+    g = helper.make_graph([helper.make_node("MatMul", ["a", "b"], ["y"])], "mma16",
+                          [helper.make_tensor_value_info("a", TensorProto.FLOAT16, [130, 200])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT16, None)],
+                          [numpy_helper.from_array(b16, "b")])
+    cases.append(("matmul_float16_mma",
+                  helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8),
+                  {"a": a16}, (a16.astype(np.float32) @ b16.astype(np.float32)).astype(np.float16), []))
+    a16, b16 = r(3, 70, 160).astype(np.float16), r(160, 100).astype(np.float16)
+    g = helper.make_graph([helper.make_node("MatMul", ["a", "b"], ["y"])], "mma16b",
+                          [helper.make_tensor_value_info("a", TensorProto.FLOAT16, [3, 70, 160])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT16, None)],
+                          [numpy_helper.from_array(b16, "b")])
+    cases.append(("matmul_float16_batched_mma",
+                  helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8),
+                  {"a": a16}, (a16.astype(np.float32) @ b16.astype(np.float32)).astype(np.float16), []))
+    abf, bbf = r(200, 130).astype(ml_dtypes.bfloat16), r(150, 200).astype(ml_dtypes.bfloat16)
+    cbf = r(150).astype(ml_dtypes.bfloat16)
+    g = helper.make_graph([helper.make_node("Gemm", ["a", "b", "c"], ["t"], transA=1, transB=1, alpha=0.5),
+                           helper.make_node("Relu", ["t"], ["y"])], "mma_bf16",
+                          [helper.make_tensor_value_info("a", TensorProto.BFLOAT16, [200, 130])],
+                          [helper.make_tensor_value_info("y", TensorProto.BFLOAT16, None)],
+                          [numpy_helper.from_array(bbf, "b"), numpy_helper.from_array(cbf, "c")])
+    ref = np.maximum(0.5 * (abf.astype(np.float32).T @ bbf.astype(np.float32).T) + cbf.astype(np.float32), 0)
+    cases.append(("gemm_bfloat16_trans_bias_relu_mma",
+                  helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8),
+                  {"a": abf}, ref.astype(ml_dtypes.bfloat16), []))
     add("slice_steps", [helper.make_node("Slice", ["x", "st", "en", "ax", "sp"], ["y"])],
         {"x": r(6, 20, 9)}, ["y"], [("st", np.array([1, -2], np.int64)), ("en", np.array([19, 0], np.int64)),
                                     ("ax", np.array([1, 2], np.int64)), ("sp", np.array([3, -2], np.int64))])
@@ -217,6 +248,8 @@ def run_cases(rlopt, tmp, tally):
                 ok, msg = False, "a kernel fell back to the serial loop nest"
             elif "cublas" in args and "rl_blas_check(cublas" not in text:
                 ok, msg = False, "--cuda-library cublas: no cuBLAS call in the .cu"
+            elif name.endswith("_mma") and "mma.sync m16n8k16" not in text:
+                ok, msg = False, "the product did not take the mma.sync kernel"
             elif name.startswith("pad_") and "(Pad; one thread per output element)" not in text:
                 ok, msg = False, "Pad did not get its own kernel"
         print(f"{'ok  ' if ok else 'FAIL'} case {name}{'' if ok else ': ' + msg}")

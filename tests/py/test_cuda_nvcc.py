@@ -3,8 +3,9 @@
 
 For the example models, a set of ONNX node-test models (elementwise and
 fused groups, MatMul, Gemm, Conv, pooling, normalization, shape ops, and
-GridSample, Resize and LSTM through the C loop nest, Pad) and a float16 Gemm and
-a bfloat16 MatMul (the tensor-core kernel), runs
+GridSample, Resize and LSTM through the C loop nest, Pad), a float16 Gemm and
+a bfloat16 MatMul (the WMMA tensor-core kernel) and a float16 MatMul and a
+bfloat16 Gemm on the mma.sync kernel (inline PTX m16n8k16), runs
 `rlopt MODEL -o X.cu` and then
 
     nvcc -gencode arch=compute_90,code=sm_90 -gencode arch=compute_80,code=sm_80
@@ -73,6 +74,27 @@ def bfloat16_matmul(path):
     return path
 
 
+def mma_models(tmp):
+    """float16 and bfloat16 products large enough for the tile pass's GPU block tile:
+    the mma.sync.aligned.m16n8k16 kernel (inline PTX, sm_80 and sm_90)."""
+    import ml_dtypes  # onnx's own dependency
+    out = []
+    for name, tp, dt in (("float16_matmul_mma", TensorProto.FLOAT16, np.float16),
+                         ("bfloat16_gemm_mma", TensorProto.BFLOAT16, ml_dtypes.bfloat16)):
+        b = np.random.default_rng(4).standard_normal((150, 200)).astype(dt)
+        node = (helper.make_node("MatMul", ["a", "b"], ["y"]) if tp == TensorProto.FLOAT16 else
+                helper.make_node("Gemm", ["a", "b"], ["y"], transB=1))
+        if tp == TensorProto.FLOAT16:
+            b = b.T.copy()
+        g = helper.make_graph([node], name, [helper.make_tensor_value_info("a", tp, [130, 200])],
+                              [helper.make_tensor_value_info("y", tp, None)],
+                              [numpy_helper.from_array(b, "b")])
+        p = os.path.join(tmp, name + ".onnx")
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), p)
+        out.append((name, p))
+    return out
+
+
 def cublas_models(tmp):
     """Products for --cuda-library cublas: a float32 Gemm (transB, beta C, a fused Relu:
     cublasSgemm, then the post kernel) and a batched float16 MatMul with a broadcast B
@@ -120,6 +142,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="rlopt-cuda-nvcc-") as tmp:
         models.append(("float16_gemm_wmma", float16_gemm(os.path.join(tmp, "f16.onnx"))))
         models.append(("bfloat16_matmul_wmma", bfloat16_matmul(os.path.join(tmp, "bf16.onnx"))))
+        models += mma_models(tmp)
         blas = cublas_models(tmp)
         models += blas
         for name, model in models:
@@ -146,15 +169,17 @@ def main():
             c = rltest.run([nvcc] + gencode + ["-Werror", "all-warnings",
                             "-Xcompiler", "-Wall,-Wextra,-Werror", "-c", cu,
                             "-o", os.path.join(tmp, f"{name}.o")], timeout=300)
+            secs = c.seconds
             if c.ok and lib:  # and it links with cuBLAS
                 main_c = os.path.join(tmp, name + "_main.c")
                 with open(main_c, "w") as f:
                     f.write(LINK_MAIN.replace("PFX", name))
                 c = rltest.run([nvcc, f"-arch={ARCHS[0]}", os.path.join(tmp, f"{name}.o"), main_c,
                                 "-o", os.path.join(tmp, name + ".exe"), "-lcublas"], timeout=300)
+                secs += c.seconds
             if c.ok:
                 print(f"ok   {name} nvcc {' + '.join(ARCHS)}{' (linked with -lcublas)' if lib else ''}"
-                      f" ({c.seconds:.1f} s)")
+                      f" ({secs:.1f} s)")
                 tally.add("pass")
             else:
                 print(f"FAIL {name} nvcc {' + '.join(ARCHS)}: {c.describe(20)}")
