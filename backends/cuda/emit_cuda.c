@@ -556,6 +556,10 @@ static const char wmma_prelude[] =
  * kernel's comment spells it out), so the layout is checked on the CPU. */
 static const char mma_prelude[] =
 	"#ifdef RL_CUDA_EMULATE\n"
+	"#ifndef __align__\n#define __align__(n) __attribute__((aligned(n)))\n#endif\n"
+	"/* two consecutive 16-bit elements as one register, the lower index in the low half */\n"
+	"static inline uint32_t rl_ld2h(const uint16_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 16; }\n"
+	"static inline void rl_st16s(void *p, uint4 v) { memcpy(p, &v, 16); }\n"
 	"/* lanes' fragments: acc[lane][i][j][4], a[lane][i][4], b[lane][j][2]; tile (i, j) */\n"
 	"static void rl_emu_mma(float (*acc)[2][4][4], const uint32_t (*a)[2][4],\n"
 	"                       const uint32_t (*b)[4][2], int i, int j, int bf)\n"
@@ -588,6 +592,9 @@ static const char mma_prelude[] =
 	"            acc[l][i][j][r] = D[l / 4 + (r >> 1) * 8][2 * (l % 4) + (r & 1)];\n"
 	"}\n"
 	"#else\n"
+	"/* shared memory: 4-byte fragment loads, 16-byte tile stores (aligned by construction) */\n"
+	"static __device__ __forceinline__ __attribute__((unused)) uint32_t rl_ld2h(const uint16_t *p) { return *(const uint32_t *)p; }\n"
+	"static __device__ __forceinline__ __attribute__((unused)) void rl_st16s(void *p, uint4 v) { *(uint4 *)p = v; }\n"
 	"static __device__ __forceinline__ __attribute__((unused)) void rl_mma_f16(float *d, const uint32_t *a, const uint32_t *b)\n"
 	"{\n"
 	"    asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, \"\n"

@@ -330,8 +330,8 @@ static void k_mma(struct cu *d, const struct mm *m, enum rl_dtype dt, bool ta, b
 	        "m16n8k16, float accumulators), %d deep through shared memory */",
 	        (long long)m->M, (long long)m->N, (long long)m->M, (long long)m->K, (long long)m->nb,
 	        m->nb == 1 ? "" : "s", bf ? "bfloat16" : "float16", BM, BN, T / 32, BK);
-	cg_line(cg, "__shared__ uint16_t As[%d][%d];", BM, BK + 8);
-	cg_line(cg, "__shared__ uint16_t Bs[%d][%d];", BN, BK + 8);
+	cg_line(cg, "__shared__ __align__(16) uint16_t As[%d][%d];", BM, BK + 8);
+	cg_line(cg, "__shared__ __align__(16) uint16_t Bs[%d][%d];", BN, BK + 8);
 	cg_line(cg, "RL_LOCAL(float, acc, [2][4][4]);");
 	cg_line(cg, "RL_LOCAL(uint32_t, fa, [2][4]);");
 	cg_line(cg, "RL_LOCAL(uint32_t, fb, [4][2]);");
@@ -349,26 +349,61 @@ static void k_mma(struct cu *d, const struct mm *m, enum rl_dtype dt, bool ta, b
 	cg_line(cg, "}");
 	cg_line(cg, "for (int64_t k0 = 0; k0 < %lld; k0 += %d) {", (long long)m->K, BK);
 	cg->indent++;
+	/* operand tiles: 8 consecutive elements (16 bytes) per load where the
+	 * stored rows allow (K, or N for B stored K x N, a multiple of 8: a chunk
+	 * is then wholly inside or outside the matrix), else one element */
+	bool va = !ta && m->K % 8 == 0, vbk = tb && m->K % 8 == 0, vbn = !tb && m->N % 8 == 0;
 	cg_line(cg, "RL_THREADS {");
 	cg->indent++;
-	cg_line(cg, "for (int e = threadIdx.x; e < %d; e += %d) {", BM * BK, T);
-	if (ta)
-		cg_line(cg, "    const int kk = e / %d, ii = e %% %d;", BM, BM);
-	else
-		cg_line(cg, "    const int ii = e / %d, kk = e %% %d;", BK, BK);
-	cg_line(cg, "    const int64_t gi = m0 + ii, gk = k0 + kk;");
-	cg_line(cg, "    As[ii][kk] = gi < %lld && gk < %lld ? a[%s] : (uint16_t)0;", (long long)m->M,
-	        (long long)m->K, aix);
-	cg_line(cg, "}");
-	cg_line(cg, "for (int e = threadIdx.x; e < %d; e += %d) {", BN * BK, T);
-	if (tb)
-		cg_line(cg, "    const int jj = e / %d, kk = e %% %d;", BK, BK);
-	else
-		cg_line(cg, "    const int kk = e / %d, jj = e %% %d;", BN, BN);
-	cg_line(cg, "    const int64_t gj = n0 + jj, gk = k0 + kk;");
-	cg_line(cg, "    Bs[jj][kk] = gj < %lld && gk < %lld ? b[%s] : (uint16_t)0;", (long long)m->N,
-	        (long long)m->K, bix);
-	cg_line(cg, "}");
+	if (va) {
+		cg_line(cg, "for (int e = threadIdx.x; e < %d; e += %d) {", BM * BK / 8, T);
+		cg_line(cg, "    const int ii = e / %d, kk = e %% %d * 8;", BK / 8, BK / 8);
+		cg_line(cg, "    const int64_t gi = m0 + ii, gk = k0 + kk;");
+		cg_line(cg, "    uint4 v = {0u, 0u, 0u, 0u};");
+		cg_line(cg, "    if (gi < %lld && gk < %lld)", (long long)m->M, (long long)m->K);
+		cg_line(cg, "        v = rl_ld16u(&a[%s]);", aix);
+		cg_line(cg, "    rl_st16s(&As[ii][kk], v);");
+		cg_line(cg, "}");
+	} else {
+		cg_line(cg, "for (int e = threadIdx.x; e < %d; e += %d) {", BM * BK, T);
+		if (ta)
+			cg_line(cg, "    const int kk = e / %d, ii = e %% %d;", BM, BM);
+		else
+			cg_line(cg, "    const int ii = e / %d, kk = e %% %d;", BK, BK);
+		cg_line(cg, "    const int64_t gi = m0 + ii, gk = k0 + kk;");
+		cg_line(cg, "    As[ii][kk] = gi < %lld && gk < %lld ? a[%s] : (uint16_t)0;", (long long)m->M,
+		        (long long)m->K, aix);
+		cg_line(cg, "}");
+	}
+	if (vbk || vbn) {
+		cg_line(cg, "for (int e = threadIdx.x; e < %d; e += %d) {", BN * BK / 8, T);
+		if (vbk)
+			cg_line(cg, "    const int jj = e / %d, kk = e %% %d * 8;", BK / 8, BK / 8);
+		else
+			cg_line(cg, "    const int kk = e / %d, jj = e %% %d * 8;", BN / 8, BN / 8);
+		cg_line(cg, "    const int64_t gj = n0 + jj, gk = k0 + kk;");
+		cg_line(cg, "    uint4 v = {0u, 0u, 0u, 0u};");
+		cg_line(cg, "    if (gj < %lld && gk < %lld)", (long long)m->N, (long long)m->K);
+		cg_line(cg, "        v = rl_ld16u(&b[%s]);", bix);
+		if (vbk) {
+			cg_line(cg, "    rl_st16s(&Bs[jj][kk], v);");
+		} else { /* 8 columns of one k: transposed into Bs[n][k] */
+			cg_line(cg, "    const uint32_t w[4] = {v.x, v.y, v.z, v.w};");
+			cg_line(cg, "    for (int t = 0; t < 8; t++)");
+			cg_line(cg, "        Bs[jj + t][kk] = (uint16_t)(w[t / 2] >> (16 * (t %% 2)));");
+		}
+		cg_line(cg, "}");
+	} else {
+		cg_line(cg, "for (int e = threadIdx.x; e < %d; e += %d) {", BN * BK, T);
+		if (tb)
+			cg_line(cg, "    const int jj = e / %d, kk = e %% %d;", BK, BK);
+		else
+			cg_line(cg, "    const int kk = e / %d, jj = e %% %d;", BN, BN);
+		cg_line(cg, "    const int64_t gj = n0 + jj, gk = k0 + kk;");
+		cg_line(cg, "    Bs[jj][kk] = gj < %lld && gk < %lld ? b[%s] : (uint16_t)0;", (long long)m->N,
+		        (long long)m->K, bix);
+		cg_line(cg, "}");
+	}
 	cg->indent--;
 	cg_line(cg, "}");
 	cg_line(cg, "RL_SYNC");
@@ -381,12 +416,12 @@ static void k_mma(struct cu *d, const struct mm *m, enum rl_dtype dt, bool ta, b
 	cg_line(cg, "for (int i = 0; i < 2; i++)");
 	cg_line(cg, "    for (int h = 0; h < 4; h++) {");
 	cg_line(cg, "        const uint16_t *p = &As[wm + i * 16 + g + (h & 1) * 8][kk + 2 * q + (h >> 1) * 8];");
-	cg_line(cg, "        RL_L(fa)[i][h] = (uint32_t)p[0] | (uint32_t)p[1] << 16;");
+	cg_line(cg, "        RL_L(fa)[i][h] = rl_ld2h(p);");
 	cg_line(cg, "    }");
 	cg_line(cg, "for (int j = 0; j < 4; j++)");
 	cg_line(cg, "    for (int h = 0; h < 2; h++) {");
 	cg_line(cg, "        const uint16_t *p = &Bs[wn + j * 8 + g][kk + 2 * q + h * 8];");
-	cg_line(cg, "        RL_L(fb)[j][h] = (uint32_t)p[0] | (uint32_t)p[1] << 16;");
+	cg_line(cg, "        RL_L(fb)[j][h] = rl_ld2h(p);");
 	cg_line(cg, "    }");
 	cg_line(cg, "#ifndef RL_CUDA_EMULATE");
 	cg_line(cg, "for (int i = 0; i < 2; i++)");

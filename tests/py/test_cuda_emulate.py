@@ -155,7 +155,8 @@ def build_cases():
     cases.append(("matmul_float16_mma",
                   helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8),
                   {"a": a16}, (a16.astype(np.float32) @ b16.astype(np.float32)).astype(np.float16), []))
-    a16, b16 = r(3, 70, 160).astype(np.float16), r(160, 100).astype(np.float16)
+    # K and N multiples of 8: 16-byte tile loads, B's transposed into shared memory
+    a16, b16 = r(3, 70, 160).astype(np.float16), r(160, 104).astype(np.float16)
     g = helper.make_graph([helper.make_node("MatMul", ["a", "b"], ["y"])], "mma16b",
                           [helper.make_tensor_value_info("a", TensorProto.FLOAT16, [3, 70, 160])],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT16, None)],
