@@ -155,6 +155,10 @@ static bool uses_ident(const char *s, const char *id)
 	return false;
 }
 
+/* Where --cuda-library cublas leaves rlopt's own kernel: emulation, unless
+ * -DRL_CUDA_EMULATE_CUBLAS asks for the cuBLAS calls emulated on the CPU. */
+#define CU_EMU_OWN "#if defined(RL_CUDA_EMULATE) && !defined(RL_CUDA_EMULATE_CUBLAS)"
+
 /* One __global__ function NAME<suffix>(X0.., Y0..) with `body`. */
 static void kernel_def(struct cu *d, const char *kname, const char *suffix, const struct launch *L,
                        int nin, int nout, const uint32_t *ins, const uint32_t *outs,
@@ -361,31 +365,31 @@ static enum rl_status emit_kernels(struct cu *d)
 			              rl_dtype_name(cu_val(d, v)->dtype),
 			              rl_shape_str(&cu_val(d, v)->shape, sb, sizeof(sb)));
 		}
-		/* the C loop nests run verbatim may set a counter they then do not
-		 * read (LpPool's tap count): nvcc's "set but never used" is off for them */
 		if (d->blas.on)
 			rl_buf_printf(&d->kernels, "\n * --cuda-library cublas: on the GPU cuBLAS computes this "
 			              "product%s%s%s; this kernel,\n * rlopt's own, is compiled and run in "
-			              "emulation only (there is no cuBLAS on the CPU).", d->blas.post ?
-			              ",\n * then " : "", d->blas.post ? kname : "", d->blas.post ?
-			              "_post applies what cuBLAS does not (Gemm's C, the epilogue)" : "");
+			              "emulation only (there is no cuBLAS on the CPU;\n * -DRL_CUDA_EMULATE_CUBLAS "
+			              "emulates the cuBLAS call%s instead).", d->blas.post ? ",\n * then " : "",
+			              d->blas.post ? kname : "", d->blas.post ? "_post applies what cuBLAS does "
+			              "not (Gemm's C, the epilogue)" : "", d->blas.post ? " and runs the post "
+			              "kernel" : "");
+		/* the C loop nests run verbatim may set a counter they then do not
+		 * read (LpPool's tap count): nvcc's "set but never used" is off for them */
 		rl_buf_printf(&d->kernels, "\n */\n");
-		if (d->blas.on)
-			rl_buf_printf(&d->kernels, "#ifdef RL_CUDA_EMULATE\n");
+		if (d->blas.on) /* rlopt's kernel: plain emulation only */
+			rl_buf_printf(&d->kernels, "%s\n", CU_EMU_OWN);
 		if (verbatim)
 			rl_buf_printf(&d->kernels, "#ifdef __CUDACC__\n#pragma nv_diagnostic push\n"
 			              "#pragma nv_diag_suppress 550\n#endif\n");
 		kernel_def(d, kname, "", &L, nin, nout, ins, outs, &cg->body);
 		if (verbatim)
 			rl_buf_printf(&d->kernels, "#ifdef __CUDACC__\n#pragma nv_diagnostic pop\n#endif\n");
-		if (d->blas.on) {
-			rl_buf_printf(&d->kernels, "#endif\n");
-			if (d->blas.post) {
-				rl_buf_printf(&d->kernels, "#ifndef RL_CUDA_EMULATE\n");
-				kernel_def(d, kname, "_post", &d->blas.pl, nin, nout, ins, outs, &d->blas_post);
-				rl_buf_printf(&d->kernels, "#endif\n");
-			}
+		if (d->blas.on && d->blas.post) { /* the post kernel: wherever cuBLAS is called */
+			rl_buf_printf(&d->kernels, "#else\n");
+			kernel_def(d, kname, "_post", &d->blas.pl, nin, nout, ins, outs, &d->blas_post);
 		}
+		if (d->blas.on)
+			rl_buf_printf(&d->kernels, "#endif\n");
 		rl_buf_printf(&d->kernels, "\n");
 		/* the launch */
 		if (L.grid <= 0)
@@ -399,8 +403,9 @@ static enum rl_status emit_kernels(struct cu *d)
 			rl_buf_printf(&args, ", %s", b);
 		}
 		if (d->blas.on)
-			rl_buf_printf(&d->launches, "#ifdef RL_CUDA_EMULATE\n    /* emulation: rlopt's own "
-			              "kernel (cuBLAS is GPU-only) */\n");
+			rl_buf_printf(&d->launches, "%s\n    /* emulation: rlopt's own kernel (cuBLAS is "
+			              "GPU-only; -DRL_CUDA_EMULATE_CUBLAS emulates the call instead) */\n",
+			              CU_EMU_OWN);
 		rl_buf_printf(&d->launches, "    %s(%s, %lld, %d%s);\n", L.phased ? "RL_LAUNCH_PHASED"
 		              : "RL_LAUNCH", kname, (long long)L.grid, L.block, args.s ? args.s : "");
 		if (d->blas.on) {
@@ -611,14 +616,56 @@ static const char mma_prelude[] =
 	"}\n"
 	"#endif\n\n";
 
-/* --cuda-library cublas: the status check of a cuBLAS call (GPU only). */
+/* --cuda-library cublas: the status check of a cuBLAS call, and, for
+ * -DRL_CUDA_EMULATE -DRL_CUDA_EMULATE_CUBLAS, the calls the file makes
+ * emulated on the CPU (column-major, float accumulation), so that the
+ * argument mapping and the post kernels are checked without a GPU. */
 static const char cublas_prelude[] =
-	"#ifndef RL_CUDA_EMULATE\n"
+	"#if !defined(RL_CUDA_EMULATE)\n"
 	"/* --cuda-library cublas: plain products call cuBLAS (link with -lcublas);\n"
 	" * the handle, bound to the run's stream with its own workspace (so capturing\n"
 	" * the run into a CUDA graph allocates nothing), is made by init */\n"
 	"#include <cublas_v2.h>\n"
 	"#define RL_BLAS_WS_BYTES ((size_t)32 << 20)\n"
+	"#elif defined(RL_CUDA_EMULATE_CUBLAS)\n"
+	"/* emulation with the cuBLAS calls (-DRL_CUDA_EMULATE_CUBLAS): each call is a\n"
+	" * column-major GEMM on the CPU, C = alpha op(A) op(B) + beta C per batch,\n"
+	" * and the post kernels run after it as on the GPU */\n"
+	"typedef int cublasStatus_t;\n"
+	"enum { CUBLAS_STATUS_SUCCESS = 0, CUBLAS_OP_N = 0, CUBLAS_OP_T = 1, CUBLAS_COMPUTE_32F = 0,\n"
+	"       CUBLAS_GEMM_DEFAULT = 0, CUDA_R_32F = 0, CUDA_R_16F = 1, CUDA_R_16BF = 2 };\n"
+	"static float rl_emu_blas_ld(const void *p, int t, long long i)\n{\n"
+	"    return t == CUDA_R_32F ? ((const float *)p)[i] : t == CUDA_R_16F ? rl_h2f(((const uint16_t *)p)[i])\n"
+	"                                                                     : rl_b2f(((const uint16_t *)p)[i]);\n}\n"
+	"static cublasStatus_t rl_emu_gemm(int ta, int tb, int m, int n, int k, const float *al,\n"
+	"                                  const void *A, int tA, int lda, long long sa, const void *B,\n"
+	"                                  int tB, int ldb, long long sb, const float *be, void *C, int tC,\n"
+	"                                  int ldc, long long sc, int batch)\n{\n"
+	"    for (int bt = 0; bt < batch; bt++)\n"
+	"        for (int j = 0; j < n; j++)\n"
+	"            for (int i = 0; i < m; i++) {\n"
+	"                float s = 0;\n"
+	"                for (int l = 0; l < k; l++)\n"
+	"                    s += rl_emu_blas_ld(A, tA, bt * sa + (ta ? l + (long long)i * lda : i + (long long)l * lda)) *\n"
+	"                         rl_emu_blas_ld(B, tB, bt * sb + (tb ? j + (long long)l * ldb : l + (long long)j * ldb));\n"
+	"                const long long o = bt * sc + i + (long long)j * ldc;\n"
+	"                const float v = *al * s + (*be != 0.0f ? *be * rl_emu_blas_ld(C, tC, o) : 0.0f);\n"
+	"                if (tC == CUDA_R_32F)\n                    ((float *)C)[o] = v;\n"
+	"                else\n"
+	"                    ((uint16_t *)C)[o] = tC == CUDA_R_16F ? rl_f2h(v) : rl_f2b(v);\n"
+	"            }\n"
+	"    return CUBLAS_STATUS_SUCCESS;\n}\n"
+	"#define cublasSgemm(h, ta, tb, m, n, k, al, A, lda, B, ldb, be, C, ldc) \\\n"
+	"    rl_emu_gemm(ta, tb, m, n, k, al, A, CUDA_R_32F, lda, 0, B, CUDA_R_32F, ldb, 0, be, C, CUDA_R_32F, ldc, 0, 1)\n"
+	"#define cublasSgemmStridedBatched(h, ta, tb, m, n, k, al, A, lda, sa, B, ldb, sb, be, C, ldc, sc, nb) \\\n"
+	"    rl_emu_gemm(ta, tb, m, n, k, al, A, CUDA_R_32F, lda, sa, B, CUDA_R_32F, ldb, sb, be, C, CUDA_R_32F, ldc, sc, nb)\n"
+	"#define cublasGemmEx(h, ta, tb, m, n, k, al, A, tA, lda, B, tB, ldb, be, C, tC, ldc, ct, algo) \\\n"
+	"    rl_emu_gemm(ta, tb, m, n, k, al, A, tA, lda, 0, B, tB, ldb, 0, be, C, tC, ldc, 0, 1)\n"
+	"#define cublasGemmStridedBatchedEx(h, ta, tb, m, n, k, al, A, tA, lda, sa, B, tB, ldb, sb, be, C, tC, \\\n"
+	"                                   ldc, sc, nb, ct, algo) \\\n"
+	"    rl_emu_gemm(ta, tb, m, n, k, al, A, tA, lda, sa, B, tB, ldb, sb, be, C, tC, ldc, sc, nb)\n"
+	"#endif\n"
+	"#if !defined(RL_CUDA_EMULATE) || defined(RL_CUDA_EMULATE_CUBLAS)\n"
 	"static int rl_blas_check(cublasStatus_t st, const char *k)\n{\n"
 	"    if (st != CUBLAS_STATUS_SUCCESS)\n"
 	"        fprintf(stderr, \"cuBLAS call of kernel %s failed: status %d\\n\", k, (int)st);\n"

@@ -232,6 +232,11 @@ static void blas_route(struct cu *d, const struct rl_node *n, const struct rl_va
 	struct cu_blas *b = &d->blas;
 	if (dt != RL_DT_FLOAT && dt != RL_DT_FLOAT16 && dt != RL_DT_BFLOAT16)
 		return;
+	/* cuBLAS writes the kernel's output Y0 in the product's dtype (the post
+	 * kernel then works on it in place: the lifetime plan never shares a
+	 * kernel's output with its inputs) */
+	if (cg->epi && (cg->epi->nout != 1 || d->g->values[cg->epi->out[0]].dtype != dt))
+		return;
 	int64_t sa = m->M * m->K, sb = m->K * m->N;
 	if (n->op == RL_OP_MatMul && m->nb > 1) {
 		int64_t an = 1, bn = 1;
@@ -247,6 +252,7 @@ static void blas_route(struct cu *d, const struct rl_node *n, const struct rl_va
 	*b = (struct cu_blas){.on = true, .dt = dt, .ta = ta, .tb = tb, .M = m->M, .N = m->N,
 	                      .K = m->K, .nb = m->nb, .sa = sa, .sb = sb, .alpha = alpha};
 	d->need_cublas = true;
+	cg->need_half = cg->need_bf16 = 1; /* the emulated cuBLAS reads either */
 	b->post = (C && beta != 0.0) || cg->epi;
 	if (!b->post)
 		return;
