@@ -876,7 +876,6 @@ enum rl_status cu_k_fallback(struct cu *d, uint32_t node, const struct rl_cgen_g
 	return RL_OK;
 }
 
-
 /* ---- Pad: one thread per output element ------------------------------------ */
 
 /* C statements mapping int64_t s (a source coordinate, maybe outside [0, n))
