@@ -1049,13 +1049,16 @@ bool cu_k_pad(struct cu *d, uint32_t node, struct launch *L)
 		cg_line(cg, "}");
 		xs *= xn;
 	}
-	char cond[64];
-	snprintf(cond, sizeof(cond), "%s%s%s", runtime ? "agree" : "", runtime && mc == 'c' ? " && " : "",
-	         mc == 'c' ? "in" : "");
-	if (cond[0])
-		cg_line(cg, "Y0[o] = %s ? X0[xo] : (%s)%s;", cond, ct, mc == 'c' ? cv : "0");
+	char val[200];
+	if (mc == 'c')
+		snprintf(val, sizeof(val), "in ? X0[xo] : (%s)%s", ct, cv);
 	else
-		cg_line(cg, "Y0[o] = X0[xo];");
+		snprintf(val, sizeof(val), "X0[xo]");
+	if (runtime) /* pads that disagree with the output: zeros, not the pad value */
+		cg_line(cg, "Y0[o] = agree ? %s%s%s : (%s)0;", mc == 'c' ? "(" : "", val,
+		        mc == 'c' ? ")" : "", ct);
+	else
+		cg_line(cg, "Y0[o] = %s;", val);
 	cg->indent--;
 	cg_line(cg, "}");
 	return true;

@@ -197,6 +197,15 @@ def build_cases():
     add("pad_constant_value", [helper.make_node("Pad", ["x", "p", "v"], ["y"])],
         {"x": r(2, 3, 4)}, ["y"], [("p", np.array([1, 0, 2, 0, 3, 1], np.int64)),
                                    ("v", np.array(1.5, np.float32))])
+    # pads at run time that disagree with the declared output shape: zeros, as the C backend
+    g = helper.make_graph([helper.make_node("Pad", ["x", "p", "v"], ["y"])], "pad_rt",
+                          [helper.make_tensor_value_info("x", F32, [2, 3]),
+                           helper.make_tensor_value_info("p", TensorProto.INT64, [4])],
+                          [helper.make_tensor_value_info("y", F32, [2, 5])],
+                          [numpy_helper.from_array(np.array(7.0, np.float32), "v")])
+    cases.append(("pad_runtime_pads_disagree",
+                  helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8),
+                  {"x": r(2, 3), "p": np.array([0, 1, 0, 0], np.int64)}, np.zeros((2, 5), np.float32), []))
     # --cuda-library cublas: the GPU calls cuBLAS, emulation still runs rlopt's kernel
     # (and the post kernel's Gemm C and epilogue are only in the GPU build)
     add("gemm_trans_bias_relu_cublas",
