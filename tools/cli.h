@@ -167,6 +167,9 @@ bool rl_cli_check_out_dir(const char *path);
 /* CUDA (cuda_cli.c): --hw defaults to a GPU profile; a CPU profile is
  * refused with one line. */
 bool rl_cli_cuda_hw(struct rl_cli_opts *o);
+/* --cuda-library V: cublas or none (rlopt's own kernels, the default) into
+ * *cublas; anything else prints a usage error and returns false (exit 1). */
+bool rl_cli_cuda_library(const char *v, bool *cublas);
 
 int rl_cmd_run(int argc, char **argv);
 /* Run argv (argv[0] looked up in PATH) with stdout and stderr to the file

@@ -1,7 +1,8 @@
 /*
  * cuda_cli.c - the command line's CUDA choices, shared by `rlopt -o X.cu`
  * and `rlopt run --target cuda`: the default GPU profile, the refusal of a
- * CPU profile, and the compile command for the GPU or for emulation.
+ * CPU profile, --cuda-library, and the compile command for the GPU or for
+ * emulation.
  */
 #include "cli.h"
 
@@ -23,5 +24,16 @@ bool rl_cli_cuda_hw(struct rl_cli_opts *o)
 		        m.kind[0] ? m.kind : "non-GPU", RL_CUDA_DEFAULT_HW);
 		return false;
 	}
+	return true;
+}
+
+bool rl_cli_cuda_library(const char *v, bool *cublas)
+{
+	if (strcmp(v, "cublas") && strcmp(v, "none")) {
+		fprintf(stderr, "rlopt: --cuda-library wants cublas or none, not '%s'\nTry 'rlopt "
+		        "--help'.\n", v);
+		return false;
+	}
+	*cublas = strcmp(v, "cublas") == 0;
 	return true;
 }

@@ -92,6 +92,9 @@ static const char usage_text[] =
 	"  --target c|cuda       backend (default: from -o's extension; run: c)\n"
 	"  --emulate             (run --target cuda) build the .cu with $CXX or g++ and run every\n"
 	"                        kernel on the CPU (default: nvcc and the GPU)\n"
+	"  --cuda-library cublas|none  (.cu, run --target cuda) cublas: plain float32/float16/\n"
+	"                        bfloat16 MatMul and Gemm call cuBLAS in the captured graph (link\n"
+	"                        -lcublas; emulation runs rlopt's kernel); none: rlopt's (default)\n"
 	"  -v                    verbose\n"
 	"\n"
 	"exit codes: 0 success, 1 usage error, 2 bad or unsupported input,\n"
@@ -1131,8 +1134,8 @@ static int cmd_main(int argc, char **argv)
 {
 	struct rl_cli_opts o;
 	rl_cli_opts_init(&o);
-	const char *model = NULL, *out = NULL, *target = NULL;
-	bool static_mode = false;
+	const char *model = NULL, *out = NULL, *target = NULL, *cuda_lib = NULL;
+	bool static_mode = false, cublas = false;
 	for (int i = 1; i < argc; i++) {
 		int r = rl_cli_parse_common(&o, argc, argv, &i);
 		if (r < 0)
@@ -1149,6 +1152,10 @@ static int cmd_main(int argc, char **argv)
 				return RL_EXIT_USAGE;
 		} else if (is_flag(argv[i], "--static")) {
 			static_mode = true;
+		} else if (is_flag(argv[i], "--cuda-library")) {
+			if (!(cuda_lib = optval(argc, argv, &i, "--cuda-library")) ||
+			    !rl_cli_cuda_library(cuda_lib, &cublas))
+				return RL_EXIT_USAGE;
 		} else if (argv[i][0] == '-' && argv[i][1]) {
 			usage_error("unknown option '%s'", argv[i]);
 			return RL_EXIT_USAGE;
@@ -1180,6 +1187,11 @@ static int cmd_main(int argc, char **argv)
 	}
 	if (!ends_with(out, ".c") && !ends_with(out, ".onnx") && !to_cu) {
 		usage_error("output '%s' must end in .c, .cu or .onnx", out);
+		return RL_EXIT_USAGE;
+	}
+	if (cuda_lib && !to_cu) {
+		usage_error("%s", "--cuda-library is for the CUDA backend: use -o OUT.cu (or --target "
+		            "cuda)");
 		return RL_EXIT_USAGE;
 	}
 	if (static_mode && !ends_with(out, ".c")) {
@@ -1258,7 +1270,8 @@ static int cmd_main(int argc, char **argv)
 		st = rl_emit_c(g, &co, out, err, sizeof(err));
 	} else if (to_cu) {
 		struct rl_cuda_opts cuo = {.prefix = NULL, .weights_max = o.weights_max,
-		                           .eager = m.launch_mode == RL_LAUNCH_EAGER};
+		                           .eager = m.launch_mode == RL_LAUNCH_EAGER,
+		                           .cublas = cublas};
 		st = rl_emit_cuda(g, &cuo, out, err, sizeof(err));
 	} else {
 		st = rl_onnx_write_fmt(g, out, o.onnx_format, err, sizeof(err));

@@ -209,6 +209,8 @@ struct run_args {
 	int nin, timeout_s, threads;
 	const char *cc_opt, *cflags;
 	bool keep, cuda, emulate;
+	bool cublas;             /* --cuda-library cublas */
+	const char *cuda_lib;    /* --cuda-library's value, if given */
 };
 
 /* One option of run's own that takes a value v. */
@@ -276,6 +278,14 @@ static int run_parse_args(int argc, char **argv, struct run_args *a)
 			a->keep = true;
 		} else if (!strcmp(s, "--emulate")) {
 			a->emulate = true;
+		} else if (!strcmp(s, "--cuda-library")) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "rlopt: run: option %s needs a value\n", s);
+				return RL_EXIT_USAGE;
+			}
+			a->cuda_lib = argv[++i];
+			if (!rl_cli_cuda_library(a->cuda_lib, &a->cublas))
+				return RL_EXIT_USAGE;
 		} else if (!strcmp(s, "--target")) {
 			if (i + 1 >= argc || (strcmp(argv[i + 1], "c") && strcmp(argv[i + 1], "cuda"))) {
 				fprintf(stderr, "rlopt: run: --target wants c or cuda\n");
@@ -312,6 +322,10 @@ static int run_parse_args(int argc, char **argv, struct run_args *a)
 	a->threads = a->o.threads;
 	if (a->emulate && !a->cuda) {
 		fprintf(stderr, "rlopt: run: --emulate runs CUDA kernels on the CPU: give --target cuda\n");
+		return RL_EXIT_USAGE;
+	}
+	if (a->cuda_lib && !a->cuda) {
+		fprintf(stderr, "rlopt: run: --cuda-library is for the CUDA backend: give --target cuda\n");
 		return RL_EXIT_USAGE;
 	}
 	if (a->cuda && !rl_cli_cuda_hw(&a->o))
@@ -391,7 +405,8 @@ static bool run_write_sources(struct rl_graph *g, const struct run_args *a, cons
 	 * and 4.8 s (CPU seconds, tests/py/test_real_models.py) */
 	struct rl_cgen_opts co = {.prefix = "model",
 	                          .weights_max = a->o.weights_max >= 0 ? a->o.weights_max : 1 << 20};
-	struct rl_cuda_opts cuo = {.prefix = "model", .weights_max = a->o.weights_max};
+	struct rl_cuda_opts cuo = {.prefix = "model", .weights_max = a->o.weights_max,
+	                           .cublas = a->cublas};
 	if ((a->cuda ? rl_emit_cuda(g, &cuo, cfile, err, sizeof(err))
 	             : rl_emit_c(g, &co, cfile, err, sizeof(err))) != RL_OK) {
 		fprintf(stderr, "rlopt: %s\n", err);
@@ -441,6 +456,8 @@ static bool run_compile(const struct run_args *a, const char *tmp, const char *l
 	cargv[cn++] = cuda ? "model.cu" : "model.c";
 	cargv[cn++] = "harness.c";
 	cargv[cn++] = "-lm";
+	if (cuda && !emulate && a->cublas)
+		cargv[cn++] = "-lcublas";
 	cargv[cn] = NULL;
 	if (a->o.verbose) {
 		fprintf(stderr, "rlopt: run: in %s:", tmp);

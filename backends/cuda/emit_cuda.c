@@ -15,12 +15,16 @@
  *   - MatMul and Gemm: a block tile of mc x nc outputs staged through shared
  *     memory kc deep, mr x nr outputs per thread in registers (the tile pass's
  *     GPU schedule when it gave one, else the defaults below); up to four rows
- *     (batch-1 decode) a GEMV that reads B once; the fused epilogue runs on
- *     each output as it is stored;
+ *     (batch-1 decode) a GEMV that reads B once; float16/bfloat16 on tensor
+ *     cores (mma.sync m16n8k16 on the tile pass's block tile, else WMMA); the
+ *     fused epilogue runs on each output as it is stored. With
+ *     --cuda-library cublas the plain ones call cuBLAS on the GPU instead
+ *     (emulation keeps rlopt's kernel; blas_call below);
  *   - Conv: direct, one thread per output, with its fused epilogue;
  *   - Softmax, LogSoftmax, LayerNormalization, Reduce*: one block per row or
  *     output, partials reduced in shared memory;
- *   - Transpose, Expand, Slice, Concat, Split, Gather: one thread per element;
+ *   - Transpose, Expand, Slice, Concat, Split, Gather, Pad: one thread per
+ *     element;
  *   - every other op the C backend implements: the C emitter's kernel body
  *     run on the GPU. When that emitter splits its outer loop (cg->par_n),
  *     each iteration is one GPU thread; otherwise the body runs on one thread
@@ -151,6 +155,90 @@ static bool uses_ident(const char *s, const char *id)
 	return false;
 }
 
+/* Where --cuda-library cublas leaves rlopt's own kernel: emulation, unless
+ * -DRL_CUDA_EMULATE_CUBLAS asks for the cuBLAS calls emulated on the CPU. */
+#define CU_EMU_OWN "#if defined(RL_CUDA_EMULATE) && !defined(RL_CUDA_EMULATE_CUBLAS)"
+
+/* One __global__ function NAME<suffix>(X0.., Y0..) with `body`. */
+static void kernel_def(struct cu *d, const char *kname, const char *suffix, const struct launch *L,
+                       int nin, int nout, const uint32_t *ins, const uint32_t *outs,
+                       const struct rl_buf *body)
+{
+	rl_buf_printf(&d->kernels, "__global__ void __launch_bounds__(%d) %s%s(", L->block > 0
+	              ? L->block : 1, kname, suffix);
+	for (int q = 0; q < nin + nout; q++) {
+		bool out = q >= nin;
+		uint32_t v = out ? outs[q - nin] : ins[q];
+		enum rl_dtype dt = v == RL_NONE ? RL_DT_FLOAT : cu_val(d, v)->dtype;
+		rl_buf_printf(&d->kernels, "%s%s%s *__restrict__ %c%d", q ? ", " : "",
+		              out ? "" : "const ", cg_ctype(dt), out ? 'Y' : 'X', out ? q - nin : q);
+	}
+	rl_buf_printf(&d->kernels, "%s)\n{\n", nin + nout ? "" : "void");
+	if (L->serial)
+		rl_buf_printf(&d->kernels, "    if (blockIdx.x != 0 || threadIdx.x != 0)\n"
+		              "        return;\n");
+	for (int q = 0; q < nin + nout; q++) {
+		char id[16];
+		snprintf(id, sizeof(id), "%c%d", q < nin ? 'X' : 'Y', q < nin ? q : q - nin);
+		if (!uses_ident(body->s, id))
+			rl_buf_printf(&d->kernels, "    (void)%s;\n", id);
+	}
+	rl_buf_printf(&d->kernels, "%s}\n", body->s ? body->s : "");
+}
+
+/*
+ * The host's cuBLAS call for d->blas (--cuda-library cublas). cuBLAS is
+ * column-major: row-major Y[M x N] = op(A) op(B) is, read column-major,
+ * Y^T = op(B)^T op(A)^T, so the call passes B first with the dims swapped
+ * (m = N, n = M) and each operand's transpose flag as stored. float32:
+ * cublasSgemm (strided-batched for nb > 1), no TF32 (the handle's default
+ * math mode); float16 and bfloat16: cublasGemmEx with float accumulation
+ * (CUBLAS_COMPUTE_32F: tensor cores) and float alpha.
+ */
+static void blas_call(struct cu *d, const char *kname, uint32_t a, uint32_t bv, uint32_t y)
+{
+	const struct cu_blas *b = &d->blas;
+	char pa[256], pb[256], py[256];
+	dev_ptr(d, a, false, pa, sizeof(pa));
+	dev_ptr(d, bv, false, pb, sizeof(pb));
+	dev_ptr(d, y, true, py, sizeof(py));
+	long long M = b->M, N = b->N, K = b->K;
+	long long lda = b->ta ? M : K, ldb = b->tb ? K : N;
+	const char *opa = b->ta ? "CUBLAS_OP_T" : "CUBLAS_OP_N", *opb = b->tb ? "CUBLAS_OP_T"
+	                                                                      : "CUBLAS_OP_N";
+	struct rl_buf *l = &d->launches;
+	rl_buf_printf(l, "    { /* cuBLAS: Y[%lld x %lld] = %g A B%s, %lld time%s, as column-major "
+	              "Y^T = B^T A^T */\n", M, N, b->alpha, b->post ? " (then the post kernel)" : "",
+	              (long long)b->nb, b->nb == 1 ? "" : "s");
+	rl_buf_printf(l, "        const float al = (float)%.17g, be = 0.0f;\n", b->alpha);
+	if (b->dt == RL_DT_FLOAT && b->nb == 1)
+		rl_buf_printf(l, "        if (rl_blas_check(cublasSgemm(%s_blas, %s, %s, %lld, %lld, %lld, "
+		              "&al, %s, %lld, %s, %lld, &be, %s, %lld), \"%s\") != 0)\n", d->prefix, opb,
+		              opa, N, M, K, pb, ldb, pa, lda, py, N, kname);
+	else if (b->dt == RL_DT_FLOAT)
+		rl_buf_printf(l, "        if (rl_blas_check(cublasSgemmStridedBatched(%s_blas, %s, %s, "
+		              "%lld, %lld, %lld, &al, %s, %lld, %lldll, %s, %lld, %lldll, &be, %s, %lld, "
+		              "%lldll, %lld), \"%s\") != 0)\n", d->prefix, opb, opa, N, M, K, pb, ldb,
+		              (long long)b->sb, pa, lda, (long long)b->sa, py, N, M * N,
+		              (long long)b->nb, kname);
+	else {
+		const char *ty = b->dt == RL_DT_FLOAT16 ? "CUDA_R_16F" : "CUDA_R_16BF";
+		if (b->nb == 1)
+			rl_buf_printf(l, "        if (rl_blas_check(cublasGemmEx(%s_blas, %s, %s, %lld, %lld, "
+			              "%lld, &al, %s, %s, %lld, %s, %s, %lld, &be, %s, %s, %lld, "
+			              "CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT), \"%s\") != 0)\n", d->prefix,
+			              opb, opa, N, M, K, pb, ty, ldb, pa, ty, lda, py, ty, N, kname);
+		else
+			rl_buf_printf(l, "        if (rl_blas_check(cublasGemmStridedBatchedEx(%s_blas, %s, %s, "
+			              "%lld, %lld, %lld, &al, %s, %s, %lld, %lldll, %s, %s, %lld, %lldll, &be, "
+			              "%s, %s, %lld, %lldll, %lld, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT), "
+			              "\"%s\") != 0)\n", d->prefix, opb, opa, N, M, K, pb, ty, ldb,
+			              (long long)b->sb, pa, ty, lda, (long long)b->sa, py, ty, N, M * N,
+			              (long long)b->nb, kname);
+	}
+	rl_buf_printf(l, "            return -1;\n    }\n");
+}
+
 static enum rl_status emit_kernels(struct cu *d)
 {
 	struct rl_graph *g = d->g;
@@ -178,6 +266,7 @@ static enum rl_status emit_kernels(struct cu *d)
 		cg->par_n = cg->par_grain = 0;
 		cg->simd = 0;
 		cg->epi = NULL;
+		d->blas.on = false;
 		struct launch L = {0};
 		enum rl_status st;
 		const char *how;
@@ -229,6 +318,9 @@ static enum rl_status emit_kernels(struct cu *d)
 		           cu_k_pool(d, un->node, &L)) {
 			st = RL_OK;
 			how = "one thread per output";
+		} else if (!gr && n->op == RL_OP_Pad && cu_k_pad(d, un->node, &L)) {
+			st = RL_OK;
+			how = "one thread per output element";
 		} else if (!gr && n->op == RL_OP_Transpose && cu_k_transpose(d, un->node, &L)) {
 			st = RL_OK;
 			how = "one thread per element";
@@ -273,48 +365,58 @@ static enum rl_status emit_kernels(struct cu *d)
 			              rl_dtype_name(cu_val(d, v)->dtype),
 			              rl_shape_str(&cu_val(d, v)->shape, sb, sizeof(sb)));
 		}
+		if (d->blas.on)
+			rl_buf_printf(&d->kernels, "\n * --cuda-library cublas: on the GPU cuBLAS computes this "
+			              "product%s%s%s; this kernel,\n * rlopt's own, is compiled and run in "
+			              "emulation only (there is no cuBLAS on the CPU;\n * -DRL_CUDA_EMULATE_CUBLAS "
+			              "emulates the cuBLAS call%s instead).", d->blas.post ? ",\n * then " : "",
+			              d->blas.post ? kname : "", d->blas.post ? "_post applies what cuBLAS does "
+			              "not (Gemm's C, the epilogue)" : "", d->blas.post ? " and runs the post "
+			              "kernel" : "");
 		/* the C loop nests run verbatim may set a counter they then do not
 		 * read (LpPool's tap count): nvcc's "set but never used" is off for them */
 		rl_buf_printf(&d->kernels, "\n */\n");
+		if (d->blas.on) /* rlopt's kernel: plain emulation only */
+			rl_buf_printf(&d->kernels, "%s\n", CU_EMU_OWN);
 		if (verbatim)
 			rl_buf_printf(&d->kernels, "#ifdef __CUDACC__\n#pragma nv_diagnostic push\n"
 			              "#pragma nv_diag_suppress 550\n#endif\n");
-		rl_buf_printf(&d->kernels, "__global__ void __launch_bounds__(%d) %s(", L.block > 0
-		              ? L.block : 1, kname);
-		for (int q = 0; q < nin + nout; q++) {
-			bool out = q >= nin;
-			uint32_t v = out ? outs[q - nin] : ins[q];
-			enum rl_dtype dt = v == RL_NONE ? RL_DT_FLOAT : cu_val(d, v)->dtype;
-			rl_buf_printf(&d->kernels, "%s%s%s *__restrict__ %c%d", q ? ", " : "",
-			              out ? "" : "const ", cg_ctype(dt), out ? 'Y' : 'X', out ? q - nin : q);
-		}
-		rl_buf_printf(&d->kernels, "%s)\n{\n", nin + nout ? "" : "void");
-		if (L.serial)
-			rl_buf_printf(&d->kernels, "    if (blockIdx.x != 0 || threadIdx.x != 0)\n"
-			              "        return;\n");
-		for (int q = 0; q < nin + nout; q++) {
-			char id[16];
-			snprintf(id, sizeof(id), "%c%d", q < nin ? 'X' : 'Y', q < nin ? q : q - nin);
-			if (!uses_ident(cg->body.s, id))
-				rl_buf_printf(&d->kernels, "    (void)%s;\n", id);
-		}
-		rl_buf_printf(&d->kernels, "%s}\n", cg->body.s ? cg->body.s : "");
+		kernel_def(d, kname, "", &L, nin, nout, ins, outs, &cg->body);
 		if (verbatim)
 			rl_buf_printf(&d->kernels, "#ifdef __CUDACC__\n#pragma nv_diagnostic pop\n#endif\n");
+		if (d->blas.on && d->blas.post) { /* the post kernel: wherever cuBLAS is called */
+			rl_buf_printf(&d->kernels, "#else\n");
+			kernel_def(d, kname, "_post", &d->blas.pl, nin, nout, ins, outs, &d->blas_post);
+		}
+		if (d->blas.on)
+			rl_buf_printf(&d->kernels, "#endif\n");
 		rl_buf_printf(&d->kernels, "\n");
 		/* the launch */
 		if (L.grid <= 0)
 			continue;
-		rl_buf_printf(&d->launches, "    %s(%s, %lld, %d", L.phased ? "RL_LAUNCH_PHASED"
-		              : "RL_LAUNCH", kname, (long long)L.grid, L.block);
+		struct rl_buf args = {0};
 		for (int q = 0; q < nin + nout; q++) {
 			bool out = q >= nin;
 			dev_ptr(d, out ? outs[q - nin] : ins[q], out, b, sizeof(b));
 			if ((out ? outs[q - nin] : ins[q]) == RL_NONE) /* an absent optional tensor */
 				snprintf(b, sizeof(b), "(%s%s *)0", out ? "" : "const ", cg_ctype(RL_DT_FLOAT));
-			rl_buf_printf(&d->launches, ", %s", b);
+			rl_buf_printf(&args, ", %s", b);
 		}
-		rl_buf_printf(&d->launches, ");\n");
+		if (d->blas.on)
+			rl_buf_printf(&d->launches, "%s\n    /* emulation: rlopt's own kernel (cuBLAS is "
+			              "GPU-only; -DRL_CUDA_EMULATE_CUBLAS emulates the call instead) */\n",
+			              CU_EMU_OWN);
+		rl_buf_printf(&d->launches, "    %s(%s, %lld, %d%s);\n", L.phased ? "RL_LAUNCH_PHASED"
+		              : "RL_LAUNCH", kname, (long long)L.grid, L.block, args.s ? args.s : "");
+		if (d->blas.on) {
+			rl_buf_printf(&d->launches, "#else\n");
+			blas_call(d, kname, ins[0], ins[1], outs[0]);
+			if (d->blas.post)
+				rl_buf_printf(&d->launches, "    RL_LAUNCH(%s_post, %lld, %d%s);\n", kname,
+				              (long long)d->blas.pl.grid, d->blas.pl.block, args.s ? args.s : "");
+			rl_buf_printf(&d->launches, "#endif\n");
+		}
+		rl_buf_free(&args);
 	}
 	return RL_OK;
 }
@@ -453,6 +555,123 @@ static const char wmma_prelude[] =
 	"using namespace nvcuda;\n"
 	"typedef wmma::fragment<wmma::accumulator, 16, 16, 16, float> rl_wmma_acc;\n\n";
 
+/* mma.sync.aligned.m16n8k16 with float accumulators: the PTX instruction on
+ * the GPU (sm_80 on); in emulation the warp-wide operation on the 32 lanes'
+ * registers, gathered and scattered by the documented fragment layout (the
+ * kernel's comment spells it out), so the layout is checked on the CPU. */
+static const char mma_prelude[] =
+	"#ifdef RL_CUDA_EMULATE\n"
+	"#ifndef __align__\n#define __align__(n) __attribute__((aligned(n)))\n#endif\n"
+	"/* two consecutive 16-bit elements as one register, the lower index in the low half */\n"
+	"static inline uint32_t rl_ld2h(const uint16_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 16; }\n"
+	"static inline void rl_st16s(void *p, uint4 v) { memcpy(p, &v, 16); }\n"
+	"/* lanes' fragments: acc[lane][i][j][4], a[lane][i][4], b[lane][j][2]; tile (i, j) */\n"
+	"static void rl_emu_mma(float (*acc)[2][4][4], const uint32_t (*a)[2][4],\n"
+	"                       const uint32_t (*b)[4][2], int i, int j, int bf)\n"
+	"{\n"
+	"    float A[16][16], B[16][8], D[16][8];\n"
+	"    for (int l = 0; l < 32; l++) {\n"
+	"        const int g = l / 4, q = l % 4;\n"
+	"        for (int h = 0; h < 4; h++) /* reg h: row g + 8 (h & 1), k 2q + 8 (h >> 1) */\n"
+	"            for (int e = 0; e < 2; e++) {\n"
+	"                const uint16_t x = (uint16_t)(a[l][i][h] >> (16 * e));\n"
+	"                A[g + (h & 1) * 8][2 * q + (h >> 1) * 8 + e] = bf ? rl_b2f(x) : rl_h2f(x);\n"
+	"            }\n"
+	"        for (int h = 0; h < 2; h++) /* reg h: k 2q + 8h, column g */\n"
+	"            for (int e = 0; e < 2; e++) {\n"
+	"                const uint16_t x = (uint16_t)(b[l][j][h] >> (16 * e));\n"
+	"                B[2 * q + h * 8 + e][g] = bf ? rl_b2f(x) : rl_h2f(x);\n"
+	"            }\n"
+	"        for (int r = 0; r < 4; r++) /* c_r: row g + 8 (r >> 1), column 2q + (r & 1) */\n"
+	"            D[g + (r >> 1) * 8][2 * q + (r & 1)] = acc[l][i][j][r];\n"
+	"    }\n"
+	"    for (int r = 0; r < 16; r++)\n"
+	"        for (int c = 0; c < 8; c++) {\n"
+	"            float s = D[r][c];\n"
+	"            for (int k = 0; k < 16; k++)\n"
+	"                s += A[r][k] * B[k][c];\n"
+	"            D[r][c] = s;\n"
+	"        }\n"
+	"    for (int l = 0; l < 32; l++)\n"
+	"        for (int r = 0; r < 4; r++)\n"
+	"            acc[l][i][j][r] = D[l / 4 + (r >> 1) * 8][2 * (l % 4) + (r & 1)];\n"
+	"}\n"
+	"#else\n"
+	"/* shared memory: 4-byte fragment loads, 16-byte tile stores (aligned by construction) */\n"
+	"static __device__ __forceinline__ __attribute__((unused)) uint32_t rl_ld2h(const uint16_t *p) { return *(const uint32_t *)p; }\n"
+	"static __device__ __forceinline__ __attribute__((unused)) void rl_st16s(void *p, uint4 v) { *(uint4 *)p = v; }\n"
+	"static __device__ __forceinline__ __attribute__((unused)) void rl_mma_f16(float *d, const uint32_t *a, const uint32_t *b)\n"
+	"{\n"
+	"    asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, \"\n"
+	"                 \"{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\\n\"\n"
+	"                 : \"+f\"(d[0]), \"+f\"(d[1]), \"+f\"(d[2]), \"+f\"(d[3])\n"
+	"                 : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), \"r\"(b[1]));\n"
+	"}\n"
+	"static __device__ __forceinline__ __attribute__((unused)) void rl_mma_bf16(float *d, const uint32_t *a, const uint32_t *b)\n"
+	"{\n"
+	"    asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, \"\n"
+	"                 \"{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\\n\"\n"
+	"                 : \"+f\"(d[0]), \"+f\"(d[1]), \"+f\"(d[2]), \"+f\"(d[3])\n"
+	"                 : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), \"r\"(b[1]));\n"
+	"}\n"
+	"#endif\n\n";
+
+/* --cuda-library cublas: the status check of a cuBLAS call, and, for
+ * -DRL_CUDA_EMULATE -DRL_CUDA_EMULATE_CUBLAS, the calls the file makes
+ * emulated on the CPU (column-major, float accumulation), so that the
+ * argument mapping and the post kernels are checked without a GPU. */
+static const char cublas_prelude[] =
+	"#if !defined(RL_CUDA_EMULATE)\n"
+	"/* --cuda-library cublas: plain products call cuBLAS (link with -lcublas);\n"
+	" * the handle, bound to the run's stream with its own workspace (so capturing\n"
+	" * the run into a CUDA graph allocates nothing), is made by init */\n"
+	"#include <cublas_v2.h>\n"
+	"#define RL_BLAS_WS_BYTES ((size_t)32 << 20)\n"
+	"#elif defined(RL_CUDA_EMULATE_CUBLAS)\n"
+	"/* emulation with the cuBLAS calls (-DRL_CUDA_EMULATE_CUBLAS): each call is a\n"
+	" * column-major GEMM on the CPU, C = alpha op(A) op(B) + beta C per batch,\n"
+	" * and the post kernels run after it as on the GPU */\n"
+	"typedef int cublasStatus_t;\n"
+	"enum { CUBLAS_STATUS_SUCCESS = 0, CUBLAS_OP_N = 0, CUBLAS_OP_T = 1, CUBLAS_COMPUTE_32F = 0,\n"
+	"       CUBLAS_GEMM_DEFAULT = 0, CUDA_R_32F = 0, CUDA_R_16F = 1, CUDA_R_16BF = 2 };\n"
+	"static float rl_emu_blas_ld(const void *p, int t, long long i)\n{\n"
+	"    return t == CUDA_R_32F ? ((const float *)p)[i] : t == CUDA_R_16F ? rl_h2f(((const uint16_t *)p)[i])\n"
+	"                                                                     : rl_b2f(((const uint16_t *)p)[i]);\n}\n"
+	"static cublasStatus_t rl_emu_gemm(int ta, int tb, int m, int n, int k, const float *al,\n"
+	"                                  const void *A, int tA, int lda, long long sa, const void *B,\n"
+	"                                  int tB, int ldb, long long sb, const float *be, void *C, int tC,\n"
+	"                                  int ldc, long long sc, int batch)\n{\n"
+	"    for (int bt = 0; bt < batch; bt++)\n"
+	"        for (int j = 0; j < n; j++)\n"
+	"            for (int i = 0; i < m; i++) {\n"
+	"                float s = 0;\n"
+	"                for (int l = 0; l < k; l++)\n"
+	"                    s += rl_emu_blas_ld(A, tA, bt * sa + (ta ? l + (long long)i * lda : i + (long long)l * lda)) *\n"
+	"                         rl_emu_blas_ld(B, tB, bt * sb + (tb ? j + (long long)l * ldb : l + (long long)j * ldb));\n"
+	"                const long long o = bt * sc + i + (long long)j * ldc;\n"
+	"                const float v = *al * s + (*be != 0.0f ? *be * rl_emu_blas_ld(C, tC, o) : 0.0f);\n"
+	"                if (tC == CUDA_R_32F)\n                    ((float *)C)[o] = v;\n"
+	"                else\n"
+	"                    ((uint16_t *)C)[o] = tC == CUDA_R_16F ? rl_f2h(v) : rl_f2b(v);\n"
+	"            }\n"
+	"    return CUBLAS_STATUS_SUCCESS;\n}\n"
+	"#define cublasSgemm(h, ta, tb, m, n, k, al, A, lda, B, ldb, be, C, ldc) \\\n"
+	"    rl_emu_gemm(ta, tb, m, n, k, al, A, CUDA_R_32F, lda, 0, B, CUDA_R_32F, ldb, 0, be, C, CUDA_R_32F, ldc, 0, 1)\n"
+	"#define cublasSgemmStridedBatched(h, ta, tb, m, n, k, al, A, lda, sa, B, ldb, sb, be, C, ldc, sc, nb) \\\n"
+	"    rl_emu_gemm(ta, tb, m, n, k, al, A, CUDA_R_32F, lda, sa, B, CUDA_R_32F, ldb, sb, be, C, CUDA_R_32F, ldc, sc, nb)\n"
+	"#define cublasGemmEx(h, ta, tb, m, n, k, al, A, tA, lda, B, tB, ldb, be, C, tC, ldc, ct, algo) \\\n"
+	"    rl_emu_gemm(ta, tb, m, n, k, al, A, tA, lda, 0, B, tB, ldb, 0, be, C, tC, ldc, 0, 1)\n"
+	"#define cublasGemmStridedBatchedEx(h, ta, tb, m, n, k, al, A, tA, lda, sa, B, tB, ldb, sb, be, C, tC, \\\n"
+	"                                   ldc, sc, nb, ct, algo) \\\n"
+	"    rl_emu_gemm(ta, tb, m, n, k, al, A, tA, lda, sa, B, tB, ldb, sb, be, C, tC, ldc, sc, nb)\n"
+	"#endif\n"
+	"#if !defined(RL_CUDA_EMULATE) || defined(RL_CUDA_EMULATE_CUBLAS)\n"
+	"static int rl_blas_check(cublasStatus_t st, const char *k)\n{\n"
+	"    if (st != CUBLAS_STATUS_SUCCESS)\n"
+	"        fprintf(stderr, \"cuBLAS call of kernel %s failed: status %d\\n\", k, (int)st);\n"
+	"    return st == CUBLAS_STATUS_SUCCESS ? 0 : -1;\n}\n"
+	"#endif\n\n";
+
 /* The scalar helpers, callable from kernels and host code alike. */
 static void emit_helper(struct rl_buf *c, const char *text)
 {
@@ -541,6 +760,9 @@ static void emit_host(struct cu *d)
 	rl_buf_printf(c, "#ifndef RL_CUDA_EMULATE\nstatic cudaStream_t %s_stream;\n#endif\n"
 	              "#ifndef RL_NO_GRAPH\nstatic cudaGraph_t %s_graph;\nstatic cudaGraphExec_t %s_exec;\n"
 	              "#endif\n\n", P, P, P);
+	if (d->need_cublas)
+		rl_buf_printf(c, "#ifndef RL_CUDA_EMULATE\nstatic cublasHandle_t %s_blas;\n"
+		              "static void *%s_blas_ws; /* cuBLAS's workspace */\n#endif\n\n", P, P);
 	/* launches */
 	rl_buf_printf(c, "/* Every kernel of one run, in order, on stream s. */\n"
 	              "static int %s_launch(cudaStream_t s)\n{\n    (void)s;\n", P);
@@ -589,6 +811,13 @@ static void emit_host(struct cu *d)
 	rl_buf_printf(c, "#ifndef RL_CUDA_EMULATE\n"
 	              "    if (cudaStreamCreateWithFlags(&%s_stream, cudaStreamNonBlocking) != cudaSuccess)\n"
 	              "        goto fail;\n#endif\n", P);
+	if (d->need_cublas)
+		rl_buf_printf(c, "#ifndef RL_CUDA_EMULATE\n"
+		              "    if (cublasCreate(&%s_blas) != CUBLAS_STATUS_SUCCESS ||\n"
+		              "        cublasSetStream(%s_blas, %s_stream) != CUBLAS_STATUS_SUCCESS ||\n"
+		              "        cudaMalloc(&%s_blas_ws, RL_BLAS_WS_BYTES) != cudaSuccess ||\n"
+		              "        cublasSetWorkspace(%s_blas, %s_blas_ws, RL_BLAS_WS_BYTES) != "
+		              "CUBLAS_STATUS_SUCCESS)\n        goto fail;\n#endif\n", P, P, P, P, P, P);
 	rl_buf_printf(c, "#ifndef RL_NO_GRAPH\n"
 	              "    /* the whole run as one CUDA graph, replayed by every call */\n"
 	              "    if (cudaStreamBeginCapture(%s_stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess)\n"
@@ -603,9 +832,13 @@ static void emit_host(struct cu *d)
 	rl_buf_printf(c, "void %s_free(void)\n{\n#ifndef RL_NO_GRAPH\n"
 	              "    if (%s_exec)\n        cudaGraphExecDestroy(%s_exec);\n"
 	              "    if (%s_graph)\n        cudaGraphDestroy(%s_graph);\n"
-	              "    %s_exec = NULL;\n    %s_graph = NULL;\n#endif\n"
-	              "#ifndef RL_CUDA_EMULATE\n    if (%s_stream)\n        cudaStreamDestroy(%s_stream);\n"
-	              "    %s_stream = NULL;\n#endif\n", P, P, P, P, P, P, P, P, P, P);
+	              "    %s_exec = NULL;\n    %s_graph = NULL;\n#endif\n", P, P, P, P, P, P, P);
+	if (d->need_cublas)
+		rl_buf_printf(c, "#ifndef RL_CUDA_EMULATE\n    if (%s_blas)\n        cublasDestroy(%s_blas);\n"
+		              "    %s_blas = NULL;\n    cudaFree(%s_blas_ws);\n    %s_blas_ws = NULL;\n"
+		              "#endif\n", P, P, P, P, P);
+	rl_buf_printf(c, "#ifndef RL_CUDA_EMULATE\n    if (%s_stream)\n        cudaStreamDestroy(%s_stream);\n"
+	              "    %s_stream = NULL;\n#endif\n", P, P, P);
 	rl_buf_printf(c, "    cudaFree(%s_ws);\n    cudaFree(%s_cst);\n    cudaFree(%s_io);\n"
 	              "    %s_ws = %s_cst = %s_io = NULL;\n}\n\n", P, P, P, P, P, P);
 	rl_buf_printf(c, "int %s_set_threads(int n)\n{\n"
@@ -801,6 +1034,7 @@ const char *rl_emit_cuda_note(enum rl_op op)
 	case RL_OP_Softmax:
 	case RL_OP_LogSoftmax: case RL_OP_LayerNormalization: case RL_OP_Transpose:
 	case RL_OP_Expand: case RL_OP_Slice: case RL_OP_Concat: case RL_OP_Split: case RL_OP_Gather:
+	case RL_OP_Pad:
 	case RL_OP_Reshape: case RL_OP_Squeeze: case RL_OP_Unsqueeze: case RL_OP_Flatten:
 	case RL_OP_Identity:
 		return NULL;
@@ -843,6 +1077,7 @@ enum rl_status rl_emit_cuda(struct rl_graph *g, const struct rl_cuda_opts *o,
 		sanitize(tmp, prefix, sizeof(prefix));
 	}
 	d.prefix = prefix;
+	d.cublas = o && o->cublas;
 	if (g->nbindings) { /* the run-time check of a bound input is the C backend's */
 		snprintf(err, errlen, "%s: input '%s' is bound to a value (--value): the CUDA "
 		         "backend does not check bound inputs yet; generate C", g->path,
@@ -923,6 +1158,10 @@ enum rl_status rl_emit_cuda(struct rl_graph *g, const struct rl_cuda_opts *o,
 		emit_helper(&d.c, rl_cg_helper_text[1]);
 	if (d.need_wmma)
 		rl_buf_printf(&d.c, "%s", wmma_prelude);
+	if (d.need_cublas)
+		rl_buf_printf(&d.c, "%s", cublas_prelude);
+	if (d.need_mma)
+		rl_buf_printf(&d.c, "%s", mma_prelude);
 	if (d.cg.need_tanh)
 		emit_helper(&d.c, rl_cg_helper_text[2]);
 	if (d.cg.need_erf)
@@ -971,6 +1210,7 @@ done:
 	rl_buf_free(&d.kernels);
 	rl_buf_free(&d.launches);
 	rl_buf_free(&d.cg.body);
+	rl_buf_free(&d.blas_post);
 	rl_buf_free(&d.cg.statics);
 	rl_buf_free(&d.cg.init);
 	rl_buf_free(&d.cg.fini);

@@ -18,6 +18,9 @@ struct rl_cuda_opts {
 	bool eager;            /* launch kernel by kernel (as -DRL_CUDA_NO_GRAPH) by
 	                          default instead of replaying a CUDA graph: what
 	                          `--launch eager` priced */
+	bool cublas;           /* --cuda-library cublas: plain float32/float16/bfloat16
+	                          MatMul and Gemm call cuBLAS inside the captured
+	                          graph (link -lcublas); emulation keeps rlopt's kernel */
 };
 
 /*

@@ -32,6 +32,20 @@ struct launch {
 	bool serial;   /* the C body on one thread */
 };
 
+/* A product routed to cuBLAS (--cuda-library cublas), row-major operands:
+ * Y[bt] = alpha op(A[bt]) op(B[bt]) for bt < nb, A and B advancing sa and sb
+ * elements per batch (0: broadcast). The host calls cuBLAS on the GPU, then
+ * the `post` kernel when Gemm's C or a fused epilogue remains; emulation
+ * launches rlopt's own kernel instead. */
+struct cu_blas {
+	bool on, post;
+	enum rl_dtype dt;
+	bool ta, tb;
+	int64_t M, N, K, nb, sa, sb;
+	double alpha;
+	struct launch pl; /* the post kernel's launch */
+};
+
 struct cu {
 	struct rl_graph *g;
 	const char *prefix;
@@ -46,6 +60,11 @@ struct cu {
 	struct rl_cgen cg;
 	int nserial;
 	bool need_wmma;         /* a kernel uses tensor cores: the WMMA prelude */
+	bool need_mma;          /* a kernel uses mma.sync: its prelude */
+	bool cublas;            /* --cuda-library cublas */
+	bool need_cublas;       /* some product calls cuBLAS */
+	struct cu_blas blas;    /* the current kernel's cuBLAS call, if any */
+	struct rl_buf blas_post; /* the body of its post kernel */
 };
 
 static inline const struct rl_value *cu_val(struct cu *d, uint32_t v)
@@ -59,6 +78,17 @@ void cu_ctext(const char *s, char *b, size_t n);
 void cu_bcast_index(const struct rl_shape *out, const struct rl_shape *in, const char *o,
                     char *b, size_t n);
 
+/* One thread per output: the launch of ne outputs (CU_THREADS per block, at
+ * most CU_MAX_BLOCKS blocks; the grid-stride loop covers the rest). */
+void cu_grid_launch(struct launch *L, int64_t ne);
+/* The grid-stride loop's header over flat index `idx` < ne, opening "{"
+ * (the caller writes the body and closes it). */
+void cu_grid_loop(struct rl_cgen *cg, const char *idx, int64_t ne);
+/* cu_grid_loop over output index o, indented, with the trailing nsp dims
+ * out[] unravelled into oa, ob, oc (innermost last) and the leading flat
+ * index left in r; the caller closes the loop (indent--, "}"). */
+void cu_grid_outputs(struct rl_cgen *cg, int64_t ne, int nsp, const int64_t *out);
+
 /* emit_cuda_kernels.c: elementwise and fused groups, rows, reductions, shape
  * ops, and the C emitter's body as a kernel. The bool writers return false
  * (having written nothing) for a form they do not cover. */
@@ -67,6 +97,8 @@ bool cu_k_rows(struct cu *d, uint32_t node, struct launch *L);
 bool cu_k_reduce(struct cu *d, uint32_t node, struct launch *L);
 bool cu_k_transpose(struct cu *d, uint32_t node, struct launch *L);
 bool cu_k_shape(struct cu *d, uint32_t node, struct launch *L);
+/* Pad, every mode and axis, one thread per output; false for another form */
+bool cu_k_pad(struct cu *d, uint32_t node, struct launch *L);
 enum rl_status cu_k_fallback(struct cu *d, uint32_t node, const struct rl_cgen_group *gr,
                              struct launch *L);
 /* emit_cuda_mm.c: MatMul/Gemm (tiled, or GEMV up to 4 rows) and Conv; with

@@ -156,14 +156,53 @@ static enum rl_status compute_locals(struct cu *d, const struct rl_cgen_group *g
 	return RL_OK;
 }
 
+/* Whether the group reads its input k (an input only CastLike reads, for its
+ * type, is never loaded). */
+static bool group_reads(struct cu *d, const struct rl_cgen_group *gr, int k)
+{
+	if (gr->in[k] == RL_NONE)
+		return false;
+	for (int j = 0; j < gr->nnodes; j++) {
+		const struct rl_node *nj = &d->g->nodes[gr->nodes[j]];
+		for (int q = 0; q < nj->nin; q++)
+			if (nj->in[q] == gr->in[k] && !(nj->op == RL_OP_CastLike && q == 1))
+				return true;
+	}
+	return false;
+}
+
+void cu_grid_launch(struct launch *L, int64_t ne)
+{
+	int64_t blocks = (ne + CU_THREADS - 1) / CU_THREADS;
+	L->block = CU_THREADS;
+	L->grid = blocks < CU_MAX_BLOCKS ? blocks : CU_MAX_BLOCKS;
+}
+
+void cu_grid_loop(struct rl_cgen *cg, const char *idx, int64_t ne)
+{
+	cg_line(cg, "const int64_t stride = (int64_t)gridDim.x * blockDim.x;");
+	cg_line(cg, "for (int64_t %s = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; %s < %lldll; "
+	        "%s += stride) {", idx, idx, (long long)ne, idx);
+}
+
+void cu_grid_outputs(struct rl_cgen *cg, int64_t ne, int nsp, const int64_t *out)
+{
+	static const char sp[] = "abc";
+	cu_grid_loop(cg, "o", ne);
+	cg->indent++;
+	cg_line(cg, "int64_t r = o;");
+	for (int i = nsp - 1; i >= 0; i--) {
+		cg_line(cg, "const int64_t o%c = r %% %lld;", sp[i], (long long)out[i]);
+		cg_line(cg, "r /= %lld;", (long long)out[i]);
+	}
+}
+
 enum rl_status cu_k_elemwise(struct cu *d, const struct rl_cgen_group *gr, struct launch *L)
 {
 	struct rl_cgen *cg = &d->cg;
 	const struct rl_shape *ys = &cu_val(d, gr->out[0])->shape;
 	int64_t ne = rl_shape_numel(ys);
-	int64_t blocks = (ne + CU_THREADS - 1) / CU_THREADS;
-	L->block = CU_THREADS;
-	L->grid = blocks < CU_MAX_BLOCKS ? blocks : CU_MAX_BLOCKS;
+	cu_grid_launch(L, ne);
 	if (ne == 0)
 		return RL_OK;
 	bool read[64] = {false};
@@ -172,12 +211,8 @@ enum rl_status cu_k_elemwise(struct cu *d, const struct rl_cgen_group *gr, struc
 	 * multiple of 4 (the arenas and workspace offsets are 64-byte aligned);
 	 * each thread then takes 4 consecutive elements per step */
 	bool vec = ne % 4 == 0 && ne >= 1024 && gr->nin <= 64;
-	for (int k = 0; k < gr->nin; k++) {
-		for (int j = 0; j < gr->nnodes && !read[k] && gr->in[k] != RL_NONE; j++) {
-			const struct rl_node *nj = &d->g->nodes[gr->nodes[j]];
-			for (int q = 0; q < nj->nin && !read[k]; q++)
-				read[k] = nj->in[q] == gr->in[k] && !(nj->op == RL_OP_CastLike && q == 1);
-		}
+	for (int k = 0; k < gr->nin && k < 64; k++) {
+		read[k] = group_reads(d, gr, k);
 		if (read[k] && vec) {
 			const struct rl_value *x = cu_val(d, gr->in[k]);
 			int64_t xn = rl_shape_numel(&x->shape);
@@ -187,12 +222,9 @@ enum rl_status cu_k_elemwise(struct cu *d, const struct rl_cgen_group *gr, struc
 	for (int q = 0; q < gr->nout && vec; q++)
 		vec = cu_val(d, gr->out[q])->dtype == RL_DT_FLOAT;
 	if (vec) {
-		blocks = (ne / 4 + CU_THREADS - 1) / CU_THREADS;
-		L->grid = blocks < CU_MAX_BLOCKS ? blocks : CU_MAX_BLOCKS;
+		cu_grid_launch(L, ne / 4);
 		cg_line(cg, "/* 4 consecutive elements per thread and step: 128-bit loads and stores */");
-		cg_line(cg, "const int64_t stride = (int64_t)gridDim.x * blockDim.x;");
-		cg_line(cg, "for (int64_t o4 = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; o4 < "
-		        "%lldll; o4 += stride) {", (long long)(ne / 4));
+		cu_grid_loop(cg, "o4", ne / 4);
 		cg->indent++;
 		for (int k = 0; k < gr->nin; k++) {
 			if (!read[k] || rl_shape_numel(&cu_val(d, gr->in[k])->shape) == 1)
@@ -231,19 +263,10 @@ enum rl_status cu_k_elemwise(struct cu *d, const struct rl_cgen_group *gr, struc
 		cg_line(cg, "}");
 		return RL_OK;
 	}
-	cg_line(cg, "const int64_t stride = (int64_t)gridDim.x * blockDim.x;");
-	cg_line(cg, "for (int64_t o = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; o < %lldll; "
-	        "o += stride) {", (long long)ne);
+	cu_grid_loop(cg, "o", ne);
 	cg->indent++;
 	for (int k = 0; k < gr->nin; k++) {
-		/* an input only CastLike reads for its type is never loaded */
-		bool read = false;
-		for (int j = 0; j < gr->nnodes && !read && gr->in[k] != RL_NONE; j++) {
-			const struct rl_node *nj = &d->g->nodes[gr->nodes[j]];
-			for (int q = 0; q < nj->nin && !read; q++)
-				read = nj->in[q] == gr->in[k] && !(nj->op == RL_OP_CastLike && q == 1);
-		}
-		if (!read)
+		if (!group_reads(d, gr, k))
 			continue;
 		const struct rl_value *x = cu_val(d, gr->in[k]);
 		char ix[1024], src[1100];
@@ -412,9 +435,7 @@ bool cu_k_transpose(struct cu *d, uint32_t node, struct launch *L)
 		ist[k] = acc;
 		acc *= X->shape.d[k].v;
 	}
-	int64_t blocks = (ne + CU_THREADS - 1) / CU_THREADS;
-	L->block = CU_THREADS;
-	L->grid = ne > 0 ? (blocks < CU_MAX_BLOCKS ? blocks : CU_MAX_BLOCKS) : 0;
+	cu_grid_launch(L, ne > 0 ? ne : 0);
 	if (ne <= 0)
 		return true;
 	/* output coordinate k (innermost first) times the input stride of axis perm[k] */
@@ -588,12 +609,8 @@ bool cu_k_reduce(struct cu *d, uint32_t node, struct launch *L)
 /* Open the grid-stride loop over ne elements (flat index o); close with "}". */
 static void flat_open(struct rl_cgen *cg, struct launch *L, int64_t ne)
 {
-	int64_t blocks = (ne + CU_THREADS - 1) / CU_THREADS;
-	L->block = CU_THREADS;
-	L->grid = blocks < CU_MAX_BLOCKS ? blocks : CU_MAX_BLOCKS;
-	cg_line(cg, "const int64_t stride = (int64_t)gridDim.x * blockDim.x;");
-	cg_line(cg, "for (int64_t o = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; o < %lldll; "
-	        "o += stride) {", (long long)ne);
+	cu_grid_launch(L, ne);
+	cu_grid_loop(cg, "o", ne);
 }
 
 /* Elements before, along and after `axis` of shape s. */
@@ -859,3 +876,190 @@ enum rl_status cu_k_fallback(struct cu *d, uint32_t node, const struct rl_cgen_g
 	return RL_OK;
 }
 
+/* ---- Pad: one thread per output element ------------------------------------ */
+
+/* C statements mapping int64_t s (a source coordinate, maybe outside [0, n))
+ * into range for reflect, edge or wrap (the C backend's rules, emit_shape.c:
+ * reflect without repeating the edge, periodic in 2 (n - 1)). */
+static void pad_map(struct rl_cgen *cg, char mode, int64_t n)
+{
+	if (mode == 'e')
+		cg_line(cg, "s = s < 0 ? 0 : s >= %lld ? %lld : s;", (long long)n, (long long)(n - 1));
+	else if (mode == 'w')
+		cg_line(cg, "s = ((s %% %lld) + %lld) %% %lld;", (long long)n, (long long)n, (long long)n);
+	else if (n == 1)
+		cg_line(cg, "s = 0;");
+	else {
+		int64_t p = 2 * (n - 1);
+		cg_line(cg, "s = ((s %% %lld) + %lld) %% %lld;", (long long)p, (long long)p, (long long)p);
+		cg_line(cg, "s = s >= %lld ? %lld - s : s;", (long long)n, (long long)p);
+	}
+}
+
+/*
+ * Pad, every mode (constant, reflect, edge, wrap) on every axis: one thread
+ * per output element, which unravels its index, maps each coordinate to its
+ * source (constant: outside the input gives the pad value) and copies the
+ * element's storage (any dtype). Pads and axes known at generation are
+ * literals; pads (or axes) that arrive at run time are read by every thread
+ * from the device (a few int64), and, as in the C backend, a run whose pads
+ * disagree with the static output shape writes zeros. The pad value is
+ * read from its input (X2) when given. False (nothing written) for a form
+ * this does not cover (scalars, an unknown mode, a reflect/edge/wrap pad of
+ * an empty input, static pads that disagree with the output): the C loop
+ * nest reports or runs those.
+ */
+bool cu_k_pad(struct cu *d, uint32_t node, struct launch *L)
+{
+	struct rl_cgen *cg = &d->cg;
+	const struct rl_graph *g = d->g;
+	const struct rl_node *n = &g->nodes[node];
+	const struct rl_value *X = cg_in(cg, node, 0), *Y = cg_out(cg, node, 0);
+	if (!X || !Y || X->dtype != Y->dtype || X->shape.rank < 1 || Y->shape.rank != X->shape.rank)
+		return false;
+	int r = X->shape.rank;
+	const char *mode = rl_node_attr_str(n, "mode", "constant");
+	if (strcmp(mode, "constant") && strcmp(mode, "reflect") && strcmp(mode, "edge") &&
+	    strcmp(mode, "wrap"))
+		return false;
+	char mc = mode[0];
+	int64_t ne = rl_shape_numel(&Y->shape), nx = rl_shape_numel(&X->shape);
+	if (ne <= 0 || (mc != 'c' && nx <= 0))
+		return false;
+	int64_t pb[RL_MAX_RANK] = {0}, pe[RL_MAX_RANK] = {0}, raw[2 * RL_MAX_RANK], ax[RL_MAX_RANK];
+	int npad = -1, nax = r;
+	bool run_pads = false, run_axes = false, has_axes = false;
+	char cv[128] = "0";
+	uint32_t pv = RL_NONE, av = RL_NONE;
+	if (n->opset < 11) {
+		const int64_t *p;
+		npad = rl_node_attr_ints(n, "pads", &p);
+		if (npad < 0)
+			npad = rl_node_attr_ints(n, "paddings", &p);
+		if (npad < 0 || npad > 2 * RL_MAX_RANK)
+			return false;
+		memcpy(raw, p, (size_t)npad * sizeof(*p));
+		double v = rl_node_attr_float(n, "value", 0.0);
+		snprintf(cv, sizeof(cv), "%s", cg_store(cg, X->dtype, cg_lit(X->dtype, v)));
+	} else {
+		pv = rl_node_in(n, 1);
+		uint32_t vc = rl_node_in(n, 2);
+		if (pv == RL_NONE || g->values[pv].dtype != RL_DT_INT64)
+			return false;
+		if (vc != RL_NONE && rl_shape_numel(&g->values[vc].shape) > 0)
+			snprintf(cv, sizeof(cv), "X2[0]");
+		av = n->opset >= 18 ? rl_node_in(n, 3) : RL_NONE;
+		if (av != RL_NONE && g->values[av].dtype != RL_DT_INT64 && g->values[av].dtype != RL_DT_INT32)
+			return false;
+		has_axes = av != RL_NONE;
+		if (has_axes)
+			nax = (int)rl_shape_numel(&g->values[av].shape);
+		run_pads = !rl_value_is_const(g, pv);
+		run_axes = has_axes && !rl_value_is_const(g, av);
+		if (nax < 0 || nax > r || rl_shape_numel(&g->values[pv].shape) != 2 * nax)
+			return false;
+		if (!run_pads && !run_axes) {
+			npad = rl_value_get_ints(g, pv, raw, 2 * RL_MAX_RANK);
+			if (has_axes && rl_value_get_ints(g, av, ax, RL_MAX_RANK) != nax)
+				return false;
+		}
+	}
+	bool runtime = run_pads || run_axes;
+	if (!runtime) {
+		if (npad != 2 * nax)
+			return false;
+		for (int i = 0; i < nax; i++) {
+			int64_t a = has_axes ? ax[i] : i;
+			if (a < 0)
+				a += r;
+			if (a < 0 || a >= r)
+				return false;
+			pb[a] = raw[i];
+			pe[a] = raw[nax + i];
+		}
+		for (int k = 0; k < r; k++)
+			if (X->shape.d[k].v + pb[k] + pe[k] != Y->shape.d[k].v)
+				return false;
+	}
+	const char *ct = cg_ctype(X->dtype);
+	cu_grid_launch(L, ne);
+	cg_line(cg, "/* Pad (%s): one thread per output element, each coordinate mapped to its "
+	        "source%s; pads %s */", mode, mc == 'c' ? " (outside the input: the pad value)" : "",
+	        runtime ? "read at run time (the output shape is static)" : "known at generation");
+	if (runtime) {
+		char xl[256] = "", yl[256] = "";
+		size_t px = 0, py = 0;
+		for (int k = 0; k < r; k++) {
+			px += (size_t)snprintf(xl + px, sizeof(xl) - px, "%s%lld", k ? ", " : "",
+			                       (long long)X->shape.d[k].v);
+			py += (size_t)snprintf(yl + py, sizeof(yl) - py, "%s%lld", k ? ", " : "",
+			                       (long long)Y->shape.d[k].v);
+		}
+		cg_line(cg, "const int64_t xd[%d] = {%s}, yd[%d] = {%s};", r, xl, r, yl);
+		cg_line(cg, "int64_t pb[%d] = {0}, pt[%d] = {0};", r, r);
+		cg_line(cg, "for (int i = 0; i < %d; i++) {", nax);
+		cg->indent++;
+		if (has_axes) {
+			cg_line(cg, "int64_t a = (int64_t)X3[i];");
+			cg_line(cg, "if (a < 0)");
+			cg_line(cg, "    a += %d;", r);
+			cg_line(cg, "if (a < 0 || a >= %d)", r);
+			cg_line(cg, "    continue;");
+		} else {
+			cg_line(cg, "const int64_t a = i;");
+		}
+		cg_line(cg, "pb[a] = X1[i];");
+		cg_line(cg, "pt[a] = pb[a] + X1[i + %d];", nax);
+		cg->indent--;
+		cg_line(cg, "}");
+		cg_line(cg, "bool agree = true; /* else zeros, as the C backend */");
+		cg_line(cg, "for (int k = 0; k < %d; k++)", r);
+		cg_line(cg, "    agree = agree && xd[k] + pt[k] == yd[k];");
+	}
+	cu_grid_loop(cg, "o", ne);
+	cg->indent++;
+	cg_line(cg, "int64_t r = o, xo = 0;");
+	if (mc == 'c')
+		cg_line(cg, "bool in = true;");
+	int64_t xs = 1;
+	for (int k = r - 1; k >= 0; k--) {
+		int64_t xn = X->shape.d[k].v, yn = Y->shape.d[k].v;
+		char pbk[32];
+		snprintf(pbk, sizeof(pbk), "pb[%d]", k);
+		cg_line(cg, "{");
+		cg->indent++;
+		if (!runtime && !pb[k] && !pe[k]) {
+			cg_line(cg, "const int64_t s = r %% %lld;", (long long)yn);
+		} else {
+			if (runtime)
+				cg_line(cg, "int64_t s = r %% %lld - %s;", (long long)yn, pbk);
+			else if (!pb[k])
+				cg_line(cg, "int64_t s = r %% %lld;", (long long)yn);
+			else
+				cg_line(cg, "int64_t s = r %% %lld %c %lld;", (long long)yn, pb[k] < 0 ? '+' : '-',
+				        (long long)(pb[k] < 0 ? -pb[k] : pb[k]));
+			if (mc == 'c')
+				cg_line(cg, "in = in && s >= 0 && s < %lld;", (long long)xn);
+			else
+				pad_map(cg, mc, xn);
+		}
+		cg_line(cg, "r /= %lld;", (long long)yn);
+		cg_line(cg, "xo += s * %lld;", (long long)xs);
+		cg->indent--;
+		cg_line(cg, "}");
+		xs *= xn;
+	}
+	char val[200];
+	if (mc == 'c')
+		snprintf(val, sizeof(val), "in ? X0[xo] : (%s)%s", ct, cv);
+	else
+		snprintf(val, sizeof(val), "X0[xo]");
+	if (runtime) /* pads that disagree with the output: zeros, not the pad value */
+		cg_line(cg, "Y0[o] = agree ? %s%s%s : (%s)0;", mc == 'c' ? "(" : "", val,
+		        mc == 'c' ? ")" : "", ct);
+	else
+		cg_line(cg, "Y0[o] = %s;", val);
+	cg->indent--;
+	cg_line(cg, "}");
+	return true;
+}

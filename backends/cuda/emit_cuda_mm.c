@@ -2,7 +2,9 @@
  * emit_cuda_mm.c - the CUDA backend's products: MatMul and Gemm as a block
  * tile through shared memory with a register tile per thread (the tile
  * pass's GPU schedule, else defaults), products of up to four rows as a GEMV
- * that streams B once (the batch-1 decode case), and Conv as a direct
+ * that streams B once (the batch-1 decode case), float16/bfloat16 on tensor
+ * cores (mma.sync m16n8k16 or WMMA), the routing of plain products to cuBLAS
+ * (--cuda-library cublas), and Conv as a direct
  * convolution, and QuantMatMul (int8/int4 weights of the quantize pass)
  * dequantized in registers; each applies its fused group's epilogue
  * (cg_epilogue) to every output it stores.
@@ -144,9 +146,7 @@ static void k_gemv(struct rl_cgen *cg, const struct mm *m, enum rl_dtype dt, boo
 		L->block = CU_GEMV_THREADS;
 		L->grid = blocks < CU_MAX_BLOCKS ? blocks : CU_MAX_BLOCKS;
 		L->phased = false;
-		cg_line(cg, "const int64_t stride = (int64_t)gridDim.x * blockDim.x;");
-		cg_line(cg, "for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < %lldll; "
-		        "t += stride) {", (long long)(m->nb * m->N));
+		cu_grid_loop(cg, "t", m->nb * m->N);
 		cg->indent++;
 		cg_line(cg, "const int64_t bt = t / %lld, gj = t %% %lld;", (long long)m->N, (long long)m->N);
 		cg_line(cg, "const %s *a = X0 + %s;", cg_ctype(dt), aoff);
@@ -209,6 +209,258 @@ static void k_gemv(struct rl_cgen *cg, const struct mm *m, enum rl_dtype dt, boo
 	mm_store(cg, m, dt, alpha, C, beta, "ra[gi][0]");
 	cg->indent--;
 	cg_line(cg, "}");
+	cg->indent--;
+	cg_line(cg, "}");
+}
+
+/* ---- --cuda-library cublas: the product by cuBLAS, on the GPU only ---------- */
+
+/*
+ * Route a plain float32, float16 or bfloat16 product to cuBLAS when its
+ * batches are uniform (each operand's batch dims either all broadcast or all
+ * the output's: strided-batched GEMM). cuBLAS computes alpha op(A) op(B);
+ * what it cannot fuse, Gemm's beta C and the group's epilogue, runs after it
+ * as a post kernel of one thread per output, in place on Y. The caller still
+ * writes rlopt's own kernel: emulation runs it (there is no cuBLAS on the
+ * CPU), so the numerics checked there are rlopt's, not cuBLAS's.
+ */
+static void blas_route(struct cu *d, const struct rl_node *n, const struct rl_value *A,
+                       const struct rl_value *B, const struct mm *m, enum rl_dtype dt,
+                       bool ta, bool tb, double alpha, const struct rl_value *C, double beta)
+{
+	struct rl_cgen *cg = &d->cg;
+	struct cu_blas *b = &d->blas;
+	if (dt != RL_DT_FLOAT && dt != RL_DT_FLOAT16 && dt != RL_DT_BFLOAT16)
+		return;
+	/* cuBLAS writes the kernel's output Y0 in the product's dtype (the post
+	 * kernel then works on it in place: the lifetime plan never shares a
+	 * kernel's output with its inputs) */
+	if (cg->epi && (cg->epi->nout != 1 || d->g->values[cg->epi->out[0]].dtype != dt))
+		return;
+	int64_t sa = m->M * m->K, sb = m->K * m->N;
+	if (n->op == RL_OP_MatMul && m->nb > 1) {
+		int64_t an = 1, bn = 1;
+		for (int k = 0; k + 2 < A->shape.rank; k++)
+			an *= A->shape.d[k].v;
+		for (int k = 0; k + 2 < B->shape.rank; k++)
+			bn *= B->shape.d[k].v;
+		if ((an != 1 && an != m->nb) || (bn != 1 && bn != m->nb))
+			return; /* mixed broadcasting ([2,1] x [1,3]): rlopt's kernel */
+		sa = an == 1 ? 0 : sa;
+		sb = bn == 1 ? 0 : sb;
+	}
+	*b = (struct cu_blas){.on = true, .dt = dt, .ta = ta, .tb = tb, .M = m->M, .N = m->N,
+	                      .K = m->K, .nb = m->nb, .sa = sa, .sb = sb, .alpha = alpha};
+	d->need_cublas = true;
+	cg->need_half = cg->need_bf16 = 1; /* the emulated cuBLAS reads either */
+	b->post = (C && beta != 0.0) || cg->epi;
+	if (!b->post)
+		return;
+	/* the post kernel's body, written aside (cg->body holds the caller's) */
+	struct rl_buf keep = cg->body;
+	int indent = cg->indent;
+	cg->body = d->blas_post;
+	cg->body.len = 0;
+	if (cg->body.s)
+		cg->body.s[0] = 0;
+	cg->indent = 0;
+	int64_t ne = m->nb * m->M * m->N;
+	cu_grid_launch(&b->pl, ne);
+	cg_line(cg, "/* after cuBLAS's alpha A B in Y0: %s, in place */",
+	        C && beta != 0.0 ? (cg->epi ? "Gemm's beta C and the fused epilogue" : "Gemm's beta C")
+	                         : "the fused epilogue");
+	cu_grid_loop(cg, "t", ne);
+	cg->indent++;
+	cg_line(cg, "const int64_t bt = t / %lld, gi = t / %lld %% %lld, gj = t %% %lld;",
+	        (long long)(m->M * m->N), (long long)m->N, (long long)m->M, (long long)m->N);
+	mm_store(cg, m, dt, 1.0, C, beta, cg_load(cg, dt, "Y0[t]"));
+	cg->indent--;
+	cg_line(cg, "}");
+	d->blas_post = cg->body;
+	cg->body = keep;
+	cg->indent = indent;
+}
+
+/* ---- float16 and bfloat16 products on tensor cores (mma.sync) -------------- */
+
+/* The block tile of the mma.sync kernel from the tile pass's GPU tile: mc x nc
+ * outputs in warps of 32 x 32 (2 x 4 m16n8k16 tiles each), kc deep, when the
+ * tile maps onto 1 to 16 such warps and its operand tiles fit the static
+ * shared memory; false (the WMMA kernel then runs) otherwise. */
+static bool mma_tile(const struct rl_tile *t, int *bm, int *bn, int *bk)
+{
+	if (t->kind != RL_TILE_GEMM || t->mc < 32 || t->nc < 32 || t->mc % 32 || t->nc % 32)
+		return false;
+	int warps = (t->mc / 32) * (t->nc / 32);
+	int k = t->kc >= 64 ? 64 : t->kc >= 32 ? 32 : 16;
+	if (warps < 1 || warps > 16 || (t->mc + t->nc) * (k + 8) * 2 > CU_MM_SMEM)
+		return false;
+	*bm = t->mc, *bn = t->nc, *bk = k;
+	return true;
+}
+
+/*
+ * The product through PTX mma.sync.aligned.m16n8k16 (float16 or bfloat16
+ * operands, float accumulators, sm_80 and later): a block of BM x BN outputs
+ * in warps of 32 x 32, each warp 2 x 4 tiles of 16 x 8; A staged in shared
+ * memory as As[m][k] and B as Bs[n][k] (both k-contiguous, zero outside the
+ * matrix, so any M, N, K), BK deep. Every thread loads its fragments in the
+ * documented m16n8k16 layout (g = lane / 4, q = lane % 4):
+ *   A (row): reg0 = A[g][2q, 2q+1], reg1 = A[g+8][2q, 2q+1], reg2 = A[g][2q+8, 2q+9],
+ *            reg3 = A[g+8][2q+8, 2q+9] (the lower k in the low 16 bits);
+ *   B (col): reg0 = B[2q, 2q+1][g], reg1 = B[2q+8, 2q+9][g];
+ *   C, D:    c0, c1 = C[g][2q, 2q+1], c2, c3 = C[g+8][2q, 2q+1],
+ * and each output is stored (Gemm's alpha and C, rounding, the fused
+ * epilogue) straight from its accumulator register. In emulation the
+ * fragments are per-thread arrays (RL_LOCAL) and, after the phase that loads
+ * them, rl_emu_mma gathers a warp's 32 lanes' registers into the 16 x 16 and
+ * 16 x 8 matrices by that layout, multiplies in float and scatters D back, so
+ * a layout error shows in the numerics on the CPU.
+ */
+static void k_mma(struct cu *d, const struct mm *m, enum rl_dtype dt, bool ta, bool tb,
+                  const char *aoff, const char *boff, const char *aix, const char *bix,
+                  double alpha, const struct rl_value *C, double beta, int BM, int BN, int BK,
+                  struct launch *L)
+{
+	struct rl_cgen *cg = &d->cg;
+	const int WN = BN / 32, T = 32 * (BM / 32) * WN;
+	int64_t mt = (m->M + BM - 1) / BM, nt = (m->N + BN - 1) / BN;
+	bool bf = dt == RL_DT_BFLOAT16;
+	d->need_mma = true;
+	cg->need_half = cg->need_bf16 = 1; /* the emulated mma converts either */
+	L->grid = m->nb * mt * nt;
+	L->block = T;
+	L->phased = true;
+	cg_line(cg, "/* C[%lld x %lld] = A[%lld x %lld] B, %lld time%s, %s on tensor cores: "
+	        "%d x %d outputs per block (tile pass), %d warps of 32 x 32 (2 x 4 mma.sync "
+	        "m16n8k16, float accumulators), %d deep through shared memory */",
+	        (long long)m->M, (long long)m->N, (long long)m->M, (long long)m->K, (long long)m->nb,
+	        m->nb == 1 ? "" : "s", bf ? "bfloat16" : "float16", BM, BN, T / 32, BK);
+	cg_line(cg, "__shared__ __align__(16) uint16_t As[%d][%d];", BM, BK + 8);
+	cg_line(cg, "__shared__ __align__(16) uint16_t Bs[%d][%d];", BN, BK + 8);
+	cg_line(cg, "RL_LOCAL(float, acc, [2][4][4]);");
+	cg_line(cg, "RL_LOCAL(uint32_t, fa, [2][4]);");
+	cg_line(cg, "RL_LOCAL(uint32_t, fb, [4][2]);");
+	cg_line(cg, "const int64_t bt = blockIdx.x / %lld;", (long long)(mt * nt));
+	cg_line(cg, "const int64_t m0 = blockIdx.x / %lld %% %lld * %d, n0 = blockIdx.x %% %lld * %d;",
+	        (long long)nt, (long long)mt, BM, (long long)nt, BN);
+	cg_line(cg, "const uint16_t *a = X0 + %s;", aoff);
+	cg_line(cg, "const uint16_t *b = X1 + %s;", boff);
+	cg_line(cg, "(void)bt;");
+	cg_line(cg, "RL_THREADS {");
+	cg_line(cg, "    for (int i = 0; i < 2; i++)");
+	cg_line(cg, "        for (int j = 0; j < 4; j++)");
+	cg_line(cg, "            for (int r = 0; r < 4; r++)");
+	cg_line(cg, "                RL_L(acc)[i][j][r] = 0.0f;");
+	cg_line(cg, "}");
+	cg_line(cg, "for (int64_t k0 = 0; k0 < %lld; k0 += %d) {", (long long)m->K, BK);
+	cg->indent++;
+	/* operand tiles: 8 consecutive elements (16 bytes) per load where the
+	 * stored rows allow (K, or N for B stored K x N, a multiple of 8: a chunk
+	 * is then wholly inside or outside the matrix), else one element */
+	bool va = !ta && m->K % 8 == 0, vbk = tb && m->K % 8 == 0, vbn = !tb && m->N % 8 == 0;
+	cg_line(cg, "RL_THREADS {");
+	cg->indent++;
+	if (va) {
+		cg_line(cg, "for (int e = threadIdx.x; e < %d; e += %d) {", BM * BK / 8, T);
+		cg_line(cg, "    const int ii = e / %d, kk = e %% %d * 8;", BK / 8, BK / 8);
+		cg_line(cg, "    const int64_t gi = m0 + ii, gk = k0 + kk;");
+		cg_line(cg, "    uint4 v = {0u, 0u, 0u, 0u};");
+		cg_line(cg, "    if (gi < %lld && gk < %lld)", (long long)m->M, (long long)m->K);
+		cg_line(cg, "        v = rl_ld16u(&a[%s]);", aix);
+		cg_line(cg, "    rl_st16s(&As[ii][kk], v);");
+		cg_line(cg, "}");
+	} else {
+		cg_line(cg, "for (int e = threadIdx.x; e < %d; e += %d) {", BM * BK, T);
+		if (ta)
+			cg_line(cg, "    const int kk = e / %d, ii = e %% %d;", BM, BM);
+		else
+			cg_line(cg, "    const int ii = e / %d, kk = e %% %d;", BK, BK);
+		cg_line(cg, "    const int64_t gi = m0 + ii, gk = k0 + kk;");
+		cg_line(cg, "    As[ii][kk] = gi < %lld && gk < %lld ? a[%s] : (uint16_t)0;", (long long)m->M,
+		        (long long)m->K, aix);
+		cg_line(cg, "}");
+	}
+	if (vbk || vbn) {
+		cg_line(cg, "for (int e = threadIdx.x; e < %d; e += %d) {", BN * BK / 8, T);
+		if (vbk)
+			cg_line(cg, "    const int jj = e / %d, kk = e %% %d * 8;", BK / 8, BK / 8);
+		else
+			cg_line(cg, "    const int kk = e / %d, jj = e %% %d * 8;", BN / 8, BN / 8);
+		cg_line(cg, "    const int64_t gj = n0 + jj, gk = k0 + kk;");
+		cg_line(cg, "    uint4 v = {0u, 0u, 0u, 0u};");
+		cg_line(cg, "    if (gj < %lld && gk < %lld)", (long long)m->N, (long long)m->K);
+		cg_line(cg, "        v = rl_ld16u(&b[%s]);", bix);
+		if (vbk) {
+			cg_line(cg, "    rl_st16s(&Bs[jj][kk], v);");
+		} else { /* 8 columns of one k: transposed into Bs[n][k] */
+			cg_line(cg, "    const uint32_t w[4] = {v.x, v.y, v.z, v.w};");
+			cg_line(cg, "    for (int t = 0; t < 8; t++)");
+			cg_line(cg, "        Bs[jj + t][kk] = (uint16_t)(w[t / 2] >> (16 * (t %% 2)));");
+		}
+		cg_line(cg, "}");
+	} else {
+		cg_line(cg, "for (int e = threadIdx.x; e < %d; e += %d) {", BN * BK, T);
+		if (tb)
+			cg_line(cg, "    const int jj = e / %d, kk = e %% %d;", BK, BK);
+		else
+			cg_line(cg, "    const int kk = e / %d, jj = e %% %d;", BN, BN);
+		cg_line(cg, "    const int64_t gj = n0 + jj, gk = k0 + kk;");
+		cg_line(cg, "    Bs[jj][kk] = gj < %lld && gk < %lld ? b[%s] : (uint16_t)0;", (long long)m->N,
+		        (long long)m->K, bix);
+		cg_line(cg, "}");
+	}
+	cg->indent--;
+	cg_line(cg, "}");
+	cg_line(cg, "RL_SYNC");
+	cg_line(cg, "for (int kk = 0; kk < %d; kk += 16) {", BK);
+	cg->indent++;
+	cg_line(cg, "RL_THREADS {");
+	cg->indent++;
+	cg_line(cg, "const int w = threadIdx.x / 32, g = threadIdx.x %% 32 / 4, q = threadIdx.x %% 4;");
+	cg_line(cg, "const int wm = w / %d * 32, wn = w %% %d * 32;", WN, WN);
+	cg_line(cg, "for (int i = 0; i < 2; i++)");
+	cg_line(cg, "    for (int h = 0; h < 4; h++) {");
+	cg_line(cg, "        const uint16_t *p = &As[wm + i * 16 + g + (h & 1) * 8][kk + 2 * q + (h >> 1) * 8];");
+	cg_line(cg, "        RL_L(fa)[i][h] = rl_ld2h(p);");
+	cg_line(cg, "    }");
+	cg_line(cg, "for (int j = 0; j < 4; j++)");
+	cg_line(cg, "    for (int h = 0; h < 2; h++) {");
+	cg_line(cg, "        const uint16_t *p = &Bs[wn + j * 8 + g][kk + 2 * q + h * 8];");
+	cg_line(cg, "        RL_L(fb)[j][h] = rl_ld2h(p);");
+	cg_line(cg, "    }");
+	cg_line(cg, "#ifndef RL_CUDA_EMULATE");
+	cg_line(cg, "for (int i = 0; i < 2; i++)");
+	cg_line(cg, "    for (int j = 0; j < 4; j++)");
+	cg_line(cg, "        rl_mma_%s(RL_L(acc)[i][j], RL_L(fa)[i], RL_L(fb)[j]);", bf ? "bf16" : "f16");
+	cg_line(cg, "#endif");
+	cg->indent--;
+	cg_line(cg, "}");
+	cg_line(cg, "#ifdef RL_CUDA_EMULATE /* the warp-wide mma of every warp, from its lanes' fragments */");
+	cg_line(cg, "for (unsigned w = 0; w < blockDim.x / 32; w++)");
+	cg_line(cg, "    for (int i = 0; i < 2; i++)");
+	cg_line(cg, "        for (int j = 0; j < 4; j++)");
+	cg_line(cg, "            rl_emu_mma(&acc_t[w * 32], &fa_t[w * 32], &fb_t[w * 32], i, j, %d);", bf);
+	cg_line(cg, "#endif");
+	cg->indent--;
+	cg_line(cg, "}");
+	cg_line(cg, "RL_SYNC");
+	cg->indent--;
+	cg_line(cg, "}");
+	cg_line(cg, "RL_THREADS {");
+	cg->indent++;
+	cg_line(cg, "const int w = threadIdx.x / 32, g = threadIdx.x %% 32 / 4, q = threadIdx.x %% 4;");
+	cg_line(cg, "const int wm = w / %d * 32, wn = w %% %d * 32;", WN, WN);
+	cg_line(cg, "for (int i = 0; i < 2; i++)");
+	cg_line(cg, "    for (int j = 0; j < 4; j++)");
+	cg_line(cg, "        for (int r = 0; r < 4; r++) {");
+	cg->indent += 3;
+	cg_line(cg, "const int64_t gi = m0 + wm + i * 16 + g + (r >> 1) * 8, gj = n0 + wn + j * 8 + 2 * q + (r & 1);");
+	cg_line(cg, "if (gi >= %lld || gj >= %lld)", (long long)m->M, (long long)m->N);
+	cg_line(cg, "    continue;");
+	mm_store(cg, m, dt, alpha, C, beta, "RL_L(acc)[i][j][r]");
+	cg->indent -= 3;
+	cg_line(cg, "        }");
 	cg->indent--;
 	cg_line(cg, "}");
 }
@@ -393,13 +645,20 @@ enum rl_status cu_k_matmul(struct cu *d, uint32_t node, struct launch *L)
 	else
 		snprintf(bix, sizeof(bix), "gk * %lld + gj", (long long)m.N);
 
+	if (d->cublas)
+		blas_route(d, n, A, B, &m, dt, ta, tb, alpha, C, beta);
 	if (m.M <= CU_GEMV_MAX_M) {
 		k_gemv(cg, &m, dt, tb, aoff, boff, aix, bix, alpha, C, beta, L);
 		return RL_OK;
 	}
 	if (dt == RL_DT_FLOAT16 || dt == RL_DT_BFLOAT16) {
-		/* every GPU profile shipped has float16 and bfloat16 tensor cores (sm_80 on) */
-		k_wmma(d, &m, dt, ta, tb, aoff, boff, aix, bix, alpha, C, beta, L);
+		/* every GPU profile shipped has float16 and bfloat16 tensor cores (sm_80 on):
+		 * mma.sync on the tile pass's block tile, else WMMA on 64 x 64 */
+		int bm, bn, bk;
+		if (mma_tile(&n->tile, &bm, &bn, &bk))
+			k_mma(d, &m, dt, ta, tb, aoff, boff, aix, bix, alpha, C, beta, bm, bn, bk, L);
+		else
+			k_wmma(d, &m, dt, ta, tb, aoff, boff, aix, bix, alpha, C, beta, L);
 		return RL_OK;
 	}
 	cg_line(cg, "/* C[%lld x %lld] = A[%lld x %lld] B, %lld time%s; %s: %lld x %lld outputs per "
@@ -536,24 +795,14 @@ enum rl_status cu_k_conv(struct cu *d, uint32_t node, struct launch *L)
 			pb[i] = 0;
 	}
 	int64_t ne = rl_shape_numel(&Y->shape);
-	int64_t blocks = (ne + CU_THREADS - 1) / CU_THREADS;
-	L->block = CU_THREADS;
-	L->grid = blocks < CU_MAX_BLOCKS ? blocks : CU_MAX_BLOCKS;
+	cu_grid_launch(L, ne);
 	if (ne == 0)
 		return RL_OK;
 	const char *ct = cg_comptype(dt), *sp = "abc";
 	cg_line(cg, "/* direct convolution: %lld x %lld channels per group (%lld groups), "
 	        "%lld-tap window */", (long long)CG, (long long)(M / group), (long long)group,
 	        (long long)ks);
-	cg_line(cg, "const int64_t stride = (int64_t)gridDim.x * blockDim.x;");
-	cg_line(cg, "for (int64_t o = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; o < %lldll; "
-	        "o += stride) {", (long long)ne);
-	cg->indent++;
-	cg_line(cg, "int64_t r = o;");
-	for (int i = nsp - 1; i >= 0; i--) {
-		cg_line(cg, "const int64_t o%c = r %% %lld;", sp[i], (long long)out[i]);
-		cg_line(cg, "r /= %lld;", (long long)out[i]);
-	}
+	cu_grid_outputs(cg, ne, nsp, out);
 	cg_line(cg, "const int64_t m = r %% %lld, nb = r / %lld;", (long long)M, (long long)M);
 	char src[200];
 	if (B)
@@ -838,9 +1087,7 @@ bool cu_k_pool(struct cu *d, uint32_t node, struct launch *L)
 			pb[i] = pe[i] = 0;
 	}
 	int64_t ne = rl_shape_numel(&Y->shape);
-	int64_t blocks = (ne + CU_THREADS - 1) / CU_THREADS;
-	L->block = CU_THREADS;
-	L->grid = blocks < CU_MAX_BLOCKS ? blocks : CU_MAX_BLOCKS;
+	cu_grid_launch(L, ne);
 	if (ne == 0)
 		return true;
 	enum rl_dtype dt = X->dtype;
@@ -848,15 +1095,7 @@ bool cu_k_pool(struct cu *d, uint32_t node, struct launch *L)
 	cg_line(cg, "/* %s: one thread per output, a gather over the window's taps%s */",
 	        rl_op_table[n->op].name, is_max ? "" : incl ? "; divided by the taps inside the "
 	        "padded input" : "; divided by the taps inside the input");
-	cg_line(cg, "const int64_t stride = (int64_t)gridDim.x * blockDim.x;");
-	cg_line(cg, "for (int64_t o = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; o < %lldll; "
-	        "o += stride) {", (long long)ne);
-	cg->indent++;
-	cg_line(cg, "int64_t r = o;");
-	for (int i = nsp - 1; i >= 0; i--) {
-		cg_line(cg, "const int64_t o%c = r %% %lld;", sp[i], (long long)out[i]);
-		cg_line(cg, "r /= %lld;", (long long)out[i]);
-	}
+	cu_grid_outputs(cg, ne, nsp, out);
 	cg_line(cg, "const %s *xc = X0 + r * %lld;", cg_ctype(dt), (long long)is);
 	cg_line(cg, "%s %s = 0;", acc, is_max ? "m" : "s");
 	cg_line(cg, "int64_t cnt = 0;");

@@ -3,7 +3,9 @@
 
 1. Models built here (onnx.helper, opset 17) whose shapes reach what the
    node tests do not: MatMul/Gemm with partial 64 x 64 tiles, batch
-   broadcasting and transposes, Conv with groups, strides, dilations and a
+   broadcasting and transposes, float16/bfloat16 products on WMMA and on
+   mma.sync (whose emulation checks the m16n8k16 fragment layout), Pad in
+   every mode, products written with --cuda-library cublas, Conv with groups, strides, dilations and a
    fused Relu epilogue, reductions with constant axes (one block per output),
    Softmax/LayerNorm rows longer than a block, a fused elementwise chain with
    broadcasting. Reference: onnxruntime on the same inputs.
@@ -15,7 +17,8 @@
    compared with the expected outputs at the conformance defaults (rtol 1e-3,
    atol 1e-7), the tolerances the C backend is held to.
 3. Bad input: a CPU profile, an op the CUDA backend cannot emit, --emulate
-   without --target cuda: exit status, one line, no file written.
+   without --target cuda, --cuda-library with a C target or an unknown
+   library: exit status, one line, no file written.
 4. A subset of the ONNX backend node tests (the operators the CUDA backend
    has its own kernels for, and some that run the C emitter's loop nest on
    the GPU) through tests/py/test_conformance.py with
@@ -56,6 +59,8 @@ SUBSET = [
     # the attention, quantization, recurrent and detection families' loop nests
     "test_attention_4d_with_qk_matmul_bias*", "test_lstm_defaults*", "test_qlinearmatmul_2D*",
     "test_roialign_aligned_false*",
+    # Pad's own kernel: pads (and axes) at run time, every mode
+    "test_constant_pad*", "test_edge_pad*", "test_reflect_pad*", "test_wrap_pad*",
 ]
 
 
@@ -140,6 +145,36 @@ def build_cases():
                   helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8),
                   {"a": abf}, (abf.astype(np.float32) @ bbf.astype(np.float32)).astype(ml_dtypes.bfloat16),
                   []))
+    # mma.sync (the tile pass's block tile): the emulation gathers each warp's fragments by
+    # the m16n8k16 layout, so these check that layout as well as the sums
+    a16, b16 = r(130, 200).astype(np.float16), r(200, 150).astype(np.float16)
+    g = helper.make_graph([helper.make_node("MatMul", ["a", "b"], ["y"])], "mma16",
+                          [helper.make_tensor_value_info("a", TensorProto.FLOAT16, [130, 200])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT16, None)],
+                          [numpy_helper.from_array(b16, "b")])
+    cases.append(("matmul_float16_mma",
+                  helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8),
+                  {"a": a16}, (a16.astype(np.float32) @ b16.astype(np.float32)).astype(np.float16), []))
+    # K and N multiples of 8: 16-byte tile loads, B's transposed into shared memory
+    a16, b16 = r(3, 70, 160).astype(np.float16), r(160, 104).astype(np.float16)
+    g = helper.make_graph([helper.make_node("MatMul", ["a", "b"], ["y"])], "mma16b",
+                          [helper.make_tensor_value_info("a", TensorProto.FLOAT16, [3, 70, 160])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT16, None)],
+                          [numpy_helper.from_array(b16, "b")])
+    cases.append(("matmul_float16_batched_mma",
+                  helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8),
+                  {"a": a16}, (a16.astype(np.float32) @ b16.astype(np.float32)).astype(np.float16), []))
+    abf, bbf = r(200, 130).astype(ml_dtypes.bfloat16), r(150, 200).astype(ml_dtypes.bfloat16)
+    cbf = r(150).astype(ml_dtypes.bfloat16)
+    g = helper.make_graph([helper.make_node("Gemm", ["a", "b", "c"], ["t"], transA=1, transB=1, alpha=0.5),
+                           helper.make_node("Relu", ["t"], ["y"])], "mma_bf16",
+                          [helper.make_tensor_value_info("a", TensorProto.BFLOAT16, [200, 130])],
+                          [helper.make_tensor_value_info("y", TensorProto.BFLOAT16, None)],
+                          [numpy_helper.from_array(bbf, "b"), numpy_helper.from_array(cbf, "c")])
+    ref = np.maximum(0.5 * (abf.astype(np.float32).T @ bbf.astype(np.float32).T) + cbf.astype(np.float32), 0)
+    cases.append(("gemm_bfloat16_trans_bias_relu_mma",
+                  helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8),
+                  {"a": abf}, ref.astype(ml_dtypes.bfloat16), []))
     add("slice_steps", [helper.make_node("Slice", ["x", "st", "en", "ax", "sp"], ["y"])],
         {"x": r(6, 20, 9)}, ["y"], [("st", np.array([1, -2], np.int64)), ("en", np.array([19, 0], np.int64)),
                                     ("ax", np.array([1, 2], np.int64)), ("sp", np.array([3, -2], np.int64))])
@@ -153,6 +188,58 @@ def build_cases():
         {"x": r(2, 3, 11)}, ["y"], [("sz", np.array([4, 7], np.int64))])
     add("expand_rows", [helper.make_node("Expand", ["x", "sh"], ["y"])],
         {"x": r(3, 1)}, ["y"], [("sh", np.array([2, 3, 6], np.int64))])
+    # Pad's own kernel, pads known at generation: reflect past one edge, edge with a
+    # negative (cropping) pad, constant with a value
+    add("pad_reflect", [helper.make_node("Pad", ["x", "p"], ["y"], mode="reflect")],
+        {"x": r(2, 5, 6)}, ["y"], [("p", np.array([0, 4, 2, 1, 0, 5], np.int64))])
+    add("pad_edge_crop", [helper.make_node("Pad", ["x", "p"], ["y"], mode="edge")],
+        {"x": r(3, 4, 7)}, ["y"], [("p", np.array([1, -1, 3, 0, 2, -2], np.int64))])
+    add("pad_constant_value", [helper.make_node("Pad", ["x", "p", "v"], ["y"])],
+        {"x": r(2, 3, 4)}, ["y"], [("p", np.array([1, 0, 2, 0, 3, 1], np.int64)),
+                                   ("v", np.array(1.5, np.float32))])
+    # pads at run time that disagree with the declared output shape: zeros, as the C backend
+    g = helper.make_graph([helper.make_node("Pad", ["x", "p", "v"], ["y"])], "pad_rt",
+                          [helper.make_tensor_value_info("x", F32, [2, 3]),
+                           helper.make_tensor_value_info("p", TensorProto.INT64, [4])],
+                          [helper.make_tensor_value_info("y", F32, [2, 5])],
+                          [numpy_helper.from_array(np.array(7.0, np.float32), "v")])
+    cases.append(("pad_runtime_pads_disagree",
+                  helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8),
+                  {"x": r(2, 3), "p": np.array([0, 1, 0, 0], np.int64)}, np.zeros((2, 5), np.float32), []))
+    # --cuda-library cublas: the GPU calls cuBLAS, emulation still runs rlopt's kernel
+    # (and the post kernel's Gemm C and epilogue are only in the GPU build)
+    add("gemm_trans_bias_relu_cublas",
+        [helper.make_node("Gemm", ["a", "w", "c"], ["t"], transA=1, transB=1, alpha=0.5, beta=2.0),
+         helper.make_node("Relu", ["t"], ["y"])],
+        {"a": r(96, 80)}, ["y"], [("w", r(72, 96)), ("c", r(72))], args=["--cuda-library", "cublas"])
+    add("matmul_batched_cublas", [helper.make_node("MatMul", ["a", "b"], ["y"])],
+        {"a": r(3, 33, 40)}, ["y"], [("b", r(40, 17))], args=["--cuda-library", "cublas"])
+    # ... and with -DRL_CUDA_EMULATE_CUBLAS: the cuBLAS calls the GPU build makes, emulated
+    # column-major on the CPU, then the post kernels (Gemm's C, the epilogue): this checks
+    # the operand order, transposes, leading dims and batch strides passed to cuBLAS
+    emu = ["--cuda-library", "cublas", "--cflags", "-DRL_CUDA_EMULATE_CUBLAS"]
+    add("gemm_trans_bias_relu_cublas_emulated",
+        [helper.make_node("Gemm", ["a", "w", "c"], ["t"], transA=1, transB=1, alpha=0.5, beta=2.0),
+         helper.make_node("Relu", ["t"], ["y"])],
+        {"a": r(96, 80)}, ["y"], [("w", r(72, 96)), ("c", r(72))], args=emu)
+    add("gemm_transb_residual_cublas_emulated",
+        [helper.make_node("Gemm", ["a", "w"], ["t"], transB=1),
+         helper.make_node("Add", ["t", "z"], ["y"])],
+        {"a": r(20, 30), "z": r(20, 12)}, ["y"], [("w", r(12, 30))], args=emu)
+    add("gemm_transa_cublas_emulated", [helper.make_node("Gemm", ["a", "w"], ["y"], transA=1)],
+        {"a": r(30, 7)}, ["y"], [("w", r(30, 11))], args=emu)
+    add("matmul_batched_cublas_emulated", [helper.make_node("MatMul", ["a", "b"], ["y"])],
+        {"a": r(3, 33, 40), "b": r(3, 40, 17)}, ["y"], args=emu)
+    add("matmul_bcast_a_cublas_emulated", [helper.make_node("MatMul", ["a", "b"], ["y"])],
+        {"a": r(9, 40), "b": r(2, 3, 40, 5)}, ["y"], args=emu)
+    a16, b16 = r(3, 33, 40).astype(np.float16), r(40, 27).astype(np.float16)
+    g = helper.make_graph([helper.make_node("MatMul", ["a", "b"], ["y"])], "blas16",
+                          [helper.make_tensor_value_info("a", TensorProto.FLOAT16, [3, 33, 40])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT16, None)],
+                          [numpy_helper.from_array(b16, "b")])
+    cases.append(("matmul_float16_batched_cublas_emulated",
+                  helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8),
+                  {"a": a16}, (a16.astype(np.float32) @ b16.astype(np.float32)).astype(np.float16), emu))
     return cases
 
 
@@ -187,7 +274,9 @@ def run_cases(rlopt, tmp, tally):
                                        atol=8e-3 if bf else 2e-3 if half else 1e-5)
         # every case has a parallel CUDA kernel: none may fall back to the serial loop nest
         cu = os.path.join(d, "m.cu")
-        gen = rltest.run([rlopt, path, "-o", cu] + args, timeout=120)
+        gen_args = [a for i, a in enumerate(args)  # run's --cflags X does not apply to -o
+                    if a != "--cflags" and (i == 0 or args[i - 1] != "--cflags")]
+        gen = rltest.run([rlopt, path, "-o", cu] + gen_args, timeout=120)
         if not gen.ok:
             ok, msg = False, "rlopt -o m.cu: " + gen.describe()
         else:
@@ -195,6 +284,12 @@ def run_cases(rlopt, tmp, tally):
                 text = f.read()
             if "; serial:" in text or " (0 serial)" not in text:
                 ok, msg = False, "a kernel fell back to the serial loop nest"
+            elif "--cuda-library" in args and "rl_blas_check(cublas" not in text:
+                ok, msg = False, "--cuda-library cublas: no cuBLAS call in the .cu"
+            elif name.endswith("_mma") and "mma.sync m16n8k16" not in text:
+                ok, msg = False, "the product did not take the mma.sync kernel"
+            elif name.startswith("pad_") and "(Pad; one thread per output element)" not in text:
+                ok, msg = False, "Pad did not get its own kernel"
         print(f"{'ok  ' if ok else 'FAIL'} case {name}{'' if ok else ': ' + msg}")
         tally.add("pass" if ok else "fail")
 
@@ -212,6 +307,12 @@ def bad_inputs(rlopt, source, tmp, tally):
          1, "--target cuda"),
         ("--target cuda wants .cu", [rlopt, mlp, "-o", os.path.join(tmp, "x.c"), "--target", "cuda"],
          1, "OUT.cu"),
+        ("--cuda-library with a C target", [rlopt, mlp, "-o", os.path.join(tmp, "x.c"),
+                                            "--cuda-library", "cublas"], 1, "--cuda-library"),
+        ("--cuda-library unknown value", [rlopt, mlp, "-o", out, "--cuda-library", "mkl"], 1,
+         "cublas or none"),
+        ("run --cuda-library needs --target cuda", [rlopt, "run", mlp, "-i", "x.pb", "-d", tmp,
+                                                    "--cuda-library", "cublas"], 1, "--target cuda"),
     ]
     for name, cmd, code, text in checks:
         r = rltest.run(cmd, timeout=60)
