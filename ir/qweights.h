@@ -41,9 +41,12 @@
 /* --quantize */
 enum rl_quant_mode {
 	RL_QUANT_NONE,  /* leave every weight in float (the default) */
-	RL_QUANT_INT8,  /* int8 wherever it meets the error budget */
-	RL_QUANT_INT4,  /* int4 wherever it meets the error budget */
+	RL_QUANT_INT8,  /* int8 in blocks along K wherever it meets the budget */
+	RL_QUANT_INT4,  /* int4 wherever it meets the budget */
 	RL_QUANT_AUTO,  /* memory-bound nodes only, narrowest scheme in budget */
+	RL_QUANT_INT8_CHANNEL, /* int8 one scale per output channel, else blocks */
+	RL_QUANT_INT4_MIXED,   /* int4, but a product that makes a model output
+	                        * (the LM head): int8 in blocks */
 };
 
 enum rl_qscheme {

@@ -6,8 +6,11 @@
  * still pays in accuracy. So, for every MatMul and Gemm with a constant
  * float32 weight (--quantize):
  *
- *   int8  one scale per output channel, else (over budget) per --block codes
+ *   int8  blocks of --block codes along K (int8-channel: one scale per
+ *         output channel first, else blocks)
  *   int4  blocks of --block codes along K, symmetric, else with zero points
+ *         (int4-mixed: a product that makes a model output, the LM head,
+ *         int8 in blocks)
  *   auto  only memory-bound nodes (as priced on the machine at the bound
  *         batch), the narrowest of int4, int4+zp, int8/channel, int8/block
  *         that meets the budget, and only when the predicted time drops by
@@ -346,18 +349,58 @@ static enum rl_status rewrite(struct rl_graph *g, const struct qcand *c,
 	return RL_OK;
 }
 
-/* Scale candidates the mode allows, narrowest first. */
-static int schemes(int mode, enum rl_qscheme *out)
+/*
+ * Does the product's output reach a model output with nothing but a Cast
+ * between (the LM head)? Its error lands on the logits as it is, while an
+ * MLP's is damped by the residual stream it adds into (bench/quant_error.py:
+ * on bench_quant's stack, int4 on every product gives 11% logits error,
+ * int4 on the head alone 8.7%, on the MLPs alone 6.2%), so `--quantize
+ * int4-mixed` keeps it at int8 in blocks, as llama.cpp keeps its output
+ * tensor at 6 bits.
+ */
+static bool makes_output(const struct rl_graph *g, uint32_t y)
+{
+	for (int hop = 0; hop < 2; hop++) {
+		for (uint32_t j = 0; j < g->noutputs; j++)
+			if (g->outputs[j] == y)
+				return true;
+		uint32_t next = RL_NONE;
+		int uses = 0;
+		for (uint32_t i = 0; i < g->nnodes; i++) {
+			const struct rl_node *nd = &g->nodes[i];
+			if (nd->dead)
+				continue;
+			for (int k = 0; k < nd->nin; k++)
+				if (nd->in[k] == y) {
+					uses++;
+					next = nd->op == RL_OP_Cast ? nd->out[0] : RL_NONE;
+				}
+		}
+		if (uses != 1 || next == RL_NONE)
+			return false;
+		y = next;
+	}
+	return false;
+}
+
+/* Scale candidates the mode allows for node c, narrowest first. */
+static int schemes(const struct rl_graph *g, const struct qcand *c, int mode,
+                   enum rl_qscheme *out)
 {
 	int n = 0;
+	if (mode == RL_QUANT_INT4_MIXED)
+		mode = makes_output(g, c->y) ? RL_QUANT_INT8 : RL_QUANT_INT4;
 	if (mode == RL_QUANT_INT4 || mode == RL_QUANT_AUTO) {
 		out[n++] = RL_Q_INT4_SYM;
 		out[n++] = RL_Q_INT4_ASYM;
 	}
-	if (mode == RL_QUANT_INT8 || mode == RL_QUANT_AUTO) {
+	/* int8: blocks only (llama.cpp's Q8_0): one scale per channel is 0.85%
+	 * per product on Gaussian weights, which leaves over 1% on the logits of
+	 * a stack (bench/quant_error.py); blocks of 32 0.5% */
+	if (mode == RL_QUANT_INT8_CHANNEL || mode == RL_QUANT_AUTO)
 		out[n++] = RL_Q_INT8_CHANNEL;
+	if (mode == RL_QUANT_INT8 || mode == RL_QUANT_INT8_CHANNEL || mode == RL_QUANT_AUTO)
 		out[n++] = RL_Q_INT8_BLOCK;
-	}
 	return n;
 }
 
@@ -470,7 +513,7 @@ enum rl_status rl_pass_quantize(struct rl_graph *g, struct rl_pass_ctx *ctx)
 		int rows = cal_rows(g, ctx, &c, x, &from);
 		float_product(&c, x, rows, yf);
 		enum rl_qscheme sc[4];
-		int nsc = schemes(ctx->quantize, sc);
+		int nsc = schemes(g, &c, ctx->quantize, sc);
 		char tried[256] = "";
 		size_t tl = 0;
 		struct rl_qweight qw = {0};
@@ -537,9 +580,9 @@ enum rl_status rl_pass_quantize(struct rl_graph *g, struct rl_pass_ctx *ctx)
 		          priced ? cb.time_s : -1, priced ? ca.time_s : -1,
 		          "%s: weight %.4g -> %.4g bytes (%.2fx), error %.3g <= %.3g on %s%s%s%s",
 		          sname, wbytes, qbytes, wbytes / qbytes, err, ctx->max_rel_error, from,
-		          ctx->quantize == RL_QUANT_AUTO ? "; memory-bound, " : "",
-		          ctx->quantize == RL_QUANT_AUTO ? "tried " : "",
-		          ctx->quantize == RL_QUANT_AUTO ? tried : "");
+		          ctx->quantize == RL_QUANT_AUTO ? "; memory-bound, " : strchr(tried, ',') ? "; " : "",
+		          ctx->quantize == RL_QUANT_AUTO || strchr(tried, ',') ? "tried " : "",
+		          ctx->quantize == RL_QUANT_AUTO || strchr(tried, ',') ? tried : "");
 		if (priced) {
 			ctx->remarks[ctx->nremarks - 1].flops_before = cb.flops;
 			ctx->remarks[ctx->nremarks - 1].flops_after = ca.flops;

@@ -71,9 +71,12 @@ static const char usage_text[] =
 	"  --factorize           apply low-rank / Tucker-2 factorizations the judge accepts\n"
 	"                        (predicted speedup >= 10% and weight error under --max-rel-error)\n"
 	"  --max-rel-error E     relative error bound for --factorize and --quantize (default 1e-2)\n"
-	"  --quantize none|int8|int4|auto\n"
+	"  --quantize none|int8|int4|auto|int8-channel|int4-mixed\n"
 	"                        int8/int4 weights for MatMul/Gemm within --max-rel-error;\n"
-	"                        auto: only memory-bound nodes, narrowest scheme (default none)\n"
+	"                        int8: blocks of --block; int8-channel: one scale per\n"
+	"                        channel; int4-mixed: int4, but a product that makes a model\n"
+	"                        output (the LM head) int8 in blocks; auto: only\n"
+	"                        memory-bound nodes, narrowest scheme (default none)\n"
 	"  --block 32|64|128     codes per scale along K for blocked schemes (default 32)\n"
 	"  --value NAME=FILE.pb  (-o OUT.c, run) bind input NAME to that tensor's data: shapes\n"
 	"                        it decides are fixed; NAME_run returns -2 if a run passes other\n"
@@ -405,15 +408,18 @@ static int parse_rewrite_opts(struct rl_cli_opts *o, int argc, char **argv, int 
 		return 1;
 	}
 	if (is_flag(a, "--quantize")) {
-		static const char *const modes[] = {"none", "int8", "int4", "auto"};
+		/* in the order of enum rl_quant_mode (ir/qweights.h) */
+		static const char *const modes[] = {"none", "int8", "int4", "auto", "int8-channel",
+		                                    "int4-mixed"};
 		if (!(v = optval(argc, argv, i, "--quantize")))
 			return -1;
 		o->quantize = -1;
-		for (int k = 0; k < 4; k++)
+		for (int k = 0; k < 6; k++)
 			if (strcmp(v, modes[k]) == 0)
 				o->quantize = k;
 		if (o->quantize < 0) {
-			usage_error("--quantize wants none, int8, int4 or auto, not '%s'", v);
+			usage_error("--quantize wants none, int8, int4, auto, int8-channel or int4-mixed, "
+			            "not '%s'", v);
 			return -1;
 		}
 		return 1;

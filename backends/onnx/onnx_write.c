@@ -461,7 +461,7 @@ enum rl_status rl_onnx_write_fmt(const struct rl_graph *g, const char *path, int
 		}
 		snprintf(err, errlen, "%s: node '%s': its %s weights as DequantizeLinear need opset %d "
 		         "and the model imports opset %d; use --onnx-format matmulnbits (or --quantize "
-		         "int8 for one scale per channel at opset 13)", path, n->name,
+		         "int8-channel for one scale per channel at opset 13)", path, n->name,
 		         rl_node_attr_int(n, "bits", 8) == 4 ? "int4" : "blocked int8", need, g->opset);
 		return RL_ERR_UNSUPPORTED;
 	}

@@ -101,7 +101,9 @@ Test(quant, int4_scale_search)
 		e0 += (r - w[k]) * (r - w[k]);
 	}
 	cr_expect(e <= e0 + 1e-9, "searched %g > plain %g", e, e0);
-	cr_expect(q.s[0] <= s0 + 1e-6 && q.s[0] >= s0 * 7 / 8 - 1e-6);
+	/* the largest weight is positive: a negative scale puts it on code -8 */
+	cr_expect(q.s[0] < 0 && -q.s[0] <= s0 * 72 / 64 + 1e-6 && -q.s[0] >= s0 * 50 / 64 - 1e-6,
+	          "%g", q.s[0]);
 	unpack_free(&q);
 }
 
@@ -151,10 +153,12 @@ Test(quant, int4_zero_points)
 	rl_qweight_column(&q, 0, col);
 	for (int k = 0; k < K; k++)
 		cr_expect_float_eq(col[k], w[k], 1e-6);
-	/* symmetric on the same block wastes half the codes: a scale between
-	 * 15/8 and 15/7 (the search's range), and an error the zero point avoids */
+	/* symmetric on the same block wastes half the codes: a scale of 50/64 to
+	 * 72/64 of 15/7 (the search's range), negative (15 goes to code -8), and
+	 * an error the zero point avoids */
 	struct rl_qweight s = pack(RL_Q_INT4_SYM, K, 1, 32, w);
-	cr_expect(s.s[0] >= 15.0f / 8.0f - 1e-6f && s.s[0] <= 15.0f / 7.0f + 1e-6f, "%g", s.s[0]);
+	cr_expect(s.s[0] <= -15.0f / 7.0f * 50 / 64 + 1e-6f && s.s[0] >= -15.0f / 7.0f * 72 / 64 - 1e-6f,
+	          "%g", s.s[0]);
 	rl_qweight_column(&s, 0, col);
 	double e = 0;
 	for (int k = 0; k < K; k++)
@@ -239,7 +243,7 @@ Test(quantize_pass, int8_rewrites_with_bytes_and_time)
 	struct rl_graph *g = matmul(1, 512, 256, -1);
 	struct rl_machine m;
 	struct rl_pass_ctx ctx;
-	const struct rl_remark *r = run(g, &m, RL_QUANT_INT8, 1e-2, &ctx);
+	const struct rl_remark *r = run(g, &m, RL_QUANT_INT8_CHANNEL, 1e-2, &ctx);
 	cr_expect_str_eq(r->verdict, "int8");
 	uint32_t q = node_op(g, RL_OP_QuantMatMul);
 	cr_assert_neq(q, RL_NONE);
@@ -306,6 +310,40 @@ Test(quantize_pass, auto_by_bound)
 	cr_expect_str_eq(r->verdict, "float");
 	cr_expect(strstr(r->msg, "compute-bound on epyc9654"), "%s", r->msg);
 	cr_expect_neq(node_op(g, RL_OP_MatMul), RL_NONE);
+	rl_pass_ctx_free(&ctx);
+	rl_graph_free(g);
+}
+
+Test(quantize_pass, int8_default_is_blocked)
+{
+	/* --quantize int8: blocks of 32 (one scale per 32 codes), not one per
+	 * channel: 256 * (512 + 16 * 4) bytes */
+	struct rl_graph *g = matmul(1, 512, 256, -1);
+	struct rl_machine m;
+	struct rl_pass_ctx ctx;
+	const struct rl_remark *r = run(g, &m, RL_QUANT_INT8, 1e-2, &ctx);
+	cr_expect_str_eq(r->verdict, "int8");
+	cr_expect(strstr(r->msg, "int8/block32"), "%s", r->msg);
+	cr_expect_float_eq(r->bytes_after, 256.0 * (512 + 16 * 4) + 4.0 * (512 + 256), 1e-6);
+	rl_pass_ctx_free(&ctx);
+	rl_graph_free(g);
+}
+
+Test(quantize_pass, int4_mixed_keeps_the_output_product_int8)
+{
+	/* the product makes the model output: int4-mixed gives it int8 blocks
+	 * even where int4 would meet the budget; int4 gives it int4 */
+	struct rl_graph *g = matmul(1, 512, 256, -1);
+	struct rl_machine m;
+	struct rl_pass_ctx ctx;
+	const struct rl_remark *r = run(g, &m, RL_QUANT_INT4_MIXED, 0.2, &ctx);
+	cr_expect_str_eq(r->verdict, "int8");
+	cr_expect(strstr(r->msg, "int8/block32"), "%s", r->msg);
+	rl_pass_ctx_free(&ctx);
+	rl_graph_free(g);
+	g = matmul(1, 512, 256, -1);
+	r = run(g, &m, RL_QUANT_INT4, 0.2, &ctx);
+	cr_expect_str_eq(r->verdict, "int4");
 	rl_pass_ctx_free(&ctx);
 	rl_graph_free(g);
 }
