@@ -5,6 +5,11 @@
  *
  * Rounding is to nearest (ties away from zero, lrintf would depend on the
  * rounding mode), so the same weights give the same bytes on every host.
+ * Scales are float32 or, with half_scales, float16 (llama.cpp's Q4_0 and
+ * Q8_0 store theirs so): int4 in blocks of 32 then moves 0.5625 bytes per
+ * weight instead of 0.625, int8 1.0625 instead of 1.125, for a relative
+ * rounding of the scale under 2^-11 (bench/quant_error.py: no change in the
+ * stack's logits error at the third digit).
  */
 #include "qweights.h"
 
@@ -143,6 +148,11 @@ static void search4(const float *x, int64_t ks, int64_t len, float *s, int32_t *
 	}
 }
 
+int64_t rl_qweight_bytes(const struct rl_qweight *w)
+{
+	return w->n * (w->rowbytes + w->nb * ((w->half_scales ? 2 : 4) + (w->z != NULL)));
+}
+
 int64_t rl_qweight_code_at(int bits, int64_t unit, int64_t rowbytes, int64_t k, int *shift)
 {
 	int64_t units = rowbytes * 8 / bits / unit;
@@ -198,6 +208,11 @@ void rl_qweight_pack(struct rl_qweight *w, const float *src, int64_t ks, int64_t
 				if (w->z)
 					w->z[n * w->nb + b] = (uint8_t)zp;
 			}
+			/* float16 scales: the codes are rounded against the scale the
+			 * kernels will read (a relative change of at most 2^-11; an
+			 * int8 weight that lands past 127 clamps there) */
+			if (w->half_scales)
+				*s = rl_half_to_float(rl_float_to_half(*s));
 			float inv = *s != 0 ? 1.0f / *s : 0;
 			/* the last block also fills the padding to the chunk's end */
 			int64_t end = b == w->nb - 1 ? kpad - k0 : len;
@@ -262,7 +277,7 @@ enum rl_status rl_infer_quant_matmul(struct rl_graph *g, uint32_t node)
 	rl_shape_set(&ss, 2, sd);
 	rl_shape_set(&bsh, 1, &N);
 	if (!a || !q || !s || a->dtype != RL_DT_FLOAT || q->dtype != RL_DT_UINT8 ||
-	    s->dtype != RL_DT_FLOAT || !rl_shape_equal(&q->shape, &qs) ||
+	    (s->dtype != RL_DT_FLOAT && s->dtype != RL_DT_FLOAT16) || !rl_shape_equal(&q->shape, &qs) ||
 	    !rl_shape_equal(&s->shape, &ss) ||
 	    (z && (z->dtype != RL_DT_UINT8 || bits != 4 || !rl_shape_equal(&z->shape, &ss))) ||
 	    (bias && (bias->dtype != RL_DT_FLOAT || !rl_shape_equal(&bias->shape, &bsh))))

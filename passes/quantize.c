@@ -299,8 +299,19 @@ static enum rl_status rewrite(struct rl_graph *g, const struct qcand *c,
 	uint32_t in[5] = {c->a, RL_NONE, RL_NONE, RL_NONE, RL_NONE};
 	in[1] = add_const(g, name, "qweight", RL_DT_UINT8, 2, qd, qw->q,
 	                  (size_t)(c->n * qw->rowbytes));
-	in[2] = add_const(g, name, "qscale", RL_DT_FLOAT, 2, sd, qw->s,
-	                  (size_t)(c->n * qw->nb) * sizeof(float));
+	if (qw->half_scales) {
+		uint16_t *h = malloc((size_t)(c->n * qw->nb) * sizeof(uint16_t));
+		if (h) {
+			for (int64_t j = 0; j < c->n * qw->nb; j++)
+				h[j] = rl_float_to_half(qw->s[j]);
+			in[2] = add_const(g, name, "qscale", RL_DT_FLOAT16, 2, sd, h,
+			                  (size_t)(c->n * qw->nb) * sizeof(uint16_t));
+			free(h);
+		}
+	} else {
+		in[2] = add_const(g, name, "qscale", RL_DT_FLOAT, 2, sd, qw->s,
+		                  (size_t)(c->n * qw->nb) * sizeof(float));
+	}
 	if (qw->z)
 		in[3] = add_const(g, name, "qzero", RL_DT_UINT8, 2, sd, qw->z, (size_t)(c->n * qw->nb));
 	if (c->bias != RL_NONE) {
@@ -493,9 +504,16 @@ enum rl_status rl_pass_quantize(struct rl_graph *g, struct rl_pass_ctx *ctx)
 			c.data = wide, c.ks = 1, c.ns = c.k;
 		}
 		bool finite = true;
+		float wmax = 0;
 		for (int64_t n = 0; n < c.n && finite; n++)
-			for (int64_t k = 0; k < c.k && finite; k++)
-				finite = isfinite(c.data[k * c.ks + n * c.ns]);
+			for (int64_t k = 0; k < c.k && finite; k++) {
+				float v = fabsf(c.data[k * c.ks + n * c.ns]);
+				finite = isfinite(v);
+				wmax = v > wmax ? v : wmax;
+			}
+		/* float16 scales unless --scale-type f32, Gemm's alpha (folded into
+		 * the scales after packing) or a scale past float16's range */
+		bool half = !ctx->quant_scale32 && c.alpha == 1.0f && wmax / 7 * 72 / 64 < 65504;
 		if (!finite) {
 			rl_remark(ctx, "quantize", name, "float", -1, -1, -1, -1,
 			          "the weight holds NaN or Inf: stays float");
@@ -521,6 +539,7 @@ enum rl_status rl_pass_quantize(struct rl_graph *g, struct rl_pass_ctx *ctx)
 		bool found = false;
 		for (int s = 0; s < nsc && !found; s++) {
 			rl_qweight_geometry(&qw, sc[s], c.k, c.n, block);
+			qw.half_scales = half;
 			qw.q = malloc((size_t)(c.n * qw.rowbytes));
 			qw.s = malloc((size_t)(c.n * qw.nb) * sizeof(float));
 			qw.z = sc[s] == RL_Q_INT4_ASYM ? malloc((size_t)(c.n * qw.nb)) : NULL;
@@ -551,7 +570,7 @@ enum rl_status rl_pass_quantize(struct rl_graph *g, struct rl_pass_ctx *ctx)
 			          "stays float", ctx->max_rel_error, block, from, tried);
 			continue;
 		}
-		double qbytes = (double)(c.n * qw.rowbytes) + (double)(c.n * qw.nb) * (4.0 + (qw.z != NULL));
+		double qbytes = (double)rl_qweight_bytes(&qw);
 		if (priced) {
 			struct rl_counts c2 = cnt;
 			c2.bytes_read += qbytes - wbytes;
@@ -578,8 +597,8 @@ enum rl_status rl_pass_quantize(struct rl_graph *g, struct rl_pass_ctx *ctx)
 		double nb0 = priced ? cb.bytes : -1, nb1 = priced ? ca.bytes : -1;
 		rl_remark(ctx, "quantize", name, qw.bits == 8 ? "int8" : "int4", nb0, nb1,
 		          priced ? cb.time_s : -1, priced ? ca.time_s : -1,
-		          "%s: weight %.4g -> %.4g bytes (%.2fx), error %.3g <= %.3g on %s%s%s%s",
-		          sname, wbytes, qbytes, wbytes / qbytes, err, ctx->max_rel_error, from,
+		          "%s: weight %.4g -> %.4g bytes (%.2fx, %s scales), error %.3g <= %.3g on %s%s%s%s",
+		          sname, wbytes, qbytes, wbytes / qbytes, qw.half_scales ? "float16" : "float32", err, ctx->max_rel_error, from,
 		          ctx->quantize == RL_QUANT_AUTO ? "; memory-bound, " : strchr(tried, ',') ? "; " : "",
 		          ctx->quantize == RL_QUANT_AUTO || strchr(tried, ',') ? "tried " : "",
 		          ctx->quantize == RL_QUANT_AUTO || strchr(tried, ',') ? tried : "");

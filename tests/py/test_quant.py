@@ -390,7 +390,9 @@ def check_bad_inputs(args, work):
     usage = [(["--quantize", "bogus"], "--quantize wants none, int8, int4, auto, int8-channel or int4-mixed"),
              (["--quantize", "int8", "--block", "48"], "--block wants 32, 64 or 128"),
              (["--quantize", "int8", "--max-rel-error", "-1"], "--max-rel-error wants"),
-             (["--block", "64"], "--block and --calibrate steer --quantize")]
+             (["--block", "64"], "--block, --scale-type and --calibrate steer --quantize"),
+             (["--quantize", "int4", "--scale-type", "f8"], "--scale-type wants f16 or f32"),
+             (["--scale-type", "f32"], "--block, --scale-type and --calibrate steer --quantize")]
     for flags, msg in usage:
         r = rltest.run([args.rlopt, path, "-o", out] + flags, args.timeout)
         if r.returncode != 1 or msg not in r.stderr or os.path.exists(out):
