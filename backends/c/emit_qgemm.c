@@ -336,19 +336,21 @@ static void gen_vnni(struct rl_buf *b, int bits, int nc)
 			              "                l%d = _mm512_dpbusd_epi32(l%d, x2, c1);\n"
 			              "                h%d = _mm512_dpbusd_epi32(h%d, c1, x3);\n"
 			              "            }\n", c, c, c, c, c, c, c, c, c, c, c);
+		/* the zero points' share z * sum(x) per lane: symmetric (z = 8)
+		 * is a shift, once per group for all nc channels; only zero
+		 * points per block pay a multiply per channel */
 		rl_buf_printf(b, "        }\n"
-		              "        __m512i xsv = _mm512_loadu_si512(xs + 16 * g);\n");
+		              "        __m512i xsv = _mm512_loadu_si512(xs + 16 * g);\n"
+		              "        __m512i x8 = _mm512_slli_epi32(xsv, 3);\n");
 	}
 	for (int c = 0; c < nc; c++) {
 		if (bits == 8)
 			rl_buf_printf(b, "        __m512i d%d = _mm512_add_epi32(_mm512_slli_epi32("
 			              "_mm512_sub_epi32(h%d, hc), 8), l%d);\n", c, c, c);
 		else
-			rl_buf_printf(b, "        __m512i z%d = z ? _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, "
-			              "z + %d * nb + 16 * g))\n"
-			              "                       : _mm512_set1_epi32(8);\n"
-			              "        __m512i d%d = _mm512_sub_epi32(_mm512_add_epi32(_mm512_slli_epi32(h%d, 8), l%d),\n"
-			              "                                       _mm512_mullo_epi32(z%d, xsv));\n",
+			rl_buf_printf(b, "        __m512i z%d = z ? _mm512_mullo_epi32(_mm512_cvtepu8_epi32("
+			              "_mm_maskz_loadu_epi8(m, z + %d * nb + 16 * g)), xsv) : x8;\n"
+			              "        __m512i d%d = _mm512_sub_epi32(_mm512_add_epi32(_mm512_slli_epi32(h%d, 8), l%d), z%d);\n",
 			              c, c, c, c, c, c);
 		/* float16 scales: 16 of them widened by one vcvtph2ps per group */
 		rl_buf_printf(b, "        __m512 s%d = nb == 1 ? _mm512_set1_ps(rl_q_sc(sv, half, %d * nb))\n"
