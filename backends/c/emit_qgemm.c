@@ -32,6 +32,11 @@
  *   i, so lane sums never mix blocks and one vector of 16 block scales
  *   applies per 16 blocks; zero points come off as z * sum(x) per block.
  *   The activations are laid out the same way when they are prepared.
+ * - Scales are float16 (the default, --scale-type) or float32: the VNNI
+ *   kernels widen a group's 16 float16 scales with one vcvtph2ps, the
+ *   others through rl_h2f; 2 bytes per block instead of 4 is 10% of int4's
+ *   bytes in blocks of 32. Symmetric int4's zero point (8) comes off as
+ *   8 * sum(x), one shift per group shared by the channels in flight.
  * - Elsewhere (no VNNI, or RL_NO_QVNNI, or a row holding NaN/Inf), the
  *   portable generic vectors of the runtime (rl_vf, RL_TARGETS clones)
  *   dequantize each code in registers with float accumulation on the same
