@@ -25,9 +25,11 @@ numpy.memmap (never two copies in this process; its peak was not measured:
 sampled during the onnxruntime step it held 1.4 GB, rlopt 0.85 GB).
 
 What it does, in a temporary folder:
-  1. Generates C three times: float, --quantize int8 (one scale per output
-     channel) and --quantize int4 (blocks of --block, symmetric; the guard
-     budget --int4-error), weights in the side file (--weights-max 0).
+  1. Generates C four times: float, --quantize int8 (blocks of --block),
+     --quantize int4 (blocks of --block, symmetric; the guard budget
+     --int4-error) and --quantize int4-mixed (int4, the head int8 in blocks;
+     --no-mixed skips it), float16 scales unless --scale-type-f32, weights
+     in the side file (--weights-max 0).
   2. Compiles each with bench/timing_harness.c at plain `cc -O2` and times
      it at each thread count (median over --seconds; one thread: its CPU
      time, --wall for wall time; more threads: wall time).
@@ -136,9 +138,12 @@ def main():
     ap.add_argument("--int4-error", type=float, default=0.15,
                     help="--max-rel-error for int4 (int4 on Gaussian weights: about 0.09)")
     ap.add_argument("--int8-error", type=float, default=0.01,
-                    help="--max-rel-error for int8 (below per-channel's ~0.0085 the guard "
-                         "takes int8 in blocks of --block)")
+                    help="--max-rel-error for int8 (blocks of --block: about 0.005 per product)")
     ap.add_argument("--probe", action="store_true", help="also run `rlopt probe`")
+    ap.add_argument("--no-mixed", dest="mixed", action="store_false",
+                    help="skip --quantize int4-mixed (int4 MLPs, an int8 head) on the stack")
+    ap.add_argument("--scale-type-f32", dest="scale32", action="store_true",
+                    help="float32 scales (--scale-type f32) instead of the default float16")
     ap.add_argument("--wall", dest="cpu_time", action="store_false",
                     help="time one thread by the wall clock too (default: its CPU time)")
     ap.add_argument("--no-ort", dest="ort", action="store_false", help="skip onnxruntime")
@@ -348,6 +353,11 @@ def run_stack(args, threads, work):
                                          "--max-rel-error", str(args.int8_error)]),
                 ("int4", ["--quantize", "int4", "--block", str(args.block),
                           "--max-rel-error", str(args.int4_error)])]
+    if args.mixed:  # int4 MLPs, the head (it makes the logits) int8 in blocks
+        variants.append(("int4mix", ["--quantize", "int4-mixed", "--block", str(args.block),
+                                     "--max-rel-error", str(args.int4_error)]))
+    if args.scale32:
+        variants = [(n, f + ["--scale-type", "f32"] if f else f) for n, f in variants]
     res = {}
     for name, flags in variants:
         d = os.path.join(work, name)
@@ -422,7 +432,7 @@ def run_stack(args, threads, work):
                         f"{f0['times'][t] / s:>6.2f}x")
         print(f"{name:<8} {r['wbytes'] / 1e6:>8.1f} {f0['wbytes'] / r['wbytes']:>6.2f}x "
               f"{r['err']:>9.2e} " + " ".join(cols) + f" {r['pred']:>8.2f}x")
-    for name in ("int8", "int4"):
+    for name in [v[0] for v in variants[1:]]:
         r = res[name]
         if r["nodes"]:
             print(f"  {name}: {r['nq']} products quantized ({', '.join(r['schemes'])}); "

@@ -7,7 +7,7 @@
  *
  *   0  A     float32 [..., K]        the activations, as MatMul's A
  *   1  Q     uint8   [N, rowbytes]   codes, one row per output channel
- *   2  S     float32 [N, nb]         one scale per block
+ *   2  S     float16 or float32 [N, nb]  one scale per block
  *   3  Z     uint8   [N, nb]         int4 zero points (optional; absent: 8)
  *   4  bias  float32 [N]             Gemm's C (optional)
  *
@@ -41,9 +41,12 @@
 /* --quantize */
 enum rl_quant_mode {
 	RL_QUANT_NONE,  /* leave every weight in float (the default) */
-	RL_QUANT_INT8,  /* int8 wherever it meets the error budget */
-	RL_QUANT_INT4,  /* int4 wherever it meets the error budget */
+	RL_QUANT_INT8,  /* int8 in blocks along K wherever it meets the budget */
+	RL_QUANT_INT4,  /* int4 wherever it meets the budget */
 	RL_QUANT_AUTO,  /* memory-bound nodes only, narrowest scheme in budget */
+	RL_QUANT_INT8_CHANNEL, /* int8 one scale per output channel, else blocks */
+	RL_QUANT_INT4_MIXED,   /* int4, but a product that makes a model output
+	                        * (the LM head): int8 in blocks */
 };
 
 enum rl_qscheme {
@@ -68,7 +71,8 @@ struct rl_qweight {
 	int64_t unit;       /* codes per lane unit of the layout (above) */
 	int64_t rowbytes;   /* bytes of codes per channel (whole 64-byte chunks) */
 	uint8_t *q;         /* [n][rowbytes] */
-	float *s;           /* [n][nb] */
+	float *s;           /* [n][nb] (with half_scales: values a float16 holds) */
+	bool half_scales;   /* stored as float16 (set before rl_qweight_pack) */
 	uint8_t *z;         /* [n][nb] int4 zero points, or NULL (8) */
 };
 
@@ -78,10 +82,11 @@ int64_t rl_qweight_rowbytes(int bits, int64_t k, int64_t block);
 /* Byte of code k within a row of rowbytes bytes; *shift: its nibble (0, 4). */
 int64_t rl_qweight_code_at(int bits, int64_t unit, int64_t rowbytes, int64_t k, int *shift);
 /* Fill the geometry of w for scheme on a K x N weight (block: 32/64/128;
- * ignored by per-channel int8). Returns the packed bytes (codes, scales and
- * zero points). */
+ * ignored by per-channel int8). Returns the packed bytes (codes, float32
+ * scales and zero points; rl_qweight_bytes counts the scales as stored). */
 int64_t rl_qweight_geometry(struct rl_qweight *w, enum rl_qscheme scheme, int64_t k,
                             int64_t n, int64_t block);
+int64_t rl_qweight_bytes(const struct rl_qweight *w);
 /* Quantize weight element (k, n) = src[k * ks + n * ns] into w, whose q, s
  * and z (when the scheme has zero points) the caller allocated per the
  * geometry. An all-zero block gets scale 0 and codes worth 0. The source

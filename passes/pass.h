@@ -59,6 +59,7 @@ struct rl_pass_ctx {
 	/* weight quantization (passes/quantize.c) */
 	int quantize;           /* enum rl_quant_mode (ir/qweights.h): --quantize */
 	int quant_block;        /* --block: 32, 64 or 128 codes per scale */
+	int quant_scale32;      /* --scale-type f32: float32 scales (default float16) */
 	const struct rl_tensor *calib; /* --calibrate: tensors for the graph inputs, */
 	int ncalib;                    /* in input order (frontends/onnx/onnx.h) */
 };

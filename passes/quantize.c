@@ -6,8 +6,11 @@
  * still pays in accuracy. So, for every MatMul and Gemm with a constant
  * float32 weight (--quantize):
  *
- *   int8  one scale per output channel, else (over budget) per --block codes
+ *   int8  blocks of --block codes along K (int8-channel: one scale per
+ *         output channel first, else blocks)
  *   int4  blocks of --block codes along K, symmetric, else with zero points
+ *         (int4-mixed: a product that makes a model output, the LM head,
+ *         int8 in blocks)
  *   auto  only memory-bound nodes (as priced on the machine at the bound
  *         batch), the narrowest of int4, int4+zp, int8/channel, int8/block
  *         that meets the budget, and only when the predicted time drops by
@@ -296,8 +299,19 @@ static enum rl_status rewrite(struct rl_graph *g, const struct qcand *c,
 	uint32_t in[5] = {c->a, RL_NONE, RL_NONE, RL_NONE, RL_NONE};
 	in[1] = add_const(g, name, "qweight", RL_DT_UINT8, 2, qd, qw->q,
 	                  (size_t)(c->n * qw->rowbytes));
-	in[2] = add_const(g, name, "qscale", RL_DT_FLOAT, 2, sd, qw->s,
-	                  (size_t)(c->n * qw->nb) * sizeof(float));
+	if (qw->half_scales) {
+		uint16_t *h = malloc((size_t)(c->n * qw->nb) * sizeof(uint16_t));
+		if (h) {
+			for (int64_t j = 0; j < c->n * qw->nb; j++)
+				h[j] = rl_float_to_half(qw->s[j]);
+			in[2] = add_const(g, name, "qscale", RL_DT_FLOAT16, 2, sd, h,
+			                  (size_t)(c->n * qw->nb) * sizeof(uint16_t));
+			free(h);
+		}
+	} else {
+		in[2] = add_const(g, name, "qscale", RL_DT_FLOAT, 2, sd, qw->s,
+		                  (size_t)(c->n * qw->nb) * sizeof(float));
+	}
 	if (qw->z)
 		in[3] = add_const(g, name, "qzero", RL_DT_UINT8, 2, sd, qw->z, (size_t)(c->n * qw->nb));
 	if (c->bias != RL_NONE) {
@@ -346,18 +360,58 @@ static enum rl_status rewrite(struct rl_graph *g, const struct qcand *c,
 	return RL_OK;
 }
 
-/* Scale candidates the mode allows, narrowest first. */
-static int schemes(int mode, enum rl_qscheme *out)
+/*
+ * Does the product's output reach a model output with nothing but a Cast
+ * between (the LM head)? Its error lands on the logits as it is, while an
+ * MLP's is damped by the residual stream it adds into (bench/quant_error.py:
+ * on bench_quant's stack, int4 on every product gives 11% logits error,
+ * int4 on the head alone 8.7%, on the MLPs alone 6.2%), so `--quantize
+ * int4-mixed` keeps it at int8 in blocks, as llama.cpp keeps its output
+ * tensor at 6 bits.
+ */
+static bool makes_output(const struct rl_graph *g, uint32_t y)
+{
+	for (int hop = 0; hop < 2; hop++) {
+		for (uint32_t j = 0; j < g->noutputs; j++)
+			if (g->outputs[j] == y)
+				return true;
+		uint32_t next = RL_NONE;
+		int uses = 0;
+		for (uint32_t i = 0; i < g->nnodes; i++) {
+			const struct rl_node *nd = &g->nodes[i];
+			if (nd->dead)
+				continue;
+			for (int k = 0; k < nd->nin; k++)
+				if (nd->in[k] == y) {
+					uses++;
+					next = nd->op == RL_OP_Cast ? nd->out[0] : RL_NONE;
+				}
+		}
+		if (uses != 1 || next == RL_NONE)
+			return false;
+		y = next;
+	}
+	return false;
+}
+
+/* Scale candidates the mode allows for node c, narrowest first. */
+static int schemes(const struct rl_graph *g, const struct qcand *c, int mode,
+                   enum rl_qscheme *out)
 {
 	int n = 0;
+	if (mode == RL_QUANT_INT4_MIXED)
+		mode = makes_output(g, c->y) ? RL_QUANT_INT8 : RL_QUANT_INT4;
 	if (mode == RL_QUANT_INT4 || mode == RL_QUANT_AUTO) {
 		out[n++] = RL_Q_INT4_SYM;
 		out[n++] = RL_Q_INT4_ASYM;
 	}
-	if (mode == RL_QUANT_INT8 || mode == RL_QUANT_AUTO) {
+	/* int8: blocks only (llama.cpp's Q8_0): one scale per channel is 0.85%
+	 * per product on Gaussian weights, which leaves over 1% on the logits of
+	 * a stack (bench/quant_error.py); blocks of 32 0.5% */
+	if (mode == RL_QUANT_INT8_CHANNEL || mode == RL_QUANT_AUTO)
 		out[n++] = RL_Q_INT8_CHANNEL;
+	if (mode == RL_QUANT_INT8 || mode == RL_QUANT_INT8_CHANNEL || mode == RL_QUANT_AUTO)
 		out[n++] = RL_Q_INT8_BLOCK;
-	}
 	return n;
 }
 
@@ -450,9 +504,16 @@ enum rl_status rl_pass_quantize(struct rl_graph *g, struct rl_pass_ctx *ctx)
 			c.data = wide, c.ks = 1, c.ns = c.k;
 		}
 		bool finite = true;
+		float wmax = 0;
 		for (int64_t n = 0; n < c.n && finite; n++)
-			for (int64_t k = 0; k < c.k && finite; k++)
-				finite = isfinite(c.data[k * c.ks + n * c.ns]);
+			for (int64_t k = 0; k < c.k && finite; k++) {
+				float v = fabsf(c.data[k * c.ks + n * c.ns]);
+				finite = isfinite(v);
+				wmax = v > wmax ? v : wmax;
+			}
+		/* float16 scales unless --scale-type f32, Gemm's alpha (folded into
+		 * the scales after packing) or a scale past float16's range */
+		bool half = !ctx->quant_scale32 && c.alpha == 1.0f && wmax / 7 * 72 / 64 < 65504;
 		if (!finite) {
 			rl_remark(ctx, "quantize", name, "float", -1, -1, -1, -1,
 			          "the weight holds NaN or Inf: stays float");
@@ -470,7 +531,7 @@ enum rl_status rl_pass_quantize(struct rl_graph *g, struct rl_pass_ctx *ctx)
 		int rows = cal_rows(g, ctx, &c, x, &from);
 		float_product(&c, x, rows, yf);
 		enum rl_qscheme sc[4];
-		int nsc = schemes(ctx->quantize, sc);
+		int nsc = schemes(g, &c, ctx->quantize, sc);
 		char tried[256] = "";
 		size_t tl = 0;
 		struct rl_qweight qw = {0};
@@ -478,6 +539,7 @@ enum rl_status rl_pass_quantize(struct rl_graph *g, struct rl_pass_ctx *ctx)
 		bool found = false;
 		for (int s = 0; s < nsc && !found; s++) {
 			rl_qweight_geometry(&qw, sc[s], c.k, c.n, block);
+			qw.half_scales = half;
 			qw.q = malloc((size_t)(c.n * qw.rowbytes));
 			qw.s = malloc((size_t)(c.n * qw.nb) * sizeof(float));
 			qw.z = sc[s] == RL_Q_INT4_ASYM ? malloc((size_t)(c.n * qw.nb)) : NULL;
@@ -508,7 +570,7 @@ enum rl_status rl_pass_quantize(struct rl_graph *g, struct rl_pass_ctx *ctx)
 			          "stays float", ctx->max_rel_error, block, from, tried);
 			continue;
 		}
-		double qbytes = (double)(c.n * qw.rowbytes) + (double)(c.n * qw.nb) * (4.0 + (qw.z != NULL));
+		double qbytes = (double)rl_qweight_bytes(&qw);
 		if (priced) {
 			struct rl_counts c2 = cnt;
 			c2.bytes_read += qbytes - wbytes;
@@ -535,11 +597,11 @@ enum rl_status rl_pass_quantize(struct rl_graph *g, struct rl_pass_ctx *ctx)
 		double nb0 = priced ? cb.bytes : -1, nb1 = priced ? ca.bytes : -1;
 		rl_remark(ctx, "quantize", name, qw.bits == 8 ? "int8" : "int4", nb0, nb1,
 		          priced ? cb.time_s : -1, priced ? ca.time_s : -1,
-		          "%s: weight %.4g -> %.4g bytes (%.2fx), error %.3g <= %.3g on %s%s%s%s",
-		          sname, wbytes, qbytes, wbytes / qbytes, err, ctx->max_rel_error, from,
-		          ctx->quantize == RL_QUANT_AUTO ? "; memory-bound, " : "",
-		          ctx->quantize == RL_QUANT_AUTO ? "tried " : "",
-		          ctx->quantize == RL_QUANT_AUTO ? tried : "");
+		          "%s: weight %.4g -> %.4g bytes (%.2fx, %s scales), error %.3g <= %.3g on %s%s%s%s",
+		          sname, wbytes, qbytes, wbytes / qbytes, qw.half_scales ? "float16" : "float32", err, ctx->max_rel_error, from,
+		          ctx->quantize == RL_QUANT_AUTO ? "; memory-bound, " : strchr(tried, ',') ? "; " : "",
+		          ctx->quantize == RL_QUANT_AUTO || strchr(tried, ',') ? "tried " : "",
+		          ctx->quantize == RL_QUANT_AUTO || strchr(tried, ',') ? tried : "");
 		if (priced) {
 			ctx->remarks[ctx->nremarks - 1].flops_before = cb.flops;
 			ctx->remarks[ctx->nremarks - 1].flops_after = ca.flops;

@@ -46,6 +46,7 @@ enum rl_cli_opt {
 	/* weight quantization (passes/quantize.c) */
 	RL_OPT_QUANTIZE,      /* --quantize */
 	RL_OPT_BLOCK,         /* --block */
+	RL_OPT_SCALE_TYPE,    /* --scale-type f16|f32 */
 	RL_OPT_CALIBRATE,     /* --calibrate */
 	RL_OPT_ONNX_FORMAT,   /* --onnx-format */
 	RL_OPT_LAUNCH,        /* --launch eager|graph */
@@ -88,6 +89,7 @@ struct rl_cli_opts {
 	/* weight quantization (passes/quantize.c) */
 	int quantize;              /* --quantize: enum rl_quant_mode (ir/qweights.h) */
 	int quant_block;           /* --block 32|64|128 (default 32) */
+	int quant_scale32;         /* --scale-type f32 (default f16) */
 	const char *calib[RL_MAX_BIND]; /* --calibrate IN.pb[,IN.pb...], per graph input */
 	int ncalib;
 	int onnx_format;           /* --onnx-format: 0 qdq, 1 matmulnbits */

@@ -128,6 +128,7 @@ int rl_cmd_report(int argc, char **argv)
 		used |= RL_OPT_BIT(RL_OPT_DUMP_AFTER) | RL_OPT_BIT(RL_OPT_REMARKS) |
 		        RL_OPT_BIT(RL_OPT_FACTORIZE) | RL_OPT_BIT(RL_OPT_MAX_REL_ERROR) |
 		        RL_OPT_BIT(RL_OPT_QUANTIZE) | RL_OPT_BIT(RL_OPT_BLOCK) |
+		        RL_OPT_BIT(RL_OPT_SCALE_TYPE) |
 		        RL_OPT_BIT(RL_OPT_CALIBRATE);
 	if (!rl_cli_check_used(&o, used, "report"))
 		return RL_EXIT_USAGE;

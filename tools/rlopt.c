@@ -71,10 +71,15 @@ static const char usage_text[] =
 	"  --factorize           apply low-rank / Tucker-2 factorizations the judge accepts\n"
 	"                        (predicted speedup >= 10% and weight error under --max-rel-error)\n"
 	"  --max-rel-error E     relative error bound for --factorize and --quantize (default 1e-2)\n"
-	"  --quantize none|int8|int4|auto\n"
+	"  --quantize none|int8|int4|auto|int8-channel|int4-mixed\n"
 	"                        int8/int4 weights for MatMul/Gemm within --max-rel-error;\n"
-	"                        auto: only memory-bound nodes, narrowest scheme (default none)\n"
+	"                        int8: blocks of --block; int8-channel: one scale per\n"
+	"                        channel; int4-mixed: int4, but a product that makes a model\n"
+	"                        output (the LM head) int8 in blocks; auto: only\n"
+	"                        memory-bound nodes, narrowest scheme (default none)\n"
 	"  --block 32|64|128     codes per scale along K for blocked schemes (default 32)\n"
+	"  --scale-type f16|f32  quantization scales stored as float16 or float32 (default\n"
+	"                        f16: int4 in blocks of 32 is 0.5625 bytes a weight, not 0.625)\n"
 	"  --value NAME=FILE.pb  (-o OUT.c, run) bind input NAME to that tensor's data: shapes\n"
 	"                        it decides are fixed; NAME_run returns -2 if a run passes other\n"
 	"                        data (run also binds, by itself, an integer input of at most 64\n"
@@ -210,6 +215,7 @@ int rl_cli_parse_common(struct rl_cli_opts *o, int argc, char **argv, int *i)
 		{"--max-rel-error", RL_OPT_MAX_REL_ERROR}, {"--remarks", RL_OPT_REMARKS},
 		{"-v", RL_OPT_VERBOSE}, {"--verbose", RL_OPT_VERBOSE},
 		{"--quantize", RL_OPT_QUANTIZE}, {"--block", RL_OPT_BLOCK},
+		{"--scale-type", RL_OPT_SCALE_TYPE},
 		{"--calibrate", RL_OPT_CALIBRATE}, {"--onnx-format", RL_OPT_ONNX_FORMAT},
 		{"--launch", RL_OPT_LAUNCH},
 		{"--value", RL_OPT_VALUE},
@@ -235,6 +241,7 @@ static bool steers_passes(int b)
 {
 	return b == RL_OPT_DUMP_AFTER || b == RL_OPT_REMARKS || b == RL_OPT_FACTORIZE ||
 	       b == RL_OPT_MAX_REL_ERROR || b == RL_OPT_QUANTIZE || b == RL_OPT_BLOCK ||
+	       b == RL_OPT_SCALE_TYPE ||
 	       b == RL_OPT_CALIBRATE;
 }
 
@@ -257,9 +264,10 @@ bool rl_cli_check_used(const struct rl_cli_opts *o, unsigned used, const char *c
 	else if ((o->given & RL_OPT_BIT(RL_OPT_MAX_REL_ERROR)) &&
 	         !(o->given & (RL_OPT_BIT(RL_OPT_FACTORIZE) | RL_OPT_BIT(RL_OPT_QUANTIZE))))
 		bad = "--max-rel-error bounds --factorize or --quantize: give one of them";
-	else if ((o->given & (RL_OPT_BIT(RL_OPT_BLOCK) | RL_OPT_BIT(RL_OPT_CALIBRATE))) &&
+	else if ((o->given & (RL_OPT_BIT(RL_OPT_BLOCK) | RL_OPT_BIT(RL_OPT_CALIBRATE) |
+	                      RL_OPT_BIT(RL_OPT_SCALE_TYPE))) &&
 	         !(o->given & RL_OPT_BIT(RL_OPT_QUANTIZE)))
-		bad = "--block and --calibrate steer --quantize: give it too";
+		bad = "--block, --scale-type and --calibrate steer --quantize: give it too";
 	else if ((o->given & RL_OPT_BIT(RL_OPT_QUANTIZE)) && !o->passes && o->opt_level < 2)
 		bad = "--quantize runs at -O2 (or with quantize in --passes)";
 	else if ((o->given & RL_OPT_BIT(RL_OPT_FACTORIZE)) && !o->passes && o->opt_level < 2)
@@ -410,15 +418,18 @@ static int parse_rewrite_opts(struct rl_cli_opts *o, int argc, char **argv, int 
 		return 1;
 	}
 	if (is_flag(a, "--quantize")) {
-		static const char *const modes[] = {"none", "int8", "int4", "auto"};
+		/* in the order of enum rl_quant_mode (ir/qweights.h) */
+		static const char *const modes[] = {"none", "int8", "int4", "auto", "int8-channel",
+		                                    "int4-mixed"};
 		if (!(v = optval(argc, argv, i, "--quantize")))
 			return -1;
 		o->quantize = -1;
-		for (int k = 0; k < 4; k++)
+		for (int k = 0; k < 6; k++)
 			if (strcmp(v, modes[k]) == 0)
 				o->quantize = k;
 		if (o->quantize < 0) {
-			usage_error("--quantize wants none, int8, int4 or auto, not '%s'", v);
+			usage_error("--quantize wants none, int8, int4, auto, int8-channel or int4-mixed, "
+			            "not '%s'", v);
 			return -1;
 		}
 		return 1;
@@ -431,6 +442,16 @@ static int parse_rewrite_opts(struct rl_cli_opts *o, int argc, char **argv, int 
 			return -1;
 		}
 		o->quant_block = atoi(v);
+		return 1;
+	}
+	if (is_flag(a, "--scale-type")) {
+		if (!(v = optval(argc, argv, i, "--scale-type")))
+			return -1;
+		if (strcmp(v, "f16") && strcmp(v, "f32")) {
+			usage_error("--scale-type wants f16 or f32, not '%s'", v);
+			return -1;
+		}
+		o->quant_scale32 = strcmp(v, "f32") == 0;
 		return 1;
 	}
 	if (is_flag(a, "--calibrate")) {
@@ -1067,6 +1088,7 @@ bool rl_cli_optimize(struct rl_graph *g, const struct rl_cli_opts *o,
 	ctx->quantize = o->quantize;
 	if (o->quant_block)
 		ctx->quant_block = o->quant_block;
+	ctx->quant_scale32 = o->quant_scale32;
 	struct rl_tensor cal[RL_MAX_BIND];
 	for (int k = 0; k < o->ncalib; k++) {
 		char err[1024];

@@ -32,6 +32,11 @@
  *   i, so lane sums never mix blocks and one vector of 16 block scales
  *   applies per 16 blocks; zero points come off as z * sum(x) per block.
  *   The activations are laid out the same way when they are prepared.
+ * - Scales are float16 (the default, --scale-type) or float32: the VNNI
+ *   kernels widen a group's 16 float16 scales with one vcvtph2ps, the
+ *   others through rl_h2f; 2 bytes per block instead of 4 is 10% of int4's
+ *   bytes in blocks of 32. Symmetric int4's zero point (8) comes off as
+ *   8 * sum(x), one shift per group shared by the channels in flight.
  * - Elsewhere (no VNNI, or RL_NO_QVNNI, or a row holding NaN/Inf), the
  *   portable generic vectors of the runtime (rl_vf, RL_TARGETS clones)
  *   dequantize each code in registers with float accumulation on the same
@@ -63,6 +68,11 @@ static const char qgemm_rt[] =
 	"#include <immintrin.h>\n"
 	"#endif\n"
 	"static int rl_q_vnni;          /* set by rl_q_detect: the VNNI kernels run */\n"
+	"/* scale i of a row of float32 (hs 0) or float16 (hs 1) scales */\n"
+	"static inline float rl_q_sc(const void *s, int hs, int64_t i)\n"
+	"{\n"
+	"    return hs ? rl_h2f(((const uint16_t *)s)[i]) : ((const float *)s)[i];\n"
+	"}\n"
 	"static unsigned char *rl_qx;   /* prepared activation rows of the running product */\n"
 	"static size_t rl_qx_cap;\n"
 	"/* a prepared row: mode 1: int16 codes (scale sx) split into low and high\n"
@@ -155,12 +165,12 @@ static const char qgemm_rt_tail[] =
 	"        *v = *(const rl_vuu *)t;\n"
 	"    }\n"
 	"}\n\n"
-	"RL_INLINE void rl_q_lanes(rl_vf *sv, rl_vf *zv, const float *s, const uint8_t *z, float z0,\n"
-	"                          int64_t nb, int64_t g, int64_t L)\n"
+	"RL_INLINE void rl_q_lanes(rl_vf *sv, rl_vf *zv, const void *s, int hs, const uint8_t *z,\n"
+	"                          float z0, int64_t nb, int64_t g, int64_t L)\n"
 	"{\n"
 	"    float st[16] = {0}, zt[16] = {0};\n"
 	"    for (int64_t i = 0; i < L; i++) {\n"
-	"        st[i] = s[nb > 1 ? 16 * g + i : 0];\n"
+	"        st[i] = rl_q_sc(s, hs, nb > 1 ? 16 * g + i : 0);\n"
 	"        zt[i] = z ? (float)z[nb > 1 ? 16 * g + i : 0] : z0;\n"
 	"    }\n"
 	"    *sv = *(const rl_vfu *)st;\n"
@@ -168,7 +178,7 @@ static const char qgemm_rt_tail[] =
 	"}\n\n"
 	"/* the same against a mode-0 row, codes widened to float in registers */\n"
 	"static RL_TARGETS float rl_q8_vec(int64_t K, int64_t u, int64_t nb, const unsigned char *p,\n"
-	"                                  const uint8_t *q, const float *s)\n"
+	"                                  const uint8_t *q, const void *s, int hs)\n"
 	"{\n"
 	"    int64_t U = (K + u - 1) / u, G = (U + 15) / 16;\n"
 	"    const float *xf = (const float *)(p + 64);\n"
@@ -185,7 +195,7 @@ static const char qgemm_rt_tail[] =
 	"            a2 += *(const rl_vfu *)(xr + 32) * __builtin_convertvector((rl_vi)(v << 8) >> 24, rl_vf);\n"
 	"            a3 += *(const rl_vfu *)(xr + 48) * __builtin_convertvector((rl_vi)v >> 24, rl_vf);\n"
 	"        }\n"
-	"        rl_q_lanes(&sv, &zv, s, NULL, 0, nb, g, L);\n"
+	"        rl_q_lanes(&sv, &zv, s, hs, NULL, 0, nb, g, L);\n"
 	"        acc += (a0 + a1 + (a2 + a3)) * sv;\n"
 	"    }\n"
 	"    float y = 0;\n"
@@ -194,7 +204,7 @@ static const char qgemm_rt_tail[] =
 	"    return y;\n"
 	"}\n\n"
 	"static RL_TARGETS float rl_q4_vec(int64_t K, int64_t u, int64_t nb, const unsigned char *p,\n"
-	"                                  const uint8_t *q, const float *s, const uint8_t *z)\n"
+	"                                  const uint8_t *q, const void *s, int hs, const uint8_t *z)\n"
 	"{\n"
 	"    int64_t U = (K + u - 1) / u, G = (U + 15) / 16;\n"
 	"    const float *xf = (const float *)(p + 64);\n"
@@ -202,7 +212,7 @@ static const char qgemm_rt_tail[] =
 	"    for (int64_t g = 0; g < G; g++) {\n"
 	"        int64_t L = U - 16 * g < 16 ? U - 16 * g : 16;\n"
 	"        rl_vf a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, sv, zv;\n"
-	"        rl_q_lanes(&sv, &zv, s, z, 8.0f, nb, g, L);\n"
+	"        rl_q_lanes(&sv, &zv, s, hs, z, 8.0f, nb, g, L);\n"
 	"        for (int64_t t = 0; t < u / 8; t++, q += 4 * L) {\n"
 	"            rl_vu v;\n"
 	"            rl_q_step(&v, q, L);\n"
@@ -224,7 +234,7 @@ static const char qgemm_rt_tail[] =
 	"#else\n"
 	"/* no GNU vectors: x as it is, codes found by their place in the layout */\n"
 	"static float rl_q_scalar(int bits, int64_t K, int64_t u, int64_t nb, const float *x,\n"
-	"                         const uint8_t *q, const float *s, const uint8_t *z)\n"
+	"                         const uint8_t *q, const void *s, int hs, const uint8_t *z)\n"
 	"{\n"
 	"    int64_t U = (K + u - 1) / u;\n"
 	"    float y = 0;\n"
@@ -237,32 +247,33 @@ static const char qgemm_rt_tail[] =
 	"                                : (float)((base[j / 8 * 4 * L + 4 * i + j % 4] >> (j % 8 / 4 * 4)) & 15);\n"
 	"            t += x[un * u + j] * (c - zz);\n"
 	"        }\n"
-	"        y += t * s[nb > 1 ? un : 0];\n"
+	"        y += t * rl_q_sc(s, hs, nb > 1 ? un : 0);\n"
 	"    }\n"
 	"    return y;\n"
 	"}\n"
 	"#endif\n\n"
-	"/* nc (4 or 1) outputs y[0..nc): channels q, q + qs, ... (scales s, zero\n"
-	" * points z or NULL, nb per channel) against row x, prepared at p */\n"
+	"/* nc (4 or 1) outputs y[0..nc): channels q, q + qs, ... (scales s, float16\n"
+	" * when hs, zero points z or NULL, nb per channel) against row x, prepared at p */\n"
 	"static void rl_qcols(int bits, int nc, int64_t K, int64_t u, int64_t nb, const float *x,\n"
-	"                     const unsigned char *p, const uint8_t *q, int64_t qs, const float *s,\n"
-	"                     const uint8_t *z, float *y)\n"
+	"                     const unsigned char *p, const uint8_t *q, int64_t qs, const void *s,\n"
+	"                     int hs, const uint8_t *z, float *y)\n"
 	"{\n"
 	"#ifdef RL_QVNNI\n"
 	"    if (((const struct rl_qxh *)p)->mode == 1) {\n"
 	"        if (bits == 8)\n"
-	"            (nc == 4 ? rl_q8_vnni4 : rl_q8_vnni1)(K, u, nb, p, q, qs, s, z, y);\n"
+	"            (nc == 4 ? rl_q8_vnni4 : rl_q8_vnni1)(K, u, nb, p, q, qs, s, hs, z, y);\n"
 	"        else\n"
-	"            (nc == 4 ? rl_q4_vnni4 : rl_q4_vnni1)(K, u, nb, p, q, qs, s, z, y);\n"
+	"            (nc == 4 ? rl_q4_vnni4 : rl_q4_vnni1)(K, u, nb, p, q, qs, s, hs, z, y);\n"
 	"        return;\n"
 	"    }\n"
 	"#endif\n"
-	"    for (int c = 0; c < nc; c++, q += qs, s += nb, z = z ? z + nb : NULL)\n"
+	"    for (int c = 0; c < nc; c++, q += qs, s = (const char *)s + nb * (hs ? 2 : 4),\n"
+	"                                 z = z ? z + nb : NULL)\n"
 	"#ifdef RL_VEC\n"
-	"        y[c] = bits == 8 ? rl_q8_vec(K, u, nb, p, q, s) : rl_q4_vec(K, u, nb, p, q, s, z);\n"
+	"        y[c] = bits == 8 ? rl_q8_vec(K, u, nb, p, q, s, hs) : rl_q4_vec(K, u, nb, p, q, s, hs, z);\n"
 	"    (void)x;\n"
 	"#else\n"
-	"        y[c] = rl_q_scalar(bits, K, u, nb, x, q, s, z);\n"
+	"        y[c] = rl_q_scalar(bits, K, u, nb, x, q, s, hs, z);\n"
 	"    (void)p;\n"
 	"#endif\n"
 	"}\n\n";
@@ -280,8 +291,10 @@ static const char qgemm_rt_tail[] =
 static void gen_vnni(struct rl_buf *b, int bits, int nc)
 {
 	rl_buf_printf(b, "RL_QVNNI_FN void rl_q%d_vnni%d(int64_t K, int64_t u, int64_t nb, "
-	              "const unsigned char *p,\n    const uint8_t *q, int64_t qs, const float *s, "
-	              "const uint8_t *z, float *y)\n{\n", bits, nc);
+	              "const unsigned char *p,\n    const uint8_t *q, int64_t qs, const void *sv, "
+	              "int half, const uint8_t *z, float *y)\n{\n", bits, nc);
+	rl_buf_printf(b, "    const float *s = (const float *)sv;\n"
+	              "    const uint16_t *sh = (const uint16_t *)sv;\n");
 	rl_buf_printf(b, "    int64_t U = (K + u - 1) / u, G = (U + 15) / 16, steps = u / %d;\n",
 	              bits == 8 ? 4 : 8);
 	rl_buf_printf(b, "    const unsigned char *xb = p + 64;\n"
@@ -328,24 +341,28 @@ static void gen_vnni(struct rl_buf *b, int bits, int nc)
 			              "                l%d = _mm512_dpbusd_epi32(l%d, x2, c1);\n"
 			              "                h%d = _mm512_dpbusd_epi32(h%d, c1, x3);\n"
 			              "            }\n", c, c, c, c, c, c, c, c, c, c, c);
+		/* the zero points' share z * sum(x) per lane: symmetric (z = 8)
+		 * is a shift, once per group for all nc channels; only zero
+		 * points per block pay a multiply per channel */
 		rl_buf_printf(b, "        }\n"
-		              "        __m512i xsv = _mm512_loadu_si512(xs + 16 * g);\n");
+		              "        __m512i xsv = _mm512_loadu_si512(xs + 16 * g);\n"
+		              "        __m512i x8 = _mm512_slli_epi32(xsv, 3);\n");
 	}
 	for (int c = 0; c < nc; c++) {
 		if (bits == 8)
 			rl_buf_printf(b, "        __m512i d%d = _mm512_add_epi32(_mm512_slli_epi32("
 			              "_mm512_sub_epi32(h%d, hc), 8), l%d);\n", c, c, c);
 		else
-			rl_buf_printf(b, "        __m512i z%d = z ? _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, "
-			              "z + %d * nb + 16 * g))\n"
-			              "                       : _mm512_set1_epi32(8);\n"
-			              "        __m512i d%d = _mm512_sub_epi32(_mm512_add_epi32(_mm512_slli_epi32(h%d, 8), l%d),\n"
-			              "                                       _mm512_mullo_epi32(z%d, xsv));\n",
+			rl_buf_printf(b, "        __m512i z%d = z ? _mm512_mullo_epi32(_mm512_cvtepu8_epi32("
+			              "_mm_maskz_loadu_epi8(m, z + %d * nb + 16 * g)), xsv) : x8;\n"
+			              "        __m512i d%d = _mm512_sub_epi32(_mm512_add_epi32(_mm512_slli_epi32(h%d, 8), l%d), z%d);\n",
 			              c, c, c, c, c, c);
-		rl_buf_printf(b, "        f%d = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d%d), nb > 1 ? "
-		              "_mm512_maskz_loadu_ps(m, s + %d * nb + 16 * g)\n"
-		              "                                                           : _mm512_set1_ps(s[%d * nb]), f%d);\n",
-		              c, c, c, c, c);
+		/* float16 scales: 16 of them widened by one vcvtph2ps per group */
+		rl_buf_printf(b, "        __m512 s%d = nb == 1 ? _mm512_set1_ps(rl_q_sc(sv, half, %d * nb))\n"
+		              "                   : half ? _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, sh + %d * nb + 16 * g))\n"
+		              "                   : _mm512_maskz_loadu_ps(m, s + %d * nb + 16 * g);\n"
+		              "        f%d = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d%d), s%d, f%d);\n",
+		              c, c, c, c, c, c, c, c);
 	}
 	rl_buf_printf(b, "    }\n    float sx = ((const struct rl_qxh *)p)->sx;\n");
 	for (int c = 0; c < nc; c++)
@@ -359,6 +376,7 @@ static void qgemm_runtime(struct rl_cgen *cg)
 	static const char mark[] = "/* ---- quantized products";
 	if (cg->statics.s && strstr(cg->statics.s, mark))
 		return;
+	cg->need_half = 1; /* rl_h2f: float16 scales */
 	rl_buf_printf(&cg->statics, "%s", qgemm_rt);
 	rl_buf_printf(&cg->statics, "#ifdef RL_QVNNI\n"
 	              "#define RL_QVNNI_FN static __attribute__((target(\"avx512f,avx512bw,avx512vl,"
@@ -385,6 +403,7 @@ enum rl_status rl_emit_c_qgemm(struct rl_cgen *cg, uint32_t node)
 	int64_t rowbytes = rl_qweight_rowbytes((int)bits, K, bs);
 	int64_t G = ((K + u - 1) / u + 15) / 16, prep = 64 + G * (64 * u + 128);
 	bool zp = rl_node_in(n, 3) != RL_NONE, bias = rl_node_in(n, 4) != RL_NONE;
+	int hs = g->values[rl_node_in(n, 2)].dtype == RL_DT_FLOAT16;
 	qgemm_runtime(cg);
 	rl_buf_printf(&cg->init, "    if (rl_qx_reserve(%lld))\n        return -1;\n",
 	              (long long)(prep * (M < 1 ? 1 : M)));
@@ -398,11 +417,11 @@ enum rl_status rl_emit_c_qgemm(struct rl_cgen *cg, uint32_t node)
 	rl_buf_printf(&cg->pre, "    for (int64_t m = 0; m < %lld; m++)\n"
 	              "        rl_qx_prep(X0 + m * %lld, %lld, %lld, rl_qx + m * %lld);\n",
 	              (long long)M, (long long)K, (long long)K, (long long)u, (long long)prep);
-	cg_line(cg, "/* %lld x %lld int%lld weight, %s, block %lld: %lld bytes of codes */",
+	cg_line(cg, "/* %lld x %lld int%lld weight, %s, block %lld: %lld bytes of codes, %s scales */",
 	        (long long)K, (long long)N, (long long)bits,
 	        bits == 8 ? (nb == 1 ? "one scale per output channel" : "symmetric")
 	                  : (zp ? "zero point per block" : "symmetric"),
-	        (long long)bs, (long long)(N * rowbytes));
+	        (long long)bs, (long long)(N * rowbytes), hs ? "float16" : "float32");
 	cg_line(cg, "for (int64_t grp = lo; grp < hi; grp++) {");
 	cg->indent++;
 	cg_line(cg, "int64_t n1 = grp * %d + %d < %lld ? grp * %d + %d : %lld;", QCOLS, QCOLS,
@@ -415,9 +434,9 @@ enum rl_status rl_emit_c_qgemm(struct rl_cgen *cg, uint32_t node)
 	for (int nc = 4; nc >= 1; nc -= 3) {
 		cg_line(cg, "for (; n + %d <= n1; n += %d)", nc, nc);
 		cg_line(cg, "    rl_qcols(%lld, %d, %lld, %lld, %lld, X0 + m * %lld, rl_qx + m * %lld, "
-		        "X1 + n * %lld, %lld, X2 + n * %lld, %s, Y0 + m * %lld + n);", (long long)bits, nc,
+		        "X1 + n * %lld, %lld, X2 + n * %lld, %d, %s, Y0 + m * %lld + n);", (long long)bits, nc,
 		        (long long)K, (long long)u, (long long)nb, (long long)K, (long long)prep,
-		        (long long)rowbytes, (long long)rowbytes, (long long)nb, zp ? zexpr : "NULL",
+		        (long long)rowbytes, (long long)rowbytes, (long long)nb, hs, zp ? zexpr : "NULL",
 		        (long long)N);
 	}
 	if (bias) {

@@ -960,7 +960,8 @@ enum rl_status cu_k_qmatmul(struct cu *d, uint32_t node, struct launch *L)
 	cg_line(cg, "if (n < %lldll) {", (long long)N);
 	cg->indent++;
 	cg_line(cg, "const uint8_t *q = X1 + n * %lldll;", (long long)rowbytes);
-	cg_line(cg, "const float *s = X2 + n * %lldll;", (long long)nb);
+	bool hs = g->values[rl_node_in(n, 2)].dtype == RL_DT_FLOAT16; /* float16 scales */
+	cg_line(cg, "const %s *s = X2 + n * %lldll;", hs ? "uint16_t" : "float", (long long)nb);
 	if (zp)
 		cg_line(cg, "const uint8_t *z = X3 + n * %lldll;", (long long)nb);
 	cg_line(cg, "for (int64_t c = threadIdx.x %% 32; c < %lldll; c += 32) {",
@@ -981,7 +982,7 @@ enum rl_status cu_k_qmatmul(struct cu *d, uint32_t node, struct launch *L)
 	cg_line(cg, "if (k0 >= %lldll)", (long long)K);
 	cg_line(cg, "    continue;");
 	cg_line(cg, "const int64_t blk = un * %lld / %lld;", (long long)u, (long long)bs);
-	cg_line(cg, "const float sc = s[blk];");
+	cg_line(cg, "const float sc = %s;", hs ? cg_load(cg, RL_DT_FLOAT16, "s[blk]") : "s[blk]");
 	if (bits == 4)
 		cg_line(cg, "const float zf = %s;", zp ? "(float)z[blk]" : "8.0f");
 	else

@@ -280,7 +280,15 @@ static void qweight_of(const struct rl_graph *g, const struct rl_node *n, struct
 	                              : bs == K ? RL_Q_INT8_CHANNEL : RL_Q_INT8_BLOCK, K, N, bs);
 	qw->q = (uint8_t *)g->values[n->in[1]].data;
 	qw->s = (float *)g->values[n->in[2]].data;
+	qw->half_scales = g->values[n->in[2]].dtype == RL_DT_FLOAT16;
 	qw->z = z != RL_NONE ? (uint8_t *)g->values[z].data : NULL;
+}
+
+/* Scale i of qw as float32: float16 scales are widened (exactly) for the
+ * file, whose DequantizeLinear and MatMulNBits take scales of A's type. */
+static float qscale(const struct rl_qweight *qw, int64_t i)
+{
+	return qw->half_scales ? rl_half_to_float(((const uint16_t *)qw->s)[i]) : qw->s[i];
 }
 
 /* The default-domain opset the qdq form of node n needs. */
@@ -329,7 +337,7 @@ static bool write_quant(struct wctx *w, const struct rl_node *n, int format,
 		float *sb = (float *)ts->raw_data.data;
 		for (int64_t b = 0; b < qw.nb; b++)
 			for (int64_t j = 0; j < N; j++) {
-				sb[b * N + j] = qw.s[j * qw.nb + b];
+				sb[b * N + j] = qscale(&qw, j * qw.nb + b);
 				if (tz)
 					tz->raw_data.data[(b * N + j) / 2] |=
 						(uint8_t)(qw.z[j * qw.nb + b] << ((b * N + j) % 2 * 4));
@@ -383,7 +391,7 @@ static bool write_quant(struct wctx *w, const struct rl_node *n, int format,
 					row[k / 2] |= (uint8_t)(qw.z[j * qw.nb + k / bs] << (k % 2 * 4));
 			}
 			for (int64_t b = 0; b < nb; b++) {
-				((float *)ts->raw_data.data)[j * nb + b] = qw.s[j * qw.nb + b];
+				((float *)ts->raw_data.data)[j * nb + b] = qscale(&qw, j * qw.nb + b);
 				if (tz)
 					tz->raw_data.data[j * ((nb + 1) / 2) + b / 2] |=
 						(uint8_t)(qw.z[j * qw.nb + b] << (b % 2 * 4));
@@ -461,7 +469,7 @@ enum rl_status rl_onnx_write_fmt(const struct rl_graph *g, const char *path, int
 		}
 		snprintf(err, errlen, "%s: node '%s': its %s weights as DequantizeLinear need opset %d "
 		         "and the model imports opset %d; use --onnx-format matmulnbits (or --quantize "
-		         "int8 for one scale per channel at opset 13)", path, n->name,
+		         "int8-channel for one scale per channel at opset 13)", path, n->name,
 		         rl_node_attr_int(n, "bits", 8) == 4 ? "int4" : "blocked int8", need, g->opset);
 		return RL_ERR_UNSUPPORTED;
 	}

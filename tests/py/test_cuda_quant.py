@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Quantized weights on the CUDA backend, without a GPU.
 
-Models built here (onnx.helper, opset 17) go through `--quantize int8` or
-`int4` (the quantize pass rewrites MatMul/Gemm into QuantMatMul over packed
+Models built here (onnx.helper, opset 17) go through `--quantize int8` (blocks),
+`int8-channel` or `int4` (the quantize pass rewrites MatMul/Gemm into QuantMatMul over packed
 codes, ir/qweights.h) twice:
 
     rlopt run M.onnx -i ... -d C   --quantize Q --cflags -DRL_NO_QVNNI   (the C backend)
@@ -14,7 +14,7 @@ the C reference is built with -DRL_NO_QVNNI because its AVX-512 VNNI path
 (taken where the CPU has it) rounds the activations to 16 bits first, an
 error of about 1e-5 of the row's largest term, which on small outputs of a
 long row exceeds rtol 1e-3 against any float-accumulating kernel. Each .cu must hold the QuantMatMul kernel of the
-scheme asked for (checked from its comment: int8 per channel, int4
+scheme asked for (checked from its comment: int8 per channel, int8 blocks, int4
 symmetric, int4 with zero points) and no serial fallback. The cases cover
 K not a multiple of the codes per 32-bit word (the guarded tail), K a
 multiple of 4 (128-bit activation loads), more rows than one block takes,
@@ -57,13 +57,13 @@ def cases():
             helper.make_node("Relu", ["t"], ["y"])]
     # K = 300: not a multiple of 8 (int4 words) nor of 32 (a unit): the guarded tail
     add("int8_gemv_k300", mm, {"a": r(1, 300)}, [("w", r(300, 70) * 0.1)],
-        ["--quantize", "int8"], "int8 weights, one scale per output channel")
+        ["--quantize", "int8-channel"], "int8 weights, one scale per output channel")
     add("int4_gemv_k300", mm, {"a": r(1, 300)}, [("w", r(300, 70) * 0.1)],
         ["--quantize", "int4", "--max-rel-error", "0.2"], "int4 weights, symmetric")
     # 6 rows: two blocks of rows; Gemm transB with bias, Relu after
     add("int8_gemm_rows6_bias_relu", gemm, {"a": r(6, 256)},
         [("w", r(90, 256) * 0.1), ("c", r(90))], ["--quantize", "int8"],
-        "int8 weights, one scale per output channel")
+        "int8 weights, symmetric blocks")
     add("int4_gemm_rows6_block64", gemm, {"a": r(6, 256)},
         [("w", r(90, 256) * 0.1), ("c", r(90))],
         ["--quantize", "int4", "--max-rel-error", "0.2", "--block", "64"], "int4 weights, symmetric")

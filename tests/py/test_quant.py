@@ -64,8 +64,22 @@ def mlp(seed, dims, batch, relu=True):
 # the tolerance; 0: output must match float closely), remark patterns that must
 # appear).
 def case_int8_gemv():
-    return mlp(1, [256, 512, 64], 1), ["--quantize", "int8"], 2, [
+    return mlp(1, [256, 512, 64], 1), ["--quantize", "int8-channel"], 2, [
         r"remark: quantize: fc0: int8: int8/channel: .*error .* <= 0.01"]
+
+
+def case_int8_default_blocks():
+    # --quantize int8: blocks of 32 (per channel leaves > 1% on a stack's output)
+    return mlp(1, [256, 512, 64], 1), ["--quantize", "int8"], 2, [
+        r"remark: quantize: fc0: int8: int8/block32: .*error .* <= 0.01",
+        r"remark: quantize: fc1: int8: int8/block32: "]
+
+
+def case_int4_mixed_head_int8():
+    # int4-mixed: the product that makes the model output (the head) in int8 blocks
+    return mlp(6, [128, 96, 64], 1), ["--quantize", "int4-mixed", "--max-rel-error", "0.2"], 2, [
+        r"remark: quantize: fc0: int4: int4/block32: ",
+        r"remark: quantize: fc1: int8: int8/block32: "]
 
 
 def case_int4_partial_block_rows():
@@ -89,8 +103,8 @@ def case_int8_block_rows():
     w[7, :] = 3.0
     m = model([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], {"w": w},
               [9, 256], [9, 24])
-    return m, ["--quantize", "int8", "--max-rel-error", "0.02"], 1, [
-        r"remark: quantize: mm: int8: int8/block32: "]
+    return m, ["--quantize", "int8-channel", "--max-rel-error", "0.02"], 1, [
+        r"remark: quantize: mm: int8: int8/block32: ", r"int8/channel [\d.e+-]+, int8/block"]
 
 
 def case_int4_block64_3d():
@@ -107,7 +121,7 @@ def case_gemm_transb_alpha_bias():
     w = r.standard_normal((40, 64)).astype(np.float32)
     c = r.standard_normal((40,)).astype(np.float32)
     n = helper.make_node("Gemm", ["x", "w", "c"], ["y"], name="gemm", transB=1, alpha=0.5)
-    return model([n], {"w": w, "c": c}, [6, 64], [6, 40]), ["--quantize", "int8"], 1, [
+    return model([n], {"w": w, "c": c}, [6, 64], [6, 40]), ["--quantize", "int8-channel"], 1, [
         r"remark: quantize: gemm: int8: int8/channel"]
 
 
@@ -135,8 +149,8 @@ def fp16(m):
 def case_fp16_int8_chain():
     # float16 weights and activations: widened, packed, QuantMatMul between Casts
     return fp16(mlp(21, [96, 80, 40], 3)), ["--quantize", "int8"], 2, [
-        r"remark: quantize: fc0: int8: int8/channel: weight 1\.536e\+04 ->",
-        r"remark: quantize: fc1: int8: int8/channel"]
+        r"remark: quantize: fc0: int8: int8/block32: weight 1\.536e\+04 ->",
+        r"remark: quantize: fc1: int8: int8/block32"]
 
 
 def case_fp16_int4_gemm_bias():
@@ -246,7 +260,7 @@ def check_onnx_formats(args, work):
     """-o OUT.onnx with --onnx-format qdq|matmulnbits: onnx.checker accepts the
     file and onnxruntime (graph optimizations off: the operators' own
     semantics) computes what rlopt's generated C computes on the same
-    quantized weights; an opset-17 model refuses qdq for int4 (exit 2)."""
+    quantized weights; an opset-17 model refuses qdq for int4 and blocked int8 (exit 2)."""
     import onnxruntime as ort
     d = os.path.join(work, "formats")
     os.makedirs(d)
@@ -268,7 +282,8 @@ def check_onnx_formats(args, work):
             m.ir_version = 10
             path = os.path.join(d, f"{wname}{opset}.onnx")
             onnx.save(m, path)
-            for q, budget in (("int8", "0.02"), ("int4", "0.05" if wname == "asym" else "0.3")):
+            for q, budget in (("int8-channel", "0.02"), ("int8", "0.02"),
+                              ("int4", "0.05" if wname == "asym" else "0.3")):
                 out = os.path.join(d, f"o_{wname}{opset}_{q}")
                 # the float-accumulating kernels (RL_NO_QVNNI): the VNNI ones
                 # round x to int16 (about 1e-5), and this compares weights
@@ -282,9 +297,9 @@ def check_onnx_formats(args, work):
                     qp = os.path.join(d, f"q_{wname}{opset}_{q}_{fmt}.onnx")
                     rr = rltest.run([args.rlopt, path, "-o", qp, "--quantize", q, "--onnx-format",
                                      fmt, "--max-rel-error", budget], args.timeout)
-                    if fmt == "qdq" and q == "int4" and opset == 17:
+                    if fmt == "qdq" and q in ("int4", "int8") and opset == 17:  # blocks: opset 21
                         if rr.returncode != 2 or "need opset 21" not in rr.stderr or os.path.exists(qp):
-                            return "fail", f"int4 qdq at opset 17: want exit 2; got {rr.describe()}"
+                            return "fail", f"{q} qdq at opset 17: want exit 2; got {rr.describe()}"
                         continue
                     if rr.returncode != 0:
                         return "fail", rr.describe()
@@ -315,7 +330,7 @@ def check_kernel_paths(args, work):
     d = os.path.join(work, "paths")
     os.makedirs(d)
     configs = [  # K, N, rows, flags
-        (600, 40, 3, ["--quantize", "int8"]),
+        (600, 40, 3, ["--quantize", "int8-channel"]),
         (1000, 33, 2, ["--quantize", "int8", "--block", "64", "--max-rel-error", "0.007"]),
         (700, 17, 3, ["--quantize", "int4", "--block", "64", "--max-rel-error", "0.3"]),
         (1100, 20, 1, ["--quantize", "int4", "--block", "128", "--max-rel-error", "0.3"]),
@@ -372,10 +387,12 @@ def check_bad_inputs(args, work):
     path = os.path.join(d, "m.onnx")
     onnx.save(mlp(12, [64, 32], 2), path)
     out = os.path.join(d, "m.c")
-    usage = [(["--quantize", "bogus"], "--quantize wants none, int8, int4 or auto"),
+    usage = [(["--quantize", "bogus"], "--quantize wants none, int8, int4, auto, int8-channel or int4-mixed"),
              (["--quantize", "int8", "--block", "48"], "--block wants 32, 64 or 128"),
              (["--quantize", "int8", "--max-rel-error", "-1"], "--max-rel-error wants"),
-             (["--block", "64"], "--block and --calibrate steer --quantize")]
+             (["--block", "64"], "--block, --scale-type and --calibrate steer --quantize"),
+             (["--quantize", "int4", "--scale-type", "f8"], "--scale-type wants f16 or f32"),
+             (["--scale-type", "f32"], "--block, --scale-type and --calibrate steer --quantize")]
     for flags, msg in usage:
         r = rltest.run([args.rlopt, path, "-o", out] + flags, args.timeout)
         if r.returncode != 1 or msg not in r.stderr or os.path.exists(out):

@@ -101,7 +101,9 @@ Test(quant, int4_scale_search)
 		e0 += (r - w[k]) * (r - w[k]);
 	}
 	cr_expect(e <= e0 + 1e-9, "searched %g > plain %g", e, e0);
-	cr_expect(q.s[0] <= s0 + 1e-6 && q.s[0] >= s0 * 7 / 8 - 1e-6);
+	/* the largest weight is positive: a negative scale puts it on code -8 */
+	cr_expect(q.s[0] < 0 && -q.s[0] <= s0 * 72 / 64 + 1e-6 && -q.s[0] >= s0 * 50 / 64 - 1e-6,
+	          "%g", q.s[0]);
 	unpack_free(&q);
 }
 
@@ -151,10 +153,12 @@ Test(quant, int4_zero_points)
 	rl_qweight_column(&q, 0, col);
 	for (int k = 0; k < K; k++)
 		cr_expect_float_eq(col[k], w[k], 1e-6);
-	/* symmetric on the same block wastes half the codes: a scale between
-	 * 15/8 and 15/7 (the search's range), and an error the zero point avoids */
+	/* symmetric on the same block wastes half the codes: a scale of 50/64 to
+	 * 72/64 of 15/7 (the search's range), negative (15 goes to code -8), and
+	 * an error the zero point avoids */
 	struct rl_qweight s = pack(RL_Q_INT4_SYM, K, 1, 32, w);
-	cr_expect(s.s[0] >= 15.0f / 8.0f - 1e-6f && s.s[0] <= 15.0f / 7.0f + 1e-6f, "%g", s.s[0]);
+	cr_expect(s.s[0] <= -15.0f / 7.0f * 50 / 64 + 1e-6f && s.s[0] >= -15.0f / 7.0f * 72 / 64 - 1e-6f,
+	          "%g", s.s[0]);
 	rl_qweight_column(&s, 0, col);
 	double e = 0;
 	for (int k = 0; k < K; k++)
@@ -203,8 +207,8 @@ static struct rl_graph *matmul(int64_t b, int64_t K, int64_t N, int64_t nan_at)
 	return g;
 }
 
-static const struct rl_remark *run(struct rl_graph *g, struct rl_machine *m, int mode,
-                                   double budget, struct rl_pass_ctx *ctx)
+static const struct rl_remark *run_with(struct rl_graph *g, struct rl_machine *m, int mode,
+                                        double budget, bool scale32, struct rl_pass_ctx *ctx)
 {
 	char err[512];
 	cr_assert(rl_machine_load("epyc9654", m, err, sizeof(err)) == RL_OK, "%s", err);
@@ -215,6 +219,7 @@ static const struct rl_remark *run(struct rl_graph *g, struct rl_machine *m, int
 		m->level[i].capacity = 1024;
 	rl_pass_ctx_init(ctx, m, 2);
 	ctx->quantize = mode;
+	ctx->quant_scale32 = scale32;
 	ctx->max_rel_error = budget;
 	ctx->verify = true;
 	cr_assert_eq(rl_pipeline_run(g, ctx, "roofline,quantize"), RL_OK, "%s", g->err);
@@ -223,6 +228,19 @@ static const struct rl_remark *run(struct rl_graph *g, struct rl_machine *m, int
 			return &ctx->remarks[i];
 	cr_assert_fail("no quantize remark for mm");
 	return NULL;
+}
+
+static const struct rl_remark *run(struct rl_graph *g, struct rl_machine *m, int mode,
+                                   double budget, struct rl_pass_ctx *ctx)
+{
+	return run_with(g, m, mode, budget, false, ctx);
+}
+
+/* the same with --scale-type f32 */
+static const struct rl_remark *run32(struct rl_graph *g, struct rl_machine *m, int mode,
+                                     double budget, struct rl_pass_ctx *ctx)
+{
+	return run_with(g, m, mode, budget, true, ctx);
 }
 
 static uint32_t node_op(const struct rl_graph *g, enum rl_op op)
@@ -235,25 +253,28 @@ static uint32_t node_op(const struct rl_graph *g, enum rl_op op)
 
 Test(quantize_pass, int8_rewrites_with_bytes_and_time)
 {
-	/* 1 x 512 x 256: weight 524288 bytes; int8 per channel 256 * (512 + 4) */
+	/* 1 x 512 x 256: weight 524288 bytes; int8 per channel 256 * (512 + 2)
+	 * (float16 scales, the default) */
 	struct rl_graph *g = matmul(1, 512, 256, -1);
 	struct rl_machine m;
 	struct rl_pass_ctx ctx;
-	const struct rl_remark *r = run(g, &m, RL_QUANT_INT8, 1e-2, &ctx);
+	const struct rl_remark *r = run(g, &m, RL_QUANT_INT8_CHANNEL, 1e-2, &ctx);
 	cr_expect_str_eq(r->verdict, "int8");
 	uint32_t q = node_op(g, RL_OP_QuantMatMul);
 	cr_assert_neq(q, RL_NONE);
 	cr_expect_eq(node_op(g, RL_OP_MatMul), RL_NONE);
 	double act = 4.0 * (512 + 256);
 	cr_expect_float_eq(r->bytes_before, 524288 + act, 1e-6);
-	cr_expect_float_eq(r->bytes_after, 256.0 * (512 + 4) + act, 1e-6);
+	cr_expect_float_eq(r->bytes_after, 256.0 * (512 + 2) + act, 1e-6);
 	/* memory-bound both ways: time = read/bw_r + write/bw_w + latency */
 	const struct rl_mem_level *dram = rl_machine_dram(&m);
 	double wbw = dram->write_bw > 0 ? dram->write_bw : dram->read_bw;
 	double e = m.eff_contiguous > 0 ? m.eff_contiguous : 1;
-	double t1 = (256.0 * 516 + 2048) / (dram->read_bw * e) + 1024 / (wbw * e) + m.launch_latency;
+	double t1 = (256.0 * 514 + 2048) / (dram->read_bw * e) + 1024 / (wbw * e) + m.launch_latency;
 	cr_expect_float_eq(r->time_after, t1, 1e-12 + 1e-9 * t1);
 	cr_expect(strstr(r->msg, "int8/channel"), "%s", r->msg);
+	cr_expect(strstr(r->msg, "float16 scales"), "%s", r->msg);
+	cr_expect_eq(g->values[rl_node_in(&g->nodes[q], 2)].dtype, RL_DT_FLOAT16);
 	/* the node's own cost annotation is the quantized one */
 	cr_expect_float_eq(g->nodes[q].cost.bytes, r->bytes_after, 1e-6);
 	rl_pass_ctx_free(&ctx);
@@ -306,6 +327,51 @@ Test(quantize_pass, auto_by_bound)
 	cr_expect_str_eq(r->verdict, "float");
 	cr_expect(strstr(r->msg, "compute-bound on epyc9654"), "%s", r->msg);
 	cr_expect_neq(node_op(g, RL_OP_MatMul), RL_NONE);
+	rl_pass_ctx_free(&ctx);
+	rl_graph_free(g);
+}
+
+Test(quantize_pass, int8_default_is_blocked)
+{
+	/* --quantize int8: blocks of 32 (one scale per 32 codes), not one per
+	 * channel: 256 * (512 + 16 * 2) bytes with float16 scales, 16 * 4 with
+	 * float32 (--scale-type f32) */
+	struct rl_graph *g = matmul(1, 512, 256, -1);
+	struct rl_machine m;
+	struct rl_pass_ctx ctx;
+	const struct rl_remark *r = run(g, &m, RL_QUANT_INT8, 1e-2, &ctx);
+	cr_expect_str_eq(r->verdict, "int8");
+	cr_expect(strstr(r->msg, "int8/block32"), "%s", r->msg);
+	cr_expect_float_eq(r->bytes_after, 256.0 * (512 + 16 * 2) + 4.0 * (512 + 256), 1e-6);
+	rl_pass_ctx_free(&ctx);
+	rl_graph_free(g);
+	g = matmul(1, 512, 256, -1);
+	struct rl_pass_ctx ctx2;
+	r = run32(g, &m, RL_QUANT_INT8, 1e-2, &ctx2);
+	cr_expect(strstr(r->msg, "float32 scales"), "%s", r->msg);
+	cr_expect_float_eq(r->bytes_after, 256.0 * (512 + 16 * 4) + 4.0 * (512 + 256), 1e-6);
+	uint32_t q = node_op(g, RL_OP_QuantMatMul);
+	cr_assert_neq(q, RL_NONE);
+	cr_expect_eq(g->values[rl_node_in(&g->nodes[q], 2)].dtype, RL_DT_FLOAT);
+	rl_pass_ctx_free(&ctx2);
+	rl_graph_free(g);
+}
+
+Test(quantize_pass, int4_mixed_keeps_the_output_product_int8)
+{
+	/* the product makes the model output: int4-mixed gives it int8 blocks
+	 * even where int4 would meet the budget; int4 gives it int4 */
+	struct rl_graph *g = matmul(1, 512, 256, -1);
+	struct rl_machine m;
+	struct rl_pass_ctx ctx;
+	const struct rl_remark *r = run(g, &m, RL_QUANT_INT4_MIXED, 0.2, &ctx);
+	cr_expect_str_eq(r->verdict, "int8");
+	cr_expect(strstr(r->msg, "int8/block32"), "%s", r->msg);
+	rl_pass_ctx_free(&ctx);
+	rl_graph_free(g);
+	g = matmul(1, 512, 256, -1);
+	r = run(g, &m, RL_QUANT_INT4, 0.2, &ctx);
+	cr_expect_str_eq(r->verdict, "int4");
 	rl_pass_ctx_free(&ctx);
 	rl_graph_free(g);
 }
