@@ -817,8 +817,9 @@ static void schedule(struct driver *d)
  * other in memory, so each input's producer can write straight into its
  * part of the Concat's storage: the Concat becomes a view with no kernel and
  * no copy. Each input must be a value a run-time kernel writes into the
- * workspace (not a graph input or output, a constant, a view, or twice in
- * the list) and start at a multiple of RL_ALIGN bytes, as every other
+ * workspace (not a graph input or output, a constant, a view, twice in the
+ * list, or of a length the run reports) and start at a multiple of RL_ALIGN
+ * bytes, as every other
  * workspace value does; the Concat's output must not be a graph output. Its
  * storage then lives from the first input's birth (see plan()).
  */
@@ -837,7 +838,7 @@ static void mark_concats(struct driver *d)
 		if (axis < 0)
 			axis += yv->shape.rank;
 		if (axis < 0 || axis >= yv->shape.rank || (yv->flags & RL_VAL_OUTPUT) ||
-		    d->vi[y].st != ST_NONE)
+		    d->vi[y].st != ST_NONE || yv->extent_axis)
 			continue;
 		for (int64_t a = 0; a < axis; a++)
 			outer *= yv->shape.d[a].v;
@@ -847,6 +848,7 @@ static void mark_concats(struct driver *d)
 			uint32_t x = n->in[q], p = x == RL_NONE ? RL_NONE : g->values[x].producer;
 			ok = x != RL_NONE && p != RL_NONE && d->exec[p] && !d->at_init[p] &&
 			     d->vi[x].st == ST_NONE && !(g->values[x].flags & RL_VAL_OUTPUT) &&
+			     !g->values[x].extent_axis &&
 			     g->values[x].dtype == yv->dtype && off % RL_ALIGN == 0;
 			for (int r = 0; r < q && ok; r++)
 				ok = n->in[r] != x;
