@@ -379,6 +379,9 @@ struct vinfo {
 	                      constant inputs, runs_at_init): at off in NAME_cst,
 	                      neither embedded nor in the side file */
 	uint32_t alias;    /* ST_ALIAS: the value whose storage this one is */
+	bool cat;          /* ST_ALIAS of a Concat input its producer writes in
+	                      place (mark_concats), at byte aoff of the Concat */
+	int64_t aoff;
 	int64_t first, last; /* live range in executed-node positions */
 };
 
@@ -400,6 +403,8 @@ struct driver {
 	bool *at_init;       /* node runs once in NAME_init: its outputs are constants */
 	bool init_consts;    /* may run nodes of constant inputs in NAME_init (the C
 	                        backend outside static mode) */
+	bool concat_views;   /* Concat inputs written in place (mark_concats); the C
+	                        backend only: rl_plan has no alias offsets */
 	int64_t cst_size;    /* bytes of NAME_cst, the at_init outputs */
 	struct rl_cgen_group *grps; /* fused groups that passed the checks */
 	uint32_t ngrps;
@@ -806,6 +811,64 @@ static void schedule(struct driver *d)
 	free(kpos);
 }
 
+/*
+ * Concat in place: a Concat whose axis has only 1s before it (batch-1 NCHW
+ * along channels, SqueezeNet's fire modules) is its inputs one after the
+ * other in memory, so each input's producer can write straight into its
+ * part of the Concat's storage: the Concat becomes a view with no kernel and
+ * no copy. Each input must be a value a run-time kernel writes into the
+ * workspace (not a graph input or output, a constant, a view, twice in the
+ * list, or of a length the run reports) and start at a multiple of RL_ALIGN
+ * bytes, as every other
+ * workspace value does; the Concat's output must not be a graph output. Its
+ * storage then lives from the first input's birth (see plan()).
+ */
+static void mark_concats(struct driver *d)
+{
+	struct rl_graph *g = d->g;
+	for (uint32_t u = 0; u < d->nunits && d->concat_views; u++) {
+		struct unit *un = &d->units[u];
+		const struct rl_node *n = &g->nodes[un->node];
+		if (un->grp >= 0 || un->at_init || un->view || n->op != RL_OP_Concat || n->nout < 1 ||
+		    n->out[0] == RL_NONE || n->nin < 2)
+			continue;
+		uint32_t y = n->out[0];
+		const struct rl_value *yv = &g->values[y];
+		int64_t axis = rl_node_attr_int(n, "axis", 0), outer = 1;
+		if (axis < 0)
+			axis += yv->shape.rank;
+		if (axis < 0 || axis >= yv->shape.rank || (yv->flags & RL_VAL_OUTPUT) ||
+		    d->vi[y].st != ST_NONE || yv->extent_axis)
+			continue;
+		for (int64_t a = 0; a < axis; a++)
+			outer *= yv->shape.d[a].v;
+		bool ok = outer == 1;
+		int64_t off = 0;
+		for (int q = 0; q < n->nin && ok; q++) {
+			uint32_t x = n->in[q], p = x == RL_NONE ? RL_NONE : g->values[x].producer;
+			ok = x != RL_NONE && p != RL_NONE && d->exec[p] && !d->at_init[p] &&
+			     d->vi[x].st == ST_NONE && !(g->values[x].flags & RL_VAL_OUTPUT) &&
+			     !g->values[x].extent_axis &&
+			     g->values[x].dtype == yv->dtype && off % RL_ALIGN == 0;
+			for (int r = 0; r < q && ok; r++)
+				ok = n->in[r] != x;
+			off += ok ? value_bytes(g, x) : 0;
+		}
+		if (!ok || off != value_bytes(g, y))
+			continue;
+		un->view = true;
+		off = 0;
+		for (int q = 0; q < n->nin; q++) {
+			uint32_t x = n->in[q];
+			d->vi[x].st = ST_ALIAS;
+			d->vi[x].alias = y;
+			d->vi[x].cat = true;
+			d->vi[x].aoff = off;
+			off += value_bytes(g, x);
+		}
+	}
+}
+
 /* Which nodes run, and where every value lives. */
 /*
  * Views: a Reshape, Squeeze, Unsqueeze, Flatten or Identity changes only the
@@ -959,6 +1022,7 @@ static enum rl_status plan(struct driver *d)
 	groups_collect(d);
 	schedule(d);
 	mark_views(d);
+	mark_concats(d);
 	/* live ranges, in kernel positions */
 	int64_t pos = 0;
 	for (uint32_t u = 0; u < d->nunits; u++) {
@@ -975,7 +1039,8 @@ static enum rl_status plan(struct driver *d)
 			if (d->vi[v].last < pos)
 				d->vi[v].last = pos;
 		}
-		for (int q = 0; q < (un->view ? 1 : nin); q++) { /* a view reads no shape input */
+		/* a view reads no shape input; a Concat view reads all of them */
+		for (int q = 0; q < (un->view && n->op != RL_OP_Concat ? 1 : nin); q++) {
 			uint32_t v = gr ? gr->in[q] : n->in[q];
 			if (v == RL_NONE)
 				continue;
@@ -987,12 +1052,27 @@ static enum rl_status plan(struct driver *d)
 	}
 	/* a view keeps the storage it aliases alive as long as it is used */
 	for (uint32_t u = 0; u < d->nunits; u++) {
-		if (!d->units[u].view)
+		if (!d->units[u].view || g->nodes[d->units[u].node].op == RL_OP_Concat)
 			continue;
 		uint32_t v = g->nodes[d->units[u].node].out[0];
 		uint32_t root = d->vi[v].alias;
 		if (d->vi[root].last < d->vi[v].last)
 			d->vi[root].last = d->vi[v].last;
+	}
+	/* a Concat written in place lives from its first input's birth to the
+	 * last use of any input (or view of one, extended just above) */
+	for (uint32_t u = 0; u < d->nunits; u++) {
+		const struct rl_node *n = &g->nodes[d->units[u].node];
+		if (!d->units[u].view || n->op != RL_OP_Concat)
+			continue;
+		struct vinfo *y = &d->vi[n->out[0]];
+		for (int q = 0; q < n->nin; q++) {
+			const struct vinfo *x = &d->vi[n->in[q]];
+			if (x->first >= 0 && (y->first < 0 || x->first < y->first))
+				y->first = x->first;
+			if (y->last < x->last)
+				y->last = x->last;
+		}
 	}
 	/* graph outputs: the first listing of a produced value writes to the
 	 * caller's buffer directly; repeats and inputs/constants are copied */
@@ -1028,6 +1108,10 @@ static enum rl_status plan(struct driver *d)
 		int nout = gr ? gr->nout : n->nout;
 		for (int o = 0; o < nout; o++) {
 			uint32_t v = gr ? gr->out[o] : n->out[o];
+			/* a Concat input written in place: the Concat's storage is
+			 * born with its first input (births stay in order) */
+			if (v != RL_NONE && d->vi[v].cat)
+				v = d->vi[v].alias;
 			if (v != RL_NONE && d->vi[v].st == ST_NONE) {
 				d->vi[v].st = ST_WORKSPACE;
 				ws[nws++] = v;
@@ -1205,6 +1289,23 @@ static void value_ptr(struct driver *d, uint32_t v, bool out, char *b, size_t n)
 		return;
 	}
 	if (d->vi[v].st == ST_ALIAS) {
+		/* a Concat input (mark_concats), or a view of one: its part of
+		 * the Concat's workspace */
+		int64_t off = 0;
+		uint32_t r = v;
+		bool cat = false;
+		while (d->vi[r].st == ST_ALIAS) {
+			cat |= d->vi[r].cat;
+			off += d->vi[r].aoff;
+			r = d->vi[r].alias;
+		}
+		if (cat) {
+			RL_ASSERT(d->vi[r].st == ST_WORKSPACE);
+			snprintf(b, n, "(%s%s *)(%s_ws + %lld)", out ? "" : "const ",
+			         cg_ctype(d->g->values[v].dtype), d->prefix,
+			         (long long)(d->vi[r].off + off));
+			return;
+		}
 		value_ptr(d, d->vi[v].alias, false, b, n);
 		return;
 	}
@@ -2252,6 +2353,7 @@ enum rl_status rl_emit_c(struct rl_graph *g, const struct rl_cgen_opts *o,
 	d.cg.ws_name = nm.ws_name;
 	d.cg.static_mode = stat;
 	d.init_consts = !stat; /* static mode has no NAME_init */
+	d.concat_views = true;
 
 	if (!g->norder && g->nnodes)
 		if ((st = rl_graph_toposort(g)) != RL_OK)

@@ -320,3 +320,65 @@ Test(emit_shape, runs_reduce_norm)
 	free(got);
 	rl_graph_free(g);
 }
+
+/* ---- a Concat along channels, written in place --------------------------- */
+
+/* y = |Concat(Relu(x), Neg(x), axis 1)| on x [1, 16, 2, 2]: each part is 256
+ * bytes, so Relu and Neg write straight into the Concat's storage (emit.c,
+ * mark_concats); z = Concat(x, Relu(x), axis 2) has 16 rows before its axis
+ * and a graph input among its parts: a copy, as before. */
+static struct rl_graph *concat_graph(void)
+{
+	struct rl_graph *g = tu_graph_new(13, "test_emit_shape");
+	const int64_t d[] = {1, 16, 2, 2};
+	uint32_t x = tu_input(g, "x", RL_DT_FLOAT, tu_dims(4, d));
+	uint32_t rn = tu_node(g, RL_OP_Relu, "r", 1, 1, x), r = g->nodes[rn].out[0];
+	uint32_t mn = tu_node(g, RL_OP_Neg, "m", 1, 1, x), m = g->nodes[mn].out[0];
+	uint32_t cn = tu_node(g, RL_OP_Concat, "c", 1, 2, r, m), c = g->nodes[cn].out[0];
+	tu_attr_i(g, cn, "axis", 1);
+	tu_add(g, RL_OP_Abs, "y", 1, 1, c);
+	uint32_t zn = tu_add(g, RL_OP_Concat, "z", 1, 2, x, r);
+	tu_attr_i(g, zn, "axis", 2);
+	return g;
+}
+
+Test(emit_shape, concat_in_place)
+{
+	struct rl_graph *g = concat_graph();
+	char *dir = tu_emit_compile(g);
+	char path[1024];
+	snprintf(path, sizeof(path), "%s/m.c", dir);
+	FILE *f = fopen(path, "rb");
+	cr_assert(f);
+	static char text[1 << 20];
+	size_t n = fread(text, 1, sizeof(text) - 1, f);
+	text[n] = 0;
+	fclose(f);
+	tu_rmtree(dir);
+	free(dir);
+	rl_graph_free(g);
+	const char *view = strstr(text, "(Concat): a view of");
+	cr_assert(view, "the channel Concat is written in place");
+	cr_assert(!strstr(view + 1, "(Concat): a view of"), "the axis-2 Concat copies");
+
+	g = concat_graph();
+	const char *src =
+		"#include <stdio.h>\n#include \"m.h\"\n"
+		"int main(void)\n{\n"
+		"    float x[64], y[128], z[128];\n"
+		"    for (int i = 0; i < 64; i++) x[i] = (float)(i - 40);\n"
+		"    const void *in[1] = {x};\n    void *out[2] = {y, z};\n"
+		"    if (m_run_v(in, out) != 0)\n        return 1;\n"
+		"    int bad = 0;\n"
+		"    for (int i = 0; i < 64; i++) {\n"
+		"        float r = x[i] > 0 ? x[i] : 0, a = x[i] < 0 ? -x[i] : x[i];\n"
+		"        bad += y[i] != r || y[64 + i] != a;\n"
+		"        bad += z[i / 4 * 8 + i % 4] != x[i] || z[i / 4 * 8 + 4 + i % 4] != r;\n"
+		"    }\n"
+		"    printf(\"%d bad\\n\", bad);\n"
+		"    m_free();\n    return 0;\n}\n";
+	char *got = tu_run_model(g, src);
+	cr_assert_str_eq(got, "0 bad\n");
+	free(got);
+	rl_graph_free(g);
+}

@@ -564,6 +564,39 @@ Test(fold, batchnorm_weight_values)
 	rl_graph_free(g);
 }
 
+/* A Conv whose weight is a graph input: the BN cannot go into the weight and
+ * becomes a per-channel Mul and Add, which the outputs must not notice. */
+static struct rl_graph *build_bn_weight_input(void)
+{
+	struct rl_graph *g = tu_graph_new(13, "test_passes");
+	uint32_t x = tu_input(g, "x", RL_DT_FLOAT, TU_SHAPE(4, 1, 3, 5, 5));
+	uint32_t cin[2] = {x, tu_input(g, "w", RL_DT_FLOAT, TU_SHAPE(4, 6, 3, 3, 3))};
+	uint32_t c = nodex(g, RL_OP_Conv, "conv", cin, 2, 1, NULL, NULL);
+	tu_output(g, op1(g, RL_OP_Relu, "relu", add_bn(g, "bn", c, 6)));
+	return g;
+}
+
+Test(fold, batchnorm_after_conv_with_runtime_weight)
+{
+	struct rl_pass_ctx ctx;
+	struct rl_graph *g = check_same(build_bn_weight_input, "fold", &ctx);
+	if (count_op(g, RL_OP_BatchNormalization) != 0)
+		dump_remarks(&ctx);
+	cr_assert_eq(count_op(g, RL_OP_BatchNormalization), 0);
+	cr_assert(has_remark(&ctx, "fold", "rewritten", "per-channel Mul"));
+	const struct rl_node *mul = first_op(g, RL_OP_Mul), *add = first_op(g, RL_OP_Add);
+	cr_assert(mul && add);
+	/* x * s + t: s and t are constants of shape [C, 1, 1], the Mul reads the Conv */
+	const struct rl_value *sv = &g->values[mul->in[1]];
+	cr_assert(rl_value_is_const(g, mul->in[1]) && sv->shape.rank == 3 &&
+	          sv->shape.d[0].v == 6 && sv->shape.d[1].v == 1 && sv->shape.d[2].v == 1);
+	cr_assert_eq(g->values[mul->in[0]].producer, (uint32_t)(first_op(g, RL_OP_Conv) - g->nodes));
+	cr_assert_eq(add->in[0], mul->out[0]);
+	cr_assert(rl_value_is_const(g, add->in[1]));
+	rl_pass_ctx_free(&ctx);
+	rl_graph_free(g);
+}
+
 /* ======================================================================== */
 /* dedupe                                                                    */
 /* ======================================================================== */
