@@ -1219,18 +1219,25 @@ static void value_ptr(struct driver *d, uint32_t v, bool out, char *b, size_t n)
 		snprintf(b, n, "(%s *)out[%d]", ct, vi->io);
 		break;
 	case ST_CONST:
-		if (vi->at_init)
+		if (vi->at_init && vi->off)
 			snprintf(b, n, "(%s%s *)(%s_cst + %lld)", out ? "" : "const ", ct, d->prefix,
 			         (long long)vi->off);
-		else if (vi->in_side)
+		else if (vi->at_init)
+			snprintf(b, n, "(%s%s *)%s_cst", out ? "" : "const ", ct, d->prefix);
+		else if (vi->in_side && vi->off)
 			snprintf(b, n, "(const %s *)(%s_weights + %lld)", ct, d->prefix,
 			         (long long)vi->off);
+		else if (vi->in_side)
+			snprintf(b, n, "(const %s *)%s_weights", ct, d->prefix);
 		else
 			snprintf(b, n, vi->strform ? "%s.v" : "%s", vi->cname);
 		break;
 	case ST_WORKSPACE:
-		snprintf(b, n, "(%s%s *)(%s_ws + %lld)", out ? "" : "const ", ct, d->prefix,
-		         (long long)vi->off);
+		if (vi->off) /* the first tensor at the base itself: no `+ 0` */
+			snprintf(b, n, "(%s%s *)(%s_ws + %lld)", out ? "" : "const ", ct, d->prefix,
+			         (long long)vi->off);
+		else
+			snprintf(b, n, "(%s%s *)%s_ws", out ? "" : "const ", ct, d->prefix);
 		break;
 	default:
 		snprintf(b, n, "NULL");
@@ -1462,6 +1469,7 @@ static enum rl_status emit_kernels(struct driver *d)
 			}
 			rl_buf_printf(&d->kernels, " */\n");
 		}
+		cg_tidy(&d->cg.body); /* emit_tidy.c: no `* 1`, `+ 0`, zero indices */
 		drop_void_casts(&d->cg.body);
 		bool par = d->cg.par_n > 0;
 		d->cg.any_simd |= d->cg.simd;
