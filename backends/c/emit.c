@@ -1962,6 +1962,7 @@ static void c_lifecycle(struct driver *d, const struct emit_names *nm, int64_t w
 		rl_buf_printf(&d->c, "    if (!%s_cst && !(%s_cst = aligned_alloc(%d, %lldu)))\n"
 		                    "        return -1;\n",
 		              prefix, prefix, RL_ALIGN, (long long)d->cst_size);
+	cg_tidy(&d->cg.init); /* the packing loops too (a loop over 1 block, say) */
 	if (d->cg.init.len)
 		rl_buf_printf(&d->c, "%s", d->cg.init.s);
 	if (d->cg.any_par)

@@ -597,7 +597,8 @@ static enum rl_status emit_compress(struct rl_cgen *cg, uint32_t node)
 		if (outer * inner > 0) {
 			cg_line(cg, "/* the selected slices, outer %lld x cnt x inner %lld */",
 			        (long long)outer, (long long)inner);
-			cg_line(cg, "for (int64_t o = 0, j = 0; o < %lld; o++)", (long long)outer);
+			cg_line(cg, "int64_t j = 0;");
+			cg_line(cg, "for (int64_t o = 0; o < %lld; o++)", (long long)outer);
 			cg_line(cg, "    for (int64_t i = 0; i < %lld; i++)", (long long)len);
 			cg_line(cg, "        if (X1[i] != 0)");
 			if (inner == 1)

@@ -542,7 +542,15 @@ static bool unit_loop(const char *s, char *name, size_t cap, bool *brace)
 {
 	struct tok t[TK_MAX];
 	int n;
-	if (is_pp(s) || !tokenize(s, t, &n) || (n != 15 && n != 14))
+	if (is_pp(s) || !tokenize(s, t, &n) || n < 14)
+		return false;
+	/* `V += 1` for `V++` */
+	if (n >= 15 && tok_is(&t[12], "+=") && is_int_lit(&t[13], "1")) {
+		memmove(t + 13, t + 14, (size_t)(n - 14) * sizeof(*t));
+		t[12].s = "++";
+		n--;
+	}
+	if (n != 15 && n != 14)
 		return false;
 	*brace = n == 15;
 	const struct tok *v = &t[3];
@@ -714,13 +722,44 @@ void cg_tidy(struct rl_buf *b)
 		if (L[i].dead || !unit_loop(L[i].s, v, sizeof(v), &brace))
 			continue;
 		if (!brace) {
-			/* one statement: V = 0 in it, the loop line goes */
-			if (i + 1 >= nl || !simple_statement(L[i + 1].s) || !substitutable(L, i + 1, i + 2, v))
+			/* one statement for a body (the lines indented deeper, a
+			 * simple statement or an unbraced for/if over one): V = 0 in
+			 * it, the loop line goes, the body moves out one level */
+			int ind0 = 0, e = i + 1, bd = 0;
+			while (L[i].s[ind0] == ' ')
+				ind0++;
+			for (; e < nl && !L[e].dead; e++) {
+				int ind = 0;
+				while (L[e].s[ind] == ' ')
+					ind++;
+				if (ind <= ind0 || is_pp(L[e].s))
+					break;
+				bd += brace_delta(L[e].s);
+				if (bd < 0)
+					break;
+			}
+			const char *last = L[e - 1].s;
+			while (*last == ' ')
+				last++;
+			if (e == i + 1 || bd || (!simple_statement(last) && strcmp(last, "}") != 0) ||
+			    !substitutable(L, i + 1, e, v))
+				continue;
+			bool jump = false;
+			for (int k = i + 1; k < e; k++) {
+				const char *t = L[k].s;
+				while (*t == ' ')
+					t++;
+				if (!strncmp(t, "for", 3) || !strncmp(t, "while", 5))
+					break; /* jumps below are the inner loop's */
+				jump |= has_word(t, "break") || has_word(t, "continue");
+			}
+			if (jump)
 				continue;
 			L[i].dead = true;
-			substitute(L, i + 1, i + 2, v, &ints);
-			if (strncmp(L[i + 1].s, "    ", 4) == 0)
-				memmove(L[i + 1].s, L[i + 1].s + 4, strlen(L[i + 1].s + 4) + 1);
+			substitute(L, i + 1, e, v, &ints);
+			for (int k = i + 1; k < e; k++)
+				if (strncmp(L[k].s, "    ", 4) == 0)
+					memmove(L[k].s, L[k].s + 4, strlen(L[k].s + 4) + 1);
 			continue;
 		}
 		/* the loop body: from i+1 to the line that closes it */

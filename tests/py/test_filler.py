@@ -15,7 +15,9 @@ prelude, whose functions are named rl_*). A finding is, per function:
   zero-index   `const <int type> NAME = 0;`: an index bound to zero that is
                then only added or multiplied (a batch loop of extent 1
                should vanish, not leave its index behind);
-  loop-1       `for (... = 0; NAME < 1; ...)`: a loop of extent 1;
+  loop-1       `for (... = 0; NAME < 1; ...)`: a loop of extent 1 (unless
+               its body continues or breaks it before any inner loop: there
+               the loop is the control flow);
   mul-one      a multiplication by the integer literal 1 (`x * 1`, `1 * x`);
   add-zero     an addition of the integer literal 0 (`x + 0`, `0 + x`);
   int-cast     `(float)(0)`, `(double)1`, ...: an integer literal cast to a
@@ -152,12 +154,31 @@ PATTERNS = [
 ]
 
 
+def loop_jumps(body, k):
+    """Whether the braced loop opened on line k continues or breaks itself
+    (a `continue` or `break` before any inner loop opens): such a loop of
+    extent 1 is control flow, and a plain block could not say it."""
+    if not body[k].rstrip().endswith("{"):
+        return False
+    depth = 0
+    for ln in body[k + 1:]:
+        s = ln.strip()
+        if re.match(r"(for|while|do)\b", s):
+            return False
+        if re.search(r"\b(continue|break)\b", s):
+            return True
+        depth += s.count("{") - s.count("}")
+        if depth < 0:
+            return False
+    return False
+
+
 def check_function(name, first, body):
     """Findings (line number, pattern, text) in one function."""
     found = []
     for k, ln in enumerate(body):
         for pat, rx in PATTERNS:
-            if rx.search(ln):
+            if rx.search(ln) and not (pat == "loop-1" and loop_jumps(body, k)):
                 found.append((first + k, pat, ln.strip()))
     # (void)NAME;: used anyway (in both preprocessor variants), or a local
     # that nothing but its declaration names; counted in the innermost block
