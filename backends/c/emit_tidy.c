@@ -307,7 +307,8 @@ static bool simplify(struct tok *t, int *np, const struct names *ints, char *are
 		if (i + 2 < n && tok_is(&t[i + 1], "%") && is_int_lit(&t[i + 2], "1") &&
 		    int_operand(&t[i], ints) && (low_before(t, i - 1) || tok_is(&t[i - 1], "-")) &&
 		    (i + 3 == n || (!tok_is(&t[i + 3], "[") && !tok_is(&t[i + 3], "(")))) {
-			del(t, &n, i, 2, true);
+			del(t, &n, i, 2, true); /* X and %: the 1 is left, and becomes 0 */
+			t[i].s = "0";
 			ch = true;
 			continue;
 		}
