@@ -283,7 +283,9 @@ static bool simplify(struct tok *t, int *np, const struct names *ints, char *are
 		    (t[i + 1].kind == T_NUM || (t[i + 1].kind == T_ID && !maybe_type(&t[i + 1]))) &&
 		    (i == 0 || (t[i - 1].kind != T_ID && !tok_is(&t[i - 1], ")") &&
 		                !tok_is(&t[i - 1], "]"))) &&
-		    (i + 3 == n || (t[i + 3].kind == T_PUNCT && !tok_is(&t[i + 3], "(")))) {
+		    (i + 3 == n || (t[i + 3].kind == T_PUNCT && !tok_is(&t[i + 3], "(") &&
+		                    !tok_is(&t[i + 3], "{") && !tok_is(&t[i + 3], "~") &&
+		                    !tok_is(&t[i + 3], "!")))) {
 			del(t, &n, i + 2, 1, false);
 			del(t, &n, i, 1, true);
 			ch = true;
@@ -472,12 +474,19 @@ static bool substitutable(struct line *L, int from, int to, const char *name)
 				    tok_is(b, "++") || tok_is(b, "--") || (tok_is(b, "*") && !binary_star))
 					return false; /* a declaration, an address, a member */
 			}
-			if (k + 1 < n && t[k + 1].kind == T_PUNCT) {
+			/* only added, multiplied, indexed with or passed on: there a
+			 * literal 0 of type int means what the size_t 0 meant (in
+			 * `x - NAME` or `NAME < n` the types could differ) */
+			if (k > 0) {
+				const struct tok *b = &t[k - 1];
+				if (!(tok_is(b, "+") || tok_is(b, "*") || tok_is(b, "(") || tok_is(b, "[") ||
+				      tok_is(b, "=") || tok_is(b, ",") || tok_is(b, ")")))
+					return false;
+			}
+			if (k + 1 < n) {
 				const struct tok *a = &t[k + 1];
-				if (tok_is(a, "=") || (a->n == 2 && a->s[1] == '=' && a->s[0] != '=' &&
-				                       a->s[0] != '!' && a->s[0] != '<' && a->s[0] != '>') ||
-				    tok_is(a, "++") || tok_is(a, "--") || tok_is(a, "<<=") || tok_is(a, ">>=") ||
-				    tok_is(a, "[") || tok_is(a, "(") || tok_is(a, "."))
+				if (!(tok_is(a, "+") || tok_is(a, "*") || tok_is(a, ")") || tok_is(a, "]") ||
+				      tok_is(a, ";") || tok_is(a, ",")))
 					return false;
 			}
 		}
