@@ -643,20 +643,24 @@ static enum rl_status emit_unique(struct rl_cgen *cg, uint32_t node)
 		/* slices a and b compared lexicographically: -1, 0, 1 */
 		rl_buf_printf(b, "static int %s_cmp(const %s *x, int64_t a, int64_t b)\n{\n", k,
 		              cg_ctype(dt));
-		rl_buf_printf(b, "    for (int64_t o = 0; o < %lld; o++)\n", (long long)outer);
-		rl_buf_printf(b, "        for (int64_t i = 0; i < %lld; i++) {\n", (long long)inner);
+		struct rl_buf fb = {0}; /* the body, tidied (outer or inner may be 1) */
+		rl_buf_printf(&fb, "    for (int64_t o = 0; o < %lld; o++)\n", (long long)outer);
+		rl_buf_printf(&fb, "        for (int64_t i = 0; i < %lld; i++) {\n", (long long)inner);
 		char ea[96], eb[96];
 		snprintf(ea, sizeof(ea), "x[(o * %lld + a) * %lld + i]", (long long)n, (long long)inner);
 		snprintf(eb, sizeof(eb), "x[(o * %lld + b) * %lld + i]", (long long)n, (long long)inner);
-		rl_buf_printf(b, "            const %s u = %s;\n", cg_comptype(dt), cg_load(cg, dt, ea));
-		rl_buf_printf(b, "            const %s v = %s;\n", cg_comptype(dt), cg_load(cg, dt, eb));
+		rl_buf_printf(&fb, "            const %s u = %s;\n", cg_comptype(dt), cg_load(cg, dt, ea));
+		rl_buf_printf(&fb, "            const %s v = %s;\n", cg_comptype(dt), cg_load(cg, dt, eb));
 		if (rl_dtype_is_float(dt)) /* NaNs sort last and equal each other, as numpy's */
-			rl_buf_printf(b, "            if (u != v && (u == u || v == v))\n"
-			                 "                return u != u ? 1 : v != v || u < v ? -1 : 1;\n"
-			                 "        }\n    return 0;\n}\n\n");
+			rl_buf_printf(&fb, "            if (u != v && (u == u || v == v))\n"
+			                   "                return u != u ? 1 : v != v || u < v ? -1 : 1;\n"
+			                   "        }\n    return 0;\n");
 		else
-			rl_buf_printf(b, "            if (u != v)\n                return u < v ? -1 : 1;\n"
-			                 "        }\n    return 0;\n}\n\n");
+			rl_buf_printf(&fb, "            if (u != v)\n                return u < v ? -1 : 1;\n"
+			                   "        }\n    return 0;\n");
+		cg_tidy(&fb);
+		rl_buf_printf(b, "%s}\n\n", fb.s ? fb.s : "");
+		rl_buf_free(&fb);
 		cg_line(cg, "int64_t *perm = %s_perm, *tmp = %s_tmp, *grp = %s_grp, *first = %s_first, "
 		        "*cnts = %s_cnts;", k, k, k, k, k);
 		cg_line(cg, "for (int64_t i = 0; i < %lld; i++)", (long long)n);

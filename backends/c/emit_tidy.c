@@ -455,7 +455,7 @@ static bool has_word(const char *s, const char *w)
 }
 
 /* Can name be replaced by 0 on every line of (from, to)? */
-static bool substitutable(struct line *L, int from, int to, const char *name)
+static bool substitutable(struct line *L, int from, int to, const char *name, bool is_int)
 {
 	struct tok t[TK_MAX];
 	for (int i = from; i < to; i++) {
@@ -477,6 +477,20 @@ static bool substitutable(struct line *L, int from, int to, const char *name)
 			/* only added, multiplied, indexed with or passed on: there a
 			 * literal 0 of type int means what the size_t 0 meant (in
 			 * `x - NAME` or `NAME < n` the types could differ) */
+			/* an int NAME is an int 0 anywhere; `(T)NAME` is typed by the cast */
+			bool cast = k > 2 && tok_is(&t[k - 1], ")") && maybe_type(&t[k - 2]) &&
+			            tok_is(&t[k - 3], "(");
+			if (is_int || cast) {
+				if (k + 1 < n && (tok_is(&t[k + 1], "=") || tok_is(&t[k + 1], "++") ||
+				                  tok_is(&t[k + 1], "--") || tok_is(&t[k + 1], "[") ||
+				                  tok_is(&t[k + 1], "(") || tok_is(&t[k + 1], ".") ||
+				                  tok_is(&t[k + 1], "->") ||
+				                  (t[k + 1].n >= 2 && t[k + 1].s[t[k + 1].n - 1] == '=' &&
+				                   !tok_is(&t[k + 1], "==") && !tok_is(&t[k + 1], "!=") &&
+				                   !tok_is(&t[k + 1], "<=") && !tok_is(&t[k + 1], ">="))))
+					return false;
+				continue;
+			}
 			if (k > 0) {
 				const struct tok *b = &t[k - 1];
 				if (!(tok_is(b, "+") || tok_is(b, "*") || tok_is(b, "(") || tok_is(b, "[") ||
@@ -532,7 +546,7 @@ static void substitute(struct line *L, int from, int to, const char *name, const
 }
 
 /* `const T NAME = 0;` -> NAME */
-static bool zero_decl(const char *s, char *name, size_t cap)
+static bool zero_decl(const char *s, char *name, size_t cap, bool *is_int)
 {
 	struct tok t[TK_MAX];
 	int n;
@@ -543,6 +557,7 @@ static bool zero_decl(const char *s, char *name, size_t cap)
 		return false;
 	memcpy(name, t[2].s, (size_t)t[2].n);
 	name[t[2].n] = 0;
+	*is_int = tok_is(&t[1], "int") || tok_is(&t[1], "int32_t");
 	return true;
 }
 
@@ -579,6 +594,16 @@ static bool unit_loop(const char *s, char *name, size_t cap, bool *brace)
 }
 
 
+/* the line opens a for, while or do loop */
+static bool starts_loop(const char *t)
+{
+	struct tok k[TK_MAX];
+	int n;
+	if (!tokenize(t, k, &n) || n == 0)
+		return false;
+	return tok_is(&k[0], "for") || tok_is(&k[0], "while") || tok_is(&k[0], "do");
+}
+
 /* a line that is one expression statement: `...;`, no keyword, no braces */
 static bool simple_statement(const char *s)
 {
@@ -612,25 +637,73 @@ static bool void_cast(const char *s, char *name, size_t cap)
 	return true;
 }
 
-/* `const T NAME = EXPR;` with EXPR free of calls and side effects */
-static bool pure_const_decl(const char *s, const char *name)
+/* tokens [a, b) free of calls, assignments and side effects */
+static bool pure(const struct tok *t, int a, int b)
 {
-	struct tok t[TK_MAX];
-	int n;
-	if (is_pp(s) || !tokenize(s, t, &n) || n < 6 || !tok_is(&t[0], "const") ||
-	    !is_int_type(&t[1]) || !name_tok(&t[2], name) || !tok_is(&t[3], "=") ||
-	    !tok_is(&t[n - 1], ";"))
-		return false;
-	for (int k = 4; k < n - 1; k++) {
+	for (int k = a; k < b; k++) {
 		if (t[k].kind == T_OPAQUE || tok_is(&t[k], "=") || tok_is(&t[k], "++") ||
-		    tok_is(&t[k], "--") || tok_is(&t[k], ";") || tok_is(&t[k], ",") ||
-		    (tok_is(&t[k], "(") && k > 4 && t[k - 1].kind == T_ID && !maybe_type(&t[k - 1])))
+		    tok_is(&t[k], "--") || tok_is(&t[k], ";"))
 			return false;
-		if (t[k].kind == T_PUNCT && t[k].n == 2 && t[k].s[1] == '=' && t[k].s[0] != '=' &&
-		    t[k].s[0] != '!' && t[k].s[0] != '<' && t[k].s[0] != '>')
+		if (tok_is(&t[k], "(") && k > a && t[k - 1].kind == T_ID && !maybe_type(&t[k - 1]))
+			return false;
+		if (t[k].kind == T_PUNCT && t[k].n >= 2 && t[k].s[t[k].n - 1] == '=' &&
+		    !tok_is(&t[k], "==") && !tok_is(&t[k], "!=") && !tok_is(&t[k], "<=") &&
+		    !tok_is(&t[k], ">="))
 			return false;
 	}
 	return true;
+}
+
+/* If line l declares NAME (`[const] T a = E, NAME = E2;`, T an integer type,
+ * the initializer pure), drop that declarator, or the line if it is the
+ * only one; true when done. */
+static bool drop_declarator(struct line *l, const char *name)
+{
+	struct tok t[TK_MAX];
+	int n, ind = 0;
+	while (l->s[ind] == ' ')
+		ind++;
+	if (is_pp(l->s) || !tokenize(l->s + ind, t, &n) || n < 5 || !tok_is(&t[n - 1], ";"))
+		return false;
+	int k = tok_is(&t[0], "const");
+	if (!is_int_type(&t[k]))
+		return false;
+	k++;
+	/* declarators [k, ...), split at depth-0 commas */
+	int starts[64], ns = 0, depth = 0;
+	starts[ns++] = k;
+	for (int q = k; q < n - 1; q++) {
+		depth += tok_is(&t[q], "(") - tok_is(&t[q], ")");
+		if (depth == 0 && tok_is(&t[q], ",")) {
+			if (ns == 63)
+				return false;
+			starts[ns++] = q + 1;
+		}
+	}
+	starts[ns] = n; /* one past the `;` (or the comma) */
+	for (int d = 0; d < ns; d++) {
+		int a = starts[d], b = starts[d + 1] - 1; /* [a, b): the declarator, b its , or ; */
+		if (!name_tok(&t[a], name) || a + 1 >= b || !tok_is(&t[a + 1], "=") || !pure(t, a + 2, b))
+			continue;
+		if (ns == 1) {
+			l->dead = true;
+			return true;
+		}
+		/* with the comma after it, or (the last one) the comma before it */
+		int from = d + 1 < ns ? a : a - 1, cnt = d + 1 < ns ? b + 1 - a : b - (a - 1);
+		bool sp = t[from].sp;
+		memmove(t + from, t + from + cnt, (size_t)(n - from - cnt) * sizeof(*t));
+		n -= cnt;
+		if (d + 1 < ns)
+			t[from].sp = sp;
+		char *o = join(l->s, ind, t, n);
+		if (!o)
+			return false;
+		free(l->s);
+		l->s = o;
+		return true;
+	}
+	return false;
 }
 
 /* A local that only its declaration and `(void)NAME;` name, in the block
@@ -656,13 +729,12 @@ static void drop_dead_locals(struct line *L, int nl)
 		for (int k = lo; k < hi && k < nl; k++) {
 			if (k == i || L[k].dead || !has_word(L[k].s, v))
 				continue;
-			if (decl < 0 && pure_const_decl(L[k].s, v))
-				decl = k;
-			else
-				uses++;
+			if (decl < 0)
+				decl = k; /* the first naming: its declaration, if anything */
+			uses++;
 		}
-		if (decl >= 0 && !uses)
-			L[i].dead = L[decl].dead = true;
+		if (decl >= 0 && uses == 1 && drop_declarator(&L[decl], v))
+			L[i].dead = true;
 	}
 }
 
@@ -674,9 +746,20 @@ static void collect_ints(struct line *L, int nl, struct names *nm)
 		int n;
 		if (is_pp(L[i].s) || !tokenize(L[i].s, t, &n))
 			continue;
-		for (int k = 0; k + 1 < n; k++)
-			if (is_int_type(&t[k]) && t[k + 1].kind == T_ID && !is_int_type(&t[k + 1]) &&
-			    !(k + 2 < n && tok_is(&t[k + 2], "("))) {
+		int depth = 0;
+		bool decl = false; /* inside `T a = ..., b = ...;` */
+		for (int k = 0; k + 1 < n; k++) {
+			depth += tok_is(&t[k], "(") - tok_is(&t[k], ")");
+			if (tok_is(&t[k], ";"))
+				decl = false;
+			bool first = is_int_type(&t[k]) && t[k + 1].kind == T_ID && !is_int_type(&t[k + 1]) &&
+			             !(k + 2 < n && tok_is(&t[k + 2], "("));
+			bool more = decl && depth == 0 && tok_is(&t[k], ",") && t[k + 1].kind == T_ID &&
+			            k + 2 < n && (tok_is(&t[k + 2], "=") || tok_is(&t[k + 2], ",") ||
+			                          tok_is(&t[k + 2], ";"));
+			if (first && depth == 0)
+				decl = true;
+			if (first || more) {
 				if (nm->n == nm->cap) {
 					int c = nm->cap ? 2 * nm->cap : 32;
 					char **v = realloc(nm->v, (size_t)c * sizeof(*v));
@@ -692,6 +775,7 @@ static void collect_ints(struct line *L, int nl, struct names *nm)
 				s[t[k + 1].n] = 0;
 				nm->v[nm->n++] = s;
 			}
+		}
 	}
 }
 
@@ -752,14 +836,14 @@ void cg_tidy(struct rl_buf *b)
 			while (*last == ' ')
 				last++;
 			if (e == i + 1 || bd || (!simple_statement(last) && strcmp(last, "}") != 0) ||
-			    !substitutable(L, i + 1, e, v))
+			    !substitutable(L, i + 1, e, v, false))
 				continue;
 			bool jump = false;
 			for (int k = i + 1; k < e; k++) {
 				const char *t = L[k].s;
 				while (*t == ' ')
 					t++;
-				if (!strncmp(t, "for", 3) || !strncmp(t, "while", 5))
+				if (starts_loop(t))
 					break; /* jumps below are the inner loop's */
 				jump |= has_word(t, "break") || has_word(t, "continue");
 			}
@@ -794,9 +878,11 @@ void cg_tidy(struct rl_buf *b)
 			const char *t = L[k].s;
 			while (*t == ' ')
 				t++;
-			bool loop = !strncmp(t, "for ", 4) || !strncmp(t, "for(", 4) ||
-			            !strncmp(t, "while", 5) || !strncmp(t, "do", 2);
-			if ((has_word(t, "break") || has_word(t, "continue")) && !ns && !inner)
+			bool loop = starts_loop(t);
+			size_t tl = strlen(t);
+			bool oneline = loop && tl && t[tl - 1] == ';'; /* `for (...) stmt;` */
+			if ((has_word(t, "break") || has_word(t, "continue")) && !ns && !inner &&
+			    !oneline)
 				jumps = true;
 			int dd = brace_delta(t);
 			if (loop && dd > 0 && ns < 64)
@@ -804,9 +890,12 @@ void cg_tidy(struct rl_buf *b)
 			d2 += dd;
 			while (ns && d2 < stack[ns - 1])
 				ns--;
-			inner = loop && dd == 0 ? 1 : inner > 0 && !strncmp(t, "if", 2) ? 1 : 0;
+			/* an unbraced loop's body is the next line (or an if and its line) */
+			inner = loop && dd == 0 && !oneline ? 1
+			      : inner > 0 && !strncmp(t, "if", 2) && t[tl - 1] != ';' ? 1
+			                                                               : 0;
 		}
-		if (jumps || end == nl || !substitutable(L, i + 1, end, v))
+		if (jumps || end == nl || !substitutable(L, i + 1, end, v, false))
 			continue;
 		int ind = 0;
 		while (L[i].s[ind] == ' ')
@@ -826,10 +915,11 @@ void cg_tidy(struct rl_buf *b)
 		again = false;
 		for (int i = 0; i < nl; i++) {
 			char v[64];
-			if (L[i].dead || !zero_decl(L[i].s, v, sizeof(v)))
+			bool is_int;
+			if (L[i].dead || !zero_decl(L[i].s, v, sizeof(v), &is_int))
 				continue;
 			int end = scope_end(L, nl, i);
-			if (!substitutable(L, i + 1, end, v))
+			if (!substitutable(L, i + 1, end, v, is_int))
 				continue;
 			L[i].dead = true;
 			substitute(L, i + 1, end, v, &ints);

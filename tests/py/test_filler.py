@@ -156,20 +156,28 @@ PATTERNS = [
 
 def loop_jumps(body, k):
     """Whether the braced loop opened on line k continues or breaks itself
-    (a `continue` or `break` before any inner loop opens): such a loop of
-    extent 1 is control flow, and a plain block could not say it."""
+    (a `continue` or `break` outside the loops nested in it): such a loop
+    of extent 1 is control flow, and a plain block could not say it."""
     if not body[k].rstrip().endswith("{"):
         return False
-    depth = 0
-    for ln in body[k + 1:]:
-        s = ln.strip()
+    depth, i = 0, k + 1
+    while i < len(body):
+        s = body[i].strip()
         if re.match(r"(for|while|do)\b", s):
-            return False
+            if s.endswith("{"):  # a nested braced loop: skip its block
+                d, i = 1, i + 1
+                while i < len(body) and d > 0:
+                    d += body[i].count("{") - body[i].count("}")
+                    i += 1
+            else:  # its body on this line, or on the next
+                i += 1 if s.endswith(";") else 2
+            continue
         if re.search(r"\b(continue|break)\b", s):
             return True
         depth += s.count("{") - s.count("}")
         if depth < 0:
             return False
+        i += 1
     return False
 
 
@@ -202,7 +210,8 @@ def check_function(name, first, body):
                 break
         name = m.group(1)
         word = re.compile(r"\b" + re.escape(name) + r"\b")
-        decl = re.compile(r"^\s*(?:const\s+)?[\w\s\*]*?\b" + re.escape(name) + r"\s*=[^=]")
+        decl = re.compile(r"^\s*(?:const\s+)?[a-z_]\w*\s+(?:\*\s*)*(?:restrict\s+)?(?:[^;]*,\s*)?"
+                          + re.escape(name) + r"\s*=[^=]")
         decls = [j for j in range(lo, hi + 1) if j != k and decl.match(body[j])]
         uses = [[j for j, t in v if lo <= j <= hi and j != k and j not in decls and word.search(t)] for v in vs]
         if all(uses):
