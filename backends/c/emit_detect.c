@@ -637,9 +637,11 @@ static enum rl_status emit_unique(struct rl_cgen *cg, uint32_t node)
 	if (n > 0 && outer * inner > 0) {
 		enum rl_dtype dt = x->dtype;
 		struct rl_buf *b = &cg->statics;
-		rl_buf_printf(b, "static int64_t %s_perm[%lld], %s_tmp[%lld], %s_grp[%lld], "
-		              "%s_first[%lld], %s_cnts[%lld];\n", k, (long long)n, k, (long long)n, k,
-		              (long long)n, k, (long long)n, k, (long long)n);
+		rl_buf_printf(b, "static int64_t %s_perm[%lld], %s_grp[%lld], %s_first[%lld], "
+		              "%s_cnts[%lld];\n", k, (long long)n, k, (long long)n, k, (long long)n, k,
+		              (long long)n);
+		if (n > 1 || !sorted) /* the merge buffer; the order of first occurrence */
+			rl_buf_printf(b, "static int64_t %s_tmp[%lld];\n", k, (long long)n);
 		/* slices a and b compared lexicographically: -1, 0, 1 (one slice
 		 * needs no comparison, and an unused static function warns) */
 		if (n > 1) {
@@ -664,8 +666,10 @@ static enum rl_status emit_unique(struct rl_cgen *cg, uint32_t node)
 			rl_buf_printf(b, "%s}\n\n", fb.s ? fb.s : "");
 			rl_buf_free(&fb);
 		}
-		cg_line(cg, "int64_t *perm = %s_perm, *tmp = %s_tmp, *grp = %s_grp, *first = %s_first, "
-		        "*cnts = %s_cnts;", k, k, k, k, k);
+		cg_line(cg, "int64_t *perm = %s_perm, *grp = %s_grp, *first = %s_first, *cnts = %s_cnts;",
+		        k, k, k, k);
+		if (n > 1 || !sorted)
+			cg_line(cg, "int64_t *tmp = %s_tmp;", k);
 		cg_line(cg, "for (int64_t i = 0; i < %lld; i++)", (long long)n);
 		cg_line(cg, "    perm[i] = i;");
 		if (n > 1) { /* one slice is sorted and makes one group */
