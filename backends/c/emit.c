@@ -84,13 +84,17 @@ void cg_scratch_array(struct rl_cgen *cg, const char *ctype, const char *name, i
 	cg->scratch_cur += (bytes + 63) / 64 * 64;
 	if (cg->scratch_cur > cg->scratch_max)
 		cg->scratch_max = cg->scratch_cur;
-	if (inner > 0)
-		cg_line(cg, "%s (*%s)[%lld] = (%s (*)[%lld])(void *)(%s + %lld); /* scratch, %lld bytes */",
-		        ctype, name, (long long)inner, ctype, (long long)inner, cg->ws_name,
-		        (long long)off, (long long)bytes);
+	char at[160]; /* the region's base, or base + offset */
+	if (off)
+		snprintf(at, sizeof(at), "(%s + %lld)", cg->ws_name, (long long)off);
 	else
-		cg_line(cg, "%s *%s = (%s *)(void *)(%s + %lld); /* scratch, %lld bytes */", ctype,
-		        name, ctype, cg->ws_name, (long long)off, (long long)bytes);
+		snprintf(at, sizeof(at), "%s", cg->ws_name);
+	if (inner > 0)
+		cg_line(cg, "%s (*%s)[%lld] = (%s (*)[%lld])(void *)%s; /* scratch, %lld bytes */", ctype,
+		        name, (long long)inner, ctype, (long long)inner, at, (long long)bytes);
+	else
+		cg_line(cg, "%s *%s = (%s *)(void *)%s; /* scratch, %lld bytes */", ctype, name, ctype,
+		        at, (long long)bytes);
 }
 
 enum rl_status cg_error(struct rl_cgen *cg, uint32_t node, const char *fmt, ...)
