@@ -84,13 +84,17 @@ void cg_scratch_array(struct rl_cgen *cg, const char *ctype, const char *name, i
 	cg->scratch_cur += (bytes + 63) / 64 * 64;
 	if (cg->scratch_cur > cg->scratch_max)
 		cg->scratch_max = cg->scratch_cur;
-	if (inner > 0)
-		cg_line(cg, "%s (*%s)[%lld] = (%s (*)[%lld])(void *)(%s + %lld); /* scratch, %lld bytes */",
-		        ctype, name, (long long)inner, ctype, (long long)inner, cg->ws_name,
-		        (long long)off, (long long)bytes);
+	char at[160]; /* the region's base, or base + offset */
+	if (off)
+		snprintf(at, sizeof(at), "(%s + %lld)", cg->ws_name, (long long)off);
 	else
-		cg_line(cg, "%s *%s = (%s *)(void *)(%s + %lld); /* scratch, %lld bytes */", ctype,
-		        name, ctype, cg->ws_name, (long long)off, (long long)bytes);
+		snprintf(at, sizeof(at), "%s", cg->ws_name);
+	if (inner > 0)
+		cg_line(cg, "%s (*%s)[%lld] = (%s (*)[%lld])(void *)%s; /* scratch, %lld bytes */", ctype,
+		        name, (long long)inner, ctype, (long long)inner, at, (long long)bytes);
+	else
+		cg_line(cg, "%s *%s = (%s *)(void *)%s; /* scratch, %lld bytes */", ctype, name, ctype,
+		        at, (long long)bytes);
 }
 
 enum rl_status cg_error(struct rl_cgen *cg, uint32_t node, const char *fmt, ...)
@@ -1320,18 +1324,25 @@ static void value_ptr(struct driver *d, uint32_t v, bool out, char *b, size_t n)
 		snprintf(b, n, "(%s *)out[%d]", ct, vi->io);
 		break;
 	case ST_CONST:
-		if (vi->at_init)
+		if (vi->at_init && vi->off)
 			snprintf(b, n, "(%s%s *)(%s_cst + %lld)", out ? "" : "const ", ct, d->prefix,
 			         (long long)vi->off);
-		else if (vi->in_side)
+		else if (vi->at_init)
+			snprintf(b, n, "(%s%s *)%s_cst", out ? "" : "const ", ct, d->prefix);
+		else if (vi->in_side && vi->off)
 			snprintf(b, n, "(const %s *)(%s_weights + %lld)", ct, d->prefix,
 			         (long long)vi->off);
+		else if (vi->in_side)
+			snprintf(b, n, "(const %s *)%s_weights", ct, d->prefix);
 		else
 			snprintf(b, n, vi->strform ? "%s.v" : "%s", vi->cname);
 		break;
 	case ST_WORKSPACE:
-		snprintf(b, n, "(%s%s *)(%s_ws + %lld)", out ? "" : "const ", ct, d->prefix,
-		         (long long)vi->off);
+		if (vi->off) /* the first tensor at the base itself: no `+ 0` */
+			snprintf(b, n, "(%s%s *)(%s_ws + %lld)", out ? "" : "const ", ct, d->prefix,
+			         (long long)vi->off);
+		else
+			snprintf(b, n, "(%s%s *)%s_ws", out ? "" : "const ", ct, d->prefix);
 		break;
 	default:
 		snprintf(b, n, "NULL");
@@ -1563,6 +1574,7 @@ static enum rl_status emit_kernels(struct driver *d)
 			}
 			rl_buf_printf(&d->kernels, " */\n");
 		}
+		cg_tidy(&d->cg.body); /* emit_tidy.c: no `* 1`, `+ 0`, zero indices */
 		drop_void_casts(&d->cg.body);
 		bool par = d->cg.par_n > 0;
 		d->cg.any_simd |= d->cg.simd;
@@ -2055,6 +2067,7 @@ static void c_lifecycle(struct driver *d, const struct emit_names *nm, int64_t w
 		rl_buf_printf(&d->c, "    if (!%s_cst && !(%s_cst = aligned_alloc(%d, %lldu)))\n"
 		                    "        return -1;\n",
 		              prefix, prefix, RL_ALIGN, (long long)d->cst_size);
+	cg_tidy(&d->cg.init); /* the packing loops too (a loop over 1 block, say) */
 	if (d->cg.init.len)
 		rl_buf_printf(&d->c, "%s", d->cg.init.s);
 	if (d->cg.any_par)

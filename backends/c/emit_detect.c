@@ -597,7 +597,8 @@ static enum rl_status emit_compress(struct rl_cgen *cg, uint32_t node)
 		if (outer * inner > 0) {
 			cg_line(cg, "/* the selected slices, outer %lld x cnt x inner %lld */",
 			        (long long)outer, (long long)inner);
-			cg_line(cg, "for (int64_t o = 0, j = 0; o < %lld; o++)", (long long)outer);
+			cg_line(cg, "int64_t j = 0;");
+			cg_line(cg, "for (int64_t o = 0; o < %lld; o++)", (long long)outer);
 			cg_line(cg, "    for (int64_t i = 0; i < %lld; i++)", (long long)len);
 			cg_line(cg, "        if (X1[i] != 0)");
 			if (inner == 1)
@@ -636,57 +637,75 @@ static enum rl_status emit_unique(struct rl_cgen *cg, uint32_t node)
 	if (n > 0 && outer * inner > 0) {
 		enum rl_dtype dt = x->dtype;
 		struct rl_buf *b = &cg->statics;
-		rl_buf_printf(b, "static int64_t %s_perm[%lld], %s_tmp[%lld], %s_grp[%lld], "
-		              "%s_first[%lld], %s_cnts[%lld];\n", k, (long long)n, k, (long long)n, k,
-		              (long long)n, k, (long long)n, k, (long long)n);
-		/* slices a and b compared lexicographically: -1, 0, 1 */
-		rl_buf_printf(b, "static int %s_cmp(const %s *x, int64_t a, int64_t b)\n{\n", k,
-		              cg_ctype(dt));
-		rl_buf_printf(b, "    for (int64_t o = 0; o < %lld; o++)\n", (long long)outer);
-		rl_buf_printf(b, "        for (int64_t i = 0; i < %lld; i++) {\n", (long long)inner);
-		char ea[96], eb[96];
-		snprintf(ea, sizeof(ea), "x[(o * %lld + a) * %lld + i]", (long long)n, (long long)inner);
-		snprintf(eb, sizeof(eb), "x[(o * %lld + b) * %lld + i]", (long long)n, (long long)inner);
-		rl_buf_printf(b, "            const %s u = %s;\n", cg_comptype(dt), cg_load(cg, dt, ea));
-		rl_buf_printf(b, "            const %s v = %s;\n", cg_comptype(dt), cg_load(cg, dt, eb));
-		if (rl_dtype_is_float(dt)) /* NaNs sort last and equal each other, as numpy's */
-			rl_buf_printf(b, "            if (u != v && (u == u || v == v))\n"
-			                 "                return u != u ? 1 : v != v || u < v ? -1 : 1;\n"
-			                 "        }\n    return 0;\n}\n\n");
-		else
-			rl_buf_printf(b, "            if (u != v)\n                return u < v ? -1 : 1;\n"
-			                 "        }\n    return 0;\n}\n\n");
-		cg_line(cg, "int64_t *perm = %s_perm, *tmp = %s_tmp, *grp = %s_grp, *first = %s_first, "
-		        "*cnts = %s_cnts;", k, k, k, k, k);
+		rl_buf_printf(b, "static int64_t %s_perm[%lld], %s_grp[%lld], %s_first[%lld], "
+		              "%s_cnts[%lld];\n", k, (long long)n, k, (long long)n, k, (long long)n, k,
+		              (long long)n);
+		if (n > 1 || !sorted) /* the merge buffer; the order of first occurrence */
+			rl_buf_printf(b, "static int64_t %s_tmp[%lld];\n", k, (long long)n);
+		/* slices a and b compared lexicographically: -1, 0, 1 (one slice
+		 * needs no comparison, and an unused static function warns) */
+		if (n > 1) {
+			rl_buf_printf(b, "static int %s_cmp(const %s *x, int64_t a, int64_t b)\n{\n", k,
+			              cg_ctype(dt));
+			struct rl_buf fb = {0}; /* the body, tidied (outer or inner may be 1) */
+			rl_buf_printf(&fb, "    for (int64_t o = 0; o < %lld; o++)\n", (long long)outer);
+			rl_buf_printf(&fb, "        for (int64_t i = 0; i < %lld; i++) {\n", (long long)inner);
+			char ea[96], eb[96];
+			snprintf(ea, sizeof(ea), "x[(o * %lld + a) * %lld + i]", (long long)n, (long long)inner);
+			snprintf(eb, sizeof(eb), "x[(o * %lld + b) * %lld + i]", (long long)n, (long long)inner);
+			rl_buf_printf(&fb, "            const %s u = %s;\n", cg_comptype(dt), cg_load(cg, dt, ea));
+			rl_buf_printf(&fb, "            const %s v = %s;\n", cg_comptype(dt), cg_load(cg, dt, eb));
+			if (rl_dtype_is_float(dt)) /* NaNs sort last and equal each other, as numpy's */
+				rl_buf_printf(&fb, "            if (u != v && (u == u || v == v))\n"
+				                   "                return u != u ? 1 : v != v || u < v ? -1 : 1;\n"
+				                   "        }\n    return 0;\n");
+			else
+				rl_buf_printf(&fb, "            if (u != v)\n                return u < v ? -1 : 1;\n"
+				                   "        }\n    return 0;\n");
+			cg_tidy(&fb);
+			rl_buf_printf(b, "%s}\n\n", fb.s ? fb.s : "");
+			rl_buf_free(&fb);
+		}
+		cg_line(cg, "int64_t *perm = %s_perm, *grp = %s_grp, *first = %s_first, *cnts = %s_cnts;",
+		        k, k, k, k);
+		if (n > 1 || !sorted)
+			cg_line(cg, "int64_t *tmp = %s_tmp;", k);
 		cg_line(cg, "for (int64_t i = 0; i < %lld; i++)", (long long)n);
 		cg_line(cg, "    perm[i] = i;");
-		cg_line(cg, "/* stable merge sort: equal slices keep their input order */");
-		cg_line(cg, "for (int64_t w = 1; w < %lld; w *= 2) {", (long long)n);
-		cg_line(cg, "    for (int64_t lo = 0; lo < %lld; lo += 2 * w) {", (long long)n);
-		cg->indent += 2;
-		cg_line(cg, "int64_t mid = lo + w < %lld ? lo + w : %lld, hi = lo + 2 * w < %lld ? "
-		        "lo + 2 * w : %lld;", (long long)n, (long long)n, (long long)n, (long long)n);
-		cg_line(cg, "int64_t i = lo, j = mid, o = lo;");
-		cg_line(cg, "while (i < mid && j < hi)");
-		cg_line(cg, "    tmp[o++] = %s_cmp(X0, perm[j], perm[i]) < 0 ? perm[j++] : perm[i++];", k);
-		cg_line(cg, "while (i < mid)");
-		cg_line(cg, "    tmp[o++] = perm[i++];");
-		cg_line(cg, "while (j < hi)");
-		cg_line(cg, "    tmp[o++] = perm[j++];");
-		cg->indent--;
-		cg_line(cg, "}");
-		cg_line(cg, "memcpy(perm, tmp, sizeof(%s_perm));", k);
-		cg->indent--;
-		cg_line(cg, "}");
-		cg_line(cg, "/* groups in sorted order: first[g] is the group's lowest index */");
-		cg_line(cg, "for (int64_t i = 0; i < %lld; i++) {", (long long)n);
-		cg_line(cg, "    if (i == 0 || %s_cmp(X0, perm[i - 1], perm[i]) != 0) {", k);
-		cg_line(cg, "        first[m] = perm[i];");
-		cg_line(cg, "        cnts[m++] = 0;");
-		cg_line(cg, "    }");
-		cg_line(cg, "    grp[perm[i]] = m - 1;");
-		cg_line(cg, "    cnts[m - 1]++;");
-		cg_line(cg, "}");
+		if (n > 1) { /* one slice is sorted and makes one group */
+			cg_line(cg, "/* stable merge sort: equal slices keep their input order */");
+			cg_line(cg, "for (int64_t w = 1; w < %lld; w *= 2) {", (long long)n);
+			cg_line(cg, "    for (int64_t lo = 0; lo < %lld; lo += 2 * w) {", (long long)n);
+			cg->indent += 2;
+			cg_line(cg, "int64_t mid = lo + w < %lld ? lo + w : %lld, hi = lo + 2 * w < %lld ? "
+			        "lo + 2 * w : %lld;", (long long)n, (long long)n, (long long)n, (long long)n);
+			cg_line(cg, "int64_t i = lo, j = mid, o = lo;");
+			cg_line(cg, "while (i < mid && j < hi)");
+			cg_line(cg, "    tmp[o++] = %s_cmp(X0, perm[j], perm[i]) < 0 ? perm[j++] : perm[i++];", k);
+			cg_line(cg, "while (i < mid)");
+			cg_line(cg, "    tmp[o++] = perm[i++];");
+			cg_line(cg, "while (j < hi)");
+			cg_line(cg, "    tmp[o++] = perm[j++];");
+			cg->indent--;
+			cg_line(cg, "}");
+			cg_line(cg, "memcpy(perm, tmp, sizeof(%s_perm));", k);
+			cg->indent--;
+			cg_line(cg, "}");
+			cg_line(cg, "/* groups in sorted order: first[g] is the group's lowest index */");
+			cg_line(cg, "for (int64_t i = 0; i < %lld; i++) {", (long long)n);
+			cg_line(cg, "    if (i == 0 || %s_cmp(X0, perm[i - 1], perm[i]) != 0) {", k);
+			cg_line(cg, "        first[m] = perm[i];");
+			cg_line(cg, "        cnts[m++] = 0;");
+			cg_line(cg, "    }");
+			cg_line(cg, "    grp[perm[i]] = m - 1;");
+			cg_line(cg, "    cnts[m - 1]++;");
+			cg_line(cg, "}");
+		} else {
+			cg_line(cg, "first[0] = 0;");
+			cg_line(cg, "cnts[0] = 1;");
+			cg_line(cg, "grp[0] = 0;");
+			cg_line(cg, "m = 1;");
+		}
 		const char *ord = "q", *inv = "grp[i]";
 		if (!sorted) {
 			cg_line(cg, "/* sorted=0: output q is the q-th group to occur (tmp[q]); perm[g] "

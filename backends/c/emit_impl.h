@@ -106,6 +106,10 @@ bool cg_value_stored_const(struct rl_cgen *cg, uint32_t v);
 void rl_emit_rt_vec(struct rl_buf *b);
 void rl_emit_rt_pool(struct rl_buf *b);
 
+/* Rewrite a finished kernel body without filler (emit_tidy.c): drops
+ * multiplications by 1 and additions of 0, substitutes indices bound to 0,
+ * turns loops of extent 1 into blocks; every value stays the same. */
+void cg_tidy(struct rl_buf *b);
 /* Append one indented line to the kernel body. */
 void cg_line(struct rl_cgen *cg, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

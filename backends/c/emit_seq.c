@@ -309,10 +309,10 @@ static enum rl_status emit_rnn(struct rl_cgen *cg, uint32_t node)
 		cg_line(cg, "memset(Y0, 0, %lld * sizeof(*Y0));", (long long)numel(y));
 	cg_line(cg, "for (size_t d = 0; d < %d; d++) {", D);
 	cg->indent++;
+	/* one direction: known here, so no flag in the C */
+	int rev1 = D == 2 ? -1 : strcmp(dir, "reverse") == 0;
 	if (D == 2)
 		cg_line(cg, "const int rev = d == 1;");
-	else
-		cg_line(cg, "const int rev = %d;", strcmp(dir, "reverse") == 0);
 	cg_line(cg, "const %s *restrict W = X1 + d * %lld;", T, (long long)(G * H * I));
 	cg_line(cg, "const %s *restrict R = X2 + d * %lld;", T, (long long)(G * H * H));
 	if (has_b)
@@ -362,7 +362,12 @@ static enum rl_status emit_rnn(struct rl_cgen *cg, uint32_t node)
 		cg_line(cg, "%s *restrict cb = c + b * %lld;", T, (long long)H);
 	cg_line(cg, "for (int64_t s = 0; s < len; s++) {");
 	cg->indent++;
-	cg_line(cg, "const size_t t = (size_t)(rev ? len - 1 - s : s);");
+	if (rev1 < 0)
+		cg_line(cg, "const size_t t = (size_t)(rev ? len - 1 - s : s);");
+	else if (rev1)
+		cg_line(cg, "const size_t t = (size_t)(len - 1 - s);");
+	else
+		cg_line(cg, "const size_t t = (size_t)s;");
 	if (layout)
 		cg_line(cg, "const %s *restrict xt = X0 + (b * %lld + t) * %lld;", T, (long long)S,
 		        (long long)I);
