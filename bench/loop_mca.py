@@ -4,10 +4,11 @@ of each ISA clone of a generated kernel, for speed evidence on a machine whose
 timings are not valid (shared, or a VM without hardware counters).
 
     loop_mca.py MODEL.onnx KERNEL_PREFIX [--rlopt build/rlopt] [--cc cc]
-                [--rlopt-args "-O2"] [--keep DIR] [--min-instructions N]
+                [--rlopt-args "-O2"] [--cflags "-std=c11 -O2"] [--keep DIR]
+                [--min-instructions N]
 
 Generates the C (`rlopt MODEL -o`), compiles it with `CC -std=c11 -O2 -S` as
-users compile it, and for every function whose name starts with KERNEL_PREFIX
+users compile it (--cflags "-O3 -march=native" for the reference build), and for every function whose name starts with KERNEL_PREFIX
 (its target clones included: NAME.arch_x86_64_v4, NAME.arch_x86_64_v3,
 NAME.default) takes each innermost loop closed by a conditional backward
 branch (of at least N instructions, default 12) and runs it through llvm-mca
@@ -81,6 +82,9 @@ def main():
     ap.add_argument("--rlopt", default="build/rlopt")
     ap.add_argument("--cc", default=os.environ.get("CC", "cc"))
     ap.add_argument("--rlopt-args", default="")
+    ap.add_argument("--cflags", default="-std=c11 -O2",
+                    help="compiler flags (default: -std=c11 -O2, as users compile; "
+                         "'-O3 -march=native' gives the loops the O2/O3n ratio compares against)")
     ap.add_argument("--keep", help="write the .c and .s here")
     ap.add_argument("--min-instructions", type=int, default=12,
                     help="leave out loops shorter than this (address and tail loops)")
@@ -90,7 +94,7 @@ def main():
     c, s = os.path.join(d, "m.c"), os.path.join(d, "m.s")
     try:
         subprocess.run([a.rlopt, a.model, "-o", c] + shlex.split(a.rlopt_args), check=True)
-        subprocess.run([a.cc, "-std=c11", "-O2", "-S", c, "-o", s], check=True)
+        subprocess.run([a.cc] + shlex.split(a.cflags) + ["-S", c, "-o", s], check=True)
     except (subprocess.CalledProcessError, OSError) as e:
         print(f"loop_mca.py: {e}", file=sys.stderr)
         return 1
