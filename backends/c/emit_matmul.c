@@ -657,7 +657,9 @@ static void emit_gemv(struct rl_cgen *cg, uint32_t node, const struct mm_types *
 {
 	const struct rl_node *n = &cg->g->nodes[node];
 	char bp[160] = "X1", e[512], alpha[64];
-	int64_t w = rows ? MM_GEMV_ROWS : RL_GEMV_PANEL;
+	/* panels: two per call where N leaves each of two threads two or more
+	 * (the AVX-512 kernel streams two panels at once, emit_gemm.c) */
+	int64_t w = rows ? MM_GEMV_ROWS : d->N >= 4 * RL_GEMV_PANEL ? 2 * RL_GEMV_PANEL : RL_GEMV_PANEL;
 	cg_gemm_runtime(cg);
 	rl_buf_printf(&cg->init, "    rl_gemm_init(); /* %s: the GEMV kernel for this CPU */\n",
 	              cg->kname);
