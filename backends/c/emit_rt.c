@@ -15,7 +15,10 @@
  *   x86-64-v3: AVX2+FMA, and the baseline) and lets the loader pick one on
  *   the running CPU (GNU target_clones, an ifunc resolved once at load
  *   time). Elsewhere it is empty, and non-GNU compilers take the scalar
- *   path under `#else` of RL_VEC, which every vector kernel keeps.
+ *   path under `#else` of RL_VEC, which every vector kernel keeps. Clang
+ *   gets the clones by feature name (avx512f, avx2): its resolver for
+ *   "arch=x86-64-v4" tests the CPU's name, which no CPU matches, so every
+ *   CPU ran the baseline clone.
  * - `#pragma GCC optimize("fp-contract=fast")`: under -std=c11 GCC never
  *   fuses a*b+c into an FMA, which made a fused chain 35% slower than under
  *   the default gnu17 (7.5 against 6.2 ms on elementwise_chain). Results
