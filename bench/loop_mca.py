@@ -47,7 +47,8 @@ def loops(asm, prefix, min_len=12):
     lines = asm.split("\n")
     i = 0
     while i < len(lines):
-        m = re.match(r"^([A-Za-z_][\w.]*):$", lines[i])
+        # GCC: NAME.arch_x86_64_v4:  Clang: "NAME.arch_x86-64-v4.0": or NAME.avx512f.0:
+        m = re.match(r'^"?([A-Za-z_][\w.\-]*)"?:', lines[i])
         if not m or not m.group(1).startswith(prefix) or m.group(1).endswith(".resolver"):
             i += 1
             continue
@@ -55,11 +56,13 @@ def loops(asm, prefix, min_len=12):
         end = start
         while end < len(lines) and not (lines[end].strip().startswith(".size") and fn in lines[end]):
             end += 1
-        body = lines[start:end]
+        # Clang's assembly carries "# ..." comments after labels and instructions
+        body = [re.sub(r"\s+#.*$", "", l) for l in lines[start:end]]
         labels = {l[:-1]: k for k, l in enumerate(body) if re.match(r"^\.L\w+:$", l)}
         def insns(s, k):
             return [l for l in body[s + 1:k + 1]
-                    if l.strip() and not l.strip().startswith(".") and not re.match(r"^\.L\w+:$", l)]
+                    if l.strip() and not l.strip().startswith((".", "#"))
+                    and not re.match(r"^\.L\w+:$", l)]
         spans = []
         for k, l in enumerate(body):
             b = re.match(r"^\s+j(?!mp)\w+\s+(\.L\w+)$", l)
@@ -104,7 +107,8 @@ def main():
         if len(loop) < a.min_instructions:
             continue
         # the x86-64-v4 copy of a Sqrt loop has AVX-512 in every clone
-        cpu = "icelake-server" if "x86_64_v4" in fn or any("%zmm" in l for l in loop) else "znver3"
+        cpu = ("icelake-server" if "x86_64_v4" in fn or "avx512" in fn or any("%zmm" in l for l in loop)
+               else "znver3")
         scalar = sum(1 for l in loop if re.match(r"^\s+v?u?comiss\s", l))
         r = subprocess.run(["llvm-mca", f"-mcpu={cpu}", "-iterations=200"], input="\n".join(loop) + "\n",
                            capture_output=True, text=True)
