@@ -4,10 +4,11 @@ of each ISA clone of a generated kernel, for speed evidence on a machine whose
 timings are not valid (shared, or a VM without hardware counters).
 
     loop_mca.py MODEL.onnx KERNEL_PREFIX [--rlopt build/rlopt] [--cc cc]
-                [--rlopt-args "-O2"] [--keep DIR] [--min-instructions N]
+                [--rlopt-args "-O2"] [--cflags "-std=c11 -O2"] [--keep DIR]
+                [--min-instructions N]
 
 Generates the C (`rlopt MODEL -o`), compiles it with `CC -std=c11 -O2 -S` as
-users compile it, and for every function whose name starts with KERNEL_PREFIX
+users compile it (--cflags "-O3 -march=native" for the reference build), and for every function whose name starts with KERNEL_PREFIX
 (its target clones included: NAME.arch_x86_64_v4, NAME.arch_x86_64_v3,
 NAME.default) takes each innermost loop closed by a conditional backward
 branch (of at least N instructions, default 12) and runs it through llvm-mca
@@ -46,7 +47,8 @@ def loops(asm, prefix, min_len=12):
     lines = asm.split("\n")
     i = 0
     while i < len(lines):
-        m = re.match(r"^([A-Za-z_][\w.]*):$", lines[i])
+        # GCC: NAME.arch_x86_64_v4:  Clang: "NAME.arch_x86-64-v4.0": or NAME.avx512f.0:
+        m = re.match(r'^"?([A-Za-z_][\w.\-]*)"?:', lines[i])
         if not m or not m.group(1).startswith(prefix) or m.group(1).endswith(".resolver"):
             i += 1
             continue
@@ -54,11 +56,13 @@ def loops(asm, prefix, min_len=12):
         end = start
         while end < len(lines) and not (lines[end].strip().startswith(".size") and fn in lines[end]):
             end += 1
-        body = lines[start:end]
+        # Clang's assembly carries "# ..." comments after labels and instructions
+        body = [re.sub(r"\s+#.*$", "", l) for l in lines[start:end]]
         labels = {l[:-1]: k for k, l in enumerate(body) if re.match(r"^\.L\w+:$", l)}
         def insns(s, k):
             return [l for l in body[s + 1:k + 1]
-                    if l.strip() and not l.strip().startswith(".") and not re.match(r"^\.L\w+:$", l)]
+                    if l.strip() and not l.strip().startswith((".", "#"))
+                    and not re.match(r"^\.L\w+:$", l)]
         spans = []
         for k, l in enumerate(body):
             b = re.match(r"^\s+j(?!mp)\w+\s+(\.L\w+)$", l)
@@ -81,6 +85,9 @@ def main():
     ap.add_argument("--rlopt", default="build/rlopt")
     ap.add_argument("--cc", default=os.environ.get("CC", "cc"))
     ap.add_argument("--rlopt-args", default="")
+    ap.add_argument("--cflags", default="-std=c11 -O2",
+                    help="compiler flags (default: -std=c11 -O2, as users compile; "
+                         "'-O3 -march=native' gives the loops the O2/O3n ratio compares against)")
     ap.add_argument("--keep", help="write the .c and .s here")
     ap.add_argument("--min-instructions", type=int, default=12,
                     help="leave out loops shorter than this (address and tail loops)")
@@ -90,7 +97,7 @@ def main():
     c, s = os.path.join(d, "m.c"), os.path.join(d, "m.s")
     try:
         subprocess.run([a.rlopt, a.model, "-o", c] + shlex.split(a.rlopt_args), check=True)
-        subprocess.run([a.cc, "-std=c11", "-O2", "-S", c, "-o", s], check=True)
+        subprocess.run([a.cc] + shlex.split(a.cflags) + ["-S", c, "-o", s], check=True)
     except (subprocess.CalledProcessError, OSError) as e:
         print(f"loop_mca.py: {e}", file=sys.stderr)
         return 1
@@ -100,7 +107,8 @@ def main():
         if len(loop) < a.min_instructions:
             continue
         # the x86-64-v4 copy of a Sqrt loop has AVX-512 in every clone
-        cpu = "icelake-server" if "x86_64_v4" in fn or any("%zmm" in l for l in loop) else "znver3"
+        cpu = ("icelake-server" if "x86_64_v4" in fn or "avx512" in fn or any("%zmm" in l for l in loop)
+               else "znver3")
         scalar = sum(1 for l in loop if re.match(r"^\s+v?u?comiss\s", l))
         r = subprocess.run(["llvm-mca", f"-mcpu={cpu}", "-iterations=200"], input="\n".join(loop) + "\n",
                            capture_output=True, text=True)

@@ -242,6 +242,9 @@ static const struct gcase cases[] = {
 	{"gemv_panels", false, 2, 2, {1, 500}, {500, 300}, true, false, false, 1, 1, false},
 	/* GEMV panels, N % 128 == 0: permuted in place in the side file's memory */
 	{"gemv_panels_permuted", false, 2, 2, {1, 301}, {301, 384}, true, false, false, 1, 1, false},
+	/* GEMV panels, N >= 512: two panels per call, the AVX-512 kernel streams
+	 * both at once; the last call a lone full panel and a narrow one */
+	{"gemv_panels_pairs", false, 2, 2, {1, 97}, {97, 700}, true, false, false, 1, 1, false},
 	/* 1-D A: a row */
 	{"gemv_1d", false, 1, 2, {257}, {257, 130}, true, false, false, 1, 1, false},
 };
