@@ -268,7 +268,7 @@ static void resident_levels(const struct rl_machine *m, const struct rl_counts *
 /* The bytes one run of g touches: every constant a running node reads, and
  * the largest tensor it computes (the activations reuse one arena, so the
  * weights set the footprint of the models where it matters). */
-static double run_footprint(const struct rl_graph *g)
+double rl_cost_footprint(const struct rl_graph *g)
 {
 	double w = 0, act = 0;
 	uint32_t *seen = calloc((size_t)g->nvalues + 1, sizeof(*seen));
@@ -421,7 +421,7 @@ void rl_cost_graph(struct rl_graph *g, const struct rl_machine *m,
                    struct rl_cost_total *t)
 {
 	memset(t, 0, sizeof(*t));
-	double foot = run_footprint(g);
+	double foot = rl_cost_footprint(g);
 	for (uint32_t k = 0; k < g->norder; k++) {
 		uint32_t i = g->order[k];
 		struct rl_node *n = &g->nodes[i];
@@ -676,7 +676,7 @@ bool rl_cost_kernels(struct rl_graph *g, const struct rl_machine *m, rl_traffic_
 	memset(out, 0, sizeof(*out));
 	struct rl_cost_total nt;
 	rl_cost_graph(g, m, &nt);
-	double foot = run_footprint(g);
+	double foot = rl_cost_footprint(g);
 	size_t nn = (size_t)g->nnodes + 1;
 	int32_t maxg = -1;
 	for (uint32_t i = 0; i < g->nnodes; i++)

@@ -195,6 +195,11 @@ const char *rl_kernel_bound_str(const struct rl_kernel *k, const struct rl_machi
  * access efficiency, in FLOP/byte. A node of lower intensity is memory-bound
  * (up to the read/write bandwidth split and its own access pattern). */
 double rl_cost_balance(const struct rl_machine *m, enum rl_prec prec, bool matrix);
+/* The bytes one run of g touches (every constant a live node reads plus its
+ * largest computed tensor): what a pass pricing one node puts in its
+ * counts' reuse_bytes so its weights are priced as rl_cost_graph prices
+ * them (at the level the run's footprint leaves them). */
+double rl_cost_footprint(const struct rl_graph *g);
 
 /* Per-family counters, in ir/fam_<family>.c. */
 #define X(E, file, name) \

@@ -458,6 +458,10 @@ enum rl_status rl_pass_quantize(struct rl_graph *g, struct rl_pass_ctx *ctx)
 	memcpy(order, g->order, norder * sizeof(*order));
 	int block = ctx->quant_block ? ctx->quant_block : 32;
 	double bytes_before = 0, bytes_after = 0, t_before = 0, t_after = 0;
+	/* weights priced where the run's footprint leaves them (ir/cost.c): the
+	 * float model's before, and after, the footprint less what this node
+	 * and the ones quantized before it save */
+	double foot = m ? rl_cost_footprint(g) : 0, saved = 0;
 	int nq = 0;
 	float *wide = NULL; /* a float16 weight widened; freed at the next node or the end */
 	for (uint32_t o = 0; o < norder && st == RL_OK; o++) {
@@ -477,8 +481,10 @@ enum rl_status rl_pass_quantize(struct rl_graph *g, struct rl_pass_ctx *ctx)
 		struct rl_counts cnt;
 		struct rl_cost cb = {0}, ca = {0};
 		bool priced = m && rl_count_node(g, i, &cnt);
-		if (priced)
+		if (priced) {
+			cnt.reuse_bytes = foot;
 			rl_cost_price(m, &cnt, rl_node_prec(g, i), true, &cb);
+		}
 		double wbytes = (double)c.k * (double)c.n * (c.half ? 2 : 4);
 		const void *wsrc = g->values[c.w].data; /* the initializer's own bytes */
 		if (ctx->quantize == RL_QUANT_AUTO) {
@@ -575,6 +581,7 @@ enum rl_status rl_pass_quantize(struct rl_graph *g, struct rl_pass_ctx *ctx)
 			struct rl_counts c2 = cnt;
 			c2.bytes_read += qbytes - wbytes;
 			c2.weight_bytes += qbytes - wbytes;
+			c2.reuse_bytes = foot - saved - (wbytes - qbytes);
 			rl_cost_price(m, &c2, rl_node_prec(g, i), true, &ca);
 		}
 		if (ctx->quantize == RL_QUANT_AUTO && ca.time_s > 0.95 * cb.time_s) {
@@ -611,6 +618,7 @@ enum rl_status rl_pass_quantize(struct rl_graph *g, struct rl_pass_ctx *ctx)
 		st = rewrite(g, &c, &qw);
 		free(qw.q), free(qw.s), free(qw.z);
 		release_pages(wsrc, (size_t)(c.k * c.n) * (c.half ? 2 : 4));
+		saved += wbytes - qbytes;
 		nq++;
 	}
 	free(order);
