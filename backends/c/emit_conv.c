@@ -148,6 +148,7 @@ static const struct conv_isa conv_isas[] = {
 /* One register tile of 4 channels x nv vectors at column t, sums in registers. */
 static void conv_uk_tile(struct rl_buf *b, const struct conv_isa *is, int nv, const char *ind)
 {
+	char ad[64];
 	for (int r = 0; r < 4; r++) {
 		rl_buf_printf(b, "%s%s", ind, is->vt);
 		for (int v = 0; v < nv; v++)
@@ -166,8 +167,8 @@ static void conv_uk_tile(struct rl_buf *b, const struct conv_isa *is, int nv, co
 	for (int r = 0; r < 4; r++) {
 		rl_buf_printf(b, "%s   ", ind);
 		for (int v = 0; v < nv; v++)
-			rl_buf_printf(b, " s%d%d = %s_loadu_ps(acc + %d * as + t + %d);", r, v, is->pfx, r,
-			              v * is->vw);
+			rl_buf_printf(b, " s%d%d = %s_loadu_ps(%s);", r, v, is->pfx,
+			              cg_addr(ad, sizeof(ad), "acc", r, "as", "t", v * is->vw));
 		rl_buf_printf(b, "\n");
 	}
 	rl_buf_printf(b, "%s}\n", ind);
@@ -177,7 +178,8 @@ static void conv_uk_tile(struct rl_buf *b, const struct conv_isa *is, int nv, co
 	rl_buf_printf(b, "%s        const float *xs = xc + tap[k];\n", ind);
 	rl_buf_printf(b, "%s        const %s", ind, is->vt);
 	for (int v = 0; v < nv; v++)
-		rl_buf_printf(b, "%s x%d = %s_loadu_ps(xs + %d)", v ? "," : "", v, is->pfx, v * is->vw);
+		rl_buf_printf(b, "%s x%d = %s_loadu_ps(%s)", v ? "," : "", v, is->pfx,
+		              cg_addr(ad, sizeof(ad), "xs", 0, NULL, NULL, v * is->vw));
 	rl_buf_printf(b, ";\n");
 	for (int r = 0; r < 4; r++) {
 		rl_buf_printf(b, "%s        const %s a%d = %s_set1_ps(wc[%sk]);", ind, is->vt, r,
@@ -190,8 +192,8 @@ static void conv_uk_tile(struct rl_buf *b, const struct conv_isa *is, int nv, co
 	for (int r = 0; r < 4; r++) {
 		rl_buf_printf(b, "%s", ind);
 		for (int v = 0; v < nv; v++)
-			rl_buf_printf(b, "%s%s_storeu_ps(acc + %d * as + t + %d, s%d%d);", v ? " " : "",
-			              is->pfx, r, v * is->vw, r, v);
+			rl_buf_printf(b, "%s%s_storeu_ps(%s, s%d%d);", v ? " " : "", is->pfx,
+			              cg_addr(ad, sizeof(ad), "acc", r, "as", "t", v * is->vw), r, v);
 		rl_buf_printf(b, "\n");
 	}
 }
@@ -1256,6 +1258,7 @@ static const char cv_port[] =
 /* The micro-kernel of one ISA for tiles of nt pixels at stride sx, into b. */
 static void cv_emit_uk(struct rl_buf *b, const struct cv_isa *is, int cb, int64_t sx, int nt)
 {
+	char ad[64];
 	int vpb = cb / is->vw, pmax = is->pmax * CONV_CV_CB / cb;
 	rl_buf_printf(b, "static __attribute__((target(\"%s\"))) void rl_cv_%s_c%d_s%lld_n%d(" CV_ARGS
 	              ")\n{\n", is->target, is->name, cb, (long long)sx, nt);
@@ -1271,8 +1274,8 @@ static void cv_emit_uk(struct rl_buf *b, const struct cv_isa *is, int cb, int64_
 		}
 		rl_buf_printf(b, "        if (fresh) {\n");
 		for (int v = 0; v < vpb; v++)
-			rl_buf_printf(b, "            s0_%d = %s_loadu_ps(bias + %d);\n", v, is->pfx,
-			              v * is->vw);
+			rl_buf_printf(b, "            s0_%d = %s_loadu_ps(%s);\n", v, is->pfx,
+			              cg_addr(ad, sizeof(ad), "bias", 0, NULL, NULL, v * is->vw));
 		for (int j = 1; j < pn; j++) {
 			rl_buf_printf(b, "           ");
 			for (int v = 0; v < vpb; v++)
@@ -1283,19 +1286,20 @@ static void cv_emit_uk(struct rl_buf *b, const struct cv_isa *is, int cb, int64_
 		for (int j = 0; j < pn; j++) {
 			rl_buf_printf(b, "           ");
 			for (int v = 0; v < vpb; v++)
-				rl_buf_printf(b, " s%d_%d = %s_loadu_ps(o + %d);", j, v, is->pfx,
-				              (j0 + j) * cb + v * is->vw);
+				rl_buf_printf(b, " s%d_%d = %s_loadu_ps(%s);", j, v, is->pfx,
+				              cg_addr(ad, sizeof(ad), "o", 0, NULL, NULL, (j0 + j) * cb + v * is->vw));
 			rl_buf_printf(b, "\n");
 		}
 		rl_buf_printf(b, "        }\n");
-		rl_buf_printf(b, "        const float *xc = x + %lld, *wc = w;\n", (long long)(j0 * sx));
+		rl_buf_printf(b, "        const float *xc = %s, *wc = w;\n",
+		              cg_addr(ad, sizeof(ad), "x", 0, NULL, NULL, (int)(j0 * sx)));
 		rl_buf_printf(b, "        for (int64_t c = 0; c < cc; c++, xc += xcs)\n");
 		rl_buf_printf(b, "            for (int64_t k = 0; k < kk; k++, wc += %d) {\n", cb);
 		rl_buf_printf(b, "                const float *xs = xc + tap[k];\n");
 		rl_buf_printf(b, "                const %s", is->vt);
 		for (int v = 0; v < vpb; v++)
-			rl_buf_printf(b, "%s w%d = %s_load_ps(wc + %d)", v ? "," : "", v, is->pfx,
-			              v * is->vw);
+			rl_buf_printf(b, "%s w%d = %s_load_ps(%s)", v ? "," : "", v, is->pfx,
+			              cg_addr(ad, sizeof(ad), "wc", 0, NULL, NULL, v * is->vw));
 		rl_buf_printf(b, ";\n");
 		for (int j = 0; j < pn; j++) {
 			rl_buf_printf(b, "                { const %s xb = %s_set1_ps(xs[%lld]);", is->vt,
@@ -1309,8 +1313,8 @@ static void cv_emit_uk(struct rl_buf *b, const struct cv_isa *is, int cb, int64_
 		for (int j = 0; j < pn; j++) {
 			rl_buf_printf(b, "       ");
 			for (int v = 0; v < vpb; v++)
-				rl_buf_printf(b, " %s_storeu_ps(o + %d, s%d_%d);", is->pfx,
-				              (j0 + j) * cb + v * is->vw, j, v);
+				rl_buf_printf(b, " %s_storeu_ps(%s, s%d_%d);", is->pfx,
+				              cg_addr(ad, sizeof(ad), "o", 0, NULL, NULL, (j0 + j) * cb + v * is->vw), j, v);
 			rl_buf_printf(b, "\n");
 		}
 		rl_buf_printf(b, "    }\n");

@@ -56,6 +56,7 @@
 static void gen_ukr_x86(struct rl_buf *b, const char *name, const char *target, int mr, int nv,
                         int lanes)
 {
+	char ad[64];
 	const char *V = lanes == 16 ? "__m512" : "__m256";
 	const char *P = lanes == 16 ? "_mm512" : "_mm256";
 	int nr = nv * lanes;
@@ -78,8 +79,8 @@ static void gen_ukr_x86(struct rl_buf *b, const char *name, const char *target, 
 		for (int u = 0; u < unroll; u++) {
 			rl_buf_printf(b, "        {\n");
 			for (int v = 0; v < nv; v++)
-				rl_buf_printf(b, "            const %s b%d = %s_loadu_ps(b + %d);\n", V, v, P,
-				              u * nr + v * lanes);
+				rl_buf_printf(b, "            const %s b%d = %s_loadu_ps(%s);\n", V, v, P,
+				              cg_addr(ad, sizeof(ad), "b", 0, NULL, NULL, u * nr + v * lanes));
 			for (int i = 0; i < mr; i++) {
 				rl_buf_printf(b, "            const %s x%d = %s_set1_ps(a[%d]);\n", V, i, P,
 				              u * mr + i);
@@ -94,12 +95,13 @@ static void gen_ukr_x86(struct rl_buf *b, const char *name, const char *target, 
 	rl_buf_printf(b, "    if (acc) {\n");
 	for (int i = 0; i < mr; i++)
 		for (int v = 0; v < nv; v++)
-			rl_buf_printf(b, "        c%d_%d = %s_add_ps(c%d_%d, %s_loadu_ps(c + %d * ldc + %d));\n", i,
-			              v, P, i, v, P, i, v * lanes);
+			rl_buf_printf(b, "        c%d_%d = %s_add_ps(c%d_%d, %s_loadu_ps(%s));\n", i, v, P, i,
+			              v, P, cg_addr(ad, sizeof(ad), "c", i, "ldc", NULL, v * lanes));
 	rl_buf_printf(b, "    }\n");
 	for (int i = 0; i < mr; i++)
 		for (int v = 0; v < nv; v++)
-			rl_buf_printf(b, "    %s_storeu_ps(c + %d * ldc + %d, c%d_%d);\n", P, i, v * lanes, i, v);
+			rl_buf_printf(b, "    %s_storeu_ps(%s, c%d_%d);\n", P,
+			              cg_addr(ad, sizeof(ad), "c", i, "ldc", NULL, v * lanes), i, v);
 	rl_buf_printf(b, "}\n\n");
 }
 

@@ -16,6 +16,7 @@
 #define RL_EMIT_C_IMPL_H
 
 #include <stdarg.h>
+#include <stdio.h>
 
 #include "emit.h"
 #include "buf.h" /* struct rl_buf, rl_buf_printf */
@@ -154,6 +155,25 @@ enum rl_status cg_error(struct rl_cgen *cg, uint32_t node, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 /* Shorthands for the node's values. */
+/* "base + row * stride + mid + col" into buf (n bytes), without the terms
+ * that are zero (row 0, col 0, mid NULL) and with "stride" for row 1: the
+ * addresses of the runtime's unrolled micro-kernels (emit_gemm.c,
+ * emit_conv.c), which print one per register. */
+static inline const char *cg_addr(char *buf, size_t n, const char *base, int row,
+                                  const char *stride, const char *mid, int col)
+{
+	int k = snprintf(buf, n, "%s", base);
+	if (row == 1 && k >= 0 && (size_t)k < n)
+		k += snprintf(buf + k, n - (size_t)k, " + %s", stride);
+	else if (row && k >= 0 && (size_t)k < n)
+		k += snprintf(buf + k, n - (size_t)k, " + %d * %s", row, stride);
+	if (mid && k >= 0 && (size_t)k < n)
+		k += snprintf(buf + k, n - (size_t)k, " + %s", mid);
+	if (col && k >= 0 && (size_t)k < n)
+		snprintf(buf + k, n - (size_t)k, " + %d", col);
+	return buf;
+}
+
 static inline const struct rl_value *cg_in(struct rl_cgen *cg, uint32_t node, int i)
 {
 	uint32_t v = rl_node_in(&cg->g->nodes[node], i);
