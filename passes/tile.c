@@ -78,7 +78,10 @@
  *                  reductions make several passes over a row (3, 3, 2, 3 and
  *                  1): strip = the row when it fits half of L1, else an
  *                  L1-sized chunk per pass with the row re-read from the
- *                  first level that holds it; par = rows.
+ *                  first level that holds its working set (the rows of x
+ *                  and y and the other inputs, such as LayerNorm's scale
+ *                  and bias, which come from that level once per row);
+ *                  par = rows.
  *
  * Too small to tile (kind PLAIN): a product of fewer than 64^3 MACs (the
  * packing and blocking cost more than they save), one whose C fits in one
@@ -745,26 +748,46 @@ static bool elem_kernel(const struct rl_graph *g, uint32_t node, struct ekernel 
 }
 
 /* Bytes at each tiler level of a row op with tile tl. */
-static void traffic_rows(const struct tgeom *t, const struct rl_graph *g, const struct rl_node *n,
-                         int64_t row, int passes, double *b)
+/*
+ * A row op's working set while it makes its passes over one row: the row of
+ * x, the row of each output, and every other input (LayerNormalization's
+ * scale and bias are a row each, re-read by the last pass for every row).
+ * The passes re-read x from the first level that holds all of it; sizing
+ * the home by x alone put a 4096-wide LayerNorm's passes in L1 (16 KiB of x)
+ * while x, y, scale and bias (64 KiB) did not fit there, and priced it 2.2x
+ * faster than it ran (bench_predict, 256 x 4096 at 1 thread).
+ */
+static int row_home(const struct tgeom *t, const struct rl_graph *g, const struct rl_node *n,
+                    int64_t row, double *params)
 {
-	/* x read by every pass; outputs and the other inputs (scale, bias,
-	 * axes) once */
-	double xb = value_bytes(g, rl_node_in(n, 0)), once = 0;
+	double ws = (double)row * (double)rl_dtype_size(g->values[rl_node_in(n, 0)].dtype);
 	for (int o = 0; o < n->nout; o++)
 		if (n->out[o] != RL_NONE)
-			once += value_bytes(g, n->out[o]);
+			ws += (double)row * (double)rl_dtype_size(g->values[n->out[o]].dtype);
+	*params = 0;
 	for (int q = 1; q < n->nin; q++)
 		if (n->in[q] != RL_NONE)
-			once += value_bytes(g, n->in[q]);
-	double rb = (double)row * (double)rl_dtype_size(g->values[rl_node_in(n, 0)].dtype);
-	/* the passes re-read the row from the first level that holds it */
+			*params += value_bytes(g, n->in[q]);
+	ws += *params;
 	int home = t->ncache;
 	for (int i = 0; i < t->ncache && home == t->ncache; i++)
-		if (rb <= t->cap[i] / 2)
+		if (ws <= t->cap[i] / 2)
 			home = i;
+	return home;
+}
+
+static void traffic_rows(const struct tgeom *t, const struct rl_graph *g, const struct rl_node *n,
+                         int64_t row, int64_t rows, int passes, double *b)
+{
+	/* x read by every pass, outputs written once; at the home level and
+	 * inside it the other inputs are read once per row, beyond it once */
+	double xb = value_bytes(g, rl_node_in(n, 0)), out = 0, params;
+	for (int o = 0; o < n->nout; o++)
+		if (n->out[o] != RL_NONE)
+			out += value_bytes(g, n->out[o]);
+	int home = row_home(t, g, n, row, &params);
 	for (int i = 0; i <= t->ncache; i++)
-		b[i] = (i <= home ? passes * xb : xb) + once;
+		b[i] = i <= home ? passes * xb + out + (double)rows * params : xb + out + params;
 }
 
 /* ---- the public traffic function ---------------------------------------- */
@@ -811,7 +834,7 @@ static void traffic_tiler(const struct rl_graph *g, uint32_t node, const struct 
 	int64_t row, rows;
 	int passes;
 	if (tl->kind == RL_TILE_STRIP && row_op(g, n, &row, &rows, &passes)) {
-		traffic_rows(t, g, n, row, passes, tb);
+		traffic_rows(t, g, n, row, rows, passes, tb);
 		return;
 	}
 	struct ekernel k;
@@ -1134,10 +1157,8 @@ static void tile_row_op(struct rl_graph *g, uint32_t node, struct rl_pass_ctx *c
 	int64_t chunk = strip_len(t, bpe, S);
 	tl->strip = rowb <= t->cap[0] / 2 || chunk >= row ? row : chunk;
 	tl->par = rows;
-	int home = t->ncache;
-	for (int i = 0; i < t->ncache && home == t->ncache; i++)
-		if ((double)row * S <= t->cap[i] / 2)
-			home = i;
+	double params;
+	int home = row_home(t, g, n, row, &params);
 	double tb[RL_MAX_MEM_LEVELS];
 	traffic_tiler(g, node, t, tb);
 	levels_str(t, tb, lv, sizeof(lv));

@@ -439,6 +439,46 @@ Test(tile, softmax_rows_in_l1)
 	rl_graph_free(g);
 }
 
+/*
+ * LayerNorm's scale and bias belong to a row's working set: the last pass
+ * reads them for every row. generic-cpu has 32 KiB of L1 and 512 KiB of L2
+ * per core; a block must fit half of a level.
+ */
+static void layernorm_traffic(int64_t R, int64_t D, int home, const double *expect_inner,
+                              const double *expect_outer)
+{
+	struct rl_machine m = machine("generic-cpu");
+	struct rl_graph *g = new_graph();
+	int64_t dx[2] = {R, D}, dp[1] = {D};
+	uint32_t x = input(g, "x", 2, dx), sc = input(g, "scale", 1, dp);
+	uint32_t bi = input(g, "bias", 1, dp), y;
+	op(g, RL_OP_LayerNormalization, "ln", &y, 3, x, sc, bi);
+	output(g, y);
+	struct rl_pass_ctx ctx;
+	run(g, &m, &ctx, "tile");
+	cr_assert_eq(tile_of(g, "ln")->kind, RL_TILE_STRIP);
+	double bl[RL_MAX_MEM_LEVELS];
+	rl_tile_traffic(g, node_of(g, "ln"), &m, bl);
+	for (int i = 0; i < m.nlevels; i++)
+		cr_assert_float_eq(bl[i], i <= home ? *expect_inner : *expect_outer, 1e-6,
+		                   "%lld x %lld, level %d: %g bytes", (long long)R, (long long)D, i,
+		                   bl[i]);
+	rl_pass_ctx_free(&ctx);
+	rl_graph_free(g);
+}
+
+Test(tile, layernorm_scale_and_bias_in_the_row_working_set)
+{
+	const double MiB = 1024.0 * 1024, KiB = 1024;
+	/* 4096 wide: x, y, scale and bias rows are 64 KiB, more than half of L1:
+	 * 3 passes over x (4 MiB), y once, scale and bias per row from L2 */
+	double in1 = 3 * 4 * MiB + 4 * MiB + 256 * 32 * KiB, out1 = 8 * MiB + 32 * KiB;
+	layernorm_traffic(256, 4096, 1, &in1, &out1);
+	/* 512 wide: 8 KiB, L1 holds the passes; L1 serves scale and bias per row */
+	double in0 = 3 * 2 * MiB + 2 * MiB + 1024 * 4 * KiB, out0 = 4 * MiB + 4 * KiB;
+	layernorm_traffic(1024, 512, 0, &in0, &out0);
+}
+
 /* ---- defaults ----------------------------------------------------------- */
 
 Test(tile, profile_without_fields_gets_defaults_and_one_remark)
