@@ -417,11 +417,11 @@ static bool built_at_compile_time(const struct rl_graph *g, const struct rl_node
 	return any;
 }
 
-void rl_cost_graph(struct rl_graph *g, const struct rl_machine *m,
-                   struct rl_cost_total *t)
+/* rl_cost_graph with the run's footprint already computed */
+static void cost_graph(struct rl_graph *g, const struct rl_machine *m, double foot,
+                       struct rl_cost_total *t)
 {
 	memset(t, 0, sizeof(*t));
-	double foot = rl_cost_footprint(g);
 	for (uint32_t k = 0; k < g->norder; k++) {
 		uint32_t i = g->order[k];
 		struct rl_node *n = &g->nodes[i];
@@ -670,13 +670,19 @@ static void total_add(struct rl_cost_total *t, const struct rl_kernel *k)
 	}
 }
 
+void rl_cost_graph(struct rl_graph *g, const struct rl_machine *m,
+                   struct rl_cost_total *t)
+{
+	cost_graph(g, m, rl_cost_footprint(g), t);
+}
+
 bool rl_cost_kernels(struct rl_graph *g, const struct rl_machine *m, rl_traffic_fn traffic,
                      struct rl_kernels *out)
 {
 	memset(out, 0, sizeof(*out));
 	struct rl_cost_total nt;
-	rl_cost_graph(g, m, &nt);
 	double foot = rl_cost_footprint(g);
+	cost_graph(g, m, foot, &nt);
 	size_t nn = (size_t)g->nnodes + 1;
 	int32_t maxg = -1;
 	for (uint32_t i = 0; i < g->nnodes; i++)

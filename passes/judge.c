@@ -115,6 +115,7 @@ bool rl_judge_node_init(const struct rl_graph *g, uint32_t node,
 		snprintf(why, whylen, "not a MatMul, Gemm or Conv");
 		return false;
 	}
+	jn->reuse_bytes = rl_cost_footprint(g);
 	jn->x = rl_node_in(n, 0);
 	jn->w = rl_node_in(n, 1);
 	jn->y = n->nout ? n->out[0] : RL_NONE;
@@ -234,6 +235,7 @@ bool rl_judge_cost_node(const struct rl_graph *g, const struct rl_judge_node *jn
 	out->gather_level = -1;
 	if (!rl_count_node(g, jn->node, &c))
 		return false;
+	c.reuse_bytes = jn->reuse_bytes;
 	struct rl_cost k;
 	rl_cost_price(m, &c, rl_node_prec(g, jn->node), c.macs > 0, &k);
 	cost_add(out, &k);
@@ -321,13 +323,27 @@ static void sg_gemm(struct sg *s, uint32_t a, uint32_t b, uint32_t c, uint32_t y
 }
 
 /* Price every kernel of the scratch graph; intermediates are the values that
- * one kernel writes and another reads. */
-static bool sg_price(struct sg *s, const struct rl_machine *m, struct rl_judge_cost *out)
+ * one kernel writes and another reads. The weights come from where the run's
+ * footprint leaves them, with the candidate's weights in place of the
+ * node's (rl_judge_cost_node prices the node in the same footprint). */
+static bool sg_price(struct sg *s, const struct rl_judge_node *jn, const struct rl_machine *m,
+                     struct rl_judge_cost *out)
 {
+	struct rl_counts c;
+	double foot = jn->reuse_bytes;
+	if (rl_count_node(s->src, jn->node, &c))
+		foot -= c.weight_bytes;
 	for (uint32_t i = 0; i < s->g->nnodes; i++) {
-		if (!rl_cost_node(s->g, i, m))
+		if (!rl_count_node(s->g, i, &c))
 			return false;
-		cost_add(out, &s->g->nodes[i].cost);
+		foot += c.weight_bytes;
+	}
+	for (uint32_t i = 0; i < s->g->nnodes; i++) {
+		struct rl_node *n = &s->g->nodes[i];
+		rl_count_node(s->g, i, &c);
+		c.reuse_bytes = foot;
+		rl_cost_price(m, &c, rl_node_prec(s->g, i), c.macs > 0, &n->cost);
+		cost_add(out, &n->cost);
 	}
 	for (uint32_t v = 0; v < s->g->nvalues; v++) {
 		const struct rl_value *val = &s->g->values[v];
@@ -623,6 +639,8 @@ static bool cost_sparse24(const struct rl_graph *g, const struct rl_judge_node *
 		.access = RL_ACCESS_CONTIGUOUS,
 	};
 	c.flops = 2 * c.macs + (jn->b != RL_NONE ? (double)jn->M * (double)jn->N : 0);
+	/* the run's footprint with the compressed weight in place of the dense one */
+	c.reuse_bytes = jn->reuse_bytes - kn * es + c.weight_bytes;
 	struct rl_cost k;
 	rl_cost_price(m, &c, prec, true, &k);
 	cost_add(out, &k);
@@ -656,7 +674,7 @@ bool rl_judge_cost_cand(const struct rl_graph *g, const struct rl_judge_node *jn
 	case RL_JUDGE_SPLIT: ok = c->r1 >= 2 && build_split(&s, jn, c->r1, why, whylen); break;
 	default: snprintf(why, whylen, "unknown candidate"); break;
 	}
-	if (ok && !sg_price(&s, m, out)) {
+	if (ok && !sg_price(&s, jn, m, out)) {
 		snprintf(why, whylen, "a kernel of the candidate could not be priced");
 		ok = false;
 	}

@@ -71,6 +71,10 @@ struct rl_judge_node {
 	int nsp;
 	int64_t batch, cin, cout, h, wd, ho, wo, kh, kw, group;
 	int64_t strides[2], dil[2], pads[4];
+	/* the bytes one run of the whole graph touches (rl_cost_footprint):
+	 * the node's weights are priced where that leaves them, as the report
+	 * prices its rows, and a candidate's with its own weights instead */
+	double reuse_bytes;
 };
 
 /* Fill jn for node; false (with the reason in why) when the node is not a

@@ -497,6 +497,44 @@ Test(judge, sparse24_not_for_fp32_nor_cpus)
 	rl_graph_free(g);
 }
 
+/* ---- the judge prices a node as the report does --------------------------- */
+
+/*
+ * x[1, 512] -> mm (W 512 x 512, 1 MiB) -> mm2 (W2 512 x 8192, 16 MiB): mm's
+ * own working set fits generic-cpu's L2, but a run touches 17 MiB of weights,
+ * more than the 8 MiB L3, so the report streams mm's weights from DRAM. The
+ * judge's price of the node as it stands must be the report row's (it was
+ * the L2 price, and verdicts then disagreed with `rlopt report`).
+ */
+Test(judge, node_priced_in_the_run_footprint_as_the_report_prices_it)
+{
+	struct rl_graph *g = rl_graph_new();
+	int64_t dx[2] = {1, 512}, dw[2] = {512, 512}, dw2[2] = {512, 8192};
+	uint32_t x = input(g, "x", RL_DT_FLOAT, 2, dx);
+	uint32_t w = weight(g, "w", RL_DT_FLOAT, 2, dw, false, NULL);
+	uint32_t w2 = weight(g, "w2", RL_DT_FLOAT, 2, dw2, false, NULL);
+	uint32_t h = rl_graph_add_value(g, "h", RL_DT_UNDEFINED, NULL);
+	uint32_t y = rl_graph_add_value(g, "y", RL_DT_UNDEFINED, NULL);
+	uint32_t in[2] = {x, w}, in2[2] = {h, w2};
+	uint32_t mm = rl_graph_add_node(g, RL_OP_MatMul, "mm", in, 2, &h, 1);
+	rl_graph_add_node(g, RL_OP_MatMul, "mm2", in2, 2, &y, 1);
+	finish(g, y);
+	struct rl_machine m = machine("generic-cpu");
+	struct rl_cost_total tot;
+	rl_cost_graph(g, &m, &tot);
+	double report = g->nodes[mm].cost.time_s;
+	struct rl_judge_node jn;
+	char why[256];
+	cr_assert(rl_judge_node_init(g, mm, &jn, why, sizeof(why)), "%s", why);
+	struct rl_judge_cost before;
+	cr_assert(rl_judge_cost_node(g, &jn, &m, &before));
+	cr_assert_float_eq(before.time_s, report, 1e-12 * report, "judge %g s, report %g s",
+	                   before.time_s, report);
+	/* and it is the DRAM price: the 1 MiB of weights at DRAM read bandwidth */
+	cr_assert_geq(before.time_s, 512.0 * 512 * 4 / dram_r(&m), "%g s", before.time_s);
+	rl_graph_free(g);
+}
+
 /* ---- what the judge declines, and the report section --------------------- */
 
 Test(judge, unbound_batch_is_skipped_with_reason)
