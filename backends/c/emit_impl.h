@@ -111,6 +111,8 @@ void rl_emit_rt_pool(struct rl_buf *b);
  * multiplications by 1 and additions of 0, substitutes indices bound to 0,
  * turns loops of extent 1 into blocks; every value stays the same. */
 void cg_tidy(struct rl_buf *b);
+/* Pad's run-time pads (X1) and axes (X3) into pb[]/pt[] (emit_shape.c) */
+void cg_pad_bounds(struct rl_cgen *cg, int r, int64_t nax, bool has_axes);
 /* Append one indented line to the kernel body. */
 void cg_line(struct rl_cgen *cg, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

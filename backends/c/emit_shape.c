@@ -805,6 +805,32 @@ static void pad_map_stmt(struct rl_cgen *cg, const char *mode, int64_t n)
 }
 
 /*
+ * Pads that arrive at run time (Pad's input 1, and input 3's axes when
+ * has_axes), into pb[k] (before axis k) and pt[k] (before + after), for a
+ * rank-r tensor; axes out of range are skipped as the reference does. Shared
+ * by the C and CUDA Pad kernels (X1 pads, X3 axes).
+ */
+void cg_pad_bounds(struct rl_cgen *cg, int r, int64_t nax, bool has_axes)
+{
+	cg_line(cg, "int64_t pb[%d] = {0}, pt[%d] = {0};", r, r);
+	cg_line(cg, "for (size_t i = 0; i < %lld; i++) {", (long long)nax);
+	cg->indent++;
+	if (has_axes) {
+		cg_line(cg, "int64_t a = (int64_t)X3[i];");
+		cg_line(cg, "if (a < 0)");
+		cg_line(cg, "    a += %d;", r);
+		cg_line(cg, "if (a < 0 || a >= %d)", r);
+		cg_line(cg, "    continue;");
+	} else {
+		cg_line(cg, "const int64_t a = (int64_t)i;");
+	}
+	cg_line(cg, "pb[a] = (int64_t)X1[i];");
+	cg_line(cg, "pt[a] = pb[a] + (int64_t)X1[i + %lld];", (long long)nax);
+	cg->indent--;
+	cg_line(cg, "}");
+}
+
+/*
  * Pad whose pads (or axes) arrive at run time; the output shape is static.
  * The kernel reads the leading pads, checks begin + input + end against the
  * static output dims (zeros if they disagree), then maps every output
@@ -844,22 +870,7 @@ static enum rl_status emit_pad_runtime(struct rl_cgen *cg, uint32_t node, const 
 	ints_list(yl, sizeof(yl), yd, r);
 	cg_line(cg, "/* pads%s arrive at run time; the output shape is static */", av ? "/axes" : "");
 	cg_line(cg, "static const int64_t xd[%d] = {%s}, yd[%d] = {%s};", r, xl, r, yl);
-	cg_line(cg, "int64_t pb[%d] = {0}, pt[%d] = {0};", r, r);
-	cg_line(cg, "for (size_t i = 0; i < %lld; i++) {", (long long)nax);
-	cg->indent++;
-	if (av) {
-		cg_line(cg, "int64_t a = (int64_t)X3[i];");
-		cg_line(cg, "if (a < 0)");
-		cg_line(cg, "    a += %d;", r);
-		cg_line(cg, "if (a < 0 || a >= %d)", r);
-		cg_line(cg, "    continue;");
-	} else {
-		cg_line(cg, "const int64_t a = (int64_t)i;");
-	}
-	cg_line(cg, "pb[a] = (int64_t)X1[i];");
-	cg_line(cg, "pt[a] = pb[a] + (int64_t)X1[i + %lld];", (long long)nax);
-	cg->indent--;
-	cg_line(cg, "}");
+	cg_pad_bounds(cg, r, nax, av);
 	cg_line(cg, "for (size_t d = 0; d < %d; d++) {", r);
 	cg_line(cg, "    if (xd[d] + pt[d] != yd[d]) { /* disagrees with the static output shape */");
 	cg_line(cg, "        memset(Y0, 0, %lld * sizeof(%s));", (long long)numel(y), ct);

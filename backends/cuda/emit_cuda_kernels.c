@@ -996,22 +996,7 @@ bool cu_k_pad(struct cu *d, uint32_t node, struct launch *L)
 			                       (long long)Y->shape.d[k].v);
 		}
 		cg_line(cg, "const int64_t xd[%d] = {%s}, yd[%d] = {%s};", r, xl, r, yl);
-		cg_line(cg, "int64_t pb[%d] = {0}, pt[%d] = {0};", r, r);
-		cg_line(cg, "for (int i = 0; i < %d; i++) {", nax);
-		cg->indent++;
-		if (has_axes) {
-			cg_line(cg, "int64_t a = (int64_t)X3[i];");
-			cg_line(cg, "if (a < 0)");
-			cg_line(cg, "    a += %d;", r);
-			cg_line(cg, "if (a < 0 || a >= %d)", r);
-			cg_line(cg, "    continue;");
-		} else {
-			cg_line(cg, "const int64_t a = i;");
-		}
-		cg_line(cg, "pb[a] = X1[i];");
-		cg_line(cg, "pt[a] = pb[a] + X1[i + %d];", nax);
-		cg->indent--;
-		cg_line(cg, "}");
+		cg_pad_bounds(cg, r, nax, has_axes);
 		cg_line(cg, "bool agree = true; /* else zeros, as the C backend */");
 		cg_line(cg, "for (int k = 0; k < %d; k++)", r);
 		cg_line(cg, "    agree = agree && xd[k] + pt[k] == yd[k];");

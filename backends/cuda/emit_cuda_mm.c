@@ -300,6 +300,60 @@ static bool mma_tile(const struct rl_tile *t, int *bm, int *bn, int *bk)
 }
 
 /*
+ * One operand of k_mma: its shared tile S[r][kk] (rows r: A's m or B's n, BK
+ * deep along k), its global pointer and index expression, the row and
+ * global-row variables, the block's first row, the tile's rows R, the
+ * operand's extent along them (M or N), and whether its stored rows run
+ * along k (A not transposed, B transposed).
+ */
+struct mma_operand {
+	const char *tile, *src, *ix, *r, *gr, *r0;
+	int R;
+	int64_t ext;
+	bool along_k;
+};
+
+/* Stage one operand's BK-deep tile into shared memory, zero outside the
+ * matrix: 8 consecutive elements (16 bytes) per load where the stored rows
+ * allow (their length a multiple of 8: a chunk is then wholly inside or
+ * outside the matrix; rows along the tile's rows are transposed into it),
+ * else one element per load. */
+static void mma_load_tile(struct rl_cgen *cg, const struct mma_operand *o, int64_t K, int BK,
+                          int T)
+{
+	bool vec = o->along_k ? K % 8 == 0 : o->ext % 8 == 0;
+	const char *t = o->tile, *r = o->r, *gr = o->gr;
+	if (vec) {
+		cg_line(cg, "for (int e = threadIdx.x; e < %d; e += %d) {", o->R * BK / 8, T);
+		if (o->along_k)
+			cg_line(cg, "    const int %s = e / %d, kk = e %% %d * 8;", r, BK / 8, BK / 8);
+		else
+			cg_line(cg, "    const int kk = e / %d, %s = e %% %d * 8;", o->R / 8, r, o->R / 8);
+		cg_line(cg, "    const int64_t %s = %s + %s, gk = k0 + kk;", gr, o->r0, r);
+		cg_line(cg, "    uint4 v = {0u, 0u, 0u, 0u};");
+		cg_line(cg, "    if (%s < %lld && gk < %lld)", gr, (long long)o->ext, (long long)K);
+		cg_line(cg, "        v = rl_ld16u(&%s[%s]);", o->src, o->ix);
+		if (o->along_k) {
+			cg_line(cg, "    rl_st16s(&%s[%s][kk], v);", t, r);
+		} else { /* 8 rows of one k: transposed into the tile */
+			cg_line(cg, "    const uint32_t w[4] = {v.x, v.y, v.z, v.w};");
+			cg_line(cg, "    for (int t = 0; t < 8; t++)");
+			cg_line(cg, "        %s[%s + t][kk] = (uint16_t)(w[t / 2] >> (16 * (t %% 2)));", t, r);
+		}
+	} else {
+		cg_line(cg, "for (int e = threadIdx.x; e < %d; e += %d) {", o->R * BK, T);
+		if (o->along_k)
+			cg_line(cg, "    const int %s = e / %d, kk = e %% %d;", r, BK, BK);
+		else
+			cg_line(cg, "    const int kk = e / %d, %s = e %% %d;", o->R, r, o->R);
+		cg_line(cg, "    const int64_t %s = %s + %s, gk = k0 + kk;", gr, o->r0, r);
+		cg_line(cg, "    %s[%s][kk] = %s < %lld && gk < %lld ? %s[%s] : (uint16_t)0;", t, r, gr,
+		        (long long)o->ext, (long long)K, o->src, o->ix);
+	}
+	cg_line(cg, "}");
+}
+
+/*
  * The product through PTX mma.sync.aligned.m16n8k16 (float16 or bfloat16
  * operands, float accumulators, sm_80 and later): a block of BM x BN outputs
  * in warps of 32 x 32, each warp 2 x 4 tiles of 16 x 8; A staged in shared
@@ -355,61 +409,12 @@ static void k_mma(struct cu *d, const struct mm *m, enum rl_dtype dt, bool ta, b
 	cg_line(cg, "}");
 	cg_line(cg, "for (int64_t k0 = 0; k0 < %lld; k0 += %d) {", (long long)m->K, BK);
 	cg->indent++;
-	/* operand tiles: 8 consecutive elements (16 bytes) per load where the
-	 * stored rows allow (K, or N for B stored K x N, a multiple of 8: a chunk
-	 * is then wholly inside or outside the matrix), else one element */
-	bool va = !ta && m->K % 8 == 0, vbk = tb && m->K % 8 == 0, vbn = !tb && m->N % 8 == 0;
 	cg_line(cg, "RL_THREADS {");
 	cg->indent++;
-	if (va) {
-		cg_line(cg, "for (int e = threadIdx.x; e < %d; e += %d) {", BM * BK / 8, T);
-		cg_line(cg, "    const int ii = e / %d, kk = e %% %d * 8;", BK / 8, BK / 8);
-		cg_line(cg, "    const int64_t gi = m0 + ii, gk = k0 + kk;");
-		cg_line(cg, "    uint4 v = {0u, 0u, 0u, 0u};");
-		cg_line(cg, "    if (gi < %lld && gk < %lld)", (long long)m->M, (long long)m->K);
-		cg_line(cg, "        v = rl_ld16u(&a[%s]);", aix);
-		cg_line(cg, "    rl_st16s(&As[ii][kk], v);");
-		cg_line(cg, "}");
-	} else {
-		cg_line(cg, "for (int e = threadIdx.x; e < %d; e += %d) {", BM * BK, T);
-		if (ta)
-			cg_line(cg, "    const int kk = e / %d, ii = e %% %d;", BM, BM);
-		else
-			cg_line(cg, "    const int ii = e / %d, kk = e %% %d;", BK, BK);
-		cg_line(cg, "    const int64_t gi = m0 + ii, gk = k0 + kk;");
-		cg_line(cg, "    As[ii][kk] = gi < %lld && gk < %lld ? a[%s] : (uint16_t)0;", (long long)m->M,
-		        (long long)m->K, aix);
-		cg_line(cg, "}");
-	}
-	if (vbk || vbn) {
-		cg_line(cg, "for (int e = threadIdx.x; e < %d; e += %d) {", BN * BK / 8, T);
-		if (vbk)
-			cg_line(cg, "    const int jj = e / %d, kk = e %% %d * 8;", BK / 8, BK / 8);
-		else
-			cg_line(cg, "    const int kk = e / %d, jj = e %% %d * 8;", BN / 8, BN / 8);
-		cg_line(cg, "    const int64_t gj = n0 + jj, gk = k0 + kk;");
-		cg_line(cg, "    uint4 v = {0u, 0u, 0u, 0u};");
-		cg_line(cg, "    if (gj < %lld && gk < %lld)", (long long)m->N, (long long)m->K);
-		cg_line(cg, "        v = rl_ld16u(&b[%s]);", bix);
-		if (vbk) {
-			cg_line(cg, "    rl_st16s(&Bs[jj][kk], v);");
-		} else { /* 8 columns of one k: transposed into Bs[n][k] */
-			cg_line(cg, "    const uint32_t w[4] = {v.x, v.y, v.z, v.w};");
-			cg_line(cg, "    for (int t = 0; t < 8; t++)");
-			cg_line(cg, "        Bs[jj + t][kk] = (uint16_t)(w[t / 2] >> (16 * (t %% 2)));");
-		}
-		cg_line(cg, "}");
-	} else {
-		cg_line(cg, "for (int e = threadIdx.x; e < %d; e += %d) {", BN * BK, T);
-		if (tb)
-			cg_line(cg, "    const int jj = e / %d, kk = e %% %d;", BK, BK);
-		else
-			cg_line(cg, "    const int kk = e / %d, jj = e %% %d;", BN, BN);
-		cg_line(cg, "    const int64_t gj = n0 + jj, gk = k0 + kk;");
-		cg_line(cg, "    Bs[jj][kk] = gj < %lld && gk < %lld ? b[%s] : (uint16_t)0;", (long long)m->N,
-		        (long long)m->K, bix);
-		cg_line(cg, "}");
-	}
+	const struct mma_operand A = {"As", "a", aix, "ii", "gi", "m0", BM, m->M, !ta};
+	const struct mma_operand B = {"Bs", "b", bix, "jj", "gj", "n0", BN, m->N, tb};
+	mma_load_tile(cg, &A, m->K, BK, T);
+	mma_load_tile(cg, &B, m->K, BK, T);
 	cg->indent--;
 	cg_line(cg, "}");
 	cg_line(cg, "RL_SYNC");
