@@ -457,6 +457,14 @@ Test(cost, batch1_matmul_memory_bound_cpu)
 	check_bound("epyc9654", 1, 12288, 8192, RL_BOUND_MEMORY);
 }
 
+/* y = a + b over two float inputs of n elements; the node */
+static uint32_t add_of_inputs(int64_t n)
+{
+	uint32_t a = tu_input(G, "a", RL_DT_FLOAT, TU_SHAPE(1, n));
+	uint32_t b = tu_input(G, "b", RL_DT_FLOAT, TU_SHAPE(1, n));
+	return tu_add(G, RL_OP_Add, "y", 1, 2, a, b);
+}
+
 Test(cost, cpu_working_set_in_cache_priced_at_its_level)
 {
 	/* Add over 2 x 256 KiB in, 256 KiB out: 65536 elements, which the
@@ -467,9 +475,7 @@ Test(cost, cpu_working_set_in_cache_priced_at_its_level)
 	 * 144 MiB, more than L2 (96 MiB) holds and less than L3 (384 MiB). */
 	struct rl_machine m;
 	load_machine("epyc9654", &m);
-	uint32_t a = tu_input(G, "a", RL_DT_FLOAT, TU_SHAPE(1, 65536));
-	uint32_t b = tu_input(G, "b", RL_DT_FLOAT, TU_SHAPE(1, 65536));
-	uint32_t n = tu_add(G, RL_OP_Add, "y", 1, 2, a, b);
+	uint32_t n = add_of_inputs(65536);
 	uint32_t c = tu_input(G, "c", RL_DT_FLOAT, TU_SHAPE(1, 12 << 20));
 	uint32_t n2 = tu_add(G, RL_OP_Add, "y2", 1, 2, c, c);
 	tu_infer(G);
@@ -500,9 +506,7 @@ Test(cost, cpu_one_core_priced_at_its_own_bandwidth)
 	 * chip's L1 bandwidth; with core_read_bw/core_write_bw, those. */
 	struct rl_machine m;
 	load_machine("epyc9654", &m);
-	uint32_t a = tu_input(G, "a", RL_DT_FLOAT, TU_SHAPE(1, 1024));
-	uint32_t b = tu_input(G, "b", RL_DT_FLOAT, TU_SHAPE(1, 1024));
-	uint32_t n = tu_add(G, RL_OP_Add, "y", 1, 2, a, b);
+	uint32_t n = add_of_inputs(1024);
 	tu_infer(G);
 	const struct rl_mem_level *l1 = &m.level[0];
 	double e = m.eff_contiguous, tc = m.cores * 1024.0 / rl_machine_peak(&m, RL_PREC_FP32, false);
