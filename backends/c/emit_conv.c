@@ -1457,9 +1457,18 @@ static int64_t cv_row_parts(const struct conv2d *p, int64_t nb, bool wrun)
 	int64_t want = conv_par_want(conv_macs(p));
 	if (wrun)
 		return 1;
-	for (int64_t rp = 1; rp <= p->OH; rp++)
-		if (p->OH % rp == 0 && p->N * nb * rp >= want)
-			return rp;
+	int64_t last = 1; /* the most parts of at least two rows */
+	for (int64_t rp = 1; rp <= p->OH; rp++) {
+		if (p->OH % rp)
+			continue;
+		if (p->N * nb * rp >= want)
+			/* parts of one row each (OH prime: 13x13, 7x7) read the block's
+			 * weights once per row and run the epilogue on runs of OW: with
+			 * two or more tasks already, fewer parts of two rows or more */
+			return p->OH / rp >= 2 || p->N * nb * last < 2 ? rp : last;
+		if (p->OH / rp >= 2)
+			last = rp;
+	}
 	return p->OH;
 }
 
@@ -1678,13 +1687,39 @@ static void emit_conv_cv(struct rl_cgen *cg, uint32_t node, const struct conv2d 
 	        (long long)p->OH, (long long)p->OW);
 	cg_line(cg, "for (size_t q = 0; q < %lld; q++)", (long long)(R * p->OW));
 	cg_line(cg, "    y[q] = ob[q * %d + r];", cb);
-	if (cg->epi) {
+	/*
+	 * With whole planes (one row part) and whole blocks (cb divides M), the
+	 * block's planes are one run of cb * OH * OW outputs, a multiple of 16:
+	 * the epilogue runs once over it, with no tail. Per channel, a 13x13
+	 * plane leaves 9 outputs that go through rl_vload_n's partial copies
+	 * (a store-forwarding stall each): 3x3 48->192 on 13x13 with a Relu
+	 * spent a fifth of its time there (perf, one thread). Only when every
+	 * other input of the epilogue has the output's shape (or none): a
+	 * per-channel operand would be gathered across the run's channels.
+	 */
+	bool block_run = false;
+	if (cg->epi && RP == 1 && M % cb == 0 && (cb * p->OH * p->OW) % 16 == 0) {
+		const struct rl_cgen_group *grp = cg->epi;
+		int64_t ny = rl_shape_numel(&cg_out(cg, grp->anchor, 0)->shape);
+		int na = cg->g->nodes[grp->anchor].nin;
+		block_run = true;
+		for (int q = na; q < grp->nin; q++)
+			block_run &= grp->in[q] != RL_NONE &&
+			             rl_shape_numel(&cg->g->values[grp->in[q]].shape) == ny;
+	}
+	if (cg->epi && !block_run) {
 		char base[200];
 		snprintf(base, sizeof(base), "((n * %lld + m0 + r) * %lld + oh0) * %lld", (long long)M,
 		         (long long)p->OH, (long long)p->OW);
 		conv_epilogue(cg, base, R * p->OW, p->OH * p->OW);
 	}
 	line_close(cg); /* r */
+	if (block_run) {
+		char base[200];
+		snprintf(base, sizeof(base), "(n * %lld + m0) * %lld", (long long)M,
+		         (long long)(p->OH * p->OW));
+		conv_epilogue(cg, base, cb * p->OH * p->OW, cb * p->OH * p->OW);
+	}
 	line_close(cg); /* t */
 	cg_line(cg, "rl_conv_slot_give(slot);");
 }
