@@ -1142,6 +1142,14 @@ static double conv_macs(const struct conv2d *p)
 	       (double)(p->C / p->G) * (double)(p->KH * p->KW);
 }
 
+/* The kernel's comment on its split: what the pool may run in parallel. */
+static void conv_par_note(struct rl_cgen *cg, double macs)
+{
+	int64_t want = conv_par_want(macs);
+	cg_line(cg, "/* threads: at most %lld chunk%s of %lld iterations (%.0f multiply-adds in all, at least %.0f a chunk) */",
+	        (long long)want, want == 1 ? "" : "s", (long long)cg->par_n, macs, CONV_PAR_MACS);
+}
+
 /*
  * The split dimension: (image, group, band) first, since the bands the plan
  * chose cost nothing more to run apart; shares of the output channels
@@ -1171,6 +1179,7 @@ static void emit_conv_band(struct rl_cgen *cg, const char *T, int64_t es, const 
 	              (long long)(band_bytes + b->mr * b->TP * es), cg->kname);
 	cg->par_n = p->N * p->G * NB * MP;
 	cg->par_grain = conv_par_grain(cg->par_n, conv_par_want(conv_macs(p)));
+	conv_par_note(cg, conv_macs(p));
 	/* compiled per ISA (RL_TARGETS): the band fill, acc copies and a fused
 	 * epilogue are simple loops that plain -O2 vectorizes with the widest
 	 * registers in the clone for the running CPU */
@@ -1305,7 +1314,8 @@ static void emit_conv_band(struct rl_cgen *cg, const char *T, int64_t es, const 
  * run time through rl_conv_isa; the portable C loop (rl_cv_port) is the
  * same sums in the same order (bias, then c, then tap) for other compilers
  * and CPUs. Threads: the tasks are split as whole blocks of cb channels
- * (and rows where there are fewer than CONV_TASKS blocks), so two threads
+ * (and rows, in parts of two rows or more, where there are fewer blocks than
+ * the chunks the work pays for, conv_par_want), so two threads
  * get equal halves of a layer whose channels are a multiple of 64; every
  * output is summed by one task in a fixed order, whatever the thread count.
  */
@@ -1562,6 +1572,7 @@ static void emit_conv_cv(struct rl_cgen *cg, uint32_t node, const struct conv2d 
 
 	cg->par_n = p->N * RP * NB;
 	cg->par_grain = conv_par_grain(cg->par_n, conv_par_want(conv_macs(p)));
+	conv_par_note(cg, conv_macs(p));
 	cg->simd = 1; /* the copies and the transpose, per ISA (RL_TARGETS) */
 	cg_line(cg, "/* tap k = (kh, kw) of output pixel j reads x[c * %lld + tap[k] + j * %lld] */",
 	        (long long)xcs, (long long)p->SW);
