@@ -61,7 +61,20 @@
 #define CONV_VEC_MAX 64       /* bytes of the widest vector band mode uses */
 #define CONV_PHASES 4         /* band mode: most stride phases per axis */
 #define CONV_NV_MAX 8         /* band mode: most vectors per register tile */
-#define CONV_TASKS 8          /* band mode: iterations wanted for the threads */
+#define CONV_TASKS 8          /* iterations wanted for the threads (4 chunks per thread on 2) */
+/*
+ * The least work worth a chunk of its own, in multiply-adds. A split costs
+ * the pool's hand-off (the job published, a spinning worker claiming it, the
+ * caller waiting for the last chunk: a few microseconds on a loaded VM) and
+ * the chunk's own set-up (band or padded-row fill, a scratch slot, the
+ * weights fetched by the other core); 2^18 multiply-adds are about 5 us on
+ * one AVX-512 core at the 50 GMAC/s these kernels reach, so a chunk
+ * spends at most a fraction of its time on that. A layer below two such
+ * chunks runs on the calling thread: ResNet-small's 1x1/2 16->32 on 32x32
+ * (131k multiply-adds) took 4x longer split into 8 parts over 2 threads,
+ * each part filling the band again, than on one.
+ */
+#define CONV_PAR_MACS 262144.0
 
 /*
  * The shared part of every Conv kernel in band mode, written once per file
@@ -710,35 +723,94 @@ static void emit_vec_types(struct rl_cgen *cg, const char *T, int64_t es)
 static void emit_band_row(struct rl_cgen *cg, const struct conv2d *p, const struct conv_band *b,
                           bool zero, const char *T)
 {
-	char l[200], d[64], o[32], o2[32];
+	char l[400], d[64], o[32], o2[32];
+	int64_t lo[CONV_PHASES], hi[CONV_PHASES], off[CONV_PHASES];
 	for (int j = 0; j < b->nw; j++) {
-		int64_t off = b->pw[j] - p->PL; /* column q of the phase holds x[q*SW + off] */
-		int64_t lo = off >= 0 ? 0 : (-off + p->SW - 1) / p->SW;
-		int64_t hi = off >= p->W ? 0 : (p->W - off + p->SW - 1) / p->SW;
-		lo = lo < b->WJ ? lo : b->WJ;
-		hi = hi < b->WJ ? hi : b->WJ;
-		if (zero || hi < lo)
-			lo = hi = b->WJ;
+		off[j] = b->pw[j] - p->PL; /* column q of the phase holds x[q*SW + off] */
+		lo[j] = off[j] >= 0 ? 0 : (-off[j] + p->SW - 1) / p->SW;
+		hi[j] = off[j] >= p->W ? 0 : (p->W - off[j] + p->SW - 1) / p->SW;
+		lo[j] = lo[j] < b->WJ ? lo[j] : b->WJ;
+		hi[j] = hi[j] < b->WJ ? hi[j] : b->WJ;
+		if (zero || hi[j] < lo[j])
+			lo[j] = hi[j] = b->WJ;
+	}
+	/*
+	 * A stride whose phases are all in use (3x3/2, 7x7/2) splits the row
+	 * between them: the columns every phase holds go in one loop writing all
+	 * of them, so its loads are a whole interleaved group, which gcc -O2
+	 * vectorizes (vpermt2ps on AVX-512); a loop per phase reads every SW-th
+	 * float and stays scalar: 15% of the 3x3/2 3->64 stem of SqueezeNet
+	 * (perf, one thread) went to those scalar stores.
+	 */
+	int64_t mlo = 0, mhi = b->WJ;
+	bool merged = !zero && p->SW > 1 && b->nw == p->SW;
+	for (int j = 0; j < b->nw && merged; j++) {
+		mlo = lo[j] > mlo ? lo[j] : mlo;
+		mhi = hi[j] < mhi ? hi[j] : mhi;
+	}
+	merged = merged && mhi - mlo >= 16;
+	/* two phases of float (the 3x3/2 and 7x7/2 stems): through an inline helper
+	 * whose restrict parameters tell gcc that the band and the input do not
+	 * overlap (with the block-scope pointers of the kernel it would need a
+	 * run-time alias check, which -O2's cost model refuses) */
+	bool split2 = merged && b->nw == 2 && strcmp(T, "float") == 0;
+	if (split2 && !strstr(cg->statics.s ? cg->statics.s : "", "rl_conv_split2(")) {
+		rl_buf_printf(&cg->statics,
+		              "/* d0[q] = x[2q], d1[q] = x[2q + 1]: a row's two stride phases */\n"
+		              "static inline void rl_conv_split2(float *restrict d0, float *restrict d1,\n"
+		              "                                  const float *restrict x, size_t n)\n"
+		              "{\n"
+		              "    for (size_t q = 0; q < n; q++) {\n"
+		              "        d0[q] = x[2 * q];\n"
+		              "        d1[q] = x[2 * q + 1];\n"
+		              "    }\n"
+		              "}\n\n");
+	}
+	for (int j = 0; j < b->nw; j++) {
 		int64_t base = j * b->PLN;
 		if (j)
 			snprintf(d, sizeof(d), "d[%lld + q]", (long long)base);
 		else
 			snprintf(d, sizeof(d), "d[q]");
 		/* plain runs as memset/memcpy: gcc -O2 leaves such loops scalar */
-		if (lo > 0)
+		if (lo[j] > 0)
 			cg_line(cg, "memset(d%s, 0, %lld * sizeof(%s));", plus(base, o, sizeof(o)),
-			        (long long)lo, T);
-		if (p->SW == 1 && hi > lo) {
-			cg_line(cg, "memcpy(d%s, xr%s, %lld * sizeof(%s));", plus(base + lo, o, sizeof(o)),
-			        plus(lo + off, o2, sizeof(o2)), (long long)(hi - lo), T);
+			        (long long)lo[j], T);
+		if (p->SW == 1 && hi[j] > lo[j]) {
+			cg_line(cg, "memcpy(d%s, xr%s, %lld * sizeof(%s));", plus(base + lo[j], o, sizeof(o)),
+			        plus(lo[j] + off[j], o2, sizeof(o2)), (long long)(hi[j] - lo[j]), T);
 		} else {
 			snprintf(l, sizeof(l), "%s = xr[q * %lld%s];", d, (long long)p->SW,
-			         plus(off, o, sizeof(o)));
-			emit_range(cg, lo, hi, l);
+			         plus(off[j], o, sizeof(o)));
+			if (merged) { /* the columns only this phase holds */
+				emit_range(cg, lo[j], mlo, l);
+				emit_range(cg, mhi, hi[j], l);
+			} else {
+				emit_range(cg, lo[j], hi[j], l);
+			}
 		}
-		if (b->WJ > hi)
-			cg_line(cg, "memset(d%s, 0, %lld * sizeof(%s));", plus(base + hi, o, sizeof(o)),
-			        (long long)(b->WJ - hi), T);
+		if (b->WJ > hi[j])
+			cg_line(cg, "memset(d%s, 0, %lld * sizeof(%s));", plus(base + hi[j], o, sizeof(o)),
+			        (long long)(b->WJ - hi[j]), T);
+	}
+	if (split2) {
+		int64_t v = vec_part(mhi - mlo);
+		cg_line(cg, "/* the columns both phases hold, in one pass (vectorized) */");
+		cg_line(cg, "rl_conv_split2(d%s, d%s, xr%s, %lld);", plus(mlo, o, sizeof(o)),
+		        plus(b->PLN + mlo, o2, sizeof(o2)), plus(2 * mlo + off[0], l, 40), (long long)v);
+		if (mhi - mlo > v)
+			cg_line(cg, "rl_conv_split2(d%s, d%s, xr%s, %lld);", plus(mlo + v, o, sizeof(o)),
+			        plus(b->PLN + mlo + v, o2, sizeof(o2)), plus(2 * (mlo + v) + off[0], l, 40),
+			        (long long)(mhi - mlo - v));
+	} else if (merged) {
+		size_t n = (size_t)snprintf(l, sizeof(l), "{");
+		for (int j = 0; j < b->nw; j++)
+			n += (size_t)snprintf(l + n, sizeof(l) - n, " d[q%s] = xr[q * %lld%s];",
+			                      plus(j * b->PLN, o, sizeof(o)), (long long)p->SW,
+			                      plus(off[j], o2, sizeof(o2)));
+		snprintf(l + n, sizeof(l) - n, " }");
+		cg_line(cg, "/* the columns every phase holds, all phases in one loop (vectorized) */");
+		emit_range(cg, mlo, mhi, l);
 	}
 }
 
@@ -859,6 +931,11 @@ static void conv_epilogue(struct rl_cgen *cg, const char *base, int64_t n, int64
 	cg->indent = ind;
 	rl_buf_printf(&fn, "/* %s: its fused epilogue on the last %lld outputs of a run */\n",
 	              cg->kname, (long long)(n - m));
+	/* always_inline: GCC inlines a plain function into a target clone of
+	 * another -march only when told to; left out of line (as a constprop
+	 * clone for the baseline ISA) the tail took 9% of the 3x3/2 3->64 stem
+	 * (perf, one thread) for 13 of each channel's 333 outputs */
+	rl_buf_printf(&fn, "#ifdef __GNUC__\n__attribute__((always_inline))\n#endif\n");
 	rl_buf_printf(&fn, "static inline void %s_epi_tail(", cg->kname);
 	for (int q = 0; q < grp->nin + grp->nout; q++) {
 		bool out = q >= grp->nin;
@@ -1045,10 +1122,45 @@ static void emit_band_tiles(struct rl_cgen *cg, const char *T, int64_t es,
  * order, so results do not depend on the thread count. The parts of one
  * band that a range holds share each fill of the band.
  */
+/* Chunks the threads may cut a kernel of `macs` multiply-adds into: CONV_TASKS,
+ * fewer where a chunk would do less than CONV_PAR_MACS (1: the caller alone). */
+static int64_t conv_par_want(double macs)
+{
+	double w = macs / CONV_PAR_MACS;
+	return w < 1 ? 1 : w > CONV_TASKS ? CONV_TASKS : (int64_t)w;
+}
+
+/* The pool's grain for par_n iterations of which at most `want` chunks pay. */
+static int64_t conv_par_grain(int64_t par_n, int64_t want)
+{
+	return (par_n + want - 1) / want;
+}
+
+static double conv_macs(const struct conv2d *p)
+{
+	return (double)p->N * (double)p->M * (double)p->OH * (double)p->OW *
+	       (double)(p->C / p->G) * (double)(p->KH * p->KW);
+}
+
+/* The kernel's comment on its split: what the pool may run in parallel. */
+static void conv_par_note(struct rl_cgen *cg, double macs)
+{
+	int64_t want = conv_par_want(macs);
+	cg_line(cg, "/* threads: at most %lld chunk%s of %lld iterations (%.0f multiply-adds in all, at least %.0f a chunk) */",
+	        (long long)want, want == 1 ? "" : "s", (long long)cg->par_n, macs, CONV_PAR_MACS);
+}
+
+/*
+ * The split dimension: (image, group, band) first, since the bands the plan
+ * chose cost nothing more to run apart; shares of the output channels
+ * (parts) only when those are fewer than the chunks the work pays for, as
+ * a part that a range starts in the middle of a band fills the band again.
+ */
 static int64_t conv_band_parts(const struct conv2d *p, const struct conv_band *b)
 {
 	int64_t tasks = p->N * p->G * (p->OH / b->R), nblk = p->M / p->G / b->mr;
-	int64_t mp = (CONV_TASKS + tasks - 1) / tasks;
+	int64_t want = conv_par_want(conv_macs(p));
+	int64_t mp = (want + tasks - 1) / tasks;
 	return mp < 1 ? 1 : mp > nblk ? nblk : mp;
 }
 
@@ -1066,7 +1178,8 @@ static void emit_conv_band(struct rl_cgen *cg, const char *T, int64_t es, const 
 	rl_buf_printf(&cg->init, "    if (rl_conv_scratch_reserve(%lldu) != 0) /* %s */\n        return -1;\n",
 	              (long long)(band_bytes + b->mr * b->TP * es), cg->kname);
 	cg->par_n = p->N * p->G * NB * MP;
-	cg->par_grain = 1;
+	cg->par_grain = conv_par_grain(cg->par_n, conv_par_want(conv_macs(p)));
+	conv_par_note(cg, conv_macs(p));
 	/* compiled per ISA (RL_TARGETS): the band fill, acc copies and a fused
 	 * epilogue are simple loops that plain -O2 vectorizes with the widest
 	 * registers in the clone for the running CPU */
@@ -1201,7 +1314,8 @@ static void emit_conv_band(struct rl_cgen *cg, const char *T, int64_t es, const 
  * run time through rl_conv_isa; the portable C loop (rl_cv_port) is the
  * same sums in the same order (bias, then c, then tap) for other compilers
  * and CPUs. Threads: the tasks are split as whole blocks of cb channels
- * (and rows where there are fewer than CONV_TASKS blocks), so two threads
+ * (and rows, in parts of two rows or more, where there are fewer blocks than
+ * the chunks the work pays for, conv_par_want), so two threads
  * get equal halves of a layer whose channels are a multiple of 64; every
  * output is summed by one task in a fixed order, whatever the thread count.
  */
@@ -1344,16 +1458,27 @@ static int cv_cb(int64_t M)
 	return (M + 31) / 32 * 32 - M >= 16 ? 16 : 32;
 }
 
-/* Output rows per task: the smallest divisor of OH giving CONV_TASKS tasks;
- * all of them when the tasks pack the weights (each part would pack its
- * block again: squeezenet's 13x13 layers of 64 channels ran 12% slower). */
+/* Output rows per task: the smallest divisor of OH giving the chunks the work
+ * pays for (conv_par_want); all of them when the tasks pack the weights (each
+ * part would pack its block again: squeezenet's 13x13 layers of 64 channels
+ * ran 12% slower). */
 static int64_t cv_row_parts(const struct conv2d *p, int64_t nb, bool wrun)
 {
+	int64_t want = conv_par_want(conv_macs(p));
 	if (wrun)
 		return 1;
-	for (int64_t rp = 1; rp <= p->OH; rp++)
-		if (p->OH % rp == 0 && p->N * nb * rp >= CONV_TASKS)
-			return rp;
+	int64_t last = 1; /* the most parts of at least two rows */
+	for (int64_t rp = 1; rp <= p->OH; rp++) {
+		if (p->OH % rp)
+			continue;
+		if (p->N * nb * rp >= want)
+			/* parts of one row each (OH prime: 13x13, 7x7) read the block's
+			 * weights once per row and run the epilogue on runs of OW: with
+			 * two or more tasks already, fewer parts of two rows or more */
+			return p->OH / rp >= 2 || p->N * nb * last < 2 ? rp : last;
+		if (p->OH / rp >= 2)
+			last = rp;
+	}
 	return p->OH;
 }
 
@@ -1446,7 +1571,8 @@ static void emit_conv_cv(struct rl_cgen *cg, uint32_t node, const struct conv2d 
 	}
 
 	cg->par_n = p->N * RP * NB;
-	cg->par_grain = 1;
+	cg->par_grain = conv_par_grain(cg->par_n, conv_par_want(conv_macs(p)));
+	conv_par_note(cg, conv_macs(p));
 	cg->simd = 1; /* the copies and the transpose, per ISA (RL_TARGETS) */
 	cg_line(cg, "/* tap k = (kh, kw) of output pixel j reads x[c * %lld + tap[k] + j * %lld] */",
 	        (long long)xcs, (long long)p->SW);
@@ -1572,13 +1698,39 @@ static void emit_conv_cv(struct rl_cgen *cg, uint32_t node, const struct conv2d 
 	        (long long)p->OH, (long long)p->OW);
 	cg_line(cg, "for (size_t q = 0; q < %lld; q++)", (long long)(R * p->OW));
 	cg_line(cg, "    y[q] = ob[q * %d + r];", cb);
-	if (cg->epi) {
+	/*
+	 * With whole planes (one row part) and whole blocks (cb divides M), the
+	 * block's planes are one run of cb * OH * OW outputs, a multiple of 16:
+	 * the epilogue runs once over it, with no tail. Per channel, a 13x13
+	 * plane leaves 9 outputs that go through rl_vload_n's partial copies
+	 * (a store-forwarding stall each): 3x3 48->192 on 13x13 with a Relu
+	 * spent a fifth of its time there (perf, one thread). Only when every
+	 * other input of the epilogue has the output's shape (or none): a
+	 * per-channel operand would be gathered across the run's channels.
+	 */
+	bool block_run = false;
+	if (cg->epi && RP == 1 && M % cb == 0 && (cb * p->OH * p->OW) % 16 == 0) {
+		const struct rl_cgen_group *grp = cg->epi;
+		int64_t ny = rl_shape_numel(&cg_out(cg, grp->anchor, 0)->shape);
+		int na = cg->g->nodes[grp->anchor].nin;
+		block_run = true;
+		for (int q = na; q < grp->nin; q++)
+			block_run &= grp->in[q] != RL_NONE &&
+			             rl_shape_numel(&cg->g->values[grp->in[q]].shape) == ny;
+	}
+	if (cg->epi && !block_run) {
 		char base[200];
 		snprintf(base, sizeof(base), "((n * %lld + m0 + r) * %lld + oh0) * %lld", (long long)M,
 		         (long long)p->OH, (long long)p->OW);
 		conv_epilogue(cg, base, R * p->OW, p->OH * p->OW);
 	}
 	line_close(cg); /* r */
+	if (block_run) {
+		char base[200];
+		snprintf(base, sizeof(base), "(n * %lld + m0) * %lld", (long long)M,
+		         (long long)(p->OH * p->OW));
+		conv_epilogue(cg, base, cb * p->OH * p->OW, cb * p->OH * p->OW);
+	}
 	line_close(cg); /* t */
 	cg_line(cg, "rl_conv_slot_give(slot);");
 }

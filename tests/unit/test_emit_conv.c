@@ -3,7 +3,8 @@
  * (backends/c/emit_conv.c, emit_pool.c) against a reference computed here.
  *
  * One graph holds a Conv per case the emitter tells apart (3x3 at strides 1
- * and 2, 1x1 at strides 1 and 2, a 7x7/2 stem, depthwise, grouped with
+ * and 2, 1x1 at strides 1 and 2, a 7x7/2 stem, a 3x3/2 stem with rows wide
+ * enough that both stride phases are filled in one pass, depthwise, grouped with
  * dilation, an odd channel count, a batch of two whose channels do not fit
  * one band and are summed in chunks, a 1-D Conv) and the pools (separable
  * and row-form MaxPool, AveragePool with and without the padding counted,
@@ -54,6 +55,7 @@ static const struct conv_case convs[] = {
 	{1, 5, 9, 11, 6, 3, 3, 1, 0, 1, 1, true, false, false, false},     /* 2-channel blocks */
 	{2, 512, 12, 12, 8, 3, 3, 1, 1, 1, 1, true, false, false, false},  /* chunks of channels */
 	{1, 4, 1, 50, 8, 1, 5, 2, 2, 1, 1, true, true, false, false},      /* 1-D */
+	{1, 3, 40, 40, 8, 3, 3, 2, 1, 1, 1, true, false, false, false},    /* 3x3/2 stem: both phases in one pass */
 	/* channels on the vector lanes */
 	{1, 24, 7, 7, 40, 3, 3, 1, 1, 1, 1, true, false, true, false},    /* 7x7, 32 + 8 channels */
 	{1, 19, 14, 14, 33, 3, 3, 2, 1, 1, 1, false, false, true, false}, /* stride 2, odd counts */
@@ -469,6 +471,28 @@ Test(emit_conv, chanvec_taken_where_it_applies)
 	cr_assert_eq(got, want, "%d channels-on-vector kernels, want %d", got, want);
 	cr_assert(strstr(src, "_wp = aligned_alloc(64,"), "no weights packed at init");
 	cr_assert(strstr(src, "weights packed per task"), "no weights packed per task");
+	free(src);
+	tu_rmtree(d);
+	free(d);
+	rl_graph_free(g);
+}
+
+Test(emit_conv, threads_split_by_work)
+{
+	/* a layer below two chunks of CONV_PAR_MACS runs whole on one thread (the
+	 * 1x1/2 projection: 8 x 16 x 8 x 8 multiply-adds); the 512-channel case
+	 * (10.6M) is cut into the most chunks; the stem fills both stride phases
+	 * with one call per row part */
+	struct rl_graph *g = build();
+	char *d = tu_tmpdir(), err[1024] = "", p[4200];
+	snprintf(p, sizeof(p), "%s/m.c", d);
+	cr_assert_eq(rl_emit_c(g, NULL, p, err, sizeof(err)), RL_OK, "%s", err);
+	size_t n;
+	char *src = (char *)read_file(p, &n);
+	cr_assert(strstr(src, "threads: at most 1 chunk of 1 iterations (8192 multiply-adds"),
+	          "the 1x1/2 projection is not kept on one thread");
+	cr_assert(strstr(src, "threads: at most 8 chunks of"), "no layer split into 8 chunks");
+	cr_assert(strstr(src, "rl_conv_split2(d"), "the 3x3/2 stem does not fill both phases at once");
 	free(src);
 	tu_rmtree(d);
 	free(d);
