@@ -270,6 +270,233 @@ static void emit_max_sep(struct rl_cgen *cg, const char *T, const struct pool_wi
 }
 
 /*
+ * The vector form of a 2-D MaxPool row (float or double, dilation 1 along
+ * the row, stride 1, or stride 2 with a kernel of at least 2; rows of at
+ * most POOL_ROW_MAX): every pass is a loop of exactly 16 lanes that plain
+ * -O2 vectorizes (its "very cheap" cost model takes no loop with a scalar
+ * epilogue), so no row has a scalar tail:
+ *   - v, the max over the kernel rows inside the input, column by column, in
+ *     chunks of 16 columns with the last chunk moved back to end at the row's
+ *     end (it recomputes some columns: max is idempotent); one pass over all
+ *     the kernel rows where they are all inside (the interior rows);
+ *   - stride 1: each chunk of 16 outputs is the max of KW shifted loads of v;
+ *   - stride 2: r[j] = max of the KW - 1 columns from j (r = v when KW = 2),
+ *     then output ow = max(r[2 ow], r[2 ow + 1]): a pair of interleaved loads
+ *     (no gap), which gcc turns into two loads and two permutes per 16
+ *     outputs. A stride-2 load with a gap (v[2 ow + 2] on its own) is not
+ *     vectorized at -O2, hence the pairs;
+ *   - the last chunk of outputs is moved back too; a row of fewer than 16
+ *     interior outputs is computed into m[16] and copied. v past the row and
+ *     r past what the outputs read are zero-filled padding, so the discarded
+ *     lanes read defined values.
+ * Max is exact; only the order among equal values (+0, -0) or NaN could
+ * differ from the gather form, which ONNX leaves open.
+ */
+static bool max_vec_ok(const struct pool_win *w)
+{
+	return w->d[1] == 1 && (w->s[1] == 1 || (w->s[1] == 2 && w->k[1] >= 2)) &&
+	       w->in[1] <= POOL_ROW_MAX;
+}
+
+/* v's length (and the stride-2 r's) for the interior outputs [a, b) */
+static void max_vec_sizes(const struct pool_win *w, int64_t a, int64_t b, int64_t *vn,
+                          int64_t *rn)
+{
+	int64_t W = w->in[1], KW = w->k[1], S = w->s[1], PL = w->pb[1];
+	int64_t n = b - a, ja = a * S - PL, need = W;
+	*rn = 0;
+	if (n > 0 && S == 1) {
+		/* a chunk of 16 outputs from ob reads v[ob - PL + t + c] */
+		int64_t ob = n >= 16 ? b - 16 : a;
+		if (ob - PL + 15 + KW > need)
+			need = ob - PL + 15 + KW;
+	} else if (n > 0) {
+		/* r[i] = max v[ja + i .. ja + i + KW - 2]; the chunks read r[2(ob - a) + 0..31] */
+		int64_t used = 2 * (n >= 16 ? n : 16);
+		*rn = (used + 15) / 16 * 16;
+		if (KW > 2 && ja + *rn + KW - 2 > need)
+			need = ja + *rn + KW - 2;
+		if (KW == 2 && ja + *rn > need)
+			need = ja + *rn;
+	}
+	*vn = (need + 15) / 16 * 16;
+}
+
+/* `for j in [0, W)` in chunks of 16, the last one ending at W (W >= 16) */
+static void chunk_open(struct rl_cgen *cg, const char *var, int64_t a, int64_t b)
+{
+	if ((b - a) % 16 == 0) {
+		cg_line(cg, "for (size_t %s = %lld; %s < %lld; %s += 16) {", var, (long long)a, var,
+		        (long long)b, var);
+	} else {
+		cg_line(cg, "for (size_t %s = %lld;; %s += 16) {", var, (long long)a, var);
+		cg_line(cg, "    if (%s > %lld)", var, (long long)(b - 16));
+		cg_line(cg, "        %s = %lld; /* the last chunk ends at the end */", var,
+		        (long long)(b - 16));
+	}
+	cg->indent++;
+}
+
+static void chunk_close(struct rl_cgen *cg, const char *var, int64_t a, int64_t b)
+{
+	if ((b - a) % 16 != 0) {
+		cg_line(cg, "if (%s == %lld)", var, (long long)(b - 16));
+		cg_line(cg, "    break;");
+	}
+	cg->indent--;
+	cg_line(cg, "}");
+}
+
+/* The vertical pass: v[j] over the kernel rows [kh0, kh1), j in [0, W). */
+static void emit_max_vert(struct rl_cgen *cg, const char *T, const struct pool_win *w)
+{
+	int64_t W = w->in[1], KH = w->k[0], DH = w->d[0];
+	cg_line(cg, "const %s *restrict x0 = xc + (size_t)(ih0 + kh0 * %lld) * %lld;", T,
+	        (long long)DH, (long long)W);
+	/* the loop over v's columns: chunks of 16, or plain for a short row */
+	const char *jv = W >= 16 ? "jb + t" : "t";
+	if (KH > 1 && KH <= 8) {
+		cg_line(cg, "if (kh1 - kh0 == %lld) { /* every kernel row inside: one pass */",
+		        (long long)KH);
+		cg->indent++;
+		if (W >= 16) {
+			chunk_open(cg, "jb", 0, W);
+			cg_line(cg, "for (size_t t = 0; t < 16; t++) {");
+		} else {
+			cg_line(cg, "for (size_t t = 0; t < %lld; t++) {", (long long)W);
+		}
+		cg_line(cg, "    %s m = x0[%s];", T, jv);
+		for (int64_t kh = 1; kh < KH; kh++)
+			cg_line(cg, "    m = x0[%s + %lld] > m ? x0[%s + %lld] : m;", jv,
+			        (long long)(kh * DH * W), jv, (long long)(kh * DH * W));
+		cg_line(cg, "    v[%s] = m;", jv);
+		cg_line(cg, "}");
+		if (W >= 16)
+			chunk_close(cg, "jb", 0, W);
+		cg->indent--;
+		cg_line(cg, "} else {");
+		cg->indent++;
+	}
+	if (W >= 16) {
+		chunk_open(cg, "jb", 0, W);
+		cg_line(cg, "for (size_t t = 0; t < 16; t++)");
+	} else {
+		cg_line(cg, "{");
+		cg->indent++;
+		cg_line(cg, "for (size_t t = 0; t < %lld; t++)", (long long)W);
+	}
+	cg_line(cg, "    v[%s] = x0[%s];", jv, jv);
+	cg_line(cg, "for (long long kh = kh0 + 1; kh < kh1; kh++) {");
+	cg_line(cg, "    const %s *restrict xr = x0 + (size_t)((kh - kh0) * %lld) * %lld;", T,
+	        (long long)DH, (long long)W);
+	cg_line(cg, "    for (size_t t = 0; t < %d; t++)", W >= 16 ? 16 : (int)W);
+	cg_line(cg, "        v[%s] = xr[%s] > v[%s] ? xr[%s] : v[%s];", jv, jv, jv, jv, jv);
+	cg_line(cg, "}");
+	if (W >= 16) {
+		chunk_close(cg, "jb", 0, W);
+	} else {
+		cg->indent--;
+		cg_line(cg, "}");
+	}
+	if (KH > 1 && KH <= 8) {
+		cg->indent--;
+		cg_line(cg, "}");
+	}
+}
+
+/* The interior outputs [a, b) of one row from v (and r), in chunks of 16. */
+static void emit_max_horiz(struct rl_cgen *cg, const char *T, const struct pool_win *w,
+                           int64_t a, int64_t b, int64_t rn)
+{
+	int64_t KW = w->k[1], S = w->s[1], PL = w->pb[1], n = b - a, ja = a * S - PL;
+	if (n <= 0)
+		return;
+	if (S == 2 && KW > 2) {
+		cg_line(cg, "/* r[i]: the max of v's %lld columns from %lld + i */", (long long)(KW - 1),
+		        (long long)ja);
+		cg_line(cg, "for (size_t ib = 0; ib < %lld; ib += 16)", (long long)rn);
+		cg_line(cg, "    for (size_t t = 0; t < 16; t++) {");
+		cg_line(cg, "        const %s *vq = v + %lld + ib + t;", T, (long long)ja);
+		cg_line(cg, "        %s m = vq[0];", T);
+		for (int64_t c = 1; c < KW - 1; c++)
+			cg_line(cg, "        m = vq[%lld] > m ? vq[%lld] : m;", (long long)c, (long long)c);
+		cg_line(cg, "        r[ib + t] = m;");
+		cg_line(cg, "    }");
+	}
+	cg_line(cg, "/* interior outputs [%lld, %lld), 16 at a time */", (long long)a, (long long)b);
+	if (n >= 16)
+		chunk_open(cg, "ob", a, b);
+	else {
+		cg_line(cg, "{");
+		cg->indent++;
+		cg_line(cg, "const size_t ob = %lld;", (long long)a);
+	}
+	cg_line(cg, "%s m[16];", T);
+	if (S == 1) {
+		cg_line(cg, "const %s *vq = v + ob - %lld;", T, (long long)PL);
+		cg_line(cg, "for (size_t t = 0; t < 16; t++) {");
+		cg_line(cg, "    %s u = vq[t];", T);
+		for (int64_t c = 1; c < KW; c++)
+			cg_line(cg, "    u = vq[t + %lld] > u ? vq[t + %lld] : u;", (long long)c,
+			        (long long)c);
+		cg_line(cg, "    m[t] = u;");
+		cg_line(cg, "}");
+	} else {
+		if (KW > 2)
+			cg_line(cg, "const %s *rq = r + 2 * (ob - %lld);", T, (long long)a);
+		else
+			cg_line(cg, "const %s *rq = v + 2 * ob - %lld;", T, (long long)PL);
+		cg_line(cg, "for (size_t t = 0; t < 16; t++) {");
+		cg_line(cg, "    const %s e = rq[2 * t], o = rq[2 * t + 1];", T);
+		cg_line(cg, "    m[t] = o > e ? o : e;");
+		cg_line(cg, "}");
+	}
+	if (n >= 16) {
+		cg_line(cg, "for (size_t t = 0; t < 16; t++)");
+		cg_line(cg, "    yr[ob + t] = m[t];");
+		chunk_close(cg, "ob", a, b);
+	} else {
+		cg_line(cg, "for (size_t t = 0; t < %lld; t++)", (long long)n);
+		cg_line(cg, "    yr[ob + t] = m[t];");
+		cg->indent--;
+		cg_line(cg, "}");
+	}
+}
+
+/* Edge columns (a tap in the padding), from v, one output at a time. */
+static void emit_max_edges(struct rl_cgen *cg, const char *T, const struct pool_win *w,
+                           int64_t a, int64_t b)
+{
+	int64_t W = w->in[1], OW = w->out[1], KW = w->k[1], SW = w->s[1], DW = w->d[1];
+	int64_t PL = w->pb[1];
+	if (a == 0 && b >= OW)
+		return;
+	cg_line(cg, "/* edge columns: the taps inside, one by one */");
+	cg_line(cg, "for (size_t ow = 0; ow < %lld; ow++) {", (long long)OW);
+	cg->indent++;
+	if (b > a) {
+		cg_line(cg, "if (ow == %lld)", (long long)a);
+		cg_line(cg, "    ow = %lld; /* skip the interior */", (long long)b);
+		cg_line(cg, "if (ow >= %lld)", (long long)OW);
+		cg_line(cg, "    break;");
+	}
+	cg_line(cg, "const long long iw0 = (long long)(ow * %lld) - %lld;", (long long)SW,
+	        (long long)PL);
+	cg_line(cg, "%s m = 0;", T);
+	cg_line(cg, "int any = 0;");
+	cg_line(cg, "for (long long kw = 0; kw < %lld; kw++) {", (long long)KW);
+	cg_line(cg, "    const long long iw = iw0 + kw * %lld;", (long long)DW);
+	cg_line(cg, "    if (iw >= 0 && iw < %lld && (!any || v[iw] > m)) {", (long long)W);
+	cg_line(cg, "        m = v[iw];");
+	cg_line(cg, "        any = 1;");
+	cg_line(cg, "    }");
+	cg_line(cg, "}");
+	cg_line(cg, "yr[ow] = m;");
+	cg->indent--;
+	cg_line(cg, "}");
+}
+
+/*
  * Row form for float/double MaxPool (no Indices) and AveragePool with one or
  * two spatial axes: per output row, the rows of taps inside the input are
  * combined tap by tap into the whole output row, so the interior columns
@@ -305,6 +532,17 @@ static enum rl_status emit_rows(struct rl_cgen *cg, uint32_t node, const struct 
 	cg_line(cg, "for (size_t nc = (size_t)lo; nc < (size_t)hi; nc++) {");
 	cg->indent++;
 	cg_line(cg, "const %s *restrict xc = X0 + nc * %lld;", T, (long long)(H * W));
+	bool vec = is_max && max_vec_ok(&w);
+	if (vec) {
+		int64_t vn, rn;
+		max_vec_sizes(&w, a, b, &vn, &rn);
+		cg_scratch_array(cg, T, "v", vn, 0);
+		if (vn > W)
+			cg_line(cg, "memset(v + %lld, 0, %lld * sizeof(*v)); /* padding: read, never used */",
+			        (long long)W, (long long)(vn - W));
+		if (rn > 0 && w.k[1] > 2) /* 2 taps: the pairs come straight from v */
+			cg_scratch_array(cg, T, "r", rn, 0);
+	}
 	cg_line(cg, "for (size_t oh = 0; oh < %lld; oh++) {", (long long)OH);
 	cg->indent++;
 	cg_line(cg, "%s *restrict yr = Y0 + (nc * %lld + oh) * %lld;", T, (long long)OH,
@@ -325,6 +563,23 @@ static enum rl_status emit_rows(struct rl_cgen *cg, uint32_t node, const struct 
 		cg_line(cg, "    nh += ih0 + kh * %lld < %lld;", (long long)w.d[0], (long long)(H + w.pe[0]));
 	} else if (!is_max) {
 		cg_line(cg, "const long long nh = kh1 - kh0;");
+	}
+	if (vec) {
+		int64_t vn, rn;
+		max_vec_sizes(&w, a, b, &vn, &rn);
+		cg_line(cg, "if (kh0 == kh1) { /* no tap inside: 0, as the gather form */");
+		cg_line(cg, "    memset(yr, 0, %lld * sizeof(%s));", (long long)OW, T);
+		cg_line(cg, "    continue;");
+		cg_line(cg, "}");
+		cg_line(cg, "/* v: max over the kernel rows, per input column */");
+		emit_max_vert(cg, T, &w);
+		emit_max_horiz(cg, T, &w, a, b, rn);
+		emit_max_edges(cg, T, &w, a, b);
+		cg->indent--;
+		cg_line(cg, "}");
+		cg->indent--;
+		cg_line(cg, "}");
+		return RL_OK;
 	}
 	if (is_max && W <= POOL_ROW_MAX) {
 		emit_max_sep(cg, T, &w, a, b);
