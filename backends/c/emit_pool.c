@@ -5,9 +5,10 @@
  * Float/double MaxPool (without Indices) and AveragePool over one or two
  * spatial axes take the row form (emit_rows): whole output rows at a time,
  * as contiguous loops that plain -O2 vectorizes in the RL_TARGETS clones;
- * MaxPool is separable there (rows, then windows, then the stride). The
- * other windowed pools are a gather loop per output element over the
- * kernel taps x = o*s + k*d - pb, skipping taps outside the input. Every
+ * MaxPool is separable there (rows, then windows, then the stride), at
+ * strides 1 and 2 in the vector form (loops of exactly 16 lanes, no scalar
+ * tails; see max_vec_ok). The other windowed pools are a gather loop per
+ * output element over the kernel taps x = o*s + k*d - pb, skipping taps outside the input. Every
  * pool splits its planes (image x channel) across the thread pool, a whole
  * plane per iteration, so results do not depend on the thread count. The
  * rules follow the ONNX reference:
@@ -23,8 +24,9 @@
  * (out-1)*s + (k-1)*d + 1 - in with the odd pixel at the end (UPPER) or the
  * beginning (LOWER). Output sizes (ceil_mode included) come from inference.
  * Sums run in float for float32/float16/bfloat16 and in double for float64;
- * GlobalAveragePool sums each plane as eight interleaved partial sums (a
- * fixed order, so the same bits everywhere) so that -O2 vectorizes it.
+ * GlobalAveragePool (and an AveragePool whose one window is the whole
+ * plane) sums each plane as eight interleaved partial sums (a fixed order,
+ * so the same bits everywhere) so that -O2 vectorizes it.
  */
 #include "emit_impl.h"
 
@@ -702,6 +704,8 @@ static enum rl_status emit_rows(struct rl_cgen *cg, uint32_t node, const struct 
 	return RL_OK;
 }
 
+static enum rl_status emit_global(struct rl_cgen *cg, uint32_t node);
+
 static enum rl_status emit_window(struct rl_cgen *cg, uint32_t node)
 {
 	const struct rl_node *n = &cg->g->nodes[node];
@@ -734,6 +738,15 @@ static enum rl_status emit_window(struct rl_cgen *cg, uint32_t node)
 	const char *fs = dt == RL_DT_DOUBLE ? "" : "f"; /* math suffix */
 	char e[1024], e2[1024], xe[1100];
 
+	/* one window over each whole plane (ResNet's final 7x7 AveragePool on
+	 * 7x7): the global kernel, a vectorized sum, instead of the row form's
+	 * per-element edge loops (rows shorter than a vector) */
+	bool whole = is_avg;
+	for (int i = 0; i < nsp && whole; i++)
+		whole = w.out[i] == 1 && w.k[i] == w.in[i] && w.d[i] == 1 && w.pb[i] == 0 &&
+		        w.pe[i] == 0;
+	if (whole)
+		return emit_global(cg, node);
 	if (!I && !is_lp && (dt == RL_DT_FLOAT || dt == RL_DT_DOUBLE) && nsp <= 2)
 		return emit_rows(cg, node, &w, NC, include_pad);
 	cg_line(cg, "/* %s: gather over the kernel taps inside the input%s */",

@@ -90,6 +90,7 @@ static const struct pool_case pools[] = {
 	{POOL_MAX, 2, 20, 20, 5, 2, 2, false},     /* vector form: 5 taps, two pads */
 	{POOL_AVG_PAD, 4, 15, 15, 3, 2, 1, false}, /* padding counted */
 	{POOL_AVG, 3, 10, 10, 3, 2, 1, false},     /* padding not counted */
+	{POOL_AVG, 4, 7, 7, 7, 1, 0, false},       /* one window per plane: the global kernel */
 	{POOL_MAX, 4, 1, 40, 3, 1, 1, true},       /* 1-D */
 	{POOL_GLOBAL, 16, 7, 7, 0, 0, 0, false},   /* eight partial sums */
 	{POOL_GLOBAL, 4, 3, 3, 0, 0, 0, false},    /* a short plane */
