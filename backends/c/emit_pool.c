@@ -352,14 +352,52 @@ static void chunk_close(struct rl_cgen *cg, const char *var, int64_t a, int64_t 
 }
 
 /* The vertical pass: v[j] over the kernel rows [kh0, kh1), j in [0, W). */
-static void emit_max_vert(struct rl_cgen *cg, const char *T, const struct pool_win *w)
+/*
+ * Whether the interior rows compute stride 2's r straight from the input
+ * rows (kernel rows and KW - 1 columns per lane), not from v: r's loads of
+ * v at j + 1 straddle two of v's 16-lane stores just made, which stalls on
+ * store forwarding (30% of the 111x111 3x3/2 pool's samples). Needs at
+ * least 16 of r's columns (the chunks stay inside the row) and no edge
+ * columns (v is then not needed at all on those rows).
+ */
+static bool max_r_direct(const struct pool_win *w, int64_t a, int64_t b)
+{
+	return w->s[1] == 2 && w->k[1] > 2 && w->k[0] <= 8 && w->k[1] <= 8 && 2 * (b - a) >= 16 &&
+	       a == 0 && b == w->out[1];
+}
+
+static void emit_max_vert(struct rl_cgen *cg, const char *T, const struct pool_win *w,
+                          int64_t a, int64_t b)
 {
 	int64_t W = w->in[1], KH = w->k[0], DH = w->d[0];
 	cg_line(cg, "const %s *restrict x0 = xc + (size_t)(ih0 + kh0 * %lld) * %lld;", T,
 	        (long long)DH, (long long)W);
 	/* the loop over v's columns: chunks of 16, or plain for a short row */
 	const char *jv = W >= 16 ? "jb + t" : "t";
-	if (KH > 1 && KH <= 8) {
+	if (max_r_direct(w, a, b)) {
+		int64_t ja = a * 2 - w->pb[1], nr = 2 * (b - a);
+		cg_line(cg, "int rdone = 0; /* r made straight from the rows */");
+		cg_line(cg, "if (kh1 - kh0 == %lld) {", (long long)KH);
+		cg->indent++;
+		cg_line(cg, "/* r[i]: max over the kernel rows and %lld columns from %lld + i */",
+		        (long long)(w->k[1] - 1), (long long)ja);
+		chunk_open(cg, "ib", 0, nr);
+		cg_line(cg, "for (size_t t = 0; t < 16; t++) {");
+		cg_line(cg, "    const %s *xq = x0 + %lld + ib + t;", T, (long long)ja);
+		cg_line(cg, "    %s m = xq[0];", T);
+		for (int64_t kh = 0; kh < KH; kh++)
+			for (int64_t c = 0; c < w->k[1] - 1; c++)
+				if (kh || c)
+					cg_line(cg, "    m = xq[%lld] > m ? xq[%lld] : m;",
+					        (long long)(kh * DH * W + c), (long long)(kh * DH * W + c));
+		cg_line(cg, "    r[ib + t] = m;");
+		cg_line(cg, "}");
+		chunk_close(cg, "ib", 0, nr);
+		cg_line(cg, "rdone = 1;");
+		cg->indent--;
+		cg_line(cg, "} else {");
+		cg->indent++;
+	} else if (KH > 1 && KH <= 8) {
 		cg_line(cg, "if (kh1 - kh0 == %lld) { /* every kernel row inside: one pass */",
 		        (long long)KH);
 		cg->indent++;
@@ -402,7 +440,7 @@ static void emit_max_vert(struct rl_cgen *cg, const char *T, const struct pool_w
 		cg->indent--;
 		cg_line(cg, "}");
 	}
-	if (KH > 1 && KH <= 8) {
+	if (max_r_direct(w, a, b) || (KH > 1 && KH <= 8)) {
 		cg->indent--;
 		cg_line(cg, "}");
 	}
@@ -418,6 +456,11 @@ static void emit_max_horiz(struct rl_cgen *cg, const char *T, const struct pool_
 	if (S == 2 && KW > 2) {
 		cg_line(cg, "/* r[i]: the max of v's %lld columns from %lld + i */", (long long)(KW - 1),
 		        (long long)ja);
+		bool direct = max_r_direct(w, a, b);
+		if (direct) {
+			cg_line(cg, "if (!rdone) {");
+			cg->indent++;
+		}
 		cg_line(cg, "for (size_t ib = 0; ib < %lld; ib += 16)", (long long)rn);
 		cg_line(cg, "    for (size_t t = 0; t < 16; t++) {");
 		cg_line(cg, "        const %s *vq = v + %lld + ib + t;", T, (long long)ja);
@@ -426,6 +469,10 @@ static void emit_max_horiz(struct rl_cgen *cg, const char *T, const struct pool_
 			cg_line(cg, "        m = vq[%lld] > m ? vq[%lld] : m;", (long long)c, (long long)c);
 		cg_line(cg, "        r[ib + t] = m;");
 		cg_line(cg, "    }");
+		if (direct) {
+			cg->indent--;
+			cg_line(cg, "}");
+		}
 	}
 	cg_line(cg, "/* interior outputs [%lld, %lld), 16 at a time */", (long long)a, (long long)b);
 	if (n >= 16)
@@ -562,6 +609,9 @@ static enum rl_status emit_rows(struct rl_cgen *cg, uint32_t node, const struct 
 			        (long long)W, (long long)(vn - W));
 		if (rn > 0 && w.k[1] > 2) /* 2 taps: the pairs come straight from v */
 			cg_scratch_array(cg, T, "r", rn, 0);
+		if (max_r_direct(&w, a, b) && rn > 2 * (b - a))
+			cg_line(cg, "memset(r + %lld, 0, %lld * sizeof(*r)); /* padding: read, never used */",
+			        (long long)(2 * (b - a)), (long long)(rn - 2 * (b - a)));
 	}
 	cg_line(cg, "for (size_t oh = 0; oh < %lld; oh++) {", (long long)OH);
 	cg->indent++;
@@ -592,7 +642,7 @@ static enum rl_status emit_rows(struct rl_cgen *cg, uint32_t node, const struct 
 		cg_line(cg, "    continue;");
 		cg_line(cg, "}");
 		cg_line(cg, "/* v: max over the kernel rows, per input column */");
-		emit_max_vert(cg, T, &w);
+		emit_max_vert(cg, T, &w, a, b);
 		emit_max_horiz(cg, T, &w, a, b, rn);
 		emit_max_edges(cg, T, &w, a, b);
 		cg->indent--;
