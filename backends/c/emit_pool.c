@@ -149,15 +149,21 @@ static const char *lowest(enum rl_dtype t)
 /*
  * Threads: planes (image x channel) split across the pool, each a whole
  * plane per iteration, so results do not depend on the thread count. A
- * chunk gets at least POOL_GRAIN units of work (outputs x taps) so a small
- * pool does not pay a wake-up for nothing.
+ * chunk gets at least a grain of work (outputs x taps) so a small pool does
+ * not pay the claim and a worker's wake-up (a few microseconds on a 2-core
+ * host) for nothing: POOL_GRAIN taps for the scalar gather form,
+ * POOL_GRAIN_VEC for the vectorized row and global forms, whose taps cost
+ * about a tenth (65536 taps: 4-7 us of one core there, single-thread
+ * figures on the shared host; ResNet-50's final 7x7 AveragePool, 7 us in
+ * all, now runs on one thread).
  */
 #define POOL_GRAIN 16384
+#define POOL_GRAIN_VEC 65536
 
-static void pool_par(struct rl_cgen *cg, int64_t planes, int64_t work_per_plane)
+static void pool_par(struct rl_cgen *cg, int64_t planes, int64_t work_per_plane, int64_t grain)
 {
 	cg->par_n = planes;
-	cg->par_grain = work_per_plane >= POOL_GRAIN ? 1 : POOL_GRAIN / (work_per_plane ? work_per_plane : 1);
+	cg->par_grain = work_per_plane >= grain ? 1 : grain / (work_per_plane ? work_per_plane : 1);
 }
 
 /* The interior [a, b) of one axis: outputs whose taps all lie inside the input. */
@@ -592,7 +598,7 @@ static enum rl_status emit_rows(struct rl_cgen *cg, uint32_t node, const struct 
 	int64_t H = w.in[0], W = w.in[1], OH = w.out[0], OW = w.out[1], KH = w.k[0], KW = w.k[1];
 	int64_t a, b;
 	pool_interior(&w, 1, &a, &b);
-	pool_par(cg, NC, OH * OW * KH * KW);
+	pool_par(cg, NC, OH * OW * KH * KW, POOL_GRAIN_VEC);
 	cg->simd = 1;
 	cg_line(cg, "/* %s, row form: the taps of each output row combined row by row into it; planes split across threads */",
 	        rl_op_table[n->op].name);
@@ -820,7 +826,7 @@ static enum rl_status emit_window(struct rl_cgen *cg, uint32_t node)
 	cg_line(cg, "/* %s: gather over the kernel taps inside the input%s */",
 	        rl_op_table[n->op].name,
 	        include_pad ? "; divide by the taps inside the padded input" : "");
-	pool_par(cg, NC, os * prod(w.k, nsp));
+	pool_par(cg, NC, os * prod(w.k, nsp), POOL_GRAIN);
 	cg_line(cg, "for (size_t nc = (size_t)lo; nc < (size_t)hi; nc++) {");
 	cg->indent++;
 	cg_line(cg, "const %s *restrict xc = X0 + nc * %lld;", cg_ctype(dt), (long long)is);
@@ -929,7 +935,7 @@ static enum rl_status emit_global(struct rl_cgen *cg, uint32_t node)
 	const char *acc = dt == RL_DT_DOUBLE ? "double" : "float";
 	if (NC == 0)
 		return RL_OK;
-	pool_par(cg, NC, is);
+	pool_par(cg, NC, is, POOL_GRAIN_VEC);
 	cg->simd = 1;
 	cg_line(cg, "/* %s over each %lld-element plane, planes split across threads */",
 	        rl_op_table[n->op].name, (long long)is);
