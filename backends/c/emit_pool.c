@@ -5,9 +5,10 @@
  * Float/double MaxPool (without Indices) and AveragePool over one or two
  * spatial axes take the row form (emit_rows): whole output rows at a time,
  * as contiguous loops that plain -O2 vectorizes in the RL_TARGETS clones;
- * MaxPool is separable there (rows, then windows, then the stride). The
- * other windowed pools are a gather loop per output element over the
- * kernel taps x = o*s + k*d - pb, skipping taps outside the input. Every
+ * MaxPool is separable there (rows, then windows, then the stride), at
+ * strides 1 and 2 in the vector form (loops of exactly 16 lanes, no scalar
+ * tails; see max_vec_ok). The other windowed pools are a gather loop per
+ * output element over the kernel taps x = o*s + k*d - pb, skipping taps outside the input. Every
  * pool splits its planes (image x channel) across the thread pool, a whole
  * plane per iteration, so results do not depend on the thread count. The
  * rules follow the ONNX reference:
@@ -23,8 +24,9 @@
  * (out-1)*s + (k-1)*d + 1 - in with the odd pixel at the end (UPPER) or the
  * beginning (LOWER). Output sizes (ceil_mode included) come from inference.
  * Sums run in float for float32/float16/bfloat16 and in double for float64;
- * GlobalAveragePool sums each plane as eight interleaved partial sums (a
- * fixed order, so the same bits everywhere) so that -O2 vectorizes it.
+ * GlobalAveragePool (and an AveragePool whose one window is the whole
+ * plane) sums each plane as eight interleaved partial sums (a fixed order,
+ * so the same bits everywhere) so that -O2 vectorizes it.
  */
 #include "emit_impl.h"
 
@@ -147,15 +149,21 @@ static const char *lowest(enum rl_dtype t)
 /*
  * Threads: planes (image x channel) split across the pool, each a whole
  * plane per iteration, so results do not depend on the thread count. A
- * chunk gets at least POOL_GRAIN units of work (outputs x taps) so a small
- * pool does not pay a wake-up for nothing.
+ * chunk gets at least a grain of work (outputs x taps) so a small pool does
+ * not pay the claim and a worker's wake-up (a few microseconds on a 2-core
+ * host) for nothing: POOL_GRAIN taps for the scalar gather form,
+ * POOL_GRAIN_VEC for the vectorized row and global forms, whose taps cost
+ * about a tenth (65536 taps: 4-7 us of one core there, single-thread
+ * figures on the shared host; ResNet-50's final 7x7 AveragePool, 7 us in
+ * all, now runs on one thread).
  */
 #define POOL_GRAIN 16384
+#define POOL_GRAIN_VEC 65536
 
-static void pool_par(struct rl_cgen *cg, int64_t planes, int64_t work_per_plane)
+static void pool_par(struct rl_cgen *cg, int64_t planes, int64_t work_per_plane, int64_t grain)
 {
 	cg->par_n = planes;
-	cg->par_grain = work_per_plane >= POOL_GRAIN ? 1 : POOL_GRAIN / (work_per_plane ? work_per_plane : 1);
+	cg->par_grain = work_per_plane >= grain ? 1 : grain / (work_per_plane ? work_per_plane : 1);
 }
 
 /* The interior [a, b) of one axis: outputs whose taps all lie inside the input. */
@@ -270,6 +278,298 @@ static void emit_max_sep(struct rl_cgen *cg, const char *T, const struct pool_wi
 }
 
 /*
+ * The vector form of a 2-D MaxPool row (float or double, dilation 1 along
+ * the row, stride 1, or stride 2 with a kernel of at least 2; rows of at
+ * most POOL_ROW_MAX): every pass is a loop of exactly 16 lanes that plain
+ * -O2 vectorizes (its "very cheap" cost model takes no loop with a scalar
+ * epilogue), so no row has a scalar tail:
+ *   - v, the max over the kernel rows inside the input, column by column, in
+ *     chunks of 16 columns with the last chunk moved back to end at the row's
+ *     end (it recomputes some columns: max is idempotent); one pass over all
+ *     the kernel rows where they are all inside (the interior rows);
+ *   - stride 1: each chunk of 16 outputs is the max of KW shifted loads of v;
+ *   - stride 2: r[j] = max of the KW - 1 columns from j (r = v when KW = 2),
+ *     then output ow = max(r[2 ow], r[2 ow + 1]): a pair of interleaved loads
+ *     (no gap), which gcc turns into two loads and two permutes per 16
+ *     outputs. A stride-2 load with a gap (v[2 ow + 2] on its own) is not
+ *     vectorized at -O2, hence the pairs;
+ *   - the last chunk of outputs is moved back too; a row of fewer than 16
+ *     interior outputs is computed into m[16] and stored whole where the
+ *     extra lanes stay inside the plane (outputs written later), copied in
+ *     the plane's last rows. v past the row and
+ *     r past what the outputs read are zero-filled padding, so the discarded
+ *     lanes read defined values.
+ * Max is exact; only the order among equal values (+0, -0) or NaN could
+ * differ from the gather form, which ONNX leaves open.
+ */
+static bool max_vec_ok(const struct pool_win *w)
+{
+	return w->d[1] == 1 && (w->s[1] == 1 || (w->s[1] == 2 && w->k[1] >= 2)) &&
+	       w->in[1] <= POOL_ROW_MAX;
+}
+
+/* v's length (and the stride-2 r's) for the interior outputs [a, b) */
+static void max_vec_sizes(const struct pool_win *w, int64_t a, int64_t b, int64_t *vn,
+                          int64_t *rn)
+{
+	int64_t W = w->in[1], KW = w->k[1], S = w->s[1], PL = w->pb[1];
+	int64_t n = b - a, ja = a * S - PL, need = W;
+	*rn = 0;
+	if (n > 0 && S == 1) {
+		/* a chunk of 16 outputs from ob reads v[ob - PL + t + c] */
+		int64_t ob = n >= 16 ? b - 16 : a;
+		if (ob - PL + 15 + KW > need)
+			need = ob - PL + 15 + KW;
+	} else if (n > 0) {
+		/* r[i] = max v[ja + i .. ja + i + KW - 2]; the chunks read r[2(ob - a) + 0..31] */
+		int64_t used = 2 * (n >= 16 ? n : 16);
+		*rn = (used + 15) / 16 * 16;
+		if (KW > 2 && ja + *rn + KW - 2 > need)
+			need = ja + *rn + KW - 2;
+		if (KW == 2 && ja + *rn > need)
+			need = ja + *rn;
+	}
+	*vn = (need + 15) / 16 * 16;
+}
+
+/* `for j in [0, W)` in chunks of 16, the last one ending at W (W >= 16) */
+static void chunk_open(struct rl_cgen *cg, const char *var, int64_t a, int64_t b)
+{
+	if ((b - a) % 16 == 0) {
+		cg_line(cg, "for (size_t %s = %lld; %s < %lld; %s += 16) {", var, (long long)a, var,
+		        (long long)b, var);
+	} else {
+		cg_line(cg, "for (size_t %s = %lld;; %s += 16) {", var, (long long)a, var);
+		cg_line(cg, "    if (%s > %lld)", var, (long long)(b - 16));
+		cg_line(cg, "        %s = %lld; /* the last chunk ends at the end */", var,
+		        (long long)(b - 16));
+	}
+	cg->indent++;
+}
+
+static void chunk_close(struct rl_cgen *cg, const char *var, int64_t a, int64_t b)
+{
+	if ((b - a) % 16 != 0) {
+		cg_line(cg, "if (%s == %lld)", var, (long long)(b - 16));
+		cg_line(cg, "    break;");
+	}
+	cg->indent--;
+	cg_line(cg, "}");
+}
+
+/* The vertical pass: v[j] over the kernel rows [kh0, kh1), j in [0, W). */
+/*
+ * Whether the interior rows compute stride 2's r straight from the input
+ * rows (kernel rows and KW - 1 columns per lane), not from v: r's loads of
+ * v at j + 1 straddle two of v's 16-lane stores just made, which stalls on
+ * store forwarding (30% of the 111x111 3x3/2 pool's samples). Needs at
+ * least 16 of r's columns (the chunks stay inside the row) and no edge
+ * columns (v is then not needed at all on those rows).
+ */
+static bool max_r_direct(const struct pool_win *w, int64_t a, int64_t b)
+{
+	return w->s[1] == 2 && w->k[1] > 2 && w->k[0] <= 8 && w->k[1] <= 8 && 2 * (b - a) >= 16 &&
+	       a == 0 && b == w->out[1];
+}
+
+static void emit_max_vert(struct rl_cgen *cg, const char *T, const struct pool_win *w,
+                          int64_t a, int64_t b)
+{
+	int64_t W = w->in[1], KH = w->k[0], DH = w->d[0];
+	cg_line(cg, "const %s *restrict x0 = xc + (size_t)(ih0 + kh0 * %lld) * %lld;", T,
+	        (long long)DH, (long long)W);
+	/* the loop over v's columns: chunks of 16, or plain for a short row */
+	const char *jv = W >= 16 ? "jb + t" : "t";
+	if (max_r_direct(w, a, b)) {
+		int64_t ja = a * 2 - w->pb[1], nr = 2 * (b - a);
+		cg_line(cg, "int rdone = 0; /* r made straight from the rows */");
+		cg_line(cg, "if (kh1 - kh0 == %lld) {", (long long)KH);
+		cg->indent++;
+		cg_line(cg, "/* r[i]: max over the kernel rows and %lld columns from %lld + i */",
+		        (long long)(w->k[1] - 1), (long long)ja);
+		chunk_open(cg, "ib", 0, nr);
+		cg_line(cg, "for (size_t t = 0; t < 16; t++) {");
+		cg_line(cg, "    const %s *xq = x0 + %lld + ib + t;", T, (long long)ja);
+		cg_line(cg, "    %s m = xq[0];", T);
+		for (int64_t kh = 0; kh < KH; kh++)
+			for (int64_t c = 0; c < w->k[1] - 1; c++)
+				if (kh || c)
+					cg_line(cg, "    m = xq[%lld] > m ? xq[%lld] : m;",
+					        (long long)(kh * DH * W + c), (long long)(kh * DH * W + c));
+		cg_line(cg, "    r[ib + t] = m;");
+		cg_line(cg, "}");
+		chunk_close(cg, "ib", 0, nr);
+		cg_line(cg, "rdone = 1;");
+		cg->indent--;
+		cg_line(cg, "} else {");
+		cg->indent++;
+	} else if (KH > 1 && KH <= 8) {
+		cg_line(cg, "if (kh1 - kh0 == %lld) { /* every kernel row inside: one pass */",
+		        (long long)KH);
+		cg->indent++;
+		if (W >= 16) {
+			chunk_open(cg, "jb", 0, W);
+			cg_line(cg, "for (size_t t = 0; t < 16; t++) {");
+		} else {
+			cg_line(cg, "for (size_t t = 0; t < %lld; t++) {", (long long)W);
+		}
+		cg_line(cg, "    %s m = x0[%s];", T, jv);
+		for (int64_t kh = 1; kh < KH; kh++)
+			cg_line(cg, "    m = x0[%s + %lld] > m ? x0[%s + %lld] : m;", jv,
+			        (long long)(kh * DH * W), jv, (long long)(kh * DH * W));
+		cg_line(cg, "    v[%s] = m;", jv);
+		cg_line(cg, "}");
+		if (W >= 16)
+			chunk_close(cg, "jb", 0, W);
+		cg->indent--;
+		cg_line(cg, "} else {");
+		cg->indent++;
+	}
+	if (W >= 16) {
+		chunk_open(cg, "jb", 0, W);
+		cg_line(cg, "for (size_t t = 0; t < 16; t++)");
+	} else {
+		cg_line(cg, "{");
+		cg->indent++;
+		cg_line(cg, "for (size_t t = 0; t < %lld; t++)", (long long)W);
+	}
+	cg_line(cg, "    v[%s] = x0[%s];", jv, jv);
+	cg_line(cg, "for (long long kh = kh0 + 1; kh < kh1; kh++) {");
+	cg_line(cg, "    const %s *restrict xr = x0 + (size_t)((kh - kh0) * %lld) * %lld;", T,
+	        (long long)DH, (long long)W);
+	cg_line(cg, "    for (size_t t = 0; t < %d; t++)", W >= 16 ? 16 : (int)W);
+	cg_line(cg, "        v[%s] = xr[%s] > v[%s] ? xr[%s] : v[%s];", jv, jv, jv, jv, jv);
+	cg_line(cg, "}");
+	if (W >= 16) {
+		chunk_close(cg, "jb", 0, W);
+	} else {
+		cg->indent--;
+		cg_line(cg, "}");
+	}
+	if (max_r_direct(w, a, b) || (KH > 1 && KH <= 8)) {
+		cg->indent--;
+		cg_line(cg, "}");
+	}
+}
+
+/* The interior outputs [a, b) of one row from v (and r), in chunks of 16. */
+static void emit_max_horiz(struct rl_cgen *cg, const char *T, const struct pool_win *w,
+                           int64_t a, int64_t b, int64_t rn)
+{
+	int64_t KW = w->k[1], S = w->s[1], PL = w->pb[1], n = b - a, ja = a * S - PL;
+	if (n <= 0)
+		return;
+	if (S == 2 && KW > 2) {
+		cg_line(cg, "/* r[i]: the max of v's %lld columns from %lld + i */", (long long)(KW - 1),
+		        (long long)ja);
+		bool direct = max_r_direct(w, a, b);
+		if (direct) {
+			cg_line(cg, "if (!rdone) {");
+			cg->indent++;
+		}
+		cg_line(cg, "for (size_t ib = 0; ib < %lld; ib += 16)", (long long)rn);
+		cg_line(cg, "    for (size_t t = 0; t < 16; t++) {");
+		cg_line(cg, "        const %s *vq = v + %lld + ib + t;", T, (long long)ja);
+		cg_line(cg, "        %s m = vq[0];", T);
+		for (int64_t c = 1; c < KW - 1; c++)
+			cg_line(cg, "        m = vq[%lld] > m ? vq[%lld] : m;", (long long)c, (long long)c);
+		cg_line(cg, "        r[ib + t] = m;");
+		cg_line(cg, "    }");
+		if (direct) {
+			cg->indent--;
+			cg_line(cg, "}");
+		}
+	}
+	cg_line(cg, "/* interior outputs [%lld, %lld), 16 at a time */", (long long)a, (long long)b);
+	if (n >= 16)
+		chunk_open(cg, "ob", a, b);
+	else {
+		cg_line(cg, "{");
+		cg->indent++;
+		cg_line(cg, "const size_t ob = %lld;", (long long)a);
+	}
+	cg_line(cg, "%s m[16];", T);
+	if (S == 1) {
+		cg_line(cg, "const %s *vq = v + ob - %lld;", T, (long long)PL);
+		cg_line(cg, "for (size_t t = 0; t < 16; t++) {");
+		cg_line(cg, "    %s u = vq[t];", T);
+		for (int64_t c = 1; c < KW; c++)
+			cg_line(cg, "    u = vq[t + %lld] > u ? vq[t + %lld] : u;", (long long)c,
+			        (long long)c);
+		cg_line(cg, "    m[t] = u;");
+		cg_line(cg, "}");
+	} else {
+		if (KW > 2)
+			cg_line(cg, "const %s *rq = r + 2 * (ob - %lld);", T, (long long)a);
+		else
+			cg_line(cg, "const %s *rq = v + 2 * ob - %lld;", T, (long long)PL);
+		cg_line(cg, "for (size_t t = 0; t < 16; t++) {");
+		cg_line(cg, "    const %s e = rq[2 * t], o = rq[2 * t + 1];", T);
+		cg_line(cg, "    m[t] = o > e ? o : e;");
+		cg_line(cg, "}");
+	}
+	if (n >= 16) {
+		cg_line(cg, "for (size_t t = 0; t < 16; t++)");
+		cg_line(cg, "    yr[ob + t] = m[t];");
+		chunk_close(cg, "ob", a, b);
+	} else {
+		/* all 16 lanes stored where they stay inside the plane: the lanes past
+		 * the row land on outputs of this row or the next ones, which this
+		 * iteration writes later (a copy of n lanes through memory stalled on
+		 * store forwarding: 59 -> 45 us on 256x27x27, 3x3/2) */
+		int64_t OW = w->out[1], lim = w->out[0] * OW - a - 16;
+		if (lim >= 0) {
+			cg_line(cg, "if (oh <= %lld) {", (long long)(lim / OW));
+			cg_line(cg, "    for (size_t t = 0; t < 16; t++)");
+			cg_line(cg, "        yr[ob + t] = m[t];");
+			cg_line(cg, "} else {");
+			cg->indent++;
+		}
+		cg_line(cg, "for (size_t t = 0; t < %lld; t++)", (long long)n);
+		cg_line(cg, "    yr[ob + t] = m[t];");
+		if (lim >= 0) {
+			cg->indent--;
+			cg_line(cg, "}");
+		}
+		cg->indent--;
+		cg_line(cg, "}");
+	}
+}
+
+/* Edge columns (a tap in the padding), from v, one output at a time. */
+static void emit_max_edges(struct rl_cgen *cg, const char *T, const struct pool_win *w,
+                           int64_t a, int64_t b)
+{
+	int64_t W = w->in[1], OW = w->out[1], KW = w->k[1], SW = w->s[1], DW = w->d[1];
+	int64_t PL = w->pb[1];
+	if (a == 0 && b >= OW)
+		return;
+	cg_line(cg, "/* edge columns: the taps inside, one by one */");
+	cg_line(cg, "for (size_t ow = 0; ow < %lld; ow++) {", (long long)OW);
+	cg->indent++;
+	if (b > a) {
+		cg_line(cg, "if (ow == %lld)", (long long)a);
+		cg_line(cg, "    ow = %lld; /* skip the interior */", (long long)b);
+		cg_line(cg, "if (ow >= %lld)", (long long)OW);
+		cg_line(cg, "    break;");
+	}
+	cg_line(cg, "const long long iw0 = (long long)(ow * %lld) - %lld;", (long long)SW,
+	        (long long)PL);
+	cg_line(cg, "%s m = 0;", T);
+	cg_line(cg, "int any = 0;");
+	cg_line(cg, "for (long long kw = 0; kw < %lld; kw++) {", (long long)KW);
+	cg_line(cg, "    const long long iw = iw0 + kw * %lld;", (long long)DW);
+	cg_line(cg, "    if (iw >= 0 && iw < %lld && (!any || v[iw] > m)) {", (long long)W);
+	cg_line(cg, "        m = v[iw];");
+	cg_line(cg, "        any = 1;");
+	cg_line(cg, "    }");
+	cg_line(cg, "}");
+	cg_line(cg, "yr[ow] = m;");
+	cg->indent--;
+	cg_line(cg, "}");
+}
+
+/*
  * Row form for float/double MaxPool (no Indices) and AveragePool with one or
  * two spatial axes: per output row, the rows of taps inside the input are
  * combined tap by tap into the whole output row, so the interior columns
@@ -298,13 +598,27 @@ static enum rl_status emit_rows(struct rl_cgen *cg, uint32_t node, const struct 
 	int64_t H = w.in[0], W = w.in[1], OH = w.out[0], OW = w.out[1], KH = w.k[0], KW = w.k[1];
 	int64_t a, b;
 	pool_interior(&w, 1, &a, &b);
-	pool_par(cg, NC, OH * OW * KH * KW);
+	pool_par(cg, NC, OH * OW * KH * KW, POOL_GRAIN_VEC);
 	cg->simd = 1;
 	cg_line(cg, "/* %s, row form: the taps of each output row combined row by row into it; planes split across threads */",
 	        rl_op_table[n->op].name);
 	cg_line(cg, "for (size_t nc = (size_t)lo; nc < (size_t)hi; nc++) {");
 	cg->indent++;
 	cg_line(cg, "const %s *restrict xc = X0 + nc * %lld;", T, (long long)(H * W));
+	bool vec = is_max && max_vec_ok(&w);
+	if (vec) {
+		int64_t vn, rn;
+		max_vec_sizes(&w, a, b, &vn, &rn);
+		cg_scratch_array(cg, T, "v", vn, 0);
+		if (vn > W)
+			cg_line(cg, "memset(v + %lld, 0, %lld * sizeof(*v)); /* padding: read, never used */",
+			        (long long)W, (long long)(vn - W));
+		if (rn > 0 && w.k[1] > 2) /* 2 taps: the pairs come straight from v */
+			cg_scratch_array(cg, T, "r", rn, 0);
+		if (max_r_direct(&w, a, b) && rn > 2 * (b - a))
+			cg_line(cg, "memset(r + %lld, 0, %lld * sizeof(*r)); /* padding: read, never used */",
+			        (long long)(2 * (b - a)), (long long)(rn - 2 * (b - a)));
+	}
 	cg_line(cg, "for (size_t oh = 0; oh < %lld; oh++) {", (long long)OH);
 	cg->indent++;
 	cg_line(cg, "%s *restrict yr = Y0 + (nc * %lld + oh) * %lld;", T, (long long)OH,
@@ -325,6 +639,23 @@ static enum rl_status emit_rows(struct rl_cgen *cg, uint32_t node, const struct 
 		cg_line(cg, "    nh += ih0 + kh * %lld < %lld;", (long long)w.d[0], (long long)(H + w.pe[0]));
 	} else if (!is_max) {
 		cg_line(cg, "const long long nh = kh1 - kh0;");
+	}
+	if (vec) {
+		int64_t vn, rn;
+		max_vec_sizes(&w, a, b, &vn, &rn);
+		cg_line(cg, "if (kh0 == kh1) { /* no tap inside: 0, as the gather form */");
+		cg_line(cg, "    memset(yr, 0, %lld * sizeof(%s));", (long long)OW, T);
+		cg_line(cg, "    continue;");
+		cg_line(cg, "}");
+		cg_line(cg, "/* v: max over the kernel rows, per input column */");
+		emit_max_vert(cg, T, &w, a, b);
+		emit_max_horiz(cg, T, &w, a, b, rn);
+		emit_max_edges(cg, T, &w, a, b);
+		cg->indent--;
+		cg_line(cg, "}");
+		cg->indent--;
+		cg_line(cg, "}");
+		return RL_OK;
 	}
 	if (is_max && W <= POOL_ROW_MAX) {
 		emit_max_sep(cg, T, &w, a, b);
@@ -447,6 +778,8 @@ static enum rl_status emit_rows(struct rl_cgen *cg, uint32_t node, const struct 
 	return RL_OK;
 }
 
+static enum rl_status emit_global(struct rl_cgen *cg, uint32_t node);
+
 static enum rl_status emit_window(struct rl_cgen *cg, uint32_t node)
 {
 	const struct rl_node *n = &cg->g->nodes[node];
@@ -479,12 +812,21 @@ static enum rl_status emit_window(struct rl_cgen *cg, uint32_t node)
 	const char *fs = dt == RL_DT_DOUBLE ? "" : "f"; /* math suffix */
 	char e[1024], e2[1024], xe[1100];
 
+	/* one window over each whole plane (ResNet's final 7x7 AveragePool on
+	 * 7x7): the global kernel, a vectorized sum, instead of the row form's
+	 * per-element edge loops (rows shorter than a vector) */
+	bool whole = is_avg;
+	for (int i = 0; i < nsp && whole; i++)
+		whole = w.out[i] == 1 && w.k[i] == w.in[i] && w.d[i] == 1 && w.pb[i] == 0 &&
+		        w.pe[i] == 0;
+	if (whole)
+		return emit_global(cg, node);
 	if (!I && !is_lp && (dt == RL_DT_FLOAT || dt == RL_DT_DOUBLE) && nsp <= 2)
 		return emit_rows(cg, node, &w, NC, include_pad);
 	cg_line(cg, "/* %s: gather over the kernel taps inside the input%s */",
 	        rl_op_table[n->op].name,
 	        include_pad ? "; divide by the taps inside the padded input" : "");
-	pool_par(cg, NC, os * prod(w.k, nsp));
+	pool_par(cg, NC, os * prod(w.k, nsp), POOL_GRAIN);
 	cg_line(cg, "for (size_t nc = (size_t)lo; nc < (size_t)hi; nc++) {");
 	cg->indent++;
 	cg_line(cg, "const %s *restrict xc = X0 + nc * %lld;", cg_ctype(dt), (long long)is);
@@ -593,7 +935,7 @@ static enum rl_status emit_global(struct rl_cgen *cg, uint32_t node)
 	const char *acc = dt == RL_DT_DOUBLE ? "double" : "float";
 	if (NC == 0)
 		return RL_OK;
-	pool_par(cg, NC, is);
+	pool_par(cg, NC, is, POOL_GRAIN_VEC);
 	cg->simd = 1;
 	cg_line(cg, "/* %s over each %lld-element plane, planes split across threads */",
 	        rl_op_table[n->op].name, (long long)is);

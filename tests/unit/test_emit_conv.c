@@ -6,9 +6,10 @@
  * and 2, 1x1 at strides 1 and 2, a 7x7/2 stem, a 3x3/2 stem with rows wide
  * enough that both stride phases are filled in one pass, depthwise, grouped with
  * dilation, an odd channel count, a batch of two whose channels do not fit
- * one band and are summed in chunks, a 1-D Conv) and the pools (separable
- * and row-form MaxPool, AveragePool with and without the padding counted,
- * 1-D, GlobalAveragePool). Its C must compile with -std=c11 -Wall -Wextra
+ * one band and are summed in chunks, a 1-D Conv) and the pools (MaxPool in
+ * the vector form (strides 1 and 2, short rows, moved-back chunks), the
+ * separable form (stride 3) and the row form, AveragePool with and without
+ * the padding counted, 1-D, GlobalAveragePool). Its C must compile with -std=c11 -Wall -Wextra
  * -Werror -pedantic (gcc, and clang where installed); a small program runs
  * it with 1, 2 and 3 threads, and with the FMA micro-kernels turned off
  * (RL_NO_ISA: the portable tiles), and every output must match a double
@@ -79,11 +80,19 @@ struct pool_case {
 };
 
 static const struct pool_case pools[] = {
-	{POOL_MAX, 8, 17, 17, 3, 2, 0, false},     /* separable, no edges */
-	{POOL_MAX, 4, 16, 16, 3, 2, 1, false},     /* separable, padded edges */
+	{POOL_MAX, 8, 17, 17, 3, 2, 0, false},     /* vector form, no edges */
+	{POOL_MAX, 4, 16, 16, 3, 2, 1, false},     /* vector form, padded edges */
+	{POOL_MAX, 2, 20, 20, 3, 3, 1, false},     /* stride 3: separable form */
 	{POOL_MAX, 2, 6, 600, 2, 2, 0, false},     /* rows too wide: row form */
+	{POOL_MAX, 3, 27, 27, 3, 2, 0, false},     /* vector form: 13 outputs, one partial chunk */
+	{POOL_MAX, 2, 37, 37, 3, 2, 1, false},     /* vector form: a moved-back chunk and edges */
+	{POOL_MAX, 2, 34, 34, 2, 2, 0, false},     /* vector form: 2x2/2, pairs straight from v */
+	{POOL_MAX, 2, 35, 35, 3, 1, 1, false},     /* vector form: stride 1, edges both sides */
+	{POOL_MAX, 2, 9, 9, 3, 2, 1, false},       /* vector form: a row shorter than 16 */
+	{POOL_MAX, 2, 20, 20, 5, 2, 2, false},     /* vector form: 5 taps, two pads */
 	{POOL_AVG_PAD, 4, 15, 15, 3, 2, 1, false}, /* padding counted */
 	{POOL_AVG, 3, 10, 10, 3, 2, 1, false},     /* padding not counted */
+	{POOL_AVG, 4, 7, 7, 7, 1, 0, false},       /* one window per plane: the global kernel */
 	{POOL_MAX, 4, 1, 40, 3, 1, 1, true},       /* 1-D */
 	{POOL_GLOBAL, 16, 7, 7, 0, 0, 0, false},   /* eight partial sums */
 	{POOL_GLOBAL, 4, 3, 3, 0, 0, 0, false},    /* a short plane */
