@@ -353,7 +353,7 @@ enum rl_status rl_emit_c_resize(struct rl_cgen *cg, uint32_t node)
 	cg_loops_close(cg, depth - r);
 	char e[64];
 	snprintf(e, sizeof(e), "(%s)acc", cg_comptype(dt));
-	cg_line(cg, "Y0[y++] = %s;", cg_store(cg, dt, e));
+	cg_line(cg, "Y0[y++] = %s;", cg_assign(cg, dt, e));
 	cg_loops_close(cg, r);
 	return RL_OK;
 }
@@ -498,7 +498,7 @@ enum rl_status rl_emit_c_grid_sample(struct rl_cgen *cg, uint32_t node)
 	char e[64];
 	snprintf(e, sizeof(e), "(%s)acc", cg_comptype(y->dtype));
 	cg_line(cg, "Y0[(n * %lld + c) * %lld + o] = %s;", (long long)ch, (long long)out_sp,
-	        cg_store(cg, y->dtype, e));
+	        cg_assign(cg, y->dtype, e));
 	cg_loops_close(cg, 3);
 	return RL_OK;
 }

@@ -332,7 +332,7 @@ static void emit_narrow_cols(struct rl_cgen *cg, const struct mm_types *t,
 	snprintf(b, sizeof(b), "for (size_t j = 0; j < %lld; j++)", (long long)jn);
 	cg_line(cg, "%s", b);
 	cg_line(cg, "    y[r * %lld + %s + j] = %s;", (long long)d->N, jofs,
-	        cg_store(cg, t->dt, "acc[j]"));
+	        cg_assign(cg, t->dt, "acc[j]"));
 	if (cg->epi) {
 		snprintf(b, sizeof(b), "y + r * %lld + %s", (long long)d->N, jofs);
 		snprintf(sc, sizeof(sc), "%s + r * %lld + %s", d->ybase, (long long)d->N, jofs);
@@ -391,7 +391,7 @@ static void emit_dots(struct rl_cgen *cg, const struct mm_types *t, const struct
 		snprintf(prod, sizeof(prod), "(%s)%s * (%s)bj[k]", t->acc, ak, t->acc);
 	else
 		snprintf(prod, sizeof(prod), "%s * bj[k]", ak);
-	cg_line(cg, "%s s = 0;", t->acc);
+	cg_line(cg, "%s s = %s;", t->acc, cg_zero(t->acc));
 	if (k8 > 0 && a_contig) {
 		cg_line(cg, "%s part[%d] = {0};", t->acc, MM_LANES);
 		snprintf(b, sizeof(b), "for (size_t k0 = 0; k0 < %lld; k0 += %d)", (long long)k8,
@@ -478,7 +478,8 @@ static void emit_dots_rows(struct rl_cgen *cg, const struct mm_types *t, const s
 	line_close(cg);
 	n = (size_t)snprintf(l, sizeof(l), "%s", t->acc);
 	for (int q = 0; q < rows; q++)
-		n += (size_t)snprintf(l + n, sizeof(l) - n, "%s d%d = 0", q ? "," : "", q);
+		n += (size_t)snprintf(l + n, sizeof(l) - n, "%s d%d = %s", q ? "," : "", q,
+		                      cg_zero(t->acc));
 	cg_line(cg, "%s;", l);
 	line_open(cg, "for (int v = 0; v < VL; v++) {");
 	n = 0;
@@ -831,7 +832,7 @@ static enum rl_status emit_matmul(struct rl_cgen *cg, uint32_t node)
 	        (long long)d.M, (long long)d.K, (long long)d.K, (long long)d.N);
 	if (d.K == 0) {
 		cg_line(cg, "for (size_t q = 0; q < %lld; q++)", (long long)rl_shape_numel(sy));
-		cg_line(cg, "    Y0[q] = %s;", cg_store(cg, t.dt, "0"));
+		cg_line(cg, "    Y0[q] = %s;", cg_assign(cg, t.dt, "0"));
 		cg_epilogue(cg, "Y0", "0", rl_shape_numel(sy), rl_shape_numel(sy));
 		return RL_OK;
 	}
@@ -906,7 +907,7 @@ static enum rl_status emit_gemm(struct rl_cgen *cg, uint32_t node)
 		cg_line(cg, "for (size_t r = 0; r < %lld; r++)", (long long)d.M);
 		cg_line(cg, "    for (size_t j = 0; j < %lld; j++)", (long long)d.N);
 		init_expr(cg, &t, &d, "r", "j", ini, sizeof(ini));
-		cg_line(cg, "        y[r * %lld + j] = %s;", (long long)d.N, cg_store(cg, t.dt, ini));
+		cg_line(cg, "        y[r * %lld + j] = %s;", (long long)d.N, cg_assign(cg, t.dt, ini));
 		if (d.has_c)
 			cg_line(cg, "(void)c;");
 		cg_line(cg, "(void)a;");

@@ -300,7 +300,7 @@ static enum rl_status emit_qdq(struct rl_cgen *cg, uint32_t node)
 	else {
 		char f[1500];
 		snprintf(f, sizeof(f), "(float)(%s)", t);
-		cg_line(cg, "Y0[e] = %s;", cg_store(cg, Y->dtype, f));
+		cg_line(cg, "Y0[e] = %s;", cg_assign(cg, Y->dtype, f));
 	}
 	cg_loops_close(cg, depth);
 	return RL_OK;

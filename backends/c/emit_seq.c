@@ -340,7 +340,7 @@ static enum rl_status emit_rnn(struct rl_cgen *cg, uint32_t node)
 	if (has_h0)
 		cg_line(cg, "        h[b * %lld + j] = X5[%s];", (long long)H, hs);
 	else
-		cg_line(cg, "        h[b * %lld + j] = 0;", (long long)H);
+		cg_line(cg, "        h[b * %lld + j] = %s;", (long long)H, cg_zero(T));
 	if (lstm && has_c0)
 		cg_line(cg, "        c[b * %lld + j] = X6[%s];", (long long)H, hs);
 	else if (lstm)
@@ -848,7 +848,7 @@ static enum rl_status emit_binarizer(struct rl_cgen *cg, uint32_t node)
 	dlit(th, sizeof(th), rl_node_attr_float(nd, "threshold", 0.0));
 	cg_line(cg, "for (size_t i = 0; i < %lld; i++)", (long long)numel(x));
 	cg_line(cg, "    Y0[i] = %s > %s ? %s : %s;", cg_load(cg, x->dtype, "X0[i]"), th,
-	        cg_store(cg, x->dtype, cg_lit(x->dtype, 1)), cg_store(cg, x->dtype, cg_lit(x->dtype, 0)));
+	        cg_assign(cg, x->dtype, cg_lit(x->dtype, 1)), cg_assign(cg, x->dtype, cg_lit(x->dtype, 0)));
 	return RL_OK;
 }
 
@@ -864,7 +864,7 @@ static enum rl_status emit_afe(struct rl_cgen *cg, uint32_t node)
 	cg_line(cg, "        if (q < 0)");
 	cg_line(cg, "            q += %lld;", (long long)N);
 	cg_line(cg, "        Y0[o * %lld + j] = q >= 0 && q < %lld ? X0[o * %lld + (size_t)q] : %s;",
-	        (long long)k, (long long)N, (long long)N, cg_store(cg, x->dtype, cg_lit(x->dtype, 0)));
+	        (long long)k, (long long)N, (long long)N, cg_assign(cg, x->dtype, cg_lit(x->dtype, 0)));
 	cg_line(cg, "    }");
 	return RL_OK;
 }
