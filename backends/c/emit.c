@@ -182,6 +182,17 @@ const char *cg_store(struct rl_cgen *cg, enum rl_dtype t, const char *e)
 	return b;
 }
 
+const char *cg_load_as(struct rl_cgen *cg, enum rl_dtype t, const char *e, const char *ct)
+{
+	char *b = rot_buf();
+	const char *v = cg_load(cg, t, e);
+	if (strcmp(ct, cg_comptype(t)) == 0)
+		snprintf(b, 512, "%s", v);
+	else
+		snprintf(b, 512, "(%s)%s", ct, v);
+	return b;
+}
+
 const char *cg_assign(struct rl_cgen *cg, enum rl_dtype t, const char *e)
 {
 	if (t != RL_DT_FLOAT && t != RL_DT_DOUBLE)

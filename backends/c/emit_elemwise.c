@@ -490,6 +490,8 @@ static const char *cast_comp(struct rl_cgen *cg, enum rl_dtype from, enum rl_dty
 			snprintf(b, 1024, "(uint32_t)(int64_t)%s", v);
 		else
 			snprintf(b, 1024, "(%s)%s", cg_ctype(to), v);
+	} else if ((to == RL_DT_FLOAT || to == RL_DT_DOUBLE) && strcmp(cg_comptype(from), cg_ctype(to)) == 0) {
+		snprintf(b, 1024, "%s", v); /* float16 -> float: rl_h2f gave a float already */
 	} else {
 		snprintf(b, 1024, "%s", cg_store(cg, to, v));
 	}

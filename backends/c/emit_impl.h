@@ -122,6 +122,8 @@ const char *cg_comptype(enum rl_dtype t);
 /* Expression converting storage expression `e` of dtype t to its compute
  * type (marks helpers as needed); returns a pointer into a rotating buffer. */
 const char *cg_load(struct rl_cgen *cg, enum rl_dtype t, const char *e);
+/* cg_load, then in C type ct: "(ct)" only where the compute type differs */
+const char *cg_load_as(struct rl_cgen *cg, enum rl_dtype t, const char *e, const char *ct);
 /* Expression converting compute-type expression `e` to storage of dtype t. */
 const char *cg_store(struct rl_cgen *cg, enum rl_dtype t, const char *e);
 /* cg_store for the right-hand side of `ELEM = %s;` (an assignment to an

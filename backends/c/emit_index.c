@@ -190,7 +190,7 @@ static enum rl_status emit_loss(struct rl_cgen *cg, uint32_t node)
 	else
 		cg_line(cg, "if (t >= 0 && t < (int64_t)nc) {");
 	cg->indent++;
-	cg_line(cg, "wt = %s;", w ? cg_load(cg, w->dtype, "X2[t]") : "1");
+	cg_line(cg, "wt = %s;", w ? cg_load(cg, w->dtype, "X2[t]") : "1.0");
 	if (sce)
 		cg_line(cg, "term = -(%s - lse) * wt;", cg_load(cg, dt, "X0[b + (size_t)t * nd]"));
 	else
@@ -606,8 +606,8 @@ static enum rl_status emit_rownorm(struct rl_cgen *cg, uint32_t node)
 	cg_line(cg, "}");
 	if (p == 2)
 		cg_line(cg, "s = sqrt(s);");
-	cg_line(cg, "if (s == 0) /* an all-zero row stays zero */");
-	cg_line(cg, "    s = 1;");
+	cg_line(cg, "if (s == 0.0) /* an all-zero row stays zero */");
+	cg_line(cg, "    s = 1.0;");
 	cg_line(cg, "for (size_t j = 0; j < %lld; j++)", (long long)len);
 	snprintf(e, sizeof(e), "(%s)(%s / s)", ct, cg_load(cg, dt, v));
 	cg_line(cg, "    Y0[(o * %lld + j) * %lld + i] = %s;", (long long)len, (long long)inner,

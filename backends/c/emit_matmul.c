@@ -113,7 +113,7 @@ static void init_expr(struct rl_cgen *cg, const struct mm_types *t, const struct
                       const char *ri, const char *cj, char *b, size_t n)
 {
 	if (!d->has_c || d->beta == 0.0) {
-		snprintf(b, n, "0");
+		snprintf(b, n, "%s", cg_zero(t->acc));
 		return;
 	}
 	char idx[160];
@@ -128,11 +128,17 @@ static void init_expr(struct rl_cgen *cg, const struct mm_types *t, const struct
 	char e[200];
 	snprintf(e, sizeof(e), "c[%s]", idx);
 	const char *v = cg_load(cg, t->dt, e);
-	if (d->beta == 1.0 || t->wrap)
-		snprintf(b, n, "(%s)%s", t->acc, v);
+	/* C in the accumulator's type: a cast only where the loaded type differs */
+	char cv[240];
+	if (strcmp(t->acc, cg_comptype(t->dt)) != 0)
+		snprintf(cv, sizeof(cv), "(%s)%s", t->acc, v);
 	else
-		snprintf(b, n, "%s * (%s)%s",
-		         cg_lit(t->dt == RL_DT_DOUBLE ? RL_DT_DOUBLE : RL_DT_FLOAT, d->beta), t->acc, v);
+		snprintf(cv, sizeof(cv), "%s", v);
+	if (d->beta == 1.0 || t->wrap)
+		snprintf(b, n, "%s", cv);
+	else
+		snprintf(b, n, "%s * %s",
+		         cg_lit(t->dt == RL_DT_DOUBLE ? RL_DT_DOUBLE : RL_DT_FLOAT, d->beta), cv);
 }
 
 /* A'(r,k) as an expression */
@@ -167,7 +173,10 @@ static void emit_ikj_cols(struct rl_cgen *cg, const struct mm_types *t, const st
 		snprintf(ri, sizeof(ri), "%s + %d", rbase, r);
 		snprintf(cj, sizeof(cj), "%s + j", jofs);
 		init_expr(cg, t, d, ri, cj, ini, sizeof(ini));
-		cg_line(cg, "y%d[j] = (%s)(%s);", r, t->st, ini);
+		if (strcmp(t->st, t->acc) == 0) /* ini is of the storage type already */
+			cg_line(cg, "y%d[j] = %s;", r, ini);
+		else
+			cg_line(cg, "y%d[j] = (%s)(%s);", r, t->st, ini);
 	}
 	line_close(cg);
 	/* float and double: k in pairs, two rows of B' per pass over the y rows,

@@ -422,10 +422,14 @@ enum rl_status rl_emit_c_qgemm(struct rl_cgen *cg, uint32_t node)
 	int64_t per = QCOLS * rowbytes * (M < 1 ? 1 : M);
 	cg->par_n = groups;
 	cg->par_grain = per >= 65536 ? 1 : (65536 + per - 1) / per;
-	/* the rows are prepared once, on the calling thread */
-	rl_buf_printf(&cg->pre, "    for (int64_t m = 0; m < %lld; m++)\n"
-	              "        rl_qx_prep(X0 + m * %lld, %lld, %lld, rl_qx + m * %lld);\n",
-	              (long long)M, (long long)K, (long long)K, (long long)u, (long long)prep);
+	/* the rows are prepared once, on the calling thread (this text is not
+	 * a kernel body, so cg_tidy does not see it: one row is no loop) */
+	if (M == 1)
+		rl_buf_printf(&cg->pre, "    rl_qx_prep(X0, %lld, %lld, rl_qx);\n", (long long)K, (long long)u);
+	else
+		rl_buf_printf(&cg->pre, "    for (int64_t m = 0; m < %lld; m++)\n"
+		              "        rl_qx_prep(X0 + m * %lld, %lld, %lld, rl_qx + m * %lld);\n",
+		              (long long)M, (long long)K, (long long)K, (long long)u, (long long)prep);
 	cg_line(cg, "/* %lld x %lld int%lld weight, %s, block %lld: %lld bytes of codes, %s scales */",
 	        (long long)K, (long long)N, (long long)bits,
 	        bits == 8 ? (nb == 1 ? "one scale per output channel" : "symmetric")

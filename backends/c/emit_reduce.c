@@ -155,7 +155,7 @@ static const char *red_init(const struct red *r)
 	case RL_OP_ReduceMin:
 		return r->fl ? "INFINITY" : int_max(r->dt);
 	default:
-		return "0";
+		return cg_zero(r->acc); /* 0.0f for a float accumulator */
 	}
 }
 

@@ -527,7 +527,7 @@ static enum rl_status emit_dft(struct rl_cgen *cg, uint32_t node)
 	cg_line(cg, "%s *restrict yl = Y0 + (o * (size_t)ny * inner + i) * %lld;", T, (long long)cy);
 	cg_line(cg, "for (int64_t k = 0; k < ny; k++) {");
 	cg->indent++;
-	cg_line(cg, inv && one ? "double re = 0;" : "double re = 0, im = 0;");
+	cg_line(cg, inv && one ? "double re = 0.0;" : "double re = 0.0, im = 0.0;");
 	if (inv && one) {
 		/* irfft: X_k for k <= L/2 stands for itself and for X_{L-k}
 		 * conjugated, so a term counts twice except k = 0 and L/2 */
@@ -611,7 +611,7 @@ static enum rl_status emit_stft(struct rl_cgen *cg, uint32_t node)
 	cg->indent += 3;
 	cg_line(cg, "const %s *restrict xf = X0 + (b * %lld + f * (size_t)step) * %lld;", T,
 	        (long long)N, (long long)cx);
-	cg_line(cg, "double re = 0, im = 0;");
+	cg_line(cg, "double re = 0.0, im = 0.0;");
 	cg_line(cg, "for (int64_t t = 0; t < L; t++) {");
 	cg->indent++;
 	cg_line(cg, "const double ang = w * (double)((t * k) %% L);");
