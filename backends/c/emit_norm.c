@@ -585,6 +585,24 @@ static void softmax_vec(struct rl_cgen *cg, enum rl_op op, int64_t outer, int64_
 	cg_line(cg, "}");
 }
 
+/* The per-lane loop `lane` (empty for a scalar row) around a few
+ * statements: a block only where there is a loop (no `for (...) { { ... } }`) */
+static void lane_open(struct rl_cgen *cg, const char *lane)
+{
+	if (*lane) {
+		cg_line(cg, "%s{", lane);
+		cg->indent++;
+	}
+}
+
+static void lane_close(struct rl_cgen *cg, const char *lane)
+{
+	if (*lane) {
+		cg->indent--;
+		cg_line(cg, "}");
+	}
+}
+
 static enum rl_status emit_softmax(struct rl_cgen *cg, uint32_t node)
 {
 	const struct rl_node *n = &cg->g->nodes[node];
@@ -666,13 +684,13 @@ static enum rl_status emit_softmax(struct rl_cgen *cg, uint32_t node)
 	if (D > 1) {
 		cg_line(cg, "for (size_t d = 1; d < %lld; d++) {", (long long)D);
 		cg->indent++;
-		cg_line(cg, "%s{", lane);
-		cg_line(cg, "    const %s v = %s;", ct, cg_load(cg, dt, xi));
+		lane_open(cg, lane);
+		cg_line(cg, "const %s v = %s;", ct, cg_load(cg, dt, xi));
 		if (n->op == RL_OP_Hardmax)
-			cg_line(cg, "    if (v > %s) { %s = v; %s = d; }", M, M, B);
+			cg_line(cg, "if (v > %s) { %s = v; %s = d; }", M, M, B);
 		else
-			cg_line(cg, "    if (v > %s) %s = v;", M, M);
-		cg_line(cg, "}");
+			cg_line(cg, "if (v > %s) %s = v;", M, M);
+		lane_close(cg, lane);
 		cg->indent--;
 		cg_line(cg, "}");
 	}
@@ -697,12 +715,12 @@ static enum rl_status emit_softmax(struct rl_cgen *cg, uint32_t node)
 		}
 		cg_line(cg, "for (size_t d = 0; d < %lld; d++) {", (long long)D);
 		cg->indent++;
-		cg_line(cg, "%s{", lane);
-		cg_line(cg, "    const %s e = %s(%s - %s);", ct, mfn(ct, "exp"), cg_load(cg, dt, xi), M);
+		lane_open(cg, lane);
+		cg_line(cg, "const %s e = %s(%s - %s);", ct, mfn(ct, "exp"), cg_load(cg, dt, xi), M);
 		if (n->op == RL_OP_Softmax && same)
-			cg_line(cg, "    %s = e;", yi);
-		cg_line(cg, "    %s += e;", S);
-		cg_line(cg, "}");
+			cg_line(cg, "%s = e;", yi);
+		cg_line(cg, "%s += e;", S);
+		lane_close(cg, lane);
 		cg->indent--;
 		cg_line(cg, "}");
 		char e[256];

@@ -400,7 +400,7 @@ def check_function(name, first, body, header=""):
                 break
         name = m.group(1)
         word = re.compile(r"\b" + re.escape(name) + r"\b")
-        decl = re.compile(r"^\s*(?:const\s+)?[a-z_]\w*\s+(?:\*\s*)*(?:restrict\s+)?(?:[^;]*,\s*)?"
+        decl = re.compile(r"^\s*(?:const\s+)?[a-z_]\w*\s+(?:\*\s*)*(?:restrict\s+)?(?:[^;]*,\s*(?:\*\s*)*)?"
                           + re.escape(name) + r"\s*=[^=]")
         decls = [j for j in range(lo, hi + 1) if j != k and decl.match(body[j])]
         uses = [[j for j, t in v if lo <= j <= hi and j != k and j not in decls and word.search(t)] for v in vs]
