@@ -195,7 +195,7 @@ static const char qgemm_rt_tail[] =
 	"            a2 += *(const rl_vfu *)(xr + 32) * __builtin_convertvector((rl_vi)(v << 8) >> 24, rl_vf);\n"
 	"            a3 += *(const rl_vfu *)(xr + 48) * __builtin_convertvector((rl_vi)v >> 24, rl_vf);\n"
 	"        }\n"
-	"        rl_q_lanes(&sv, &zv, s, hs, NULL, 0, nb, g, L);\n"
+	"        rl_q_lanes(&sv, &zv, s, hs, NULL, 0.0f, nb, g, L);\n"
 	"        acc += (a0 + a1 + (a2 + a3)) * sv;\n"
 	"    }\n"
 	"    float y = 0.0f;\n"
