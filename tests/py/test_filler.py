@@ -4,9 +4,11 @@
 Generates C for the example models (examples/*.onnx) and a deterministic
 sample of the onnx node-test models (one model per distinct set of operator
 types, sorted by test name, every --stride'th of those), each at -O2, -O0
-and -O2 --static, and reads every function the emitter writes per model
-(kernels, their _range/_task wrappers, init/run; not the shared runtime
-prelude, whose functions are named rl_*). A finding is, per function:
+and -O2 --static (the examples also at -O2 with --quantize int8 and int4,
+where the rl_q* runtime appears), and reads every function the file
+defines: kernels, their _range/_task wrappers, init/run and the shared
+runtime prelude (rl_*: thread pool, vector math, GEMM and conv micro-kernels,
+quantized products, low-precision helpers). A finding is, per function:
 
   void-used    `(void)NAME;` while NAME is used in its block anyway
                (in every preprocessor variant: the #if branches and the
@@ -23,7 +25,15 @@ prelude, whose functions are named rl_*). A finding is, per function:
   int-cast     `(float)(0)`, `(double)1`, ...: an integer literal cast to a
                floating type where a float literal (0.0f) says it;
   dead-local   `(void)NAME;` for a local that nothing but its declaration
-               names (the declaration is a dead line).
+               names (the declaration is a dead line);
+  float-cast   `(float)(ev1)`, `(float)c[j]`, `(float)(s / 256.0f)`: a cast to
+               float (double) of an operand that is one already (names and
+               array elements of that type by the function's declarations,
+               literals, + - * /);
+  int-float    `row[q] = 0;`, `float d = 0;`: an integer literal assigned to
+               a float or double (0.0f says it);
+  nested-block `for (...) { { ... } }`, `{ {`: a block whose only statement
+               is another block.
 
 Comments and string literals are ignored. Each finding is printed as
 `model[mode]:function:line: pattern: text`, then a count per pattern; the
