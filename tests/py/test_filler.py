@@ -236,6 +236,25 @@ def declarators(decl):
     return m.group(2), res
 
 
+def statement_tail(piece):
+    """The last statement's text in piece (a line cut at `;`): after the
+    last block brace, an initializer's braces (`= {0}`) kept."""
+    start, init = 0, 0
+    for i, c in enumerate(piece):
+        if c == "{":
+            prev = piece[:i].rstrip()[-1:]
+            if init or prev in ("=", ","):
+                init += 1
+            else:
+                start = i + 1
+        elif c == "}":
+            if init:
+                init -= 1
+            else:
+                start = i + 1
+    return piece[start:]
+
+
 def float_names(header, body):
     """Names of the function's float scalars ({name: 'float'|'double'}) and of
     its pointers to and arrays of them ({name: type}); a name declared with
@@ -243,7 +262,8 @@ def float_names(header, body):
     disagree)."""
     kinds = collections.defaultdict(set)  # name -> {(type, indirect)}
     params = header[header.find("(") + 1:header.rfind(")")] if "(" in header else ""
-    stmts = split_top(params) + [t for ln in body if not ln.strip().startswith("#") for t in re.split(r"[;{}]", ln)]
+    stmts = split_top(params) + [statement_tail(t) for ln in body if not ln.strip().startswith("#")
+                                 for t in ln.split(";")]
     for st in stmts:
         st = re.sub(r"^\s*for\s*\(", "", st)
         dc = declarators(st)
@@ -430,6 +450,46 @@ def check_source(text):
     return res
 
 
+# one instance of every pattern, and lines that look alike but are none: the
+# checker must find exactly the former (run first, so a checker that finds
+# nothing cannot pass the test)
+SELF_CHECK = """\
+static void rl_probe(const float *restrict a, float *restrict y, int64_t n,
+                     double g)
+{
+    const size_t o = 0;
+    float s = 0, t[4] = {0}, u = 1.5f;
+    double h = 2;
+    for (size_t r = 0; r < 1; r++)
+        y[r * 1] = a[r + 0] + (float)(0);
+    for (int64_t i = 0; i < n; i++) {
+        {
+            y[i] = (float)(u * a[i]) + (float)(int8_t)a[i] + (float)g;
+        }
+    }
+    t[1] = 0;
+    t[2] = 0.0f;
+    s = (float)h;
+    (void)n;
+    int dead = 3;
+    (void)dead;
+    y[0] = s + u + t[0] + (float)o;
+}
+"""
+SELF_EXPECT = {"zero-index": 1, "loop-1": 1, "mul-one": 1, "add-zero": 1, "int-cast": 1,
+               "void-used": 1, "dead-local": 1, "float-cast": 1, "int-float": 3,
+               "nested-block": 1}
+
+
+def self_check():
+    """Whether check_source finds SELF_EXPECT in SELF_CHECK; prints what differs."""
+    got = collections.Counter(pat for _fn, _line, pat, _src in check_source(SELF_CHECK))
+    if got == collections.Counter(SELF_EXPECT):
+        return True
+    print(f"checker self-check: expected {dict(sorted(SELF_EXPECT.items()))}, found {dict(sorted(got.items()))}")
+    return False
+
+
 # ---- models ----------------------------------------------------------------
 
 
@@ -491,6 +551,7 @@ def main():
 
     tally = rltest.Tally()
     counts = collections.Counter()
+    tally.add("pass" if self_check() else "fail")
     with tempfile.TemporaryDirectory(prefix="rl_filler_") as tmp:
         jobs = [(name, path, mode) for name, path in models for mode in MODES]
         jobs += [(name, path, mode) for name, path in models if os.path.dirname(path) ==
