@@ -182,6 +182,30 @@ const char *cg_store(struct rl_cgen *cg, enum rl_dtype t, const char *e)
 	return b;
 }
 
+const char *cg_load_as(struct rl_cgen *cg, enum rl_dtype t, const char *e, const char *ct)
+{
+	char *b = rot_buf();
+	const char *v = cg_load(cg, t, e);
+	if (strcmp(ct, cg_comptype(t)) == 0)
+		snprintf(b, 512, "%s", v);
+	else
+		snprintf(b, 512, "(%s)%s", ct, v);
+	return b;
+}
+
+const char *cg_assign(struct rl_cgen *cg, enum rl_dtype t, const char *e)
+{
+	if (t != RL_DT_FLOAT && t != RL_DT_DOUBLE)
+		return cg_store(cg, t, e);
+	char *b = rot_buf();
+	size_t k = 0; /* a literal without a sign: -0 is not -0.0f */
+	while (e[k] >= '0' && e[k] <= '9')
+		k++;
+	bool int_lit = k > 0 && e[k] == '\0';
+	snprintf(b, 512, "%s%s", e, !int_lit ? "" : t == RL_DT_FLOAT ? ".0f" : ".0");
+	return b;
+}
+
 static void fmt_double(char *b, size_t n, double x, bool single)
 {
 	if (isnan(x))

@@ -60,7 +60,7 @@ static const char *st(struct rl_cgen *cg, enum rl_dtype dt, const char *e)
 	static char b[8][256];
 	static int k;
 	k = (k + 1) % 8;
-	snprintf(b[k], sizeof(b[k]), "%s", cg_store(cg, dt, e));
+	snprintf(b[k], sizeof(b[k]), "%s", cg_assign(cg, dt, e));
 	return b[k];
 }
 
@@ -137,7 +137,7 @@ static void row_softmax(struct rl_cgen *cg, const char *ct, const char *n, int64
 	cg_line(cg, "%s m = s[0];", ct);
 	cg_line(cg, "for (size_t j = 1; j < %s; j++)", n);
 	cg_line(cg, "    m = s[j] > m ? s[j] : m;");
-	cg_line(cg, "%s sum = 0;", ct);
+	cg_line(cg, "%s sum = %s;", ct, cg_zero(ct));
 	cg_line(cg, "for (size_t j = 0; j < %s; j++) {", n);
 	cg_line(cg, "    s[j] = %s(s[j] - m);", mfn(ct, "exp"));
 	cg_line(cg, "    sum += s[j];");
@@ -273,7 +273,7 @@ static void attn_post(struct rl_cgen *cg, const struct attn_emit *e, bool vec, c
 	}
 	if (jp) {
 		cg_line(cg, "for (size_t j = jc; j < %s; j++)", jp);
-		cg_line(cg, "    s[j] = 0;");
+		cg_line(cg, "    s[j] = %s;", cg_zero(ct));
 	}
 }
 
@@ -295,7 +295,7 @@ static void attn_row(struct rl_cgen *cg, const struct attn_emit *e, bool vec)
 	cg_line(cg, "for (size_t j = 0; j < jq; j++) {");
 	cg->indent++;
 	attn_kv_row(cg, e, false, "j");
-	cg_line(cg, "%s acc = 0;", ct);
+	cg_line(cg, "%s acc = %s;", ct, cg_zero(ct));
 	cg_line(cg, "for (size_t d = 0; d < %lld; d++)", ll(a->Dk));
 	cg_line(cg, "    acc += qf[d] * %s;", ld(cg, e->dt, "kr[d]"));
 	cg_line(cg, "s[j] = acc;");
@@ -303,7 +303,7 @@ static void attn_row(struct rl_cgen *cg, const struct attn_emit *e, bool vec)
 	cg_line(cg, "}");
 	attn_post(cg, e, vec, NULL);
 	cg_line(cg, "for (size_t d = 0; d < %lld; d++)", ll(a->Dv));
-	cg_line(cg, "    o[d] = 0;");
+	cg_line(cg, "    o[d] = %s;", cg_zero(ct));
 	cg_line(cg, "for (size_t j = 0; j < jc; j++) {");
 	cg->indent++;
 	attn_kv_row(cg, e, true, "j");
@@ -960,11 +960,11 @@ static enum rl_status emit_groupnorm(struct rl_cgen *cg, uint32_t node)
 	        " + bias */", ll(G), ll(CG), ll(S));
 	cg_rows_open(cg, "r", N * G, E, 1 << 15);
 	cg_line(cg, "const size_t base = r * %lld, g = r %% %lld;", ll(E), ll(G));
-	cg_line(cg, "%s sum = 0;", ct);
+	cg_line(cg, "%s sum = %s;", ct, cg_zero(ct));
 	cg_line(cg, "for (size_t i = 0; i < %lld; i++)", ll(E));
 	cg_line(cg, "    sum += %s;", ld(cg, x->dtype, "X0[base + i]"));
 	cg_line(cg, "const %s mean = sum / %s;", ct, lit(ct, (double)E));
-	cg_line(cg, "%s sq = 0;", ct);
+	cg_line(cg, "%s sq = %s;", ct, cg_zero(ct));
 	cg_line(cg, "for (size_t i = 0; i < %lld; i++) {", ll(E));
 	cg_line(cg, "    const %s d = %s - mean;", ct, ld(cg, x->dtype, "X0[base + i]"));
 	cg_line(cg, "    sq += d * d;");

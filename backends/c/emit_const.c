@@ -221,7 +221,7 @@ static enum rl_status emit_range(struct rl_cgen *cg, uint32_t node)
 		}
 	}
 	cg_line(cg, "for (size_t o = 0; o < %lld; o++)", (long long)ne);
-	cg_line(cg, "    Y0[o] = %s;", cg_store(cg, dt, rl_dtype_is_float(dt)
+	cg_line(cg, "    Y0[o] = %s;", cg_assign(cg, dt, rl_dtype_is_float(dt)
 	                                          ? (dt == RL_DT_DOUBLE ? "start + (double)o * delta"
 	                                                                : "start + (float)o * delta")
 	                                          : rl_dtype_size(dt) == 8
@@ -303,7 +303,7 @@ static enum rl_status emit_window(struct rl_cgen *cg, uint32_t node)
 		else
 			cg_line(cg, "const double v = %.17g - %.17g * cos(t);", a0, a1);
 	}
-	cg_line(cg, "Y0[i] = %s;", cg_store(cg, y->dtype, e));
+	cg_line(cg, "Y0[i] = %s;", cg_assign(cg, y->dtype, e));
 	cg_loops_close(cg, 1);
 	return RL_OK;
 }
@@ -333,7 +333,7 @@ static enum rl_status emit_melweight(struct rl_cgen *cg, uint32_t node)
 		return RL_OK;
 	}
 	cg_line(cg, "for (size_t i = 0; i < %lld; i++)", (long long)(rows * cols));
-	cg_line(cg, "    Y0[i] = %s;", cg_store(cg, y->dtype, "0"));
+	cg_line(cg, "    Y0[i] = %s;", cg_assign(cg, y->dtype, "0"));
 	const char *lg = sf[2] == 'f' ? "log10f" : "log10";
 	cg_line(cg, "const %s lo_mel = 2595%s * %s(1%s + %s / 700%s);", et, sf, lg, sf,
 	        cg_load(cg, lo->dtype, "X3[0]"), sf);
@@ -352,17 +352,17 @@ static enum rl_status emit_melweight(struct rl_cgen *cg, uint32_t node)
 	cg_line(cg, "const long long l = edge[i], c = edge[i + 1], h = edge[i + 2];");
 	cg_line(cg, "if (c == l) {");
 	cg_line(cg, "    if (c >= 0 && c < %lld)", (long long)rows);
-	cg_line(cg, "        Y0[c * %lld + i] = %s;", (long long)cols, cg_store(cg, y->dtype, "1"));
+	cg_line(cg, "        Y0[c * %lld + i] = %s;", (long long)cols, cg_assign(cg, y->dtype, "1"));
 	cg_line(cg, "} else {");
 	cg_line(cg, "    for (long long j = l; j <= c; j++)");
 	cg_line(cg, "        if (j >= 0 && j < %lld)", (long long)rows);
 	cg_line(cg, "            Y0[j * %lld + i] = %s;", (long long)cols,
-	        cg_store(cg, y->dtype, "(double)(j - l) / (double)(c - l)"));
+	        cg_assign(cg, y->dtype, "(double)(j - l) / (double)(c - l)"));
 	cg_line(cg, "}");
 	cg_line(cg, "for (long long j = c; j < h; j++)");
 	cg_line(cg, "    if (j >= 0 && j < %lld)", (long long)rows);
 	cg_line(cg, "        Y0[j * %lld + i] = %s;", (long long)cols,
-	        cg_store(cg, y->dtype, "(double)(h - j) / (double)(h - c)"));
+	        cg_assign(cg, y->dtype, "(double)(h - j) / (double)(h - c)"));
 	cg_loops_close(cg, 1);
 	return RL_OK;
 }

@@ -455,7 +455,7 @@ static void emit_conv2d(struct rl_cgen *cg, const char *T, const struct conv2d *
 			if (p->bias)
 				snprintf(lines[r], sizeof(lines[r]), "y%d[ow] = X2[mo + %d];", r, r);
 			else
-				snprintf(lines[r], sizeof(lines[r]), "y%d[ow] = 0;", r);
+				snprintf(lines[r], sizeof(lines[r]), "y%d[ow] = %s;", r, cg_zero(T));
 			body[r] = lines[r];
 		}
 		emit_split_loop(cg, "ow", p->OW, body, mb);
@@ -483,7 +483,7 @@ static void emit_conv2d(struct rl_cgen *cg, const char *T, const struct conv2d *
 		cg_scratch_array(cg, T, "row", wp, 0);
 		if (lo > 0) {
 			cg_line(cg, "for (size_t q = 0; q < %lld; q++)", (long long)lo);
-			cg_line(cg, "    row[q] = 0;");
+			cg_line(cg, "    row[q] = %s;", cg_zero(T));
 		}
 		if (hi > lo) {
 			cg_line(cg, "for (size_t q = %lld; q < %lld; q++)", (long long)lo, (long long)hi);
@@ -491,7 +491,7 @@ static void emit_conv2d(struct rl_cgen *cg, const char *T, const struct conv2d *
 		}
 		if (wp > hi) {
 			cg_line(cg, "for (size_t q = %lld; q < %lld; q++)", (long long)hi, (long long)wp);
-			cg_line(cg, "    row[q] = 0;");
+			cg_line(cg, "    row[q] = %s;", cg_zero(T));
 		}
 		src = "row";
 	}
@@ -1211,7 +1211,7 @@ static void emit_conv_band(struct rl_cgen *cg, const char *T, int64_t es, const 
 	cg_line(cg, "for (size_t pl = 0; pl < %lld; pl++)", (long long)(b->CC * b->nh * b->nw));
 	cg_line(cg, "    for (size_t q = %lld; q < %lld; q++)", (long long)(b->A * b->WJ),
 	        (long long)b->PLN);
-	cg_line(cg, "        band[pl * %lld + q] = 0;", (long long)b->PLN);
+	cg_line(cg, "        band[pl * %lld + q] = %s;", (long long)b->PLN, cg_zero(T));
 	/* the range's iterations of one (image, group, band) go together: the
 	 * band is filled once per chunk for all the parts the range holds */
 	line_open(cg, "for (int64_t it = lo; it < hi;) {", 0, 0);
@@ -1786,7 +1786,7 @@ static void emit_gather(struct rl_cgen *cg, uint32_t node, bool transposed,
 	if (bias)
 		cg_line(cg, "%s acc = %s;", acc, cg_load(cg, dt, "X2[mo]"));
 	else
-		cg_line(cg, "%s acc = 0;", acc);
+		cg_line(cg, "%s acc = %s;", acc, cg_zero(acc));
 	line_open(cg, "for (size_t c = 0; c < %lld; c++) {", CG, 0);
 	cg_line(cg, "const size_t ci = g * %lld + c;", (long long)CG);
 	if (transposed)
@@ -1832,7 +1832,7 @@ static void emit_gather(struct rl_cgen *cg, uint32_t node, bool transposed,
 	line_close(cg); /* c */
 	flat_expr(e, sizeof(e), "o", nsp, w->out);
 	cg_line(cg, "Y0[(n * %lld + mo) * %lld + %s] = %s;", (long long)M, (long long)os, e,
-	        cg_store(cg, dt, "acc"));
+	        cg_assign(cg, dt, "acc"));
 	if (cg->epi) {
 		char yr[1300], base[1200];
 		snprintf(base, sizeof(base), "(n * %lld + mo) * %lld + %s", (long long)M, (long long)os, e);

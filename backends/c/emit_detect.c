@@ -461,7 +461,7 @@ static enum rl_status emit_col2im(struct rl_cgen *cg, uint32_t node)
 	snprintf(f, sizeof(f), "X0[(nc * %lld + kk) * %lld + col]", (long long)P, (long long)L);
 	char sum[512];
 	snprintf(sum, sizeof(sum), "%s + %s", cg_load(cg, dt, e), cg_load(cg, dt, f));
-	cg_line(cg, "%s = %s;", e, cg_store(cg, dt, sum));
+	cg_line(cg, "%s = %s;", e, cg_assign(cg, dt, sum));
 	cg_loops_close(cg, 3);
 	return RL_OK;
 }

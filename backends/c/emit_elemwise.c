@@ -367,7 +367,7 @@ static enum rl_status emit_unary(struct rl_cgen *cg, uint32_t node)
 	if (!unary_expr(cg, n, x->dtype, "a", "", e, sizeof(e), &why))
 		return cg_error(cg, node, "%s on %s: %s", rl_op_table[n->op].name,
 		                rl_dtype_name(x->dtype), why);
-	cg_line(cg, "Y0[o] = %s;", cg_store(cg, y->dtype, e));
+	cg_line(cg, "Y0[o] = %s;", cg_assign(cg, y->dtype, e));
 	block_close(cg);
 	return RL_OK;
 }
@@ -392,7 +392,7 @@ static void dropout_identity(struct rl_cgen *cg, const struct rl_value *y,
 			cg_line(cg, "memset(Y1, 1, %lld);", (long long)ne);
 		} else {
 			flat_open(cg, ne);
-			cg_line(cg, "Y1[o] = %s;", cg_store(cg, mask->dtype, flit(mask->dtype, 1)));
+			cg_line(cg, "Y1[o] = %s;", cg_assign(cg, mask->dtype, flit(mask->dtype, 1)));
 			block_close(cg);
 		}
 	}
@@ -460,7 +460,7 @@ static enum rl_status emit_dropout(struct rl_cgen *cg, uint32_t node)
 	cg_line(cg, "z ^= z >> 31;");
 	cg_line(cg, "const int keep = (float)(z >> 40) * 0x1p-24f >= ratio;");
 	cg_line(cg, "const %s a = %s;", ct, cg_load(cg, x->dtype, "X0[o]"));
-	cg_line(cg, "Y0[o] = %s;", cg_store(cg, y->dtype, "keep ? a * scale : 0"));
+	cg_line(cg, "Y0[o] = %s;", cg_assign(cg, y->dtype, "keep ? a * scale : 0"));
 	if (mask)
 		cg_line(cg, "Y1[o] = (uint8_t)keep;");
 	block_close(cg);
@@ -490,6 +490,8 @@ static const char *cast_comp(struct rl_cgen *cg, enum rl_dtype from, enum rl_dty
 			snprintf(b, 1024, "(uint32_t)(int64_t)%s", v);
 		else
 			snprintf(b, 1024, "(%s)%s", cg_ctype(to), v);
+	} else if ((to == RL_DT_FLOAT || to == RL_DT_DOUBLE) && strcmp(cg_comptype(from), cg_ctype(to)) == 0) {
+		snprintf(b, 1024, "%s", v); /* float16 -> float: rl_h2f gave a float already */
 	} else {
 		snprintf(b, 1024, "%s", cg_store(cg, to, v));
 	}
@@ -673,7 +675,7 @@ static enum rl_status emit_clip(struct rl_cgen *cg, uint32_t node)
 	flat_open(cg, ne);
 	cg_line(cg, "const %s a = %s;", ct, cg_load(cg, dt, "X0[o]"));
 	clip_expr(cg, dt, "a", has_lo ? "lo" : NULL, has_hi ? "hi" : NULL, "", e, sizeof(e));
-	cg_line(cg, "Y0[o] = %s;", cg_store(cg, dt, e));
+	cg_line(cg, "Y0[o] = %s;", cg_assign(cg, dt, e));
 	block_close(cg);
 	return RL_OK;
 }
@@ -904,7 +906,7 @@ static enum rl_status emit_binary(struct rl_cgen *cg, uint32_t node)
 	if (!binary_expr(cg, n, a->dtype, b->dtype, y->dtype, "a", "b", "", e, sizeof(e), &why))
 		return cg_error(cg, node, "%s on %s and %s: %s", rl_op_table[n->op].name,
 		                rl_dtype_name(a->dtype), rl_dtype_name(b->dtype), why);
-	cg_line(cg, "Y0[o] = %s;", cg_store(cg, y->dtype, e));
+	cg_line(cg, "Y0[o] = %s;", cg_assign(cg, y->dtype, e));
 	cg_loops_close(cg, depth);
 	return RL_OK;
 }
@@ -985,7 +987,7 @@ static enum rl_status emit_variadic(struct rl_cgen *cg, uint32_t node)
 	}
 	if (!variadic_expr(cg, n, dt, in, nin, "", e, sizeof(e), &why))
 		return cg_error(cg, node, "%s: %s", rl_op_table[n->op].name, why);
-	cg_line(cg, "Y0[o] = %s;", cg_store(cg, dt, e));
+	cg_line(cg, "Y0[o] = %s;", cg_assign(cg, dt, e));
 	cg_loops_close(cg, depth);
 	return RL_OK;
 }

@@ -221,7 +221,7 @@ static enum rl_status emit_elementwise_group(struct rl_cgen *cg, const struct rl
 	for (int q = 0; q < grp->nout; q++) {
 		char loc[32];
 		out_local(cg, grp, grp->out[q], "", "", loc, sizeof(loc));
-		cg_line(cg, "Y%d[o] = %s;", q, cg_store(cg, val(cg, grp->out[q])->dtype, loc));
+		cg_line(cg, "Y%d[o] = %s;", q, cg_assign(cg, val(cg, grp->out[q])->dtype, loc));
 	}
 	cg_loops_close(cg, depth);
 	return RL_OK;
@@ -514,12 +514,12 @@ void cg_epilogue(struct rl_cgen *cg, const char *y, const char *base, int64_t n,
 	} else {
 		char loc[32];
 		out_local(cg, grp, grp->out[0], "e", "ea", loc, sizeof(loc));
-		cg_line(cg, "ey[ee] = %s;", cg_store(cg, dt, loc));
+		cg_line(cg, "ey[ee] = %s;", cg_assign(cg, dt, loc));
 		/* other values the group writes: same shape, same flat index */
 		for (int q = 1; q < grp->nout; q++) {
 			out_local(cg, grp, grp->out[q], "e", "ea", loc, sizeof(loc));
 			cg_line(cg, "Y%d[eq + ee] = %s;", q,
-			        cg_store(cg, val(cg, grp->out[q])->dtype, loc));
+			        cg_assign(cg, val(cg, grp->out[q])->dtype, loc));
 		}
 	}
 	cg->indent--;
@@ -662,7 +662,7 @@ static enum rl_status compute_vnodes(struct rl_cgen *cg, const struct rl_cgen_gr
 		if (!cg_elemwise_expr(cg, node, sin, tag, e, sizeof(e), &why))
 			return cg_error(cg, node, "%s on %s: %s", rl_op_table[n->op].name,
 			                rl_dtype_name(cg_in(cg, node, 0)->dtype), why);
-		cg_line(cg, "ly_[l] = %s;", cg_store(cg, RL_DT_FLOAT, e));
+		cg_line(cg, "ly_[l] = %s;", cg_assign(cg, RL_DT_FLOAT, e));
 		cg->indent--;
 		cg_line(cg, "}");
 		cg_line(cg, "memcpy(&%sv%d, ly_, sizeof(ly_));", pre, j);

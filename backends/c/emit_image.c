@@ -314,7 +314,7 @@ enum rl_status rl_emit_c_resize(struct rl_cgen *cg, uint32_t node)
 			ep += (size_t)snprintf(ext + ep, sizeof(ext) - ep, "%s%s_e%d[o%d]", ep ? " | " : "",
 			                       k, d, d);
 	}
-	cg_line(cg, "double acc = 0;");
+	cg_line(cg, "double acc = 0.0;");
 	int depth = r;
 	if (ep) {
 		cg_line(cg, "if (%s)", ext);
@@ -353,7 +353,7 @@ enum rl_status rl_emit_c_resize(struct rl_cgen *cg, uint32_t node)
 	cg_loops_close(cg, depth - r);
 	char e[64];
 	snprintf(e, sizeof(e), "(%s)acc", cg_comptype(dt));
-	cg_line(cg, "Y0[y++] = %s;", cg_store(cg, dt, e));
+	cg_line(cg, "Y0[y++] = %s;", cg_assign(cg, dt, e));
 	cg_loops_close(cg, r);
 	return RL_OK;
 }
@@ -480,7 +480,7 @@ enum rl_status rl_emit_c_grid_sample(struct rl_cgen *cg, uint32_t node)
 	cg_line(cg, "for (size_t c = 0; c < %lld; c++) {", (long long)ch);
 	cg->indent++;
 	cg_line(cg, "const size_t base = (n * %lld + c) * %lld;", (long long)ch, (long long)in_sp);
-	cg_line(cg, "double acc = 0;");
+	cg_line(cg, "double acc = 0.0;");
 	char prevb[16] = "base", prevw[16] = "1";
 	for (int d = 0; d < r; d++) {
 		cg_line(cg, "for (int j%d = 0; j%d < %d; j%d++) {", d, d, k, d);
@@ -498,7 +498,7 @@ enum rl_status rl_emit_c_grid_sample(struct rl_cgen *cg, uint32_t node)
 	char e[64];
 	snprintf(e, sizeof(e), "(%s)acc", cg_comptype(y->dtype));
 	cg_line(cg, "Y0[(n * %lld + c) * %lld + o] = %s;", (long long)ch, (long long)out_sp,
-	        cg_store(cg, y->dtype, e));
+	        cg_assign(cg, y->dtype, e));
 	cg_loops_close(cg, 3);
 	return RL_OK;
 }

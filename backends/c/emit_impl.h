@@ -17,6 +17,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "emit.h"
 #include "buf.h" /* struct rl_buf, rl_buf_printf */
@@ -123,8 +124,22 @@ const char *cg_comptype(enum rl_dtype t);
 /* Expression converting storage expression `e` of dtype t to its compute
  * type (marks helpers as needed); returns a pointer into a rotating buffer. */
 const char *cg_load(struct rl_cgen *cg, enum rl_dtype t, const char *e);
+/* cg_load, then in C type ct: "(ct)" only where the compute type differs */
+const char *cg_load_as(struct rl_cgen *cg, enum rl_dtype t, const char *e, const char *ct);
 /* Expression converting compute-type expression `e` to storage of dtype t. */
 const char *cg_store(struct rl_cgen *cg, enum rl_dtype t, const char *e);
+/* cg_store for the right-hand side of `ELEM = %s;` (an assignment to an
+ * element of dtype t, never an operand): float and double take `e` as it is,
+ * since the assignment converts exactly as the cast would (`y[i] = a * b;`,
+ * not `y[i] = (float)(a * b);`), an integer literal as a float literal
+ * (`0.0f`, not `0`); other dtypes as cg_store. */
+const char *cg_assign(struct rl_cgen *cg, enum rl_dtype t, const char *e);
+/* Zero as a literal of C type ctype: "0.0f" for float, "0.0" for double,
+ * else "0" (an accumulator's or a padding's initial value, literal as such). */
+static inline const char *cg_zero(const char *ctype)
+{
+	return strcmp(ctype, "float") == 0 ? "0.0f" : strcmp(ctype, "double") == 0 ? "0.0" : "0";
+}
 /* Literal of value x in compute type of t ("1.5f", "3", "(int64_t)-2"). */
 const char *cg_lit(enum rl_dtype t, double x);
 

@@ -117,11 +117,11 @@ static enum rl_status emit_cum(struct rl_cgen *cg, uint32_t node)
 	char upd[160];
 	snprintf(upd, sizeof(upd), "acc %s= %s;", prod ? "*" : "+", xv);
 	if (excl) {
-		cg_line(cg, "Y0[p] = %s;", cg_store(cg, dt, "acc"));
+		cg_line(cg, "Y0[p] = %s;", cg_assign(cg, dt, "acc"));
 		cg_line(cg, "%s", upd);
 	} else {
 		cg_line(cg, "%s", upd);
-		cg_line(cg, "Y0[p] = %s;", cg_store(cg, dt, "acc"));
+		cg_line(cg, "Y0[p] = %s;", cg_assign(cg, dt, "acc"));
 	}
 	cg_loops_close(cg, 3);
 	return RL_OK;
@@ -155,9 +155,9 @@ static enum rl_status emit_loss(struct rl_cgen *cg, uint32_t node)
 	        sce ? "softmax cross entropy" : "negative log likelihood", (long long)nn,
 	        (long long)cc, (long long)dd, rs, w ? ", class weights" : "");
 	if (red == 1)
-		cg_line(cg, "double num = 0;");
+		cg_line(cg, "double num = 0.0;");
 	else if (red == 2)
-		cg_line(cg, "double num = 0, den = 0;");
+		cg_line(cg, "double num = 0.0, den = 0.0;");
 	cg_line(cg, "const size_t nc = %lld, nd = %lld;", (long long)cc, (long long)dd);
 	cg_line(cg, "for (size_t n = 0; n < %lld; n++) {", (long long)nn);
 	cg_line(cg, "    for (size_t d = 0; d < nd; d++) {");
@@ -173,24 +173,24 @@ static enum rl_status emit_loss(struct rl_cgen *cg, uint32_t node)
 		cg_line(cg, "    const double v = %s;", cg_load(cg, dt, "X0[b + c * nd]"));
 		cg_line(cg, "    mx = v > mx ? v : mx;");
 		cg_line(cg, "}");
-		cg_line(cg, "double se = 0;");
+		cg_line(cg, "double se = 0.0;");
 		cg_line(cg, "for (size_t c = 0; c < nc; c++)");
 		cg_line(cg, "    se += exp(%s - mx);", cg_load(cg, dt, "X0[b + c * nd]"));
 		cg_line(cg, "const double lse = mx + log(se);");
 		if (lp) {
 			cg_line(cg, "for (size_t c = 0; c < nc; c++) {");
 			cg_line(cg, "    const double v = %s;", cg_load(cg, dt, "X0[b + c * nd]"));
-			cg_line(cg, "    Y1[b + c * nd] = %s;", cg_store(cg, lp->dtype, e));
+			cg_line(cg, "    Y1[b + c * nd] = %s;", cg_assign(cg, lp->dtype, e));
 			cg_line(cg, "}");
 		}
 	}
-	cg_line(cg, "double term = 0, wt = 0;");
+	cg_line(cg, "double term = 0.0, wt = 0.0;");
 	if (has_ii)
 		cg_line(cg, "if (t != %lld && t >= 0 && t < (int64_t)nc) {", (long long)ii);
 	else
 		cg_line(cg, "if (t >= 0 && t < (int64_t)nc) {");
 	cg->indent++;
-	cg_line(cg, "wt = %s;", w ? cg_load(cg, w->dtype, "X2[t]") : "1");
+	cg_line(cg, "wt = %s;", w ? cg_load(cg, w->dtype, "X2[t]") : "1.0");
 	if (sce)
 		cg_line(cg, "term = -(%s - lse) * wt;", cg_load(cg, dt, "X0[b + (size_t)t * nd]"));
 	else
@@ -205,13 +205,13 @@ static enum rl_status emit_loss(struct rl_cgen *cg, uint32_t node)
 	} else {
 		char e[64];
 		snprintf(e, sizeof(e), "(%s)term", cg_comptype(dt));
-		cg_line(cg, "Y0[n * nd + d] = %s;", cg_store(cg, dt, e));
+		cg_line(cg, "Y0[n * nd + d] = %s;", cg_assign(cg, dt, e));
 	}
 	cg_loops_close(cg, 2);
 	if (red == 1)
-		cg_line(cg, "Y0[0] = %s;", cg_store(cg, dt, dt == RL_DT_DOUBLE ? "num" : "(float)num"));
+		cg_line(cg, "Y0[0] = %s;", cg_assign(cg, dt, dt == RL_DT_DOUBLE ? "num" : "(float)num"));
 	else if (red == 2)
-		cg_line(cg, "Y0[0] = %s;", cg_store(cg, dt, dt == RL_DT_DOUBLE ? "num / den"
+		cg_line(cg, "Y0[0] = %s;", cg_assign(cg, dt, dt == RL_DT_DOUBLE ? "num / den"
 		                                             : "(float)(num / den)"));
 	return RL_OK;
 }
@@ -252,7 +252,7 @@ static void scatter_apply(struct rl_cgen *cg, enum rl_dtype dt, int red, const c
 	case 3: snprintf(e, sizeof(e), "(upd > cur ? upd : cur)"); break;
 	default: snprintf(e, sizeof(e), "(upd < cur ? upd : cur)"); break;
 	}
-	cg_line(cg, "Y0[%s] = %s;", dst, cg_store(cg, dt, e));
+	cg_line(cg, "Y0[%s] = %s;", dst, cg_assign(cg, dt, e));
 }
 
 static enum rl_status scatter_check(struct rl_cgen *cg, uint32_t node, int *red)
@@ -574,7 +574,7 @@ static enum rl_status emit_rownorm(struct rl_cgen *cg, uint32_t node)
 		        (long long)len, eps);
 		cg_line(cg, "for (size_t o = 0; o < %lld; o++) {", (long long)outer);
 		cg->indent++;
-		cg_line(cg, "double ss = 0;");
+		cg_line(cg, "double ss = 0.0;");
 		cg_line(cg, "for (size_t j = 0; j < %lld; j++) {", (long long)len);
 		snprintf(v, sizeof(v), "X0[o * %lld + j]", (long long)len);
 		cg_line(cg, "    const double t = %s;", cg_load(cg, dt, v));
@@ -586,7 +586,7 @@ static enum rl_status emit_rownorm(struct rl_cgen *cg, uint32_t node)
 		cg_line(cg, "const double t = %s;", cg_load(cg, dt, v));
 		cg_line(cg, "const double w = %s;", cg_load(cg, s->dtype, sn == 1 ? "X1[0]" : "X1[j]"));
 		snprintf(e, sizeof(e), "(%s)(t * inv * w)", ct);
-		cg_line(cg, "Y0[o * %lld + j] = %s;", (long long)len, cg_store(cg, dt, e));
+		cg_line(cg, "Y0[o * %lld + j] = %s;", (long long)len, cg_assign(cg, dt, e));
 		cg_loops_close(cg, 2);
 		return RL_OK;
 	}
@@ -598,7 +598,7 @@ static enum rl_status emit_rownorm(struct rl_cgen *cg, uint32_t node)
 	cg_line(cg, "for (size_t o = 0; o < %lld; o++) {", (long long)outer);
 	cg_line(cg, "    for (size_t i = 0; i < %lld; i++) {", (long long)inner);
 	cg->indent += 2;
-	cg_line(cg, "double s = 0;");
+	cg_line(cg, "double s = 0.0;");
 	snprintf(v, sizeof(v), "X0[(o * %lld + j) * %lld + i]", (long long)len, (long long)inner);
 	cg_line(cg, "for (size_t j = 0; j < %lld; j++) {", (long long)len);
 	cg_line(cg, "    const double t = %s;", cg_load(cg, dt, v));
@@ -606,12 +606,12 @@ static enum rl_status emit_rownorm(struct rl_cgen *cg, uint32_t node)
 	cg_line(cg, "}");
 	if (p == 2)
 		cg_line(cg, "s = sqrt(s);");
-	cg_line(cg, "if (s == 0) /* an all-zero row stays zero */");
-	cg_line(cg, "    s = 1;");
+	cg_line(cg, "if (s == 0.0) /* an all-zero row stays zero */");
+	cg_line(cg, "    s = 1.0;");
 	cg_line(cg, "for (size_t j = 0; j < %lld; j++)", (long long)len);
 	snprintf(e, sizeof(e), "(%s)(%s / s)", ct, cg_load(cg, dt, v));
 	cg_line(cg, "    Y0[(o * %lld + j) * %lld + i] = %s;", (long long)len, (long long)inner,
-	        cg_store(cg, dt, e));
+	        cg_assign(cg, dt, e));
 	cg_loops_close(cg, 2);
 	return RL_OK;
 }
@@ -757,7 +757,7 @@ static enum rl_status emit_einsum(struct rl_cgen *cg, uint32_t node)
 		cg_line(cg, "for (size_t l%d = 0; l%d < %lld; l%d++) {", l, l, (long long)size[l], l);
 		cg->indent++;
 	}
-	cg_line(cg, "%s acc = 0;", acc_t);
+	cg_line(cg, "%s acc = %s;", acc_t, cg_zero(acc_t));
 	for (int l = e.orank; l < nl; l++) {
 		cg_line(cg, "for (size_t l%d = 0; l%d < %lld; l%d++) {", l, l, (long long)size[l], l);
 		cg->indent++;
@@ -787,7 +787,7 @@ static enum rl_status emit_einsum(struct rl_cgen *cg, uint32_t node)
 	cg_loops_close(cg, nl - e.orank);
 	char se[64];
 	snprintf(se, sizeof(se), "(%s)acc", cg_comptype(dt));
-	cg_line(cg, "Y0[q++] = %s;", cg_store(cg, dt, se));
+	cg_line(cg, "Y0[q++] = %s;", cg_assign(cg, dt, se));
 	cg_loops_close(cg, e.orank);
 	return RL_OK;
 }

@@ -113,7 +113,7 @@ static void init_expr(struct rl_cgen *cg, const struct mm_types *t, const struct
                       const char *ri, const char *cj, char *b, size_t n)
 {
 	if (!d->has_c || d->beta == 0.0) {
-		snprintf(b, n, "0");
+		snprintf(b, n, "%s", cg_zero(t->acc));
 		return;
 	}
 	char idx[160];
@@ -128,11 +128,17 @@ static void init_expr(struct rl_cgen *cg, const struct mm_types *t, const struct
 	char e[200];
 	snprintf(e, sizeof(e), "c[%s]", idx);
 	const char *v = cg_load(cg, t->dt, e);
-	if (d->beta == 1.0 || t->wrap)
-		snprintf(b, n, "(%s)%s", t->acc, v);
+	/* C in the accumulator's type: a cast only where the loaded type differs */
+	char cv[240];
+	if (strcmp(t->acc, cg_comptype(t->dt)) != 0)
+		snprintf(cv, sizeof(cv), "(%s)%s", t->acc, v);
 	else
-		snprintf(b, n, "%s * (%s)%s",
-		         cg_lit(t->dt == RL_DT_DOUBLE ? RL_DT_DOUBLE : RL_DT_FLOAT, d->beta), t->acc, v);
+		snprintf(cv, sizeof(cv), "%s", v);
+	if (d->beta == 1.0 || t->wrap)
+		snprintf(b, n, "%s", cv);
+	else
+		snprintf(b, n, "%s * %s",
+		         cg_lit(t->dt == RL_DT_DOUBLE ? RL_DT_DOUBLE : RL_DT_FLOAT, d->beta), cv);
 }
 
 /* A'(r,k) as an expression */
@@ -167,7 +173,10 @@ static void emit_ikj_cols(struct rl_cgen *cg, const struct mm_types *t, const st
 		snprintf(ri, sizeof(ri), "%s + %d", rbase, r);
 		snprintf(cj, sizeof(cj), "%s + j", jofs);
 		init_expr(cg, t, d, ri, cj, ini, sizeof(ini));
-		cg_line(cg, "y%d[j] = (%s)(%s);", r, t->st, ini);
+		if (strcmp(t->st, t->acc) == 0) /* ini is of the storage type already */
+			cg_line(cg, "y%d[j] = %s;", r, ini);
+		else
+			cg_line(cg, "y%d[j] = (%s)(%s);", r, t->st, ini);
 	}
 	line_close(cg);
 	/* float and double: k in pairs, two rows of B' per pass over the y rows,
@@ -332,7 +341,7 @@ static void emit_narrow_cols(struct rl_cgen *cg, const struct mm_types *t,
 	snprintf(b, sizeof(b), "for (size_t j = 0; j < %lld; j++)", (long long)jn);
 	cg_line(cg, "%s", b);
 	cg_line(cg, "    y[r * %lld + %s + j] = %s;", (long long)d->N, jofs,
-	        cg_store(cg, t->dt, "acc[j]"));
+	        cg_assign(cg, t->dt, "acc[j]"));
 	if (cg->epi) {
 		snprintf(b, sizeof(b), "y + r * %lld + %s", (long long)d->N, jofs);
 		snprintf(sc, sizeof(sc), "%s + r * %lld + %s", d->ybase, (long long)d->N, jofs);
@@ -391,7 +400,7 @@ static void emit_dots(struct rl_cgen *cg, const struct mm_types *t, const struct
 		snprintf(prod, sizeof(prod), "(%s)%s * (%s)bj[k]", t->acc, ak, t->acc);
 	else
 		snprintf(prod, sizeof(prod), "%s * bj[k]", ak);
-	cg_line(cg, "%s s = 0;", t->acc);
+	cg_line(cg, "%s s = %s;", t->acc, cg_zero(t->acc));
 	if (k8 > 0 && a_contig) {
 		cg_line(cg, "%s part[%d] = {0};", t->acc, MM_LANES);
 		snprintf(b, sizeof(b), "for (size_t k0 = 0; k0 < %lld; k0 += %d)", (long long)k8,
@@ -478,7 +487,8 @@ static void emit_dots_rows(struct rl_cgen *cg, const struct mm_types *t, const s
 	line_close(cg);
 	n = (size_t)snprintf(l, sizeof(l), "%s", t->acc);
 	for (int q = 0; q < rows; q++)
-		n += (size_t)snprintf(l + n, sizeof(l) - n, "%s d%d = 0", q ? "," : "", q);
+		n += (size_t)snprintf(l + n, sizeof(l) - n, "%s d%d = %s", q ? "," : "", q,
+		                      cg_zero(t->acc));
 	cg_line(cg, "%s;", l);
 	line_open(cg, "for (int v = 0; v < VL; v++) {");
 	n = 0;
@@ -831,7 +841,7 @@ static enum rl_status emit_matmul(struct rl_cgen *cg, uint32_t node)
 	        (long long)d.M, (long long)d.K, (long long)d.K, (long long)d.N);
 	if (d.K == 0) {
 		cg_line(cg, "for (size_t q = 0; q < %lld; q++)", (long long)rl_shape_numel(sy));
-		cg_line(cg, "    Y0[q] = %s;", cg_store(cg, t.dt, "0"));
+		cg_line(cg, "    Y0[q] = %s;", cg_assign(cg, t.dt, "0"));
 		cg_epilogue(cg, "Y0", "0", rl_shape_numel(sy), rl_shape_numel(sy));
 		return RL_OK;
 	}
@@ -906,7 +916,7 @@ static enum rl_status emit_gemm(struct rl_cgen *cg, uint32_t node)
 		cg_line(cg, "for (size_t r = 0; r < %lld; r++)", (long long)d.M);
 		cg_line(cg, "    for (size_t j = 0; j < %lld; j++)", (long long)d.N);
 		init_expr(cg, &t, &d, "r", "j", ini, sizeof(ini));
-		cg_line(cg, "        y[r * %lld + j] = %s;", (long long)d.N, cg_store(cg, t.dt, ini));
+		cg_line(cg, "        y[r * %lld + j] = %s;", (long long)d.N, cg_assign(cg, t.dt, ini));
 		if (d.has_c)
 			cg_line(cg, "(void)c;");
 		cg_line(cg, "(void)a;");

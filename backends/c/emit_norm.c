@@ -169,7 +169,7 @@ static enum rl_status emit_batchnorm(struct rl_cgen *cg, uint32_t node)
 	char e[128];
 	snprintf(e, sizeof(e), "%s * a + b", ld(cg, dt, "X0[base + s]"));
 	cg_line(cg, "for (size_t s = 0; s < %lld; s++)", (long long)S);
-	cg_line(cg, "    Y0[base + s] = %s;", cg_store(cg, y->dtype, e));
+	cg_line(cg, "    Y0[base + s] = %s;", cg_assign(cg, y->dtype, e));
 	if (nl) {
 		cg->indent--;
 		cg_line(cg, "}");
@@ -179,12 +179,12 @@ static enum rl_status emit_batchnorm(struct rl_cgen *cg, uint32_t node)
 		if (rm) {
 			snprintf(b, sizeof(b), "%s * %s + mu * %s", ld(cg, mdt, "X3[c]"),
 			         cg_lit(RL_DT_DOUBLE, mom), cg_lit(RL_DT_DOUBLE, 1.0 - mom));
-			cg_line(cg, "Y1[c] = %s; /* running mean */", cg_store(cg, rm->dtype, b));
+			cg_line(cg, "Y1[c] = %s; /* running mean */", cg_assign(cg, rm->dtype, b));
 		}
 		if (rv) {
 			snprintf(b, sizeof(b), "%s * %s + va * %s", ld(cg, vdt, "X4[c]"),
 			         cg_lit(RL_DT_DOUBLE, mom), cg_lit(RL_DT_DOUBLE, 1.0 - mom));
-			cg_line(cg, "Y2[c] = %s; /* running variance */", cg_store(cg, rv->dtype, b));
+			cg_line(cg, "Y2[c] = %s; /* running variance */", cg_assign(cg, rv->dtype, b));
 		}
 	}
 	cg->indent--;
@@ -198,11 +198,11 @@ static enum rl_status emit_batchnorm(struct rl_cgen *cg, uint32_t node)
 static void emit_row_stats(struct rl_cgen *cg, enum rl_dtype dt, const char *ct, int64_t D,
                            double eps)
 {
-	cg_line(cg, "%s sum = 0;", ct);
+	cg_line(cg, "%s sum = %s;", ct, cg_zero(ct));
 	cg_line(cg, "for (size_t i = 0; i < %lld; i++)", (long long)D);
 	cg_line(cg, "    sum += %s;", ld(cg, dt, "X0[base + i]"));
 	cg_line(cg, "const %s mean = sum / %s;", ct, lit(ct, (double)D));
-	cg_line(cg, "%s sq = 0;", ct);
+	cg_line(cg, "%s sq = %s;", ct, cg_zero(ct));
 	cg_line(cg, "for (size_t i = 0; i < %lld; i++) {", (long long)D);
 	cg_line(cg, "    const %s d = %s - mean;", ct, ld(cg, dt, "X0[base + i]"));
 	cg_line(cg, "    sq += d * d;");
@@ -359,15 +359,15 @@ static enum rl_status emit_layernorm(struct rl_cgen *cg, uint32_t node)
 	cg_line(cg, "const size_t base = r * %lld;", (long long)D);
 	emit_row_stats(cg, dt, ct, D, eps);
 	if (ym)
-		cg_line(cg, "Y1[r] = %s;", cg_store(cg, ym->dtype, "mean"));
+		cg_line(cg, "Y1[r] = %s;", cg_assign(cg, ym->dtype, "mean"));
 	if (yi)
-		cg_line(cg, "Y2[r] = %s;", cg_store(cg, yi->dtype, "inv"));
+		cg_line(cg, "Y2[r] = %s;", cg_assign(cg, yi->dtype, "inv"));
 	const struct rl_shape *ins[3] = {&ns, &sc->shape, bi ? &bi->shape : NULL};
 	int depth = cg_bcast_open(cg, &ns, bi ? 3 : 2, ins);
 	char e[512];
 	snprintf(e, sizeof(e), "(%s - mean) * inv * %s%s%s", ld(cg, dt, "X0[base + o]"),
 	         ld(cg, sc->dtype, "X1[i1]"), bi ? " + " : "", bi ? ld(cg, bi->dtype, "X2[i2]") : "");
-	cg_line(cg, "Y0[base + o] = %s;", cg_store(cg, y->dtype, e));
+	cg_line(cg, "Y0[base + o] = %s;", cg_assign(cg, y->dtype, e));
 	cg_loops_close(cg, depth);
 	cg->indent--;
 	cg_line(cg, "}");
@@ -404,7 +404,7 @@ static enum rl_status emit_instancenorm(struct rl_cgen *cg, uint32_t node)
 	char e[256];
 	snprintf(e, sizeof(e), "%s * a + b", ld(cg, dt, "X0[base + i]"));
 	cg_line(cg, "for (size_t i = 0; i < %lld; i++)", (long long)S);
-	cg_line(cg, "    Y0[base + i] = %s;", cg_store(cg, y->dtype, e));
+	cg_line(cg, "    Y0[base + i] = %s;", cg_assign(cg, y->dtype, e));
 	cg->indent -= 2;
 	cg_line(cg, "    }");
 	cg_line(cg, "}");
@@ -460,7 +460,7 @@ static enum rl_status emit_lrn(struct rl_cgen *cg, uint32_t node)
 		cs = "";
 	}
 	cg_scratch_array(cg, ct, "acc", tile, 0);
-	cg_line(cg, "for (size_t t = 0; t < %s; t++) acc[t] = 0;", w);
+	cg_line(cg, "for (size_t t = 0; t < %s; t++) acc[t] = %s;", w, cg_zero(ct));
 	cg_line(cg, "for (size_t i = lo; i <= hi; i++) {");
 	cg_line(cg, "    const size_t src = (n * %lld + i) * %lld%s;", (long long)C, (long long)S, cs);
 	cg_line(cg, "    for (size_t t = 0; t < %s; t++) {", w);
@@ -473,7 +473,7 @@ static enum rl_status emit_lrn(struct rl_cgen *cg, uint32_t node)
 	snprintf(e, sizeof(e), "%s / %s(%s + %s * acc[t], %s)", ld(cg, dt, "X0[dst + t]"),
 	         mfn(ct, "pow"), lit(ct, bias), lit(ct, alpha / (double)size), lit(ct, beta));
 	cg_line(cg, "for (size_t t = 0; t < %s; t++)", w);
-	cg_line(cg, "    Y0[dst + t] = %s;", cg_store(cg, y->dtype, e));
+	cg_line(cg, "    Y0[dst + t] = %s;", cg_assign(cg, y->dtype, e));
 	if (tiled) {
 		cg->indent--;
 		cg_line(cg, "}");
@@ -585,6 +585,24 @@ static void softmax_vec(struct rl_cgen *cg, enum rl_op op, int64_t outer, int64_
 	cg_line(cg, "}");
 }
 
+/* The per-lane loop `lane` (empty for a scalar row) around a few
+ * statements: a block only where there is a loop (no `for (...) { { ... } }`) */
+static void lane_open(struct rl_cgen *cg, const char *lane)
+{
+	if (*lane) {
+		cg_line(cg, "%s{", lane);
+		cg->indent++;
+	}
+}
+
+static void lane_close(struct rl_cgen *cg, const char *lane)
+{
+	if (*lane) {
+		cg->indent--;
+		cg_line(cg, "}");
+	}
+}
+
 static enum rl_status emit_softmax(struct rl_cgen *cg, uint32_t node)
 {
 	const struct rl_node *n = &cg->g->nodes[node];
@@ -666,13 +684,13 @@ static enum rl_status emit_softmax(struct rl_cgen *cg, uint32_t node)
 	if (D > 1) {
 		cg_line(cg, "for (size_t d = 1; d < %lld; d++) {", (long long)D);
 		cg->indent++;
-		cg_line(cg, "%s{", lane);
-		cg_line(cg, "    const %s v = %s;", ct, cg_load(cg, dt, xi));
+		lane_open(cg, lane);
+		cg_line(cg, "const %s v = %s;", ct, cg_load(cg, dt, xi));
 		if (n->op == RL_OP_Hardmax)
-			cg_line(cg, "    if (v > %s) { %s = v; %s = d; }", M, M, B);
+			cg_line(cg, "if (v > %s) { %s = v; %s = d; }", M, M, B);
 		else
-			cg_line(cg, "    if (v > %s) %s = v;", M, M);
-		cg_line(cg, "}");
+			cg_line(cg, "if (v > %s) %s = v;", M, M);
+		lane_close(cg, lane);
 		cg->indent--;
 		cg_line(cg, "}");
 	}
@@ -684,24 +702,25 @@ static enum rl_status emit_softmax(struct rl_cgen *cg, uint32_t node)
 	if (n->op == RL_OP_Hardmax) {
 		cg_line(cg, "for (size_t d = 0; d < %lld; d++)", (long long)D);
 		char one[64], zero[64];
-		snprintf(one, sizeof(one), "%s", cg_store(cg, y->dtype, lit(ct, 1)));
-		snprintf(zero, sizeof(zero), "%s", cg_store(cg, y->dtype, lit(ct, 0)));
+		/* literals of the compute type: float and double need no cast */
+		snprintf(one, sizeof(one), "%s", cg_assign(cg, y->dtype, lit(ct, 1)));
+		snprintf(zero, sizeof(zero), "%s", cg_assign(cg, y->dtype, lit(ct, 0)));
 		cg_line(cg, "    %s%s = d == %s ? %s : %s;", lane, yi, B, one, zero);
 	} else {
 		if (vec) {
 			cg_scratch_array(cg, ct, "s", tile, 0);
-			cg_line(cg, "%ss[t] = 0;", lane);
+			cg_line(cg, "%ss[t] = %s;", lane, cg_zero(ct));
 		} else {
-			cg_line(cg, "%s s = 0;", ct);
+			cg_line(cg, "%s s = %s;", ct, cg_zero(ct));
 		}
 		cg_line(cg, "for (size_t d = 0; d < %lld; d++) {", (long long)D);
 		cg->indent++;
-		cg_line(cg, "%s{", lane);
-		cg_line(cg, "    const %s e = %s(%s - %s);", ct, mfn(ct, "exp"), cg_load(cg, dt, xi), M);
+		lane_open(cg, lane);
+		cg_line(cg, "const %s e = %s(%s - %s);", ct, mfn(ct, "exp"), cg_load(cg, dt, xi), M);
 		if (n->op == RL_OP_Softmax && same)
-			cg_line(cg, "    %s = e;", yi);
-		cg_line(cg, "    %s += e;", S);
-		cg_line(cg, "}");
+			cg_line(cg, "%s = e;", yi);
+		cg_line(cg, "%s += e;", S);
+		lane_close(cg, lane);
 		cg->indent--;
 		cg_line(cg, "}");
 		char e[256];
@@ -717,7 +736,7 @@ static enum rl_status emit_softmax(struct rl_cgen *cg, uint32_t node)
 			snprintf(e, sizeof(e), "%s - %s - %s", cg_load(cg, dt, xi), M, S);
 		}
 		cg_line(cg, "for (size_t d = 0; d < %lld; d++)", (long long)D);
-		cg_line(cg, "    %s%s = %s;", lane, yi, cg_store(cg, y->dtype, e));
+		cg_line(cg, "    %s%s = %s;", lane, yi, cg_assign(cg, y->dtype, e));
 	}
 	if (tiled) {
 		cg->indent--;
@@ -802,7 +821,7 @@ static enum rl_status emit_mvn(struct rl_cgen *cg, uint32_t node)
 			cg_line(cg, "acc[2 * k] += v;");
 			cg_line(cg, "acc[2 * k + 1] += v * v;");
 		} else {
-			cg_line(cg, "Y0[f] = %s;", cg_store(cg, y->dtype,
+			cg_line(cg, "Y0[f] = %s;", cg_assign(cg, y->dtype,
 			        "(v - acc[2 * k]) / acc[2 * k + 1]"));
 		}
 		cg->indent -= r + 1;

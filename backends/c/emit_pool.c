@@ -262,7 +262,7 @@ static void emit_max_sep(struct rl_cgen *cg, const char *T, const struct pool_wi
 		}
 		cg_line(cg, "const long long iw0 = (long long)(ow * %lld) - %lld;", (long long)SW,
 		        (long long)PL);
-		cg_line(cg, "%s m = 0;", T);
+		cg_line(cg, "%s m = %s;", T, cg_zero(T));
 		cg_line(cg, "int any = 0;");
 		cg_line(cg, "for (long long kw = 0; kw < %lld; kw++) {", (long long)KW);
 		cg_line(cg, "    const long long iw = iw0 + kw * %lld;", (long long)DW);
@@ -730,10 +730,10 @@ static enum rl_status emit_rows(struct rl_cgen *cg, uint32_t node, const struct 
 		cg_line(cg, "const long long iw0 = (long long)(ow * %lld) - %lld;", (long long)w.s[1],
 		        (long long)w.pb[1]);
 		if (is_max) {
-			cg_line(cg, "%s m = 0;", T);
+			cg_line(cg, "%s m = %s;", T, cg_zero(T));
 			cg_line(cg, "int any = 0;");
 		} else {
-			cg_line(cg, "%s s = 0;", T);
+			cg_line(cg, "%s s = %s;", T, cg_zero(T));
 			cg_line(cg, "long long nw = 0;");
 			cg_line(cg, "for (long long kw = 0; kw < %lld; kw++) {", (long long)KW);
 			cg_line(cg, "    const long long iw = iw0 + kw * %lld;", (long long)w.d[1]);
@@ -838,7 +838,7 @@ static enum rl_status emit_window(struct rl_cgen *cg, uint32_t node)
 		cg_line(cg, "%s m = %s;", acc, lowest(dt));
 		cg_line(cg, "long long at = -1;");
 	} else {
-		cg_line(cg, "%s s = 0;", acc);
+		cg_line(cg, "%s s = %s;", acc, cg_zero(acc));
 		cg_line(cg, "int cnt = 0;");
 	}
 	for (int i = 0; i < nsp; i++) {
@@ -894,23 +894,23 @@ static enum rl_status emit_window(struct rl_cgen *cg, uint32_t node)
 	flat_expr(e, sizeof(e), "o", nsp, w.out, false);
 	cg_line(cg, "const size_t oi = nc * %lld + %s;", (long long)os, e);
 	if (is_max) {
-		cg_line(cg, "Y0[oi] = %s;", cg_store(cg, dt, "at < 0 ? 0 : m"));
+		cg_line(cg, "Y0[oi] = %s;", cg_assign(cg, dt, "at < 0 ? 0 : m"));
 		if (I)
 			cg_line(cg, "Y1[oi] = at < 0 ? -1 : (int64_t)(nc * %lld) + at;", (long long)is);
 	} else if (is_lp) {
 		cg_line(cg, "(void)cnt;");
 		if (p == 1)
-			cg_line(cg, "Y0[oi] = %s;", cg_store(cg, dt, "s"));
+			cg_line(cg, "Y0[oi] = %s;", cg_assign(cg, dt, "s"));
 		else if (p == 2)
-			cg_line(cg, "Y0[oi] = %s;", cg_store(cg, dt, dt == RL_DT_DOUBLE ? "sqrt(s)" : "sqrtf(s)"));
+			cg_line(cg, "Y0[oi] = %s;", cg_assign(cg, dt, dt == RL_DT_DOUBLE ? "sqrt(s)" : "sqrtf(s)"));
 		else {
 			char r[200];
 			snprintf(r, sizeof(r), "pow%s(s, %s)", fs,
 			         cg_lit(dt == RL_DT_DOUBLE ? RL_DT_DOUBLE : RL_DT_FLOAT, 1.0 / (double)p));
-			cg_line(cg, "Y0[oi] = %s;", cg_store(cg, dt, r));
+			cg_line(cg, "Y0[oi] = %s;", cg_assign(cg, dt, r));
 		}
 	} else {
-		cg_line(cg, "Y0[oi] = %s;", cg_store(cg, dt, "cnt ? s / cnt : 0"));
+		cg_line(cg, "Y0[oi] = %s;", cg_assign(cg, dt, "cnt ? s / cnt : 0"));
 	}
 	for (int i = 0; i < nsp; i++) {
 		cg->indent--;
@@ -948,7 +948,7 @@ static enum rl_status emit_global(struct rl_cgen *cg, uint32_t node)
 		cg_line(cg, "    const %s v = %s;", acc, cg_load(cg, dt, "xc[q]"));
 		cg_line(cg, "    m = q == 0 || v > m ? v : m;");
 		cg_line(cg, "}");
-		cg_line(cg, "Y0[nc] = %s;", cg_store(cg, dt, "m"));
+		cg_line(cg, "Y0[nc] = %s;", cg_assign(cg, dt, "m"));
 	} else {
 		int64_t q8 = is / 8 * 8;
 		char r[100];
@@ -963,7 +963,7 @@ static enum rl_status emit_global(struct rl_cgen *cg, uint32_t node)
 			        acc);
 		} else {
 			q8 = 0;
-			cg_line(cg, "%s s = 0;", acc);
+			cg_line(cg, "%s s = %s;", acc, cg_zero(acc));
 		}
 		if (is > q8) {
 			cg_line(cg, "for (size_t q = %lld; q < %lld; q++)", (long long)q8, (long long)is);
@@ -971,7 +971,7 @@ static enum rl_status emit_global(struct rl_cgen *cg, uint32_t node)
 		}
 		snprintf(r, sizeof(r), "s / %s", cg_lit(dt == RL_DT_DOUBLE ? RL_DT_DOUBLE : RL_DT_FLOAT,
 		                                        (double)(is ? is : 1)));
-		cg_line(cg, "Y0[nc] = %s;", cg_store(cg, dt, r));
+		cg_line(cg, "Y0[nc] = %s;", cg_assign(cg, dt, r));
 	}
 	cg->indent--;
 	cg_line(cg, "}");

@@ -106,7 +106,7 @@ static const char qgemm_rt[] =
 	"#ifdef RL_VEC\n"
 	"    int64_t U = (K + u - 1) / u, G = (U + 15) / 16;\n"
 	"    struct rl_qxh *h = (struct rl_qxh *)p;\n"
-	"    float amax = 0;\n"
+	"    float amax = 0.0f;\n"
 	"    int finite = 1;\n"
 	"    for (int64_t k = 0; k < K; k++) {\n"
 	"        float a = fabsf(x[k]);\n"
@@ -115,7 +115,7 @@ static const char qgemm_rt[] =
 	"    }\n"
 	"    h->mode = rl_q_vnni && finite;\n"
 	"    if (h->mode) {\n"
-	"        float inv = amax > 0 ? 32767.0f / amax : 0;\n"
+	"        float inv = amax > 0.0f ? 32767.0f / amax : 0.0f;\n"
 	"        unsigned char *xb = p + 64;\n"
 	"        int32_t *xs = (int32_t *)(xb + G * 32 * u), *hs = xs + 16 * G;\n"
 	"        h->sx = amax / 32767.0f;\n"
@@ -125,7 +125,7 @@ static const char qgemm_rt[] =
 	"            int32_t sum = 0, hsum = 0;\n"
 	"            for (int64_t j = 0; j < end; j++) {\n"
 	"                float v = x[un * u + j] * inv;\n"
-	"                int32_t q = v >= 0 ? (int32_t)(v + 0.5f) : -(int32_t)(0.5f - v);\n"
+	"                int32_t q = v >= 0.0f ? (int32_t)(v + 0.5f) : -(int32_t)(0.5f - v);\n"
 	"                q = q > 32767 ? 32767 : q < -32767 ? -32767 : q;\n"
 	"                int32_t lo = q & 255, hi = (q - lo) / 256;\n"
 	"                unsigned char *at = xb + (g * (u / 4) + j / 4) * 128 + 4 * i + j % 4;\n"
@@ -195,10 +195,10 @@ static const char qgemm_rt_tail[] =
 	"            a2 += *(const rl_vfu *)(xr + 32) * __builtin_convertvector((rl_vi)(v << 8) >> 24, rl_vf);\n"
 	"            a3 += *(const rl_vfu *)(xr + 48) * __builtin_convertvector((rl_vi)v >> 24, rl_vf);\n"
 	"        }\n"
-	"        rl_q_lanes(&sv, &zv, s, hs, NULL, 0, nb, g, L);\n"
+	"        rl_q_lanes(&sv, &zv, s, hs, NULL, 0.0f, nb, g, L);\n"
 	"        acc += (a0 + a1 + (a2 + a3)) * sv;\n"
 	"    }\n"
-	"    float y = 0;\n"
+	"    float y = 0.0f;\n"
 	"    for (int i = 0; i < RL_VW; i++)\n"
 	"        y += acc[i];\n"
 	"    return y;\n"
@@ -226,7 +226,7 @@ static const char qgemm_rt_tail[] =
 	"        }\n"
 	"        acc += (a0 + a1 + (a2 + a3)) * sv;\n"
 	"    }\n"
-	"    float y = 0;\n"
+	"    float y = 0.0f;\n"
 	"    for (int i = 0; i < RL_VW; i++)\n"
 	"        y += acc[i];\n"
 	"    return y;\n"
@@ -237,11 +237,11 @@ static const char qgemm_rt_tail[] =
 	"                         const uint8_t *q, const void *s, int hs, const uint8_t *z)\n"
 	"{\n"
 	"    int64_t U = (K + u - 1) / u;\n"
-	"    float y = 0;\n"
+	"    float y = 0.0f;\n"
 	"    for (int64_t un = 0; un < U; un++) {\n"
 	"        int64_t g = un / 16, i = un % 16, L = U - 16 * g < 16 ? U - 16 * g : 16;\n"
 	"        const uint8_t *base = q + g * 16 * u * bits / 8;\n"
-	"        float zz = bits == 8 ? 0.0f : z ? (float)z[nb > 1 ? un : 0] : 8.0f, t = 0;\n"
+	"        float zz = bits == 8 ? 0.0f : z ? (float)z[nb > 1 ? un : 0] : 8.0f, t = 0.0f;\n"
 	"        for (int64_t j = 0; j < u && un * u + j < K; j++) {\n"
 	"            float c = bits == 8 ? (float)(int8_t)base[j / 4 * 4 * L + 4 * i + j % 4]\n"
 	"                                : (float)((base[j / 8 * 4 * L + 4 * i + j % 4] >> (j % 8 / 4 * 4)) & 15);\n"
@@ -290,6 +290,7 @@ static const char qgemm_rt_tail[] =
  * per group. */
 static void gen_vnni(struct rl_buf *b, int bits, int nc)
 {
+	char ab[64];
 	rl_buf_printf(b, "RL_QVNNI_FN void rl_q%d_vnni%d(int64_t K, int64_t u, int64_t nb, "
 	              "const unsigned char *p,\n    const uint8_t *q, int64_t qs, const void *sv, "
 	              "int half, const uint8_t *z, float *y)\n{\n", bits, nc);
@@ -297,16 +298,16 @@ static void gen_vnni(struct rl_buf *b, int bits, int nc)
 	              "    const uint16_t *sh = (const uint16_t *)sv;\n");
 	rl_buf_printf(b, "    int64_t U = (K + u - 1) / u, G = (U + 15) / 16, steps = u / %d;\n",
 	              bits == 8 ? 4 : 8);
+	/* hs (the high bytes' sums) only for int8, z (zero points) only for int4 */
 	rl_buf_printf(b, "    const unsigned char *xb = p + 64;\n"
-	              "    const int32_t *xs = (const int32_t *)(xb + G * 32 * u), *hs = xs + 16 * G;\n"
-	              "    const __m512i cst = _mm512_set1_epi8(%s);\n", bits == 8 ? "(char)0x80" : "15");
+	              "    const int32_t *xs = (const int32_t *)(xb + G * 32 * u)%s;\n"
+	              "    const __m512i cst = _mm512_set1_epi8(%s);\n",
+	              bits == 8 ? ", *hs = xs + 16 * G" : "", bits == 8 ? "(char)0x80" : "15");
 	if (bits == 8)
 		rl_buf_printf(b, "    (void)z;\n");
-	else
-		rl_buf_printf(b, "    (void)hs;\n");
 	for (int c = 0; c < nc; c++)
 		rl_buf_printf(b, "    __m512 f%d = _mm512_setzero_ps();\n"
-		              "    const uint8_t *q%d = q + %d * qs;\n", c, c, c);
+		              "    const uint8_t *q%d = %s;\n", c, c, cg_addr(ab, sizeof(ab), "q", c, "qs", NULL, 0));
 	rl_buf_printf(b, "    for (int64_t g = 0; g < G; g++) {\n"
 	              "        int64_t L = U - 16 * g < 16 ? U - 16 * g : 16;\n"
 	              "        __mmask16 m = (__mmask16)((1u << L) - 1);\n"
@@ -354,15 +355,23 @@ static void gen_vnni(struct rl_buf *b, int bits, int nc)
 			              "_mm512_sub_epi32(h%d, hc), 8), l%d);\n", c, c, c);
 		else
 			rl_buf_printf(b, "        __m512i z%d = z ? _mm512_mullo_epi32(_mm512_cvtepu8_epi32("
-			              "_mm_maskz_loadu_epi8(m, z + %d * nb + 16 * g)), xsv) : x8;\n"
+			              "_mm_maskz_loadu_epi8(m, %s)), xsv) : x8;\n"
 			              "        __m512i d%d = _mm512_sub_epi32(_mm512_add_epi32(_mm512_slli_epi32(h%d, 8), l%d), z%d);\n",
-			              c, c, c, c, c, c);
-		/* float16 scales: 16 of them widened by one vcvtph2ps per group */
-		rl_buf_printf(b, "        __m512 s%d = nb == 1 ? _mm512_set1_ps(rl_q_sc(sv, half, %d * nb))\n"
-		              "                   : half ? _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, sh + %d * nb + 16 * g))\n"
-		              "                   : _mm512_maskz_loadu_ps(m, s + %d * nb + 16 * g);\n"
+			              c, cg_addr(ab, sizeof(ab), "z", c, "nb", "16 * g", 0), c, c, c, c);
+		/* float16 scales: 16 of them widened by one vcvtph2ps per group;
+		 * channel c's scales start at c * nb (cg_addr: no 0 * nb, 1 * nb) */
+		char a0[32], a1[64], a2[64];
+		if (c == 1)
+			snprintf(a0, sizeof(a0), "nb");
+		else
+			snprintf(a0, sizeof(a0), "%d * nb", c);
+		rl_buf_printf(b, "        __m512 s%d = nb == 1 ? _mm512_set1_ps(rl_q_sc(sv, half, %s))\n"
+		              "                   : half ? _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, %s))\n"
+		              "                   : _mm512_maskz_loadu_ps(m, %s);\n"
 		              "        f%d = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d%d), s%d, f%d);\n",
-		              c, c, c, c, c, c, c, c);
+		              c, c == 0 ? "0" : a0,
+		              cg_addr(a1, sizeof(a1), "sh", c, "nb", "16 * g", 0),
+		              cg_addr(a2, sizeof(a2), "s", c, "nb", "16 * g", 0), c, c, c, c);
 	}
 	rl_buf_printf(b, "    }\n    float sx = ((const struct rl_qxh *)p)->sx;\n");
 	for (int c = 0; c < nc; c++)
@@ -413,10 +422,14 @@ enum rl_status rl_emit_c_qgemm(struct rl_cgen *cg, uint32_t node)
 	int64_t per = QCOLS * rowbytes * (M < 1 ? 1 : M);
 	cg->par_n = groups;
 	cg->par_grain = per >= 65536 ? 1 : (65536 + per - 1) / per;
-	/* the rows are prepared once, on the calling thread */
-	rl_buf_printf(&cg->pre, "    for (int64_t m = 0; m < %lld; m++)\n"
-	              "        rl_qx_prep(X0 + m * %lld, %lld, %lld, rl_qx + m * %lld);\n",
-	              (long long)M, (long long)K, (long long)K, (long long)u, (long long)prep);
+	/* the rows are prepared once, on the calling thread (this text is not
+	 * a kernel body, so cg_tidy does not see it: one row is no loop) */
+	if (M == 1)
+		rl_buf_printf(&cg->pre, "    rl_qx_prep(X0, %lld, %lld, rl_qx);\n", (long long)K, (long long)u);
+	else
+		rl_buf_printf(&cg->pre, "    for (int64_t m = 0; m < %lld; m++)\n"
+		              "        rl_qx_prep(X0 + m * %lld, %lld, %lld, rl_qx + m * %lld);\n",
+		              (long long)M, (long long)K, (long long)K, (long long)u, (long long)prep);
 	cg_line(cg, "/* %lld x %lld int%lld weight, %s, block %lld: %lld bytes of codes, %s scales */",
 	        (long long)K, (long long)N, (long long)bits,
 	        bits == 8 ? (nb == 1 ? "one scale per output channel" : "symmetric")

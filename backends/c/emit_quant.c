@@ -255,8 +255,8 @@ static enum rl_status emit_qdq(struct rl_cgen *cg, uint32_t node)
 		int depth = qdq_loops(cg, &l, ne);
 		char xs[64], xv[200], sv[200];
 		snprintf(xs, sizeof(xs), "X0[e]");
-		snprintf(xv, sizeof(xv), "(%s)%s", ct, cg_load(cg, X->dtype, xs));
-		snprintf(sv, sizeof(sv), "(%s)%s", ct, cg_load(cg, S->dtype, "X1[kq]"));
+		snprintf(xv, sizeof(xv), "%s", cg_load_as(cg, X->dtype, xs, ct));
+		snprintf(sv, sizeof(sv), "%s", cg_load_as(cg, S->dtype, "X1[kq]", ct));
 		bool half = prec == RL_DT_FLOAT16 || prec == RL_DT_BFLOAT16;
 		if (half && prec != X->dtype) {
 			/* the precision attribute casts both operands first */
@@ -294,13 +294,13 @@ static enum rl_status emit_qdq(struct rl_cgen *cg, uint32_t node)
 	int depth = qdq_loops(cg, &l, ne);
 	char d[600], t[1400];
 	qt->load(cg, qt, "X0[e]", zp, ct, d, sizeof(d));
-	snprintf(t, sizeof(t), "%s * (%s)%s", d, ct, cg_load(cg, S->dtype, "X1[kq]"));
-	if (Y->dtype == RL_DT_FLOAT || Y->dtype == RL_DT_DOUBLE)
-		cg_line(cg, "Y0[e] = (%s)(%s);", cg_ctype(Y->dtype), t);
+	snprintf(t, sizeof(t), "%s * %s", d, cg_load_as(cg, S->dtype, "X1[kq]", ct));
+	if (Y->dtype == RL_DT_FLOAT || Y->dtype == RL_DT_DOUBLE) /* the assignment converts */
+		cg_line(cg, "Y0[e] = %s;", t);
 	else {
 		char f[1500];
 		snprintf(f, sizeof(f), "(float)(%s)", t);
-		cg_line(cg, "Y0[e] = %s;", cg_store(cg, Y->dtype, f));
+		cg_line(cg, "Y0[e] = %s;", cg_assign(cg, Y->dtype, f));
 	}
 	cg_loops_close(cg, depth);
 	return RL_OK;

@@ -155,7 +155,7 @@ static const char *red_init(const struct red *r)
 	case RL_OP_ReduceMin:
 		return r->fl ? "INFINITY" : int_max(r->dt);
 	default:
-		return "0";
+		return cg_zero(r->acc); /* 0.0f for a float accumulator */
 	}
 }
 
@@ -445,7 +445,7 @@ static enum rl_status emit_reduce_runtime(struct rl_cgen *cg, uint32_t node, str
 		}
 	}
 	cg_line(cg, "for (size_t o = 0; o < %lld; o++)", (long long)nout);
-	cg_line(cg, "    Y0[o] = %s;", cg_store(cg, y->dtype, red_final(R, "acc[o]", "mx[o]")));
+	cg_line(cg, "    Y0[o] = %s;", cg_assign(cg, y->dtype, red_final(R, "acc[o]", "mx[o]")));
 	return RL_OK;
 }
 
@@ -558,7 +558,7 @@ static void emit_reduce_rows(struct rl_cgen *cg, const struct red *R, enum rl_dt
 	cg->indent--;
 	cg_line(cg, "}");
 	rl_buf_printf(&cg->body, "#endif\n");
-	cg_line(cg, "Y0[r] = %s;", cg_store(cg, ydt, red_final(R, "a", "a")));
+	cg_line(cg, "Y0[r] = %s;", cg_assign(cg, ydt, red_final(R, "a", "a")));
 	cg->indent--;
 	cg_line(cg, "}");
 }
@@ -643,7 +643,7 @@ static enum rl_status emit_reduce_op(struct rl_cgen *cg, uint32_t node)
 				red_step(cg, &R, "a", xe);
 			nest_close(cg, &ns, base);
 		}
-		cg_line(cg, "Y0[%s] = %s;", ns.y, cg_store(cg, y->dtype, red_final(&R, "a", "m")));
+		cg_line(cg, "Y0[%s] = %s;", ns.y, cg_assign(cg, y->dtype, red_final(&R, "a", "m")));
 		nest_close(cg, &ns, 0);
 	} else {
 		/* outer kept groups, then tiles of the last kept group */
@@ -700,7 +700,7 @@ static enum rl_status emit_reduce_op(struct rl_cgen *cg, uint32_t node)
 		char ye[96];
 		snprintf(ye, sizeof(ye), "%s%s + t", ns.y, c);
 		cg_line(cg, "for (size_t t = 0; t < %s; t++) Y0[%s] = %s;", w, ye,
-		        cg_store(cg, y->dtype, red_final(&R, "a[t]", "m[t]")));
+		        cg_assign(cg, y->dtype, red_final(&R, "a[t]", "m[t]")));
 		if (tiled) {
 			cg->indent--;
 			cg_line(cg, "}");

@@ -340,7 +340,7 @@ static enum rl_status emit_rnn(struct rl_cgen *cg, uint32_t node)
 	if (has_h0)
 		cg_line(cg, "        h[b * %lld + j] = X5[%s];", (long long)H, hs);
 	else
-		cg_line(cg, "        h[b * %lld + j] = 0;", (long long)H);
+		cg_line(cg, "        h[b * %lld + j] = %s;", (long long)H, cg_zero(T));
 	if (lstm && has_c0)
 		cg_line(cg, "        c[b * %lld + j] = X6[%s];", (long long)H, hs);
 	else if (lstm)
@@ -527,7 +527,7 @@ static enum rl_status emit_dft(struct rl_cgen *cg, uint32_t node)
 	cg_line(cg, "%s *restrict yl = Y0 + (o * (size_t)ny * inner + i) * %lld;", T, (long long)cy);
 	cg_line(cg, "for (int64_t k = 0; k < ny; k++) {");
 	cg->indent++;
-	cg_line(cg, inv && one ? "double re = 0;" : "double re = 0, im = 0;");
+	cg_line(cg, inv && one ? "double re = 0.0;" : "double re = 0.0, im = 0.0;");
 	if (inv && one) {
 		/* irfft: X_k for k <= L/2 stands for itself and for X_{L-k}
 		 * conjugated, so a term counts twice except k = 0 and L/2 */
@@ -611,7 +611,7 @@ static enum rl_status emit_stft(struct rl_cgen *cg, uint32_t node)
 	cg->indent += 3;
 	cg_line(cg, "const %s *restrict xf = X0 + (b * %lld + f * (size_t)step) * %lld;", T,
 	        (long long)N, (long long)cx);
-	cg_line(cg, "double re = 0, im = 0;");
+	cg_line(cg, "double re = 0.0, im = 0.0;");
 	cg_line(cg, "for (int64_t t = 0; t < L; t++) {");
 	cg->indent++;
 	cg_line(cg, "const double ang = w * (double)((t * k) %% L);");
@@ -848,7 +848,7 @@ static enum rl_status emit_binarizer(struct rl_cgen *cg, uint32_t node)
 	dlit(th, sizeof(th), rl_node_attr_float(nd, "threshold", 0.0));
 	cg_line(cg, "for (size_t i = 0; i < %lld; i++)", (long long)numel(x));
 	cg_line(cg, "    Y0[i] = %s > %s ? %s : %s;", cg_load(cg, x->dtype, "X0[i]"), th,
-	        cg_store(cg, x->dtype, cg_lit(x->dtype, 1)), cg_store(cg, x->dtype, cg_lit(x->dtype, 0)));
+	        cg_assign(cg, x->dtype, cg_lit(x->dtype, 1)), cg_assign(cg, x->dtype, cg_lit(x->dtype, 0)));
 	return RL_OK;
 }
 
@@ -864,7 +864,7 @@ static enum rl_status emit_afe(struct rl_cgen *cg, uint32_t node)
 	cg_line(cg, "        if (q < 0)");
 	cg_line(cg, "            q += %lld;", (long long)N);
 	cg_line(cg, "        Y0[o * %lld + j] = q >= 0 && q < %lld ? X0[o * %lld + (size_t)q] : %s;",
-	        (long long)k, (long long)N, (long long)N, cg_store(cg, x->dtype, cg_lit(x->dtype, 0)));
+	        (long long)k, (long long)N, (long long)N, cg_assign(cg, x->dtype, cg_lit(x->dtype, 0)));
 	cg_line(cg, "    }");
 	return RL_OK;
 }

@@ -760,7 +760,7 @@ static enum rl_status emit_depth_space(struct rl_cgen *cg, uint32_t node, bool t
 static const char *storage_lit(struct rl_cgen *cg, enum rl_dtype dt, uint32_t v)
 {
 	if (rl_dtype_is_float(dt))
-		return cg_store(cg, dt, cg_lit(dt, rl_value_get_float(cg->g, v, 0)));
+		return cg_assign(cg, dt, cg_lit(dt, rl_value_get_float(cg->g, v, 0))); /* no cast of a float literal */
 	if (dt == RL_DT_UINT64)
 		return cg_lit(dt, (double)(uint64_t)rl_value_get_int(cg->g, v, 0));
 	static char b[64];
@@ -934,7 +934,7 @@ static enum rl_status emit_pad(struct rl_cgen *cg, uint32_t node)
 			return cg_error(cg, node, "Pad needs a 'pads' attribute");
 		memcpy(raw, p, (size_t)npad * sizeof(*p));
 		double v = rl_node_attr_float(nd, "value", 0.0);
-		snprintf(cv, sizeof(cv), "%s", cg_store(cg, x->dtype, cg_lit(x->dtype, v)));
+		snprintf(cv, sizeof(cv), "%s", cg_assign(cg, x->dtype, cg_lit(x->dtype, v)));
 	} else {
 		uint32_t vc = rl_node_in(nd, 2);
 		if (vc == RL_NONE || numel(&cg->g->values[vc]) == 0)

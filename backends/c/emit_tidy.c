@@ -738,6 +738,78 @@ static void drop_dead_locals(struct line *L, int nl)
 	}
 }
 
+/* The next live line after `at` that is not a preprocessor line, or nl. */
+static int next_stmt(struct line *L, int nl, int at)
+{
+	for (int i = at + 1; i < nl; i++)
+		if (!L[i].dead && !is_pp(L[i].s))
+			return i;
+	return nl;
+}
+
+/* A block whose only statement is another block (`for (...) { { ... } }`,
+ * `{ {` where two unit loops stood, or an emitter's block written inside a
+ * loop of its own) loses the inner braces: the inner block's scope is the
+ * outer one's, so every name means the same. A comment on the inner `{` line
+ * stays, as a line of its own. */
+static void merge_nested_blocks(struct line *L, int nl)
+{
+	for (int i = 0; i < nl; i++) {
+		if (L[i].dead || is_pp(L[i].s) || brace_delta(L[i].s) != 1)
+			continue;
+		size_t n = strlen(L[i].s);
+		while (n && L[i].s[n - 1] == ' ')
+			n--;
+		if (!n || L[i].s[n - 1] != '{')
+			continue;
+		size_t p = n - 1; /* an initializer's brace follows = , or ( */
+		while (p && L[i].s[p - 1] == ' ')
+			p--;
+		if (p && strchr("=,(", L[i].s[p - 1]))
+			continue;
+		int j = next_stmt(L, nl, i);
+		if (j == nl)
+			continue;
+		const char *t = L[j].s;
+		while (*t == ' ')
+			t++;
+		const char *after = t + 1;
+		while (*after == ' ')
+			after++;
+		if (t[0] != '{' || (*after && strncmp(after, "/*", 2) != 0) || brace_delta(t) != 1)
+			continue;
+		int cj = scope_end(L, nl, j);
+		if (cj == nl)
+			continue;
+		const char *c = L[cj].s;
+		while (*c == ' ')
+			c++;
+		if (strcmp(c, "}") != 0)
+			continue;
+		int ci = next_stmt(L, nl, cj);
+		if (ci == nl)
+			continue;
+		c = L[ci].s;
+		while (*c == ' ')
+			c++;
+		if (c[0] != '}' || scope_end(L, nl, i) != ci)
+			continue;
+		if (*after) { /* keep the comment, one level out */
+			size_t ind = (size_t)(t - L[j].s);
+			memmove(L[j].s + ind, after, strlen(after) + 1);
+			if (ind >= 4)
+				memmove(L[j].s, L[j].s + 4, strlen(L[j].s + 4) + 1);
+		} else {
+			L[j].dead = true;
+		}
+		L[cj].dead = true;
+		for (int k = j + 1; k < cj; k++)
+			if (!L[k].dead && strncmp(L[k].s, "    ", 4) == 0)
+				memmove(L[k].s, L[k].s + 4, strlen(L[k].s + 4) + 1);
+		i--; /* the merged block may hold another lone block */
+	}
+}
+
 /* integer locals: names declared with an integer type anywhere in the body */
 static void collect_ints(struct line *L, int nl, struct names *nm)
 {
@@ -927,6 +999,7 @@ void cg_tidy(struct rl_buf *b)
 		}
 	}
 	drop_dead_locals(L, nl);
+	merge_nested_blocks(L, nl);
 	/* write back */
 	b->len = 0;
 	b->s[0] = 0;

@@ -4,9 +4,11 @@
 Generates C for the example models (examples/*.onnx) and a deterministic
 sample of the onnx node-test models (one model per distinct set of operator
 types, sorted by test name, every --stride'th of those), each at -O2, -O0
-and -O2 --static, and reads every function the emitter writes per model
-(kernels, their _range/_task wrappers, init/run; not the shared runtime
-prelude, whose functions are named rl_*). A finding is, per function:
+and -O2 --static (the examples also at -O2 with --quantize int8 and int4,
+where the rl_q* runtime appears), and reads every function the file
+defines: kernels, their _range/_task wrappers, init/run and the shared
+runtime prelude (rl_*: thread pool, vector math, GEMM and conv micro-kernels,
+quantized products, low-precision helpers). A finding is, per function:
 
   void-used    `(void)NAME;` while NAME is used in its block anyway
                (in every preprocessor variant: the #if branches and the
@@ -23,7 +25,15 @@ prelude, whose functions are named rl_*). A finding is, per function:
   int-cast     `(float)(0)`, `(double)1`, ...: an integer literal cast to a
                floating type where a float literal (0.0f) says it;
   dead-local   `(void)NAME;` for a local that nothing but its declaration
-               names (the declaration is a dead line).
+               names (the declaration is a dead line);
+  float-cast   `(float)(ev1)`, `(float)c[j]`, `(float)(s / 256.0f)`: a cast to
+               float (double) of an operand that is one already (names and
+               array elements of that type by the function's declarations,
+               literals, + - * /);
+  int-float    `row[q] = 0;`, `float d = 0;`: an integer literal assigned to
+               a float or double (0.0f says it);
+  nested-block `for (...) { { ... } }`, `{ {`: a block whose only statement
+               is another block.
 
 Comments and string literals are ignored. Each finding is printed as
 `model[mode]:function:line: pattern: text`, then a count per pattern; the
@@ -47,6 +57,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import rltest  # noqa: E402
 
 MODES = {"O2": ["-O2"], "O0": ["-O0"], "static": ["-O2", "--static"]}
+# the examples also with quantized weights: the rl_q* runtime (int8 and int4
+# blocks, the VNNI and portable paths) appears only there
+QUANT_MODES = {"int8": ["-O2", "--quantize", "int8"], "int4": ["-O2", "--quantize", "int4"]}
+ALL_MODES = {**MODES, **QUANT_MODES}
 
 # ---- C source cutting ------------------------------------------------------
 
@@ -99,25 +113,31 @@ def drop_attributes(s):
 
 
 def functions(text):
-    """(name, first body line number, body lines) of each function defined
-    at file scope: a header line at column 0 followed by a line `{`, the body
-    ending at the next line `}` at column 0."""
+    """(name, first body line number, body lines, header text) of each
+    function defined at file scope: a header at column 0 (one line, or a few
+    when its parameters wrap) followed by a line `{`, the body ending at the
+    next line `}` at column 0."""
     lines = text.split("\n")
     res = []
     i = 0
     while i + 1 < len(lines):
         head = lines[i]
-        if (lines[i + 1] == "{" and head and head[0] not in " \t#{}" and "(" in head
-                and not head.rstrip().endswith(";") and "=" not in head.split("(")[0]):
-            m = re.search(r"(\w+)\s*\(", drop_attributes(head))
-            j = i + 2
-            while j < len(lines) and lines[j] != "}":
-                j += 1
-            if m:
-                res.append((m.group(1), i + 3, lines[i + 2:j]))
-            i = j + 1
-        else:
-            i += 1
+        if head and head[0] not in " \t#{}" and "(" in head and "=" not in head.split("(")[0]:
+            e = i  # the header's last line: up to 4 continuation lines
+            while (e < len(lines) and e - i < 5 and lines[e] != "{" and not lines[e].rstrip().endswith(";")
+                   and (e == i or lines[e][:1] in " \t")):
+                e += 1
+            if e < len(lines) and e > i and lines[e] == "{":
+                header = " ".join(ln.strip() for ln in lines[i:e])
+                m = re.search(r"(\w+)\s*\(", drop_attributes(header))
+                j = e + 1
+                while j < len(lines) and lines[j] != "}":
+                    j += 1
+                if m:
+                    res.append((m.group(1), e + 2, lines[e + 1:j], header))
+                i = j + 1
+                continue
+        i += 1
     return res
 
 
@@ -181,9 +201,209 @@ def loop_jumps(body, k):
     return False
 
 
-def check_function(name, first, body):
-    """Findings (line number, pattern, text) in one function."""
+# ---- the floating-point residue: types of names, casts, literals, blocks ----
+
+TYPE_WORDS = {"const", "static", "register", "volatile", "restrict", "unsigned", "signed", "struct"}
+
+
+def split_top(s, sep=","):
+    """s split at the separators outside (), [] and {}."""
+    out, depth, cur = [], 0, []
+    for c in s:
+        depth += c in "([{"
+        depth -= c in ")]}"
+        if c == sep and depth == 0:
+            out.append("".join(cur))
+            cur = []
+        else:
+            cur.append(c)
+    out.append("".join(cur))
+    return out
+
+
+def declarators(decl):
+    """(type word, [(name, stars or brackets?, initializer or None)]) of one
+    declaration `const float a = 1.0f, *b, c[4]`, or None if it is none."""
+    m = re.match(r"\s*((?:(?:const|static|register|volatile|unsigned|signed)\s+)*)([A-Za-z_]\w*)\b(.*)$", decl, re.S)
+    if not m or m.group(2) in TYPE_WORDS or m.group(2) in ("return", "goto", "case", "else", "do", "sizeof"):
+        return None
+    res = []
+    for d in split_top(m.group(3)):
+        dm = re.match(r"\s*((?:\*\s*(?:const\s+|restrict\s+)*)*)([A-Za-z_]\w*)\s*((?:\[[^\]]*\]\s*)*)(?:=\s*(.*?))?\s*$", d, re.S)
+        if not dm:
+            return None
+        res.append((dm.group(2), bool(dm.group(1) or dm.group(3)), dm.group(4)))
+    return m.group(2), res
+
+
+def statement_tail(piece):
+    """The last statement's text in piece (a line cut at `;`): after the
+    last block brace, an initializer's braces (`= {0}`) kept."""
+    start, init = 0, 0
+    for i, c in enumerate(piece):
+        if c == "{":
+            prev = piece[:i].rstrip()[-1:]
+            if init or prev in ("=", ","):
+                init += 1
+            else:
+                start = i + 1
+        elif c == "}":
+            if init:
+                init -= 1
+            else:
+                start = i + 1
+    return piece[start:]
+
+
+def float_names(header, body):
+    """Names of the function's float scalars ({name: 'float'|'double'}) and of
+    its pointers to and arrays of them ({name: type}); a name declared with
+    two types anywhere in the function is in neither (its sibling blocks
+    disagree)."""
+    kinds = collections.defaultdict(set)  # name -> {(type, indirect)}
+    params = header[header.find("(") + 1:header.rfind(")")] if "(" in header else ""
+    stmts = split_top(params) + [statement_tail(t) for ln in body if not ln.strip().startswith("#")
+                                 for t in ln.split(";")]
+    for st in stmts:
+        st = re.sub(r"^\s*for\s*\(", "", st)
+        dc = declarators(st)
+        if not dc:
+            continue
+        typ, ds = dc
+        for name, ind, _init in ds:
+            kinds[name].add((typ, ind))
+    scal = {n: next(iter(k))[0] for n, k in kinds.items() if len(k) == 1 and next(iter(k)) in (("float", False), ("double", False))}
+    elem = {n: next(iter(k))[0] for n, k in kinds.items() if len(k) == 1 and next(iter(k)) in (("float", True), ("double", True))}
+    return scal, elem
+
+
+FLIT = re.compile(r"(?:\d+\.\d*|\.\d+|\d+(?=[eE]))(?:[eE][+-]?\d+)?[fF]?$")
+
+
+def floating_expr(e, typ, scal, elem):
+    """Whether e (a cast's operand) is already of type typ: names of that type,
+    elements of its arrays, literals of that type, + - * / and parentheses."""
+    e = e.strip()
+    i, n = 0, len(e)
+    seen = False
+    while i < n:
+        c = e[i]
+        if c.isspace() or c in "+-*/()":
+            i += 1
+            continue
+        m = re.match(r"[A-Za-z_]\w*", e[i:])
+        if m:
+            w = m.group(0)
+            j = i + len(w)
+            while j < n and e[j] == " ":
+                j += 1
+            if j < n and e[j] == "[":  # an element: skip its subscript
+                if elem.get(w) != typ:
+                    return False
+                depth = 0
+                while j < n:
+                    depth += e[j] == "["
+                    depth -= e[j] == "]"
+                    j += 1
+                    if depth == 0:
+                        break
+            elif scal.get(w) != typ:
+                return False
+            i, seen = j, True
+            continue
+        m = re.match(r"[\d.][\w.]*(?:[eE][+-]\d+[fF]?)?", e[i:])
+        if m:
+            lit = m.group(0)
+            if not FLIT.match(lit) or (typ == "float") != lit.lower().endswith("f"):
+                return False
+            i, seen = i + len(lit), True
+            continue
+        return False
+    return seen
+
+
+def float_residue(header, body, first):
+    """Findings (line, pattern, text):
+      float-cast  `(float)(ev1)`, `(float)(s / 256.0f)`: a cast to float (or
+                  double) of an operand of that type already;
+      int-float   `row[q] = 0;`, `float d = 0;`: an integer literal assigned
+                  to a float (a float literal, 0.0f, says it);
+      nested-block  `{ {`: a block whose only statement is another block
+                  (where two unit loops stood)."""
     found = []
+    scal, elem = float_names(header, body)
+    for k, ln in enumerate(body):
+        if ln.strip().startswith("#"):
+            continue
+        for m in re.finditer(r"\((float|double)\)\s*", ln):
+            rest = ln[m.end():]
+            if rest.startswith("("):
+                depth = 0
+                for e, c in enumerate(rest):
+                    depth += c == "("
+                    depth -= c == ")"
+                    if depth == 0:
+                        break
+                operand = rest[1:e]
+            else:
+                om = re.match(r"[A-Za-z_]\w*(?:\s*\[[^\]]*\])?", rest)
+                operand = om.group(0) if om else ""
+            if operand and floating_expr(operand, m.group(1), scal, elem):
+                found.append((first + k, "float-cast", ln.strip()))
+                break
+        intlit = r"-?(?:0[xX][0-9a-fA-F]+|\d+)[uUlL]*"
+        for m in re.finditer(r"(?<![\w.>])([A-Za-z_]\w*)\s*(\[[^\]=]*\])?\s*=\s*(" + intlit + r")\s*(?=[;,)])", ln):
+            name, sub = m.group(1), m.group(2)
+            if (sub and name in elem) or (not sub and name in scal):
+                found.append((first + k, "int-float", ln.strip()))
+                break
+    # nested-block: scan the body's braces, telling blocks from initializers
+    text = "\n".join("" if ln.strip().startswith("#") else ln for ln in body)
+    line_of = [0] * (len(text) + 1)
+    ln_no = 0
+    for i, c in enumerate(text):
+        line_of[i] = ln_no
+        ln_no += c == "\n"
+    stack = []  # (position, is a block)
+    blocks = {}  # position of a block's { -> position of its }
+    for i, c in enumerate(text):
+        if c == "{":
+            j = i - 1
+            while j >= 0 and text[j].isspace():
+                j -= 1
+            prev = text[j] if j >= 0 else ";"
+            block = (not stack or stack[-1][1]) and (
+                prev in ";{}" or re.search(r"\b(else|do)$", text[:j + 1]) is not None)
+            if prev == ")" and (not stack or stack[-1][1]):
+                depth, p = 0, j
+                while p >= 0:
+                    depth += text[p] == ")"
+                    depth -= text[p] == "("
+                    if depth == 0:
+                        break
+                    p -= 1
+                block = re.search(r"\b(if|for|while|switch)\s*$", text[:p]) is not None
+            stack.append((i, block))
+        elif c == "}" and stack:
+            o, block = stack.pop()
+            if block:
+                blocks[o] = i
+    for o, cl in blocks.items():
+        a = o + 1
+        while a < cl and text[a].isspace():
+            a += 1
+        if a in blocks:
+            b = blocks[a] + 1
+            while b < cl and text[b].isspace():
+                b += 1
+            if b == cl:
+                found.append((first + line_of[o], "nested-block", body[line_of[o]].strip()))
+    return found
+
+
+def check_function(name, first, body, header=""):
+    """Findings (line number, pattern, text) in one function."""
+    found = float_residue(header, body, first)
     for k, ln in enumerate(body):
         for pat, rx in PATTERNS:
             if rx.search(ln) and not (pat == "loop-1" and loop_jumps(body, k)):
@@ -210,7 +430,7 @@ def check_function(name, first, body):
                 break
         name = m.group(1)
         word = re.compile(r"\b" + re.escape(name) + r"\b")
-        decl = re.compile(r"^\s*(?:const\s+)?[a-z_]\w*\s+(?:\*\s*)*(?:restrict\s+)?(?:[^;]*,\s*)?"
+        decl = re.compile(r"^\s*(?:const\s+)?[a-z_]\w*\s+(?:\*\s*)*(?:restrict\s+)?(?:[^;]*,\s*(?:\*\s*)*)?"
                           + re.escape(name) + r"\s*=[^=]")
         decls = [j for j in range(lo, hi + 1) if j != k and decl.match(body[j])]
         uses = [[j for j, t in v if lo <= j <= hi and j != k and j not in decls and word.search(t)] for v in vs]
@@ -224,12 +444,50 @@ def check_function(name, first, body):
 def check_source(text):
     """Findings (function, line, pattern, text) of one generated .c file."""
     res = []
-    for name, first, body in functions(strip_comments(text)):
-        if name.startswith("rl_"):
-            continue  # the shared runtime prelude
-        for line, pat, src in check_function(name, first, body):
+    for name, first, body, header in functions(strip_comments(text)):
+        for line, pat, src in check_function(name, first, body, header):
             res.append((name, line, pat, src))
     return res
+
+
+# one instance of every pattern, and lines that look alike but are none: the
+# checker must find exactly the former (run first, so a checker that finds
+# nothing cannot pass the test)
+SELF_CHECK = """\
+static void rl_probe(const float *restrict a, float *restrict y, int64_t n,
+                     double g)
+{
+    const size_t o = 0;
+    float s = 0, t[4] = {0}, u = 1.5f;
+    double h = 2;
+    for (size_t r = 0; r < 1; r++)
+        y[r * 1] = a[r + 0] + (float)(0);
+    for (int64_t i = 0; i < n; i++) {
+        {
+            y[i] = (float)(u * a[i]) + (float)(int8_t)a[i] + (float)g;
+        }
+    }
+    t[1] = 0;
+    t[2] = 0.0f;
+    s = (float)h;
+    (void)n;
+    int dead = 3;
+    (void)dead;
+    y[0] = s + u + t[0] + (float)o;
+}
+"""
+SELF_EXPECT = {"zero-index": 1, "loop-1": 1, "mul-one": 1, "add-zero": 1, "int-cast": 1,
+               "void-used": 1, "dead-local": 1, "float-cast": 1, "int-float": 3,
+               "nested-block": 1}
+
+
+def self_check():
+    """Whether check_source finds SELF_EXPECT in SELF_CHECK; prints what differs."""
+    got = collections.Counter(pat for _fn, _line, pat, _src in check_source(SELF_CHECK))
+    if got == collections.Counter(SELF_EXPECT):
+        return True
+    print(f"checker self-check: expected {dict(sorted(SELF_EXPECT.items()))}, found {dict(sorted(got.items()))}")
+    return False
 
 
 # ---- models ----------------------------------------------------------------
@@ -262,7 +520,7 @@ def generate(rlopt, model, mode, tmp):
     tag = re.sub(r"\W", "_", os.path.basename(os.path.dirname(model)) + "_" +
                  os.path.basename(model)) + "_" + mode
     out = os.path.join(tmp, tag + ".c")
-    r = subprocess.run([rlopt, model, "-o", out, "--batch", "1"] + MODES[mode],
+    r = subprocess.run([rlopt, model, "-o", out, "--batch", "1"] + ALL_MODES[mode],
                        capture_output=True, text=True, timeout=120)
     if r.returncode != 0 or not os.path.exists(out):
         return None, r.stderr.strip().splitlines()[-1:] if r.stderr else []
@@ -293,8 +551,11 @@ def main():
 
     tally = rltest.Tally()
     counts = collections.Counter()
+    tally.add("pass" if self_check() else "fail")
     with tempfile.TemporaryDirectory(prefix="rl_filler_") as tmp:
         jobs = [(name, path, mode) for name, path in models for mode in MODES]
+        jobs += [(name, path, mode) for name, path in models if os.path.dirname(path) ==
+                 os.path.join(args.source, "examples") for mode in QUANT_MODES]
         with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as ex:
             results = ex.map(lambda t: (t, generate(rlopt, t[1], t[2], tmp)), jobs)
             for (name, path, mode), (text, err) in results:
@@ -309,8 +570,9 @@ def main():
                     print(f"{label}:{fn}:{line}: {pat}: {src}")
                     counts[pat] += 1
                 tally.add("fail" if found else "pass")
-    print(f"{len(models)} models x {len(MODES)} modes; findings per pattern: " +
-          (", ".join(f"{p} {counts[p]}" for p, _ in PATTERNS + [("void-used", None), ("dead-local", None)] if counts[p]) or "none"))
+    names = [p for p, _ in PATTERNS] + ["void-used", "dead-local", "float-cast", "int-float", "nested-block"]
+    print(f"{len(models)} models x {len(MODES)} modes (+ examples x {len(QUANT_MODES)} quantized); "
+          "findings per pattern: " + (", ".join(f"{p} {counts[p]}" for p in names if counts[p]) or "none"))
     return tally.finish()
 
 
