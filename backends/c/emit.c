@@ -1637,7 +1637,8 @@ static enum rl_status emit_kernels(struct driver *d)
 		rl_buf_printf(&d->kernels, "%s}\n\n", d->cg.body.s ? d->cg.body.s : "");
 		if (par && d->cg.static_mode) {
 			/* no threads in static mode: the whole range in the caller */
-			rl_buf_printf(&d->kernels, "static void %s(%s)\n{\n    %s_range(", kname, ps, kname);
+			rl_buf_printf(&d->kernels, "static void %s(%s)\n{\n%s    %s_range(", kname, ps,
+			              d->cg.pre.len ? d->cg.pre.s : "", kname);
 			for (int q = 0; q < np; q++)
 				rl_buf_printf(&d->kernels, "%c%d, ", q >= nin ? 'Y' : 'X',
 				              q >= nin ? q - nin : q);

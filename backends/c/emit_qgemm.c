@@ -74,7 +74,6 @@ static const char qgemm_rt[] =
 	"    return hs ? rl_h2f(((const uint16_t *)s)[i]) : ((const float *)s)[i];\n"
 	"}\n"
 	"static unsigned char *rl_qx;   /* prepared activation rows of the running product */\n"
-	"static size_t rl_qx_cap;\n"
 	"/* a prepared row: mode 1: int16 codes (scale sx) split into low and high\n"
 	" * bytes, transposed like the weights, then per unit sum(q) and sum(hi);\n"
 	" * mode 0: floats, transposed */\n"
@@ -90,15 +89,6 @@ static const char qgemm_rt[] =
 	"    rl_q_vnni = __builtin_cpu_supports(\"avx512vnni\") && __builtin_cpu_supports(\"avx512bw\") &&\n"
 	"                __builtin_cpu_supports(\"avx512vl\");\n"
 	"#endif\n"
-	"}\n\n"
-	"static int rl_qx_reserve(size_t n)\n"
-	"{\n"
-	"    if (n <= rl_qx_cap)\n"
-	"        return 0;\n"
-	"    free(rl_qx);\n"
-	"    rl_qx = aligned_alloc(64, (n + 63) / 64 * 64);\n"
-	"    rl_qx_cap = rl_qx ? n : 0;\n"
-	"    return rl_qx ? 0 : -1;\n"
 	"}\n\n"
 	"/* x[0..K) into p (64 + G * (64 u + 128) bytes, G = groups of 16 units of u) */\n"
 	"static void rl_qx_prep(const float *x, int64_t K, int64_t u, unsigned char *p)\n"
@@ -379,7 +369,23 @@ static void gen_vnni(struct rl_buf *b, int bits, int nc)
 	rl_buf_printf(b, "}\n\n");
 }
 
-/* The helpers once per file; NAME_init finds the CPU's kernels. */
+/* The prepared rows' buffer, grown by NAME_init (not in static mode, where
+ * it is a region of the caller's workspace). */
+static const char qgemm_rt_reserve[] =
+	"static size_t rl_qx_cap;\n"
+	"static int rl_qx_reserve(size_t n)\n"
+	"{\n"
+	"    if (n <= rl_qx_cap)\n"
+	"        return 0;\n"
+	"    free(rl_qx);\n"
+	"    rl_qx = aligned_alloc(64, (n + 63) / 64 * 64);\n"
+	"    rl_qx_cap = rl_qx ? n : 0;\n"
+	"    return rl_qx ? 0 : -1;\n"
+	"}\n\n";
+
+/* The helpers once per file; NAME_init finds the CPU's kernels (static
+ * mode has no NAME_init: each product finds them before it runs, and takes
+ * its prepared rows from the workspace). */
 static void qgemm_runtime(struct rl_cgen *cg)
 {
 	static const char mark[] = "/* ---- quantized products";
@@ -394,6 +400,9 @@ static void qgemm_runtime(struct rl_cgen *cg)
 		for (int nc = 4; nc >= 1; nc -= 3)
 			gen_vnni(&cg->statics, bits, nc);
 	rl_buf_printf(&cg->statics, "#endif\n\n%s", qgemm_rt_tail);
+	if (cg->static_mode)
+		return;
+	rl_buf_printf(&cg->statics, "%s", qgemm_rt_reserve);
 	rl_buf_printf(&cg->init, "    rl_q_detect();\n");
 	rl_buf_printf(&cg->fini, "    free(rl_qx);\n    rl_qx = NULL;\n    rl_qx_cap = 0;\n");
 }
@@ -414,8 +423,19 @@ enum rl_status rl_emit_c_qgemm(struct rl_cgen *cg, uint32_t node)
 	bool zp = rl_node_in(n, 3) != RL_NONE, bias = rl_node_in(n, 4) != RL_NONE;
 	int hs = g->values[rl_node_in(n, 2)].dtype == RL_DT_FLOAT16;
 	qgemm_runtime(cg);
-	rl_buf_printf(&cg->init, "    if (rl_qx_reserve(%lld))\n        return -1;\n",
-	              (long long)(prep * (M < 1 ? 1 : M)));
+	int64_t xbytes = prep * (M < 1 ? 1 : M);
+	if (cg->static_mode) {
+		/* kernels run one at a time: the rows at this kernel's offset */
+		int64_t off = cg->scratch_base + cg->scratch_cur;
+		cg->scratch_cur += (xbytes + 63) / 64 * 64;
+		if (cg->scratch_cur > cg->scratch_max)
+			cg->scratch_max = cg->scratch_cur;
+		rl_buf_printf(&cg->pre, "    rl_q_detect();\n    rl_qx = %s + %lld; /* scratch, %lld bytes */\n",
+		              cg->ws_name, (long long)off, (long long)xbytes);
+	} else {
+		rl_buf_printf(&cg->init, "    if (rl_qx_reserve(%lld))\n        return -1;\n",
+		              (long long)xbytes);
+	}
 	cg->simd = 1;
 	int64_t groups = (N + QCOLS - 1) / QCOLS;
 	/* a task: at least 64 KiB of codes, or the rows' worth of work */
