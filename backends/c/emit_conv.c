@@ -74,7 +74,7 @@
  * (131k multiply-adds) took 4x longer split into 8 parts over 2 threads,
  * each part filling the band again, than on one.
  */
-#define CONV_PAR_MACS 262144.0
+#define CONV_PAR_MACS 65536.0
 
 /*
  * The shared part of every Conv kernel in band mode, written once per file
