@@ -67,12 +67,15 @@
  * the pool's hand-off (the job published, a spinning worker claiming it, the
  * caller waiting for the last chunk: a few microseconds on a loaded VM) and
  * the chunk's own set-up (band or padded-row fill, a scratch slot, the
- * weights fetched by the other core); 2^18 multiply-adds are about 5 us on
- * one AVX-512 core at the 50 GMAC/s these kernels reach, so a chunk
- * spends at most a fraction of its time on that. A layer below two such
- * chunks runs on the calling thread: ResNet-small's 1x1/2 16->32 on 32x32
- * (131k multiply-adds) took 4x longer split into 8 parts over 2 threads,
- * each part filling the band again, than on one.
+ * weights fetched by the other core, about 1 us in all on an idle host);
+ * 2^16 multiply-adds are about 1.3 us on one AVX-512 core at the 50 GMAC/s
+ * these kernels reach. A layer below two such chunks runs on the calling
+ * thread. ResNet-small's 1x1/2 16->32 on 32x32 (131k multiply-adds) took 4x
+ * longer split into 8 parts over 2 threads, each part filling the band
+ * again, than on one; at 2 parts it runs beside the other thread. 2^18
+ * (h/conv3's first choice, measured on a loaded host) left its 442k-MAC
+ * stem and that projection on one thread while the other waited:
+ * resnet_small at 2 threads 135 us, 128 us with 2^16.
  */
 #define CONV_PAR_MACS 65536.0
 
