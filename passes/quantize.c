@@ -42,7 +42,9 @@
 #include "frontends/onnx/onnx.h"
 #include "qweights.h"
 
+#include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -227,13 +229,23 @@ static float *channel_major(const struct qcand *c, const void *src)
 		return NULL;
 	const float *f = src;
 	const uint16_t *h = src;
-	for (int64_t k0 = 0; k0 < c->k; k0 += 64)
+	for (int64_t k0 = 0; k0 < c->k; k0 += 64) {
 		for (int64_t n0 = 0; n0 < c->n; n0 += 64)
 			for (int64_t k = k0; k < k0 + 64 && k < c->k; k++)
 				for (int64_t n = n0; n < n0 + 64 && n < c->n; n++) {
 					int64_t at = k * c->ks + n * c->ns;
 					t[n * c->k + k] = c->half ? rl_half_to_float(h[at]) : f[at];
 				}
+		/* MatMul's B: rows k0..k0+63 are contiguous in the source and read
+		 * for the last time; hand their pages back now, so the source is
+		 * not resident next to its float32 copy */
+		if (c->ns == 1) {
+			size_t es = c->half ? 2 : 4;
+			int64_t k1 = k0 + 64 < c->k ? k0 + 64 : c->k;
+			release_pages((const char *)src + (size_t)(k0 * c->ks) * es,
+			              (size_t)((k1 - k0) * c->ks) * es);
+		}
+	}
 	return t;
 }
 
@@ -253,6 +265,79 @@ static uint32_t add_const(struct rl_graph *g, const char *node, const char *suff
 	rl_shape_set(&sh, rank, dims);
 	uint32_t v = rl_graph_add_value(g, rl_arena_strdup(g, buf), dt, &sh);
 	rl_value_set_data(g, v, data, nbytes);
+	return v;
+}
+
+/*
+ * Packed codes spill to a file: a model of 13.5 GB of fp16 weights packs
+ * into 3.8 GB of int4 codes, which held in the heap would be the process's
+ * resident set. Each weight's codes (at least SPILL_MIN bytes) are written
+ * once to an unlinked temporary file ($TMPDIR, else /tmp) and the value
+ * borrows a read-only shared mapping of them (flagged RL_VAL_EXTERNAL, like
+ * an initializer read from external data): the pages sit in the page
+ * cache, not in this process, until a backend reads them (the ONNX writer
+ * copies them to the output's data file and hands them back). Where no
+ * file can be made the codes stay in the heap, as before.
+ */
+#define SPILL_MIN ((size_t)1 << 20)
+
+struct spill {
+	int fd;      /* -1: not opened yet; -2: unavailable, use the heap */
+	int64_t off; /* next free byte (page-aligned) */
+};
+
+static const void *spill_write(struct rl_graph *g, struct spill *sp, const void *src,
+                               size_t nbytes)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	if (nbytes < SPILL_MIN || sp->fd == -2 || pg <= 0)
+		return NULL;
+	if (sp->fd == -1) {
+		const char *dir = getenv("TMPDIR");
+		char path[4096];
+		snprintf(path, sizeof(path), "%s/rlopt-codes.XXXXXX", dir && *dir ? dir : "/tmp");
+		sp->fd = mkstemp(path);
+		if (sp->fd < 0) {
+			sp->fd = -2;
+			return NULL;
+		}
+		unlink(path); /* gone with the last mapping */
+	}
+	const char *p = src;
+	for (size_t done = 0; done < nbytes;) {
+		ssize_t w = pwrite(sp->fd, p + done, nbytes - done, (off_t)(sp->off + (int64_t)done));
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return NULL; /* disk full: this weight stays in the heap */
+		done += (size_t)w;
+	}
+	void *m = mmap(NULL, nbytes, PROT_READ, MAP_SHARED, sp->fd, (off_t)sp->off);
+	if (m == MAP_FAILED)
+		return NULL;
+	rl_graph_add_mapping(g, m, nbytes);
+	sp->off += ((int64_t)nbytes + pg - 1) / pg * pg;
+	return m;
+}
+
+/* A constant "<node>_<suffix>" holding a copy of src: spilled (above) when
+ * sp allows, else graph-owned. */
+static uint32_t add_spilled(struct rl_graph *g, struct spill *sp, const char *node,
+                            const char *suffix, enum rl_dtype dt, int rank,
+                            const int64_t *dims, const void *src, size_t nbytes)
+{
+	const void *m = sp ? spill_write(g, sp, src, nbytes) : NULL;
+	if (!m)
+		return add_const(g, node, suffix, dt, rank, dims, src, nbytes);
+	char buf[256];
+	snprintf(buf, sizeof(buf), "%s_%s", node, suffix);
+	for (int k = 1; rl_graph_find_value(g, buf) != RL_NONE; k++)
+		snprintf(buf, sizeof(buf), "%s_%s_%d", node, suffix, k);
+	struct rl_shape sh;
+	rl_shape_set(&sh, rank, dims);
+	uint32_t v = rl_graph_add_value(g, rl_arena_strdup(g, buf), dt, &sh);
+	rl_value_set_data(g, v, m, nbytes);
+	g->values[v].flags |= RL_VAL_EXTERNAL;
 	return v;
 }
 
@@ -292,13 +377,13 @@ static void set_int(struct rl_graph *g, uint32_t node, const char *name, int64_t
 
 /* Replace the node by QuantMatMul over the packed weight. */
 static enum rl_status rewrite(struct rl_graph *g, const struct qcand *c,
-                              const struct rl_qweight *qw)
+                              const struct rl_qweight *qw, struct spill *sp)
 {
 	const char *name = g->nodes[c->node].name;
 	int64_t qd[2] = {c->n, qw->rowbytes}, sd[2] = {c->n, qw->nb};
 	uint32_t in[5] = {c->a, RL_NONE, RL_NONE, RL_NONE, RL_NONE};
-	in[1] = add_const(g, name, "qweight", RL_DT_UINT8, 2, qd, qw->q,
-	                  (size_t)(c->n * qw->rowbytes));
+	in[1] = add_spilled(g, sp, name, "qweight", RL_DT_UINT8, 2, qd, qw->q,
+	                    (size_t)(c->n * qw->rowbytes));
 	if (qw->half_scales) {
 		uint16_t *h = malloc((size_t)(c->n * qw->nb) * sizeof(uint16_t));
 		if (h) {
@@ -464,6 +549,7 @@ enum rl_status rl_pass_quantize(struct rl_graph *g, struct rl_pass_ctx *ctx)
 	double foot = m ? rl_cost_footprint(g) : 0, saved = 0;
 	int nq = 0;
 	float *wide = NULL; /* a float16 weight widened; freed at the next node or the end */
+	struct spill spill = {.fd = -1};
 	for (uint32_t o = 0; o < norder && st == RL_OK; o++) {
 		uint32_t i = order[o];
 		free(wide);
@@ -615,7 +701,7 @@ enum rl_status rl_pass_quantize(struct rl_graph *g, struct rl_pass_ctx *ctx)
 			bytes_before += cb.bytes, bytes_after += ca.bytes;
 			t_before += cb.time_s, t_after += ca.time_s;
 		}
-		st = rewrite(g, &c, &qw);
+		st = rewrite(g, &c, &qw, &spill);
 		free(qw.q), free(qw.s), free(qw.z);
 		release_pages(wsrc, (size_t)(c.k * c.n) * (c.half ? 2 : 4));
 		saved += wbytes - qbytes;
@@ -623,6 +709,8 @@ enum rl_status rl_pass_quantize(struct rl_graph *g, struct rl_pass_ctx *ctx)
 	}
 	free(order);
 	free(wide);
+	if (spill.fd >= 0)
+		close(spill.fd); /* the mappings keep the file */
 	if (st != RL_OK)
 		return st;
 	if (nq)
