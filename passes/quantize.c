@@ -204,11 +204,13 @@ static double rel_error(const struct qcand *c, const struct rl_qweight *qw, cons
 	return den > 0 ? sqrt(num / den) : sqrt(num);
 }
 
-static void float_product(const struct qcand *c, const float *x, int rows, double *yf)
+/* yf[r][n] for channels n0..n1, whose weights w are [n1 - n0][K]. */
+static void float_product(const struct qcand *c, const float *w, int64_t n0, int64_t n1,
+                          const float *x, int rows, double *yf)
 {
 	double y[CAL_ROWS];
-	for (int64_t n = 0; n < c->n; n++) {
-		dot_rows(x, c->k, rows, c->data + n * c->ns, c->ks, y);
+	for (int64_t n = n0; n < n1; n++) {
+		dot_rows(x, c->k, rows, w + (n - n0) * c->k, 1, y);
 		for (int r = 0; r < rows; r++)
 			yf[r * c->n + n] = y[r];
 	}
@@ -222,19 +224,19 @@ static void float_product(const struct qcand *c, const float *x, int rows, doubl
  * read; quantizing took minutes per GB). float16 weights are widened here
  * too. One weight's copy lives at a time (4 bytes per weight).
  */
-static float *channel_major(const struct qcand *c, const void *src)
+static float *channel_major(const struct qcand *c, const void *src, int64_t na, int64_t nz)
 {
-	float *t = malloc((size_t)(c->k * c->n) * sizeof(float));
+	float *t = malloc((size_t)(c->k * (nz - na)) * sizeof(float));
 	if (!t)
 		return NULL;
 	const float *f = src;
 	const uint16_t *h = src;
 	for (int64_t k0 = 0; k0 < c->k; k0 += 64) {
-		for (int64_t n0 = 0; n0 < c->n; n0 += 64)
+		for (int64_t n0 = na; n0 < nz; n0 += 64)
 			for (int64_t k = k0; k < k0 + 64 && k < c->k; k++)
-				for (int64_t n = n0; n < n0 + 64 && n < c->n; n++) {
+				for (int64_t n = n0; n < n0 + 64 && n < nz; n++) {
 					int64_t at = k * c->ks + n * c->ns;
-					t[n * c->k + k] = c->half ? rl_half_to_float(h[at]) : f[at];
+					t[(n - na) * c->k + k] = c->half ? rl_half_to_float(h[at]) : f[at];
 				}
 		/* MatMul's B: rows k0..k0+63 are contiguous in the source and read
 		 * for the last time; hand their pages back now, so the source is
@@ -246,7 +248,38 @@ static float *channel_major(const struct qcand *c, const void *src)
 			              (size_t)((k1 - k0) * c->ks) * es);
 		}
 	}
+	if (c->ks == 1) /* Gemm's transposed B: these channels' rows */
+		release_pages((const char *)src + (size_t)(na * c->ns) * (c->half ? 2 : 4),
+		              (size_t)((nz - na) * c->ns) * (c->half ? 2 : 4));
 	return t;
+}
+
+/*
+ * A weight's float32 copy is 4 bytes per element: 524 MB for a 7B model's
+ * 4096 x 32000 head, the largest term of the pass's resident set. Past
+ * STRIP_FLOATS elements it is made a strip of output channels at a time
+ * (packing and the error products are per channel), re-read from the
+ * source for each pass over it: the finite check, the float product and
+ * each scheme tried.
+ */
+#define STRIP_FLOATS ((int64_t)1 << 23) /* 32 MiB of float32 */
+
+struct wview {
+	const struct qcand *c;
+	const void *src;     /* the weight's own bytes */
+	const float *whole;  /* channel-major float32 of all channels, or NULL: strips */
+	int64_t strip;       /* channels per strip */
+	float *buf;          /* the current strip's copy */
+};
+
+/* Channels [n0, n1) as [n1 - n0][K] float32; NULL when out of memory. */
+static const float *view_strip(struct wview *v, int64_t n0, int64_t n1)
+{
+	if (v->whole)
+		return v->whole + n0 * v->c->k;
+	free(v->buf);
+	v->buf = channel_major(v->c, v->src, n0, n1);
+	return v->buf;
 }
 
 static uint32_t add_const(struct rl_graph *g, const char *node, const char *suffix,
@@ -588,21 +621,39 @@ enum rl_status rl_pass_quantize(struct rl_graph *g, struct rl_pass_ctx *ctx)
 				continue;
 			}
 		}
+		struct wview wv = {.c = &c, .src = wsrc, .strip = c.n};
 		if (c.half || c.ns == 1) {
-			if (!(wide = channel_major(&c, wsrc))) {
-				st = rl_graph_error(g, NULL, RL_ERR_NOMEM, "out of memory reading a weight");
-				break;
+			int64_t per = STRIP_FLOATS / c.k;
+			wv.strip = per < 16 ? 16 : per;
+			if (wv.strip >= c.n) {
+				wv.strip = c.n;
+				if (!(wide = channel_major(&c, wsrc, 0, c.n))) {
+					st = rl_graph_error(g, NULL, RL_ERR_NOMEM, "out of memory reading a weight");
+					break;
+				}
+				wv.whole = wide;
 			}
-			c.data = wide, c.ks = 1, c.ns = c.k;
+		} else {
+			wv.whole = c.data; /* float32, already [N][K] (Gemm with transB) */
 		}
-		bool finite = true;
+		bool finite = true, oom = false;
 		float wmax = 0;
-		for (int64_t n = 0; n < c.n && finite; n++)
-			for (int64_t k = 0; k < c.k && finite; k++) {
-				float v = fabsf(c.data[k * c.ks + n * c.ns]);
+		for (int64_t n0 = 0; n0 < c.n && finite && !oom; n0 += wv.strip) {
+			int64_t n1 = n0 + wv.strip < c.n ? n0 + wv.strip : c.n;
+			const float *p = view_strip(&wv, n0, n1);
+			oom = !p;
+			for (int64_t i = 0; p && i < (n1 - n0) * c.k && finite; i++) {
+				float v = fabsf(p[i]);
 				finite = isfinite(v);
 				wmax = v > wmax ? v : wmax;
 			}
+		}
+		free(wv.buf);
+		wv.buf = NULL;
+		if (oom) {
+			st = rl_graph_error(g, NULL, RL_ERR_NOMEM, "out of memory reading a weight");
+			break;
+		}
 		/* float16 scales unless --scale-type f32, Gemm's alpha (folded into
 		 * the scales after packing) or a scale past float16's range */
 		bool half = !ctx->quant_scale32 && c.alpha == 1.0f && wmax / 7 * 72 / 64 < 65504;
@@ -621,7 +672,12 @@ enum rl_status rl_pass_quantize(struct rl_graph *g, struct rl_pass_ctx *ctx)
 		}
 		const char *from;
 		int rows = cal_rows(g, ctx, &c, x, &from);
-		float_product(&c, x, rows, yf);
+		for (int64_t n0 = 0; n0 < c.n && !oom; n0 += wv.strip) {
+			int64_t n1 = n0 + wv.strip < c.n ? n0 + wv.strip : c.n;
+			const float *p = view_strip(&wv, n0, n1);
+			if (!(oom = !p))
+				float_product(&c, p, n0, n1, x, rows, yf);
+		}
 		enum rl_qscheme sc[4];
 		int nsc = schemes(g, &c, ctx->quantize, sc);
 		char tried[256] = "";
@@ -640,7 +696,21 @@ enum rl_status rl_pass_quantize(struct rl_graph *g, struct rl_pass_ctx *ctx)
 				st = rl_graph_error(g, NULL, RL_ERR_NOMEM, "out of memory packing a weight");
 				break;
 			}
-			rl_qweight_pack(&qw, c.data, c.ks, c.ns);
+			for (int64_t n0 = 0; n0 < c.n && !oom; n0 += wv.strip) {
+				int64_t n1 = n0 + wv.strip < c.n ? n0 + wv.strip : c.n;
+				const float *p = view_strip(&wv, n0, n1);
+				struct rl_qweight part = qw; /* channels n0..n1: rows of q, s, z */
+				part.n = n1 - n0;
+				part.q = qw.q + n0 * qw.rowbytes;
+				part.s = qw.s + n0 * qw.nb;
+				part.z = qw.z ? qw.z + n0 * qw.nb : NULL;
+				if (!(oom = !p))
+					rl_qweight_pack(&part, p, 1, c.k);
+			}
+			if (oom) {
+				free(qw.q), free(qw.s), free(qw.z);
+				break;
+			}
 			err = rel_error(&c, &qw, x, rows, yf, col);
 			tl += (size_t)snprintf(tried + tl, sizeof(tried) - tl, "%s%s %.3g",
 			                       tl ? ", " : "", rl_qscheme_name(sc[s]), err);
@@ -654,6 +724,9 @@ enum rl_status rl_pass_quantize(struct rl_graph *g, struct rl_pass_ctx *ctx)
 			memset(&qw, 0, sizeof(qw));
 		}
 		free(x), free(col), free(yf);
+		free(wv.buf);
+		if (oom && st == RL_OK)
+			st = rl_graph_error(g, NULL, RL_ERR_NOMEM, "out of memory reading a weight");
 		if (st != RL_OK)
 			break;
 		if (!found) {

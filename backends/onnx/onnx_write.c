@@ -121,10 +121,16 @@ static void externalize(struct wctx *w, Onnx__TensorProto *t, bool owned)
 	int64_t off = (w->doff + 4095) / 4096 * 4096;
 	const uint8_t *p = t->raw_data.data;
 	size_t len = t->raw_data.len;
+	/* in pieces of 16 MiB, a borrowed piece's pages handed back once
+	 * written: a 262 MB embedding would otherwise be resident whole */
+	const size_t piece = (size_t)16 << 20;
 	for (size_t done = 0; done < len;) {
-		ssize_t n = pwrite(w->dfd, p + done, len - done, (off_t)(off + (int64_t)done));
+		size_t want = len - done < piece ? len - done : piece;
+		ssize_t n = pwrite(w->dfd, p + done, want, (off_t)(off + (int64_t)done));
 		if (n < 0 && errno == EINTR)
 			continue;
+		if (n > 0 && !owned)
+			wrelease(p + done, (size_t)n);
 		if (n <= 0) {
 			w->ioerr = true;
 			snprintf(w->ioerrmsg, sizeof(w->ioerrmsg), "write to %s failed: %s", w->dpath,
@@ -154,8 +160,6 @@ static void externalize(struct wctx *w, Onnx__TensorProto *t, bool owned)
 	t->data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
 	if (owned)
 		wfree(w, t->raw_data.data);
-	else
-		wrelease(t->raw_data.data, len);
 	t->has_raw_data = 0;
 	t->raw_data.data = NULL;
 	t->raw_data.len = 0;
@@ -617,6 +621,7 @@ enum rl_status rl_onnx_write_fmt(const struct rl_graph *g, const char *path, int
 		         "and the model imports opset %d; use --onnx-format matmulnbits (or --quantize "
 		         "int8-channel for one scale per channel at opset 13)", path, n->name,
 		         rl_node_attr_int(n, "bits", 8) == 4 ? "int4" : "blocked int8", need, g->opset);
+		free(dpath);
 		return RL_ERR_UNSUPPORTED;
 	}
 	/* opsets: keep the model's; make sure the default domain is there (unless
