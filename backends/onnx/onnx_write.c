@@ -737,6 +737,7 @@ enum rl_status rl_onnx_write_fmt(const struct rl_graph *g, const char *path, int
 			w.ioerr = true;
 			snprintf(w.ioerrmsg, sizeof(w.ioerrmsg), "cannot write %s: %s", w.dpath,
 			         strerror(errno));
+			unlink(w.dtmp);
 		} else {
 			data_named = true;
 		}

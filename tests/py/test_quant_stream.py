@@ -25,7 +25,9 @@ and checks:
     192 MiB of weights);
   - onnxruntime runs q.onnx (loading q.onnx.data) and its output is within
     twice the root sum of squares of the per-product errors the pass
-    measured of the float model's onnxruntime output.
+    measured of the float model's onnxruntime output;
+  - a write that fails (OUT.onnx.data's name taken by a folder) exits 2
+    naming it and leaves neither OUT.onnx nor a temporary file.
 
 Then the same at one layer with float16 weights and an MLP of 9D (44 MiB of
 fp16 external data; A and Y float16; up and down are 9.4M elements, so the
@@ -265,6 +267,18 @@ def main():
                            f"(generating the model: {gen_s:.1f} s)" + msg)
         tally.add(status)
         print(f"{status.upper():4} stream_int4{': ' + msg if msg else ''}", flush=True)
+        # nothing half-written: OUT.onnx.data cannot be made (a folder holds
+        # its name), so the rename of the finished data file fails; rlopt
+        # exits 2 naming it, and neither OUT.onnx nor a temporary is left
+        bad = os.path.join(work, "bad")
+        os.makedirs(os.path.join(bad, "out.onnx.data"))
+        rcb, errb, _ = peak_of([args.rlopt, path, "-O0", "-o", os.path.join(bad, "out.onnx")],
+                               args.timeout)
+        left = sorted(f for f in os.listdir(bad) if f != "out.onnx.data")
+        ok = rcb == 2 and "out.onnx.data" in errb and not left
+        tally.add("pass" if ok else "fail")
+        print(f"{'PASS' if ok else 'FAIL'} stream_write_failure: exit {rcb}, "
+              f"{errb.strip()[:200]!r}, left {left}", flush=True)
         status, msg = check_fp16(args, work)
         tally.add(status)
         print(f"{status.upper():4} stream_int4_fp16{': ' + msg if msg else ''}", flush=True)
