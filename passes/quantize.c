@@ -303,8 +303,9 @@ static uint32_t add_const(struct rl_graph *g, const char *node, const char *suff
 
 /*
  * Packed codes spill to a file: a model of 13.5 GB of fp16 weights packs
- * into 3.8 GB of int4 codes, which held in the heap would be the process's
- * resident set. Each weight's codes (at least SPILL_MIN bytes) are written
+ * into 3.6 GB of int4 codes and 0.4 GB of float16 scales, which held in the
+ * heap would be the process's resident set. Each weight's codes, scales and
+ * zero points (each at least SPILL_MIN bytes) are written
  * once to an unlinked temporary file ($TMPDIR, else /tmp) and the value
  * borrows a read-only shared mapping of them (flagged RL_VAL_EXTERNAL, like
  * an initializer read from external data): the pages sit in the page
@@ -422,16 +423,17 @@ static enum rl_status rewrite(struct rl_graph *g, const struct qcand *c,
 		if (h) {
 			for (int64_t j = 0; j < c->n * qw->nb; j++)
 				h[j] = rl_float_to_half(qw->s[j]);
-			in[2] = add_const(g, name, "qscale", RL_DT_FLOAT16, 2, sd, h,
-			                  (size_t)(c->n * qw->nb) * sizeof(uint16_t));
+			in[2] = add_spilled(g, sp, name, "qscale", RL_DT_FLOAT16, 2, sd, h,
+			                    (size_t)(c->n * qw->nb) * sizeof(uint16_t));
 			free(h);
 		}
 	} else {
-		in[2] = add_const(g, name, "qscale", RL_DT_FLOAT, 2, sd, qw->s,
-		                  (size_t)(c->n * qw->nb) * sizeof(float));
+		in[2] = add_spilled(g, sp, name, "qscale", RL_DT_FLOAT, 2, sd, qw->s,
+		                    (size_t)(c->n * qw->nb) * sizeof(float));
 	}
 	if (qw->z)
-		in[3] = add_const(g, name, "qzero", RL_DT_UINT8, 2, sd, qw->z, (size_t)(c->n * qw->nb));
+		in[3] = add_spilled(g, sp, name, "qzero", RL_DT_UINT8, 2, sd, qw->z,
+		                    (size_t)(c->n * qw->nb));
 	if (c->bias != RL_NONE) {
 		const struct rl_value *b = &g->values[c->bias];
 		if (c->half) { /* C widened to a float32 constant of N values */
