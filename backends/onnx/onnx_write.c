@@ -537,8 +537,12 @@ static bool write_quant(struct wctx *w, const struct rl_node *n, int format,
 		node_int(w, np, "block_size", bs);
 		gp->node[gp->n_node++] = np;
 	}
-	/* the kernel-layout codes were read for the last time */
+	/* the kernel-layout codes, scales and zero points were read for the
+	 * last time (spilled: pages of a file mapping, handed back) */
 	wrelease(qw.q, (size_t)(N * qw.rowbytes));
+	wrelease(qw.s, (size_t)(N * qw.nb) * (qw.half_scales ? 2 : 4));
+	if (qw.z)
+		wrelease(qw.z, (size_t)(N * qw.nb));
 	if (bias) {
 		if (!(np = new_node(w, wstr(w, n->name, "_bias"), "Add", "", 2, 0)))
 			return false;
