@@ -36,10 +36,20 @@ read as zeros, so the measured errors are 0 and say nothing; bytes and
 times are what this run is for (e.g. --hw h200 --quantize auto: every
 projection is memory-bound at batch 1).
 
+With --quantize MODE --write it runs instead `rlopt MODEL -o q.onnx --batch 1
+--passes fold,roofline,quantize --quantize MODE --onnx-format matmulnbits` (the model quantized and written with
+external data: q.onnx and q.onnx.data next to it) and prints its wall time,
+peak RSS, the weight bytes read and written, and whether onnx.checker accepts
+q.onnx (by path: the data is not loaded). The quantize pass spills the packed
+codes to a temporary file ($TMPDIR) and the writer streams them, so both the
+output and the spill need disk: about 2 x 0.28 bytes per fp16 weight (int4,
+blocks of 32). --data-dir puts the model and the output there (default: a
+temporary folder).
+
 Usage: bench_report_scale.py --rlopt build/rlopt [--hw generic-cpu]
          [--layers 32] [--hidden 4096] [--intermediate 11008] [--vocab 32000]
          [--max-seconds 10] [--max-rss-mib 1024] [--keep] [--strict]
-         [--quantize auto|int8|int4 [--max-rel-error 0.15]]
+         [--quantize auto|int8|int4 [--max-rel-error 0.15] [--write]]
 """
 
 import argparse
@@ -147,7 +157,19 @@ def build(path, layers, hidden, inter, vocab):
 
 
 def measure(argv):
-    """Run argv in a fresh child: (returncode, wall seconds, peak RSS bytes, stderr)."""
+    """Run argv in a fresh child: (returncode, wall seconds, peak RSS bytes, stderr).
+
+    Under GNU time when it is there (its %M is the child's own peak; a child
+    forked from this Python process carries Python's pages as its recorded
+    maximum across the exec), else os.wait4's figure, an upper bound."""
+    if os.access("/usr/bin/time", os.X_OK):
+        t = time.perf_counter()
+        r = subprocess.run(["/usr/bin/time", "-f", "RLPEAK %M"] + argv,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        wall = time.perf_counter() - t
+        lines = r.stderr.decode(errors="replace").splitlines()
+        if lines and lines[-1].startswith("RLPEAK "):
+            return r.returncode, wall, int(lines[-1].split()[1]) * 1024, "\n".join(lines[:-1])
     t = time.perf_counter()
     p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     err = p.stderr.read()
@@ -194,6 +216,38 @@ def quantize_step(args, path, work):
     return 0
 
 
+def write_step(args, path, work):
+    """Quantize and write the model with external data; time and peak RSS."""
+    q = os.path.join(work, "q.onnx")
+    # the model imports opset 17: DequantizeLinear with block_size needs 21, so
+    # the file gets com.microsoft MatMulNBits
+    argv = [args.rlopt, path, "-o", q, "--batch", "1", "--passes", "fold,roofline,quantize",
+            "--quantize", args.quantize, "--max-rel-error", args.max_rel_error, "--hw", args.hw,
+            "--onnx-format", "matmulnbits", "--remarks"]
+    rc, wall, rss, err = measure(argv)
+    if rc != 0:
+        print(f"write: rlopt failed (exit {rc}): {err.strip()[-500:]}")
+        return 1
+    nq = sum(1 for ln in err.splitlines() if ln.startswith("remark: quantize:")
+             and (": int4:" in ln or ": int8:" in ln))
+    data = q + ".data"
+    qb = os.path.getsize(q)
+    db = os.path.getsize(data) if os.path.exists(data) else 0
+    st = os.stat(path + ".weights")
+    ok_m = rss < args.max_rss_mib * 2**20
+    print(f"   -o q.onnx ({args.quantize}): {wall:7.1f} s wall, peak RSS {rss / 2**20:7.1f} MiB "
+          f"({'PASS' if ok_m else 'FAIL'} < {args.max_rss_mib:g} MiB); {nq} products quantized; "
+          f"read {st.st_size / 1e9:.2f} GB of weights, wrote q.onnx {qb / 1e6:.2f} MB + "
+          f"q.onnx.data {db / 1e9:.3f} GB")
+    try:
+        onnx.checker.check_model(q)
+        print("   onnx.checker accepts q.onnx (external data by path)")
+    except Exception as e:  # noqa: BLE001 - report whatever the checker says
+        print(f"   onnx.checker rejects q.onnx: {str(e)[:300]}")
+        return 1
+    return 1 if args.strict and not ok_m else 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rlopt", required=True)
@@ -209,9 +263,12 @@ def main():
     ap.add_argument("--strict", action="store_true", help="exit 1 when a criterion fails")
     ap.add_argument("--quantize", help="time the quantize pass on the decode step instead")
     ap.add_argument("--max-rel-error", default="0.15", help="with --quantize")
+    ap.add_argument("--write", action="store_true",
+                    help="with --quantize: write the quantized model (-o, external data)")
+    ap.add_argument("--data-dir", help="folder for the model and outputs (default: a temp folder)")
     args = ap.parse_args()
 
-    work = tempfile.mkdtemp(prefix="rlopt-scale.")
+    work = tempfile.mkdtemp(prefix="rlopt-scale.", dir=args.data_dir)
     try:
         path = os.path.join(work, "decoder.onnx")
         t = time.perf_counter()
@@ -221,6 +278,8 @@ def main():
               f"{args.intermediate}, vocab {args.vocab}, fp16: {wb / 1e9:.2f} GB of weights "
               f"({st.st_blocks * 512 / 1e6:.1f} MB on disk), built in "
               f"{time.perf_counter() - t:.1f} s")
+        if args.quantize and args.write:
+            return write_step(args, path, work)
         if args.quantize:
             return quantize_step(args, path, work)
         fails = 0

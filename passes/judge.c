@@ -809,6 +809,9 @@ static void werr_load(struct werr *e)
 			page_hint((const char *)w->data + (size_t)(src - 3 * e->cols) * jn->es,
 			          (size_t)(4 * e->cols) * jn->es, false);
 	}
+	/* read whole (up to JUDGE_EXACT elements): its copy is in e->w now */
+	if (!e->row_of)
+		page_hint(w->data, (size_t)n * jn->es, false);
 }
 
 static void werr_free(struct werr *e)

@@ -42,7 +42,9 @@
 #include "frontends/onnx/onnx.h"
 #include "qweights.h"
 
+#include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -202,11 +204,13 @@ static double rel_error(const struct qcand *c, const struct rl_qweight *qw, cons
 	return den > 0 ? sqrt(num / den) : sqrt(num);
 }
 
-static void float_product(const struct qcand *c, const float *x, int rows, double *yf)
+/* yf[r][n] for channels n0..n1, whose weights w are [n1 - n0][K]. */
+static void float_product(const struct qcand *c, const float *w, int64_t n0, int64_t n1,
+                          const float *x, int rows, double *yf)
 {
 	double y[CAL_ROWS];
-	for (int64_t n = 0; n < c->n; n++) {
-		dot_rows(x, c->k, rows, c->data + n * c->ns, c->ks, y);
+	for (int64_t n = n0; n < n1; n++) {
+		dot_rows(x, c->k, rows, w + (n - n0) * c->k, 1, y);
 		for (int r = 0; r < rows; r++)
 			yf[r * c->n + n] = y[r];
 	}
@@ -220,21 +224,62 @@ static void float_product(const struct qcand *c, const float *x, int rows, doubl
  * read; quantizing took minutes per GB). float16 weights are widened here
  * too. One weight's copy lives at a time (4 bytes per weight).
  */
-static float *channel_major(const struct qcand *c, const void *src)
+static float *channel_major(const struct qcand *c, const void *src, int64_t na, int64_t nz)
 {
-	float *t = malloc((size_t)(c->k * c->n) * sizeof(float));
+	float *t = malloc((size_t)(c->k * (nz - na)) * sizeof(float));
 	if (!t)
 		return NULL;
 	const float *f = src;
 	const uint16_t *h = src;
-	for (int64_t k0 = 0; k0 < c->k; k0 += 64)
-		for (int64_t n0 = 0; n0 < c->n; n0 += 64)
+	for (int64_t k0 = 0; k0 < c->k; k0 += 64) {
+		for (int64_t n0 = na; n0 < nz; n0 += 64)
 			for (int64_t k = k0; k < k0 + 64 && k < c->k; k++)
-				for (int64_t n = n0; n < n0 + 64 && n < c->n; n++) {
+				for (int64_t n = n0; n < n0 + 64 && n < nz; n++) {
 					int64_t at = k * c->ks + n * c->ns;
-					t[n * c->k + k] = c->half ? rl_half_to_float(h[at]) : f[at];
+					t[(n - na) * c->k + k] = c->half ? rl_half_to_float(h[at]) : f[at];
 				}
+		/* MatMul's B: rows k0..k0+63 are contiguous in the source and read
+		 * for the last time; hand their pages back now, so the source is
+		 * not resident next to its float32 copy */
+		if (c->ns == 1) {
+			size_t es = c->half ? 2 : 4;
+			int64_t k1 = k0 + 64 < c->k ? k0 + 64 : c->k;
+			release_pages((const char *)src + (size_t)(k0 * c->ks) * es,
+			              (size_t)((k1 - k0) * c->ks) * es);
+		}
+	}
+	if (c->ks == 1) /* Gemm's transposed B: these channels' rows */
+		release_pages((const char *)src + (size_t)(na * c->ns) * (c->half ? 2 : 4),
+		              (size_t)((nz - na) * c->ns) * (c->half ? 2 : 4));
 	return t;
+}
+
+/*
+ * A weight's float32 copy is 4 bytes per element: 524 MB for a 7B model's
+ * 4096 x 32000 head, the largest term of the pass's resident set. Past
+ * STRIP_FLOATS elements it is made a strip of output channels at a time
+ * (packing and the error products are per channel), re-read from the
+ * source for each pass over it: the finite check, the float product and
+ * each scheme tried.
+ */
+#define STRIP_FLOATS ((int64_t)1 << 23) /* 32 MiB of float32 */
+
+struct wview {
+	const struct qcand *c;
+	const void *src;     /* the weight's own bytes */
+	const float *whole;  /* channel-major float32 of all channels, or NULL: strips */
+	int64_t strip;       /* channels per strip */
+	float *buf;          /* the current strip's copy */
+};
+
+/* Channels [n0, n1) as [n1 - n0][K] float32; NULL when out of memory. */
+static const float *view_strip(struct wview *v, int64_t n0, int64_t n1)
+{
+	if (v->whole)
+		return v->whole + n0 * v->c->k;
+	free(v->buf);
+	v->buf = channel_major(v->c, v->src, n0, n1);
+	return v->buf;
 }
 
 static uint32_t add_const(struct rl_graph *g, const char *node, const char *suffix,
@@ -253,6 +298,80 @@ static uint32_t add_const(struct rl_graph *g, const char *node, const char *suff
 	rl_shape_set(&sh, rank, dims);
 	uint32_t v = rl_graph_add_value(g, rl_arena_strdup(g, buf), dt, &sh);
 	rl_value_set_data(g, v, data, nbytes);
+	return v;
+}
+
+/*
+ * Packed codes spill to a file: a model of 13.5 GB of fp16 weights packs
+ * into 3.6 GB of int4 codes and 0.4 GB of float16 scales, which held in the
+ * heap would be the process's resident set. Each weight's codes, scales and
+ * zero points (each at least SPILL_MIN bytes) are written
+ * once to an unlinked temporary file ($TMPDIR, else /tmp) and the value
+ * borrows a read-only shared mapping of them (flagged RL_VAL_EXTERNAL, like
+ * an initializer read from external data): the pages sit in the page
+ * cache, not in this process, until a backend reads them (the ONNX writer
+ * copies them to the output's data file and hands them back). Where no
+ * file can be made the codes stay in the heap, as before.
+ */
+#define SPILL_MIN ((size_t)1 << 20)
+
+struct spill {
+	int fd;      /* -1: not opened yet; -2: unavailable, use the heap */
+	int64_t off; /* next free byte (page-aligned) */
+};
+
+static const void *spill_write(struct rl_graph *g, struct spill *sp, const void *src,
+                               size_t nbytes)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	if (nbytes < SPILL_MIN || sp->fd == -2 || pg <= 0)
+		return NULL;
+	if (sp->fd == -1) {
+		const char *dir = getenv("TMPDIR");
+		char path[4096];
+		snprintf(path, sizeof(path), "%s/rlopt-codes.XXXXXX", dir && *dir ? dir : "/tmp");
+		sp->fd = mkstemp(path);
+		if (sp->fd < 0) {
+			sp->fd = -2;
+			return NULL;
+		}
+		unlink(path); /* gone with the last mapping */
+	}
+	const char *p = src;
+	for (size_t done = 0; done < nbytes;) {
+		ssize_t w = pwrite(sp->fd, p + done, nbytes - done, (off_t)(sp->off + (int64_t)done));
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return NULL; /* disk full: this weight stays in the heap */
+		done += (size_t)w;
+	}
+	void *m = mmap(NULL, nbytes, PROT_READ, MAP_SHARED, sp->fd, (off_t)sp->off);
+	if (m == MAP_FAILED)
+		return NULL;
+	rl_graph_add_mapping(g, m, nbytes);
+	sp->off += ((int64_t)nbytes + pg - 1) / pg * pg;
+	return m;
+}
+
+/* A constant "<node>_<suffix>" holding a copy of src: spilled (above) when
+ * sp allows, else graph-owned. */
+static uint32_t add_spilled(struct rl_graph *g, struct spill *sp, const char *node,
+                            const char *suffix, enum rl_dtype dt, int rank,
+                            const int64_t *dims, const void *src, size_t nbytes)
+{
+	const void *m = sp ? spill_write(g, sp, src, nbytes) : NULL;
+	if (!m)
+		return add_const(g, node, suffix, dt, rank, dims, src, nbytes);
+	char buf[256];
+	snprintf(buf, sizeof(buf), "%s_%s", node, suffix);
+	for (int k = 1; rl_graph_find_value(g, buf) != RL_NONE; k++)
+		snprintf(buf, sizeof(buf), "%s_%s_%d", node, suffix, k);
+	struct rl_shape sh;
+	rl_shape_set(&sh, rank, dims);
+	uint32_t v = rl_graph_add_value(g, rl_arena_strdup(g, buf), dt, &sh);
+	rl_value_set_data(g, v, m, nbytes);
+	g->values[v].flags |= RL_VAL_EXTERNAL;
 	return v;
 }
 
@@ -292,28 +411,29 @@ static void set_int(struct rl_graph *g, uint32_t node, const char *name, int64_t
 
 /* Replace the node by QuantMatMul over the packed weight. */
 static enum rl_status rewrite(struct rl_graph *g, const struct qcand *c,
-                              const struct rl_qweight *qw)
+                              const struct rl_qweight *qw, struct spill *sp)
 {
 	const char *name = g->nodes[c->node].name;
 	int64_t qd[2] = {c->n, qw->rowbytes}, sd[2] = {c->n, qw->nb};
 	uint32_t in[5] = {c->a, RL_NONE, RL_NONE, RL_NONE, RL_NONE};
-	in[1] = add_const(g, name, "qweight", RL_DT_UINT8, 2, qd, qw->q,
-	                  (size_t)(c->n * qw->rowbytes));
+	in[1] = add_spilled(g, sp, name, "qweight", RL_DT_UINT8, 2, qd, qw->q,
+	                    (size_t)(c->n * qw->rowbytes));
 	if (qw->half_scales) {
 		uint16_t *h = malloc((size_t)(c->n * qw->nb) * sizeof(uint16_t));
 		if (h) {
 			for (int64_t j = 0; j < c->n * qw->nb; j++)
 				h[j] = rl_float_to_half(qw->s[j]);
-			in[2] = add_const(g, name, "qscale", RL_DT_FLOAT16, 2, sd, h,
-			                  (size_t)(c->n * qw->nb) * sizeof(uint16_t));
+			in[2] = add_spilled(g, sp, name, "qscale", RL_DT_FLOAT16, 2, sd, h,
+			                    (size_t)(c->n * qw->nb) * sizeof(uint16_t));
 			free(h);
 		}
 	} else {
-		in[2] = add_const(g, name, "qscale", RL_DT_FLOAT, 2, sd, qw->s,
-		                  (size_t)(c->n * qw->nb) * sizeof(float));
+		in[2] = add_spilled(g, sp, name, "qscale", RL_DT_FLOAT, 2, sd, qw->s,
+		                    (size_t)(c->n * qw->nb) * sizeof(float));
 	}
 	if (qw->z)
-		in[3] = add_const(g, name, "qzero", RL_DT_UINT8, 2, sd, qw->z, (size_t)(c->n * qw->nb));
+		in[3] = add_spilled(g, sp, name, "qzero", RL_DT_UINT8, 2, sd, qw->z,
+		                    (size_t)(c->n * qw->nb));
 	if (c->bias != RL_NONE) {
 		const struct rl_value *b = &g->values[c->bias];
 		if (c->half) { /* C widened to a float32 constant of N values */
@@ -464,6 +584,7 @@ enum rl_status rl_pass_quantize(struct rl_graph *g, struct rl_pass_ctx *ctx)
 	double foot = m ? rl_cost_footprint(g) : 0, saved = 0;
 	int nq = 0;
 	float *wide = NULL; /* a float16 weight widened; freed at the next node or the end */
+	struct spill spill = {.fd = -1};
 	for (uint32_t o = 0; o < norder && st == RL_OK; o++) {
 		uint32_t i = order[o];
 		free(wide);
@@ -502,21 +623,39 @@ enum rl_status rl_pass_quantize(struct rl_graph *g, struct rl_pass_ctx *ctx)
 				continue;
 			}
 		}
+		struct wview wv = {.c = &c, .src = wsrc, .strip = c.n};
 		if (c.half || c.ns == 1) {
-			if (!(wide = channel_major(&c, wsrc))) {
-				st = rl_graph_error(g, NULL, RL_ERR_NOMEM, "out of memory reading a weight");
-				break;
+			int64_t per = STRIP_FLOATS / c.k;
+			wv.strip = per < 16 ? 16 : per;
+			if (wv.strip >= c.n) {
+				wv.strip = c.n;
+				if (!(wide = channel_major(&c, wsrc, 0, c.n))) {
+					st = rl_graph_error(g, NULL, RL_ERR_NOMEM, "out of memory reading a weight");
+					break;
+				}
+				wv.whole = wide;
 			}
-			c.data = wide, c.ks = 1, c.ns = c.k;
+		} else {
+			wv.whole = c.data; /* float32, already [N][K] (Gemm with transB) */
 		}
-		bool finite = true;
+		bool finite = true, oom = false;
 		float wmax = 0;
-		for (int64_t n = 0; n < c.n && finite; n++)
-			for (int64_t k = 0; k < c.k && finite; k++) {
-				float v = fabsf(c.data[k * c.ks + n * c.ns]);
+		for (int64_t n0 = 0; n0 < c.n && finite && !oom; n0 += wv.strip) {
+			int64_t n1 = n0 + wv.strip < c.n ? n0 + wv.strip : c.n;
+			const float *p = view_strip(&wv, n0, n1);
+			oom = !p;
+			for (int64_t i = 0; p && i < (n1 - n0) * c.k && finite; i++) {
+				float v = fabsf(p[i]);
 				finite = isfinite(v);
 				wmax = v > wmax ? v : wmax;
 			}
+		}
+		free(wv.buf);
+		wv.buf = NULL;
+		if (oom) {
+			st = rl_graph_error(g, NULL, RL_ERR_NOMEM, "out of memory reading a weight");
+			break;
+		}
 		/* float16 scales unless --scale-type f32, Gemm's alpha (folded into
 		 * the scales after packing) or a scale past float16's range */
 		bool half = !ctx->quant_scale32 && c.alpha == 1.0f && wmax / 7 * 72 / 64 < 65504;
@@ -535,7 +674,12 @@ enum rl_status rl_pass_quantize(struct rl_graph *g, struct rl_pass_ctx *ctx)
 		}
 		const char *from;
 		int rows = cal_rows(g, ctx, &c, x, &from);
-		float_product(&c, x, rows, yf);
+		for (int64_t n0 = 0; n0 < c.n && !oom; n0 += wv.strip) {
+			int64_t n1 = n0 + wv.strip < c.n ? n0 + wv.strip : c.n;
+			const float *p = view_strip(&wv, n0, n1);
+			if (!(oom = !p))
+				float_product(&c, p, n0, n1, x, rows, yf);
+		}
 		enum rl_qscheme sc[4];
 		int nsc = schemes(g, &c, ctx->quantize, sc);
 		char tried[256] = "";
@@ -554,7 +698,21 @@ enum rl_status rl_pass_quantize(struct rl_graph *g, struct rl_pass_ctx *ctx)
 				st = rl_graph_error(g, NULL, RL_ERR_NOMEM, "out of memory packing a weight");
 				break;
 			}
-			rl_qweight_pack(&qw, c.data, c.ks, c.ns);
+			for (int64_t n0 = 0; n0 < c.n && !oom; n0 += wv.strip) {
+				int64_t n1 = n0 + wv.strip < c.n ? n0 + wv.strip : c.n;
+				const float *p = view_strip(&wv, n0, n1);
+				struct rl_qweight part = qw; /* channels n0..n1: rows of q, s, z */
+				part.n = n1 - n0;
+				part.q = qw.q + n0 * qw.rowbytes;
+				part.s = qw.s + n0 * qw.nb;
+				part.z = qw.z ? qw.z + n0 * qw.nb : NULL;
+				if (!(oom = !p))
+					rl_qweight_pack(&part, p, 1, c.k);
+			}
+			if (oom) {
+				free(qw.q), free(qw.s), free(qw.z);
+				break;
+			}
 			err = rel_error(&c, &qw, x, rows, yf, col);
 			tl += (size_t)snprintf(tried + tl, sizeof(tried) - tl, "%s%s %.3g",
 			                       tl ? ", " : "", rl_qscheme_name(sc[s]), err);
@@ -568,6 +726,9 @@ enum rl_status rl_pass_quantize(struct rl_graph *g, struct rl_pass_ctx *ctx)
 			memset(&qw, 0, sizeof(qw));
 		}
 		free(x), free(col), free(yf);
+		free(wv.buf);
+		if (oom && st == RL_OK)
+			st = rl_graph_error(g, NULL, RL_ERR_NOMEM, "out of memory reading a weight");
 		if (st != RL_OK)
 			break;
 		if (!found) {
@@ -615,7 +776,7 @@ enum rl_status rl_pass_quantize(struct rl_graph *g, struct rl_pass_ctx *ctx)
 			bytes_before += cb.bytes, bytes_after += ca.bytes;
 			t_before += cb.time_s, t_after += ca.time_s;
 		}
-		st = rewrite(g, &c, &qw);
+		st = rewrite(g, &c, &qw, &spill);
 		free(qw.q), free(qw.s), free(qw.z);
 		release_pages(wsrc, (size_t)(c.k * c.n) * (c.half ? 2 : 4));
 		saved += wbytes - qbytes;
@@ -623,6 +784,13 @@ enum rl_status rl_pass_quantize(struct rl_graph *g, struct rl_pass_ctx *ctx)
 	}
 	free(order);
 	free(wide);
+	if (spill.fd >= 0) {
+		/* written back now, so the pages a backend reads through the
+		 * mappings are clean and can be handed back after (MADV_PAGEOUT
+		 * skips dirty pages: the 32-layer 7B write kept ~400 MB of them) */
+		(void)fdatasync(spill.fd);
+		close(spill.fd); /* the mappings keep the file */
+	}
 	if (st != RL_OK)
 		return st;
 	if (nq)

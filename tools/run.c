@@ -26,9 +26,12 @@
 #include "frontends/onnx/onnx.h"
 #include "passes/pass.h"
 
+#include "ir/qweights.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -565,6 +568,104 @@ static bool run_read_outputs(const struct rl_graph *g, const char *tmp, struct r
 	return ok;
 }
 
+/*
+ * --quantize: the model outputs' error. The quantize pass measures each
+ * product against float on its own calibration rows; what a user ships is
+ * the whole model, so `run` with --quantize also builds the float model
+ * (the same passes, no quantize) in tmp/float, runs it on the same inputs,
+ * and reports, per float output, ||Yq - Yf|| / ||Yf|| (Frobenius) and the
+ * largest |Yq - Yf|: on stderr and in OUTDIR/quant_error.json. Outputs that
+ * are not float32/float16/float64 are listed without a figure.
+ */
+static const char *qmode_name(int mode)
+{
+	static const char *const names[] = {"none", "int8", "int4", "auto", "int8-channel",
+	                                    "int4-mixed"};
+	return mode >= 0 && mode < (int)(sizeof(names) / sizeof(names[0])) ? names[mode] : "?";
+}
+
+static double out_elem(const struct rl_tensor *t, int64_t i)
+{
+	switch (t->dtype) {
+	case RL_DT_FLOAT:
+		return ((const float *)t->data)[i];
+	case RL_DT_FLOAT16:
+		return rl_half_to_float(((const uint16_t *)t->data)[i]);
+	default:
+		return ((const double *)t->data)[i];
+	}
+}
+
+static bool run_quant_error(struct run_args *a, const char *tmp, const struct rl_graph *gq)
+{
+	struct run_args b = *a;
+	b.o.quantize = RL_QUANT_NONE;
+	b.o.remarks = false;
+	struct rl_value_file fin[RL_MAX_IO];
+	memset(fin, 0, sizeof(fin));
+	const struct rl_tensor *tin[RL_MAX_IO];
+	int ntin = 0;
+	struct rl_graph *gf = NULL;
+	struct rl_tensor tq[RL_MAX_IO], tf[RL_MAX_IO];
+	memset(tq, 0, sizeof(tq));
+	memset(tf, 0, sizeof(tf));
+	char ftmp[4096], log[4200], path[4200];
+	snprintf(ftmp, sizeof(ftmp), "%s/float", tmp);
+	snprintf(log, sizeof(log), "%s/log.txt", ftmp);
+	bool ok = mkdir(ftmp, 0700) == 0 && run_load(&b, fin, tin, &ntin, &gf) &&
+	          gf->noutputs == gq->noutputs && run_write_sources(gf, &b, ftmp, tin, ntin) &&
+	          run_compile(&b, ftmp, log) && run_program(gf, &b, ftmp, ntin, log) &&
+	          run_read_outputs(gf, ftmp, tf) && run_read_outputs(gq, tmp, tq);
+	if (!ok) {
+		fprintf(stderr, "rlopt: run: the float model for --quantize's output error did not run\n");
+	} else {
+		struct rl_buf j = {0};
+		rl_buf_printf(&j, "{\"quantize\": \"%s\", \"outputs\": [", qmode_name(a->o.quantize));
+		double num = 0, den = 0;
+		for (uint32_t i = 0; i < gq->noutputs; i++) {
+			const struct rl_tensor *q = &tq[i], *f = &tf[i];
+			int64_t n = rl_shape_numel(&q->shape);
+			bool fl = q->dtype == f->dtype && rl_shape_numel(&f->shape) == n &&
+			          (q->dtype == RL_DT_FLOAT || q->dtype == RL_DT_FLOAT16 ||
+			           q->dtype == RL_DT_DOUBLE);
+			rl_buf_printf(&j, "%s{\"name\": \"%s\"", i ? ", " : "", q->name ? q->name : "");
+			if (!fl) {
+				fprintf(stderr, "rlopt: run: --quantize %s: output '%s' (%s): not float, no "
+				        "error figure\n", qmode_name(a->o.quantize), q->name, rl_dtype_name(q->dtype));
+				rl_buf_printf(&j, ", \"rel_error\": null}");
+				continue;
+			}
+			double d2 = 0, f2 = 0, mx = 0;
+			for (int64_t k = 0; k < n; k++) {
+				double fv = out_elem(f, k), d = out_elem(q, k) - fv;
+				d2 += d * d, f2 += fv * fv;
+				mx = fabs(d) > mx || d != d ? fabs(d) : mx;
+			}
+			num += d2, den += f2;
+			double rel = f2 > 0 ? sqrt(d2 / f2) : sqrt(d2);
+			fprintf(stderr, "rlopt: run: --quantize %s: output '%s' against the float model on "
+			        "these inputs: relative error %.4g (max |difference| %.4g)\n",
+			        qmode_name(a->o.quantize), q->name, rel, mx);
+			rl_buf_printf(&j, ", \"rel_error\": %.9g, \"max_abs_error\": %.9g}", rel, mx);
+		}
+		double all = den > 0 ? sqrt(num / den) : sqrt(num);
+		rl_buf_printf(&j, "], \"rel_error\": %.9g}\n", all);
+		char err[1024];
+		snprintf(path, sizeof(path), "%s/quant_error.json", a->outdir);
+		if (rl_write_file_atomic(path, j.s, j.len, err, sizeof(err)) != RL_OK) {
+			fprintf(stderr, "rlopt: run: %s\n", err);
+			ok = false;
+		}
+		rl_buf_free(&j);
+	}
+	for (uint32_t i = 0; i < RL_MAX_IO; i++)
+		free(tq[i].data), free(tf[i].data);
+	for (int i = 0; i < b.nin; i++)
+		rl_value_file_free(&fin[i]);
+	rl_graph_free(gf);
+	return ok;
+}
+
 /* Outputs: read all, then write all (one file per graph output: a
  * sequence or an optional gathers its tensors back); remove what was
  * written on failure. */
@@ -660,6 +761,10 @@ int rl_cmd_run(int argc, char **argv)
 		        1e3 * t_run);
 	if (!run_write_outputs(g, tmp, a.outdir))
 		goto out;
+	if (a.o.quantize != RL_QUANT_NONE && !a.cuda && !run_quant_error(&a, tmp, g)) {
+		rc = RL_EXIT_RUNTIME;
+		goto out;
+	}
 	rc = RL_EXIT_OK;
 out:
 	if (tmp[0]) {

@@ -3,7 +3,18 @@
  *
  * The writer builds protobuf-c messages that point at the graph's own
  * strings and tensor bytes (nothing is copied until protobuf-c packs), packs
- * them into one buffer and writes it atomically. Constants without a producer
+ * them into one buffer and writes it atomically.
+ *
+ * External data: when the model's weights came from external data (or the
+ * quantize pass spilled its codes to a file: RL_VAL_EXTERNAL), or the
+ * tensors add up to more than EXT_TOTAL bytes (protobuf's 2 GiB limit), every
+ * tensor of at least EXT_MIN bytes goes to OUT.data next to the model
+ * (location "OUT.data", relative; offsets page-aligned), written as the
+ * tensor is built: a repacked tensor's buffer is freed and a borrowed
+ * tensor's pages are handed back right after, so the resident set holds one
+ * tensor, not the model. The data is written to a temporary file renamed to
+ * OUT.data before the (small) model is written atomically; on any failure
+ * both are removed, nothing half-written is left. Constants without a producer
  * become initializers (raw_data); constants that inference evaluated keep
  * their producing node, so load-write-load gives the same graph. Every typed
  * intermediate is listed in value_info so the written model carries rlopt's
@@ -15,10 +26,15 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#define EXT_MIN 1024                    /* smaller tensors stay in the model */
+#define EXT_TOTAL ((double)(1u << 30))  /* more than this: external data */
 
 /* ---- building messages -------------------------------------------------- */
 
@@ -27,6 +43,15 @@ struct wctx {
 	void **allocs; /* everything malloc'd for the messages */
 	size_t nallocs, cap;
 	bool oom;
+	/* external data (above) */
+	bool ext;         /* tensors of EXT_MIN bytes or more go to the data file */
+	int dfd;          /* the temporary data file, -1 until the first tensor */
+	char *dtmp;       /* its path */
+	const char *dpath; /* OUT.data */
+	const char *dloc;  /* its name, relative to the model's folder */
+	int64_t doff;     /* next offset */
+	bool ioerr;
+	char ioerrmsg[256];
 };
 
 static void *walloc(struct wctx *w, size_t n)
@@ -50,7 +75,97 @@ static void *walloc(struct wctx *w, size_t n)
 	return p;
 }
 
-static Onnx__TensorProto *make_tensor(struct wctx *w, uint32_t v, const char *name)
+/* Free p, allocated by walloc, now (a tensor's buffer once it is written). */
+static void wfree(struct wctx *w, void *p)
+{
+	for (size_t i = w->nallocs; p && i-- > 0;)
+		if (w->allocs[i] == p) {
+			free(p);
+			w->allocs[i] = NULL;
+			return;
+		}
+}
+
+/* Hand back the pages of borrowed bytes just copied out (mmapped weights,
+ * spilled codes: they are read again from their file if ever needed; on the
+ * heap without swap the advice changes nothing). */
+static void wrelease(const void *p, size_t len)
+{
+#ifdef MADV_PAGEOUT
+	long pg = sysconf(_SC_PAGESIZE);
+	if (pg <= 0 || !p || len == 0)
+		return;
+	uintptr_t a = (uintptr_t)p & ~(uintptr_t)(pg - 1);
+	(void)madvise((void *)a, (size_t)((uintptr_t)p + len - a), MADV_PAGEOUT);
+#else
+	(void)p, (void)len;
+#endif
+}
+
+/* Move t's raw bytes to the data file (when writing external data and t is
+ * big enough); owned: the bytes are the writer's (walloc), freed after;
+ * else borrowed from the graph, their pages handed back. */
+static void externalize(struct wctx *w, Onnx__TensorProto *t, bool owned)
+{
+	if (!w->ext || !t || !t->has_raw_data || t->raw_data.len < EXT_MIN || w->ioerr)
+		return;
+	if (w->dfd < 0) {
+		w->dfd = mkstemp(w->dtmp);
+		if (w->dfd < 0) {
+			w->ioerr = true;
+			snprintf(w->ioerrmsg, sizeof(w->ioerrmsg), "cannot write %s: %s", w->dpath,
+			         strerror(errno));
+			return;
+		}
+	}
+	int64_t off = (w->doff + 4095) / 4096 * 4096;
+	const uint8_t *p = t->raw_data.data;
+	size_t len = t->raw_data.len;
+	/* in pieces of 16 MiB, a borrowed piece's pages handed back once
+	 * written: a 262 MB embedding would otherwise be resident whole */
+	const size_t piece = (size_t)16 << 20;
+	for (size_t done = 0; done < len;) {
+		size_t want = len - done < piece ? len - done : piece;
+		ssize_t n = pwrite(w->dfd, p + done, want, (off_t)(off + (int64_t)done));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n > 0 && !owned)
+			wrelease(p + done, (size_t)n);
+		if (n <= 0) {
+			w->ioerr = true;
+			snprintf(w->ioerrmsg, sizeof(w->ioerrmsg), "write to %s failed: %s", w->dpath,
+			         n < 0 ? strerror(errno) : "no space");
+			return;
+		}
+		done += (size_t)n;
+	}
+	w->doff = off + (int64_t)len;
+	Onnx__StringStringEntryProto **e = walloc(w, 3 * sizeof(*e));
+	char *num = walloc(w, 48);
+	if (!e || !num)
+		return;
+	snprintf(num, 24, "%lld", (long long)off);
+	snprintf(num + 24, 24, "%zu", len);
+	const char *kv[3][2] = {{"location", w->dloc}, {"offset", num}, {"length", num + 24}};
+	for (int i = 0; i < 3; i++) {
+		if (!(e[i] = walloc(w, sizeof(*e[i]))))
+			return;
+		onnx__string_string_entry_proto__init(e[i]);
+		e[i]->key = (char *)kv[i][0];
+		e[i]->value = (char *)kv[i][1];
+	}
+	t->external_data = e;
+	t->n_external_data = 3;
+	t->has_data_location = 1;
+	t->data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+	if (owned)
+		wfree(w, t->raw_data.data);
+	t->has_raw_data = 0;
+	t->raw_data.data = NULL;
+	t->raw_data.len = 0;
+}
+
+static Onnx__TensorProto *make_tensor(struct wctx *w, uint32_t v, const char *name, bool ext_ok)
 {
 	const struct rl_value *val = &w->g->values[v];
 	Onnx__TensorProto *t = walloc(w, sizeof(*t));
@@ -76,7 +191,12 @@ static Onnx__TensorProto *make_tensor(struct wctx *w, uint32_t v, const char *na
 		if (!t->raw_data.data)
 			return NULL;
 		rl_lowp_pack(val->dtype, val->data, ne, t->raw_data.data);
+		if (ext_ok)
+			externalize(w, t, true);
+		return t;
 	}
+	if (ext_ok)
+		externalize(w, t, false);
 	return t;
 }
 
@@ -162,7 +282,7 @@ static Onnx__AttributeProto *make_attr(struct wctx *w, const struct rl_attr *a)
 		break;
 	case RL_ATTR_TENSOR:
 		ap->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR;
-		ap->t = make_tensor(w, a->tensor, "");
+		ap->t = make_tensor(w, a->tensor, "", false); /* attributes stay inline */
 		break;
 	case RL_ATTR_FLOATS:
 		ap->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS;
@@ -342,6 +462,7 @@ static bool write_quant(struct wctx *w, const struct rl_node *n, int format,
 					tz->raw_data.data[(b * N + j) / 2] |=
 						(uint8_t)(qw.z[j * qw.nb + b] << ((b * N + j) % 2 * 4));
 			}
+		externalize(w, tq, true), externalize(w, ts, true), externalize(w, tz, true);
 		gp->initializer[gp->n_initializer++] = tq;
 		gp->initializer[gp->n_initializer++] = ts;
 		if (tz)
@@ -397,6 +518,7 @@ static bool write_quant(struct wctx *w, const struct rl_node *n, int format,
 						(uint8_t)(qw.z[j * qw.nb + b] << (b % 2 * 4));
 			}
 		}
+		externalize(w, tq, true), externalize(w, ts, true), externalize(w, tz, true);
 		gp->initializer[gp->n_initializer++] = tq;
 		gp->initializer[gp->n_initializer++] = ts;
 		if (tz)
@@ -415,6 +537,12 @@ static bool write_quant(struct wctx *w, const struct rl_node *n, int format,
 		node_int(w, np, "block_size", bs);
 		gp->node[gp->n_node++] = np;
 	}
+	/* the kernel-layout codes, scales and zero points were read for the
+	 * last time (spilled: pages of a file mapping, handed back) */
+	wrelease(qw.q, (size_t)(N * qw.rowbytes));
+	wrelease(qw.s, (size_t)(N * qw.nb) * (qw.half_scales ? 2 : 4));
+	if (qw.z)
+		wrelease(qw.z, (size_t)(N * qw.nb));
 	if (bias) {
 		if (!(np = new_node(w, wstr(w, n->name, "_bias"), "Add", "", 2, 0)))
 			return false;
@@ -435,8 +563,34 @@ enum rl_status rl_onnx_write(const struct rl_graph *g, const char *path,
 enum rl_status rl_onnx_write_fmt(const struct rl_graph *g, const char *path, int qformat,
                                  char *err, size_t errlen)
 {
-	struct wctx w = {.g = g};
+	struct wctx w = {.g = g, .dfd = -1};
 	enum rl_status st = RL_OK;
+	/* external data: weights that came from (or were spilled to) files, or
+	 * more than protobuf's limit allows */
+	double total = 0;
+	for (uint32_t v = 0; v < g->nvalues; v++) {
+		const struct rl_value *val = &g->values[v];
+		if (!(val->flags & RL_VAL_CONST) || val->producer != RL_NONE || !val->nuses)
+			continue;
+		total += (double)val->nbytes;
+		w.ext |= (val->flags & RL_VAL_EXTERNAL) && val->nbytes >= EXT_MIN;
+	}
+	w.ext |= total > EXT_TOTAL;
+	char *dpath = NULL;
+	if (w.ext) {
+		size_t pl = strlen(path);
+		dpath = malloc(2 * pl + 40);
+		if (!dpath) {
+			snprintf(err, errlen, "%s: out of memory", path);
+			return RL_ERR_NOMEM;
+		}
+		snprintf(dpath, pl + 8, "%s.data", path);
+		w.dtmp = dpath + pl + 8;
+		snprintf(w.dtmp, pl + 32, "%s.data.tmpXXXXXX", path);
+		const char *slash = strrchr(dpath, '/');
+		w.dpath = dpath;
+		w.dloc = slash ? slash + 1 : dpath;
+	}
 	Onnx__ModelProto m;
 	Onnx__GraphProto gp;
 	onnx__model_proto__init(&m);
@@ -471,6 +625,7 @@ enum rl_status rl_onnx_write_fmt(const struct rl_graph *g, const char *path, int
 		         "and the model imports opset %d; use --onnx-format matmulnbits (or --quantize "
 		         "int8-channel for one scale per channel at opset 13)", path, n->name,
 		         rl_node_attr_int(n, "bits", 8) == 4 ? "int4" : "blocked int8", need, g->opset);
+		free(dpath);
 		return RL_ERR_UNSUPPORTED;
 	}
 	/* opsets: keep the model's; make sure the default domain is there (unless
@@ -562,7 +717,7 @@ enum rl_status rl_onnx_write_fmt(const struct rl_graph *g, const char *path, int
 			continue;
 		if ((val->flags & RL_VAL_CONST) && val->producer == RL_NONE) {
 			if (val->nuses || (val->flags & RL_VAL_OUTPUT))
-				gp.initializer[gp.n_initializer++] = make_tensor(&w, v, val->name);
+				gp.initializer[gp.n_initializer++] = make_tensor(&w, v, val->name, true);
 		} else if (val->producer != RL_NONE && !(val->flags & RL_VAL_OUTPUT) &&
 		           val->dtype != RL_DT_UNDEFINED) {
 			gp.value_info[gp.n_value_info++] = make_vi(&w, v);
@@ -576,9 +731,28 @@ enum rl_status rl_onnx_write_fmt(const struct rl_graph *g, const char *path, int
 	for (uint32_t i = 0; gp.output && i < g->noutputs; i++)
 		gp.output[gp.n_output++] = make_vi(&w, g->outputs[i]);
 
+	/* the data file is complete: give it its name, then write the model */
+	bool data_named = false;
+	if (w.dfd >= 0 && !w.oom && !w.ioerr) {
+		mode_t um = umask(0);
+		umask(um);
+		fchmod(w.dfd, 0666 & ~um);
+		if (close(w.dfd) != 0 || rename(w.dtmp, w.dpath) != 0) {
+			w.ioerr = true;
+			snprintf(w.ioerrmsg, sizeof(w.ioerrmsg), "cannot write %s: %s", w.dpath,
+			         strerror(errno));
+			unlink(w.dtmp);
+		} else {
+			data_named = true;
+		}
+		w.dfd = -1;
+	}
 	if (w.oom) {
 		snprintf(err, errlen, "%s: out of memory", path);
 		st = RL_ERR_NOMEM;
+	} else if (w.ioerr) {
+		snprintf(err, errlen, "%s: %s", path, w.ioerrmsg);
+		st = RL_ERR_IO;
 	} else {
 		size_t len = onnx__model_proto__get_packed_size(&m);
 		uint8_t *buf = malloc(len ? len : 1);
@@ -591,6 +765,13 @@ enum rl_status rl_onnx_write_fmt(const struct rl_graph *g, const char *path, int
 			free(buf);
 		}
 	}
+	if (w.dfd >= 0) { /* failed before the data file was complete */
+		close(w.dfd);
+		unlink(w.dtmp);
+	}
+	if (data_named && st != RL_OK)
+		unlink(w.dpath);
+	free(dpath);
 	for (size_t i = 0; i < w.nallocs; i++)
 		free(w.allocs[i]);
 	free(w.allocs);
