@@ -1675,26 +1675,42 @@ static void emit_conv_cv(struct rl_cgen *cg, uint32_t node, const struct conv2d 
 	} else {
 		cg_line(cg, "const float *restrict wb = %s + b * %lld;", wname, (long long)(CG * KK * cb));
 	}
-	line_open(cg, "for (size_t c0 = 0; c0 < %lld; c0 += %lld) {", CG, CC);
-	if (CG % CC)
-		cg_line(cg, "const int64_t cn = %lld - c0 < %lld ? (int64_t)(%lld - c0) : %lld;",
-		        (long long)CG, (long long)CC, (long long)CG, (long long)CC);
-	else
-		cg_line(cg, "const int64_t cn = %lld;", (long long)CC);
+	/* the input channels in chunks of CC; one chunk is a block, c0 = 0 (the
+	 * preprocessor lines of the calls keep cg_tidy from unrolling it) */
+	bool one = CG <= CC;
+	if (one) {
+		line_open(cg, "{", 0, 0);
+		cg_line(cg, "const int64_t cn = %lld;", (long long)CG);
+	} else {
+		line_open(cg, "for (size_t c0 = 0; c0 < %lld; c0 += %lld) {", CG, CC);
+		if (CG % CC)
+			cg_line(cg, "const int64_t cn = %lld - c0 < %lld ? (int64_t)(%lld - c0) : %lld;",
+			        (long long)CG, (long long)CC, (long long)CG, (long long)CC);
+		else
+			cg_line(cg, "const int64_t cn = %lld;", (long long)CC);
+	}
 	line_open(cg, "for (size_t i = 0; i < %lld; i++) {", R, 0);
-	cg_line(cg, "const float *xr = xb + c0 * %lld + i * %lld;", (long long)xcs,
-	        (long long)(p->SH * pitch));
+	if (one)
+		cg_line(cg, "const float *xr = xb + i * %lld;", (long long)(p->SH * pitch));
+	else
+		cg_line(cg, "const float *xr = xb + c0 * %lld + i * %lld;", (long long)xcs,
+		        (long long)(p->SH * pitch));
 	cg_line(cg, "float *orow = ob + i * %lld;", (long long)(p->OW * cb));
 	for (int64_t q = 0, ow0 = 0; q < ntile; q++) {
 		int nt = (int)(tw + (q < wide ? 1 : 0));
-		snprintf(tail, sizeof(tail), "tap, %lld, cn, %lld, wb + c0 * %lld, orow + %lld, bz, c0 == 0",
-		         (long long)KK, (long long)xcs, (long long)(KK * cb),
-		         (long long)(ow0 * cb));
+		char wexpr[64];
+		if (one)
+			snprintf(wexpr, sizeof(wexpr), "wb");
+		else
+			snprintf(wexpr, sizeof(wexpr), "wb + c0 * %lld", (long long)(KK * cb));
+		snprintf(tail, sizeof(tail), "tap, %lld, cn, %lld, %s, orow + %lld, bz, %s",
+		         (long long)KK, (long long)xcs, wexpr, (long long)(ow0 * cb),
+		         one ? "1" : "c0 == 0");
 		cv_call(cg, cb, p->SW, ow0, nt, tail);
 		ow0 += nt;
 	}
 	line_close(cg); /* i */
-	line_close(cg); /* c0 */
+	line_close(cg); /* c0, or the block of one chunk */
 	cg_line(cg, "/* the sums into the block's output planes, then the fused epilogue */");
 	line_open(cg, "for (size_t r = 0; r < mv; r++) {", 0, 0);
 	cg_line(cg, "float *restrict y = Y0 + ((n * %lld + m0 + r) * %lld + oh0) * %lld;", (long long)M,

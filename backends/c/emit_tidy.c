@@ -21,11 +21,13 @@
  *   (x) -> x              one name or literal in parentheses that are not
  *                         a call's or a cast's
  *   (float)(N) -> N.0f    (double)(N) -> N.0, N an integer literal
+ *   N * M, N + M -> value N, M decimal literals, where the grouping stays
  *
  * then, per block: `const T NAME = 0;` (T an integer type) is substituted
  * into the rest of its block and dropped, which cascades through index
  * chains (`xo1 = xo0 + j1 * 64` with xo0 = 0); and a loop
- * `for (T V = 0; V < 1; V++)` becomes a plain block with V = 0 (or, with
+ * `for (T V = 0; V < 1; V++)` (or `V < S; V += S`, S a literal: one
+ * iteration) becomes a plain block with V = 0 (or, with
  * one statement for a body, that statement with V = 0); a local that only
  * its declaration and a `(void)NAME;` name goes with its cast. Anything
  * the rules cannot prove (a name redeclared or assigned in the scope, a
@@ -239,6 +241,18 @@ static void del(struct tok *t, int *n, int at, int cnt, bool keep_sp)
 		t[at].sp = sp;
 }
 
+/* a decimal integer literal of at most 9 digits, no suffix (0 alone, or no
+ * leading 0: that would be octal) */
+static bool dec_lit(const struct tok *t)
+{
+	if (t->kind != T_NUM || t->n < 1 || t->n > 9 || (t->n > 1 && t->s[0] == '0'))
+		return false;
+	for (int k = 0; k < t->n; k++)
+		if (!isdigit((unsigned char)t->s[k]))
+			return false;
+	return true;
+}
+
 /* One pass of the expression rules; true if anything changed. */
 static bool simplify(struct tok *t, int *np, const struct names *ints, char *arena, size_t *used,
                      size_t cap)
@@ -288,6 +302,25 @@ static bool simplify(struct tok *t, int *np, const struct names *ints, char *are
 		                    !tok_is(&t[i + 3], "!")))) {
 			del(t, &n, i + 2, 1, false);
 			del(t, &n, i, 1, true);
+			ch = true;
+			continue;
+		}
+		/* N * M, N + M -> their value (decimal literals: int arithmetic, as C
+		 * does it), where nothing before takes N (a product or a sum on its
+		 * left would change the grouping: x * 3 * 5 in float is not x * 15)
+		 * and, for +, nothing after takes M */
+		if (i + 2 < n && dec_lit(&t[i]) && dec_lit(&t[i + 2]) &&
+		    (tok_is(&t[i + 1], "*") || tok_is(&t[i + 1], "+")) &&
+		    (tok_is(&t[i + 1], "*") ? low_before(t, i - 1) || tok_is(&t[i - 1], "-")
+		                            : low_before(t, i - 1) && !(i > 0 && tok_is(&t[i - 1], "+"))) &&
+		    (tok_is(&t[i + 1], "*") || loose_after(t, n, i + 3)) && *used + 24 <= cap) {
+			long long a = strtoll(t[i].s, NULL, 10), c = strtoll(t[i + 2].s, NULL, 10);
+			char *o = arena + *used;
+			int len = snprintf(o, cap - *used, "%lld", tok_is(&t[i + 1], "*") ? a * c : a + c);
+			*used += (size_t)len + 1;
+			bool sp = t[i].sp;
+			del(t, &n, i, 2, false);
+			t[i] = (struct tok){o, len, T_NUM, sp};
 			ch = true;
 			continue;
 		}
@@ -569,10 +602,17 @@ static bool unit_loop(const char *s, char *name, size_t cap, bool *brace)
 	int n;
 	if (is_pp(s) || !tokenize(s, t, &n) || n < 14)
 		return false;
-	/* `V += 1` for `V++` */
-	if (n >= 15 && tok_is(&t[12], "+=") && is_int_lit(&t[13], "1")) {
+	/* `V < S; V += S` (a loop stepped by its own bound runs once, V = 0:
+	 * a register-blocked loop over a dimension of one block) and `V += 1`
+	 * for `V < 1; V++` */
+	if (n >= 15 && tok_is(&t[12], "+=") && t[13].kind == T_NUM && t[9].kind == T_NUM &&
+	    t[13].n == t[9].n && !memcmp(t[13].s, t[9].s, (size_t)t[9].n) &&
+	    strspn(t[9].s, "0123456789") == (size_t)t[9].n && !is_int_lit(&t[9], "0")) {
 		memmove(t + 13, t + 14, (size_t)(n - 14) * sizeof(*t));
 		t[12].s = "++";
+		t[12].n = 2;
+		t[9].s = "1";
+		t[9].n = 1;
 		n--;
 	}
 	if (n != 15 && n != 14)

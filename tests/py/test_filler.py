@@ -17,7 +17,8 @@ quantized products, low-precision helpers). A finding is, per function:
   zero-index   `const <int type> NAME = 0;`: an index bound to zero that is
                then only added or multiplied (a batch loop of extent 1
                should vanish, not leave its index behind);
-  loop-1       `for (... = 0; NAME < 1; ...)`: a loop of extent 1 (unless
+  loop-1       `for (... = 0; NAME < 1; ...)` or `for (... = 0; NAME < S;
+               NAME += S)`: a loop of one iteration (unless
                its body continues or breaks it before any inner loop: there
                the loop is the control flow);
   mul-one      a multiplication by the integer literal 1 (`x * 1`, `1 * x`);
@@ -167,7 +168,8 @@ INT = r"(?<![\w.])"  # start of a number token
 END = r"(?![\w.])"  # end of an integer literal (not 1.0f, 1e-3, 10, 1u)
 PATTERNS = [
     ("zero-index", re.compile(r"\bconst\s+(?:size_t|int64_t|int32_t|int|long|ptrdiff_t|uint64_t)\s+\w+\s*=\s*0\s*;")),
-    ("loop-1", re.compile(r"\bfor\s*\([^;]*=\s*0\s*;\s*\w+\s*<\s*1\s*;")),
+    ("loop-1", re.compile(r"\bfor\s*\([^;]*=\s*0\s*;\s*\w+\s*<\s*1\s*;"
+                          r"|\bfor\s*\([^;]*=\s*0\s*;\s*(\w+)\s*<\s*(\d+)\s*;\s*\1\s*\+=\s*\2\s*\)")),
     ("mul-one", re.compile(r"\*\s*1" + END + r"|" + INT + r"(?<!\))1\s*\*(?!=)")),
     ("add-zero", re.compile(r"\+\s*0" + END + r"|" + INT + r"(?<!\))0\s*\+(?![+=])")),
     ("int-cast", re.compile(r"\((?:float|double)\)\s*(?:\(\s*-?\d+\s*\)|-?\d+" + END + ")")),
@@ -462,6 +464,10 @@ static void rl_probe(const float *restrict a, float *restrict y, int64_t n,
     double h = 2;
     for (size_t r = 0; r < 1; r++)
         y[r * 1] = a[r + 0] + (float)(0);
+    for (size_t q = 0; q < 4; q += 4)
+        y[q] = a[q];
+    for (size_t p = 0; p < 8; p += 4)
+        y[p] = a[p];
     for (int64_t i = 0; i < n; i++) {
         {
             y[i] = (float)(u * a[i]) + (float)(int8_t)a[i] + (float)g;
@@ -476,7 +482,7 @@ static void rl_probe(const float *restrict a, float *restrict y, int64_t n,
     y[0] = s + u + t[0] + (float)o;
 }
 """
-SELF_EXPECT = {"zero-index": 1, "loop-1": 1, "mul-one": 1, "add-zero": 1, "int-cast": 1,
+SELF_EXPECT = {"zero-index": 1, "loop-1": 2, "mul-one": 1, "add-zero": 1, "int-cast": 1,
                "void-used": 1, "dead-local": 1, "float-cast": 1, "int-float": 3,
                "nested-block": 1}
 
