@@ -200,6 +200,39 @@ static void split_for(struct rl_cgen *cg, int64_t a, int64_t b, const char *body
 
 #define POOL_ROW_MAX 512 /* widest input row of the separable MaxPool (two stack rows) */
 
+/* Edge columns (a tap in the padding), from v, one output at a time. */
+static void emit_max_edges(struct rl_cgen *cg, const char *T, const struct pool_win *w,
+                           int64_t a, int64_t b)
+{
+	int64_t W = w->in[1], OW = w->out[1], KW = w->k[1], SW = w->s[1], DW = w->d[1];
+	int64_t PL = w->pb[1];
+	if (a == 0 && b >= OW)
+		return;
+	cg_line(cg, "/* edge columns: the taps inside, one by one */");
+	cg_line(cg, "for (size_t ow = 0; ow < %lld; ow++) {", (long long)OW);
+	cg->indent++;
+	if (b > a) {
+		cg_line(cg, "if (ow == %lld)", (long long)a);
+		cg_line(cg, "    ow = %lld; /* skip the interior */", (long long)b);
+		cg_line(cg, "if (ow >= %lld)", (long long)OW);
+		cg_line(cg, "    break;");
+	}
+	cg_line(cg, "const long long iw0 = (long long)(ow * %lld) - %lld;", (long long)SW,
+	        (long long)PL);
+	cg_line(cg, "%s m = %s;", T, cg_zero(T));
+	cg_line(cg, "int any = 0;");
+	cg_line(cg, "for (long long kw = 0; kw < %lld; kw++) {", (long long)KW);
+	cg_line(cg, "    const long long iw = iw0 + kw * %lld;", (long long)DW);
+	cg_line(cg, "    if (iw >= 0 && iw < %lld && (!any || v[iw] > m)) {", (long long)W);
+	cg_line(cg, "        m = v[iw];");
+	cg_line(cg, "        any = 1;");
+	cg_line(cg, "    }");
+	cg_line(cg, "}");
+	cg_line(cg, "yr[ow] = m;");
+	cg->indent--;
+	cg_line(cg, "}");
+}
+
 /*
  * Separable MaxPool body for one output row (inside emit_rows' loops, with
  * yr, ih0, kh0 and kh1 defined): v = the max over the kernel rows, column
@@ -250,31 +283,7 @@ static void emit_max_sep(struct rl_cgen *cg, const char *T, const struct pool_wi
 		else
 			cg_line(cg, "    yr[ow] = r[ow * %lld - %lld];", (long long)SW, (long long)PL);
 	}
-	if (a > 0 || b < OW) {
-		cg_line(cg, "/* edge columns: the taps inside, one by one */");
-		cg_line(cg, "for (size_t ow = 0; ow < %lld; ow++) {", (long long)OW);
-		cg->indent++;
-		if (b > a) {
-			cg_line(cg, "if (ow == %lld)", (long long)a);
-			cg_line(cg, "    ow = %lld; /* skip the interior */", (long long)b);
-			cg_line(cg, "if (ow >= %lld)", (long long)OW);
-			cg_line(cg, "    break;");
-		}
-		cg_line(cg, "const long long iw0 = (long long)(ow * %lld) - %lld;", (long long)SW,
-		        (long long)PL);
-		cg_line(cg, "%s m = %s;", T, cg_zero(T));
-		cg_line(cg, "int any = 0;");
-		cg_line(cg, "for (long long kw = 0; kw < %lld; kw++) {", (long long)KW);
-		cg_line(cg, "    const long long iw = iw0 + kw * %lld;", (long long)DW);
-		cg_line(cg, "    if (iw >= 0 && iw < %lld && (!any || v[iw] > m)) {", (long long)W);
-		cg_line(cg, "        m = v[iw];");
-		cg_line(cg, "        any = 1;");
-		cg_line(cg, "    }");
-		cg_line(cg, "}");
-		cg_line(cg, "yr[ow] = m;");
-		cg->indent--;
-		cg_line(cg, "}");
-	}
+	emit_max_edges(cg, T, w, a, b);
 }
 
 /*
@@ -534,39 +543,6 @@ static void emit_max_horiz(struct rl_cgen *cg, const char *T, const struct pool_
 		cg->indent--;
 		cg_line(cg, "}");
 	}
-}
-
-/* Edge columns (a tap in the padding), from v, one output at a time. */
-static void emit_max_edges(struct rl_cgen *cg, const char *T, const struct pool_win *w,
-                           int64_t a, int64_t b)
-{
-	int64_t W = w->in[1], OW = w->out[1], KW = w->k[1], SW = w->s[1], DW = w->d[1];
-	int64_t PL = w->pb[1];
-	if (a == 0 && b >= OW)
-		return;
-	cg_line(cg, "/* edge columns: the taps inside, one by one */");
-	cg_line(cg, "for (size_t ow = 0; ow < %lld; ow++) {", (long long)OW);
-	cg->indent++;
-	if (b > a) {
-		cg_line(cg, "if (ow == %lld)", (long long)a);
-		cg_line(cg, "    ow = %lld; /* skip the interior */", (long long)b);
-		cg_line(cg, "if (ow >= %lld)", (long long)OW);
-		cg_line(cg, "    break;");
-	}
-	cg_line(cg, "const long long iw0 = (long long)(ow * %lld) - %lld;", (long long)SW,
-	        (long long)PL);
-	cg_line(cg, "%s m = 0;", T);
-	cg_line(cg, "int any = 0;");
-	cg_line(cg, "for (long long kw = 0; kw < %lld; kw++) {", (long long)KW);
-	cg_line(cg, "    const long long iw = iw0 + kw * %lld;", (long long)DW);
-	cg_line(cg, "    if (iw >= 0 && iw < %lld && (!any || v[iw] > m)) {", (long long)W);
-	cg_line(cg, "        m = v[iw];");
-	cg_line(cg, "        any = 1;");
-	cg_line(cg, "    }");
-	cg_line(cg, "}");
-	cg_line(cg, "yr[ow] = m;");
-	cg->indent--;
-	cg_line(cg, "}");
 }
 
 /*
