@@ -1,5 +1,5 @@
 /*
- * buf.c - growable byte buffers and atomic file writes (buf.h).
+ * buf.c - growable byte buffers, atomic file writes and page advice (buf.h).
  */
 #include "buf.h"
 
@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -102,3 +104,35 @@ enum rl_status rl_write_file_atomic(const char *path, const void *data,
 	return RL_OK;
 }
 
+
+/* The whole pages that [p, p + len) touches, for madvise; false if none. */
+static bool page_span(const void *p, size_t len, void **a, size_t *n)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	if (pg <= 0 || !p || len == 0)
+		return false;
+	uintptr_t lo = (uintptr_t)p & ~(uintptr_t)(pg - 1);
+	*a = (void *)lo;
+	*n = (size_t)((uintptr_t)p + len - lo);
+	return true;
+}
+
+void rl_page_out(const void *p, size_t len)
+{
+#ifdef MADV_PAGEOUT
+	void *a;
+	size_t n;
+	if (page_span(p, len, &a, &n))
+		(void)madvise(a, n, MADV_PAGEOUT);
+#else
+	(void)p, (void)len;
+#endif
+}
+
+void rl_page_random(const void *p, size_t len)
+{
+	void *a;
+	size_t n;
+	if (page_span(p, len, &a, &n))
+		(void)madvise(a, n, MADV_RANDOM);
+}

@@ -6,7 +6,9 @@
  * reader's file contents) and writing a file so that it is either wholly
  * there or not touched (generated C, ONNX models, reports, machine profiles,
  * tensors). Out of memory in a buffer is our error, not the user's: it
- * asserts, like the graph's own arrays.
+ * asserts, like the graph's own arrays. And the page advice the streaming
+ * paths (quantize, the judge's sampling, the ONNX writer) give the kernel
+ * about mmapped weights they are done with.
  */
 #ifndef RL_BUF_H
 #define RL_BUF_H
@@ -36,5 +38,15 @@ void rl_buf_free(struct rl_buf *b);
  * "PATH: reason"). The file gets the usual permissions (0666 less umask). */
 enum rl_status rl_write_file_atomic(const char *path, const void *data,
                                     size_t len, char *err, size_t errlen);
+
+/* Page advice for borrowed bytes (usually an mmapped weight file), rounded
+ * out to whole pages; both are hints: on memory that is not a file mapping,
+ * or without MADV_PAGEOUT, they change nothing the program sees.
+ * rl_page_out: done with these bytes; hand their pages back (they are read
+ * again from the file if ever needed), so that streaming a model keeps one
+ * weight resident at a time, not the model.
+ * rl_page_random: only sampled pages will be read; no readahead. */
+void rl_page_out(const void *p, size_t len);
+void rl_page_random(const void *p, size_t len);
 
 #endif /* RL_BUF_H */

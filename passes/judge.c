@@ -49,13 +49,12 @@
  * Precondition: shapes inferred and bound (static); a machine profile.
  */
 #include "judge.h"
+#include "buf.h"
 
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 const char *rl_judge_verdict(double r)
 {
@@ -735,29 +734,6 @@ static float wget(const struct werr *e, int64_t i)
 	                               : (float)rl_value_get_float(e->g, e->jn->w, i);
 }
 
-/*
- * Hints for a sampled block of an (often mmap'd, read-only) weight: before
- * reading, no readahead (only the sampled pages are read from the file);
- * after, page the block out again, so the pages of a 13.5 GB weight file the
- * samples touched do not pile up in the resident set. Both are advice: on
- * memory that is not a file mapping they change nothing the program sees.
- */
-static void page_hint(const char *p, size_t len, bool before)
-{
-	long pg = sysconf(_SC_PAGESIZE);
-	if (pg <= 0 || len == 0)
-		return;
-	uintptr_t a = (uintptr_t)p & ~(uintptr_t)(pg - 1);
-	size_t n = (size_t)((uintptr_t)p + len - a);
-	if (before) {
-		(void)madvise((void *)a, n, MADV_RANDOM);
-		return;
-	}
-#ifdef MADV_PAGEOUT
-	(void)madvise((void *)a, n, MADV_PAGEOUT);
-#endif
-}
-
 static void werr_load(struct werr *e)
 {
 	if (e->loaded)
@@ -798,20 +774,20 @@ static void werr_load(struct werr *e)
 	for (int64_t r = 0; r < e->srows; r++) {
 		int64_t src = (e->row_of ? e->row_of[r] : r) * e->cols;
 		if (e->row_of && r % 4 == 0)
-			page_hint((const char *)w->data + (size_t)src * jn->es,
-			          (size_t)(4 * e->cols) * jn->es, true);
+			rl_page_random((const char *)w->data + (size_t)src * jn->es,
+			               (size_t)(4 * e->cols) * jn->es);
 		for (int64_t c = 0; c < e->cols; c++) {
 			float v = wget(e, src + c);
 			e->w[r * e->cols + c] = v;
 			e->total += (double)v * v;
 		}
 		if (e->row_of && r % 4 == 3)
-			page_hint((const char *)w->data + (size_t)(src - 3 * e->cols) * jn->es,
-			          (size_t)(4 * e->cols) * jn->es, false);
+			rl_page_out((const char *)w->data + (size_t)(src - 3 * e->cols) * jn->es,
+			            (size_t)(4 * e->cols) * jn->es);
 	}
 	/* read whole (up to JUDGE_EXACT elements): its copy is in e->w now */
 	if (!e->row_of)
-		page_hint(w->data, (size_t)n * jn->es, false);
+		rl_page_out(w->data, (size_t)n * jn->es);
 }
 
 static void werr_free(struct werr *e)

@@ -38,6 +38,7 @@
  * after `roofline` (auto reads the bound from it) and before `fuse`/`tile`.
  */
 #include "pass.h"
+#include "buf.h"
 
 #include "frontends/onnx/onnx.h"
 #include "qweights.h"
@@ -111,26 +112,6 @@ static bool candidate(struct rl_graph *g, uint32_t i, struct qcand *c, const cha
 	if (a->shape.d[a->shape.rank - 1].v != c->k)
 		return *why = "A's last dimension is not K", false;
 	return true;
-}
-
-/*
- * A weight is read a few times while its node is considered (finite check,
- * packing, error) and not again by this pass: hand its pages back after, so
- * that quantizing a model whose weights are mmapped external data keeps one
- * weight resident at a time, not the model (on memory that is not a file
- * mapping the advice changes nothing the program sees).
- */
-static void release_pages(const void *p, size_t len)
-{
-#ifdef MADV_PAGEOUT
-	long pg = sysconf(_SC_PAGESIZE);
-	if (pg <= 0 || !p || len == 0)
-		return;
-	uintptr_t a = (uintptr_t)p & ~(uintptr_t)(pg - 1);
-	(void)madvise((void *)a, (size_t)((uintptr_t)p + len - a), MADV_PAGEOUT);
-#else
-	(void)p, (void)len;
-#endif
 }
 
 /* splitmix64 / Box-Muller: the same rows on every host */
@@ -244,12 +225,12 @@ static float *channel_major(const struct qcand *c, const void *src, int64_t na, 
 		if (c->ns == 1) {
 			size_t es = c->half ? 2 : 4;
 			int64_t k1 = k0 + 64 < c->k ? k0 + 64 : c->k;
-			release_pages((const char *)src + (size_t)(k0 * c->ks) * es,
+			rl_page_out((const char *)src + (size_t)(k0 * c->ks) * es,
 			              (size_t)((k1 - k0) * c->ks) * es);
 		}
 	}
 	if (c->ks == 1) /* Gemm's transposed B: these channels' rows */
-		release_pages((const char *)src + (size_t)(na * c->ns) * (c->half ? 2 : 4),
+		rl_page_out((const char *)src + (size_t)(na * c->ns) * (c->half ? 2 : 4),
 		              (size_t)((nz - na) * c->ns) * (c->half ? 2 : 4));
 	return t;
 }
@@ -778,7 +759,7 @@ enum rl_status rl_pass_quantize(struct rl_graph *g, struct rl_pass_ctx *ctx)
 		}
 		st = rewrite(g, &c, &qw, &spill);
 		free(qw.q), free(qw.s), free(qw.z);
-		release_pages(wsrc, (size_t)(c.k * c.n) * (c.half ? 2 : 4));
+		rl_page_out(wsrc, (size_t)(c.k * c.n) * (c.half ? 2 : 4));
 		saved += wbytes - qbytes;
 		nq++;
 	}

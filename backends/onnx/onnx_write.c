@@ -22,6 +22,7 @@
  */
 #include "frontends/onnx/onnx.h"
 #include "ir/qweights.h"
+#include "ir/buf.h"
 #include "onnx.pb-c.h"
 
 #include <errno.h>
@@ -29,7 +30,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -86,22 +86,6 @@ static void wfree(struct wctx *w, void *p)
 		}
 }
 
-/* Hand back the pages of borrowed bytes just copied out (mmapped weights,
- * spilled codes: they are read again from their file if ever needed; on the
- * heap without swap the advice changes nothing). */
-static void wrelease(const void *p, size_t len)
-{
-#ifdef MADV_PAGEOUT
-	long pg = sysconf(_SC_PAGESIZE);
-	if (pg <= 0 || !p || len == 0)
-		return;
-	uintptr_t a = (uintptr_t)p & ~(uintptr_t)(pg - 1);
-	(void)madvise((void *)a, (size_t)((uintptr_t)p + len - a), MADV_PAGEOUT);
-#else
-	(void)p, (void)len;
-#endif
-}
-
 /* Move t's raw bytes to the data file (when writing external data and t is
  * big enough); owned: the bytes are the writer's (walloc), freed after;
  * else borrowed from the graph, their pages handed back. */
@@ -130,7 +114,7 @@ static void externalize(struct wctx *w, Onnx__TensorProto *t, bool owned)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n > 0 && !owned)
-			wrelease(p + done, (size_t)n);
+			rl_page_out(p + done, (size_t)n);
 		if (n <= 0) {
 			w->ioerr = true;
 			snprintf(w->ioerrmsg, sizeof(w->ioerrmsg), "write to %s failed: %s", w->dpath,
@@ -539,10 +523,10 @@ static bool write_quant(struct wctx *w, const struct rl_node *n, int format,
 	}
 	/* the kernel-layout codes, scales and zero points were read for the
 	 * last time (spilled: pages of a file mapping, handed back) */
-	wrelease(qw.q, (size_t)(N * qw.rowbytes));
-	wrelease(qw.s, (size_t)(N * qw.nb) * (qw.half_scales ? 2 : 4));
+	rl_page_out(qw.q, (size_t)(N * qw.rowbytes));
+	rl_page_out(qw.s, (size_t)(N * qw.nb) * (qw.half_scales ? 2 : 4));
 	if (qw.z)
-		wrelease(qw.z, (size_t)(N * qw.nb));
+		rl_page_out(qw.z, (size_t)(N * qw.nb));
 	if (bias) {
 		if (!(np = new_node(w, wstr(w, n->name, "_bias"), "Add", "", 2, 0)))
 			return false;
