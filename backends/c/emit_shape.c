@@ -341,6 +341,28 @@ static bool is_runtime(struct rl_cgen *cg, uint32_t node, int slot)
 }
 
 /*
+ * Open the loop over the n entries of a run-time per-axis list (Slice's
+ * starts/ends/steps, Pad's pads) with `a` the axis entry i applies to: X3[i]
+ * when the node has an axes input (negative counts from the end; out of range
+ * is skipped, as the reference does), else i itself. The caller writes the
+ * body and closes the loop (indent--, "}").
+ */
+static void axis_loop_open(struct rl_cgen *cg, int r, int64_t n, bool has_axes)
+{
+	cg_line(cg, "for (size_t i = 0; i < %lld; i++) {", (long long)n);
+	cg->indent++;
+	if (has_axes) {
+		cg_line(cg, "int64_t a = (int64_t)X3[i];");
+		cg_line(cg, "if (a < 0)");
+		cg_line(cg, "    a += %d;", r);
+		cg_line(cg, "if (a < 0 || a >= %d)", r);
+		cg_line(cg, "    continue;");
+	} else {
+		cg_line(cg, "const int64_t a = (int64_t)i;");
+	}
+}
+
+/*
  * Slice whose starts/ends/axes/steps are inputs known only at run time (the
  * output shape is still static): the kernel resolves start and step per axis
  * with the spec's clamping, checks the lengths against the static output
@@ -382,17 +404,7 @@ static enum rl_status emit_slice_runtime(struct rl_cgen *cg, uint32_t node)
 	cg_line(cg, "static const int64_t dims[%d] = {%s}, want[%d] = {%s};", r, dl, r, ol);
 	ints_list(il, sizeof(il), one, r);
 	cg_line(cg, "int64_t st[%d] = {0}, sp[%d] = {%s}, ln[%d] = {%s};", r, r, il, r, dl);
-	cg_line(cg, "for (size_t i = 0; i < %lld; i++) {", (long long)ns);
-	cg->indent++;
-	if (av) {
-		cg_line(cg, "int64_t a = (int64_t)X3[i];");
-		cg_line(cg, "if (a < 0)");
-		cg_line(cg, "    a += %d;", r);
-		cg_line(cg, "if (a < 0 || a >= %d)", r);
-		cg_line(cg, "    continue;");
-	} else {
-		cg_line(cg, "const int64_t a = (int64_t)i;");
-	}
+	axis_loop_open(cg, r, ns, av != NULL);
 	cg_line(cg, "const int64_t n = dims[a], p = %s;", pv ? "(int64_t)X4[i]" : "1");
 	cg_line(cg, "int64_t s = (int64_t)X1[i], e = (int64_t)X2[i];");
 	cg_line(cg, "if (p == 0)");
@@ -813,17 +825,7 @@ static void pad_map_stmt(struct rl_cgen *cg, const char *mode, int64_t n)
 void cg_pad_bounds(struct rl_cgen *cg, int r, int64_t nax, bool has_axes)
 {
 	cg_line(cg, "int64_t pb[%d] = {0}, pt[%d] = {0};", r, r);
-	cg_line(cg, "for (size_t i = 0; i < %lld; i++) {", (long long)nax);
-	cg->indent++;
-	if (has_axes) {
-		cg_line(cg, "int64_t a = (int64_t)X3[i];");
-		cg_line(cg, "if (a < 0)");
-		cg_line(cg, "    a += %d;", r);
-		cg_line(cg, "if (a < 0 || a >= %d)", r);
-		cg_line(cg, "    continue;");
-	} else {
-		cg_line(cg, "const int64_t a = (int64_t)i;");
-	}
+	axis_loop_open(cg, r, nax, has_axes);
 	cg_line(cg, "pb[a] = (int64_t)X1[i];");
 	cg_line(cg, "pt[a] = pb[a] + (int64_t)X1[i + %lld];", (long long)nax);
 	cg->indent--;
