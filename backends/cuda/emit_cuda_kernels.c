@@ -625,6 +625,48 @@ static void axis_split(const struct rl_shape *s, int axis, int64_t *outer, int64
 	*len = s->d[axis].v;
 }
 
+/*
+ * Concat (parts X0.. into Y0) and Split (X0 into parts Y0..), one thread per
+ * element of the whole tensor: the element's position along the axis picks
+ * the part. The two differ only in which side is the whole and which side of
+ * the assignment the part is on.
+ */
+static bool concat_split(struct rl_cgen *cg, struct launch *L, uint32_t node, bool split)
+{
+	const struct rl_node *n = &cg->g->nodes[node];
+	const struct rl_value *W = split ? cg_in(cg, node, 0) : cg_out(cg, node, 0);
+	int nparts = split ? n->nout : n->nin, r = W->shape.rank, axis;
+	int64_t total = rl_shape_numel(&W->shape);
+	if (total <= 0 || nparts > 16 || !rl_axis_norm(rl_node_attr_int(n, "axis", 0), r, false, &axis))
+		return false;
+	int64_t outer, len, inner, at = 0;
+	axis_split(&W->shape, axis, &outer, &len, &inner);
+	flat_open(cg, L, total);
+	cg_line(cg, "    const int64_t c = o / %lld %% %lld, q = o / %lld, i = o %% %lld;",
+	        (long long)inner, (long long)len, (long long)(inner * len), (long long)inner);
+	cg_line(cg, "    (void)q;");
+	cg_line(cg, "    (void)i;");
+	for (int k = 0; k < nparts; k++) {
+		const struct rl_value *pk = split ? cg_out(cg, node, k) : cg_in(cg, node, k);
+		if (!pk || pk->dtype != W->dtype)
+			return false;
+		int64_t lk = pk->shape.d[axis].v;
+		if (lk == 0)
+			continue;
+		char part[96];
+		snprintf(part, sizeof(part), "%c%d[(q * %lld + c - %lld) * %lld + i]", split ? 'Y' : 'X',
+		         k, (long long)lk, (long long)at, (long long)inner);
+		cg_line(cg, "    %sif (c < %lld)", at ? "else " : "", (long long)(at + lk));
+		if (split)
+			cg_line(cg, "        %s = X0[o];", part);
+		else
+			cg_line(cg, "        Y0[o] = %s;", part);
+		at += lk;
+	}
+	cg_line(cg, "}");
+	return true;
+}
+
 bool cu_k_shape(struct cu *d, uint32_t node, struct launch *L)
 {
 	struct rl_cgen *cg = &d->cg;
@@ -632,7 +674,7 @@ bool cu_k_shape(struct cu *d, uint32_t node, struct launch *L)
 	const struct rl_value *X = cg_in(cg, node, 0), *Y = cg_out(cg, node, 0);
 	if (!X || !Y || X->dtype != Y->dtype)
 		return false;
-	int64_t ne = rl_shape_numel(&Y->shape), nx = rl_shape_numel(&X->shape);
+	int64_t ne = rl_shape_numel(&Y->shape);
 	int r = X->shape.rank, axis;
 	switch (n->op) {
 	case RL_OP_Expand: {
@@ -672,56 +714,9 @@ bool cu_k_shape(struct cu *d, uint32_t node, struct launch *L)
 		cg_line(cg, "}");
 		return true;
 	}
-	case RL_OP_Concat: {
-		if (ne <= 0 || n->nin > 16 || !rl_axis_norm(rl_node_attr_int(n, "axis", 0), r, false, &axis))
-			return false;
-		int64_t outer, len, inner, at = 0;
-		axis_split(&Y->shape, axis, &outer, &len, &inner);
-		flat_open(cg, L, ne);
-		cg_line(cg, "    const int64_t c = o / %lld %% %lld, q = o / %lld, i = o %% %lld;",
-		        (long long)inner, (long long)len, (long long)(inner * len), (long long)inner);
-		cg_line(cg, "    (void)q;");
-		cg_line(cg, "    (void)i;");
-		for (int k = 0; k < n->nin; k++) {
-			const struct rl_value *xk = cg_in(cg, node, k);
-			if (!xk || xk->dtype != Y->dtype)
-				return false;
-			int64_t lk = xk->shape.d[axis].v;
-			if (lk == 0)
-				continue;
-			cg_line(cg, "    %sif (c < %lld)", at ? "else " : "", (long long)(at + lk));
-			cg_line(cg, "        Y0[o] = X%d[(q * %lld + c - %lld) * %lld + i];", k, (long long)lk,
-			        (long long)at, (long long)inner);
-			at += lk;
-		}
-		cg_line(cg, "}");
-		return true;
-	}
-	case RL_OP_Split: {
-		if (nx <= 0 || n->nout > 16 || !rl_axis_norm(rl_node_attr_int(n, "axis", 0), r, false, &axis))
-			return false;
-		int64_t outer, len, inner, at = 0;
-		axis_split(&X->shape, axis, &outer, &len, &inner);
-		flat_open(cg, L, nx);
-		cg_line(cg, "    const int64_t c = o / %lld %% %lld, q = o / %lld, i = o %% %lld;",
-		        (long long)inner, (long long)len, (long long)(inner * len), (long long)inner);
-		cg_line(cg, "    (void)q;");
-		cg_line(cg, "    (void)i;");
-		for (int k = 0; k < n->nout; k++) {
-			const struct rl_value *yk = cg_out(cg, node, k);
-			if (!yk || yk->dtype != X->dtype)
-				return false;
-			int64_t lk = yk->shape.d[axis].v;
-			if (lk == 0)
-				continue;
-			cg_line(cg, "    %sif (c < %lld)", at ? "else " : "", (long long)(at + lk));
-			cg_line(cg, "        Y%d[(q * %lld + c - %lld) * %lld + i] = X0[o];", k, (long long)lk,
-			        (long long)at, (long long)inner);
-			at += lk;
-		}
-		cg_line(cg, "}");
-		return true;
-	}
+	case RL_OP_Concat:
+	case RL_OP_Split:
+		return concat_split(cg, L, node, n->op == RL_OP_Split);
 	case RL_OP_Gather: {
 		const struct rl_value *I = cg_in(cg, node, 1);
 		if (ne <= 0 || !I || (I->dtype != RL_DT_INT64 && I->dtype != RL_DT_INT32) ||
