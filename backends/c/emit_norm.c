@@ -81,6 +81,20 @@ static enum rl_status need_float(struct rl_cgen *cg, uint32_t node, const struct
 	return RL_OK;
 }
 
+/* Batch, channels and the spatial size of an (N, C, ...) tensor; false when
+ * the rank is below 2. */
+static bool nchw_split(const struct rl_shape *s, int64_t *N, int64_t *C, int64_t *S)
+{
+	if (s->rank < 2)
+		return false;
+	*N = s->d[0].v;
+	*C = s->d[1].v;
+	*S = 1;
+	for (int d = 2; d < s->rank; d++)
+		*S *= s->d[d].v;
+	return true;
+}
+
 /* ---- BatchNormalization -------------------------------------------------- */
 
 static enum rl_status emit_batchnorm(struct rl_cgen *cg, uint32_t node)
@@ -89,11 +103,9 @@ static enum rl_status emit_batchnorm(struct rl_cgen *cg, uint32_t node)
 	const struct rl_value *x = cg_in(cg, node, 0), *y = cg_out(cg, node, 0);
 	enum rl_dtype dt = x->dtype;
 	const char *ct = cg_comptype(dt);
-	if (x->shape.rank < 2)
+	int64_t N, C, S;
+	if (!nchw_split(&x->shape, &N, &C, &S))
 		return cg_error(cg, node, "input must have rank >= 2 (N, C, ...)");
-	int64_t N = x->shape.d[0].v, C = x->shape.d[1].v, S = 1;
-	for (int d = 2; d < x->shape.rank; d++)
-		S *= x->shape.d[d].v;
 	for (int k = 1; k < 5; k++) {
 		const struct rl_value *p = cg_in(cg, node, k);
 		if (!p)
@@ -380,11 +392,9 @@ static enum rl_status emit_instancenorm(struct rl_cgen *cg, uint32_t node)
 	const struct rl_value *x = cg_in(cg, node, 0), *y = cg_out(cg, node, 0);
 	enum rl_dtype dt = x->dtype;
 	const char *ct = cg_comptype(dt);
-	if (x->shape.rank < 2)
+	int64_t N, C, S;
+	if (!nchw_split(&x->shape, &N, &C, &S))
 		return cg_error(cg, node, "input must have rank >= 2 (N, C, ...)");
-	int64_t N = x->shape.d[0].v, C = x->shape.d[1].v, S = 1;
-	for (int d = 2; d < x->shape.rank; d++)
-		S *= x->shape.d[d].v;
 	for (int k = 1; k < 3; k++)
 		if (!cg_in(cg, node, k) || numel(cg_in(cg, node, k)) != C)
 			return cg_error(cg, node, "input %d must have one element per channel", k);
@@ -419,7 +429,8 @@ static enum rl_status emit_lrn(struct rl_cgen *cg, uint32_t node)
 	const struct rl_value *x = cg_in(cg, node, 0), *y = cg_out(cg, node, 0);
 	enum rl_dtype dt = x->dtype;
 	const char *ct = cg_comptype(dt);
-	if (x->shape.rank < 2)
+	int64_t N, C, S;
+	if (!nchw_split(&x->shape, &N, &C, &S))
 		return cg_error(cg, node, "input must have rank >= 2 (N, C, ...)");
 	int64_t size = rl_node_attr_int(n, "size", 0);
 	if (size <= 0)
@@ -427,9 +438,6 @@ static enum rl_status emit_lrn(struct rl_cgen *cg, uint32_t node)
 	double alpha = rl_node_attr_float(n, "alpha", 1e-4);
 	double beta = rl_node_attr_float(n, "beta", 0.75);
 	double bias = rl_node_attr_float(n, "bias", 1.0);
-	int64_t N = x->shape.d[0].v, C = x->shape.d[1].v, S = 1;
-	for (int d = 2; d < x->shape.rank; d++)
-		S *= x->shape.d[d].v;
 	if (numel(y) == 0) {
 		cg_line(cg, "/* empty output */");
 		return RL_OK;
