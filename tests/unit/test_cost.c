@@ -443,7 +443,7 @@ static void check_bound(const char *machine, int64_t mm, int64_t k, int64_t nn,
 	                        (d->read_bw * m.eff_contiguous) +
 	            4.0 * (double)mm * (double)nn / (d->write_bw * m.eff_contiguous);
 	double tc = flops / peak;
-	TU_EQ(c->time_s, fmax(tm, tc) + m.launch_latency);
+	TU_EQ(c->time_s, fmax(tm, tc) + m.launch_latency + m.fork_latency);
 }
 
 Test(cost, batch1_matmul_memory_bound_h100)
@@ -490,7 +490,7 @@ Test(cost, cpu_working_set_in_cache_priced_at_its_level)
 	   share * fmax(2.0 * 65536 * 4 / (l2->read_bw * m.eff_contiguous) +
 	                65536.0 * 4 / (l2->write_bw * m.eff_contiguous),
 	                65536.0 / rl_machine_peak(&m, RL_PREC_FP32, false)) +
-	       m.launch_latency);
+	       m.launch_latency + m.fork_latency);
 	cr_assert(rl_cost_node(G, n2, &m));
 	cr_assert_eq(G->nodes[n2].cost.level, 2, "144 MiB: %d", G->nodes[n2].cost.level);
 	/* a GPU prices at device memory whatever the size */
@@ -749,7 +749,7 @@ Test(cost, kernel_priced_level_by_level)
 	double tc = (1 << 20) / rl_machine_peak(&m, RL_PREC_FP32, false);
 	TU_EQ(k->bytes_level[0], 64 * ext);
 	TU_EQ(k->cost.bytes, ext);
-	TU_EQ(k->cost.time_s, fmax(tmax, tc) + m.launch_latency);
+	TU_EQ(k->cost.time_s, fmax(tmax, tc) + m.launch_latency + m.fork_latency);
 	cr_assert_eq(k->cost.bound, RL_BOUND_MEMORY);
 	cr_assert_eq(k->bound_level, lvl);
 	char buf[64], want[64];
@@ -802,7 +802,7 @@ Test(cost, kernel_tiled_gemm_bytes_per_level_by_hand)
 	        want[3] / ext;
 	double tm = fmax(fmax(tl[0], tl[1]), fmax(tl[2], tl[3]));
 	double tc = 2.0 * M * N * K / rl_machine_peak(&m, RL_PREC_FP32, true);
-	TU_EQ(k->cost.time_s, fmax(tm, tc) + m.launch_latency);
+	TU_EQ(k->cost.time_s, fmax(tm, tc) + m.launch_latency + m.fork_latency);
 	TU_EQ(k->cost.bytes, want[3]);
 	rl_kernels_free(&ks);
 }
@@ -1140,7 +1140,7 @@ Test(cost, calibrated_exp_is_compute_bound_when_slow)
 	cr_assert(rl_cost_node(G, e, &m));
 	cr_assert_eq(G->nodes[e].cost.bound, RL_BOUND_COMPUTE);
 	/* 1M elements split in chunks of 32768: 32 of the 96 cores work */
-	TU_EQ(G->nodes[e].cost.time_s, (double)(1 << 20) / (1e7 * 32) + m.launch_latency);
+	TU_EQ(G->nodes[e].cost.time_s, (double)(1 << 20) / (1e7 * 32) + m.launch_latency + m.fork_latency);
 	/* a fast exp leaves it memory-bound */
 	calibrate(&m, 1e12);
 	cr_assert(rl_cost_node(G, e, &m));
@@ -1282,10 +1282,11 @@ Test(cost, tiled_product_priced_on_its_blocks)
 	c = tu_count(G, n);
 	cr_assert_eq(rl_cost_threads(&m, &c), 2);
 	cr_assert(rl_cost_node(G, n, &m));
-	TU_EQ(G->nodes[n].cost.time_s - m.launch_latency, one * 2 / 3);
+	/* split: + the profile's fork/join */
+	TU_EQ(G->nodes[n].cost.time_s - m.launch_latency - m.fork_latency, one * 2 / 3);
 	t->par = 64;
 	cr_assert(rl_cost_node(G, n, &m));
-	TU_EQ(G->nodes[n].cost.time_s - m.launch_latency, one / 2);
+	TU_EQ(G->nodes[n].cost.time_s - m.launch_latency - m.fork_latency, one / 2);
 }
 
 /* ---- the split across threads, as rl_parallel_for runs it (issue 10) ------- */
