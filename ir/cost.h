@@ -83,12 +83,14 @@ struct rl_counts {
  * the runtime splits it (backends/c/emit_rt.c rl_parallel_for): elementwise,
  * normalization and reduction loops split only when they have at least
  * 2 x RL_COST_PAR_MIN_ELEMS elements, in chunks of at least that many (so
- * at most par_elems / RL_COST_PAR_MIN_ELEMS threads work). A kernel with
+ * at most par_elems / RL_COST_PAR_MIN_ELEMS chunks). A kernel with
  * par_tasks runs on min(par_tasks, cores) (a tiled product on its tile's
- * blocks, a PLAIN one on one core, the never-split families on one), the
- * busiest core taking ceil(par_tasks / cores) blocks. Untiled products,
- * convolutions, pools and every GPU kernel are priced on all cores (their
- * kernels split into tasks by their own rules). A kernel split across more
+ * blocks, a Conv on its rl_split_conv_chunks, a PLAIN product on one core,
+ * the never-split families on one). Every split is priced as the runtime
+ * runs it (rl_split_share below): the slowest thread's share of the
+ * one-thread time, ceil(chunks / threads) chunks of them. Untiled products,
+ * pools and every GPU kernel are priced as an even split over all cores
+ * (their kernels split into tasks by their own rules). A kernel split across more
  * than one CPU core also pays the profile's fork/join latency
  * (rl_cost_fixed_s). A kernel on k of C cores is priced at k/C of the chip's
  * compute, and at min(chip, k x core_read_bw) of a level's bandwidth where
