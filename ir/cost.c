@@ -161,6 +161,14 @@ bool rl_count_node(const struct rl_graph *g, uint32_t node, struct rl_counts *c)
 	enum rl_family fam = rl_op_table[n->op].family;
 	if (fam == RL_FAM_MATMUL && n->tile.kind != RL_TILE_NONE && n->tile.par > 0)
 		c->par_tasks = (double)n->tile.par;
+	/* a Conv's kernels (band and channels-on-vector forms) are cut into at
+	 * most the chunks the split rule gives, as the tile pass recorded it */
+	if (n->op == RL_OP_Conv && c->macs > 0) {
+		double ch = n->tile.chunks > 0 ? (double)n->tile.chunks
+		                               : (double)rl_split_conv_chunks(c->macs);
+		c->par_tasks = ch;
+		c->par_chunks = ch;
+	}
 	/* the C backend's kernels of these families run on the calling thread
 	 * (backends/c/emit_shape.c, emit_index.c, emit_const.c, emit_attn.c,
 	 * emit_seq.c, emit_detect.c set no parallel range) */
@@ -180,24 +188,97 @@ bool rl_count_node(const struct rl_graph *g, uint32_t node, struct rl_counts *c)
 	return true;
 }
 
-int rl_cost_threads(const struct rl_machine *m, const struct rl_counts *c)
+int64_t rl_split_conv_chunks(double macs)
+{
+	/*
+	 * A chunk costs the pool's hand-off (the job published, a spinning
+	 * worker claiming it, the caller waiting for the last chunk: the
+	 * profile's fork/join, about 1 us here) and its own set-up (band or
+	 * padded-row fill, a scratch slot, the weights fetched by the other
+	 * core, about 1 us in all on an idle host); 2^16 multiply-adds are about
+	 * 1.3 us on one AVX-512 core at the 50 GMAC/s these kernels reach. A
+	 * layer below two such chunks runs on the calling thread. ResNet-small's
+	 * 1x1/2 16->32 on 32x32 (131k multiply-adds) took 4x longer split into 8
+	 * parts over 2 threads, each part filling the band again, than on one;
+	 * at 2 parts it runs beside the other thread. 2^18 (measured on a loaded
+	 * host) left its 442k-MAC stem and that projection on one thread while
+	 * the other waited: resnet_small at 2 threads 135 us, 128 us with 2^16.
+	 * (Moved here from backends/c/emit_conv.c, where it was CONV_PAR_MACS and
+	 * CONV_TASKS, so that the cost model prices the split that runs.)
+	 */
+	double w = macs / RL_SPLIT_CONV_MACS;
+	return w < 1 ? 1 : w > RL_SPLIT_CONV_TASKS ? RL_SPLIT_CONV_TASKS : (int64_t)w;
+}
+
+#define RL_SPLIT_CHUNKS_PER_THREAD 4 /* rl_parallel_for's cap per thread */
+#define RL_SPLIT_SIM_THREADS 64 /* replayed chunk by chunk up to this many threads */
+
+double rl_split_share(double n, double most, int threads, int *used)
+{
+	int T = threads < 1 ? 1 : threads;
+	double nt = floor(n);
+	if (most > 0 && most < nt)
+		nt = floor(most);
+	if (nt > (double)RL_SPLIT_CHUNKS_PER_THREAD * T)
+		nt = (double)RL_SPLIT_CHUNKS_PER_THREAD * T;
+	if (T == 1 || nt <= 1 || !(n > 0)) {
+		*used = 1;
+		return 1;
+	}
+	*used = nt < T ? (int)nt : T;
+	if (T > RL_SPLIT_SIM_THREADS) /* the bound: ceil(nt / T) of the largest chunks */
+		return fmin(1, ceil(nt / T) * ceil(n / nt) / n);
+	/* the threads claim chunks in order, each as soon as it is free */
+	double busy[RL_SPLIT_SIM_THREADS] = {0}, end = 0;
+	for (int t = 0; t < (int)nt; t++) {
+		double len = floor(n * (t + 1) / nt) - floor(n * t / nt);
+		int k = 0;
+		for (int j = 1; j < T; j++)
+			if (busy[j] < busy[k])
+				k = j;
+		busy[k] += len;
+		if (busy[k] > end)
+			end = busy[k];
+	}
+	return end / n;
+}
+
+/* The split of kernel c on m (rl_cost_threads): the share of its one-thread
+ * time the slowest thread runs, and the threads in *used. */
+static double cost_split(const struct rl_machine *m, const struct rl_counts *c, int *used)
 {
 	int cores = m->cores > 0 ? m->cores : 1;
-	if (strcmp(m->kind, "cpu") != 0)
-		return cores;
+	if (strcmp(m->kind, "cpu") != 0) {
+		*used = cores;
+		return 1.0 / cores;
+	}
 	/* the run's threads (--threads), where fewer than the cores */
 	if (m->run_threads > 0 && m->run_threads < cores)
 		cores = m->run_threads;
-	if (cores == 1)
+	if (cores == 1) {
+		*used = 1;
 		return 1;
+	}
 	if (c->par_tasks > 0)
-		return c->par_tasks < cores ? (int)c->par_tasks : cores;
-	if (c->macs > 0 || c->par_elems <= 0)
-		return cores;
-	if (c->par_elems < 2.0 * RL_COST_PAR_MIN_ELEMS)
+		return rl_split_share(c->par_tasks, c->par_chunks, cores, used);
+	if (c->macs > 0 || c->par_elems <= 0) {
+		*used = cores;
+		return 1.0 / cores;
+	}
+	/* chunks of at least RL_COST_PAR_MIN_ELEMS elements, none below two */
+	if (c->par_elems < 2.0 * RL_COST_PAR_MIN_ELEMS) {
+		*used = 1;
 		return 1;
-	double k = floor(c->par_elems / RL_COST_PAR_MIN_ELEMS);
-	return k < cores ? (int)k : cores;
+	}
+	return rl_split_share(c->par_elems, floor(c->par_elems / RL_COST_PAR_MIN_ELEMS), cores,
+	                      used);
+}
+
+int rl_cost_threads(const struct rl_machine *m, const struct rl_counts *c)
+{
+	int used;
+	cost_split(m, c, &used);
+	return used;
 }
 
 enum rl_prec rl_node_prec(const struct rl_graph *g, uint32_t node)
@@ -339,11 +420,15 @@ static struct kernel_rates kernel_rates(const struct rl_machine *m, const struct
 	r.peak = rl_machine_peak(m, prec, matrix);
 	if (r.peak <= 0)
 		r.peak = rl_machine_peak(m, RL_PREC_FP32, matrix);
-	int th = rl_cost_threads(m, c);
+	int th;
+	double split = cost_split(m, c, &th);
 	r.th = th;
 	r.fixed = rl_cost_fixed_s(m, c);
-	/* blocks that do not divide evenly: the busiest core runs ceil(par/th) */
-	r.imb = c->par_tasks > th ? ceil(c->par_tasks / th) * th / c->par_tasks : 1;
+	/* chunks that do not divide evenly: the busiest thread runs split of the
+	 * one-thread time (ceil(chunks / th) of them), imb times an even share */
+	r.imb = split * th;
+	if (r.imb < 1)
+		r.imb = 1;
 	r.share = (double)(m->cores > 0 ? m->cores : 1) / th * r.imb;
 	return r;
 }
@@ -543,8 +628,10 @@ static void group_counts(const struct rl_graph *g, const uint32_t *list, uint32_
 			c->macs += k.macs;
 			if (k.par_elems > c->par_elems)
 				c->par_elems = k.par_elems;
-			if (i == anchor)
+			if (i == anchor) {
 				c->par_tasks = k.par_tasks;
+				c->par_chunks = k.par_chunks;
+			}
 			for (int q = 0; q < RL_MATH_COUNT_; q++)
 				c->math[q] += k.math[q];
 			if (i == anchor)

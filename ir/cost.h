@@ -67,6 +67,10 @@ struct rl_counts {
 	 * whose kernels never split (shape, constants, attention, sequences,
 	 * detection); 0 = split by the other rules (rl_cost_threads) */
 	double par_tasks;
+	/* the most chunks the runtime may cut those par_tasks iterations into
+	 * (rl_parallel_for's cap: a Conv's rl_split_conv_chunks); 0 = one
+	 * iteration per chunk at most (a tiled product's blocks) */
+	double par_chunks;
 	/* the bytes the program touches between one run's read of this
 	 * kernel's constant weights and the next run's: the run's footprint
 	 * (rl_cost_graph, rl_cost_kernels set it; 0 = not known, the weights
@@ -79,12 +83,14 @@ struct rl_counts {
  * the runtime splits it (backends/c/emit_rt.c rl_parallel_for): elementwise,
  * normalization and reduction loops split only when they have at least
  * 2 x RL_COST_PAR_MIN_ELEMS elements, in chunks of at least that many (so
- * at most par_elems / RL_COST_PAR_MIN_ELEMS threads work). A kernel with
+ * at most par_elems / RL_COST_PAR_MIN_ELEMS chunks). A kernel with
  * par_tasks runs on min(par_tasks, cores) (a tiled product on its tile's
- * blocks, a PLAIN one on one core, the never-split families on one), the
- * busiest core taking ceil(par_tasks / cores) blocks. Untiled products,
- * convolutions, pools and every GPU kernel are priced on all cores (their
- * kernels split into tasks by their own rules). A kernel split across more
+ * blocks, a Conv on its rl_split_conv_chunks, a PLAIN product on one core,
+ * the never-split families on one). Every split is priced as the runtime
+ * runs it (rl_split_share below): the slowest thread's share of the
+ * one-thread time, ceil(chunks / threads) chunks of them. Untiled products,
+ * pools and every GPU kernel are priced as an even split over all cores
+ * (their kernels split into tasks by their own rules). A kernel split across more
  * than one CPU core also pays the profile's fork/join latency
  * (rl_cost_fixed_s). A kernel on k of C cores is priced at k/C of the chip's
  * compute, and at min(chip, k x core_read_bw) of a level's bandwidth where
@@ -94,6 +100,30 @@ struct rl_counts {
  */
 #define RL_COST_PAR_MIN_ELEMS (1 << 15)
 int rl_cost_threads(const struct rl_machine *m, const struct rl_counts *c);
+
+/*
+ * The split, in one place for the cost model and the C backend.
+ *
+ * rl_parallel_for (backends/c/emit_rt.c) cuts n iterations into nt =
+ * min(most, 4 x threads) contiguous chunks, chunk t = [n t / nt, n (t+1) /
+ * nt), which the threads claim in order as they come free. rl_split_share
+ * replays that on equal-cost iterations: the share of the kernel's one-thread
+ * time its slowest thread runs (3 chunks on 2 threads: 2/3, not 1/2; one
+ * chunk: 1, the caller alone), and in *used the threads that get a chunk.
+ * most <= 0 means no cap but the runtime's.
+ */
+double rl_split_share(double n, double most, int threads, int *used);
+
+/*
+ * The most chunks a Conv of `macs` multiply-adds is cut into across threads:
+ * RL_SPLIT_CONV_TASKS, fewer where a chunk would do less than
+ * RL_SPLIT_CONV_MACS (1: the calling thread alone). The tile pass records it
+ * on the node (tile.chunks), the C backend's Conv kernels follow it
+ * (emit_conv.c) and the cost model prices it (rl_count_node).
+ */
+#define RL_SPLIT_CONV_MACS 65536.0
+#define RL_SPLIT_CONV_TASKS 8
+int64_t rl_split_conv_chunks(double macs);
 /* The fixed cost of running kernel c: the profile's launch latency, plus its
  * fork/join latency (<latency fork=>) when the runtime splits c across more
  * than one CPU thread. */

@@ -379,6 +379,11 @@ struct rl_tile {
 	int64_t strip;      /* STRIP: elements per strip */
 	int64_t par;        /* iterations of the outer loop split across threads */
 	uint8_t conv;       /* Conv: enum rl_conv_form, the kernel form the tile pass chose */
+	/* CPU: the most chunks the thread pool may cut the kernel into
+	 * (rl_parallel_for's cap), decided once by rl_split_conv_chunks (ir/cost.h)
+	 * for a Conv and followed by the C backend; 1 = the calling thread alone;
+	 * 0 = not decided by the tile pass (the backend applies the same rule) */
+	int32_t chunks;
 };
 
 /* The C backend's kernel form for a Conv (node->tile.conv). AUTO (the tile

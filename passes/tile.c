@@ -83,6 +83,10 @@
  *                  and bias, which come from that level once per row);
  *                  par = rows.
  *
+ * Split across threads: a Conv (on a CPU) records in tile.chunks the most
+ * chunks the thread pool cuts it into (rl_split_conv_chunks, ir/cost.h): the
+ * C backend follows it and the cost model prices it.
+ *
  * Too small to tile (kind PLAIN): a product of fewer than 64^3 MACs (the
  * packing and blocking cost more than they save), one whose C fits in one
  * register tile (M < mr and N < nr; a product short in only one dimension,
@@ -1253,6 +1257,11 @@ enum rl_status rl_pass_tile(struct rl_graph *g, struct rl_pass_ctx *ctx)
 			continue;
 		if (is_product(n->op)) {
 			tile_product(g, i, ctx, &t, &cnt);
+			/* a Conv's split across threads: the one rule the backend
+			 * follows and the cost model prices (rl_split_conv_chunks) */
+			struct rl_counts cc;
+			if (!t.gpu && n->op == RL_OP_Conv && rl_count_node(g, i, &cc) && cc.macs > 0)
+				g->nodes[i].tile.chunks = (int32_t)rl_split_conv_chunks(cc.macs);
 			continue;
 		}
 		int64_t row, rows;

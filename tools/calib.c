@@ -21,6 +21,14 @@
  *   4. the driver times each model's run (best of several batches, wall
  *      clock) and prints "class seconds work"; the rate is work / seconds
  *      per core.
+ *   5. on a machine of several cores, the fork/join of the emitted thread
+ *      pool: the generated file of a split Relu (cal_fork.c) is #included
+ *      into a small source that calls its rl_parallel_for on 2 chunks per
+ *      thread, each busy for RL_CAL_FORK_SPIN seconds, with every core; the
+ *      time beyond 2 x RL_CAL_FORK_SPIN (the least over RL_CAL_FORK_SECONDS) is
+ *      what a kernel the runtime splits pays on top of its work: the
+ *      profile's <latency fork=> (the probe's own pool, which sleeps on a
+ *      condition variable rather than spinning, is the fallback).
  *
  * No compiler, or a failed build, leaves the rates out (the profile is then
  * priced from its peak, and the report says so); the probe itself still
@@ -52,6 +60,11 @@
 #define RL_CAL_PN 192          /* as in the projections of a small attention block */
 #define RL_CAL_ROWS 1024       /* ROW: a Softmax over 1024 rows of 16 (one vector) */
 #define RL_CAL_ROWLEN 16
+#define RL_CAL_FORK_N (1 << 16)   /* the split Relu whose file carries the pool */
+#define RL_CAL_FORK_SPIN 5e-6     /* seconds of work per chunk */
+#define RL_CAL_FORK_REPS 200        /* at least this many splits, */
+#define RL_CAL_FORK_SECONDS 0.25    /* and for at least this long (a busy machine
+                                     * lends a worker its core now and then) */
 
 struct cal_case {
 	const char *name;   /* file and symbol prefix */
@@ -176,7 +189,7 @@ static struct rl_graph *cal_graph(const struct cal_case *c, float **wbuf)
 
 /* The driver: times every case's run, prints "name seconds"; nin[i] is
  * case i's number of graph inputs (as its graph was built). */
-static bool cal_driver(const char *path, const uint32_t *nin)
+static bool cal_driver(const char *path, const uint32_t *nin, int fork_threads)
 {
 	FILE *f = fopen(path, "w");
 	if (!f)
@@ -185,6 +198,8 @@ static bool cal_driver(const char *path, const uint32_t *nin)
 	           "#include <stdlib.h>\n#include <time.h>\n");
 	for (size_t i = 0; i < RL_CAL_CASES; i++)
 		fprintf(f, "#include \"%s.h\"\n", cal_cases[i].name);
+	if (fork_threads > 1)
+		fprintf(f, "double rl_cal_fork(int threads);\n");
 	fprintf(f,
 	        "static double now(void)\n{\n    struct timespec t;\n"
 	        "    clock_gettime(CLOCK_MONOTONIC, &t);\n    return t.tv_sec + 1e-9 * t.tv_nsec;\n}\n\n"
@@ -234,7 +249,40 @@ static bool cal_driver(const char *path, const uint32_t *nin)
 		        P, P, nin[i],
 		        P, P, c->lo, c->hi, (long long)RL_CAL_GATHER_ROWS, P, P, P, P);
 	}
+	if (fork_threads > 1)
+		fprintf(f, "    printf(\"cal_fork %%.9g\\n\", rl_cal_fork(%d));\n", fork_threads);
 	fprintf(f, "    return 0;\n}\n");
+	return fclose(f) == 0;
+}
+
+/* The fork/join source: the generated cal_fork.c #included, so that its
+ * static rl_parallel_for is called as the kernels call it. */
+static bool cal_fork_source(const char *path)
+{
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return false;
+	fprintf(f,
+	        "#define _POSIX_C_SOURCE 200809L\n#include \"cal_fork.c\"\n#include <time.h>\n\n"
+	        "static double rl_cal_now(void)\n{\n    struct timespec t;\n"
+	        "    clock_gettime(CLOCK_MONOTONIC, &t);\n    return t.tv_sec + 1e-9 * t.tv_nsec;\n}\n\n"
+	        "/* a chunk of work: busy for %g s per iteration */\n"
+	        "static void rl_cal_spin(void *arg, int64_t lo, int64_t hi)\n{\n"
+	        "    (void)arg;\n    double end = rl_cal_now() + %.17g * (double)(hi - lo);\n"
+	        "    while (rl_cal_now() < end)\n        ;\n}\n\n"
+	        "/* seconds a split kernel pays beyond its work: 2 chunks per thread */\n"
+	        "double rl_cal_fork(int threads);\n"
+	        "double rl_cal_fork(int threads)\n{\n"
+	        "    if (cal_fork_init(NULL) != 0 || cal_fork_set_threads(threads) != 0)\n        return -1;\n"
+	        "    double best = 1e30, start = rl_cal_now();\n"
+	        "    for (int r = 0; r < %d || rl_cal_now() - start < %g; r++) {\n"
+	        "        double t0 = rl_cal_now();\n"
+	        "        rl_parallel_for(rl_cal_spin, NULL, 2 * (int64_t)threads, 1);\n"
+	        "        double t = rl_cal_now() - t0 - 2 * %.17g;\n"
+	        "        if (t < best)\n            best = t;\n    }\n"
+	        "    cal_fork_free();\n    return best;\n}\n",
+	        RL_CAL_FORK_SPIN, RL_CAL_FORK_SPIN, RL_CAL_FORK_REPS, RL_CAL_FORK_SECONDS,
+	        RL_CAL_FORK_SPIN);
 	return fclose(f) == 0;
 }
 
@@ -248,8 +296,10 @@ static void cal_rmtree(const char *dir)
 			unlink(p);
 		}
 	}
-	static const char *const extra[] = {"driver.c", "calib", "build.log", "run.log"};
-	for (size_t e = 0; e < 4; e++) {
+	static const char *const extra[] = {"driver.c", "calib", "build.log", "run.log",
+	                                    "cal_fork.c", "cal_fork.h", "cal_fork.weights",
+	                                    "fork.c"};
+	for (size_t e = 0; e < 8; e++) {
 		snprintf(p, sizeof(p), "%s/%s", dir, extra[e]);
 		unlink(p);
 	}
@@ -288,10 +338,38 @@ bool rl_calibrate(struct rl_machine *m, const char *cc, const char *cflags, FILE
 		rl_graph_free(g);
 		free(w);
 	}
+	/* the fork/join: a Relu large enough to split, its file #included by fork.c */
+	int fork_threads = m->cores > 1 && strcmp(m->kind, "cpu") == 0 ? m->cores : 0;
+	char fpath[4096];
+	snprintf(fpath, sizeof(fpath), "%s/fork.c", dir);
+	if (ok && fork_threads > 1) {
+		struct rl_graph *g = rl_graph_new();
+		const int64_t d[1] = {RL_CAL_FORK_N};
+		bool fk = g != NULL;
+		if (fk) {
+			g->opset = 17;
+			g->path = "cal_fork";
+			uint32_t x = cal_value(g, "x", RL_DT_FLOAT, 1, d, RL_VAL_INPUT);
+			uint32_t y = cal_value(g, "y", RL_DT_FLOAT, 1, d, RL_VAL_OUTPUT);
+			fk = x != RL_NONE && y != RL_NONE &&
+			     rl_graph_add_node(g, RL_OP_Relu, "op", &x, 1, &y, 1) != RL_NONE &&
+			     rl_graph_infer(g) == RL_OK;
+		}
+		snprintf(path, sizeof(path), "%s/cal_fork.c", dir);
+		struct rl_cgen_opts o = {.prefix = "cal_fork", .weights_max = -1};
+		fk = fk && rl_emit_c(g, &o, path, err, sizeof(err)) == RL_OK && cal_fork_source(fpath);
+		rl_graph_free(g);
+		if (!fk) {
+			if (log)
+				fprintf(log, "calibrate: the fork/join program could not be written: the "
+				        "probe's own pool figure stays\n");
+			fork_threads = 0;
+		}
+	}
 	snprintf(path, sizeof(path), "%s/driver.c", dir);
-	ok = ok && cal_driver(path, nin);
+	ok = ok && cal_driver(path, nin, fork_threads);
 	/* cc CFLAGS -pthread -I dir driver.c cal_*.c -o calib -lm */
-	char *argv[64 + RL_CAL_CASES];
+	char *argv[65 + RL_CAL_CASES];
 	char words[1024], srcs[RL_CAL_CASES][4096], exe[4096], inc[4200], blog[4096];
 	int n = 0;
 	argv[n++] = (char *)cc;
@@ -307,6 +385,8 @@ bool rl_calibrate(struct rl_machine *m, const char *cc, const char *cflags, FILE
 		snprintf(srcs[i], sizeof(srcs[i]), "%s/%s.c", dir, cal_cases[i].name);
 		argv[n++] = srcs[i];
 	}
+	if (fork_threads > 1)
+		argv[n++] = fpath;
 	argv[n++] = "-o";
 	argv[n++] = exe;
 	argv[n++] = "-lm";
@@ -327,7 +407,7 @@ bool rl_calibrate(struct rl_machine *m, const char *cc, const char *cflags, FILE
 			fprintf(log, "calibrate: the timing program failed: rates left out\n");
 		ok = false;
 	}
-	double rate[RL_MATH_COUNT_] = {0}, secs[RL_MATH_COUNT_] = {0};
+	double rate[RL_MATH_COUNT_] = {0}, secs[RL_MATH_COUNT_] = {0}, fork_s = 0;
 	FILE *f = ok ? fopen(rlog, "r") : NULL;
 	char line[256];
 	while (f && fgets(line, sizeof(line), f)) {
@@ -335,6 +415,8 @@ bool rl_calibrate(struct rl_machine *m, const char *cc, const char *cflags, FILE
 		double s;
 		if (sscanf(line, "%63s %lf", name, &s) != 2 || !(s > 0))
 			continue;
+		if (strcmp(name, "cal_fork") == 0)
+			fork_s = s;
 		for (size_t i = 0; i < RL_CAL_CASES; i++)
 			if (strcmp(name, cal_cases[i].name) == 0) {
 				rate[cal_cases[i].cls] = cal_cases[i].work / s;
@@ -366,6 +448,20 @@ bool rl_calibrate(struct rl_machine *m, const char *cc, const char *cflags, FILE
 				        : k == RL_MATH_ROW ? "rows/s" : "elements/s");
 		}
 		snprintf(m->calib_cc, sizeof(m->calib_cc), "%s %s", cc, cflags);
+		/* the emitted pool's fork/join replaces the probe pool's figure,
+		 * unless the workers never took their chunks (the caller ran a
+		 * whole chunk more: another process held their cores throughout) */
+		if (fork_s > 0 && fork_s < RL_CAL_FORK_SPIN) {
+			if (log)
+				fprintf(log, "calibrate: fork/join    %.3g us with %d threads (the emitted "
+				        "pool, <latency fork=>; the probe's own pool read %.3g us)\n",
+				        fork_s * 1e6, fork_threads, m->fork_latency * 1e6);
+			m->fork_latency = fork_s;
+		} else if (fork_threads > 1 && log) {
+			fprintf(log, "calibrate: fork/join    the pool's workers took no chunk in %g s "
+			        "(%.3g us beyond the work: a busy machine?): the probe's own pool "
+			        "figure stays\n", RL_CAL_FORK_SECONDS, fork_s * 1e6);
+		}
 	} else if (ok && log) {
 		fprintf(log, "calibrate: the timing program measured %d of %d classes: rates left "
 		        "out\n", got, RL_MATH_REQUIRED_);

@@ -1394,8 +1394,17 @@ static int cmd_probe(int argc, char **argv)
 		cc = getenv("CC") && *getenv("CC") ? getenv("CC") : "cc";
 	/* the rates of the emitted code; without them the profile is priced
 	 * from its peak (a compiler missing is not an error of the probe) */
+	double pool_fork = m.fork_latency;
 	if (calibrate && !rl_calibrate(&m, cc, cflags, stdout))
 		printf("probe: no calibrated rates (the report will price compute from the peak)\n");
+	if (m.fork_latency != pool_fork) {
+		/* the figure written is the emitted pool's (tools/calib.c) */
+		size_t len = strlen(comment);
+		snprintf(comment + len, sizeof(comment) - len,
+		         "\nfork written: %.2f us, the generated code's own pool (rl_parallel_for on\n"
+		         "  2 chunks of known work per thread, calibration), not the figure above.",
+		         m.fork_latency * 1e6);
+	}
 	if (rl_machine_write(&m, out, comment, err, sizeof(err)) != RL_OK) {
 		fprintf(stderr, "rlopt: %s\n", err);
 		return RL_EXIT_INPUT;

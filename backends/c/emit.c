@@ -1661,7 +1661,7 @@ static enum rl_status emit_kernels(struct driver *d)
 				rl_buf_printf(&d->kernels, "NULL");
 			rl_buf_printf(&d->kernels, "};\n    rl_parallel_for(%s_task, a, %lldll, %lldll);\n}\n\n",
 			              kname, (long long)d->cg.par_n,
-			              (long long)(d->cg.par_grain > 0 ? d->cg.par_grain : 1));
+			              (long long)(d->cg.par_grain != 0 ? d->cg.par_grain : 1));
 		}
 		rl_buf_free(&params);
 		rl_buf_free(&unpack);

@@ -51,6 +51,7 @@
  * group the calls write nothing.
  */
 #include "emit_impl.h"
+#include "cost.h"
 
 #include <string.h>
 
@@ -61,23 +62,10 @@
 #define CONV_VEC_MAX 64       /* bytes of the widest vector band mode uses */
 #define CONV_PHASES 4         /* band mode: most stride phases per axis */
 #define CONV_NV_MAX 8         /* band mode: most vectors per register tile */
-#define CONV_TASKS 8          /* iterations wanted for the threads (4 chunks per thread on 2) */
-/*
- * The least work worth a chunk of its own, in multiply-adds. A split costs
- * the pool's hand-off (the job published, a spinning worker claiming it, the
- * caller waiting for the last chunk: a few microseconds on a loaded VM) and
- * the chunk's own set-up (band or padded-row fill, a scratch slot, the
- * weights fetched by the other core, about 1 us in all on an idle host);
- * 2^16 multiply-adds are about 1.3 us on one AVX-512 core at the 50 GMAC/s
- * these kernels reach. A layer below two such chunks runs on the calling
- * thread. ResNet-small's 1x1/2 16->32 on 32x32 (131k multiply-adds) took 4x
- * longer split into 8 parts over 2 threads, each part filling the band
- * again, than on one; at 2 parts it runs beside the other thread. 2^18
- * (h/conv3's first choice, measured on a loaded host) left its 442k-MAC
- * stem and that projection on one thread while the other waited:
- * resnet_small at 2 threads 135 us, 128 us with 2^16.
- */
-#define CONV_PAR_MACS 65536.0
+/* The split across threads (how many chunks a kernel's iterations are cut
+ * into) is not decided here: rl_split_conv_chunks (ir/cost.h) gives it, the
+ * tile pass records it on the node (tile.chunks), the cost model prices it,
+ * and struct conv2d carries it to the kernels below (conv_par_want). */
 
 /*
  * The shared part of every Conv kernel in band mode, written once per file
@@ -425,6 +413,7 @@ static void emit_split_loop(struct rl_cgen *cg, const char *var, int64_t n,
 struct conv2d {
 	int64_t N, C, H, W, M, OH, OW, KH, KW, SH, SW, DH, DW, PT, PL, G;
 	bool bias;
+	int64_t chunks; /* the most chunks across threads (node tile.chunks) */
 };
 
 static void emit_conv2d(struct rl_cgen *cg, const char *T, const struct conv2d *p)
@@ -1125,18 +1114,21 @@ static void emit_band_tiles(struct rl_cgen *cg, const char *T, int64_t es,
  * order, so results do not depend on the thread count. The parts of one
  * band that a range holds share each fill of the band.
  */
-/* Chunks the threads may cut a kernel of `macs` multiply-adds into: CONV_TASKS,
- * fewer where a chunk would do less than CONV_PAR_MACS (1: the caller alone). */
-static int64_t conv_par_want(double macs)
+/* Chunks the threads may cut the kernel into (1: the caller alone): the
+ * split rule's (rl_split_conv_chunks), carried in p->chunks. */
+static int64_t conv_par_want(const struct conv2d *p)
 {
-	double w = macs / CONV_PAR_MACS;
-	return w < 1 ? 1 : w > CONV_TASKS ? CONV_TASKS : (int64_t)w;
+	return p->chunks > 1 ? p->chunks : 1;
 }
 
-/* The pool's grain for par_n iterations of which at most `want` chunks pay. */
+/* The pool's grain for a kernel cut into at most `want` chunks: negative,
+ * rl_parallel_for's "at most -grain chunks", so the chunks are the ones the
+ * cost model priced, whatever par_n's divisors (a grain of ceil(par_n /
+ * want) iterations made 4 chunks of 9 iterations where 8 were wanted). */
 static int64_t conv_par_grain(int64_t par_n, int64_t want)
 {
-	return (par_n + want - 1) / want;
+	(void)par_n;
+	return -want;
 }
 
 static double conv_macs(const struct conv2d *p)
@@ -1146,11 +1138,12 @@ static double conv_macs(const struct conv2d *p)
 }
 
 /* The kernel's comment on its split: what the pool may run in parallel. */
-static void conv_par_note(struct rl_cgen *cg, double macs)
+static void conv_par_note(struct rl_cgen *cg, const struct conv2d *p)
 {
-	int64_t want = conv_par_want(macs);
+	int64_t want = conv_par_want(p);
 	cg_line(cg, "/* threads: at most %lld chunk%s of %lld iterations (%.0f multiply-adds in all, at least %.0f a chunk) */",
-	        (long long)want, want == 1 ? "" : "s", (long long)cg->par_n, macs, CONV_PAR_MACS);
+	        (long long)want, want == 1 ? "" : "s", (long long)cg->par_n, conv_macs(p),
+	        RL_SPLIT_CONV_MACS);
 }
 
 /*
@@ -1162,7 +1155,7 @@ static void conv_par_note(struct rl_cgen *cg, double macs)
 static int64_t conv_band_parts(const struct conv2d *p, const struct conv_band *b)
 {
 	int64_t tasks = p->N * p->G * (p->OH / b->R), nblk = p->M / p->G / b->mr;
-	int64_t want = conv_par_want(conv_macs(p));
+	int64_t want = conv_par_want(p);
 	int64_t mp = (want + tasks - 1) / tasks;
 	return mp < 1 ? 1 : mp > nblk ? nblk : mp;
 }
@@ -1181,8 +1174,8 @@ static void emit_conv_band(struct rl_cgen *cg, const char *T, int64_t es, const 
 	rl_buf_printf(&cg->init, "    if (rl_conv_scratch_reserve(%lldu) != 0) /* %s */\n        return -1;\n",
 	              (long long)(band_bytes + b->mr * b->TP * es), cg->kname);
 	cg->par_n = p->N * p->G * NB * MP;
-	cg->par_grain = conv_par_grain(cg->par_n, conv_par_want(conv_macs(p)));
-	conv_par_note(cg, conv_macs(p));
+	cg->par_grain = conv_par_grain(cg->par_n, conv_par_want(p));
+	conv_par_note(cg, p);
 	/* compiled per ISA (RL_TARGETS): the band fill, acc copies and a fused
 	 * epilogue are simple loops that plain -O2 vectorizes with the widest
 	 * registers in the clone for the running CPU */
@@ -1467,7 +1460,7 @@ static int cv_cb(int64_t M)
  * ran 12% slower). */
 static int64_t cv_row_parts(const struct conv2d *p, int64_t nb, bool wrun)
 {
-	int64_t want = conv_par_want(conv_macs(p));
+	int64_t want = conv_par_want(p);
 	if (wrun)
 		return 1;
 	int64_t last = 1; /* the most parts of at least two rows */
@@ -1574,8 +1567,8 @@ static void emit_conv_cv(struct rl_cgen *cg, uint32_t node, const struct conv2d 
 	}
 
 	cg->par_n = p->N * RP * NB;
-	cg->par_grain = conv_par_grain(cg->par_n, conv_par_want(conv_macs(p)));
-	conv_par_note(cg, conv_macs(p));
+	cg->par_grain = conv_par_grain(cg->par_n, conv_par_want(p));
+	conv_par_note(cg, p);
 	cg->simd = 1; /* the copies and the transpose, per ISA (RL_TARGETS) */
 	cg_line(cg, "/* tap k = (kh, kw) of output pixel j reads x[c * %lld + tap[k] + j * %lld] */",
 	        (long long)xcs, (long long)p->SW);
@@ -1934,6 +1927,11 @@ enum rl_status rl_emit_c_conv(struct rl_cgen *cg, uint32_t node)
 	} else {
 		fast = false;
 	}
+	/* the split across threads: the tile pass's (tile.chunks), else the same rule */
+	p.chunks = n->tile.chunks > 0 ? n->tile.chunks
+	                              : rl_split_conv_chunks((double)N * (double)M *
+	                                                     (double)prod(w.out, nsp) *
+	                                                     (double)(C / G) * (double)ks);
 	char sh[64];
 	struct conv_band band;
 	struct conv2d pb = p;
@@ -1958,7 +1956,7 @@ enum rl_status rl_emit_c_conv(struct rl_cgen *cg, uint32_t node)
 			.H = a < 0 ? 1 : w.in[0], .OH = a < 0 ? 1 : w.out[0], .KH = a < 0 ? 1 : w.k[0],
 			.SH = a < 0 ? 1 : w.s[0], .DH = a < 0 ? 1 : w.d[0], .PT = a < 0 ? 0 : w.pb[0],
 			.W = w.in[nsp - 1], .OW = w.out[nsp - 1], .KW = w.k[nsp - 1],
-			.SW = w.s[nsp - 1], .DW = w.d[nsp - 1], .PL = w.pb[nsp - 1],
+			.SW = w.s[nsp - 1], .DW = w.d[nsp - 1], .PL = w.pb[nsp - 1], .chunks = p.chunks,
 		};
 		int64_t xbytes, obytes, wbytes;
 		/* weights the tile pass saw as constant but the run computes keep

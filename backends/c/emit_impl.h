@@ -48,7 +48,9 @@ struct rl_cgen {
 	/* Threads. An emitter that sets par_n > 0 writes its body as iterations
 	 * [lo, hi) of an outer loop of par_n iterations (`lo` and `hi` are int64_t
 	 * parameters in scope); the driver wraps it so rl_parallel_for splits
-	 * [0, par_n) across the pool in chunks of at least par_grain iterations.
+	 * [0, par_n) across the pool in chunks of at least par_grain iterations
+	 * (par_grain < 0: into at most -par_grain chunks, the Conv split rule's
+	 * count, rl_split_conv_chunks).
 	 * Every output element must be computed inside one iteration (never split
 	 * a reduction), so results do not depend on the thread count. */
 	int64_t par_n, par_grain;

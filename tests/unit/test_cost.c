@@ -443,7 +443,7 @@ static void check_bound(const char *machine, int64_t mm, int64_t k, int64_t nn,
 	                        (d->read_bw * m.eff_contiguous) +
 	            4.0 * (double)mm * (double)nn / (d->write_bw * m.eff_contiguous);
 	double tc = flops / peak;
-	TU_EQ(c->time_s, fmax(tm, tc) + m.launch_latency);
+	TU_EQ(c->time_s, fmax(tm, tc) + m.launch_latency + m.fork_latency);
 }
 
 Test(cost, batch1_matmul_memory_bound_h100)
@@ -490,7 +490,7 @@ Test(cost, cpu_working_set_in_cache_priced_at_its_level)
 	   share * fmax(2.0 * 65536 * 4 / (l2->read_bw * m.eff_contiguous) +
 	                65536.0 * 4 / (l2->write_bw * m.eff_contiguous),
 	                65536.0 / rl_machine_peak(&m, RL_PREC_FP32, false)) +
-	       m.launch_latency);
+	       m.launch_latency + m.fork_latency);
 	cr_assert(rl_cost_node(G, n2, &m));
 	cr_assert_eq(G->nodes[n2].cost.level, 2, "144 MiB: %d", G->nodes[n2].cost.level);
 	/* a GPU prices at device memory whatever the size */
@@ -749,7 +749,7 @@ Test(cost, kernel_priced_level_by_level)
 	double tc = (1 << 20) / rl_machine_peak(&m, RL_PREC_FP32, false);
 	TU_EQ(k->bytes_level[0], 64 * ext);
 	TU_EQ(k->cost.bytes, ext);
-	TU_EQ(k->cost.time_s, fmax(tmax, tc) + m.launch_latency);
+	TU_EQ(k->cost.time_s, fmax(tmax, tc) + m.launch_latency + m.fork_latency);
 	cr_assert_eq(k->cost.bound, RL_BOUND_MEMORY);
 	cr_assert_eq(k->bound_level, lvl);
 	char buf[64], want[64];
@@ -802,7 +802,7 @@ Test(cost, kernel_tiled_gemm_bytes_per_level_by_hand)
 	        want[3] / ext;
 	double tm = fmax(fmax(tl[0], tl[1]), fmax(tl[2], tl[3]));
 	double tc = 2.0 * M * N * K / rl_machine_peak(&m, RL_PREC_FP32, true);
-	TU_EQ(k->cost.time_s, fmax(tm, tc) + m.launch_latency);
+	TU_EQ(k->cost.time_s, fmax(tm, tc) + m.launch_latency + m.fork_latency);
 	TU_EQ(k->cost.bytes, want[3]);
 	rl_kernels_free(&ks);
 }
@@ -1140,7 +1140,7 @@ Test(cost, calibrated_exp_is_compute_bound_when_slow)
 	cr_assert(rl_cost_node(G, e, &m));
 	cr_assert_eq(G->nodes[e].cost.bound, RL_BOUND_COMPUTE);
 	/* 1M elements split in chunks of 32768: 32 of the 96 cores work */
-	TU_EQ(G->nodes[e].cost.time_s, (double)(1 << 20) / (1e7 * 32) + m.launch_latency);
+	TU_EQ(G->nodes[e].cost.time_s, (double)(1 << 20) / (1e7 * 32) + m.launch_latency + m.fork_latency);
 	/* a fast exp leaves it memory-bound */
 	calibrate(&m, 1e12);
 	cr_assert(rl_cost_node(G, e, &m));
@@ -1282,10 +1282,91 @@ Test(cost, tiled_product_priced_on_its_blocks)
 	c = tu_count(G, n);
 	cr_assert_eq(rl_cost_threads(&m, &c), 2);
 	cr_assert(rl_cost_node(G, n, &m));
-	TU_EQ(G->nodes[n].cost.time_s - m.launch_latency, one * 2 / 3);
+	/* split: + the profile's fork/join */
+	TU_EQ(G->nodes[n].cost.time_s - m.launch_latency - m.fork_latency, one * 2 / 3);
 	t->par = 64;
 	cr_assert(rl_cost_node(G, n, &m));
-	TU_EQ(G->nodes[n].cost.time_s - m.launch_latency, one / 2);
+	TU_EQ(G->nodes[n].cost.time_s - m.launch_latency - m.fork_latency, one / 2);
+}
+
+/* ---- the split across threads, as rl_parallel_for runs it (issue 10) ------- */
+
+Test(cost, split_share_replays_the_runtime)
+{
+	int used = 0;
+	/* 3 equal chunks on 2 threads: one thread runs two, 2/3 of the work */
+	TU_EQ(rl_split_share(3, 3, 2, &used), 2.0 / 3);
+	cr_assert_eq(used, 2);
+	TU_EQ(rl_split_share(8, 8, 2, &used), 0.5);
+	cr_assert_eq(used, 2);
+	/* one chunk: the caller alone */
+	TU_EQ(rl_split_share(8, 1, 2, &used), 1);
+	cr_assert_eq(used, 1);
+	/* 8 chunks on 16 threads: 8 work, each 1/8 */
+	TU_EQ(rl_split_share(8, 8, 16, &used), 1.0 / 8);
+	cr_assert_eq(used, 8);
+	/* no cap but the runtime's 4 per thread: 100 iterations on 2 threads are
+	 * 8 chunks of 12, 13, 12, 13, ... claimed in turn: 48 and 52 */
+	TU_EQ(rl_split_share(100, 0, 2, &used), 0.52);
+	/* one thread: everything */
+	TU_EQ(rl_split_share(100, 0, 1, &used), 1);
+	cr_assert_eq(used, 1);
+}
+
+Test(cost, conv_priced_on_its_chunks)
+{
+	/* 1x1 16->12 on 32x32: 196608 multiply-adds = 3 chunks of 65536. On two
+	 * threads one thread runs two of them: 2/3 of the one-thread time, not
+	 * 1/2, plus the fork/join (hand-computed: 393216 FLOP at 8e10 FLOP/s per
+	 * core = 4.9152 us on one thread, 3.2768 us on two, + 1 us) */
+	uint32_t x = tu_input(G, "x", RL_DT_FLOAT, TU_SHAPE(4, 1, 16, 32, 32));
+	uint32_t w = weight("w", RL_DT_FLOAT, TU_SHAPE(4, 12, 16, 1, 1));
+	uint32_t n = tu_add(G, RL_OP_Conv, "y", 1, 2, x, w);
+	tu_infer(G);
+	struct rl_machine m;
+	calibrate(&m, 1e9);
+	m.cores = 2;
+	m.fork_latency = 1e-6;
+	struct rl_counts c = tu_count(G, n);
+	TU_EQ(c.macs, 196608);
+	TU_EQ(c.par_tasks, 3);
+	TU_EQ(c.par_chunks, 3);
+	cr_assert_eq(rl_cost_threads(&m, &c), 2);
+	cr_assert(rl_cost_node(G, n, &m));
+	cr_assert_eq(G->nodes[n].cost.bound, RL_BOUND_COMPUTE);
+	double t2 = G->nodes[n].cost.time_s - m.launch_latency;
+	TU_EQ(t2, 2 * 196608.0 / 8e10 * 2 / 3 + 1e-6);
+	/* on one thread: the whole work, no fork/join */
+	m.run_threads = 1;
+	cr_assert(rl_cost_node(G, n, &m));
+	TU_EQ(G->nodes[n].cost.time_s - m.launch_latency, 2 * 196608.0 / 8e10);
+	/* the tile pass's record wins over the rule: one chunk, the caller alone */
+	m.run_threads = 0;
+	G->nodes[n].tile.chunks = 1;
+	c = tu_count(G, n);
+	cr_assert_eq(rl_cost_threads(&m, &c), 1);
+	cr_assert(rl_cost_node(G, n, &m));
+	TU_EQ(G->nodes[n].cost.time_s - m.launch_latency, 2 * 196608.0 / 8e10);
+}
+
+Test(cost, elementwise_split_in_uneven_chunks)
+{
+	/* Relu over 3 x 32768 floats: three chunks of 32768; on two threads the
+	 * slower runs two (2/3 of the one-thread time), on four, three threads
+	 * work, one chunk each */
+	uint32_t x = tu_input(G, "x", RL_DT_FLOAT, TU_SHAPE(1, 3 * 32768));
+	uint32_t r = tu_add(G, RL_OP_Relu, "r", 1, 1, x);
+	tu_infer(G);
+	struct rl_machine m;
+	calibrate(&m, 1e9);
+	m.cores = 4;
+	m.fork_latency = 0;
+	struct rl_counts c = tu_count(G, r);
+	cr_assert_eq(rl_cost_threads(&m, &c), 3);
+	m.run_threads = 2;
+	cr_assert_eq(rl_cost_threads(&m, &c), 2);
+	int used;
+	TU_EQ(rl_split_share(c.par_elems, 3, 2, &used), 2.0 / 3);
 }
 
 Test(cost, row_kernels_pay_per_row)

@@ -488,7 +488,7 @@ Test(emit_conv, chanvec_taken_where_it_applies)
 
 Test(emit_conv, threads_split_by_work)
 {
-	/* a layer below two chunks of CONV_PAR_MACS runs whole on one thread (the
+	/* a layer below two chunks of RL_SPLIT_CONV_MACS runs whole on one thread (the
 	 * 1x1/2 projection: 8 x 16 x 8 x 8 multiply-adds); the 512-channel case
 	 * (10.6M) is cut into the most chunks; the stem fills both stride phases
 	 * with one call per row part */
@@ -501,6 +501,9 @@ Test(emit_conv, threads_split_by_work)
 	cr_assert(strstr(src, "threads: at most 1 chunk of 1 iterations (8192 multiply-adds"),
 	          "the 1x1/2 projection is not kept on one thread");
 	cr_assert(strstr(src, "threads: at most 8 chunks of"), "no layer split into 8 chunks");
+	/* the pool is told the chunks themselves (a negative grain), so they are
+	 * the ones the cost model prices whatever the iterations' divisors */
+	cr_assert(strstr(src, ", -8ll);"), "the 8 chunks are not passed to rl_parallel_for");
 	cr_assert(strstr(src, "rl_conv_split2(d"), "the 3x3/2 stem does not fill both phases at once");
 	free(src);
 	tu_rmtree(d);

@@ -626,6 +626,34 @@ static uint8_t conv_form_of(int64_t C, int64_t H, int64_t M, int64_t K, int64_t 
 	return f;
 }
 
+/* The chunks a Conv is cut into across threads: the tile pass records
+ * rl_split_conv_chunks of its multiply-adds (at least 65536 a chunk, at most
+ * 8), which the C backend follows and the cost model prices; none on a GPU. */
+static int32_t conv_chunks_of(const char *prof, int64_t C, int64_t H, int64_t M, int64_t K)
+{
+	struct rl_machine m = machine(prof);
+	struct rl_graph *g = conv_graph(C, H, M, K, 1, false);
+	struct rl_pass_ctx ctx;
+	run(g, &m, &ctx, "tile");
+	int32_t ch = tile_of(g, "conv")->chunks;
+	rl_pass_ctx_free(&ctx);
+	rl_graph_free(g);
+	return ch;
+}
+
+Test(tile, conv_records_its_split)
+{
+	/* 1x1 16->12 on 32x32: 12 x 1024 x 16 = 196608 multiply-adds = 3 x 65536 */
+	cr_assert_eq(conv_chunks_of("generic-cpu", 16, 32, 12, 1), 3);
+	cr_assert_eq(rl_split_conv_chunks(196608), 3);
+	cr_assert_eq(rl_split_conv_chunks(196607), 2);
+	/* 3x3 64->64 on 56x56: 115.6M multiply-adds, the most chunks */
+	cr_assert_eq(conv_chunks_of("generic-cpu", 64, 56, 64, 3), 8);
+	/* 1x1 8->8 on 8x8: 4096, below one chunk's worth: the caller alone */
+	cr_assert_eq(conv_chunks_of("generic-cpu", 8, 8, 8, 1), 1);
+	cr_assert_eq(conv_chunks_of("h200", 64, 56, 64, 3), 0);
+}
+
 Test(tile, small_maps_take_channels_on_the_lanes)
 {
 	/* 7x7 and 14x14 maps: channels on the lanes, with both lane shares */
