@@ -666,10 +666,16 @@ enum rl_status rl_pass_quantize(struct rl_graph *g, struct rl_pass_ctx *ctx)
 			}
 			double bal = rl_cost_balance(m, rl_node_prec(g, i), true);
 			if (cb.bound != RL_BOUND_MEMORY) {
+				/* the intensity is at main memory; a tiled product whose
+				 * bytes come from a cache can be compute-bound below it */
+				char from[48] = "";
+				if (cb.level >= 0 && cb.level < m->nlevels - 1)
+					snprintf(from, sizeof(from), ", its bytes from %s", m->level[cb.level].name);
 				rl_remark(ctx, "quantize", name, "float", cb.bytes, cb.bytes, cb.time_s,
 				          cb.time_s, "auto: %s-bound on %s (intensity %.3g FLOP/B vs balance "
-				          "%.3g): fewer weight bytes would not make it faster; stays float",
-				          rl_bound_name((enum rl_bound)cb.bound), m->name, cb.intensity, bal);
+				          "%.3g%s): fewer weight bytes would not make it faster; stays float",
+				          rl_bound_name((enum rl_bound)cb.bound), m->name, cb.intensity, bal,
+				          from);
 				continue;
 			}
 		}
