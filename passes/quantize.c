@@ -34,6 +34,17 @@
  * with its last use. Every node considered gets one remark: the scheme, the
  * bytes and predicted time before and after, and the measured errors.
  *
+ * Pricing: each candidate is priced as the report will price its kernel,
+ * though the pass runs before `tile`: the float product on the schedule
+ * tile will give it (rl_tile_plan) level by level (rl_cost_node_kernel),
+ * the QuantMatMul as ir/qweights.c counts it (the C kernels' split, the
+ * activation rows quantized first on one thread, the codes' dot products
+ * at the int8 or dequantize rate); once every node is decided the
+ * quantized ones are priced again with the final footprint (reprice_after),
+ * so the remarks and the summary add up to the report's figures. An
+ * epilogue `fuse` later folds into the float product (its few extra bytes)
+ * is not in the before.
+ *
  * Preconditions: shapes inferred and static for the nodes it prices; runs
  * after `roofline` (auto reads the bound from it) and before `fuse`/`tile`.
  */
