@@ -7,8 +7,9 @@ stack at batch 1 and batch 512; optionally (--gemv) the single-GEMV case.
 
     python bench/bench_quant.py [--rlopt build/rlopt] [--layers L] [--hidden D]
                                 [--intermediate F] [--vocab V] [--threads 1,2]
-                                [--seconds 1] [--cc cc] [--hw epyc9654] [--gemv]
-                                [--size G] [--probe] [--keep]
+                                [--seconds 1] [--cc cc] [--hw epyc9654]
+                                [--predict-hw probe|PROFILE] [--gemv] [--size G]
+                                [--probe] [--keep]
 
 The stack (--layers L blocks, default: the fewest whose fp32 weights reach
 1 GiB at D 2048, F 5632, V 8192; 8 blocks: 1.17 GB, 36x the 32 MiB LLC of
@@ -41,8 +42,14 @@ What it does, in a temporary folder:
      MatMulNBits 4-bit model with accuracy_level 4 (written by rlopt
      --onnx-format matmulnbits: onnxruntime's own 4-bit quantizer needs the
      onnx_ir package, which the venv lacks), with their errors too.
-  5. Prints measured and predicted speedups side by side (predicted: the
-     whole model's time in `rlopt report -O2 [--quantize ..] --hw H`).
+  5. Prints measured and predicted speedups side by side. Predicted: the
+     whole model's time in `rlopt report -O2 [--quantize ..] --hw P
+     --threads T` for each thread count T, float over quantized, where P
+     (--predict-hw) is the profile of the machine that runs the benchmark:
+     by default `rlopt probe` run here first (a prediction for a 96-core
+     EPYC says nothing about what this host measures: there the quantized
+     weights fit its 384 MB L3). The code is generated for --hw (default
+     epyc9654, as in the earlier runs).
   6. `--quantize auto` on --hw at batch 1 (memory-bound: quantized) and
      batch 512 (compute-bound: stays float), each node's remark.
 
@@ -111,9 +118,33 @@ def remarks(stderr, node=None):
     return [r for r in rs if node is None or r.startswith(f"remark: quantize: {node}:")]
 
 
-def predicted(rem):
-    m = re.search(r"\[time ([\d.e+-]+) s -> ([\d.e+-]+) s\]", rem)
-    return (float(m.group(1)), float(m.group(2))) if m else (None, None)
+def predict_profile(args, work):
+    """The profile predictions are made on (--predict-hw), probed once."""
+    if getattr(args, "_prof", None):
+        return args._prof
+    if args.predict_hw == "probe":
+        xml = os.path.join(work, "host.xml")
+        print("probing this machine (rlopt probe) for the predictions ...", flush=True)
+        sh([args.rlopt, "probe", "-o", xml])
+        args._prof = xml
+    else:
+        args._prof = args.predict_hw
+    return args._prof
+
+
+def report_total(args, prof, path, t, flags, work, batch=None):
+    """(the model's predicted time, the quantize pass's summary (before, after))
+    from `rlopt report -O2 --hw prof --threads t`."""
+    import json
+    rj = os.path.join(work, "pred.json")
+    sh([args.rlopt, "report", path, "--hw", prof, "--threads", str(t), "-O2", "--format", "json",
+        "-o", rj] + (["--batch", str(batch)] if batch else []) + flags)
+    j = json.load(open(rj))
+    summ = (0.0, 0.0)
+    for rm in j.get("remarks", []):
+        if rm["pass"] == "quantize" and rm["verdict"] == "summary":
+            summ = summary_pred(rm["msg"])
+    return j["total"]["time_s"], summ
 
 
 def main():
@@ -134,7 +165,11 @@ def main():
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--seconds", type=float, default=1.0)
     ap.add_argument("--cc", default=os.environ.get("CC", "cc"))
-    ap.add_argument("--hw", default="epyc9654", help="profile for the predictions")
+    ap.add_argument("--hw", default="epyc9654",
+                    help="profile the code is generated for, and `auto` decides on")
+    ap.add_argument("--predict-hw", default="probe",
+                    help="profile the predictions are made on: `probe` (default: `rlopt probe` "
+                         "this machine first) or a profile name or .xml")
     ap.add_argument("--int4-error", type=float, default=0.15,
                     help="--max-rel-error for int4 (int4 on Gaussian weights: about 0.09)")
     ap.add_argument("--int8-error", type=float, default=0.01,
@@ -344,10 +379,8 @@ def run_stack(args, threads, work):
     sh([args.cc, "-O2", "-march=native", "-pthread", os.path.join(HERE, "stream_limit.c"), "-o", exe])
     lim = kv(sh([exe, "--read"]).stdout)
 
-    rep = os.path.join(work, "float_report.json")
-    sh([args.rlopt, "report", path, "--batch", "1", "--hw", args.hw, "-O2", "--format", "json",
-        "-o", rep])
-    t_float_pred = json.load(open(rep))["total"]["time_s"]
+    prof = predict_profile(args, work)
+    t_float_pred = {t: report_total(args, prof, path, t, [], work, 1)[0] for t in threads}
 
     variants = [("float", []), ("int8", ["--quantize", "int8", "--block", str(args.block),
                                          "--max-rel-error", str(args.int8_error)]),
@@ -365,8 +398,18 @@ def run_stack(args, threads, work):
         c = os.path.join(d, "st.c")
         r = sh([args.rlopt, path, "--batch", "1", "-o", c, "--weights-max", "0", "--hw", args.hw,
                 "--remarks"] + flags)
-        tb, ta = summary_pred(r.stderr)
-        pred_after = t_float_pred - tb + ta
+        # predicted: the report of the quantized model on the profile of
+        # this machine, at each thread count; and the pass's own summary
+        # (its nodes' before and after): the two agree when the pass prices
+        # its candidates as the report prices the kernels
+        pred, pass_pred = {}, {}
+        for t in threads:
+            if not flags:
+                pred[t] = pass_pred[t] = 1.0
+                continue
+            tq, (tb, ta) = report_total(args, prof, path, t, flags, work, 1)
+            pred[t] = t_float_pred[t] / tq
+            pass_pred[t] = t_float_pred[t] / (t_float_pred[t] - tb + ta) if ta else 0.0
         exe = os.path.join(d, "bench")
         sh([args.cc, "-std=c11", "-O2", "-pthread", "-DRL_HAVE_THREADS", "-I", d,
             '-DRL_MODEL_HEADER="st.h"', "-DRL_PREFIX=st", "-DRL_PREFIX_UC=ST",
@@ -386,7 +429,7 @@ def run_stack(args, threads, work):
         schemes = sorted(set(re.findall(r"quantize: \S+: int[48]: (\S+):", r.stderr)))
         res[name] = dict(schemes=schemes, times=times,
                          wbytes=os.path.getsize(os.path.join(d, "st.weights")),
-                         err=rel_err(y, ref), pred=t_float_pred / pred_after, nodes=ne,
+                         err=rel_err(y, ref), pred=pred, pass_pred=pass_pred, nodes=ne,
                          nq=len(ne))
         shutil.rmtree(d, ignore_errors=True)  # the side file is as large as the weights
 
@@ -420,8 +463,8 @@ def run_stack(args, threads, work):
           f"{lim.get('stream_read_all_GBps', 0):.1f} GB/s on {int(lim.get('read_threads', 0))}; "
           f"one thread timed by its CPU time" if args.cpu_time else "")
     print(f"\n{'weights':<8} {'file MB':>8} {'shrink':>7} {'out err':>9} " +
-          " ".join(f"{'t=' + str(t) + ' ms':>9} {'GB/s':>6} {'x float':>7}" for t in threads) +
-          f" {'predicted':>9}")
+          " ".join(f"{'t=' + str(t) + ' ms':>9} {'GB/s':>6} {'x float':>7} {'pred':>6}"
+                   for t in threads))
     f0 = res["float"]
     for name, _ in variants:
         r = res[name]
@@ -429,9 +472,11 @@ def run_stack(args, threads, work):
         for t in threads:
             s = r["times"][t]
             cols.append(f"{s * 1e3:>9.2f} {r['wbytes'] / s / 1e9:>6.1f} "
-                        f"{f0['times'][t] / s:>6.2f}x")
+                        f"{f0['times'][t] / s:>6.2f}x {r['pred'][t]:>5.2f}x")
         print(f"{name:<8} {r['wbytes'] / 1e6:>8.1f} {f0['wbytes'] / r['wbytes']:>6.2f}x "
-              f"{r['err']:>9.2e} " + " ".join(cols) + f" {r['pred']:>8.2f}x")
+              f"{r['err']:>9.2e} " + " ".join(cols))
+    print("predicted on " + prof + ": " + ", ".join(
+        f"float t={t} {t_float_pred[t] * 1e3:.2f} ms" for t in threads))
     for name in [v[0] for v in variants[1:]]:
         r = res[name]
         if r["nodes"]:
@@ -441,8 +486,10 @@ def run_stack(args, threads, work):
                   f"(logits) error {r['err']:.3g}")
         for t in threads:
             meas = f0["times"][t] / r["times"][t]
-            print(f"  {name} t={t}: measured {meas:.2f}x, predicted {r['pred']:.2f}x on {args.hw}: "
-                  f"{'same direction' if (meas > 1) == (r['pred'] > 1) else 'DISAGREE'}")
+            p = r["pred"][t]
+            print(f"  {name} t={t}: measured {meas:.2f}x, predicted {p:.2f}x (report; the pass's "
+                  f"summary {r['pass_pred'][t]:.2f}x), predicted/measured {p / meas:.2f}: "
+                  f"{'same direction' if (meas > 1) == (p > 1) else 'DISAGREE'}")
     if ort_res:
         print("\nonnxruntime on the same model (int8: quantize_dynamic per channel; int4: "
               "MatMulNBits, accuracy_level 4):")
@@ -504,6 +551,7 @@ def run(args, threads, work):
 
     variants = [("float", []), ("int8", ["--quantize", "int8"]),
                 ("int4", ["--quantize", "int4", "--max-rel-error", str(args.int4_error)])]
+    prof = predict_profile(args, work)
     res = {}
     for name, flags in variants:
         d = os.path.join(work, name)
@@ -529,7 +577,8 @@ def run(args, threads, work):
         y = np.fromfile(os.path.join(dump, "output_0.bin"), dtype=np.float32)
         ref = x.astype(np.float64) @ W.astype(np.float64)
         err = float(np.linalg.norm(y - ref) / np.linalg.norm(ref))
-        res[name] = dict(times=times, wbytes=wbytes, err=err, rem=rem[0] if rem else "")
+        pt = {t: report_total(args, prof, path, t, flags, work)[0] for t in threads}
+        res[name] = dict(times=times, wbytes=wbytes, err=err, rem=rem[0] if rem else "", pt=pt)
 
     # onnxruntime on the same product: its quantize_dynamic int8 model, and
     # the MatMulNBits int4 file rlopt writes (accuracy_level 4: int8 dot
@@ -574,20 +623,20 @@ def run(args, threads, work):
           f"{lim.get('stream_read_all_GBps', 0):.1f} GB/s on {int(lim.get('read_threads', 0))}"
           + (f"; rlopt probe DRAM read {probe:.1f} GB/s" if probe else ""))
     print(f"\n{'weights':<8} {'file MB':>8} {'shrink':>7} {'err':>9} " +
-          " ".join(f"{'t=' + str(t) + ' ms':>9} {'GB/s':>6} {'x float':>7}" for t in threads) +
-          f" {'predicted':>9}")
+          " ".join(f"{'t=' + str(t) + ' ms':>9} {'GB/s':>6} {'x float':>7} {'pred':>6}"
+                   for t in threads))
     f0 = res["float"]
     for name, _ in variants:
         r = res[name]
-        tb, ta = predicted(r["rem"])
-        pred = f"{tb / ta:.2f}x" if tb and ta else "-"
         cols = []
         for t in threads:
             s = r["times"][t]
             cols.append(f"{s * 1e3:>9.2f} {r['wbytes'] / s / 1e9:>6.1f} "
-                        f"{f0['times'][t] / s:>6.2f}x")
+                        f"{f0['times'][t] / s:>6.2f}x {f0['pt'][t] / r['pt'][t]:>5.2f}x")
         print(f"{name:<8} {r['wbytes'] / 1e6:>8.1f} {f0['wbytes'] / r['wbytes']:>6.2f}x "
-              f"{r['err']:>9.2e} " + " ".join(cols) + f" {pred:>9}")
+              f"{r['err']:>9.2e} " + " ".join(cols))
+    print("predicted on " + prof + ": " + ", ".join(
+        f"{n} t={t} {res[n]['pt'][t] * 1e3:.3f} ms" for n, _ in variants for t in threads))
     if ort_t:
         print()
         for name in ("float", "int8", "int4"):
@@ -600,12 +649,12 @@ def run(args, threads, work):
                           f"{o * 1e3:.2f} ms: ours {o / ours:.2f}x as fast")
     for name in ("int8", "int4"):
         r = res[name]
-        tb, ta = predicted(r["rem"])
         for t in threads:
             meas = f0["times"][t] / r["times"][t]
-            agree = (meas > 1) == (tb / ta > 1) if tb and ta else False
-            print(f"  {name} t={t}: measured {meas:.2f}x, predicted {tb / ta:.2f}x on {args.hw}: "
-                  f"{'same direction' if agree else 'DISAGREE'}")
+            p = f0["pt"][t] / r["pt"][t]
+            print(f"  {name} t={t}: measured {meas:.2f}x, predicted {p:.2f}x on {prof}, "
+                  f"predicted/measured {p / meas:.2f}: "
+                  f"{'same direction' if (meas > 1) == (p > 1) else 'DISAGREE'}")
 
     # auto at batch 1 and 64
     print(f"\n--quantize auto on {args.hw}, MLP 1024 -> 1024 -> 1024:")

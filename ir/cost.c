@@ -113,23 +113,62 @@ static void count_math(const struct rl_graph *g, const struct rl_node *n, struct
 	w[RL_MATH_ROW] = c->rows;
 }
 
+/*
+ * A QuantMatMul's code x row products (c->qmacs) on a CPU, as
+ * backends/c/emit_qgemm.c runs them: where the profile lists an int8 peak
+ * (VNNI; `rlopt probe` measures it on vpdpbusd), two 8-bit dot products
+ * per code and row, 4 OP at that peak (the block scales' float work is one
+ * FMA per 16 blocks: left out); else the generic vectors widen each code
+ * (unpack, convert: 2 BASIC elements) and multiply-add it in float (2
+ * FLOPs, the GEMM class or the peak).
+ */
+static double quant_s(const struct rl_machine *m, const struct rl_counts *c, double peak,
+                      bool cal)
+{
+	double i8 = m->peak_vector[RL_PREC_INT8];
+	if (i8 > 0)
+		return 4 * c->qmacs / i8;
+	double cores = m->cores > 0 ? m->cores : 1;
+	if (cal && m->calib[RL_MATH_BASIC] > 0 && m->calib[RL_MATH_GEMM] > 0)
+		return 2 * c->qmacs / (m->calib[RL_MATH_BASIC] * cores) +
+		       2 * c->qmacs / (m->calib[RL_MATH_GEMM] * cores);
+	return peak > 0 ? 4 * c->qmacs / peak : 0;
+}
+
 double rl_cost_compute_s(const struct rl_machine *m, const struct rl_counts *c, double peak,
                          bool *calibrated)
 {
 	bool cal = m->cores > 0 && rl_machine_calibrated(m);
 	if (calibrated)
 		*calibrated = cal;
+	/* a quantized product's codes: priced by quant_s on a CPU, as float
+	 * MACs (the GEMM class, in flops) elsewhere */
+	double q = c->qmacs > 0 && strcmp(m->kind, "cpu") == 0 ? c->qmacs : 0;
+	double tq = q > 0 ? quant_s(m, c, peak, cal) : 0;
 	if (!cal)
-		return peak > 0 ? c->flops / peak : 0;
+		return (peak > 0 ? (c->flops - 2 * q) / peak : 0) + tq;
 	double t = 0;
 	for (int k = 0; k < RL_MATH_COUNT_; k++) {
 		double rate = m->calib[k];
+		double w = c->math[k] - (k == RL_MATH_GEMM ? 2 * q : 0);
 		if (!(rate > 0) && k == RL_MATH_MMPLAIN)
 			rate = m->calib[RL_MATH_GEMM]; /* an older profile: as the GEMM */
-		if (rate > 0 && c->math[k] > 0)
-			t += c->math[k] / (rate * m->cores);
+		if (rate > 0 && w > 0)
+			t += w / (rate * m->cores);
 	}
-	return t;
+	return t + tq;
+}
+
+/* Seconds of c->serial (BASIC elements on the calling thread) on one core:
+ * the profile's BASIC rate, else its fp32 peak per core. */
+static double serial_s(const struct rl_machine *m, const struct rl_counts *c)
+{
+	if (!(c->serial > 0) || strcmp(m->kind, "cpu") != 0)
+		return 0;
+	double cores = m->cores > 0 ? m->cores : 1;
+	double rate = m->calib[RL_MATH_BASIC] > 0 ? m->calib[RL_MATH_BASIC]
+	            : rl_machine_peak(m, RL_PREC_FP32, false) / cores;
+	return rate > 0 ? c->serial / rate : 0;
 }
 
 bool rl_count_node(const struct rl_graph *g, uint32_t node, struct rl_counts *c)
@@ -423,7 +462,9 @@ static struct kernel_rates kernel_rates(const struct rl_machine *m, const struct
 	int th;
 	double split = cost_split(m, c, &th);
 	r.th = th;
-	r.fixed = rl_cost_fixed_s(m, c);
+	/* the calling thread's serial prologue (quantized products) runs
+	 * before the split and overlaps nothing: a fixed cost of this kernel */
+	r.fixed = rl_cost_fixed_s(m, c) + serial_s(m, c);
 	/* chunks that do not divide evenly: the busiest thread runs split of the
 	 * one-thread time (ceil(chunks / th) of them), imb times an even share */
 	r.imb = split * th;
@@ -632,6 +673,8 @@ static void group_counts(const struct rl_graph *g, const uint32_t *list, uint32_
 				c->par_tasks = k.par_tasks;
 				c->par_chunks = k.par_chunks;
 			}
+			c->qmacs += k.qmacs;
+			c->serial += k.serial;
 			for (int q = 0; q < RL_MATH_COUNT_; q++)
 				c->math[q] += k.math[q];
 			if (i == anchor)
@@ -886,6 +929,27 @@ done:
 	free(glist);
 	free(gkern);
 	return ok;
+}
+
+bool rl_cost_node_kernel(const struct rl_graph *g, uint32_t node, const struct rl_machine *m,
+                         rl_traffic_fn traffic, double reuse, struct rl_cost *out)
+{
+	struct rl_kernel k;
+	memset(&k, 0, sizeof(k));
+	memset(out, 0, sizeof(*out));
+	if (!rl_count_node(g, node, &k.c))
+		return false;
+	k.c.reuse_bytes = reuse;
+	enum rl_prec prec = rl_node_prec(g, node);
+	rl_cost_price(m, &k.c, prec, k.c.macs > 0, &k.cost);
+	double bl[RL_MAX_MEM_LEVELS] = {0};
+	if (traffic && m->nlevels >= 1 && g->nodes[node].tile.kind != RL_TILE_NONE) {
+		traffic(g, node, m, bl);
+		if (bl[m->nlevels - 1] > 0)
+			price_levels(m, prec, bl, &k);
+	}
+	*out = k.cost;
+	return true;
 }
 
 void rl_kernels_free(struct rl_kernels *ks)

@@ -76,6 +76,17 @@ struct rl_counts {
 	 * (rl_cost_graph, rl_cost_kernels set it; 0 = not known, the weights
 	 * are priced like the rest of the working set) */
 	double reuse_bytes;
+	/* QuantMatMul (ir/qweights.c): its code x row products. On a CPU
+	 * profile they are priced as the C kernels run them, not as the float
+	 * MACs they stand for: with an int8 peak (AVX-512 VNNI) 4 OP each (two
+	 * 8-bit dot products: the activation is int16 split in bytes), else the
+	 * generic vectors' dequantize (2 BASIC: unpack, convert) and FMA (the
+	 * GEMM class). GPU profiles price them as float MACs. */
+	double qmacs;
+	/* work done on the calling thread before the kernel splits across
+	 * threads (QuantMatMul's activation rows, quantized to int16), in BASIC
+	 * elements: priced on one core and added to the kernel's fixed cost */
+	double serial;
 };
 
 /*
@@ -216,6 +227,16 @@ typedef void (*rl_traffic_fn)(const struct rl_graph *g, uint32_t node,
 bool rl_cost_kernels(struct rl_graph *g, const struct rl_machine *m, rl_traffic_fn traffic,
                      struct rl_kernels *out);
 void rl_kernels_free(struct rl_kernels *ks);
+/*
+ * Node `node` priced as the report prices it when it runs as a kernel of its
+ * own: counted, its weights from where a run of reuse bytes leaves them, and
+ * level by level from traffic (rl_tile_traffic) when it has a schedule
+ * (node->tile.kind). What a pass that prices before `fuse`/`tile` (quantize)
+ * compares, with the schedule rl_tile_plan gives it. False when the node
+ * cannot be counted (symbolic shapes); *out zeroed then.
+ */
+bool rl_cost_node_kernel(const struct rl_graph *g, uint32_t node, const struct rl_machine *m,
+                         rl_traffic_fn traffic, double reuse, struct rl_cost *out);
 /* "memory", "memory (L2)" for a tiled kernel bound at a level, ... into buf. */
 const char *rl_kernel_bound_str(const struct rl_kernel *k, const struct rl_machine *m,
                                 char *buf, size_t len);

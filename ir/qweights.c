@@ -303,8 +303,32 @@ bool rl_count_quant_matmul(const struct rl_graph *g, uint32_t node, struct rl_co
 {
 	const struct rl_node *n = &g->nodes[node];
 	double mn = rl_cnt_out(g, n, 0);
-	double k = (double)rl_node_attr_int(n, "K", 0);
+	int64_t K = rl_node_attr_int(n, "K", 0), N = rl_node_attr_int(n, "N", 0);
+	int bits = (int)rl_node_attr_int(n, "bits", 8);
+	int64_t bs = rl_node_attr_int(n, "block_size", 32);
+	double k = (double)K;
 	c->macs = mn * k;
 	c->flops = 2 * c->macs + (rl_node_in(n, 4) != RL_NONE ? mn : 0);
+	/* as the kernels run it (ir/cost.h): the codes' products, the threads
+	 * they split into, the activation rows quantized before the split */
+	int64_t M = N > 0 ? (int64_t)(mn / (double)N) : 0;
+	c->qmacs = c->macs;
+	if (K > 0 && N > 0 && bs > 0 && (bits == 8 || bits == 4)) {
+		c->par_tasks = (double)rl_qmatmul_tasks(bits, K, N, bs, M);
+		c->serial = RL_QX_PREP_BASIC * (double)(M < 1 ? 1 : M) * k;
+	}
 	return true;
+}
+
+int64_t rl_qmatmul_grain(int bits, int64_t k, int64_t block, int64_t m)
+{
+	int64_t per = RL_QCOLS * rl_qweight_rowbytes(bits, k, block) * (m < 1 ? 1 : m);
+	return per >= RL_QTASK_BYTES ? 1 : (RL_QTASK_BYTES + per - 1) / per;
+}
+
+int64_t rl_qmatmul_tasks(int bits, int64_t k, int64_t n, int64_t block, int64_t m)
+{
+	int64_t groups = (n + RL_QCOLS - 1) / RL_QCOLS;
+	int64_t t = groups / rl_qmatmul_grain(bits, k, block, m);
+	return t < 1 ? 1 : t;
 }

@@ -103,4 +103,26 @@ enum rl_status rl_infer_quant_matmul(struct rl_graph *g, uint32_t node);
 struct rl_counts;
 bool rl_count_quant_matmul(const struct rl_graph *g, uint32_t node, struct rl_counts *c);
 
+/*
+ * How the C kernels (backends/c/emit_qgemm.c) split a QuantMatMul of M rows
+ * over K x N codes across threads, shared so the cost model prices the split
+ * the code makes: tasks of RL_QCOLS output columns, grouped so each chunk
+ * holds at least RL_QTASK_BYTES of codes (rl_qmatmul_grain groups; the
+ * runtime's rl_parallel_for then makes floor(groups / grain) chunks, at
+ * least one: rl_qmatmul_tasks).
+ */
+#define RL_QCOLS 16
+#define RL_QTASK_BYTES 65536
+int64_t rl_qmatmul_grain(int bits, int64_t k, int64_t block, int64_t m);
+int64_t rl_qmatmul_tasks(int bits, int64_t k, int64_t n, int64_t block, int64_t m);
+/*
+ * The activation rows are quantized to int16 on the calling thread before
+ * the split (rl_qx_prep: a max pass, then a scalar round, clamp, split into
+ * bytes and transposed store per element). Priced as this many BASIC
+ * elements per activation element on one core: measured 2.4-3.3 ns per
+ * element on the probe host (K 5632 and 2048, one row, N 32: 15.2 and
+ * 7.4 us per call), whose BASIC rate is 8.3e10 elements/s: 200-275.
+ */
+#define RL_QX_PREP_BASIC 200.0
+
 #endif /* RL_QWEIGHTS_H */

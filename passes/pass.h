@@ -125,6 +125,12 @@ enum rl_status rl_pass_quantize(struct rl_graph *g, struct rl_pass_ctx *ctx);
  */
 void rl_tile_traffic(const struct rl_graph *g, uint32_t node, const struct rl_machine *m,
                      double *bytes_per_level /* [RL_MAX_MEM_LEVELS] */);
+/* The schedule the tile pass would give product `node` (MatMul, Gemm, Conv,
+ * ConvTranspose) on m, into out, without remarks: what a pass running before
+ * `tile` (quantize) prices a product with. False when it is not a product
+ * the tiler maps (out zeroed: untiled). */
+bool rl_tile_plan(const struct rl_graph *g, uint32_t node, const struct rl_machine *m,
+                  struct rl_tile *out);
 
 /* The report's "rewrite verdicts" section, built from the judge's remarks
  * (passes/judge.c): counts by verdict, then "fewer FLOPs, but slower" with

@@ -34,6 +34,17 @@
  * with its last use. Every node considered gets one remark: the scheme, the
  * bytes and predicted time before and after, and the measured errors.
  *
+ * Pricing: each candidate is priced as the report will price its kernel,
+ * though the pass runs before `tile`: the float product on the schedule
+ * tile will give it (rl_tile_plan) level by level (rl_cost_node_kernel),
+ * the QuantMatMul as ir/qweights.c counts it (the C kernels' split, the
+ * activation rows quantized first on one thread, the codes' dot products
+ * at the int8 or dequantize rate); once every node is decided the
+ * quantized ones are priced again with the final footprint (reprice_after),
+ * so the remarks and the summary add up to the report's figures. An
+ * epilogue `fuse` later folds into the float product (its few extra bytes)
+ * is not in the before.
+ *
  * Preconditions: shapes inferred and static for the nodes it prices; runs
  * after `roofline` (auto reads the bound from it) and before `fuse`/`tile`.
  */
@@ -392,7 +403,7 @@ static void set_int(struct rl_graph *g, uint32_t node, const char *name, int64_t
 
 /* Replace the node by QuantMatMul over the packed weight. */
 static enum rl_status rewrite(struct rl_graph *g, const struct qcand *c,
-                              const struct rl_qweight *qw, struct spill *sp)
+                              const struct rl_qweight *qw, struct spill *sp, uint32_t *qnode)
 {
 	const char *name = g->nodes[c->node].name;
 	int64_t qd[2] = {c->n, qw->rowbytes}, sd[2] = {c->n, qw->nb};
@@ -458,6 +469,7 @@ static enum rl_status rewrite(struct rl_graph *g, const struct qcand *c,
 	set_int(g, q, "N", c->n);
 	set_int(g, q, "bits", qw->bits);
 	set_int(g, q, "block_size", qw->block);
+	*qnode = q;
 	return RL_OK;
 }
 
@@ -542,6 +554,48 @@ static bool check_calib(struct rl_graph *g, const struct rl_pass_ctx *ctx, enum 
 	return true;
 }
 
+/* A quantized node and its remark, priced again once every node is decided. */
+struct reprice {
+	uint32_t node, remark;
+};
+
+static bool grow_rep(struct reprice **rep, uint32_t *cap)
+{
+	uint32_t n = *cap ? 2 * *cap : 32;
+	struct reprice *p = realloc(*rep, n * sizeof(*p));
+	if (!p)
+		return false; /* that node keeps the estimate made when it was decided */
+	*rep = p;
+	*cap = n;
+	return true;
+}
+
+/*
+ * Each quantized node's "after" as the report prices it: the QuantMatMul
+ * itself (ir/qweights.c counts), its weights where the final footprint
+ * leaves them (once every weight has shrunk, some may now fit a cache
+ * level that the estimate made at decision time, with only the nodes
+ * before it quantized, did not reach). Updates the remarks and the totals
+ * the summary gives.
+ */
+static void reprice_after(struct rl_graph *g, struct rl_pass_ctx *ctx,
+                          const struct rl_machine *m, const struct reprice *rep, uint32_t n,
+                          double *bytes_after, double *t_after)
+{
+	double foot = rl_cost_footprint(g);
+	for (uint32_t j = 0; j < n; j++) {
+		struct rl_cost ca;
+		struct rl_remark *r = &ctx->remarks[rep[j].remark];
+		if (!rl_cost_node_kernel(g, rep[j].node, m, NULL, foot, &ca) || r->time_after < 0)
+			continue;
+		*bytes_after += ca.bytes - r->bytes_after;
+		*t_after += ca.time_s - r->time_after;
+		r->bytes_after = ca.bytes;
+		r->time_after = ca.time_s;
+		r->flops_after = ca.flops;
+	}
+}
+
 enum rl_status rl_pass_quantize(struct rl_graph *g, struct rl_pass_ctx *ctx)
 {
 	const struct rl_machine *m = ctx->machine;
@@ -564,6 +618,8 @@ enum rl_status rl_pass_quantize(struct rl_graph *g, struct rl_pass_ctx *ctx)
 	 * and the ones quantized before it save */
 	double foot = m ? rl_cost_footprint(g) : 0, saved = 0;
 	int nq = 0;
+	struct reprice *rep = NULL; /* the quantized nodes and their remarks */
+	uint32_t nrep = 0, cap_rep = 0;
 	float *wide = NULL; /* a float16 weight widened; freed at the next node or the end */
 	struct spill spill = {.fd = -1};
 	for (uint32_t o = 0; o < norder && st == RL_OK; o++) {
@@ -579,13 +635,18 @@ enum rl_status rl_pass_quantize(struct rl_graph *g, struct rl_pass_ctx *ctx)
 				rl_remark(ctx, "quantize", name, "float", -1, -1, -1, -1, "%s", why);
 			continue;
 		}
-		/* price before, and after as the bytes of each scheme */
+		/* price before as the report will price the float product: on the
+		 * schedule `tile` will give it (a GEMV's column strips, a GEMM's
+		 * blocks), level by level, its weights where the float run's
+		 * footprint leaves them; after (below) as the quantized kernel runs */
 		struct rl_counts cnt;
 		struct rl_cost cb = {0}, ca = {0};
 		bool priced = m && rl_count_node(g, i, &cnt);
 		if (priced) {
-			cnt.reuse_bytes = foot;
-			rl_cost_price(m, &cnt, rl_node_prec(g, i), true, &cb);
+			struct rl_tile keep = g->nodes[i].tile;
+			rl_tile_plan(g, i, m, &g->nodes[i].tile);
+			priced = rl_cost_node_kernel(g, i, m, rl_tile_traffic, foot, &cb);
+			g->nodes[i].tile = keep;
 		}
 		double wbytes = (double)c.k * (double)c.n * (c.half ? 2 : 4);
 		const void *wsrc = g->values[c.w].data; /* the initializer's own bytes */
@@ -597,10 +658,16 @@ enum rl_status rl_pass_quantize(struct rl_graph *g, struct rl_pass_ctx *ctx)
 			}
 			double bal = rl_cost_balance(m, rl_node_prec(g, i), true);
 			if (cb.bound != RL_BOUND_MEMORY) {
+				/* the intensity is at main memory; a tiled product whose
+				 * bytes come from a cache can be compute-bound below it */
+				char from[48] = "";
+				if (cb.level >= 0 && cb.level < m->nlevels - 1)
+					snprintf(from, sizeof(from), ", its bytes from %s", m->level[cb.level].name);
 				rl_remark(ctx, "quantize", name, "float", cb.bytes, cb.bytes, cb.time_s,
 				          cb.time_s, "auto: %s-bound on %s (intensity %.3g FLOP/B vs balance "
-				          "%.3g): fewer weight bytes would not make it faster; stays float",
-				          rl_bound_name((enum rl_bound)cb.bound), m->name, cb.intensity, bal);
+				          "%.3g%s): fewer weight bytes would not make it faster; stays float",
+				          rl_bound_name((enum rl_bound)cb.bound), m->name, cb.intensity, bal,
+				          from);
 				continue;
 			}
 		}
@@ -720,11 +787,21 @@ enum rl_status rl_pass_quantize(struct rl_graph *g, struct rl_pass_ctx *ctx)
 		}
 		double qbytes = (double)rl_qweight_bytes(&qw);
 		if (priced) {
+			/* the QuantMatMul as ir/qweights.c counts it: codes and scales
+			 * read once, the kernels' split, the activation rows quantized
+			 * first, the codes' products at the int8 (or dequantize) rate;
+			 * the weights where the footprint less what this node and those
+			 * before it save leaves them (repriced at the end with the
+			 * final footprint, as the report prices them) */
 			struct rl_counts c2 = cnt;
+			int64_t rows = c.n > 0 ? rl_shape_numel(&g->values[c.y].shape) / c.n : 1;
 			c2.bytes_read += qbytes - wbytes;
 			c2.weight_bytes += qbytes - wbytes;
 			c2.reuse_bytes = foot - saved - (wbytes - qbytes);
-			rl_cost_price(m, &c2, rl_node_prec(g, i), true, &ca);
+			c2.qmacs = c2.macs;
+			c2.par_tasks = (double)rl_qmatmul_tasks(qw.bits, c.k, c.n, qw.block, rows);
+			c2.serial = RL_QX_PREP_BASIC * (double)(rows < 1 ? 1 : rows) * (double)c.k;
+			rl_cost_price(m, &c2, RL_PREC_FP32, true, &ca);
 		}
 		if (ctx->quantize == RL_QUANT_AUTO && ca.time_s > 0.95 * cb.time_s) {
 			rl_remark(ctx, "quantize", name, "float", cb.bytes, ca.bytes, cb.time_s, ca.time_s,
@@ -751,13 +828,19 @@ enum rl_status rl_pass_quantize(struct rl_graph *g, struct rl_pass_ctx *ctx)
 		          ctx->quantize == RL_QUANT_AUTO ? "; memory-bound, " : strchr(tried, ',') ? "; " : "",
 		          ctx->quantize == RL_QUANT_AUTO || strchr(tried, ',') ? "tried " : "",
 		          ctx->quantize == RL_QUANT_AUTO || strchr(tried, ',') ? tried : "");
+		uint32_t qn = RL_NONE;
 		if (priced) {
 			ctx->remarks[ctx->nremarks - 1].flops_before = cb.flops;
 			ctx->remarks[ctx->nremarks - 1].flops_after = ca.flops;
 			bytes_before += cb.bytes, bytes_after += ca.bytes;
 			t_before += cb.time_s, t_after += ca.time_s;
 		}
-		st = rewrite(g, &c, &qw, &spill);
+		uint32_t rem = ctx->nremarks - 1;
+		st = rewrite(g, &c, &qw, &spill, &qn);
+		if (st == RL_OK && priced && qn != RL_NONE && (nrep < cap_rep || grow_rep(&rep, &cap_rep))) {
+			rep[nrep].node = qn;
+			rep[nrep++].remark = rem;
+		}
 		free(qw.q), free(qw.s), free(qw.z);
 		rl_page_out(wsrc, (size_t)(c.k * c.n) * (c.half ? 2 : 4));
 		saved += wbytes - qbytes;
@@ -772,6 +855,9 @@ enum rl_status rl_pass_quantize(struct rl_graph *g, struct rl_pass_ctx *ctx)
 		(void)fdatasync(spill.fd);
 		close(spill.fd); /* the mappings keep the file */
 	}
+	if (st == RL_OK && m && nrep)
+		reprice_after(g, ctx, m, rep, nrep, &bytes_after, &t_after);
+	free(rep);
 	if (st != RL_OK)
 		return st;
 	if (nq)

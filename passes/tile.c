@@ -1001,6 +1001,77 @@ static void conv_form(struct rl_graph *g, uint32_t node, struct rl_pass_ctx *ctx
 	          (long long)ow);
 }
 
+/*
+ * The schedule a product gets: GEMV (M = 1 and large enough), PLAIN (too
+ * small: *small says why) or GEMM, into tl (the Conv kernel form is left to
+ * tile_product). Shared by the pass and rl_tile_plan, so a pass that prices
+ * a product before `tile` runs (quantize) prices the schedule it will get.
+ */
+static void plan_product(const struct tgeom *t, const struct gdims *d, enum rl_op op,
+                         struct rl_tile *tl, struct gwhy *why, const char **small)
+{
+	int vw = vwidth(t, d->S);
+	double macs = (double)d->M * (double)d->N * (double)d->K;
+	*small = NULL;
+	memset(tl, 0, sizeof(*tl));
+	memset(why, 0, sizeof(*why));
+	if (d->M == 1 && op != RL_OP_Conv && op != RL_OP_ConvTranspose) {
+		if ((double)d->N * (double)d->K < TILE_MIN_GEMV || d->N < vw) {
+			tl->kind = RL_TILE_PLAIN;
+			tl->par = 1;
+			*small = "gemv";
+			return;
+		}
+		tl->kind = RL_TILE_GEMV;
+		gemv_tile(t, d, tl);
+		return;
+	}
+	int64_t mr_cpu = t->gpu ? TILE_GPU_RT : 0, nr_cpu = t->gpu ? TILE_GPU_RT : 0;
+	if (!t->gpu) {
+		int nv = t->regs >= 2 * TILE_NV + 2 ? TILE_NV : 1;
+		mr_cpu = imax(1, imin((t->regs - nv - 1) / nv, TILE_MAX_MR));
+		nr_cpu = (int64_t)nv * vw;
+	}
+	if (macs < TILE_MIN_MACS)
+		*small = "below 64^3 MACs per product: packing costs more than it saves";
+	else if (d->M < mr_cpu && d->N < nr_cpu)
+		*small = "C fits in one register tile: nothing to block";
+	else if (d->N < vw)
+		*small = "fewer columns than one vector (a matrix-vector product): dot products "
+		         "the plain kernel streams";
+	if (*small) {
+		tl->kind = RL_TILE_PLAIN;
+		tl->par = 1;
+		tl->mr = (int32_t)mr_cpu; /* for the remark only; cleared by the caller */
+		tl->nr = (int32_t)nr_cpu;
+		return;
+	}
+	tl->kind = RL_TILE_GEMM;
+	if (t->gpu)
+		gemm_gpu(t, d, tl);
+	else
+		gemm_cpu(t, d, tl, why);
+}
+
+bool rl_tile_plan(const struct rl_graph *g, uint32_t node, const struct rl_machine *m,
+                  struct rl_tile *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!g || !m || m->nlevels < 1 || node >= g->nnodes || !is_product(g->nodes[node].op))
+		return false;
+	struct tgeom t;
+	struct gdims d;
+	struct gwhy why;
+	const char *small;
+	geom(m, &t);
+	if (!gemm_dims(g, &g->nodes[node], &d))
+		return false;
+	plan_product(&t, &d, g->nodes[node].op, out, &why, &small);
+	if (out->kind == RL_TILE_PLAIN)
+		out->mr = out->nr = 0;
+	return true;
+}
+
 static void tile_product(struct rl_graph *g, uint32_t node, struct rl_pass_ctx *ctx,
                          const struct tgeom *t, struct tcount *cnt)
 {
@@ -1023,20 +1094,17 @@ static void tile_product(struct rl_graph *g, uint32_t node, struct rl_pass_ctx *
 	char dims[96], lv[160], c0[24], c1[24], c2[24];
 	snprintf(dims, sizeof(dims), "%s M=%lld N=%lld K=%lld x%lld %s", opn, (long long)d.M,
 	         (long long)d.N, (long long)d.K, (long long)d.batch, dt_name(g, n->in[0]));
-	bool gemv = d.M == 1 && n->op != RL_OP_Conv && n->op != RL_OP_ConvTranspose;
-	if (gemv) {
-		if ((double)d.N * (double)d.K < TILE_MIN_GEMV || d.N < vw) {
-			tl->kind = RL_TILE_PLAIN;
-			tl->par = 1;
-			cnt->plain++;
-			rl_remark(ctx, "tile", n->name, "plain", -1, -1, -1, -1,
-			          "%s: PLAIN: a GEMV of %.0f B elements (N %lld, vector %d) is below "
-			          "%.0f elements or one vector: nothing to stream", dims,
-			          (double)d.N * (double)d.K, (long long)d.N, vw, TILE_MIN_GEMV);
-			return;
-		}
-		tl->kind = RL_TILE_GEMV;
-		gemv_tile(t, &d, tl);
+	const char *small;
+	plan_product(t, &d, n->op, tl, &why, &small);
+	if (tl->kind == RL_TILE_PLAIN && small && !strcmp(small, "gemv")) {
+		cnt->plain++;
+		rl_remark(ctx, "tile", n->name, "plain", -1, -1, -1, -1,
+		          "%s: PLAIN: a GEMV of %.0f B elements (N %lld, vector %d) is below "
+		          "%.0f elements or one vector: nothing to stream", dims,
+		          (double)d.N * (double)d.K, (long long)d.N, vw, TILE_MIN_GEMV);
+		return;
+	}
+	if (tl->kind == RL_TILE_GEMV) {
 		double tb[RL_MAX_MEM_LEVELS];
 		traffic_tiler(g, node, t, tb);
 		levels_str(t, tb, lv, sizeof(lv));
@@ -1055,34 +1123,15 @@ static void tile_product(struct rl_graph *g, uint32_t node, struct rl_pass_ctx *
 			          t->name[0], fmt_cache(c0, sizeof(c0), t->cap[0]), lv);
 		return;
 	}
-	int64_t mr_cpu = t->gpu ? TILE_GPU_RT : 0, nr_cpu = t->gpu ? TILE_GPU_RT : 0;
-	if (!t->gpu) {
-		int nv = t->regs >= 2 * TILE_NV + 2 ? TILE_NV : 1;
-		mr_cpu = imax(1, imin((t->regs - nv - 1) / nv, TILE_MAX_MR));
-		nr_cpu = (int64_t)nv * vw;
-	}
-	const char *small = NULL;
-	if (macs < TILE_MIN_MACS)
-		small = "below 64^3 MACs per product: packing costs more than it saves";
-	else if (d.M < mr_cpu && d.N < nr_cpu)
-		small = "C fits in one register tile: nothing to block";
-	else if (d.N < vw)
-		small = "fewer columns than one vector (a matrix-vector product): dot products "
-		        "the plain kernel streams";
 	if (small) {
-		tl->kind = RL_TILE_PLAIN;
-		tl->par = 1;
+		int64_t mr_cpu = tl->mr, nr_cpu = tl->nr;
+		tl->mr = tl->nr = 0;
 		cnt->plain++;
 		rl_remark(ctx, "tile", n->name, "plain", -1, -1, -1, -1,
 		          "%s: PLAIN: %.0f MACs per product, register tile %lldx%lld; %s", dims,
 		          macs, (long long)mr_cpu, (long long)nr_cpu, small);
 		return;
 	}
-	tl->kind = RL_TILE_GEMM;
-	if (t->gpu)
-		gemm_gpu(t, &d, tl);
-	else
-		gemm_cpu(t, &d, tl, &why);
 	if (!t->gpu && n->op == RL_OP_Conv)
 		conv_form(g, node, ctx, t, &d);
 	double tb[RL_MAX_MEM_LEVELS];

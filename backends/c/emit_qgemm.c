@@ -56,7 +56,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#define QCOLS 16 /* output columns per task */
+#define QCOLS RL_QCOLS /* output columns per task (ir/qweights.h) */
 
 /* The runtime: activation preparation, the per-column kernels and the
  * dispatch, once per file. */
@@ -438,10 +438,10 @@ enum rl_status rl_emit_c_qgemm(struct rl_cgen *cg, uint32_t node)
 	}
 	cg->simd = 1;
 	int64_t groups = (N + QCOLS - 1) / QCOLS;
-	/* a task: at least 64 KiB of codes, or the rows' worth of work */
-	int64_t per = QCOLS * rowbytes * (M < 1 ? 1 : M);
+	/* a task: at least 64 KiB of codes, or the rows' worth of work (the
+	 * cost model prices this split: ir/qweights.c rl_qmatmul_tasks) */
 	cg->par_n = groups;
-	cg->par_grain = per >= 65536 ? 1 : (65536 + per - 1) / per;
+	cg->par_grain = rl_qmatmul_grain((int)bits, K, bs, M);
 	/* the rows are prepared once, on the calling thread (this text is not
 	 * a kernel body, so cg_tidy does not see it: one row is no loop) */
 	if (M == 1)

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cost.h"
 #include "ir.h"
 #include "machine.h"
 #include "passes/pass.h"
@@ -207,15 +208,19 @@ static struct rl_graph *matmul(int64_t b, int64_t K, int64_t N, int64_t nan_at)
 	return g;
 }
 
+/* the profile as shipped (not shrunk below): auto_by_bound and the pricing tests */
+static const char *real_profile;
+
 static const struct rl_remark *run_with(struct rl_graph *g, struct rl_machine *m, int mode,
                                         double budget, bool scale32, struct rl_pass_ctx *ctx)
 {
 	char err[512];
-	cr_assert(rl_machine_load("epyc9654", m, err, sizeof(err)) == RL_OK, "%s", err);
+	cr_assert(rl_machine_load(real_profile ? real_profile : "epyc9654", m, err, sizeof(err)) ==
+	          RL_OK, "%s", err);
 	/* the weights stream from main memory, as in a model too big for the
 	 * caches: the formulas below price every byte there (ir/cost.c would
 	 * otherwise price these small test weights at the cache holding them) */
-	for (int i = 0; i < m->nlevels - 1; i++)
+	for (int i = 0; !real_profile && i < m->nlevels - 1; i++)
 		m->level[i].capacity = 1024;
 	rl_pass_ctx_init(ctx, m, 2);
 	ctx->quantize = mode;
@@ -264,13 +269,24 @@ Test(quantize_pass, int8_rewrites_with_bytes_and_time)
 	cr_assert_neq(q, RL_NONE);
 	cr_expect_eq(node_op(g, RL_OP_MatMul), RL_NONE);
 	double act = 4.0 * (512 + 256);
-	cr_expect_float_eq(r->bytes_before, 524288 + act, 1e-6);
+	/* before: the GEMV schedule tile gives it; the 1 KiB caches (above)
+	 * cut kc to 128, so y is read and written again per K block:
+	 * 4 (K N + K + N (2 * 4 - 1)) at main memory */
+	cr_expect_float_eq(r->bytes_before, 4.0 * (512 * 256 + 512 + 256 * 7), 1e-6);
 	cr_expect_float_eq(r->bytes_after, 256.0 * (512 + 2) + act, 1e-6);
-	/* memory-bound both ways: time = read/bw_r + write/bw_w + latency */
+	/* after, as the kernel runs: 16 groups of 16 columns, 8 KiB of codes
+	 * each, so 2 tasks of 64 KiB (2 of the 96 cores: 2/96 of the
+	 * bandwidth, the profile giving no one-core rate); the codes' products
+	 * 4 OP each at the int8 peak on those cores; the activation row
+	 * quantized first on one core (200 BASIC per element at the fp32 peak
+	 * per core, the profile being uncalibrated) */
 	const struct rl_mem_level *dram = rl_machine_dram(&m);
 	double wbw = dram->write_bw > 0 ? dram->write_bw : dram->read_bw;
-	double e = m.eff_contiguous > 0 ? m.eff_contiguous : 1;
-	double t1 = (256.0 * 514 + 2048) / (dram->read_bw * e) + 1024 / (wbw * e) + m.launch_latency;
+	double e = m.eff_contiguous > 0 ? m.eff_contiguous : 1, th = 2.0 / m.cores;
+	double mem = (256.0 * 514 + 2048) / (dram->read_bw * th * e) + 1024 / (wbw * th * e);
+	double cmp = 4.0 * 512 * 256 / (m.peak_vector[RL_PREC_INT8] * th);
+	double serial = 200.0 * 512 / (m.peak_vector[RL_PREC_FP32] / m.cores);
+	double t1 = fmax(mem, cmp) + m.launch_latency + serial;
 	cr_expect_float_eq(r->time_after, t1, 1e-12 + 1e-9 * t1);
 	cr_expect(strstr(r->msg, "int8/channel"), "%s", r->msg);
 	cr_expect(strstr(r->msg, "float16 scales"), "%s", r->msg);
@@ -316,6 +332,7 @@ Test(quantize_pass, auto_by_bound)
 	struct rl_machine m;
 	struct rl_pass_ctx ctx;
 	struct rl_graph *g = matmul(1, 512, 512, -1);
+	real_profile = "epyc9654"; /* its caches: the GEMM at batch 512 blocks in them */
 	const struct rl_remark *r = run(g, &m, RL_QUANT_AUTO, 0.2, &ctx);
 	cr_expect_str_eq(r->verdict, "int4");
 	cr_expect(strstr(r->msg, "memory-bound"), "%s", r->msg);
@@ -374,4 +391,78 @@ Test(quantize_pass, int4_mixed_keeps_the_output_product_int8)
 	cr_expect_str_eq(r->verdict, "int4");
 	rl_pass_ctx_free(&ctx);
 	rl_graph_free(g);
+}
+
+/*
+ * Candidates priced as their kernels run, by hand, on the shipped
+ * generic-cpu profile (4 cores, fp32 peak 384 GFLOP/s, no int8 unit, not
+ * calibrated; L1 128 KiB, L2 2 MiB, L3 8 MiB at 150 GB/s, DRAM 51.2 GB/s;
+ * efficiency 0.8; launch 20 ns, no fork figure) for y = x[1, 2048] W[2048,
+ * 2048]:
+ *
+ * before, float: the GEMV tile gives it (vector 8, 8 accumulators: nr 64,
+ * kc = K, 32 column strips on the 4 cores), 16 MiB of weights streamed
+ * from DRAM: 4 (K N + K + N) = 16793600 bytes / (51.2e9 x 0.8) = 4.1e-4 s,
+ * + 20 ns; compute 2 K N / 384e9 = 2.2e-5 s is below it: memory-bound.
+ *
+ * int8, blocks of 32, float16 scales: 2048 x (2048 + 64 x 2) = 4456448
+ * bytes of codes and scales, + x and y: 4472832 bytes, which the 8 MiB L3
+ * holds: 4472832 / (150e9 x 0.8) = 3.727e-5 s. No int8 unit (AVX2), so
+ * the generic kernel widens each code and multiply-adds it: 4 FLOPs per
+ * code, 4 K N / 384e9 = 4.369e-5 s, which binds. Before the split the row
+ * is quantized on one core: 200 x 2048 / 96e9 = 4.267e-6 s. After:
+ * 4.369e-5 + 4.267e-6 + 2e-8 = 4.798e-5 s, 8.5x faster.
+ *
+ * int4, symmetric blocks of 32: 2048 x (1024 + 128) = 2359296 bytes, with
+ * x and y 2375680 (past the 2 MiB L2: L3), 1.98e-5 s: the same compute
+ * binds, so the same 4.798e-5 s: on a CPU without int8 dot products int4
+ * buys no time over int8.
+ */
+static void priced_by_hand(int mode, double qbytes, const char *verdict)
+{
+	struct rl_graph *g = matmul(1, 2048, 2048, -1);
+	struct rl_machine m;
+	struct rl_pass_ctx ctx;
+	real_profile = "generic-cpu";
+	const struct rl_remark *r = run(g, &m, mode, 0.2, &ctx);
+	cr_expect_str_eq(r->verdict, verdict);
+	cr_expect_float_eq(r->bytes_before, 16793600.0, 1e-6);
+	cr_expect_float_eq(r->time_before, 16793600.0 / (51.2e9 * 0.8) + 2e-8, 1e-15);
+	cr_expect_float_eq(r->bytes_after, qbytes + 8192 + 8192, 1e-6);
+	double t = 4.0 * 2048 * 2048 / 384e9 + 200.0 * 2048 / 96e9 + 2e-8;
+	cr_expect_float_eq(r->time_after, t, 1e-15);
+	/* the report prices the same: after fuse and tile, the QuantMatMul's
+	 * kernel costs what the remark says */
+	cr_assert_eq(rl_pipeline_run(g, &ctx, "fuse,tile"), RL_OK, "%s", g->err);
+	struct rl_kernels ks;
+	cr_assert(rl_cost_kernels(g, &m, rl_tile_traffic, &ks));
+	uint32_t q = node_op(g, RL_OP_QuantMatMul);
+	cr_assert_neq(q, RL_NONE);
+	cr_assert_geq(ks.of[q], 0);
+	cr_expect_float_eq(ks.k[ks.of[q]].cost.time_s, r->time_after, 1e-15);
+	cr_expect_eq(ks.k[ks.of[q]].cost.bound, RL_BOUND_COMPUTE);
+	rl_kernels_free(&ks);
+	rl_pass_ctx_free(&ctx);
+	rl_graph_free(g);
+	/* and the float model's report prices the product as the remark's before */
+	g = matmul(1, 2048, 2048, -1);
+	rl_pass_ctx_init(&ctx, &m, 2);
+	cr_assert_eq(rl_pipeline_run(g, &ctx, "roofline,fuse,tile"), RL_OK, "%s", g->err);
+	cr_assert(rl_cost_kernels(g, &m, rl_tile_traffic, &ks));
+	uint32_t f = node_op(g, RL_OP_MatMul);
+	cr_assert_neq(f, RL_NONE);
+	cr_expect_float_eq(ks.k[ks.of[f]].cost.time_s, 16793600.0 / (51.2e9 * 0.8) + 2e-8, 1e-15);
+	rl_kernels_free(&ks);
+	rl_pass_ctx_free(&ctx);
+	rl_graph_free(g);
+}
+
+Test(quantize_pass, int8_gemv_priced_as_it_runs)
+{
+	priced_by_hand(RL_QUANT_INT8, 2048.0 * (2048 + 64 * 2), "int8");
+}
+
+Test(quantize_pass, int4_gemv_priced_as_it_runs)
+{
+	priced_by_hand(RL_QUANT_INT4, 2048.0 * (1024 + 64 * 2), "int4");
 }
