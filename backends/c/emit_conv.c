@@ -253,10 +253,16 @@ static void conv_emit_uk(struct rl_buf *b)
 	rl_buf_printf(b,
 		"static rl_conv4_fn rl_conv4; /* NULL: the kernels' portable tiles */\n"
 		"static int rl_conv_isa; /* 2: AVX-512, 1: AVX2 and FMA, 0: portable */\n\n"
+		"/* -DRL_CONV_NO_AVX512: the AVX2 kernels on any CPU that has AVX2 (tests) */\n"
+		"#ifdef RL_CONV_NO_AVX512\n"
+		"#define RL_CONV_AVX512_OK 0\n"
+		"#else\n"
+		"#define RL_CONV_AVX512_OK 1\n"
+		"#endif\n"
 		"static void rl_conv4_pick(void)\n"
 		"{\n"
 		"    __builtin_cpu_init();\n"
-		"    if (__builtin_cpu_supports(\"avx512f\") && __builtin_cpu_supports(\"avx512vl\"))\n"
+		"    if (RL_CONV_AVX512_OK && __builtin_cpu_supports(\"avx512f\") && __builtin_cpu_supports(\"avx512vl\"))\n"
 		"        rl_conv4 = rl_conv4_avx512, rl_conv_isa = 2;\n"
 		"    else if (__builtin_cpu_supports(\"avx2\") && __builtin_cpu_supports(\"fma\"))\n"
 		"        rl_conv4 = rl_conv4_avx2, rl_conv_isa = 1;\n"
@@ -1372,6 +1378,90 @@ static const char cv_port[] =
 	"    }\n"
 	"}\n\n";
 
+/*
+ * The part's sums ob [np pixels][cb] into the block's output planes,
+ * y[r * ys + q] = ob[q * cb + r] for channels r < mv and pixels q < np,
+ * per ISA: 16 x 16 (AVX-512) or 8 x 8 (AVX2) blocks transposed in
+ * registers (unpacks, then 64- and 128-bit lane shuffles), the pixels past
+ * the last whole block one by one. The scalar form, a strided load per
+ * output, was over half of the kernel's time outside the micro-kernels on
+ * resnet_small's 3x3 16->16 on 32x32 (perf samples, one thread); a copy, so
+ * the outputs are the same bits.
+ */
+static const char cv_tr[] =
+	"/* ---- Conv, channels on vector lanes: the sums back into NCHW planes ---- */\n"
+	"/* y[r * ys + q] = ob[q * cb + r] for r < mv, q < np (cb a multiple of 16) */\n"
+	"static __attribute__((target(\"avx512f\"))) void rl_cv_tr_avx512(const float *restrict ob,\n"
+	"        int64_t cb, int64_t np, int64_t mv, float *restrict y, int64_t ys)\n"
+	"{\n"
+	"    int64_t q0 = 0;\n"
+	"    for (; q0 + 16 <= np; q0 += 16)\n"
+	"        for (int64_t c0 = 0; c0 < mv; c0 += 16) {\n"
+	"            __m512 r[16], t[16];\n"
+	"            for (int j = 0; j < 16; j++)\n"
+	"                r[j] = _mm512_loadu_ps(ob + (q0 + j) * cb + c0);\n"
+	"            for (int j = 0; j < 16; j += 2) { /* 32-bit pairs */\n"
+	"                t[j] = _mm512_unpacklo_ps(r[j], r[j + 1]);\n"
+	"                t[j + 1] = _mm512_unpackhi_ps(r[j], r[j + 1]);\n"
+	"            }\n"
+	"            for (int j = 0; j < 16; j += 4) { /* 64-bit pairs: r[j + i] lane l = column 4 l + i */\n"
+	"                __m512d a = _mm512_castps_pd(t[j]), b = _mm512_castps_pd(t[j + 1]);\n"
+	"                __m512d c = _mm512_castps_pd(t[j + 2]), d = _mm512_castps_pd(t[j + 3]);\n"
+	"                r[j] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));\n"
+	"                r[j + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));\n"
+	"                r[j + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));\n"
+	"                r[j + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));\n"
+	"            }\n"
+	"            for (int i = 0; i < 4; i++) { /* 128-bit lanes: pixels 4 k .. 4 k + 3 in lane k */\n"
+	"                const __m512 w0 = _mm512_shuffle_f32x4(r[i], r[4 + i], 0x88);\n"
+	"                const __m512 w1 = _mm512_shuffle_f32x4(r[i], r[4 + i], 0xdd);\n"
+	"                const __m512 w2 = _mm512_shuffle_f32x4(r[8 + i], r[12 + i], 0x88);\n"
+	"                const __m512 w3 = _mm512_shuffle_f32x4(r[8 + i], r[12 + i], 0xdd);\n"
+	"                t[i] = _mm512_shuffle_f32x4(w0, w2, 0x88);\n"
+	"                t[4 + i] = _mm512_shuffle_f32x4(w1, w3, 0x88);\n"
+	"                t[8 + i] = _mm512_shuffle_f32x4(w0, w2, 0xdd);\n"
+	"                t[12 + i] = _mm512_shuffle_f32x4(w1, w3, 0xdd);\n"
+	"            }\n"
+	"            const int64_t ce = mv - c0 < 16 ? mv - c0 : 16;\n"
+	"            for (int64_t j = 0; j < ce; j++)\n"
+	"                _mm512_storeu_ps(y + (c0 + j) * ys + q0, t[j]);\n"
+	"        }\n"
+	"    for (; q0 < np; q0++)\n"
+	"        for (int64_t c = 0; c < mv; c++)\n"
+	"            y[c * ys + q0] = ob[q0 * cb + c];\n"
+	"}\n\n"
+	"static __attribute__((target(\"avx2\"))) void rl_cv_tr_avx2(const float *restrict ob,\n"
+	"        int64_t cb, int64_t np, int64_t mv, float *restrict y, int64_t ys)\n"
+	"{\n"
+	"    int64_t q0 = 0;\n"
+	"    for (; q0 + 8 <= np; q0 += 8)\n"
+	"        for (int64_t c0 = 0; c0 < mv; c0 += 8) {\n"
+	"            __m256 r[8], t[8];\n"
+	"            for (int j = 0; j < 8; j++)\n"
+	"                r[j] = _mm256_loadu_ps(ob + (q0 + j) * cb + c0);\n"
+	"            for (int j = 0; j < 8; j += 2) {\n"
+	"                t[j] = _mm256_unpacklo_ps(r[j], r[j + 1]);\n"
+	"                t[j + 1] = _mm256_unpackhi_ps(r[j], r[j + 1]);\n"
+	"            }\n"
+	"            for (int j = 0; j < 8; j += 4) {\n"
+	"                r[j] = _mm256_shuffle_ps(t[j], t[j + 2], 0x44);\n"
+	"                r[j + 1] = _mm256_shuffle_ps(t[j], t[j + 2], 0xee);\n"
+	"                r[j + 2] = _mm256_shuffle_ps(t[j + 1], t[j + 3], 0x44);\n"
+	"                r[j + 3] = _mm256_shuffle_ps(t[j + 1], t[j + 3], 0xee);\n"
+	"            }\n"
+	"            for (int i = 0; i < 4; i++) {\n"
+	"                t[i] = _mm256_permute2f128_ps(r[i], r[4 + i], 0x20);\n"
+	"                t[4 + i] = _mm256_permute2f128_ps(r[i], r[4 + i], 0x31);\n"
+	"            }\n"
+	"            const int64_t ce = mv - c0 < 8 ? mv - c0 : 8;\n"
+	"            for (int64_t j = 0; j < ce; j++)\n"
+	"                _mm256_storeu_ps(y + (c0 + j) * ys + q0, t[j]);\n"
+	"        }\n"
+	"    for (; q0 < np; q0++)\n"
+	"        for (int64_t c = 0; c < mv; c++)\n"
+	"            y[c * ys + q0] = ob[q0 * cb + c];\n"
+	"}\n\n";
+
 /* The micro-kernel of one ISA for tiles of nt pixels at stride sx, into b. */
 static void cv_emit_uk(struct rl_buf *b, const struct cv_isa *is, int cb, int64_t sx, int nt)
 {
@@ -1446,6 +1536,8 @@ static void cv_need(struct rl_cgen *cg, int cb, int64_t sx, int nt)
 	conv_need_rt(cg);
 	if (!strstr(cg->statics.s, "static void rl_cv_port("))
 		rl_buf_printf(&cg->statics, "%s", cv_port);
+	if (!strstr(cg->statics.s, "rl_cv_tr_avx512("))
+		rl_buf_printf(&cg->statics, "#ifdef RL_CONV_ISA\n%s#endif\n\n", cv_tr);
 	snprintf(key, sizeof(key), "rl_cv_%s_c%d_s%lld_n%d(", cv_isas[0].name, cb, (long long)sx, nt);
 	if (strstr(cg->statics.s, key))
 		return;
@@ -1711,12 +1803,29 @@ static void emit_conv_cv(struct rl_cgen *cg, uint32_t node, const struct conv2d 
 	}
 	line_close(cg); /* i */
 	line_close(cg); /* c0, or the block of one chunk */
-	cg_line(cg, "/* the sums into the block's output planes, then the fused epilogue */");
+	cg_line(cg, "/* the sums into the block's output planes (rl_cv_tr_*), then the fused epilogue */");
+	{
+		int ind = cg->indent;
+		cg->indent = -1;
+		cg_line(cg, "#ifdef RL_CONV_ISA");
+		cg->indent = ind;
+		for (int i = 0; i < 2; i++) {
+			cg_line(cg, "%sif (rl_conv_isa == %d)", i ? "else " : "", 2 - i);
+			cg_line(cg, "    rl_cv_tr_%s(ob, %d, %lld, (int64_t)mv, Y0 + ((n * %lld + m0) * %lld + oh0) * %lld, %lld);",
+			        i ? "avx2" : "avx512", cb, (long long)(R * p->OW), (long long)M,
+			        (long long)p->OH, (long long)p->OW, (long long)(p->OH * p->OW));
+		}
+		cg_line(cg, "else");
+		cg->indent = -1;
+		cg_line(cg, "#endif");
+		cg->indent = ind;
+	}
 	line_open(cg, "for (size_t r = 0; r < mv; r++) {", 0, 0);
 	cg_line(cg, "float *restrict y = Y0 + ((n * %lld + m0 + r) * %lld + oh0) * %lld;", (long long)M,
 	        (long long)p->OH, (long long)p->OW);
 	cg_line(cg, "for (size_t q = 0; q < %lld; q++)", (long long)(R * p->OW));
 	cg_line(cg, "    y[q] = ob[q * %d + r];", cb);
+	line_close(cg); /* r */
 	/*
 	 * With whole planes (one row part) and whole blocks (cb divides M), the
 	 * block's planes are one run of cb * OH * OW outputs, a multiple of 16:
@@ -1741,9 +1850,10 @@ static void emit_conv_cv(struct rl_cgen *cg, uint32_t node, const struct conv2d 
 		char base[200];
 		snprintf(base, sizeof(base), "((n * %lld + m0 + r) * %lld + oh0) * %lld", (long long)M,
 		         (long long)p->OH, (long long)p->OW);
+		line_open(cg, "for (size_t r = 0; r < mv; r++) {", 0, 0);
 		conv_epilogue(cg, base, R * p->OW, p->OH * p->OW);
+		line_close(cg); /* r */
 	}
-	line_close(cg); /* r */
 	if (block_run) {
 		char base[200];
 		snprintf(base, sizeof(base), "(n * %lld + m0) * %lld", (long long)M,

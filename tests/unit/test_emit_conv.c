@@ -432,6 +432,22 @@ Test(emit_conv, portable_tiles_match_reference)
 	fixture_free(&fx);
 }
 
+Test(emit_conv, avx2_kernels_match_reference)
+{
+	struct fixture fx;
+	fixture_make(&fx);
+	/* the AVX2 micro-kernels and transposes (rl_cv_tr_avx2) where an
+	 * AVX-512 CPU would take the AVX-512 ones; a CPU without AVX2 runs
+	 * the portable path, checked the same way */
+	int rc = tu_sh("cd '%s' && ${CC:-cc} -std=c11 -pedantic -Wall -Wextra -Werror -O2 "
+	            "-DRL_CONV_NO_AVX512 main.c m.c -lm -pthread -o run 2> cc.log && ./run 1 2 "
+	            "|| { cat cc.log >&2; exit 1; }", fx.dir);
+	cr_assert_eq(rc, 0, "building or running the program in %s failed", fx.dir);
+	check_outputs(&fx, "1");
+	check_outputs(&fx, "2");
+	fixture_free(&fx);
+}
+
 Test(emit_conv, compiles_with_clang)
 {
 	if (tu_sh("command -v clang > /dev/null 2>&1") != 0)
