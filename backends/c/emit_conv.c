@@ -1388,79 +1388,93 @@ static const char cv_port[] =
  * resnet_small's 3x3 16->16 on 32x32 (perf samples, one thread); a copy, so
  * the outputs are the same bits.
  */
-static const char cv_tr[] =
-	"/* ---- Conv, channels on vector lanes: the sums back into NCHW planes ---- */\n"
-	"/* y[r * ys + q] = ob[q * cb + r] for r < mv, q < np (cb a multiple of 16) */\n"
-	"static __attribute__((target(\"avx512f\"))) void rl_cv_tr_avx512(const float *restrict ob,\n"
-	"        int64_t cb, int64_t np, int64_t mv, float *restrict y, int64_t ys)\n"
-	"{\n"
-	"    int64_t q0 = 0;\n"
-	"    for (; q0 + 16 <= np; q0 += 16)\n"
-	"        for (int64_t c0 = 0; c0 < mv; c0 += 16) {\n"
-	"            __m512 r[16], t[16];\n"
-	"            for (int j = 0; j < 16; j++)\n"
-	"                r[j] = _mm512_loadu_ps(ob + (q0 + j) * cb + c0);\n"
-	"            for (int j = 0; j < 16; j += 2) { /* 32-bit pairs */\n"
-	"                t[j] = _mm512_unpacklo_ps(r[j], r[j + 1]);\n"
-	"                t[j + 1] = _mm512_unpackhi_ps(r[j], r[j + 1]);\n"
-	"            }\n"
-	"            for (int j = 0; j < 16; j += 4) { /* 64-bit pairs: r[j + i] lane l = column 4 l + i */\n"
-	"                __m512d a = _mm512_castps_pd(t[j]), b = _mm512_castps_pd(t[j + 1]);\n"
-	"                __m512d c = _mm512_castps_pd(t[j + 2]), d = _mm512_castps_pd(t[j + 3]);\n"
-	"                r[j] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));\n"
-	"                r[j + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));\n"
-	"                r[j + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));\n"
-	"                r[j + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));\n"
-	"            }\n"
-	"            for (int i = 0; i < 4; i++) { /* 128-bit lanes: pixels 4 k .. 4 k + 3 in lane k */\n"
-	"                const __m512 w0 = _mm512_shuffle_f32x4(r[i], r[4 + i], 0x88);\n"
-	"                const __m512 w1 = _mm512_shuffle_f32x4(r[i], r[4 + i], 0xdd);\n"
-	"                const __m512 w2 = _mm512_shuffle_f32x4(r[8 + i], r[12 + i], 0x88);\n"
-	"                const __m512 w3 = _mm512_shuffle_f32x4(r[8 + i], r[12 + i], 0xdd);\n"
-	"                t[i] = _mm512_shuffle_f32x4(w0, w2, 0x88);\n"
-	"                t[4 + i] = _mm512_shuffle_f32x4(w1, w3, 0x88);\n"
-	"                t[8 + i] = _mm512_shuffle_f32x4(w0, w2, 0xdd);\n"
-	"                t[12 + i] = _mm512_shuffle_f32x4(w1, w3, 0xdd);\n"
-	"            }\n"
-	"            const int64_t ce = mv - c0 < 16 ? mv - c0 : 16;\n"
-	"            for (int64_t j = 0; j < ce; j++)\n"
-	"                _mm512_storeu_ps(y + (c0 + j) * ys + q0, t[j]);\n"
-	"        }\n"
-	"    for (; q0 < np; q0++)\n"
-	"        for (int64_t c = 0; c < mv; c++)\n"
-	"            y[c * ys + q0] = ob[q0 * cb + c];\n"
-	"}\n\n"
-	"static __attribute__((target(\"avx2\"))) void rl_cv_tr_avx2(const float *restrict ob,\n"
-	"        int64_t cb, int64_t np, int64_t mv, float *restrict y, int64_t ys)\n"
-	"{\n"
-	"    int64_t q0 = 0;\n"
-	"    for (; q0 + 8 <= np; q0 += 8)\n"
-	"        for (int64_t c0 = 0; c0 < mv; c0 += 8) {\n"
-	"            __m256 r[8], t[8];\n"
-	"            for (int j = 0; j < 8; j++)\n"
-	"                r[j] = _mm256_loadu_ps(ob + (q0 + j) * cb + c0);\n"
-	"            for (int j = 0; j < 8; j += 2) {\n"
-	"                t[j] = _mm256_unpacklo_ps(r[j], r[j + 1]);\n"
-	"                t[j + 1] = _mm256_unpackhi_ps(r[j], r[j + 1]);\n"
-	"            }\n"
-	"            for (int j = 0; j < 8; j += 4) {\n"
-	"                r[j] = _mm256_shuffle_ps(t[j], t[j + 2], 0x44);\n"
-	"                r[j + 1] = _mm256_shuffle_ps(t[j], t[j + 2], 0xee);\n"
-	"                r[j + 2] = _mm256_shuffle_ps(t[j + 1], t[j + 3], 0x44);\n"
-	"                r[j + 3] = _mm256_shuffle_ps(t[j + 1], t[j + 3], 0xee);\n"
-	"            }\n"
-	"            for (int i = 0; i < 4; i++) {\n"
-	"                t[i] = _mm256_permute2f128_ps(r[i], r[4 + i], 0x20);\n"
-	"                t[4 + i] = _mm256_permute2f128_ps(r[i], r[4 + i], 0x31);\n"
-	"            }\n"
-	"            const int64_t ce = mv - c0 < 8 ? mv - c0 : 8;\n"
-	"            for (int64_t j = 0; j < ce; j++)\n"
-	"                _mm256_storeu_ps(y + (c0 + j) * ys + q0, t[j]);\n"
-	"        }\n"
-	"    for (; q0 < np; q0++)\n"
-	"        for (int64_t c = 0; c < mv; c++)\n"
-	"            y[c * ys + q0] = ob[q0 * cb + c];\n"
-	"}\n\n";
+static void cv_emit_tr(struct rl_buf *b)
+{
+	/* every step unrolled into named registers: GCC -O2 keeps arrays of
+	 * vectors indexed in loops on the stack (a store and reload per vector,
+	 * slower than the scalar copy) */
+	rl_buf_printf(b,
+		"/* ---- Conv, channels on vector lanes: the sums back into NCHW planes ---- */\n"
+		"/* y[r * ys + q] = ob[q * cb + r] for r < mv, q < np (cb a multiple of 16) */\n"
+		"static __attribute__((target(\"avx512f\"))) void rl_cv_tr_avx512(const float *restrict ob,\n"
+		"        int64_t cb, int64_t np, int64_t mv, float *restrict y, int64_t ys)\n"
+		"{\n"
+		"    int64_t q0 = 0;\n"
+		"    for (; q0 + 16 <= np; q0 += 16)\n"
+		"        for (int64_t c0 = 0; c0 < mv; c0 += 16) {\n"
+		"            const float *o = ob + q0 * cb + c0;\n"
+		"            float *d = y + c0 * ys + q0;\n");
+	for (int j = 0; j < 16; j++)
+		rl_buf_printf(b, "            const __m512 r%d = _mm512_loadu_ps(o + %d * cb);\n", j, j);
+	rl_buf_printf(b, "            /* 32-bit pairs */\n");
+	for (int j = 0; j < 16; j += 2)
+		rl_buf_printf(b, "            const __m512 t%d = _mm512_unpacklo_ps(r%d, r%d), t%d = _mm512_unpackhi_ps(r%d, r%d);\n",
+		              j, j, j + 1, j + 1, j, j + 1);
+	rl_buf_printf(b, "            /* 64-bit pairs: u(j + i) lane l = column 4 l + i of rows j .. j + 3 */\n");
+	for (int j = 0; j < 16; j += 4) {
+		rl_buf_printf(b, "            const __m512 u%d = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t%d), _mm512_castps_pd(t%d)));\n", j, j, j + 2);
+		rl_buf_printf(b, "            const __m512 u%d = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t%d), _mm512_castps_pd(t%d)));\n", j + 1, j, j + 2);
+		rl_buf_printf(b, "            const __m512 u%d = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t%d), _mm512_castps_pd(t%d)));\n", j + 2, j + 1, j + 3);
+		rl_buf_printf(b, "            const __m512 u%d = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t%d), _mm512_castps_pd(t%d)));\n", j + 3, j + 1, j + 3);
+	}
+	rl_buf_printf(b, "            /* 128-bit lanes: column c's rows 4 k .. 4 k + 3 in lane k */\n");
+	for (int i = 0; i < 4; i++) {
+		rl_buf_printf(b, "            const __m512 w%d_0 = _mm512_shuffle_f32x4(u%d, u%d, 0x88), w%d_1 = _mm512_shuffle_f32x4(u%d, u%d, 0xdd);\n",
+		              i, i, 4 + i, i, i, 4 + i);
+		rl_buf_printf(b, "            const __m512 w%d_2 = _mm512_shuffle_f32x4(u%d, u%d, 0x88), w%d_3 = _mm512_shuffle_f32x4(u%d, u%d, 0xdd);\n",
+		              i, 8 + i, 12 + i, i, 8 + i, 12 + i);
+	}
+	rl_buf_printf(b, "            /* channel c0 + c, pixels q0 .. q0 + 15, for the channels below mv */\n"
+	                 "            const int64_t ce = mv - c0;\n");
+	for (int c = 0; c < 16; c++) {
+		int i = c % 4, k = c / 4; /* column c = 4 k + i: k 0 w0,w2 0x88; 1 w1,w3 0x88; 2 w0,w2 0xdd; 3 w1,w3 0xdd */
+		char cond[32] = "";
+		if (c)
+			snprintf(cond, sizeof(cond), "if (ce > %d) ", c);
+		rl_buf_printf(b, "            %s_mm512_storeu_ps(d + %d * ys, _mm512_shuffle_f32x4(w%d_%d, w%d_%d, %s));\n",
+		              cond, c, i, k & 1, i, 2 + (k & 1), k < 2 ? "0x88" : "0xdd");
+	}
+	rl_buf_printf(b,
+		"        }\n"
+		"    for (; q0 < np; q0++)\n"
+		"        for (int64_t c = 0; c < mv; c++)\n"
+		"            y[c * ys + q0] = ob[q0 * cb + c];\n"
+		"}\n\n"
+		"static __attribute__((target(\"avx2\"))) void rl_cv_tr_avx2(const float *restrict ob,\n"
+		"        int64_t cb, int64_t np, int64_t mv, float *restrict y, int64_t ys)\n"
+		"{\n"
+		"    int64_t q0 = 0;\n"
+		"    for (; q0 + 8 <= np; q0 += 8)\n"
+		"        for (int64_t c0 = 0; c0 < mv; c0 += 8) {\n"
+		"            const float *o = ob + q0 * cb + c0;\n"
+		"            float *d = y + c0 * ys + q0;\n");
+	for (int j = 0; j < 8; j++)
+		rl_buf_printf(b, "            const __m256 r%d = _mm256_loadu_ps(o + %d * cb);\n", j, j);
+	for (int j = 0; j < 8; j += 2)
+		rl_buf_printf(b, "            const __m256 t%d = _mm256_unpacklo_ps(r%d, r%d), t%d = _mm256_unpackhi_ps(r%d, r%d);\n",
+		              j, j, j + 1, j + 1, j, j + 1);
+	rl_buf_printf(b, "            /* u(j + i) half h = column 4 h + i of rows j .. j + 3 */\n");
+	for (int j = 0; j < 8; j += 4) {
+		rl_buf_printf(b, "            const __m256 u%d = _mm256_shuffle_ps(t%d, t%d, 0x44), u%d = _mm256_shuffle_ps(t%d, t%d, 0xee);\n",
+		              j, j, j + 2, j + 1, j, j + 2);
+		rl_buf_printf(b, "            const __m256 u%d = _mm256_shuffle_ps(t%d, t%d, 0x44), u%d = _mm256_shuffle_ps(t%d, t%d, 0xee);\n",
+		              j + 2, j + 1, j + 3, j + 3, j + 1, j + 3);
+	}
+	rl_buf_printf(b, "            const int64_t ce = mv - c0;\n");
+	for (int c = 0; c < 8; c++) {
+		char cond[32] = "";
+		if (c)
+			snprintf(cond, sizeof(cond), "if (ce > %d) ", c);
+		rl_buf_printf(b, "            %s_mm256_storeu_ps(d + %d * ys, _mm256_permute2f128_ps(u%d, u%d, %s));\n",
+		              cond, c, c % 4, 4 + c % 4, c < 4 ? "0x20" : "0x31");
+	}
+	rl_buf_printf(b,
+		"        }\n"
+		"    for (; q0 < np; q0++)\n"
+		"        for (int64_t c = 0; c < mv; c++)\n"
+		"            y[c * ys + q0] = ob[q0 * cb + c];\n"
+		"}\n\n");
+}
 
 /* The micro-kernel of one ISA for tiles of nt pixels at stride sx, into b. */
 static void cv_emit_uk(struct rl_buf *b, const struct cv_isa *is, int cb, int64_t sx, int nt)
@@ -1536,8 +1550,11 @@ static void cv_need(struct rl_cgen *cg, int cb, int64_t sx, int nt)
 	conv_need_rt(cg);
 	if (!strstr(cg->statics.s, "static void rl_cv_port("))
 		rl_buf_printf(&cg->statics, "%s", cv_port);
-	if (!strstr(cg->statics.s, "rl_cv_tr_avx512("))
-		rl_buf_printf(&cg->statics, "#ifdef RL_CONV_ISA\n%s#endif\n\n", cv_tr);
+	if (!strstr(cg->statics.s, "rl_cv_tr_avx512(")) {
+		rl_buf_printf(&cg->statics, "#ifdef RL_CONV_ISA\n");
+		cv_emit_tr(&cg->statics);
+		rl_buf_printf(&cg->statics, "#endif\n\n");
+	}
 	snprintf(key, sizeof(key), "rl_cv_%s_c%d_s%lld_n%d(", cv_isas[0].name, cb, (long long)sx, nt);
 	if (strstr(cg->statics.s, key))
 		return;
