@@ -13,7 +13,8 @@ For each model this
      `*_kernel_time` durations (microseconds, whole ones) from its JSON;
   3. aligns the two: each of our kernels names the ONNX nodes it replaces (its
      comment); each ORT node is named after one of the model's nodes (suffixes
-     such as `_nchwc` stripped, the longest model node name that prefixes it).
+     such as `_nchwc` stripped; else the node writing the tensor of that name;
+     else the longest model node name that prefixes it).
      An ORT node lands on the row of our kernel that runs that model node; a
      node we fold away (BatchNormalization into the Conv's weights) follows its
      input's producer; a node we run as a view (Flatten, Reshape) gets a row
@@ -308,6 +309,11 @@ def align(model, ours, ort_nodes):
     def model_node(ort_name):
         if ort_name in names:
             return ort_name
+        base = re.sub(r"_nchwc$", "", ort_name)
+        if base in names:
+            return base
+        if base in producer:  # named after the tensor it writes (light_*: r2 of node n2)
+            return producer[base].name
         best = None
         for n in names:
             if ort_name.startswith(n) and (best is None or len(n) > len(best)):

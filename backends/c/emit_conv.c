@@ -849,15 +849,39 @@ static void emit_taps(struct rl_cgen *cg, const struct conv2d *p, const struct c
 	cg_line(cg, "};");
 }
 
+/* whole input rows without padding or phases, all inside the input: the
+ * band of a channel is one run of it */
+static bool band_is_run(const struct conv2d *p, const struct conv_band *b)
+{
+	return b->nh == 1 && b->nw == 1 && p->SH == 1 && p->SW == 1 && p->PT == 0 && p->PL == 0 &&
+	       b->WJ == p->W && p->OH - b->R + b->A <= p->H;
+}
+
+/*
+ * Band mode without its copies (`direct`): where the band of a channel is
+ * one run of the input (band_is_run), its rows have no pitch columns (a
+ * kernel one column wide: WJ = OW), acc's width is exactly the band's
+ * outputs (TP = R * OW) and one chunk holds every input channel, the FMA
+ * micro-kernel reads the input in place (channel stride H * W) and writes
+ * its sums straight into the output rows (row stride OH * OW), starting
+ * from the bias: no band fill, no acc-to-output copy; the epilogue then runs
+ * on the rows. The sums are the same, in the same order. ResNet-50's 1x1
+ * layers on 56x56 (64->256, 256->64; band mode there) spent a fifth of
+ * their time in the two copies (perf samples, one thread). The portable
+ * tiles (no micro-kernel) keep the band and acc.
+ */
+static bool band_direct(const struct conv2d *p, const struct conv_band *b, bool uk)
+{
+	return uk && band_is_run(p, b) && b->CC == p->C / p->G && b->WJ == p->OW &&
+	       b->TP == b->R * p->OW && b->A == b->R;
+}
+
 /* The input rows of band oh0, channels c0 + [0, CC), into the band. */
 static void emit_band_fill(struct rl_cgen *cg, const char *T, const struct conv2d *p,
                            const struct conv_band *b)
 {
 	char o[32];
-	/* whole input rows without padding or phases, all inside the input:
-	 * the band of a channel is one run of it */
-	bool run = b->nh == 1 && b->nw == 1 && p->SH == 1 && p->SW == 1 && p->PT == 0 &&
-	           p->PL == 0 && b->WJ == p->W && p->OH - b->R + b->A <= p->H;
+	bool run = band_is_run(p, b);
 	line_open(cg, "for (size_t c = 0; c < %lld; c++) {", b->CC, 0);
 	cg_line(cg, "const %s *restrict xc = xg + (c0 + c) * %lld;", T, (long long)(p->H * p->W));
 	if (run) {
@@ -970,10 +994,13 @@ static void conv_epilogue(struct rl_cgen *cg, const char *base, int64_t n, int64
 	cg_line(cg, "%s", call);
 }
 
+static void emit_acc_epi(struct rl_cgen *cg, const struct conv2d *p, const struct conv_band *b,
+                         const char *epi_if);
+
 static void emit_acc_rows(struct rl_cgen *cg, const char *T, const struct conv2d *p,
                           const struct conv_band *b, bool to_y, const char *epi_if)
 {
-	char base[200], ai[40];
+	char ai[40];
 	bool flat = b->WJ == p->OW; /* no pitch columns: the rows are one run */
 	int64_t run = flat ? b->R * p->OW : p->OW;
 	if (flat) {
@@ -993,6 +1020,14 @@ static void emit_acc_rows(struct rl_cgen *cg, const char *T, const struct conv2d
 		cg_line(cg, "    memcpy(%s, y, %lld * sizeof(%s));", ai, (long long)run, T);
 	cg_line(cg, "}");
 	line_close(cg);
+	emit_acc_epi(cg, p, b, epi_if);
+}
+
+/* The fused epilogue on the block's finished output rows (under epi_if, "" for always). */
+static void emit_acc_epi(struct rl_cgen *cg, const struct conv2d *p, const struct conv_band *b,
+                         const char *epi_if)
+{
+	char base[200];
 	if (epi_if && cg->epi) {
 		/* the rows are final: the fused epilogue runs on them now */
 		if (*epi_if) {
@@ -1078,7 +1113,7 @@ static void emit_tile_loop(struct rl_cgen *cg, const char *T, const struct conv2
  */
 static void emit_band_tiles(struct rl_cgen *cg, const char *T, int64_t es,
                             const struct conv2d *p, const struct conv_band *b, bool uk,
-                            const char *const *acc_init, bool chunked)
+                            const char *const *acc_init, bool chunked, bool direct)
 {
 	int64_t KK = p->KH * p->KW, CG = p->C / p->G;
 	char head[160];
@@ -1092,10 +1127,16 @@ static void emit_band_tiles(struct rl_cgen *cg, const char *T, int64_t es,
 		cg_line(cg, "#ifdef RL_CONV_ISA");
 		cg->indent = ind;
 		line_open(cg, "if (rl_conv4) {", 0, 0);
-		cg_line(cg, "rl_conv4(band, %lld, tap, %lld, %lld, w0, %lld, acc[0], %lld, %lld, %s, %s);",
-		        (long long)b->BC, (long long)KK, (long long)b->CC, (long long)(CG * KK),
-		        (long long)b->TP, (long long)b->TP, p->bias ? "X2 + mo" : "NULL",
-		        chunked ? "c0 == 0" : "1");
+		if (direct)
+			cg_line(cg, "rl_conv4(xg + oh0 * %lld, %lld, tap, %lld, %lld, w0, %lld, Y0 + ((n * %lld + mo) * %lld + oh0) * %lld, %lld, %lld, %s, 1);",
+			        (long long)p->W, (long long)(p->H * p->W), (long long)KK, (long long)b->CC,
+			        (long long)(CG * KK), (long long)p->M, (long long)p->OH, (long long)p->OW,
+			        (long long)(p->OH * p->OW), (long long)b->TP, p->bias ? "X2 + mo" : "NULL");
+		else
+			cg_line(cg, "rl_conv4(band, %lld, tap, %lld, %lld, w0, %lld, acc[0], %lld, %lld, %s, %s);",
+			        (long long)b->BC, (long long)KK, (long long)b->CC, (long long)(CG * KK),
+			        (long long)b->TP, (long long)b->TP, p->bias ? "X2 + mo" : "NULL",
+			        chunked ? "c0 == 0" : "1");
 		cg->indent--;
 		cg_line(cg, "} else");
 		cg->indent = -1;
@@ -1119,6 +1160,8 @@ static void emit_band_tiles(struct rl_cgen *cg, const char *T, int64_t es,
 		snprintf(head, sizeof(head), "for (; t < %lld; t += VL) {", (long long)b->TP);
 		emit_tile_loop(cg, T, p, b, 1, head);
 	}
+	if (direct) /* the portable tiles' sums go to the output rows here */
+		emit_acc_rows(cg, T, p, b, true, NULL);
 	if (uk)
 		line_close(cg);
 }
@@ -1178,7 +1221,7 @@ static void emit_conv_band(struct rl_cgen *cg, const char *T, int64_t es, const 
 {
 	int64_t CG = p->C / p->G, MG = p->M / p->G, KK = p->KH * p->KW;
 	int64_t NB = p->OH / b->R, MP = conv_band_parts(p, b), nblk = MG / b->mr;
-	bool chunked = b->CC < CG;
+	bool chunked = b->CC < CG, direct = band_direct(p, b, uk);
 	int64_t band_bytes = (b->CC * b->BC * es + 63) / 64 * 64;
 	char lines[4][120], cond[80];
 	const char *body[4];
@@ -1261,7 +1304,22 @@ static void emit_conv_band(struct rl_cgen *cg, const char *T, int64_t es, const 
 		line_open(cg, "{", 0, 0);
 		cg_line(cg, "const size_t c0 = 0;");
 	}
-	emit_band_fill(cg, T, p, b);
+	if (direct) {
+		/* the micro-kernel reads the input in place (band_direct) */
+		int ind = cg->indent;
+		cg->indent = -1;
+		cg_line(cg, "#ifdef RL_CONV_ISA");
+		cg->indent = ind;
+		cg_line(cg, "if (!rl_conv4)");
+		cg->indent = -1;
+		cg_line(cg, "#endif");
+		cg->indent = ind;
+		line_open(cg, "{", 0, 0);
+		emit_band_fill(cg, T, p, b);
+		line_close(cg);
+	} else {
+		emit_band_fill(cg, T, p, b);
+	}
 	cg_line(cg, "for (size_t mo = mlo; mo < mhi; mo += %d) {", b->mr);
 	cg->indent++;
 	/* acc starts from the bias, or from the partial sums of the earlier chunks */
@@ -1277,9 +1335,12 @@ static void emit_conv_band(struct rl_cgen *cg, const char *T, int64_t es, const 
 			snprintf(lines[r], sizeof(lines[r]), "acc[%d][t] = 0;", r);
 		body[r] = lines[r];
 	}
-	emit_band_tiles(cg, T, es, p, b, uk, body, chunked);
+	emit_band_tiles(cg, T, es, p, b, uk, body, chunked, direct);
 	snprintf(cond, sizeof(cond), "c0 == %lld", (long long)(CG - b->CC));
-	emit_acc_rows(cg, T, p, b, true, chunked ? cond : "");
+	if (direct)
+		emit_acc_epi(cg, p, b, "");
+	else
+		emit_acc_rows(cg, T, p, b, true, chunked ? cond : "");
 	line_close(cg); /* mo */
 	line_close(cg); /* c0 */
 	line_close(cg); /* it */
