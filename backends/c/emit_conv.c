@@ -860,20 +860,20 @@ static bool band_is_run(const struct conv2d *p, const struct conv_band *b)
 /*
  * Band mode without its copies (`direct`): where the band of a channel is
  * one run of the input (band_is_run), its rows have no pitch columns (a
- * kernel one column wide: WJ = OW), acc's width is exactly the band's
- * outputs (TP = R * OW) and one chunk holds every input channel, the FMA
- * micro-kernel reads the input in place (channel stride H * W) and writes
- * its sums straight into the output rows (row stride OH * OW), starting
- * from the bias: no band fill, no acc-to-output copy; the epilogue then runs
- * on the rows. The sums are the same, in the same order. ResNet-50's 1x1
- * layers on 56x56 (64->256, 256->64; band mode there) spent a fifth of
- * their time in the two copies (perf samples, one thread). The portable
- * tiles (no micro-kernel) keep the band and acc.
+ * kernel one column wide: WJ = OW) and acc's width is exactly the band's
+ * outputs (TP = R * OW), the FMA micro-kernel reads the input in place
+ * (channel stride H * W) and writes its sums straight into the output rows
+ * (row stride OH * OW), starting from the bias; chunks of input channels
+ * after the first add to what is there, where band mode copied the rows
+ * back into acc. No band fill, no acc copies; the epilogue runs on the rows
+ * after the last chunk. The sums are the same, in the same order.
+ * ResNet-50's 1x1 layers on 56x56 (64->256, 256->64; band mode there)
+ * spent a fifth of their time in the copies (perf samples, one thread).
+ * The portable tiles (no micro-kernel) keep the band and acc.
  */
 static bool band_direct(const struct conv2d *p, const struct conv_band *b, bool uk)
 {
-	return uk && band_is_run(p, b) && b->CC == p->C / p->G && b->WJ == p->OW &&
-	       b->TP == b->R * p->OW && b->A == b->R;
+	return uk && band_is_run(p, b) && b->WJ == p->OW && b->TP == b->R * p->OW && b->A == b->R;
 }
 
 /* The input rows of band oh0, channels c0 + [0, CC), into the band. */
@@ -1127,11 +1127,16 @@ static void emit_band_tiles(struct rl_cgen *cg, const char *T, int64_t es,
 		cg_line(cg, "#ifdef RL_CONV_ISA");
 		cg->indent = ind;
 		line_open(cg, "if (rl_conv4) {", 0, 0);
+		char c0x[48] = "";
+		if (direct && chunked)
+			snprintf(c0x, sizeof(c0x), "c0 * %lld + ", (long long)(p->H * p->W));
 		if (direct)
-			cg_line(cg, "rl_conv4(xg + oh0 * %lld, %lld, tap, %lld, %lld, w0, %lld, Y0 + ((n * %lld + mo) * %lld + oh0) * %lld, %lld, %lld, %s, 1);",
-			        (long long)p->W, (long long)(p->H * p->W), (long long)KK, (long long)b->CC,
+			cg_line(cg, "rl_conv4(xg + %soh0 * %lld, %lld, tap, %lld, %lld, w0, %lld, Y0 + ((n * %lld + mo) * %lld + oh0) * %lld, %lld, %lld, %s, %s);",
+			        c0x, (long long)p->W,
+			        (long long)(p->H * p->W), (long long)KK, (long long)b->CC,
 			        (long long)(CG * KK), (long long)p->M, (long long)p->OH, (long long)p->OW,
-			        (long long)(p->OH * p->OW), (long long)b->TP, p->bias ? "X2 + mo" : "NULL");
+			        (long long)(p->OH * p->OW), (long long)b->TP, p->bias ? "X2 + mo" : "NULL",
+			        chunked ? "c0 == 0" : "1");
 		else
 			cg_line(cg, "rl_conv4(band, %lld, tap, %lld, %lld, w0, %lld, acc[0], %lld, %lld, %s, %s);",
 			        (long long)b->BC, (long long)KK, (long long)b->CC, (long long)(CG * KK),
@@ -1145,6 +1150,11 @@ static void emit_band_tiles(struct rl_cgen *cg, const char *T, int64_t es,
 		line_open(cg, "{", 0, 0);
 	}
 	/* the portable tiles start from acc: the bias first, unless earlier chunks are in it */
+	if (direct && chunked) {
+		line_open(cg, "if (c0 != 0) {", 0, 0);
+		emit_acc_rows(cg, T, p, b, false, NULL);
+		line_close(cg);
+	}
 	if (chunked)
 		line_open(cg, "if (c0 == 0) {", 0, 0);
 	emit_split_loop(cg, "t", b->TP, acc_init, b->mr);
@@ -1323,7 +1333,7 @@ static void emit_conv_band(struct rl_cgen *cg, const char *T, int64_t es, const 
 	cg_line(cg, "for (size_t mo = mlo; mo < mhi; mo += %d) {", b->mr);
 	cg->indent++;
 	/* acc starts from the bias, or from the partial sums of the earlier chunks */
-	if (chunked) {
+	if (chunked && !direct) {
 		line_open(cg, "if (c0 != 0) {", 0, 0);
 		emit_acc_rows(cg, T, p, b, false, NULL);
 		line_close(cg);
@@ -1338,7 +1348,7 @@ static void emit_conv_band(struct rl_cgen *cg, const char *T, int64_t es, const 
 	emit_band_tiles(cg, T, es, p, b, uk, body, chunked, direct);
 	snprintf(cond, sizeof(cond), "c0 == %lld", (long long)(CG - b->CC));
 	if (direct)
-		emit_acc_epi(cg, p, b, "");
+		emit_acc_epi(cg, p, b, chunked ? cond : "");
 	else
 		emit_acc_rows(cg, T, p, b, true, chunked ? cond : "");
 	line_close(cg); /* mo */
