@@ -858,22 +858,29 @@ static bool band_is_run(const struct conv2d *p, const struct conv_band *b)
 }
 
 /*
- * Band mode without its copies (`direct`): where the band of a channel is
- * one run of the input (band_is_run), its rows have no pitch columns (a
- * kernel one column wide: WJ = OW) and acc's width is exactly the band's
- * outputs (TP = R * OW), the FMA micro-kernel reads the input in place
- * (channel stride H * W) and writes its sums straight into the output rows
- * (row stride OH * OW), starting from the bias; chunks of input channels
- * after the first add to what is there, where band mode copied the rows
- * back into acc. No band fill, no acc copies; the epilogue runs on the rows
- * after the last chunk. The sums are the same, in the same order.
- * ResNet-50's 1x1 layers on 56x56 (64->256, 256->64; band mode there)
- * spent a fifth of their time in the copies (perf samples, one thread).
- * The portable tiles (no micro-kernel) keep the band and acc.
+ * Band mode without its copies. Where acc's rows have no pitch columns (a
+ * kernel one column wide after the stride phases: WJ = OW) and its width is
+ * exactly the band's outputs (TP = R * OW), the FMA micro-kernel writes its
+ * sums straight into the output rows (row stride OH * OW, band_direct_out),
+ * starting from the bias; chunks of input channels after the first add to
+ * what is there, where band mode copied the rows back into acc and out
+ * again per chunk. Where moreover the band of a channel is one run of the
+ * input (band_is_run: stride 1, no padding), it reads the input in place
+ * (channel stride H * W, band_direct_in): no band fill either. The epilogue
+ * runs on the rows after the last chunk. The sums are the same, in the same
+ * order. ResNet-50's 1x1 layers on 56x56 (64->256, 256->64; band mode
+ * there) spent a fifth of their time in the copies, its 1x1/2 256->512
+ * projection 18% (perf samples, one thread). The portable tiles (no
+ * micro-kernel) keep the band and acc.
  */
-static bool band_direct(const struct conv2d *p, const struct conv_band *b, bool uk)
+static bool band_direct_out(const struct conv2d *p, const struct conv_band *b, bool uk)
 {
-	return uk && band_is_run(p, b) && b->WJ == p->OW && b->TP == b->R * p->OW && b->A == b->R;
+	return uk && b->WJ == p->OW && b->TP == b->R * p->OW;
+}
+
+static bool band_direct_in(const struct conv2d *p, const struct conv_band *b, bool uk)
+{
+	return band_direct_out(p, b, uk) && band_is_run(p, b) && b->A == b->R;
 }
 
 /* The input rows of band oh0, channels c0 + [0, CC), into the band. */
@@ -1113,7 +1120,7 @@ static void emit_tile_loop(struct rl_cgen *cg, const char *T, const struct conv2
  */
 static void emit_band_tiles(struct rl_cgen *cg, const char *T, int64_t es,
                             const struct conv2d *p, const struct conv_band *b, bool uk,
-                            const char *const *acc_init, bool chunked, bool direct)
+                            const char *const *acc_init, bool chunked, bool din, bool dout)
 {
 	int64_t KK = p->KH * p->KW, CG = p->C / p->G;
 	char head[160];
@@ -1127,21 +1134,25 @@ static void emit_band_tiles(struct rl_cgen *cg, const char *T, int64_t es,
 		cg_line(cg, "#ifdef RL_CONV_ISA");
 		cg->indent = ind;
 		line_open(cg, "if (rl_conv4) {", 0, 0);
-		char c0x[48] = "";
-		if (direct && chunked)
-			snprintf(c0x, sizeof(c0x), "c0 * %lld + ", (long long)(p->H * p->W));
-		if (direct)
-			cg_line(cg, "rl_conv4(xg + %soh0 * %lld, %lld, tap, %lld, %lld, w0, %lld, Y0 + ((n * %lld + mo) * %lld + oh0) * %lld, %lld, %lld, %s, %s);",
-			        c0x, (long long)p->W,
-			        (long long)(p->H * p->W), (long long)KK, (long long)b->CC,
-			        (long long)(CG * KK), (long long)p->M, (long long)p->OH, (long long)p->OW,
-			        (long long)(p->OH * p->OW), (long long)b->TP, p->bias ? "X2 + mo" : "NULL",
-			        chunked ? "c0 == 0" : "1");
+		/* the band (or the input in place) and acc (or the output rows) */
+		char xin[96], yout[160];
+		if (din && chunked)
+			snprintf(xin, sizeof(xin), "xg + c0 * %lld + oh0 * %lld, %lld",
+			         (long long)(p->H * p->W), (long long)p->W, (long long)(p->H * p->W));
+		else if (din)
+			snprintf(xin, sizeof(xin), "xg + oh0 * %lld, %lld", (long long)p->W,
+			         (long long)(p->H * p->W));
 		else
-			cg_line(cg, "rl_conv4(band, %lld, tap, %lld, %lld, w0, %lld, acc[0], %lld, %lld, %s, %s);",
-			        (long long)b->BC, (long long)KK, (long long)b->CC, (long long)(CG * KK),
-			        (long long)b->TP, (long long)b->TP, p->bias ? "X2 + mo" : "NULL",
-			        chunked ? "c0 == 0" : "1");
+			snprintf(xin, sizeof(xin), "band, %lld", (long long)b->BC);
+		if (dout)
+			snprintf(yout, sizeof(yout), "Y0 + ((n * %lld + mo) * %lld + oh0) * %lld, %lld",
+			         (long long)p->M, (long long)p->OH, (long long)p->OW,
+			         (long long)(p->OH * p->OW));
+		else
+			snprintf(yout, sizeof(yout), "acc[0], %lld", (long long)b->TP);
+		cg_line(cg, "rl_conv4(%s, tap, %lld, %lld, w0, %lld, %s, %lld, %s, %s);", xin,
+		        (long long)KK, (long long)b->CC, (long long)(CG * KK), yout, (long long)b->TP,
+		        p->bias ? "X2 + mo" : "NULL", chunked ? "c0 == 0" : "1");
 		cg->indent--;
 		cg_line(cg, "} else");
 		cg->indent = -1;
@@ -1150,7 +1161,7 @@ static void emit_band_tiles(struct rl_cgen *cg, const char *T, int64_t es,
 		line_open(cg, "{", 0, 0);
 	}
 	/* the portable tiles start from acc: the bias first, unless earlier chunks are in it */
-	if (direct && chunked) {
+	if (dout && chunked) {
 		line_open(cg, "if (c0 != 0) {", 0, 0);
 		emit_acc_rows(cg, T, p, b, false, NULL);
 		line_close(cg);
@@ -1170,7 +1181,7 @@ static void emit_band_tiles(struct rl_cgen *cg, const char *T, int64_t es,
 		snprintf(head, sizeof(head), "for (; t < %lld; t += VL) {", (long long)b->TP);
 		emit_tile_loop(cg, T, p, b, 1, head);
 	}
-	if (direct) /* the portable tiles' sums go to the output rows here */
+	if (dout) /* the portable tiles' sums go to the output rows here */
 		emit_acc_rows(cg, T, p, b, true, NULL);
 	if (uk)
 		line_close(cg);
@@ -1231,7 +1242,7 @@ static void emit_conv_band(struct rl_cgen *cg, const char *T, int64_t es, const 
 {
 	int64_t CG = p->C / p->G, MG = p->M / p->G, KK = p->KH * p->KW;
 	int64_t NB = p->OH / b->R, MP = conv_band_parts(p, b), nblk = MG / b->mr;
-	bool chunked = b->CC < CG, direct = band_direct(p, b, uk);
+	bool chunked = b->CC < CG, dout = band_direct_out(p, b, uk), din = band_direct_in(p, b, uk);
 	int64_t band_bytes = (b->CC * b->BC * es + 63) / 64 * 64;
 	char lines[4][120], cond[80];
 	const char *body[4];
@@ -1314,8 +1325,8 @@ static void emit_conv_band(struct rl_cgen *cg, const char *T, int64_t es, const 
 		line_open(cg, "{", 0, 0);
 		cg_line(cg, "const size_t c0 = 0;");
 	}
-	if (direct) {
-		/* the micro-kernel reads the input in place (band_direct) */
+	if (din) {
+		/* the micro-kernel reads the input in place (band_direct_in) */
 		int ind = cg->indent;
 		cg->indent = -1;
 		cg_line(cg, "#ifdef RL_CONV_ISA");
@@ -1333,7 +1344,7 @@ static void emit_conv_band(struct rl_cgen *cg, const char *T, int64_t es, const 
 	cg_line(cg, "for (size_t mo = mlo; mo < mhi; mo += %d) {", b->mr);
 	cg->indent++;
 	/* acc starts from the bias, or from the partial sums of the earlier chunks */
-	if (chunked && !direct) {
+	if (chunked && !dout) {
 		line_open(cg, "if (c0 != 0) {", 0, 0);
 		emit_acc_rows(cg, T, p, b, false, NULL);
 		line_close(cg);
@@ -1345,9 +1356,9 @@ static void emit_conv_band(struct rl_cgen *cg, const char *T, int64_t es, const 
 			snprintf(lines[r], sizeof(lines[r]), "acc[%d][t] = 0;", r);
 		body[r] = lines[r];
 	}
-	emit_band_tiles(cg, T, es, p, b, uk, body, chunked, direct);
+	emit_band_tiles(cg, T, es, p, b, uk, body, chunked, din, dout);
 	snprintf(cond, sizeof(cond), "c0 == %lld", (long long)(CG - b->CC));
-	if (direct)
+	if (dout)
 		emit_acc_epi(cg, p, b, chunked ? cond : "");
 	else
 		emit_acc_rows(cg, T, p, b, true, chunked ? cond : "");
@@ -1645,7 +1656,7 @@ static int cv_cb(int64_t M)
  * pays for (conv_par_want); all of them when the tasks pack the weights (each
  * part would pack its block again: squeezenet's 13x13 layers of 64 channels
  * ran 12% slower). */
-static int64_t cv_row_parts(const struct conv2d *p, int64_t nb, bool wrun)
+static int64_t cv_row_parts_par(const struct conv2d *p, int64_t nb, bool wrun)
 {
 	int64_t want = conv_par_want(conv_macs(p));
 	if (wrun)
@@ -1663,6 +1674,33 @@ static int64_t cv_row_parts(const struct conv2d *p, int64_t nb, bool wrun)
 			last = rp;
 	}
 	return p->OH;
+}
+
+/*
+ * Then, where several blocks read the same rows, more parts (a divisor of
+ * OH, parts of two rows or more) until the input rows a part reads fit
+ * CONV_CV_X_L2: the blocks are the tasks' inner order, so the next block
+ * finds the part's rows in L2 instead of the last-level cache. ResNet-50's
+ * 1x1/2 256->512 from 56x56 read its 1.6 MB of used input once per block of
+ * 32 channels (16 times) as one part; 1x1 512->128 on 28x28, 4 times in
+ * two parts of 800 KB. The weights are then read once per part (a block's
+ * are 32-64 KB there). Only the order of the work changes, not its sums.
+ */
+#define CONV_CV_X_L2 262144 /* bytes of input rows per row part, when blocks share them */
+
+static int64_t cv_row_parts(const struct conv2d *p, int64_t nb, bool wrun)
+{
+	int64_t rp = cv_row_parts_par(p, nb, wrun);
+	if (wrun || p->N * nb < 2)
+		return rp;
+	for (int64_t q = rp; q <= p->OH; q++) {
+		if (p->OH % q || (q > rp && p->OH / q < 2))
+			continue;
+		int64_t R = p->OH / q, rh = (R - 1) * p->SH + (p->KH - 1) * p->DH + 1;
+		if (p->C * rh * p->W * 4 <= CONV_CV_X_L2)
+			return q;
+	}
+	return rp;
 }
 
 /* Whether channels-on-vector mode takes this (float, group 1, 2-D or 1-D) Conv. */

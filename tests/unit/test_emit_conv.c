@@ -59,6 +59,7 @@ static const struct conv_case convs[] = {
 	{1, 3, 40, 40, 8, 3, 3, 2, 1, 1, 1, true, false, false, false},    /* 3x3/2 stem: both phases in one pass */
 	{2, 24, 16, 16, 8, 1, 1, 1, 0, 1, 1, true, false, false, false},   /* 1x1 in place, sums into Y (band_direct) */
 	{1, 512, 16, 16, 8, 1, 1, 1, 0, 1, 1, false, false, false, false}, /* the same in chunks of channels */
+	{1, 32, 32, 32, 8, 1, 1, 2, 0, 1, 1, true, false, false, false},   /* 1x1/2: band filled, sums into Y */
 	/* channels on the vector lanes */
 	{1, 24, 7, 7, 40, 3, 3, 1, 1, 1, 1, true, false, true, false},    /* 7x7, 32 + 8 channels */
 	{1, 19, 14, 14, 33, 3, 3, 2, 1, 1, 1, false, false, true, false}, /* stride 2, odd counts */
