@@ -1479,11 +1479,11 @@ static void cv_emit_tr(struct rl_buf *b)
 		"/* ---- Conv, channels on vector lanes: the sums back into NCHW planes ---- */\n"
 		"/* y[r * ys + q] = ob[q * cb + r] for r < mv, q < np (cb a multiple of 16) */\n"
 		"static __attribute__((target(\"avx512f\"))) void rl_cv_tr_avx512(const float *restrict ob,\n"
-		"        int64_t cb, int64_t np, int64_t mv, float *restrict y, int64_t ys)\n"
+		"        size_t cb, size_t np, size_t mv, float *restrict y, size_t ys)\n"
 		"{\n"
-		"    int64_t q0 = 0;\n"
+		"    size_t q0 = 0;\n"
 		"    for (; q0 + 16 <= np; q0 += 16)\n"
-		"        for (int64_t c0 = 0; c0 < mv; c0 += 16) {\n"
+		"        for (size_t c0 = 0; c0 < mv; c0 += 16) {\n"
 		"            const float *o = ob + q0 * cb + c0;\n"
 		"            float *d = y + c0 * ys + q0;\n");
 	for (int j = 0; j < 16; j++)
@@ -1507,7 +1507,7 @@ static void cv_emit_tr(struct rl_buf *b)
 		              i, 8 + i, 12 + i, i, 8 + i, 12 + i);
 	}
 	rl_buf_printf(b, "            /* channel c0 + c, pixels q0 .. q0 + 15, for the channels below mv */\n"
-	                 "            const int64_t ce = mv - c0;\n");
+	                 "            const size_t ce = mv - c0;\n");
 	for (int c = 0; c < 16; c++) {
 		int i = c % 4, k = c / 4; /* column c = 4 k + i: k 0 w0,w2 0x88; 1 w1,w3 0x88; 2 w0,w2 0xdd; 3 w1,w3 0xdd */
 		char cond[32] = "";
@@ -1518,16 +1518,18 @@ static void cv_emit_tr(struct rl_buf *b)
 	}
 	rl_buf_printf(b,
 		"        }\n"
-		"    for (; q0 < np; q0++)\n"
-		"        for (int64_t c = 0; c < mv; c++)\n"
-		"            y[c * ys + q0] = ob[q0 * cb + c];\n"
+		"    /* the last np %% 16 pixels; the constant bounds (mv <= cb <= 32) keep GCC\n"
+		"     * from warning that q0 * cb could overflow in its clones for a constant cb */\n"
+		"    for (size_t j = 0; j < 15 && q0 + j < np; j++)\n"
+		"        for (size_t c = 0; c < 32 && c < mv; c++)\n"
+		"            y[c * ys + q0 + j] = ob[(q0 + j) * cb + c];\n"
 		"}\n\n"
 		"static __attribute__((target(\"avx2\"))) void rl_cv_tr_avx2(const float *restrict ob,\n"
-		"        int64_t cb, int64_t np, int64_t mv, float *restrict y, int64_t ys)\n"
+		"        size_t cb, size_t np, size_t mv, float *restrict y, size_t ys)\n"
 		"{\n"
-		"    int64_t q0 = 0;\n"
+		"    size_t q0 = 0;\n"
 		"    for (; q0 + 8 <= np; q0 += 8)\n"
-		"        for (int64_t c0 = 0; c0 < mv; c0 += 8) {\n"
+		"        for (size_t c0 = 0; c0 < mv; c0 += 8) {\n"
 		"            const float *o = ob + q0 * cb + c0;\n"
 		"            float *d = y + c0 * ys + q0;\n");
 	for (int j = 0; j < 8; j++)
@@ -1542,7 +1544,7 @@ static void cv_emit_tr(struct rl_buf *b)
 		rl_buf_printf(b, "            const __m256 u%d = _mm256_shuffle_ps(t%d, t%d, 0x44), u%d = _mm256_shuffle_ps(t%d, t%d, 0xee);\n",
 		              j + 2, j + 1, j + 3, j + 3, j + 1, j + 3);
 	}
-	rl_buf_printf(b, "            const int64_t ce = mv - c0;\n");
+	rl_buf_printf(b, "            const size_t ce = mv - c0;\n");
 	for (int c = 0; c < 8; c++) {
 		char cond[32] = "";
 		if (c)
@@ -1552,9 +1554,11 @@ static void cv_emit_tr(struct rl_buf *b)
 	}
 	rl_buf_printf(b,
 		"        }\n"
-		"    for (; q0 < np; q0++)\n"
-		"        for (int64_t c = 0; c < mv; c++)\n"
-		"            y[c * ys + q0] = ob[q0 * cb + c];\n"
+		"    /* the last np %% 8 pixels; the constant bounds (mv <= cb <= 32) keep GCC\n"
+		"     * from warning that q0 * cb could overflow in its clones for a constant cb */\n"
+		"    for (size_t j = 0; j < 7 && q0 + j < np; j++)\n"
+		"        for (size_t c = 0; c < 32 && c < mv; c++)\n"
+		"            y[c * ys + q0 + j] = ob[(q0 + j) * cb + c];\n"
 		"}\n\n");
 }
 
@@ -1937,7 +1941,7 @@ static void emit_conv_cv(struct rl_cgen *cg, uint32_t node, const struct conv2d 
 		cg->indent = ind;
 		for (int i = 0; i < 2; i++) {
 			cg_line(cg, "%sif (rl_conv_isa == %d)", i ? "else " : "", 2 - i);
-			cg_line(cg, "    rl_cv_tr_%s(ob, %d, %lld, (int64_t)mv, Y0 + ((n * %lld + m0) * %lld + oh0) * %lld, %lld);",
+			cg_line(cg, "    rl_cv_tr_%s(ob, %d, %lld, mv, Y0 + ((n * %lld + m0) * %lld + oh0) * %lld, %lld);",
 			        i ? "avx2" : "avx512", cb, (long long)(R * p->OW), (long long)M,
 			        (long long)p->OH, (long long)p->OW, (long long)(p->OH * p->OW));
 		}
