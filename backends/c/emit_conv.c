@@ -1472,6 +1472,7 @@ static const char cv_port[] =
  */
 static void cv_emit_tr(struct rl_buf *b)
 {
+	char ad[64];
 	/* every step unrolled into named registers: GCC -O2 keeps arrays of
 	 * vectors indexed in loops on the stack (a store and reload per vector,
 	 * slower than the scalar copy) */
@@ -1487,7 +1488,8 @@ static void cv_emit_tr(struct rl_buf *b)
 		"            const float *o = ob + q0 * cb + c0;\n"
 		"            float *d = y + c0 * ys + q0;\n");
 	for (int j = 0; j < 16; j++)
-		rl_buf_printf(b, "            const __m512 r%d = _mm512_loadu_ps(o + %d * cb);\n", j, j);
+		rl_buf_printf(b, "            const __m512 r%d = _mm512_loadu_ps(%s);\n", j,
+		              cg_addr(ad, sizeof(ad), "o", j, "cb", NULL, 0));
 	rl_buf_printf(b, "            /* 32-bit pairs */\n");
 	for (int j = 0; j < 16; j += 2)
 		rl_buf_printf(b, "            const __m512 t%d = _mm512_unpacklo_ps(r%d, r%d), t%d = _mm512_unpackhi_ps(r%d, r%d);\n",
@@ -1513,8 +1515,9 @@ static void cv_emit_tr(struct rl_buf *b)
 		char cond[32] = "";
 		if (c)
 			snprintf(cond, sizeof(cond), "if (ce > %d) ", c);
-		rl_buf_printf(b, "            %s_mm512_storeu_ps(d + %d * ys, _mm512_shuffle_f32x4(w%d_%d, w%d_%d, %s));\n",
-		              cond, c, i, k & 1, i, 2 + (k & 1), k < 2 ? "0x88" : "0xdd");
+		rl_buf_printf(b, "            %s_mm512_storeu_ps(%s, _mm512_shuffle_f32x4(w%d_%d, w%d_%d, %s));\n",
+		              cond, cg_addr(ad, sizeof(ad), "d", c, "ys", NULL, 0), i, k & 1, i,
+		              2 + (k & 1), k < 2 ? "0x88" : "0xdd");
 	}
 	rl_buf_printf(b,
 		"        }\n"
@@ -1533,7 +1536,8 @@ static void cv_emit_tr(struct rl_buf *b)
 		"            const float *o = ob + q0 * cb + c0;\n"
 		"            float *d = y + c0 * ys + q0;\n");
 	for (int j = 0; j < 8; j++)
-		rl_buf_printf(b, "            const __m256 r%d = _mm256_loadu_ps(o + %d * cb);\n", j, j);
+		rl_buf_printf(b, "            const __m256 r%d = _mm256_loadu_ps(%s);\n", j,
+		              cg_addr(ad, sizeof(ad), "o", j, "cb", NULL, 0));
 	for (int j = 0; j < 8; j += 2)
 		rl_buf_printf(b, "            const __m256 t%d = _mm256_unpacklo_ps(r%d, r%d), t%d = _mm256_unpackhi_ps(r%d, r%d);\n",
 		              j, j, j + 1, j + 1, j, j + 1);
@@ -1549,8 +1553,9 @@ static void cv_emit_tr(struct rl_buf *b)
 		char cond[32] = "";
 		if (c)
 			snprintf(cond, sizeof(cond), "if (ce > %d) ", c);
-		rl_buf_printf(b, "            %s_mm256_storeu_ps(d + %d * ys, _mm256_permute2f128_ps(u%d, u%d, %s));\n",
-		              cond, c, c % 4, 4 + c % 4, c < 4 ? "0x20" : "0x31");
+		rl_buf_printf(b, "            %s_mm256_storeu_ps(%s, _mm256_permute2f128_ps(u%d, u%d, %s));\n",
+		              cond, cg_addr(ad, sizeof(ad), "d", c, "ys", NULL, 0), c % 4, 4 + c % 4,
+		              c < 4 ? "0x20" : "0x31");
 	}
 	rl_buf_printf(b,
 		"        }\n"
