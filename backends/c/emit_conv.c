@@ -241,10 +241,16 @@ static void conv_emit_uk(struct rl_buf *b)
 	rl_buf_printf(b,
 		"static rl_conv4_fn rl_conv4; /* NULL: the kernels' portable tiles */\n"
 		"static int rl_conv_isa; /* 2: AVX-512, 1: AVX2 and FMA, 0: portable */\n\n"
+		"/* -DRL_CONV_NO_AVX512: the AVX2 kernels on any CPU that has AVX2 (tests) */\n"
+		"#ifdef RL_CONV_NO_AVX512\n"
+		"#define RL_CONV_AVX512_OK 0\n"
+		"#else\n"
+		"#define RL_CONV_AVX512_OK 1\n"
+		"#endif\n"
 		"static void rl_conv4_pick(void)\n"
 		"{\n"
 		"    __builtin_cpu_init();\n"
-		"    if (__builtin_cpu_supports(\"avx512f\") && __builtin_cpu_supports(\"avx512vl\"))\n"
+		"    if (RL_CONV_AVX512_OK && __builtin_cpu_supports(\"avx512f\") && __builtin_cpu_supports(\"avx512vl\"))\n"
 		"        rl_conv4 = rl_conv4_avx512, rl_conv_isa = 2;\n"
 		"    else if (__builtin_cpu_supports(\"avx2\") && __builtin_cpu_supports(\"fma\"))\n"
 		"        rl_conv4 = rl_conv4_avx2, rl_conv_isa = 1;\n"
@@ -832,15 +838,46 @@ static void emit_taps(struct rl_cgen *cg, const struct conv2d *p, const struct c
 	cg_line(cg, "};");
 }
 
+/* whole input rows without padding or phases, all inside the input: the
+ * band of a channel is one run of it */
+static bool band_is_run(const struct conv2d *p, const struct conv_band *b)
+{
+	return b->nh == 1 && b->nw == 1 && p->SH == 1 && p->SW == 1 && p->PT == 0 && p->PL == 0 &&
+	       b->WJ == p->W && p->OH - b->R + b->A <= p->H;
+}
+
+/*
+ * Band mode without its copies. Where acc's rows have no pitch columns (a
+ * kernel one column wide after the stride phases: WJ = OW) and its width is
+ * exactly the band's outputs (TP = R * OW), the FMA micro-kernel writes its
+ * sums straight into the output rows (row stride OH * OW, band_direct_out),
+ * starting from the bias; chunks of input channels after the first add to
+ * what is there, where band mode copied the rows back into acc and out
+ * again per chunk. Where moreover the band of a channel is one run of the
+ * input (band_is_run: stride 1, no padding), it reads the input in place
+ * (channel stride H * W, band_direct_in): no band fill either. The epilogue
+ * runs on the rows after the last chunk. The sums are the same, in the same
+ * order. ResNet-50's 1x1 layers on 56x56 (64->256, 256->64; band mode
+ * there) spent a fifth of their time in the copies, its 1x1/2 256->512
+ * projection 18% (perf samples, one thread). The portable tiles (no
+ * micro-kernel) keep the band and acc.
+ */
+static bool band_direct_out(const struct conv2d *p, const struct conv_band *b, bool uk)
+{
+	return uk && b->WJ == p->OW && b->TP == b->R * p->OW;
+}
+
+static bool band_direct_in(const struct conv2d *p, const struct conv_band *b, bool uk)
+{
+	return band_direct_out(p, b, uk) && band_is_run(p, b) && b->A == b->R;
+}
+
 /* The input rows of band oh0, channels c0 + [0, CC), into the band. */
 static void emit_band_fill(struct rl_cgen *cg, const char *T, const struct conv2d *p,
                            const struct conv_band *b)
 {
 	char o[32];
-	/* whole input rows without padding or phases, all inside the input:
-	 * the band of a channel is one run of it */
-	bool run = b->nh == 1 && b->nw == 1 && p->SH == 1 && p->SW == 1 && p->PT == 0 &&
-	           p->PL == 0 && b->WJ == p->W && p->OH - b->R + b->A <= p->H;
+	bool run = band_is_run(p, b);
 	line_open(cg, "for (size_t c = 0; c < %lld; c++) {", b->CC, 0);
 	cg_line(cg, "const %s *restrict xc = xg + (c0 + c) * %lld;", T, (long long)(p->H * p->W));
 	if (run) {
@@ -953,10 +990,13 @@ static void conv_epilogue(struct rl_cgen *cg, const char *base, int64_t n, int64
 	cg_line(cg, "%s", call);
 }
 
+static void emit_acc_epi(struct rl_cgen *cg, const struct conv2d *p, const struct conv_band *b,
+                         const char *epi_if);
+
 static void emit_acc_rows(struct rl_cgen *cg, const char *T, const struct conv2d *p,
                           const struct conv_band *b, bool to_y, const char *epi_if)
 {
-	char base[200], ai[40];
+	char ai[40];
 	bool flat = b->WJ == p->OW; /* no pitch columns: the rows are one run */
 	int64_t run = flat ? b->R * p->OW : p->OW;
 	if (flat) {
@@ -976,6 +1016,14 @@ static void emit_acc_rows(struct rl_cgen *cg, const char *T, const struct conv2d
 		cg_line(cg, "    memcpy(%s, y, %lld * sizeof(%s));", ai, (long long)run, T);
 	cg_line(cg, "}");
 	line_close(cg);
+	emit_acc_epi(cg, p, b, epi_if);
+}
+
+/* The fused epilogue on the block's finished output rows (under epi_if, "" for always). */
+static void emit_acc_epi(struct rl_cgen *cg, const struct conv2d *p, const struct conv_band *b,
+                         const char *epi_if)
+{
+	char base[200];
 	if (epi_if && cg->epi) {
 		/* the rows are final: the fused epilogue runs on them now */
 		if (*epi_if) {
@@ -1061,7 +1109,7 @@ static void emit_tile_loop(struct rl_cgen *cg, const char *T, const struct conv2
  */
 static void emit_band_tiles(struct rl_cgen *cg, const char *T, int64_t es,
                             const struct conv2d *p, const struct conv_band *b, bool uk,
-                            const char *const *acc_init, bool chunked)
+                            const char *const *acc_init, bool chunked, bool din, bool dout)
 {
 	int64_t KK = p->KH * p->KW, CG = p->C / p->G;
 	char head[160];
@@ -1075,10 +1123,25 @@ static void emit_band_tiles(struct rl_cgen *cg, const char *T, int64_t es,
 		cg_line(cg, "#ifdef RL_CONV_ISA");
 		cg->indent = ind;
 		line_open(cg, "if (rl_conv4) {", 0, 0);
-		cg_line(cg, "rl_conv4(band, %lld, tap, %lld, %lld, w0, %lld, acc[0], %lld, %lld, %s, %s);",
-		        (long long)b->BC, (long long)KK, (long long)b->CC, (long long)(CG * KK),
-		        (long long)b->TP, (long long)b->TP, p->bias ? "X2 + mo" : "NULL",
-		        chunked ? "c0 == 0" : "1");
+		/* the band (or the input in place) and acc (or the output rows) */
+		char xin[96], yout[160];
+		if (din && chunked)
+			snprintf(xin, sizeof(xin), "xg + c0 * %lld + oh0 * %lld, %lld",
+			         (long long)(p->H * p->W), (long long)p->W, (long long)(p->H * p->W));
+		else if (din)
+			snprintf(xin, sizeof(xin), "xg + oh0 * %lld, %lld", (long long)p->W,
+			         (long long)(p->H * p->W));
+		else
+			snprintf(xin, sizeof(xin), "band, %lld", (long long)b->BC);
+		if (dout)
+			snprintf(yout, sizeof(yout), "Y0 + ((n * %lld + mo) * %lld + oh0) * %lld, %lld",
+			         (long long)p->M, (long long)p->OH, (long long)p->OW,
+			         (long long)(p->OH * p->OW));
+		else
+			snprintf(yout, sizeof(yout), "acc[0], %lld", (long long)b->TP);
+		cg_line(cg, "rl_conv4(%s, tap, %lld, %lld, w0, %lld, %s, %lld, %s, %s);", xin,
+		        (long long)KK, (long long)b->CC, (long long)(CG * KK), yout, (long long)b->TP,
+		        p->bias ? "X2 + mo" : "NULL", chunked ? "c0 == 0" : "1");
 		cg->indent--;
 		cg_line(cg, "} else");
 		cg->indent = -1;
@@ -1087,6 +1150,11 @@ static void emit_band_tiles(struct rl_cgen *cg, const char *T, int64_t es,
 		line_open(cg, "{", 0, 0);
 	}
 	/* the portable tiles start from acc: the bias first, unless earlier chunks are in it */
+	if (dout && chunked) {
+		line_open(cg, "if (c0 != 0) {", 0, 0);
+		emit_acc_rows(cg, T, p, b, false, NULL);
+		line_close(cg);
+	}
 	if (chunked)
 		line_open(cg, "if (c0 == 0) {", 0, 0);
 	emit_split_loop(cg, "t", b->TP, acc_init, b->mr);
@@ -1102,6 +1170,8 @@ static void emit_band_tiles(struct rl_cgen *cg, const char *T, int64_t es,
 		snprintf(head, sizeof(head), "for (; t < %lld; t += VL) {", (long long)b->TP);
 		emit_tile_loop(cg, T, p, b, 1, head);
 	}
+	if (dout) /* the portable tiles' sums go to the output rows here */
+		emit_acc_rows(cg, T, p, b, true, NULL);
 	if (uk)
 		line_close(cg);
 }
@@ -1165,7 +1235,7 @@ static void emit_conv_band(struct rl_cgen *cg, const char *T, int64_t es, const 
 {
 	int64_t CG = p->C / p->G, MG = p->M / p->G, KK = p->KH * p->KW;
 	int64_t NB = p->OH / b->R, MP = conv_band_parts(p, b), nblk = MG / b->mr;
-	bool chunked = b->CC < CG;
+	bool chunked = b->CC < CG, dout = band_direct_out(p, b, uk), din = band_direct_in(p, b, uk);
 	int64_t band_bytes = (b->CC * b->BC * es + 63) / 64 * 64;
 	char lines[4][120], cond[80];
 	const char *body[4];
@@ -1248,11 +1318,26 @@ static void emit_conv_band(struct rl_cgen *cg, const char *T, int64_t es, const 
 		line_open(cg, "{", 0, 0);
 		cg_line(cg, "const size_t c0 = 0;");
 	}
-	emit_band_fill(cg, T, p, b);
+	if (din) {
+		/* the micro-kernel reads the input in place (band_direct_in) */
+		int ind = cg->indent;
+		cg->indent = -1;
+		cg_line(cg, "#ifdef RL_CONV_ISA");
+		cg->indent = ind;
+		cg_line(cg, "if (!rl_conv4)");
+		cg->indent = -1;
+		cg_line(cg, "#endif");
+		cg->indent = ind;
+		line_open(cg, "{", 0, 0);
+		emit_band_fill(cg, T, p, b);
+		line_close(cg);
+	} else {
+		emit_band_fill(cg, T, p, b);
+	}
 	cg_line(cg, "for (size_t mo = mlo; mo < mhi; mo += %d) {", b->mr);
 	cg->indent++;
 	/* acc starts from the bias, or from the partial sums of the earlier chunks */
-	if (chunked) {
+	if (chunked && !dout) {
 		line_open(cg, "if (c0 != 0) {", 0, 0);
 		emit_acc_rows(cg, T, p, b, false, NULL);
 		line_close(cg);
@@ -1264,9 +1349,12 @@ static void emit_conv_band(struct rl_cgen *cg, const char *T, int64_t es, const 
 			snprintf(lines[r], sizeof(lines[r]), "acc[%d][t] = 0;", r);
 		body[r] = lines[r];
 	}
-	emit_band_tiles(cg, T, es, p, b, uk, body, chunked);
+	emit_band_tiles(cg, T, es, p, b, uk, body, chunked, din, dout);
 	snprintf(cond, sizeof(cond), "c0 == %lld", (long long)(CG - b->CC));
-	emit_acc_rows(cg, T, p, b, true, chunked ? cond : "");
+	if (dout)
+		emit_acc_epi(cg, p, b, chunked ? cond : "");
+	else
+		emit_acc_rows(cg, T, p, b, true, chunked ? cond : "");
 	line_close(cg); /* mo */
 	line_close(cg); /* c0 */
 	line_close(cg); /* it */
@@ -1365,6 +1453,113 @@ static const char cv_port[] =
 	"    }\n"
 	"}\n\n";
 
+/*
+ * The part's sums ob [np pixels][cb] into the block's output planes,
+ * y[r * ys + q] = ob[q * cb + r] for channels r < mv and pixels q < np,
+ * per ISA: 16 x 16 (AVX-512) or 8 x 8 (AVX2) blocks transposed in
+ * registers (unpacks, then 64- and 128-bit lane shuffles), the pixels past
+ * the last whole block one by one. The scalar form, a strided load per
+ * output, was over half of the kernel's time outside the micro-kernels on
+ * resnet_small's 3x3 16->16 on 32x32 (perf samples, one thread); a copy, so
+ * the outputs are the same bits.
+ */
+static void cv_emit_tr(struct rl_buf *b)
+{
+	char ad[64];
+	/* every step unrolled into named registers: GCC -O2 keeps arrays of
+	 * vectors indexed in loops on the stack (a store and reload per vector,
+	 * slower than the scalar copy) */
+	rl_buf_printf(b,
+		"/* ---- Conv, channels on vector lanes: the sums back into NCHW planes ---- */\n"
+		"/* y[r * ys + q] = ob[q * cb + r] for r < mv, q < np (cb a multiple of 16) */\n"
+		"static __attribute__((target(\"avx512f\"))) void rl_cv_tr_avx512(const float *restrict ob,\n"
+		"        size_t cb, size_t np, size_t mv, float *restrict y, size_t ys)\n"
+		"{\n"
+		"    size_t q0 = 0;\n"
+		"    for (; q0 + 16 <= np; q0 += 16)\n"
+		"        for (size_t c0 = 0; c0 < mv; c0 += 16) {\n"
+		"            const float *o = ob + q0 * cb + c0;\n"
+		"            float *d = y + c0 * ys + q0;\n");
+	for (int j = 0; j < 16; j++)
+		rl_buf_printf(b, "            const __m512 r%d = _mm512_loadu_ps(%s);\n", j,
+		              cg_addr(ad, sizeof(ad), "o", j, "cb", NULL, 0));
+	rl_buf_printf(b, "            /* 32-bit pairs */\n");
+	for (int j = 0; j < 16; j += 2)
+		rl_buf_printf(b, "            const __m512 t%d = _mm512_unpacklo_ps(r%d, r%d), t%d = _mm512_unpackhi_ps(r%d, r%d);\n",
+		              j, j, j + 1, j + 1, j, j + 1);
+	rl_buf_printf(b, "            /* 64-bit pairs: u(j + i) lane l = column 4 l + i of rows j .. j + 3 */\n");
+	for (int j = 0; j < 16; j += 4) {
+		rl_buf_printf(b, "            const __m512 u%d = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t%d), _mm512_castps_pd(t%d)));\n", j, j, j + 2);
+		rl_buf_printf(b, "            const __m512 u%d = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t%d), _mm512_castps_pd(t%d)));\n", j + 1, j, j + 2);
+		rl_buf_printf(b, "            const __m512 u%d = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t%d), _mm512_castps_pd(t%d)));\n", j + 2, j + 1, j + 3);
+		rl_buf_printf(b, "            const __m512 u%d = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t%d), _mm512_castps_pd(t%d)));\n", j + 3, j + 1, j + 3);
+	}
+	rl_buf_printf(b, "            /* 128-bit lanes: column c's rows 4 k .. 4 k + 3 in lane k */\n");
+	for (int i = 0; i < 4; i++) {
+		rl_buf_printf(b, "            const __m512 w%d_0 = _mm512_shuffle_f32x4(u%d, u%d, 0x88), w%d_1 = _mm512_shuffle_f32x4(u%d, u%d, 0xdd);\n",
+		              i, i, 4 + i, i, i, 4 + i);
+		rl_buf_printf(b, "            const __m512 w%d_2 = _mm512_shuffle_f32x4(u%d, u%d, 0x88), w%d_3 = _mm512_shuffle_f32x4(u%d, u%d, 0xdd);\n",
+		              i, 8 + i, 12 + i, i, 8 + i, 12 + i);
+	}
+	rl_buf_printf(b, "            /* channel c0 + c, pixels q0 .. q0 + 15, for the channels below mv */\n"
+	                 "            const size_t ce = mv - c0;\n");
+	for (int c = 0; c < 16; c++) {
+		int i = c % 4, k = c / 4; /* column c = 4 k + i: k 0 w0,w2 0x88; 1 w1,w3 0x88; 2 w0,w2 0xdd; 3 w1,w3 0xdd */
+		char cond[32] = "";
+		if (c)
+			snprintf(cond, sizeof(cond), "if (ce > %d) ", c);
+		rl_buf_printf(b, "            %s_mm512_storeu_ps(%s, _mm512_shuffle_f32x4(w%d_%d, w%d_%d, %s));\n",
+		              cond, cg_addr(ad, sizeof(ad), "d", c, "ys", NULL, 0), i, k & 1, i,
+		              2 + (k & 1), k < 2 ? "0x88" : "0xdd");
+	}
+	rl_buf_printf(b,
+		"        }\n"
+		"    /* the last np %% 16 pixels; the constant bounds (mv <= cb <= 32) keep GCC\n"
+		"     * from warning that q0 * cb could overflow in its clones for a constant cb */\n"
+		"    for (size_t j = 0; j < 15 && q0 + j < np; j++)\n"
+		"        for (size_t c = 0; c < 32 && c < mv; c++)\n"
+		"            y[c * ys + q0 + j] = ob[(q0 + j) * cb + c];\n"
+		"}\n\n"
+		"static __attribute__((target(\"avx2\"))) void rl_cv_tr_avx2(const float *restrict ob,\n"
+		"        size_t cb, size_t np, size_t mv, float *restrict y, size_t ys)\n"
+		"{\n"
+		"    size_t q0 = 0;\n"
+		"    for (; q0 + 8 <= np; q0 += 8)\n"
+		"        for (size_t c0 = 0; c0 < mv; c0 += 8) {\n"
+		"            const float *o = ob + q0 * cb + c0;\n"
+		"            float *d = y + c0 * ys + q0;\n");
+	for (int j = 0; j < 8; j++)
+		rl_buf_printf(b, "            const __m256 r%d = _mm256_loadu_ps(%s);\n", j,
+		              cg_addr(ad, sizeof(ad), "o", j, "cb", NULL, 0));
+	for (int j = 0; j < 8; j += 2)
+		rl_buf_printf(b, "            const __m256 t%d = _mm256_unpacklo_ps(r%d, r%d), t%d = _mm256_unpackhi_ps(r%d, r%d);\n",
+		              j, j, j + 1, j + 1, j, j + 1);
+	rl_buf_printf(b, "            /* u(j + i) half h = column 4 h + i of rows j .. j + 3 */\n");
+	for (int j = 0; j < 8; j += 4) {
+		rl_buf_printf(b, "            const __m256 u%d = _mm256_shuffle_ps(t%d, t%d, 0x44), u%d = _mm256_shuffle_ps(t%d, t%d, 0xee);\n",
+		              j, j, j + 2, j + 1, j, j + 2);
+		rl_buf_printf(b, "            const __m256 u%d = _mm256_shuffle_ps(t%d, t%d, 0x44), u%d = _mm256_shuffle_ps(t%d, t%d, 0xee);\n",
+		              j + 2, j + 1, j + 3, j + 3, j + 1, j + 3);
+	}
+	rl_buf_printf(b, "            const size_t ce = mv - c0;\n");
+	for (int c = 0; c < 8; c++) {
+		char cond[32] = "";
+		if (c)
+			snprintf(cond, sizeof(cond), "if (ce > %d) ", c);
+		rl_buf_printf(b, "            %s_mm256_storeu_ps(%s, _mm256_permute2f128_ps(u%d, u%d, %s));\n",
+		              cond, cg_addr(ad, sizeof(ad), "d", c, "ys", NULL, 0), c % 4, 4 + c % 4,
+		              c < 4 ? "0x20" : "0x31");
+	}
+	rl_buf_printf(b,
+		"        }\n"
+		"    /* the last np %% 8 pixels; the constant bounds (mv <= cb <= 32) keep GCC\n"
+		"     * from warning that q0 * cb could overflow in its clones for a constant cb */\n"
+		"    for (size_t j = 0; j < 7 && q0 + j < np; j++)\n"
+		"        for (size_t c = 0; c < 32 && c < mv; c++)\n"
+		"            y[c * ys + q0 + j] = ob[(q0 + j) * cb + c];\n"
+		"}\n\n");
+}
+
 /* The micro-kernel of one ISA for tiles of nt pixels at stride sx, into b. */
 static void cv_emit_uk(struct rl_buf *b, const struct cv_isa *is, int cb, int64_t sx, int nt)
 {
@@ -1439,6 +1634,11 @@ static void cv_need(struct rl_cgen *cg, int cb, int64_t sx, int nt)
 	conv_need_rt(cg);
 	if (!strstr(cg->statics.s, "static void rl_cv_port("))
 		rl_buf_printf(&cg->statics, "%s", cv_port);
+	if (!strstr(cg->statics.s, "rl_cv_tr_avx512(")) {
+		rl_buf_printf(&cg->statics, "#ifdef RL_CONV_ISA\n");
+		cv_emit_tr(&cg->statics);
+		rl_buf_printf(&cg->statics, "#endif\n\n");
+	}
 	snprintf(key, sizeof(key), "rl_cv_%s_c%d_s%lld_n%d(", cv_isas[0].name, cb, (long long)sx, nt);
 	if (strstr(cg->statics.s, key))
 		return;
@@ -1458,7 +1658,7 @@ static int cv_cb(int64_t M)
  * pays for (conv_par_want); all of them when the tasks pack the weights (each
  * part would pack its block again: squeezenet's 13x13 layers of 64 channels
  * ran 12% slower). */
-static int64_t cv_row_parts(const struct conv2d *p, int64_t nb, bool wrun)
+static int64_t cv_row_parts_par(const struct conv2d *p, int64_t nb, bool wrun)
 {
 	int64_t want = conv_par_want(p);
 	if (wrun)
@@ -1476,6 +1676,33 @@ static int64_t cv_row_parts(const struct conv2d *p, int64_t nb, bool wrun)
 			last = rp;
 	}
 	return p->OH;
+}
+
+/*
+ * Then, where several blocks read the same rows, more parts (a divisor of
+ * OH, parts of two rows or more) until the input rows a part reads fit
+ * CONV_CV_X_L2: the blocks are the tasks' inner order, so the next block
+ * finds the part's rows in L2 instead of the last-level cache. ResNet-50's
+ * 1x1/2 256->512 from 56x56 read its 1.6 MB of used input once per block of
+ * 32 channels (16 times) as one part; 1x1 512->128 on 28x28, 4 times in
+ * two parts of 800 KB. The weights are then read once per part (a block's
+ * are 32-64 KB there). Only the order of the work changes, not its sums.
+ */
+#define CONV_CV_X_L2 262144 /* bytes of input rows per row part, when blocks share them */
+
+static int64_t cv_row_parts(const struct conv2d *p, int64_t nb, bool wrun)
+{
+	int64_t rp = cv_row_parts_par(p, nb, wrun);
+	if (wrun || p->N * nb < 2)
+		return rp;
+	for (int64_t q = rp; q <= p->OH; q++) {
+		if (p->OH % q || (q > rp && p->OH / q < 2))
+			continue;
+		int64_t R = p->OH / q, rh = (R - 1) * p->SH + (p->KH - 1) * p->DH + 1;
+		if (p->C * rh * p->W * 4 <= CONV_CV_X_L2)
+			return q;
+	}
+	return rp;
 }
 
 /* Whether channels-on-vector mode takes this (float, group 1, 2-D or 1-D) Conv. */
@@ -1704,12 +1931,29 @@ static void emit_conv_cv(struct rl_cgen *cg, uint32_t node, const struct conv2d 
 	}
 	line_close(cg); /* i */
 	line_close(cg); /* c0, or the block of one chunk */
-	cg_line(cg, "/* the sums into the block's output planes, then the fused epilogue */");
+	cg_line(cg, "/* the sums into the block's output planes (rl_cv_tr_*), then the fused epilogue */");
+	{
+		int ind = cg->indent;
+		cg->indent = -1;
+		cg_line(cg, "#ifdef RL_CONV_ISA");
+		cg->indent = ind;
+		for (int i = 0; i < 2; i++) {
+			cg_line(cg, "%sif (rl_conv_isa == %d)", i ? "else " : "", 2 - i);
+			cg_line(cg, "    rl_cv_tr_%s(ob, %d, %lld, mv, Y0 + ((n * %lld + m0) * %lld + oh0) * %lld, %lld);",
+			        i ? "avx2" : "avx512", cb, (long long)(R * p->OW), (long long)M,
+			        (long long)p->OH, (long long)p->OW, (long long)(p->OH * p->OW));
+		}
+		cg_line(cg, "else");
+		cg->indent = -1;
+		cg_line(cg, "#endif");
+		cg->indent = ind;
+	}
 	line_open(cg, "for (size_t r = 0; r < mv; r++) {", 0, 0);
 	cg_line(cg, "float *restrict y = Y0 + ((n * %lld + m0 + r) * %lld + oh0) * %lld;", (long long)M,
 	        (long long)p->OH, (long long)p->OW);
 	cg_line(cg, "for (size_t q = 0; q < %lld; q++)", (long long)(R * p->OW));
 	cg_line(cg, "    y[q] = ob[q * %d + r];", cb);
+	line_close(cg); /* r */
 	/*
 	 * With whole planes (one row part) and whole blocks (cb divides M), the
 	 * block's planes are one run of cb * OH * OW outputs, a multiple of 16:
@@ -1734,9 +1978,10 @@ static void emit_conv_cv(struct rl_cgen *cg, uint32_t node, const struct conv2d 
 		char base[200];
 		snprintf(base, sizeof(base), "((n * %lld + m0 + r) * %lld + oh0) * %lld", (long long)M,
 		         (long long)p->OH, (long long)p->OW);
+		line_open(cg, "for (size_t r = 0; r < mv; r++) {", 0, 0);
 		conv_epilogue(cg, base, R * p->OW, p->OH * p->OW);
+		line_close(cg); /* r */
 	}
-	line_close(cg); /* r */
 	if (block_run) {
 		char base[200];
 		snprintf(base, sizeof(base), "(n * %lld + m0) * %lld", (long long)M,

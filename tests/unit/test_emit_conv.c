@@ -57,6 +57,9 @@ static const struct conv_case convs[] = {
 	{2, 512, 12, 12, 8, 3, 3, 1, 1, 1, 1, true, false, false, false},  /* chunks of channels */
 	{1, 4, 1, 50, 8, 1, 5, 2, 2, 1, 1, true, true, false, false},      /* 1-D */
 	{1, 3, 40, 40, 8, 3, 3, 2, 1, 1, 1, true, false, false, false},    /* 3x3/2 stem: both phases in one pass */
+	{2, 24, 16, 16, 8, 1, 1, 1, 0, 1, 1, true, false, false, false},   /* 1x1 in place, sums into Y (band_direct) */
+	{1, 512, 16, 16, 8, 1, 1, 1, 0, 1, 1, false, false, false, false}, /* the same in chunks of channels */
+	{1, 32, 32, 32, 8, 1, 1, 2, 0, 1, 1, true, false, false, false},   /* 1x1/2: band filled, sums into Y */
 	/* channels on the vector lanes */
 	{1, 24, 7, 7, 40, 3, 3, 1, 1, 1, 1, true, false, true, false},    /* 7x7, 32 + 8 channels */
 	{1, 19, 14, 14, 33, 3, 3, 2, 1, 1, 1, false, false, true, false}, /* stride 2, odd counts */
@@ -425,6 +428,22 @@ Test(emit_conv, portable_tiles_match_reference)
 	/* no FMA micro-kernels, no per-ISA clones: the kernels' portable path */
 	int rc = tu_sh("cd '%s' && ${CC:-cc} -std=c11 -pedantic -Wall -Wextra -Werror -O2 -DRL_NO_ISA "
 	            "-DRL_NO_CLONES main.c m.c -lm -pthread -o run 2> cc.log && ./run 1 2 "
+	            "|| { cat cc.log >&2; exit 1; }", fx.dir);
+	cr_assert_eq(rc, 0, "building or running the program in %s failed", fx.dir);
+	check_outputs(&fx, "1");
+	check_outputs(&fx, "2");
+	fixture_free(&fx);
+}
+
+Test(emit_conv, avx2_kernels_match_reference)
+{
+	struct fixture fx;
+	fixture_make(&fx);
+	/* the AVX2 micro-kernels and transposes (rl_cv_tr_avx2) where an
+	 * AVX-512 CPU would take the AVX-512 ones; a CPU without AVX2 runs
+	 * the portable path, checked the same way */
+	int rc = tu_sh("cd '%s' && ${CC:-cc} -std=c11 -pedantic -Wall -Wextra -Werror -O2 "
+	            "-DRL_CONV_NO_AVX512 main.c m.c -lm -pthread -o run 2> cc.log && ./run 1 2 "
 	            "|| { cat cc.log >&2; exit 1; }", fx.dir);
 	cr_assert_eq(rc, 0, "building or running the program in %s failed", fx.dir);
 	check_outputs(&fx, "1");
