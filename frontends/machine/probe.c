@@ -552,6 +552,11 @@ struct rl_probe {
 	int n;                    /* threads, the caller included */
 	int started;              /* pool threads running */
 	pthread_t *tid;
+	cpu_set_t home;           /* the caller's CPUs before it was pinned, */
+	bool pinned;              /* restored by rl_probe_stop: what the probe
+	                           * runs after (the calibration's compiler and
+	                           * program, whose thread pool is timed) inherits
+	                           * the caller's affinity */
 	bool sync_ok;             /* mutex and condition variables initialised */
 	pthread_mutex_t mu;
 	pthread_cond_t go_cv, done_cv;
@@ -1123,6 +1128,9 @@ static void rl_probe_stop(struct rl_probe *p, struct rl_worker *w)
 		pthread_cond_destroy(&p->done_cv);
 		pthread_mutex_destroy(&p->mu);
 	}
+	if (p->pinned)
+		(void)pthread_setaffinity_np(pthread_self(), sizeof p->home, &p->home);
+	p->pinned = false;
 	if (p->slot)
 		for (int i = 0; i < p->n; i++)
 			free(p->slot[i].buf);
@@ -1267,6 +1275,7 @@ static enum rl_status rl_probe_start(struct rl_probe *p, struct rl_worker **wp,
 	if (p->n < want)
 		rl_logf(p, "only %d of %d threads started; all-thread figures use %d",
 		        p->n, want, p->n);
+	p->pinned = sched_getaffinity(0, sizeof p->home, &p->home) == 0;
 	rl_pin(pthread_self(), 0);
 
 	for (int i = 0; i < p->n; i++)
