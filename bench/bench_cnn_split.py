@@ -21,7 +21,9 @@ For each model this
      with no kernel of ours; ORT nodes of no model node (ReorderInput/Output:
      its NCHWc layout changes) get rows of their own.
 
-Both sides run one thread. Per kernel it prints the minimum over the runs (and
+Both sides run one thread (--threads T: T on both sides, the whole-model line
+then in wall-clock time, as a T-thread run's calling-thread CPU time would
+leave the workers out). Per kernel it prints the minimum over the runs (and
 with --median the median): the least disturbed figure on a shared machine,
 where wall times of whole runs are not valid; a kernel of a few microseconds
 is rarely preempted, and the minimum drops the runs that were. The sums of the
@@ -31,7 +33,7 @@ time per run (timing_harness cpu_min_s) and onnxruntime's minimum thread CPU
 time per run without profiling, both the best of --rounds interleaved rounds.
 
 Usage: bench_cnn_split.py [--rlopt build/rlopt] [--models resnet_small,light_resnet50]
-                          [--runs N] [--rounds R] [--median] [--rlopt-args ARGS]
+                          [--runs N] [--rounds R] [--threads T] [--median] [--rlopt-args ARGS]
                           [--work DIR] [--keep]
   a model is an example name (examples/NAME.onnx), a light_* model of the onnx
   wheel, or a path to an .onnx file.
@@ -190,6 +192,7 @@ class Ours:
             hdr = f.read()
         self.upper = re.search(r"#define (\w+)_NUM_INPUTS ", hdr).group(1)
         self.threads = re.search(r"\bm_set_threads\s*\(", hdr) is not None
+        self.nthreads = a.threads
         self.nodes, self.views = kernel_nodes(text)
         split, self.order = instrument(text, "m")
         with open(os.path.join(self.dir, "split.c"), "w") as f:
@@ -210,7 +213,7 @@ class Ours:
 
     def run(self, exe, runs, env=None):
         out = sh([exe, "--runs", str(runs), "--warmup", "3"] + self.weights +
-                 (["--threads", "1"] if self.threads else []), env=env, what=os.path.basename(exe))
+                 (["--threads", str(self.nthreads)] if self.threads else []), env=env, what=os.path.basename(exe))
         return dict(ln.split()[:2] for ln in out.splitlines() if len(ln.split()) >= 2)
 
     def split(self, runs):
@@ -228,12 +231,12 @@ class Ours:
 # ---- onnxruntime ------------------------------------------------------------------
 
 
-def ort_session(path, profile, prefix=None):
+def ort_session(path, profile, prefix=None, threads=1):
     import onnxruntime as ort
 
     so = ort.SessionOptions()
     so.log_severity_level = 3
-    so.intra_op_num_threads = 1
+    so.intra_op_num_threads = threads
     so.inter_op_num_threads = 1
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
@@ -255,9 +258,9 @@ def ort_session(path, profile, prefix=None):
     return sess, bind
 
 
-def ort_split(path, runs, work):
+def ort_split(path, runs, work, threads=1):
     """[(ORT node name, op, min_s, median_s)] in execution order"""
-    sess, bind = ort_session(path, True, os.path.join(work, "ort_profile"))
+    sess, bind = ort_session(path, True, os.path.join(work, "ort_profile"), threads)
     for _ in range(runs):
         sess.run_with_iobinding(bind)
     prof = sess.end_profiling()
@@ -279,13 +282,15 @@ def ort_split(path, runs, work):
     return out
 
 
-def ort_model_cpu(path, runs):
-    sess, bind = ort_session(path, False)
+def ort_model_cpu(path, runs, threads=1):
+    """least thread CPU time per run (1 thread) or least wall time (more)"""
+    sess, bind = ort_session(path, False, None, threads)
+    clock = time.thread_time if threads == 1 else time.perf_counter
     best = None
     for _ in range(runs):
-        t0 = time.thread_time()
+        t0 = clock()
         sess.run_with_iobinding(bind)
-        t = time.thread_time() - t0
+        t = clock() - t0
         best = t if best is None else min(best, t)
     return best
 
@@ -352,11 +357,11 @@ def report(a, name, path, work):
         for k, v in s.items():
             best_split[k] = v if k not in best_split else (min(best_split[k][0], v[0]),
                                                            min(best_split[k][1], v[1]))
-        for n, op, mn, med in ort_split(path, a.runs, work):
+        for n, op, mn, med in ort_split(path, a.runs, work, a.threads):
             b = best_ort.get(n)
             best_ort[n] = (n, op, mn, med) if b is None else (n, op, min(b[2], mn), min(b[3], med))
-        m = float(ours.run(ours.exe, a.runs)["cpu_min_s"])
-        o = ort_model_cpu(path, a.runs)
+        m = float(ours.run(ours.exe, a.runs)["cpu_min_s" if a.threads == 1 else "min_s"])
+        o = ort_model_cpu(path, a.runs, a.threads)
         best_model = [m if best_model[0] is None else min(best_model[0], m),
                       o if best_model[1] is None else min(best_model[1], o)]
     col = 3 if a.median else 2
@@ -364,7 +369,7 @@ def report(a, name, path, work):
     rows = align(model, ours, list(best_ort.values()))
     stat = "median" if a.median else "min"
     print(f"\n== {name}: per kernel, {stat} over {a.runs} runs (best of {a.rounds} rounds), "
-          f"1 thread, microseconds")
+          f"{a.threads} thread{'s' if a.threads > 1 else ''}, microseconds")
     print(f"{'our kernel':44s} {'ours':>8s}  {'ORT nodes (op)':44s} {'ORT':>8s} {'ours/ORT':>8s}")
     tot_o, tot_r = 0.0, 0.0
     for label, k, ents in rows:
@@ -376,7 +381,8 @@ def report(a, name, path, work):
         ratio = f"{us / ru:8.2f}" if ru > 0 and us > 0 else f"{'':8s}"
         print(f"{label[:44]:44s} {us:8.1f}  {desc[:44]:44s} {ru:8.1f} {ratio}")
     print(f"{'sum of kernels':44s} {tot_o:8.1f}  {'':44s} {tot_r:8.1f} {tot_o / tot_r:8.2f}")
-    print(f"{'whole model, thread CPU min per run':44s} {best_model[0] * 1e6:8.1f}  {'':44s} "
+    whole = "thread CPU" if a.threads == 1 else "wall-clock"
+    print(f"{'whole model, ' + whole + ' min per run':44s} {best_model[0] * 1e6:8.1f}  {'':44s} "
           f"{best_model[1] * 1e6:8.1f} {best_model[0] / best_model[1]:8.2f}", flush=True)
 
 
@@ -386,11 +392,15 @@ def main():
     ap.add_argument("--models", default="resnet_small,light_resnet50")
     ap.add_argument("--runs", type=int, default=200)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=1,
+                    help="threads on both sides (default 1)")
     ap.add_argument("--median", action="store_true", help="medians per kernel instead of minima")
     ap.add_argument("--rlopt-args", default="", help="more rlopt flags, e.g. '-O0'")
     ap.add_argument("--work", help="keep the generated files here")
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder")
     a = ap.parse_args()
+    if a.threads < 1:
+        ap.error("--threads must be a positive integer")
     work = a.work or tempfile.mkdtemp(prefix="cnn_split_")
     os.makedirs(work, exist_ok=True)
     try:
