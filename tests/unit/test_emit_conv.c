@@ -401,15 +401,24 @@ static bool same_file(const char *a, const char *b)
 	return tu_sh("cmp -s '%s' '%s'", a, b) == 0;
 }
 
+/* Build the fixture's program with cc (strict: -pedantic, warnings as
+ * errors, -O2) and the extra defines, then run it with the thread counts
+ * given (each writes out_T.bin); the compiler's messages on failure. */
+static int build_and_run(struct fixture *fx, const char *cc, const char *defs,
+                         const char *threads)
+{
+	return tu_sh("cd '%s' && %s -std=c11 -pedantic -Wall -Wextra -Werror -O2 %s main.c m.c -lm "
+	             "-pthread -o run 2> cc.log && ./run %s || { cat cc.log >&2; exit 1; }",
+	             fx->dir, cc, defs, threads);
+}
+
 /* ---- tests ------------------------------------------------------------------ */
 
 Test(emit_conv, matches_reference_and_threads_agree)
 {
 	struct fixture fx;
 	fixture_make(&fx);
-	int rc = tu_sh("cd '%s' && ${CC:-cc} -std=c11 -pedantic -Wall -Wextra -Werror -O2 main.c m.c -lm "
-	            "-pthread -o run 2> cc.log && ./run 1 2 3 || { cat cc.log >&2; exit 1; }",
-	            fx.dir);
+	int rc = build_and_run(&fx, "${CC:-cc}", "", "1 2 3");
 	cr_assert_eq(rc, 0, "building or running the program in %s failed", fx.dir);
 	check_outputs(&fx, "1");
 	char a[4200], b[4200];
@@ -426,9 +435,7 @@ Test(emit_conv, portable_tiles_match_reference)
 	struct fixture fx;
 	fixture_make(&fx);
 	/* no FMA micro-kernels, no per-ISA clones: the kernels' portable path */
-	int rc = tu_sh("cd '%s' && ${CC:-cc} -std=c11 -pedantic -Wall -Wextra -Werror -O2 -DRL_NO_ISA "
-	            "-DRL_NO_CLONES main.c m.c -lm -pthread -o run 2> cc.log && ./run 1 2 "
-	            "|| { cat cc.log >&2; exit 1; }", fx.dir);
+	int rc = build_and_run(&fx, "${CC:-cc}", "-DRL_NO_ISA -DRL_NO_CLONES", "1 2");
 	cr_assert_eq(rc, 0, "building or running the program in %s failed", fx.dir);
 	check_outputs(&fx, "1");
 	check_outputs(&fx, "2");
@@ -442,9 +449,7 @@ Test(emit_conv, avx2_kernels_match_reference)
 	/* the AVX2 micro-kernels and transposes (rl_cv_tr_avx2) where an
 	 * AVX-512 CPU would take the AVX-512 ones; a CPU without AVX2 runs
 	 * the portable path, checked the same way */
-	int rc = tu_sh("cd '%s' && ${CC:-cc} -std=c11 -pedantic -Wall -Wextra -Werror -O2 "
-	            "-DRL_CONV_NO_AVX512 main.c m.c -lm -pthread -o run 2> cc.log && ./run 1 2 "
-	            "|| { cat cc.log >&2; exit 1; }", fx.dir);
+	int rc = build_and_run(&fx, "${CC:-cc}", "-DRL_CONV_NO_AVX512", "1 2");
 	cr_assert_eq(rc, 0, "building or running the program in %s failed", fx.dir);
 	check_outputs(&fx, "1");
 	check_outputs(&fx, "2");
@@ -457,8 +462,7 @@ Test(emit_conv, compiles_with_clang)
 		cr_skip_test("clang is not installed");
 	struct fixture fx;
 	fixture_make(&fx);
-	int rc = tu_sh("cd '%s' && clang -std=c11 -pedantic -Wall -Wextra -Werror -O2 main.c m.c -lm "
-	            "-pthread -o run 2> cc.log && ./run 2 || { cat cc.log >&2; exit 1; }", fx.dir);
+	int rc = build_and_run(&fx, "clang", "", "2");
 	cr_assert_eq(rc, 0, "clang build or run in %s failed", fx.dir);
 	check_outputs(&fx, "2");
 	fixture_free(&fx);
