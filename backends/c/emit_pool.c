@@ -200,15 +200,16 @@ static void split_for(struct rl_cgen *cg, int64_t a, int64_t b, const char *body
 
 #define POOL_ROW_MAX 512 /* widest input row of the separable MaxPool (two stack rows) */
 
-/* Edge columns (a tap in the padding), from v, one output at a time. */
-static void emit_max_edges(struct rl_cgen *cg, const char *T, const struct pool_win *w,
-                           int64_t a, int64_t b)
+/*
+ * Open the loop over the edge columns of an output row (those with a tap in
+ * the padding: all but the interior [a, b)), one output ow at a time, with
+ * iw0 its first tap's input column; the caller writes the body and closes
+ * the loop (indent--, "}").
+ */
+static void edges_open(struct rl_cgen *cg, const char *what, int64_t OW, int64_t SW, int64_t PL,
+                       int64_t a, int64_t b)
 {
-	int64_t W = w->in[1], OW = w->out[1], KW = w->k[1], SW = w->s[1], DW = w->d[1];
-	int64_t PL = w->pb[1];
-	if (a == 0 && b >= OW)
-		return;
-	cg_line(cg, "/* edge columns: the taps inside, one by one */");
+	cg_line(cg, "/* edge columns: %s */", what);
 	cg_line(cg, "for (size_t ow = 0; ow < %lld; ow++) {", (long long)OW);
 	cg->indent++;
 	if (b > a) {
@@ -219,6 +220,17 @@ static void emit_max_edges(struct rl_cgen *cg, const char *T, const struct pool_
 	}
 	cg_line(cg, "const long long iw0 = (long long)(ow * %lld) - %lld;", (long long)SW,
 	        (long long)PL);
+}
+
+/* Edge columns (a tap in the padding), from v, one output at a time. */
+static void emit_max_edges(struct rl_cgen *cg, const char *T, const struct pool_win *w,
+                           int64_t a, int64_t b)
+{
+	int64_t W = w->in[1], OW = w->out[1], KW = w->k[1], SW = w->s[1], DW = w->d[1];
+	int64_t PL = w->pb[1];
+	if (a == 0 && b >= OW)
+		return;
+	edges_open(cg, "the taps inside, one by one", OW, SW, PL, a, b);
 	cg_line(cg, "%s m = %s;", T, cg_zero(T));
 	cg_line(cg, "int any = 0;");
 	cg_line(cg, "for (long long kw = 0; kw < %lld; kw++) {", (long long)KW);
@@ -693,18 +705,7 @@ static enum rl_status emit_rows(struct rl_cgen *cg, uint32_t node, const struct 
 		}
 	}
 	if (a > 0 || b < OW) {
-		/* edge columns, one output at a time */
-		cg_line(cg, "/* edge columns: taps checked one by one */");
-		cg_line(cg, "for (size_t ow = 0; ow < %lld; ow++) {", (long long)OW);
-		cg->indent++;
-		if (b > a) {
-			cg_line(cg, "if (ow == %lld)", (long long)a);
-			cg_line(cg, "    ow = %lld; /* skip the interior */", (long long)b);
-			cg_line(cg, "if (ow >= %lld)", (long long)OW);
-			cg_line(cg, "    break;");
-		}
-		cg_line(cg, "const long long iw0 = (long long)(ow * %lld) - %lld;", (long long)w.s[1],
-		        (long long)w.pb[1]);
+		edges_open(cg, "taps checked one by one", OW, w.s[1], w.pb[1], a, b);
 		if (is_max) {
 			cg_line(cg, "%s m = %s;", T, cg_zero(T));
 			cg_line(cg, "int any = 0;");
