@@ -1463,6 +1463,34 @@ static const char cv_port[] =
  * resnet_small's 3x3 16->16 on 32x32 (perf samples, one thread); a copy, so
  * the outputs are the same bits.
  */
+/* A transpose's head, for vectors of vw floats: the blocks of vw pixels by
+ * vw channels, o and d their corners in ob and y. */
+static void cv_tr_open(struct rl_buf *b, const char *target, const char *isa, int vw)
+{
+	rl_buf_printf(b,
+		"static __attribute__((target(\"%s\"))) void rl_cv_tr_%s(const float *restrict ob,\n"
+		"        size_t cb, size_t np, size_t mv, float *restrict y, size_t ys)\n"
+		"{\n"
+		"    size_t q0 = 0;\n"
+		"    for (; q0 + %d <= np; q0 += %d)\n"
+		"        for (size_t c0 = 0; c0 < mv; c0 += %d) {\n"
+		"            const float *o = ob + q0 * cb + c0;\n"
+		"            float *d = y + c0 * ys + q0;\n", target, isa, vw, vw, vw);
+}
+
+/* A transpose's tail: the last np % vw pixels one by one. */
+static void cv_tr_close(struct rl_buf *b, int vw)
+{
+	rl_buf_printf(b,
+		"        }\n"
+		"    /* the last np %% %d pixels; the constant bounds (mv <= cb <= 32) keep GCC\n"
+		"     * from warning that q0 * cb could overflow in its clones for a constant cb */\n"
+		"    for (size_t j = 0; j < %d && q0 + j < np; j++)\n"
+		"        for (size_t c = 0; c < 32 && c < mv; c++)\n"
+		"            y[c * ys + q0 + j] = ob[(q0 + j) * cb + c];\n"
+		"}\n\n", vw, vw - 1);
+}
+
 static void cv_emit_tr(struct rl_buf *b)
 {
 	char ad[64];
@@ -1471,15 +1499,8 @@ static void cv_emit_tr(struct rl_buf *b)
 	 * slower than the scalar copy) */
 	rl_buf_printf(b,
 		"/* ---- Conv, channels on vector lanes: the sums back into NCHW planes ---- */\n"
-		"/* y[r * ys + q] = ob[q * cb + r] for r < mv, q < np (cb a multiple of 16) */\n"
-		"static __attribute__((target(\"avx512f\"))) void rl_cv_tr_avx512(const float *restrict ob,\n"
-		"        size_t cb, size_t np, size_t mv, float *restrict y, size_t ys)\n"
-		"{\n"
-		"    size_t q0 = 0;\n"
-		"    for (; q0 + 16 <= np; q0 += 16)\n"
-		"        for (size_t c0 = 0; c0 < mv; c0 += 16) {\n"
-		"            const float *o = ob + q0 * cb + c0;\n"
-		"            float *d = y + c0 * ys + q0;\n");
+		"/* y[r * ys + q] = ob[q * cb + r] for r < mv, q < np (cb a multiple of 16) */\n");
+	cv_tr_open(b, "avx512f", "avx512", 16);
 	for (int j = 0; j < 16; j++)
 		rl_buf_printf(b, "            const __m512 r%d = _mm512_loadu_ps(%s);\n", j,
 		              cg_addr(ad, sizeof(ad), "o", j, "cb", NULL, 0));
@@ -1512,22 +1533,8 @@ static void cv_emit_tr(struct rl_buf *b)
 		              cond, cg_addr(ad, sizeof(ad), "d", c, "ys", NULL, 0), i, k & 1, i,
 		              2 + (k & 1), k < 2 ? "0x88" : "0xdd");
 	}
-	rl_buf_printf(b,
-		"        }\n"
-		"    /* the last np %% 16 pixels; the constant bounds (mv <= cb <= 32) keep GCC\n"
-		"     * from warning that q0 * cb could overflow in its clones for a constant cb */\n"
-		"    for (size_t j = 0; j < 15 && q0 + j < np; j++)\n"
-		"        for (size_t c = 0; c < 32 && c < mv; c++)\n"
-		"            y[c * ys + q0 + j] = ob[(q0 + j) * cb + c];\n"
-		"}\n\n"
-		"static __attribute__((target(\"avx2\"))) void rl_cv_tr_avx2(const float *restrict ob,\n"
-		"        size_t cb, size_t np, size_t mv, float *restrict y, size_t ys)\n"
-		"{\n"
-		"    size_t q0 = 0;\n"
-		"    for (; q0 + 8 <= np; q0 += 8)\n"
-		"        for (size_t c0 = 0; c0 < mv; c0 += 8) {\n"
-		"            const float *o = ob + q0 * cb + c0;\n"
-		"            float *d = y + c0 * ys + q0;\n");
+	cv_tr_close(b, 16);
+	cv_tr_open(b, "avx2", "avx2", 8);
 	for (int j = 0; j < 8; j++)
 		rl_buf_printf(b, "            const __m256 r%d = _mm256_loadu_ps(%s);\n", j,
 		              cg_addr(ad, sizeof(ad), "o", j, "cb", NULL, 0));
@@ -1550,14 +1557,7 @@ static void cv_emit_tr(struct rl_buf *b)
 		              cond, cg_addr(ad, sizeof(ad), "d", c, "ys", NULL, 0), c % 4, 4 + c % 4,
 		              c < 4 ? "0x20" : "0x31");
 	}
-	rl_buf_printf(b,
-		"        }\n"
-		"    /* the last np %% 8 pixels; the constant bounds (mv <= cb <= 32) keep GCC\n"
-		"     * from warning that q0 * cb could overflow in its clones for a constant cb */\n"
-		"    for (size_t j = 0; j < 7 && q0 + j < np; j++)\n"
-		"        for (size_t c = 0; c < 32 && c < mv; c++)\n"
-		"            y[c * ys + q0 + j] = ob[(q0 + j) * cb + c];\n"
-		"}\n\n");
+	cv_tr_close(b, 8);
 }
 
 /* The micro-kernel of one ISA for tiles of nt pixels at stride sx, into b. */
