@@ -410,11 +410,17 @@ static char *join(const char *indent, int ind, const struct tok *t, int n)
 	return o;
 }
 
-static bool is_pp(const char *s)
+/* s past its leading spaces (the emitter indents with spaces only) */
+static const char *lskip(const char *s)
 {
 	while (*s == ' ')
 		s++;
-	return *s == '#';
+	return s;
+}
+
+static bool is_pp(const char *s)
+{
+	return *lskip(s) == '#';
 }
 
 /* Simplify one line in place (a new string when changed). */
@@ -810,28 +816,20 @@ static void merge_nested_blocks(struct line *L, int nl)
 		int j = next_stmt(L, nl, i);
 		if (j == nl)
 			continue;
-		const char *t = L[j].s;
-		while (*t == ' ')
-			t++;
-		const char *after = t + 1;
-		while (*after == ' ')
-			after++;
+		const char *t = lskip(L[j].s);
+		const char *after = lskip(t + 1);
 		if (t[0] != '{' || (*after && strncmp(after, "/*", 2) != 0) || brace_delta(t) != 1)
 			continue;
 		int cj = scope_end(L, nl, j);
 		if (cj == nl)
 			continue;
-		const char *c = L[cj].s;
-		while (*c == ' ')
-			c++;
+		const char *c = lskip(L[cj].s);
 		if (strcmp(c, "}") != 0)
 			continue;
 		int ci = next_stmt(L, nl, cj);
 		if (ci == nl)
 			continue;
-		c = L[ci].s;
-		while (*c == ' ')
-			c++;
+		c = lskip(L[ci].s);
 		if (c[0] != '}' || scope_end(L, nl, i) != ci)
 			continue;
 		if (*after) { /* keep the comment, one level out */
@@ -944,17 +942,13 @@ void cg_tidy(struct rl_buf *b)
 				if (bd < 0)
 					break;
 			}
-			const char *last = L[e - 1].s;
-			while (*last == ' ')
-				last++;
+			const char *last = lskip(L[e - 1].s);
 			if (e == i + 1 || bd || (!simple_statement(last) && strcmp(last, "}") != 0) ||
 			    !substitutable(L, i + 1, e, v, false))
 				continue;
 			bool jump = false;
 			for (int k = i + 1; k < e; k++) {
-				const char *t = L[k].s;
-				while (*t == ' ')
-					t++;
+				const char *t = lskip(L[k].s);
 				if (starts_loop(t))
 					break; /* jumps below are the inner loop's */
 				jump |= has_word(t, "break") || has_word(t, "continue");
@@ -987,9 +981,7 @@ void cg_tidy(struct rl_buf *b)
 		for (int k = i + 1; k < end && !jumps; k++) {
 			if (L[k].dead)
 				continue;
-			const char *t = L[k].s;
-			while (*t == ' ')
-				t++;
+			const char *t = lskip(L[k].s);
 			bool loop = starts_loop(t);
 			size_t tl = strlen(t);
 			bool oneline = loop && tl && t[tl - 1] == ';'; /* `for (...) stmt;` */
