@@ -58,6 +58,7 @@ SOURCE = os.path.normpath(os.path.join(HERE, ".."))
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(SOURCE, "tests", "py"))
 import rltest  # noqa: E402
+import bench_ort  # noqa: E402  (ort_session)
 
 CALL = re.compile(r"^(\s+)(k(\d+)_\w*)\((.*)\);\s*$")
 
@@ -232,18 +233,7 @@ class Ours:
 
 
 def ort_session(path, profile, prefix=None, threads=1):
-    import onnxruntime as ort
-
-    so = ort.SessionOptions()
-    so.log_severity_level = 3
-    so.intra_op_num_threads = threads
-    so.inter_op_num_threads = 1
-    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    if profile:
-        so.enable_profiling = True
-        so.profile_file_prefix = prefix
-    sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    sess = bench_ort.ort_session(path, threads, prefix if profile else None)
     rng = np.random.default_rng(1)
     bind = sess.io_binding()
     for i in sess.get_inputs():

@@ -41,6 +41,9 @@ from onnx import TensorProto, helper, numpy_helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.normpath(os.path.join(HERE, ".."))
+sys.path.insert(0, HERE)
+import bench_ort  # noqa: E402  (ort_session)
+
 LAYERS = ["512,7,512,3,1,1", "2048,7,512,1,1,0", "256,14,256,3,1,1", "1024,14,256,1,1,0",
           "256,14,512,3,2,1", "512,13,1000,1,1,0", "64,13,256,3,1,1"]
 
@@ -85,15 +88,7 @@ def cpu_ms(exe, runs):
 
 
 def ort_side(path, threads, C, H):
-    import onnxruntime as ort
-
-    so = ort.SessionOptions()
-    so.log_severity_level = 3
-    so.intra_op_num_threads = threads
-    so.inter_op_num_threads = 1
-    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    sess = bench_ort.ort_session(path, threads)
     x = np.random.default_rng(2).uniform(-1, 1, (1, C, H, H)).astype(np.float32)
     bind = sess.io_binding()
     bind.bind_cpu_input("x", x)

@@ -203,7 +203,10 @@ def harness(exe, weights, flags, cwd, threads=0):
 # ---- onnxruntime ------------------------------------------------------------
 
 
-def ort_session(path, threads):
+def ort_session(path, threads, profile_prefix=None):
+    """onnxruntime on the CPU as the benches time it: `threads` intra-op
+    threads, sequential, every graph optimization; with profile_prefix its
+    per-node profile is written (SessionOptions.enable_profiling)"""
     import onnxruntime as ort
 
     so = ort.SessionOptions()
@@ -212,6 +215,9 @@ def ort_session(path, threads):
     so.inter_op_num_threads = 1
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    if profile_prefix:
+        so.enable_profiling = True
+        so.profile_file_prefix = profile_prefix
     return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
 
 
