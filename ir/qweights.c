@@ -312,12 +312,18 @@ bool rl_count_quant_matmul(const struct rl_graph *g, uint32_t node, struct rl_co
 	/* as the kernels run it (ir/cost.h): the codes' products, the threads
 	 * they split into, the activation rows quantized before the split */
 	int64_t M = N > 0 ? (int64_t)(mn / (double)N) : 0;
-	c->qmacs = c->macs;
-	if (K > 0 && N > 0 && bs > 0 && (bits == 8 || bits == 4)) {
-		c->par_tasks = (double)rl_qmatmul_tasks(bits, K, N, bs, M);
-		c->serial = RL_QX_PREP_BASIC * (double)(M < 1 ? 1 : M) * k;
-	}
+	rl_qmatmul_kernel_counts(bits, K, N, bs, M, c);
 	return true;
+}
+
+void rl_qmatmul_kernel_counts(int bits, int64_t k, int64_t n, int64_t block, int64_t m,
+                              struct rl_counts *c)
+{
+	c->qmacs = c->macs;
+	if (k > 0 && n > 0 && block > 0 && (bits == 8 || bits == 4)) {
+		c->par_tasks = (double)rl_qmatmul_tasks(bits, k, n, block, m);
+		c->serial = RL_QX_PREP_BASIC * (double)(m < 1 ? 1 : m) * (double)k;
+	}
 }
 
 int64_t rl_qmatmul_grain(int bits, int64_t k, int64_t block, int64_t m)

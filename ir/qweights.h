@@ -124,5 +124,12 @@ int64_t rl_qmatmul_tasks(int bits, int64_t k, int64_t n, int64_t block, int64_t 
  * 7.4 us per call), whose BASIC rate is 8.3e10 elements/s: 200-275.
  */
 #define RL_QX_PREP_BASIC 200.0
+/* What the kernels add to the float product's counts (c->macs set): the
+ * codes' products (qmacs), the split (par_tasks) and the activation rows'
+ * quantization on the calling thread (serial), for M rows of K over N
+ * codes in blocks of `block`. rl_count_quant_matmul and the quantize pass's
+ * candidates both count through it. */
+void rl_qmatmul_kernel_counts(int bits, int64_t k, int64_t n, int64_t block, int64_t m,
+                              struct rl_counts *c);
 
 #endif /* RL_QWEIGHTS_H */

@@ -798,9 +798,7 @@ enum rl_status rl_pass_quantize(struct rl_graph *g, struct rl_pass_ctx *ctx)
 			c2.bytes_read += qbytes - wbytes;
 			c2.weight_bytes += qbytes - wbytes;
 			c2.reuse_bytes = foot - saved - (wbytes - qbytes);
-			c2.qmacs = c2.macs;
-			c2.par_tasks = (double)rl_qmatmul_tasks(qw.bits, c.k, c.n, qw.block, rows);
-			c2.serial = RL_QX_PREP_BASIC * (double)(rows < 1 ? 1 : rows) * (double)c.k;
+			rl_qmatmul_kernel_counts(qw.bits, c.k, c.n, qw.block, rows, &c2);
 			rl_cost_price(m, &c2, RL_PREC_FP32, true, &ca);
 		}
 		if (ctx->quantize == RL_QUANT_AUTO && ca.time_s > 0.95 * cb.time_s) {
