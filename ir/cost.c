@@ -443,11 +443,19 @@ static double level_bw(const struct rl_machine *m, const struct rl_mem_level *L,
 	return chip * th / cores;
 }
 
-double rl_cost_fixed_s(const struct rl_machine *m, const struct rl_counts *c)
+/* A kernel's fixed cost when it runs on th threads: the launch (the call
+ * on a CPU), and the pool's fork/join when a CPU kernel is split. */
+static double fixed_on(const struct rl_machine *m, int th)
 {
-	bool split = strcmp(m->kind, "cpu") == 0 && rl_cost_threads(m, c) > 1;
+	bool split = strcmp(m->kind, "cpu") == 0 && th > 1;
 	return m->launch_latency + (split ? m->fork_latency : 0);
 }
+
+double rl_cost_fixed_s(const struct rl_machine *m, const struct rl_counts *c)
+{
+	return fixed_on(m, rl_cost_threads(m, c));
+}
+
 static struct kernel_rates kernel_rates(const struct rl_machine *m, const struct rl_counts *c,
                                         enum rl_prec prec, bool matrix)
 {
@@ -464,7 +472,7 @@ static struct kernel_rates kernel_rates(const struct rl_machine *m, const struct
 	r.th = th;
 	/* the calling thread's serial prologue (quantized products) runs
 	 * before the split and overlaps nothing: a fixed cost of this kernel */
-	r.fixed = rl_cost_fixed_s(m, c) + serial_s(m, c);
+	r.fixed = fixed_on(m, th) + serial_s(m, c);
 	/* chunks that do not divide evenly: the busiest thread runs split of the
 	 * one-thread time (ceil(chunks / th) of them), imb times an even share */
 	r.imb = split * th;
