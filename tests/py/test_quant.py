@@ -326,7 +326,9 @@ def check_kernel_paths(args, work):
     cover partial units (K % block), partial lane groups (units % 16), blocks
     of 32/64/128, zero points, per-channel int8, several rows, and a row
     holding NaN (the VNNI path hands it to the float kernel: NaN out)."""
-    vnni = "avx512_vnni" in open("/proc/cpuinfo").read() if os.path.exists("/proc/cpuinfo") else False
+    cpu = open("/proc/cpuinfo").read() if os.path.exists("/proc/cpuinfo") else ""
+    vnni = "avx512_vnni" in cpu
+    avx2 = " avx2" in cpu and " fma" in cpu
     d = os.path.join(work, "paths")
     os.makedirs(d)
     configs = [  # K, N, rows, flags
@@ -352,7 +354,9 @@ def check_kernel_paths(args, work):
         xp = os.path.join(d, f"x{ci}.pb")
         rltest.write_pb(xp, x)
         ys = {}
-        for name, cflags in (("vnni", None), ("vec", "-DRL_NO_QVNNI"),
+        # "int": the integer kernels the CPU has (VNNI, else AVX2); "avx2":
+        # the AVX2 ones even where VNNI is (-DRL_NO_QAVX512)
+        for name, cflags in (("int", None), ("avx2", "-DRL_NO_QAVX512"), ("vec", "-DRL_NO_QVNNI"),
                              ("scalar", "-DRL_NO_VEC -DRL_NO_THREADS")):
             out = os.path.join(d, f"o{ci}_{name}")
             rr = rltest.run([args.rlopt, "run", path, "-i", xp, "-d", out, "--remarks"] + flags
@@ -369,16 +373,23 @@ def check_kernel_paths(args, work):
         def rel(a, b):
             return float(np.linalg.norm((a - b)[fin]) / np.linalg.norm(b[fin]))
         e_sc = rel(ys["scalar"], ys["vec"])
-        e_vn = rel(ys["vnni"], ys["vec"])
+        e_in = rel(ys["int"], ys["vec"])
+        e_a2 = rel(ys["avx2"], ys["vec"])
         if not e_sc <= 1e-5:
             return "fail", f"config {ci}: scalar and vector kernels differ by {e_sc:.3g}"
-        if not e_vn <= 1e-4:
-            return "fail", f"config {ci}: VNNI and float kernels differ by {e_vn:.3g}"
-        notes.append(f"{e_vn:.1e}")
-    if not vnni:
-        return "pass", ("this CPU has no AVX-512 VNNI: the default build ran the float "
-                        "kernels, the VNNI ones were not exercised")
-    return "pass", "VNNI vs float kernels, relative difference " + ", ".join(notes)
+        if not e_in <= 1e-4:
+            return "fail", f"config {ci}: integer ({'VNNI' if vnni else 'AVX2'}) and float kernels differ by {e_in:.3g}"
+        if not e_a2 <= 1e-4:
+            return "fail", f"config {ci}: AVX2 integer and float kernels differ by {e_a2:.3g}"
+        if (vnni or avx2) and not e_in > 0:
+            return "fail", f"config {ci}: the integer kernels did not run (identical to float)"
+        notes.append(f"{e_in:.1e}/{e_a2:.1e}")
+    ran = "VNNI" if vnni else "AVX2" if avx2 else "no"
+    if not (vnni or avx2):
+        return "pass", ("this CPU has neither AVX-512 VNNI nor AVX2: every build ran the float "
+                        "kernels, the integer ones were not exercised")
+    return "pass", (f"integer ({ran}) / AVX2 kernels vs float kernels, relative difference "
+                    + ", ".join(notes) + ("" if vnni else "; VNNI not exercised (no AVX-512 VNNI)"))
 
 
 def check_bad_inputs(args, work):
