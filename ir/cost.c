@@ -116,9 +116,11 @@ static void count_math(const struct rl_graph *g, const struct rl_node *n, struct
 /*
  * A QuantMatMul's code x row products (c->qmacs) on a CPU, as
  * backends/c/emit_qgemm.c runs them: where the profile lists an int8 peak
- * (VNNI; `rlopt probe` measures it on vpdpbusd), two 8-bit dot products
- * per code and row, 4 OP at that peak (the block scales' float work is one
- * FMA per 16 blocks: left out); else the generic vectors widen each code
+ * (`rlopt probe` measures it on vpdpbusd with VNNI, else on AVX2's
+ * vpmaddubsw + vpmaddwd, the two integer kernel families), two 8-bit dot
+ * products per code and row (the row's low and high bytes), 4 OP at that
+ * peak (the block scales' float work is one FMA per 16 blocks: left out;
+ * AVX2's int8 sign step is left out too); else the generic vectors widen each code
  * (unpack, convert: 2 BASIC elements) and multiply-add it in float (2
  * FLOPs, the GEMM class or the peak).
  */

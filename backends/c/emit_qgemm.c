@@ -408,34 +408,29 @@ static void gen_vnni(struct rl_buf *b, int bits, int nc)
 	rl_buf_printf(b, "}\n\n");
 }
 
-/* The AVX2 kernels' helpers: lanes [0, n) of 8 set; a group's 16 scales
- * as two vectors of 8 (one per channel when nb is 1; a short group's
- * missing lanes 0); the sum of a vector's lanes. */
+/* The AVX2 kernels' helpers: lanes [0, n) of 8 set; the 8 scales of half
+ * hh of a group (one per channel when nb is 1; a short group's missing
+ * lanes 0); the sum of a vector's lanes. */
 static const char qavx2_helpers[] =
 	"RL_QAVX2_FN inline __m256i rl_q_mask8(int64_t n)\n"
 	"{\n"
 	"    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n < 0 ? 0 : n > 8 ? 8 : n)),\n"
 	"                              _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));\n"
 	"}\n\n"
-	"RL_QAVX2_FN inline void rl_q_sc2(__m256 *sa, __m256 *sb, const void *s, int half,\n"
-	"                                        int64_t nb, int64_t g, int64_t L)\n"
+	"RL_QAVX2_FN inline __m256 rl_q_sc8(const void *s, int half, int64_t nb, int64_t g, int64_t L,\n"
+	"                                   int hh)\n"
 	"{\n"
-	"    if (nb == 1) {\n"
-	"        *sa = *sb = _mm256_set1_ps(rl_q_sc(s, half, 0));\n"
-	"    } else if (L == 16 && half) {\n"
-	"        const uint16_t *h = (const uint16_t *)s + 16 * g;\n"
-	"        *sa = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h));\n"
-	"        *sb = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(h + 8)));\n"
-	"    } else if (L == 16) {\n"
-	"        *sa = _mm256_loadu_ps((const float *)s + 16 * g);\n"
-	"        *sb = _mm256_loadu_ps((const float *)s + 16 * g + 8);\n"
-	"    } else {\n"
-	"        float t[16] = {0};\n"
-	"        for (int64_t i = 0; i < L; i++)\n"
-	"            t[i] = rl_q_sc(s, half, 16 * g + i);\n"
-	"        *sa = _mm256_loadu_ps(t);\n"
-	"        *sb = _mm256_loadu_ps(t + 8);\n"
-	"    }\n"
+	"    int64_t o = 16 * g + 8 * hh;\n"
+	"    if (nb == 1)\n"
+	"        return _mm256_set1_ps(rl_q_sc(s, half, 0));\n"
+	"    if (L == 16 && half)\n"
+	"        return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)s + o)));\n"
+	"    if (L == 16)\n"
+	"        return _mm256_loadu_ps((const float *)s + o);\n"
+	"    float t[8] = {0};\n"
+	"    for (int64_t i = 0; i < 8 && o + i < 16 * g + L; i++)\n"
+	"        t[i] = rl_q_sc(s, half, o + i);\n"
+	"    return _mm256_loadu_ps(t);\n"
 	"}\n\n"
 	"RL_QAVX2_FN inline float rl_q_hsum8(__m256 v)\n"
 	"{\n"
@@ -445,16 +440,19 @@ static const char qavx2_helpers[] =
 	"}\n\n";
 
 /* The AVX2 kernel for nc consecutive channels against one mode-2 row, the
- * same walk as gen_vnni on 8-lane halves of each 16-lane step (a for lanes
- * 0-7, b for 8-15). AVX2 has no byte dot product into 32 bits, only
- * vpmaddubsw (unsigned x signed bytes, pairs summed into saturating int16)
- * and vpmaddwd (int16 pairs into int32); the prepared row keeps every
- * product inside int16: x = 255 hi + lo with both in [-127, 127], so
+ * same walk as gen_vnni but each 16-lane group in two passes, lanes 0-7 then
+ * 8-15 (the second pass reads the group's codes again from L1: 4 int32 sums
+ * and the x vectors fit the 16 ymm registers; both halves at once spilled
+ * the sums to the stack on every step). AVX2 has no byte dot product into
+ * 32 bits, only vpmaddubsw (unsigned x signed bytes, pairs summed into
+ * saturating int16) and vpmaddwd (int16 pairs into int32); the prepared row
+ * keeps every sum inside int16: x = 255 hi + lo with both in [-127, 127], so
  *   int8: |x| against the code carrying x's sign (vpsignb): a pair is at
- *         most 2 * 127 * 127 = 32258;
- *   int4: the nibble (0..15) against x: a pair at most 2 * 15 * 127, and
- *         both nibbles' pairs added in int16 (7620) before widening.
- * Then vpmaddwd by 1 (lo) and by 255 (hi) into one int32 sum per lane. */
+ *         most 2 * 127 * 127 = 32258, widened at once;
+ *   int4: the nibble (0..15) against x: a pair at most 2 * 15 * 127, both
+ *         nibbles of 4 steps summed in int16 (8 * 3810 = 30480) before
+ *         widening.
+ * vpmaddwd by 1 (lo) and by 255 (hi) gives one int32 sum per lane. */
 static void gen_avx2(struct rl_buf *b, int bits, int nc)
 {
 	char ab[64];
@@ -475,8 +473,8 @@ static void gen_avx2(struct rl_buf *b, int bits, int nc)
 		if (c == 0)
 			snprintf(sc, sizeof(sc), "sv");
 		else
-			snprintf(sc, sizeof(sc), "(const char *)sv + %s", c == 1 ? "nb * (half ? 2 : 4)"
-			         : c == 2 ? "2 * nb * (half ? 2 : 4)" : "3 * nb * (half ? 2 : 4)");
+			snprintf(sc, sizeof(sc), "(const char *)sv + %s%snb * (half ? 2 : 4)",
+			         c == 1 ? "" : c == 2 ? "2" : "3", c == 1 ? "" : " * ");
 		rl_buf_printf(b, "    __m256 f%d = _mm256_setzero_ps();\n"
 		              "    const uint8_t *q%d = %s;\n"
 		              "    const void *s%d = %s;\n", c, c,
@@ -484,79 +482,76 @@ static void gen_avx2(struct rl_buf *b, int bits, int nc)
 	}
 	rl_buf_printf(b, "    for (int64_t g = 0; g < G; g++) {\n"
 	              "        int64_t L = U - 16 * g < 16 ? U - 16 * g : 16;\n"
-	              "        const __m256i ma = rl_q_mask8(L), mb = rl_q_mask8(L - 8);\n"
-	              "        const __m256i *xv = (const __m256i *)(xb + g * (u / 4) * 128);\n");
+	              "        for (int hh = 0; hh < 2 && 8 * hh < L; hh++) {\n"
+	              "            const __m256i mk = rl_q_mask8(L - 8 * hh);\n"
+	              "            const __m256i *xv = (const __m256i *)(xb + g * (u / 4) * 128) + hh;\n");
 	for (int c = 0; c < nc; c++)
-		rl_buf_printf(b, "        __m256i a%d = _mm256_setzero_si256(), b%d = a%d;\n", c, c, c);
-	rl_buf_printf(b, "        for (int64_t t = 0; t < steps; t++, xv += %d) {\n", bits == 8 ? 4 : 8);
-	if (bits == 8)
-		rl_buf_printf(b, "            const __m256i xla = _mm256_load_si256(xv), xlb = _mm256_load_si256(xv + 1);\n"
-		              "            const __m256i xha = _mm256_load_si256(xv + 2), xhb = _mm256_load_si256(xv + 3);\n"
-		              "            const __m256i ala = _mm256_abs_epi8(xla), alb = _mm256_abs_epi8(xlb);\n"
-		              "            const __m256i aha = _mm256_abs_epi8(xha), ahb = _mm256_abs_epi8(xhb);\n");
-	for (int c = 0; c < nc; c++) {
-		rl_buf_printf(b, "            {\n"
-		              "                const __m256i va = L == 16 ? _mm256_loadu_si256((const __m256i *)q%d)\n"
-		              "                                           : _mm256_maskload_epi32((const int *)q%d, ma);\n"
-		              "                const __m256i vb = L == 16 ? _mm256_loadu_si256((const __m256i *)(q%d + 32))\n"
-		              "                                           : _mm256_maskload_epi32((const int *)(q%d + 32), mb);\n"
-		              "                _mm_prefetch((const char *)(q%d + 8 * qs), _MM_HINT_T1);\n"
-		              "                q%d += 4 * L;\n", c, c, c, c, c, c);
-		if (bits == 8) {
-			rl_buf_printf(b, "                a%d = _mm256_add_epi32(a%d, _mm256_add_epi32(\n"
-			              "                    _mm256_madd_epi16(_mm256_maddubs_epi16(ala, _mm256_sign_epi8(va, xla)), one),\n"
-			              "                    _mm256_madd_epi16(_mm256_maddubs_epi16(aha, _mm256_sign_epi8(va, xha)), c255)));\n"
-			              "                b%d = _mm256_add_epi32(b%d, _mm256_add_epi32(\n"
-			              "                    _mm256_madd_epi16(_mm256_maddubs_epi16(alb, _mm256_sign_epi8(vb, xlb)), one),\n"
-			              "                    _mm256_madd_epi16(_mm256_maddubs_epi16(ahb, _mm256_sign_epi8(vb, xhb)), c255)));\n",
-			              c, c, c, c);
-		} else {
-			/* xv: low bytes of the step's first four codes (a, b), their
-			 * high bytes, then the same for the last four */
-			rl_buf_printf(b, "                const __m256i c0a = _mm256_and_si256(va, m4);\n"
-			              "                const __m256i c1a = _mm256_and_si256(_mm256_srli_epi16(va, 4), m4);\n"
-			              "                const __m256i c0b = _mm256_and_si256(vb, m4);\n"
-			              "                const __m256i c1b = _mm256_and_si256(_mm256_srli_epi16(vb, 4), m4);\n"
-			              "                a%d = _mm256_add_epi32(a%d, _mm256_add_epi32(\n"
-			              "                    _mm256_madd_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(c0a, xv[0]),\n"
-			              "                                                       _mm256_maddubs_epi16(c1a, xv[4])), one),\n"
-			              "                    _mm256_madd_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(c0a, xv[2]),\n"
-			              "                                                       _mm256_maddubs_epi16(c1a, xv[6])), c255)));\n"
-			              "                b%d = _mm256_add_epi32(b%d, _mm256_add_epi32(\n"
-			              "                    _mm256_madd_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(c0b, xv[1]),\n"
-			              "                                                       _mm256_maddubs_epi16(c1b, xv[5])), one),\n"
-			              "                    _mm256_madd_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(c0b, xv[3]),\n"
-			              "                                                       _mm256_maddubs_epi16(c1b, xv[7])), c255)));\n",
-			              c, c, c, c);
+		rl_buf_printf(b, "            const uint8_t *r%d = q%d + 32 * hh;\n"
+		              "            __m256i a%d = _mm256_setzero_si256();\n", c, c, c);
+	/* one step of channel c: its 8 lanes' 32 bytes of codes */
+	char ld[512];
+	if (bits == 8) {
+		rl_buf_printf(b, "            for (int64_t t = 0; t < steps; t++, xv += 4) {\n"
+		              "                const __m256i al = _mm256_abs_epi8(xv[0]), ah = _mm256_abs_epi8(xv[2]);\n");
+		for (int c = 0; c < nc; c++) {
+			snprintf(ld, sizeof(ld), "L == 16 ? _mm256_loadu_si256((const __m256i *)r%d) : "
+			         "_mm256_maskload_epi32((const int *)r%d, mk)", c, c);
+			rl_buf_printf(b, "                {\n"
+			              "                    const __m256i v = %s;\n"
+			              "                    _mm_prefetch((const char *)(r%d + 8 * qs), _MM_HINT_T1);\n"
+			              "                    r%d += 4 * L;\n"
+			              "                    a%d = _mm256_add_epi32(a%d, _mm256_add_epi32(\n"
+			              "                        _mm256_madd_epi16(_mm256_maddubs_epi16(al, _mm256_sign_epi8(v, xv[0])), one),\n"
+			              "                        _mm256_madd_epi16(_mm256_maddubs_epi16(ah, _mm256_sign_epi8(v, xv[2])), c255)));\n"
+			              "                }\n", ld, c, c, c, c);
 		}
 		rl_buf_printf(b, "            }\n");
-	}
-	rl_buf_printf(b, "        }\n");
-	if (bits == 4) {
-		/* the zero points' share z * sum(x) per lane (sums past L are 0) */
-		rl_buf_printf(b, "        const __m256i xsa = _mm256_loadu_si256((const __m256i *)(xs + 16 * g));\n"
-		              "        const __m256i xsb = _mm256_loadu_si256((const __m256i *)(xs + 16 * g + 8));\n");
+	} else {
+		rl_buf_printf(b, "            for (int64_t t0 = 0; t0 < steps; t0 += 4) {\n");
+		for (int c = 0; c < nc; c++)
+			rl_buf_printf(b, "                __m256i l%d = _mm256_setzero_si256(), h%d = l%d;\n", c, c, c);
+		/* xv: low bytes of the step's first four codes (this half at
+		 * xv[0]), their high bytes (xv[2]), then the last four (xv[4], xv[6]) */
+		rl_buf_printf(b, "                for (int64_t t = t0; t < t0 + 4 && t < steps; t++, xv += 8) {\n");
 		for (int c = 0; c < nc; c++) {
-			rl_buf_printf(b, "        if (z) {\n"
-			              "            uint8_t zt[16] = {0};\n"
-			              "            memcpy(zt, %s, (size_t)L);\n"
-			              "            const __m128i zv = _mm_loadu_si128((const __m128i *)zt);\n"
-			              "            a%d = _mm256_sub_epi32(a%d, _mm256_mullo_epi32(_mm256_cvtepu8_epi32(zv), xsa));\n"
-			              "            b%d = _mm256_sub_epi32(b%d, _mm256_mullo_epi32(_mm256_cvtepu8_epi32(_mm_srli_si128(zv, 8)), xsb));\n"
-			              "        } else {\n"
-			              "            a%d = _mm256_sub_epi32(a%d, _mm256_slli_epi32(xsa, 3));\n"
-			              "            b%d = _mm256_sub_epi32(b%d, _mm256_slli_epi32(xsb, 3));\n"
-			              "        }\n",
-			              cg_addr(ab, sizeof(ab), "z", c, "nb", "16 * g", 0), c, c, c, c, c, c, c, c);
+			snprintf(ld, sizeof(ld), "L == 16 ? _mm256_loadu_si256((const __m256i *)r%d) : "
+			         "_mm256_maskload_epi32((const int *)r%d, mk)", c, c);
+			rl_buf_printf(b, "                    const __m256i v%d = %s;\n"
+			              "                    _mm_prefetch((const char *)(r%d + 8 * qs), _MM_HINT_T1);\n"
+			              "                    r%d += 4 * L;\n"
+			              "                    const __m256i c0_%d = _mm256_and_si256(v%d, m4);\n"
+			              "                    const __m256i c1_%d = _mm256_and_si256(_mm256_srli_epi16(v%d, 4), m4);\n"
+			              "                    l%d = _mm256_add_epi16(l%d, _mm256_add_epi16(_mm256_maddubs_epi16(c0_%d, xv[0]),\n"
+			              "                                                                 _mm256_maddubs_epi16(c1_%d, xv[4])));\n"
+			              "                    h%d = _mm256_add_epi16(h%d, _mm256_add_epi16(_mm256_maddubs_epi16(c0_%d, xv[2]),\n"
+			              "                                                                 _mm256_maddubs_epi16(c1_%d, xv[6])));\n",
+			              c, ld, c, c, c, c, c, c, c, c, c, c, c, c, c, c);
 		}
+		rl_buf_printf(b, "                }\n");
+		for (int c = 0; c < nc; c++)
+			rl_buf_printf(b, "                a%d = _mm256_add_epi32(a%d, _mm256_add_epi32(_mm256_madd_epi16(l%d, one),\n"
+			              "                                                           _mm256_madd_epi16(h%d, c255)));\n",
+			              c, c, c, c);
+		rl_buf_printf(b, "            }\n");
+		/* the zero points' share z * sum(x) per lane (sums past L are 0) */
+		rl_buf_printf(b, "            const __m256i xsv = _mm256_loadu_si256((const __m256i *)(xs + 16 * g + 8 * hh));\n");
+		for (int c = 0; c < nc; c++)
+			rl_buf_printf(b, "            if (z) {\n"
+			              "                uint8_t zt[8] = {0};\n"
+			              "                memcpy(zt, %s + 8 * hh, (size_t)(L - 8 * hh < 8 ? L - 8 * hh : 8));\n"
+			              "                a%d = _mm256_sub_epi32(a%d, _mm256_mullo_epi32(\n"
+			              "                    _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)zt)), xsv));\n"
+			              "            } else {\n"
+			              "                a%d = _mm256_sub_epi32(a%d, _mm256_slli_epi32(xsv, 3));\n"
+			              "            }\n",
+			              cg_addr(ab, sizeof(ab), "z", c, "nb", "16 * g", 0), c, c, c, c);
 	}
 	for (int c = 0; c < nc; c++)
-		rl_buf_printf(b, "        {\n"
-		              "            __m256 sa, sb;\n"
-		              "            rl_q_sc2(&sa, &sb, s%d, half, nb, g, L);\n"
-		              "            f%d = _mm256_fmadd_ps(_mm256_cvtepi32_ps(a%d), sa, f%d);\n"
-		              "            f%d = _mm256_fmadd_ps(_mm256_cvtepi32_ps(b%d), sb, f%d);\n"
-		              "        }\n", c, c, c, c, c, c, c);
+		rl_buf_printf(b, "            f%d = _mm256_fmadd_ps(_mm256_cvtepi32_ps(a%d), rl_q_sc8(s%d, half, nb, g, L, hh), f%d);\n",
+		              c, c, c, c);
+	rl_buf_printf(b, "        }\n");
+	for (int c = 0; c < nc; c++)
+		rl_buf_printf(b, "        q%d += %d * L * steps;\n", c, 4);
 	rl_buf_printf(b, "    }\n    float sx = ((const struct rl_qxh *)p)->sx;\n");
 	for (int c = 0; c < nc; c++)
 		rl_buf_printf(b, "    y[%d] = sx * rl_q_hsum8(f%d);\n", c, c);
