@@ -38,15 +38,15 @@
  *   bytes in blocks of 32. Symmetric int4's zero point (8) comes off as
  *   8 * sum(x), one shift per group shared by the channels in flight.
  * - Where the CPU has AVX2 but no AVX-512 VNNI (Zen 3, Intel before Ice
- *   Lake; or with -DRL_NO_QAVX512), AVX2 integer kernels (gen_avx2): AVX2
- *   has no byte dot product into 32 bits, only vpmaddubsw (unsigned times
- *   signed bytes, pairs summed into saturating int16) and vpmaddwd, so the
- *   row is prepared differently (mode 2): x rounded to 15 bits and written
- *   x = 255 hi + lo with both halves in [-127, 127], which keeps every
- *   pair of byte products inside int16 (see gen_avx2). Same layout, same
- *   per-group scales. Measured on Zen 3 (one thread, 6144 x 6144, 151 MB
- *   fp32): int8 5.3 ms and int4 3.6 ms where the float-accumulating
- *   kernels below took 30.6 and 23.1 ms and the float GEMV 12-18 ms.
+ *   Lake; or with -DRL_NO_QAVX512), AVX2 integer kernels (gen_avx2). AVX2
+ *   has no byte dot product into 32 bits, so the row is prepared for them
+ *   (modes 3 and 2): int8 codes are widened to int16 and meet x rounded to
+ *   int16 in vpmaddwd; int4 nibbles meet x = 255 hi + lo (both halves in
+ *   [-127, 127], 15 bits) in vpmaddubsw, whose int16 pair sums then never
+ *   saturate (see gen_avx2). Same layout, same per-group scales. Measured
+ *   on Zen 3 (one thread, 6144 x 6144, 151 MB fp32, a loaded host): int8
+ *   5.3 ms and int4 3.6 ms where the float-accumulating kernels below took
+ *   30.6 and 23.1 ms and the float GEMV 12-18 ms.
  * - Elsewhere (neither, or RL_NO_QVNNI: no integer kernels at all, or a
  *   row holding NaN/Inf), the
  *   portable generic vectors of the runtime (rl_vf, RL_TARGETS clones)
@@ -110,8 +110,9 @@ static const char qgemm_rt[] =
 	"    rl_q_avx2 = __builtin_cpu_supports(\"avx2\") && __builtin_cpu_supports(\"fma\");\n"
 	"#endif\n"
 	"}\n\n"
-	"/* x[0..K) into p (64 + G * (64 u + 128) bytes, G = groups of 16 units of u) */\n"
-	"static void rl_qx_prep(const float *x, int64_t K, int64_t u, unsigned char *p)\n"
+	"/* x[0..K) into p (64 + G * (64 u + 128) bytes, G = groups of 16 units of u)\n"
+	" * for a product over bits-bit codes */\n"
+	"static void rl_qx_prep(const float *x, int64_t K, int64_t u, int bits, unsigned char *p)\n"
 	"{\n"
 	"#ifdef RL_VEC\n"
 	"    int64_t U = (K + u - 1) / u, G = (U + 15) / 16;\n"
@@ -123,11 +124,12 @@ static const char qgemm_rt[] =
 	"        finite &= a <= 3.40282347e38f;\n"
 	"        amax = a > amax ? a : amax;\n"
 	"    }\n"
-	"    h->mode = !finite ? 0 : rl_q_vnni ? 1 : rl_q_avx2 ? 2 : 0;\n"
+	"    h->mode = !finite ? 0 : rl_q_vnni ? 1 : rl_q_avx2 ? (bits == 8 ? 3 : 2) : 0;\n"
 	"    if (h->mode) {\n"
 	"        /* mode 1: x = 256 hi + lo, lo in [0, 255]; mode 2: x = 255 hi + lo,\n"
-	"         * both in [-127, 127] (the AVX2 kernels' byte products) */\n"
-	"        const int32_t qm = h->mode == 1 ? 32767 : 32512;\n"
+	"         * both in [-127, 127] (AVX2's int4 byte products); mode 3: x as\n"
+	"         * int16 in the codes' order (AVX2's int8 products on int16) */\n"
+	"        const int32_t qm = h->mode == 2 ? 32512 : 32767;\n"
 	"        float inv = amax > 0.0f ? (float)qm / amax : 0.0f;\n"
 	"        unsigned char *xb = p + 64;\n"
 	"        int32_t *xs = (int32_t *)(xb + G * 32 * u), *hs = xs + 16 * G;\n"
@@ -150,8 +152,13 @@ static const char qgemm_rt[] =
 	"                    hi = (q - lo) / 256;\n"
 	"                }\n"
 	"                unsigned char *at = xb + (g * (u / 4) + j / 4) * 128 + 4 * i + j % 4;\n"
-	"                at[0] = (unsigned char)lo;\n"
-	"                at[64] = (unsigned char)(hi & 255);\n"
+	"                if (h->mode == 3) {\n"
+	"                    int16_t q16 = (int16_t)q;\n"
+	"                    memcpy(xb + (g * (u / 4) + j / 4) * 128 + 2 * (4 * i + j % 4), &q16, 2);\n"
+	"                } else {\n"
+	"                    at[0] = (unsigned char)lo;\n"
+	"                    at[64] = (unsigned char)(hi & 255);\n"
+	"                }\n"
 	"                sum += q;\n"
 	"                hsum += hi;\n"
 	"            }\n"
@@ -288,11 +295,12 @@ static const char qgemm_rt_tail[] =
 	"        return;\n"
 	"    }\n"
 	"#endif\n"	"#ifdef RL_QAVX2\n"
+	"    if (((const struct rl_qxh *)p)->mode == 3) {\n"
+	"        (nc == 4 ? rl_q8_avx2_4 : rl_q8_avx2_1)(K, u, nb, p, q, qs, s, hs, z, y);\n"
+	"        return;\n"
+	"    }\n"
 	"    if (((const struct rl_qxh *)p)->mode == 2) {\n"
-	"        if (bits == 8)\n"
-	"            (nc == 4 ? rl_q8_avx2_4 : rl_q8_avx2_1)(K, u, nb, p, q, qs, s, hs, z, y);\n"
-	"        else\n"
-	"            (nc == 4 ? rl_q4_avx2_4 : rl_q4_avx2_1)(K, u, nb, p, q, qs, s, hs, z, y);\n"
+	"        (nc == 4 ? rl_q4_avx2_4 : rl_q4_avx2_1)(K, u, nb, p, q, qs, s, hs, z, y);\n"
 	"        return;\n"
 	"    }\n"
 	"#endif\n"
@@ -439,20 +447,21 @@ static const char qavx2_helpers[] =
 	"    return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));\n"
 	"}\n\n";
 
-/* The AVX2 kernel for nc consecutive channels against one mode-2 row, the
+/* The AVX2 kernel for nc consecutive channels against one prepared row, the
  * same walk as gen_vnni but each 16-lane group in two passes, lanes 0-7 then
- * 8-15 (the second pass reads the group's codes again from L1: 4 int32 sums
+ * 8-15 (the second pass reads the group's codes again from L1: the sums
  * and the x vectors fit the 16 ymm registers; both halves at once spilled
  * the sums to the stack on every step). AVX2 has no byte dot product into
- * 32 bits, only vpmaddubsw (unsigned x signed bytes, pairs summed into
- * saturating int16) and vpmaddwd (int16 pairs into int32); the prepared row
- * keeps every sum inside int16: x = 255 hi + lo with both in [-127, 127], so
- *   int8: |x| against the code carrying x's sign (vpsignb): a pair is at
- *         most 2 * 127 * 127 = 32258, widened at once;
- *   int4: the nibble (0..15) against x: a pair at most 2 * 15 * 127, both
+ * 32 bits:
+ *   int8 (row mode 3, x as int16): each code byte widened to int16
+ *         (vpmovsxbw) and multiplied with its x in vpmaddwd, pairs into
+ *         int32 (two per lane, added at the group's end): 2 multiplies per
+ *         32 codes, where the byte route below took 4 and 4 sign steps;
+ *   int4 (row mode 2, x = 255 hi + lo, both in [-127, 127]): the nibble
+ *         (0..15) against x's bytes in vpmaddubsw (unsigned x signed bytes,
+ *         pairs into saturating int16): a pair at most 2 * 15 * 127, both
  *         nibbles of 4 steps summed in int16 (8 * 3810 = 30480) before
- *         widening.
- * vpmaddwd by 1 (lo) and by 255 (hi) gives one int32 sum per lane. */
+ *         vpmaddwd by 1 (lo) and by 255 (hi) widens them. */
 static void gen_avx2(struct rl_buf *b, int bits, int nc)
 {
 	char ab[64];
@@ -460,13 +469,12 @@ static void gen_avx2(struct rl_buf *b, int bits, int nc)
 	              "const unsigned char *p,\n    const uint8_t *q, int64_t qs, const void *sv, "
 	              "int half, const uint8_t *z, float *y)\n{\n", bits, nc);
 	rl_buf_printf(b, "    int64_t U = (K + u - 1) / u, G = (U + 15) / 16, steps = u / %d;\n"
-	              "    const unsigned char *xb = p + 64;\n"
-	              "    const __m256i one = _mm256_set1_epi16(1), c255 = _mm256_set1_epi16(255);\n",
-	              bits == 8 ? 4 : 8);
+	              "    const unsigned char *xb = p + 64;\n", bits == 8 ? 4 : 8);
 	if (bits == 8)
 		rl_buf_printf(b, "    (void)z;\n");
 	else
-		rl_buf_printf(b, "    const int32_t *xs = (const int32_t *)(xb + G * 32 * u);\n"
+		rl_buf_printf(b, "    const __m256i one = _mm256_set1_epi16(1), c255 = _mm256_set1_epi16(255);\n"
+		              "    const int32_t *xs = (const int32_t *)(xb + G * 32 * u);\n"
 		              "    const __m256i m4 = _mm256_set1_epi8(15);\n");
 	for (int c = 0; c < nc; c++) {
 		char sc[64];
@@ -491,21 +499,38 @@ static void gen_avx2(struct rl_buf *b, int bits, int nc)
 	/* one step of channel c: its 8 lanes' 32 bytes of codes */
 	char ld[512];
 	if (bits == 8) {
-		rl_buf_printf(b, "            for (int64_t t = 0; t < steps; t++, xv += 4) {\n"
-		              "                const __m256i al = _mm256_abs_epi8(xv[0]), ah = _mm256_abs_epi8(xv[2]);\n");
+		/* mode 3: the step's 64 codes' x as int16 in the codes' order, this
+		 * half's 32 at xv[0] (lanes 0-3) and xv[1] (lanes 4-7); each
+		 * code byte widened (vpmovsxbw) meets its x in vpmaddwd, two int32
+		 * per lane, added pairwise at the group's end */
+		for (int c = 0; c < nc; c++)
+			rl_buf_printf(b, "            __m256i e%d = _mm256_setzero_si256();\n", c);
+		rl_buf_printf(b, "            xv += hh; /* (xv + 2 hh in all: this half's x) */\n"
+		              "            for (int64_t t = 0; t < steps; t++, xv += 4) {\n");
 		for (int c = 0; c < nc; c++) {
-			snprintf(ld, sizeof(ld), "L == 16 ? _mm256_loadu_si256((const __m256i *)r%d) : "
-			         "_mm256_maskload_epi32((const int *)r%d, mk)", c, c);
 			rl_buf_printf(b, "                {\n"
-			              "                    const __m256i v = %s;\n"
+			              "                    __m256i w0, w1;\n"
+			              "                    if (L == 16) {\n"
+			              "                        w0 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)r%d));\n"
+			              "                        w1 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(r%d + 16)));\n"
+			              "                    } else {\n"
+			              "                        const __m256i v = _mm256_maskload_epi32((const int *)r%d, mk);\n"
+			              "                        w0 = _mm256_cvtepi8_epi16(_mm256_castsi256_si128(v));\n"
+			              "                        w1 = _mm256_cvtepi8_epi16(_mm256_extracti128_si256(v, 1));\n"
+			              "                    }\n"
 			              "                    _mm_prefetch((const char *)(r%d + 8 * qs), _MM_HINT_T1);\n"
 			              "                    r%d += 4 * L;\n"
-			              "                    a%d = _mm256_add_epi32(a%d, _mm256_add_epi32(\n"
-			              "                        _mm256_madd_epi16(_mm256_maddubs_epi16(al, _mm256_sign_epi8(v, xv[0])), one),\n"
-			              "                        _mm256_madd_epi16(_mm256_maddubs_epi16(ah, _mm256_sign_epi8(v, xv[2])), c255)));\n"
-			              "                }\n", ld, c, c, c, c);
+			              "                    a%d = _mm256_add_epi32(a%d, _mm256_madd_epi16(w0, xv[0]));\n"
+			              "                    e%d = _mm256_add_epi32(e%d, _mm256_madd_epi16(w1, xv[1]));\n"
+			              "                }\n", c, c, c, c, c, c, c, c, c);
 		}
 		rl_buf_printf(b, "            }\n");
+		/* [l0 l0 l1 l1 | l2 l2 l3 l3] and [l4 l4 l5 l5 | l6 l6 l7 l7]:
+		 * hadd gives [l0 l1 l4 l5 | l2 l3 l6 l7], the permute the order */
+		for (int c = 0; c < nc; c++)
+			rl_buf_printf(b, "            a%d = _mm256_permutevar8x32_epi32(_mm256_hadd_epi32(a%d, e%d),\n"
+			              "                                               _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7));\n",
+			              c, c, c);
 	} else {
 		rl_buf_printf(b, "            for (int64_t t0 = 0; t0 < steps; t0 += 4) {\n");
 		for (int c = 0; c < nc; c++)
@@ -640,11 +665,12 @@ enum rl_status rl_emit_c_qgemm(struct rl_cgen *cg, uint32_t node)
 	/* the rows are prepared once, on the calling thread (this text is not
 	 * a kernel body, so cg_tidy does not see it: one row is no loop) */
 	if (M == 1)
-		rl_buf_printf(&cg->pre, "    rl_qx_prep(X0, %lld, %lld, rl_qx);\n", (long long)K, (long long)u);
+		rl_buf_printf(&cg->pre, "    rl_qx_prep(X0, %lld, %lld, %d, rl_qx);\n", (long long)K,
+		              (long long)u, (int)bits);
 	else
 		rl_buf_printf(&cg->pre, "    for (int64_t m = 0; m < %lld; m++)\n"
-		              "        rl_qx_prep(X0 + m * %lld, %lld, %lld, rl_qx + m * %lld);\n",
-		              (long long)M, (long long)K, (long long)K, (long long)u, (long long)prep);
+		              "        rl_qx_prep(X0 + m * %lld, %lld, %lld, %d, rl_qx + m * %lld);\n",
+		              (long long)M, (long long)K, (long long)K, (long long)u, (int)bits, (long long)prep);
 	cg_line(cg, "/* %lld x %lld int%lld weight, %s, block %lld: %lld bytes of codes, %s scales */",
 	        (long long)K, (long long)N, (long long)bits,
 	        bits == 8 ? (nb == 1 ? "one scale per output channel" : "symmetric")
