@@ -1040,7 +1040,12 @@ static void conv_epilogue(struct rl_cgen *cg, const char *base, int64_t n, int64
 		rl_buf_printf(&fn, "    (void)%c%d;\n", q >= grp->nin ? 'Y' : 'X',
 		              q >= grp->nin ? q - grp->nin : q);
 	rl_buf_printf(&fn, "%s}\n\n", tail.s ? tail.s : "");
-	rl_buf_printf(&cg->statics, "%s", fn.s);
+	/* once per kernel: the micro-kernel's and the portable tiles' paths
+	 * both run the epilogue on the same runs */
+	char head[200];
+	snprintf(head, sizeof(head), "static inline void %s_epi_tail(", cg->kname);
+	if (!cg->statics.s || !strstr(cg->statics.s, head))
+		rl_buf_printf(&cg->statics, "%s", fn.s);
 	rl_buf_free(&fn);
 	rl_buf_free(&tail);
 	char call[1024];
@@ -1056,26 +1061,39 @@ static void emit_acc_epi(struct rl_cgen *cg, const struct conv2d *p, const struc
                          const char *epi_if);
 
 static void emit_acc_rows(struct rl_cgen *cg, const char *T, const struct conv2d *p,
-                          const struct conv_band *b, bool to_y, const char *epi_if)
+                          const struct conv_band *b, bool to_y, const char *epi_if,
+                          const char *row)
 {
-	char ai[40];
+	char ai[80];
 	bool flat = b->WJ == p->OW; /* no pitch columns: the rows are one run */
 	int64_t run = flat ? b->R * p->OW : p->OW;
 	if (flat) {
 		line_open(cg, "{", 0, 0);
-		snprintf(ai, sizeof(ai), "acc[r]");
+		snprintf(ai, sizeof(ai), "acc[%s]", row);
 	} else {
 		line_open(cg, "for (size_t i = 0; i < %lld; i++) {", b->R, 0);
-		snprintf(ai, sizeof(ai), "acc[r] + i * %lld", (long long)b->WJ);
+		snprintf(ai, sizeof(ai), "acc[%s] + i * %lld", row, (long long)b->WJ);
 	}
-	/* memcpy: gcc -O2 leaves a copy to several output rows scalar */
+	/* whole vectors, then the rest: gcc -O2 leaves a plain copy loop to
+	 * several output rows scalar, and inlines a memcpy of a few hundred
+	 * bytes as `rep movsq`, a third of the 3x3/2 3->64 stem's time outside
+	 * the micro-kernel on Zen 3 (perf, one thread) */
 	cg_line(cg, "for (size_t r = 0; r < %d; r++) {", b->mr);
 	cg_line(cg, "    %s *y = Y0 + ((n * %lld + mo + r) * %lld + oh0%s) * %lld;", T, (long long)p->M,
 	        (long long)p->OH, flat ? "" : " + i", (long long)p->OW);
-	if (to_y)
-		cg_line(cg, "    memcpy(y, %s, %lld * sizeof(%s));", ai, (long long)run, T);
-	else
-		cg_line(cg, "    memcpy(%s, y, %lld * sizeof(%s));", ai, (long long)run, T);
+	cg_line(cg, "    %s *a = %s;", T, ai);
+	cg_line(cg, "    size_t q = 0;");
+	if (to_y) {
+		cg_line(cg, "    for (; q + VL <= %lld; q += VL)", (long long)run);
+		cg_line(cg, "        *(vecu *)(y + q) = *(const vecu *)(a + q);");
+		cg_line(cg, "    for (; q < %lld; q++)", (long long)run);
+		cg_line(cg, "        y[q] = a[q];");
+	} else {
+		cg_line(cg, "    for (; q + VL <= %lld; q += VL)", (long long)run);
+		cg_line(cg, "        *(vecu *)(a + q) = *(const vecu *)(y + q);");
+		cg_line(cg, "    for (; q < %lld; q++)", (long long)run);
+		cg_line(cg, "        a[q] = y[q];");
+	}
 	cg_line(cg, "}");
 	line_close(cg);
 	emit_acc_epi(cg, p, b, epi_if);
@@ -1196,38 +1214,24 @@ static void conv_uk_call(struct rl_cgen *cg, const struct conv2d *p, const struc
 }
 
 /*
- * The register tiles of one block, acc += W[mo, mo + MR) x band over the
- * chunk: tiles of MR x NV vectors, then single vectors for the columns
+ * The portable register tiles of one block (the micro-kernels, when there
+ * are, run per group of blocks: emit_conv_band), acc += W[mo, mo + MR) x
+ * band over the chunk: tiles of MR x NV vectors, then single vectors for the columns
  * left (acc's width is a multiple of the widest vector, not of NV of them).
  */
 static void emit_band_tiles(struct rl_cgen *cg, const char *T, int64_t es,
-                            const struct conv2d *p, const struct conv_band *b, bool uk,
-                            const char *const *acc_init, bool chunked, bool din, bool dout)
+                            const struct conv2d *p, const struct conv_band *b,
+                            const char *const *acc_init, bool chunked, bool dout)
 {
 	int64_t KK = p->KH * p->KW, CG = p->C / p->G;
 	char head[160];
 	for (int r = 0; r < b->mr; r++)
 		cg_line(cg, "const %s *restrict w%d = X1 + (mo + %d) * %lld + c0 * %lld;", T, r, r,
 		        (long long)(CG * KK), (long long)KK);
-	if (uk) {
-		/* the FMA micro-kernel of the running CPU, when there is one */
-		int ind = cg->indent;
-		cg->indent = -1;
-		cg_line(cg, "#ifdef RL_CONV_ISA");
-		cg->indent = ind;
-		line_open(cg, "if (rl_conv4) {", 0, 0);
-		conv_uk_call(cg, p, b, chunked, din, dout, "mo", "w0", "1");
-		cg->indent--;
-		cg_line(cg, "} else");
-		cg->indent = -1;
-		cg_line(cg, "#endif");
-		cg->indent = ind;
-		line_open(cg, "{", 0, 0);
-	}
 	/* the portable tiles start from acc: the bias first, unless earlier chunks are in it */
 	if (dout && chunked) {
 		line_open(cg, "if (c0 != 0) {", 0, 0);
-		emit_acc_rows(cg, T, p, b, false, NULL);
+		emit_acc_rows(cg, T, p, b, false, NULL, "r");
 		line_close(cg);
 	}
 	if (chunked)
@@ -1246,9 +1250,7 @@ static void emit_band_tiles(struct rl_cgen *cg, const char *T, int64_t es,
 		emit_tile_loop(cg, T, p, b, 1, head);
 	}
 	if (dout) /* the portable tiles' sums go to the output rows here */
-		emit_acc_rows(cg, T, p, b, true, NULL);
-	if (uk)
-		line_close(cg);
+		emit_acc_rows(cg, T, p, b, true, NULL, "r");
 }
 
 /*
@@ -1316,8 +1318,12 @@ static void emit_conv_band(struct rl_cgen *cg, const char *T, int64_t es, const 
 	const char *body[4];
 
 	conv_need_rt(cg);
+	/* blocks per micro-kernel call: CONV_GROUP_BYTES of output rows (acc
+	 * holds them all where they do not go straight to the output) */
+	int64_t gb = CONV_GROUP_BYTES / (b->mr * b->TP * es);
+	gb = !uk || gb < 1 ? 1 : gb > nblk ? nblk : gb;
 	rl_buf_printf(&cg->init, "    if (rl_conv_scratch_reserve(%lldu) != 0) /* %s */\n        return -1;\n",
-	              (long long)(band_bytes + b->mr * b->TP * es), cg->kname);
+	              (long long)(band_bytes + (dout ? 1 : gb) * b->mr * b->TP * es), cg->kname);
 	cg->par_n = p->N * p->G * NB * MP;
 	cg->par_grain = conv_par_grain(cg->par_n, conv_par_want(p));
 	conv_par_note(cg, p);
@@ -1410,13 +1416,11 @@ static void emit_conv_band(struct rl_cgen *cg, const char *T, int64_t es, const 
 		emit_band_fill(cg, T, p, b);
 	}
 	snprintf(cond, sizeof(cond), "c0 == %lld", (long long)(CG - b->CC));
-	bool grouped = dout && uk, tuk = uk && !grouped;
-	if (grouped) {
+	if (uk) {
 		/* the micro-kernel takes a group of blocks at once (the AVX2 one
 		 * walks its tiles' columns outer, the blocks inner); the group's
-		 * output rows stay in L2 for the epilogue after it */
-		int64_t gb = CONV_GROUP_BYTES / (b->mr * b->TP * es);
-		gb = gb < 1 ? 1 : gb > nblk ? nblk : gb;
+		 * output rows (or acc, one block's rows per block) stay in L2 for
+		 * the copies and the epilogue after it */
 		char w[120];
 		int ind = cg->indent;
 		cg->indent = -1;
@@ -1426,11 +1430,21 @@ static void emit_conv_band(struct rl_cgen *cg, const char *T, int64_t es, const 
 		line_open(cg, "for (size_t mg = mlo; mg < mhi; mg += %lld) {", gb * b->mr, 0);
 		cg_line(cg, "const size_t me = mg + %lld < mhi ? mg + %lld : mhi;", (long long)(gb * b->mr),
 		        (long long)(gb * b->mr));
+		if (chunked && !dout) {
+			line_open(cg, "if (c0 != 0) {", 0, 0);
+			line_open(cg, "for (size_t mo = mg; mo < me; mo += %d) {", b->mr, 0);
+			emit_acc_rows(cg, T, p, b, false, NULL, "mo - mg + r");
+			line_close(cg);
+			line_close(cg);
+		}
 		snprintf(w, sizeof(w), "X1 + mg * %lld + c0 * %lld", (long long)(CG * KK), (long long)KK);
 		conv_uk_call(cg, p, b, chunked, din, dout, "mg", w, "(int64_t)(me - mg) / 4");
-		if (cg->epi) {
+		if (cg->epi || !dout) {
 			line_open(cg, "for (size_t mo = mg; mo < me; mo += %d) {", b->mr, 0);
-			emit_acc_epi(cg, p, b, chunked ? cond : "");
+			if (dout)
+				emit_acc_epi(cg, p, b, chunked ? cond : "");
+			else
+				emit_acc_rows(cg, T, p, b, true, chunked ? cond : "", "mo - mg + r");
 			line_close(cg);
 		}
 		line_close(cg); /* mg */
@@ -1446,7 +1460,7 @@ static void emit_conv_band(struct rl_cgen *cg, const char *T, int64_t es, const 
 	/* acc starts from the bias, or from the partial sums of the earlier chunks */
 	if (chunked && !dout) {
 		line_open(cg, "if (c0 != 0) {", 0, 0);
-		emit_acc_rows(cg, T, p, b, false, NULL);
+		emit_acc_rows(cg, T, p, b, false, NULL, "r");
 		line_close(cg);
 	}
 	for (int r = 0; r < b->mr; r++) {
@@ -1456,13 +1470,13 @@ static void emit_conv_band(struct rl_cgen *cg, const char *T, int64_t es, const 
 			snprintf(lines[r], sizeof(lines[r]), "acc[%d][t] = 0;", r);
 		body[r] = lines[r];
 	}
-	emit_band_tiles(cg, T, es, p, b, tuk, body, chunked, din, dout);
+	emit_band_tiles(cg, T, es, p, b, body, chunked, dout);
 	if (dout)
 		emit_acc_epi(cg, p, b, chunked ? cond : "");
 	else
-		emit_acc_rows(cg, T, p, b, true, chunked ? cond : "");
+		emit_acc_rows(cg, T, p, b, true, chunked ? cond : "", "r");
 	line_close(cg); /* mo */
-	if (grouped)
+	if (uk)
 		line_close(cg);
 	line_close(cg); /* c0 */
 	line_close(cg); /* it */
@@ -1694,8 +1708,12 @@ static void cv_emit_uk(struct rl_buf *b, const struct cv_isa *is, int cb, int64_
 	int vpb = cb / is->vw, pmax = is->pmax * CONV_CV_CB / cb;
 	rl_buf_printf(b, "static __attribute__((target(\"%s\"))) void rl_cv_%s_c%d_s%lld_n%d(" CV_ARGS
 	              ")\n{\n", is->target, is->name, cb, (long long)sx, nt);
-	for (int j0 = 0; j0 < nt; j0 += pmax) {
-		int pn = nt - j0 < pmax ? nt - j0 : pmax;
+	/* the fewest sub-tiles, their widths as even as they go (13 pixels at
+	 * most 6: 5 + 4 + 4, not 6 + 6 + 1, whose one pixel of cb / 8 sums
+	 * waits on the FMA latency) */
+	int nsub = (nt + pmax - 1) / pmax;
+	for (int j0 = 0, si = 0; j0 < nt; si++) {
+		int pn = nt / nsub + (si < nt % nsub ? 1 : 0);
 		rl_buf_printf(b, "    { /* pixels [%d, %d): %d x %d sums in registers */\n", j0, j0 + pn,
 		              pn, vpb);
 		for (int j = 0; j < pn; j++) {
@@ -1749,6 +1767,7 @@ static void cv_emit_uk(struct rl_buf *b, const struct cv_isa *is, int cb, int64_
 			rl_buf_printf(b, "\n");
 		}
 		rl_buf_printf(b, "    }\n");
+		j0 += pn;
 	}
 	rl_buf_printf(b, "}\n\n");
 }
