@@ -1708,12 +1708,8 @@ static void cv_emit_uk(struct rl_buf *b, const struct cv_isa *is, int cb, int64_
 	int vpb = cb / is->vw, pmax = is->pmax * CONV_CV_CB / cb;
 	rl_buf_printf(b, "static __attribute__((target(\"%s\"))) void rl_cv_%s_c%d_s%lld_n%d(" CV_ARGS
 	              ")\n{\n", is->target, is->name, cb, (long long)sx, nt);
-	/* the fewest sub-tiles, their widths as even as they go (13 pixels at
-	 * most 6: 5 + 4 + 4, not 6 + 6 + 1, whose one pixel of cb / 8 sums
-	 * waits on the FMA latency) */
-	int nsub = (nt + pmax - 1) / pmax;
-	for (int j0 = 0, si = 0; j0 < nt; si++) {
-		int pn = nt / nsub + (si < nt % nsub ? 1 : 0);
+	for (int j0 = 0; j0 < nt;) {
+		int pn = nt - j0 < pmax ? nt - j0 : pmax;
 		rl_buf_printf(b, "    { /* pixels [%d, %d): %d x %d sums in registers */\n", j0, j0 + pn,
 		              pn, vpb);
 		for (int j = 0; j < pn; j++) {
