@@ -62,6 +62,9 @@
 #define CONV_VEC_MAX 64       /* bytes of the widest vector band mode uses */
 #define CONV_PHASES 4         /* band mode: most stride phases per axis */
 #define CONV_NV_MAX 8         /* band mode: most vectors per register tile */
+#define CONV_GROUP_BYTES 32768 /* band mode, sums straight to the output: the output rows of
+                                  the blocks one micro-kernel call takes (L1/L2; 128 KB and
+                                  1 MB were slower on ResNet-50's 1x1 layers, Zen 3) */
 /* The split across threads (how many chunks a kernel's iterations are cut
  * into) is not decided here: rl_split_conv_chunks (ir/cost.h) gives it, the
  * tile pass records it on the node (tile.chunks), the cost model prices it,
@@ -149,8 +152,30 @@ static const struct conv_isa conv_isas[] = {
 	"int64_t cc, const float *restrict w, int64_t ws, float *restrict acc, int64_t as, " \
 	"int64_t tp, const float *bias, int fresh"
 
+/* One step of a tile: nv band vectors at xs, four weights at wc[r * ws + wi]. */
+static void conv_uk_step(struct rl_buf *b, const struct conv_isa *is, int nv, const char *ind,
+                         const char *wb, const char *wi)
+{
+	char ad[64];
+	rl_buf_printf(b, "%s        const %s", ind, is->vt);
+	for (int v = 0; v < nv; v++)
+		rl_buf_printf(b, "%s x%d = %s_loadu_ps(%s)", v ? "," : "", v, is->pfx,
+		              cg_addr(ad, sizeof(ad), "xs", 0, NULL, NULL, v * is->vw));
+	rl_buf_printf(b, ";\n");
+	for (int r = 0; r < 4; r++) {
+		rl_buf_printf(b, "%s        const %s a%d = %s_set1_ps(%s[%s%s]);", ind, is->vt, r,
+		              is->pfx, wb, r == 0 ? "" : r == 1 ? "ws + " : r == 2 ? "2 * ws + " : "3 * ws + ",
+		              wi);
+		for (int v = 0; v < nv; v++)
+			rl_buf_printf(b, " s%d%d = %s_fmadd_ps(a%d, x%d, s%d%d);", r, v, is->pfx, r, v, r, v);
+		rl_buf_printf(b, "\n");
+	}
+}
+
 /* One register tile of 4 channels x nv vectors at column t, sums in registers. */
-static void conv_uk_tile(struct rl_buf *b, const struct conv_isa *is, int nv, const char *ind)
+/* acc, w and bias are named by nm[0..2] (the block's, in the AVX2 kernel). */
+static void conv_uk_tile(struct rl_buf *b, const struct conv_isa *is, int nv, const char *ind,
+                         const char *const *nm)
 {
 	char ad[64];
 	for (int r = 0; r < 4; r++) {
@@ -161,8 +186,8 @@ static void conv_uk_tile(struct rl_buf *b, const struct conv_isa *is, int nv, co
 	}
 	rl_buf_printf(b, "%sif (fresh) {\n", ind);
 	for (int r = 0; r < 4; r++) {
-		rl_buf_printf(b, "%s    s%d0 = bias ? %s_set1_ps(bias[%d]) : %s_setzero_ps();", ind, r,
-		              is->pfx, r, is->pfx);
+		rl_buf_printf(b, "%s    s%d0 = %s ? %s_set1_ps(%s[%d]) : %s_setzero_ps();", ind, r,
+		              nm[2], is->pfx, nm[2], r, is->pfx);
 		for (int v = 1; v < nv; v++)
 			rl_buf_printf(b, " s%d%d = s%d0;", r, v, r);
 		rl_buf_printf(b, "\n");
@@ -172,32 +197,32 @@ static void conv_uk_tile(struct rl_buf *b, const struct conv_isa *is, int nv, co
 		rl_buf_printf(b, "%s   ", ind);
 		for (int v = 0; v < nv; v++)
 			rl_buf_printf(b, " s%d%d = %s_loadu_ps(%s);", r, v, is->pfx,
-			              cg_addr(ad, sizeof(ad), "acc", r, "as", "t", v * is->vw));
+			              cg_addr(ad, sizeof(ad), nm[0], r, "as", "t", v * is->vw));
 		rl_buf_printf(b, "\n");
 	}
 	rl_buf_printf(b, "%s}\n", ind);
-	rl_buf_printf(b, "%sconst float *xc = band + t, *wc = w;\n", ind);
+	rl_buf_printf(b, "%sconst float *xc = band + t, *wc = %s;\n", ind, nm[1]);
+	if (is->vw == 8) {
+		/* AVX2: a 1x1 kernel (one tap) walks the channels in one loop,
+		 * without the tap loop's per-channel overhead (a fifth of the FMA
+		 * issue slots on the 1x1 layers, Zen 3); the same sums in the
+		 * same order */
+		rl_buf_printf(b, "%sif (kk == 1) {\n", ind);
+		rl_buf_printf(b, "%s    const float *xs = xc + tap[0];\n", ind);
+		rl_buf_printf(b, "%s    for (int64_t c = 0; c < cc; c++, xs += bc) {\n", ind);
+		conv_uk_step(b, is, nv, ind, nm[1], "c");
+		rl_buf_printf(b, "%s    }\n%s} else\n", ind, ind);
+	}
 	rl_buf_printf(b, "%sfor (int64_t c = 0; c < cc; c++, xc += bc, wc += kk) {\n", ind);
 	rl_buf_printf(b, "%s    for (int64_t k = 0; k < kk; k++) {\n", ind);
 	rl_buf_printf(b, "%s        const float *xs = xc + tap[k];\n", ind);
-	rl_buf_printf(b, "%s        const %s", ind, is->vt);
-	for (int v = 0; v < nv; v++)
-		rl_buf_printf(b, "%s x%d = %s_loadu_ps(%s)", v ? "," : "", v, is->pfx,
-		              cg_addr(ad, sizeof(ad), "xs", 0, NULL, NULL, v * is->vw));
-	rl_buf_printf(b, ";\n");
-	for (int r = 0; r < 4; r++) {
-		rl_buf_printf(b, "%s        const %s a%d = %s_set1_ps(wc[%sk]);", ind, is->vt, r,
-		              is->pfx, r == 0 ? "" : r == 1 ? "ws + " : r == 2 ? "2 * ws + " : "3 * ws + ");
-		for (int v = 0; v < nv; v++)
-			rl_buf_printf(b, " s%d%d = %s_fmadd_ps(a%d, x%d, s%d%d);", r, v, is->pfx, r, v, r, v);
-		rl_buf_printf(b, "\n");
-	}
+	conv_uk_step(b, is, nv, ind, "wc", "k");
 	rl_buf_printf(b, "%s    }\n%s}\n", ind, ind);
 	for (int r = 0; r < 4; r++) {
 		rl_buf_printf(b, "%s", ind);
 		for (int v = 0; v < nv; v++)
 			rl_buf_printf(b, "%s%s_storeu_ps(%s, s%d%d);", v ? " " : "", is->pfx,
-			              cg_addr(ad, sizeof(ad), "acc", r, "as", "t", v * is->vw), r, v);
+			              cg_addr(ad, sizeof(ad), nm[0], r, "as", "t", v * is->vw), r, v);
 		rl_buf_printf(b, "\n");
 	}
 }
@@ -209,8 +234,8 @@ static void conv_emit_uk(struct rl_buf *b)
 		"/* ---- Conv micro-kernels: explicit FMA per ISA, one picked at init ---- */\n"
 		"/*\n"
 		" * acc[r * as + t] += sum over c < cc, k < kk of w[r * ws + c * kk + k] *\n"
-		" * band[c * bc + tap[k] + t], for r < 4 output channels and t < tp (a\n"
-		" * multiple of 16): one block of four channels over one chunk of input\n"
+		" * band[c * bc + tap[k] + t], for r < 4 * nb output channels and t < tp\n"
+		" * (a multiple of 16): nb blocks of four channels over one chunk of input\n"
 		" * channels and every tap; with `fresh` the sums start from the bias (or\n"
 		" * zero) instead of acc. A register tile holds 4 channels x NV vectors\n"
 		" * of sums, enough independent FMAs to cover their latency on two pipes;\n"
@@ -220,23 +245,60 @@ static void conv_emit_uk(struct rl_buf *b)
 		"#if defined(__x86_64__) && defined(__GNUC__) && !defined(RL_NO_ISA)\n"
 		"#include <immintrin.h>\n"
 		"#define RL_CONV_ISA 1\n"
-		"typedef void (*rl_conv4_fn)(" CONV_UK_ARGS ");\n\n");
+		"typedef void (*rl_conv4_fn)(" CONV_UK_ARGS ", int64_t nb);\n\n");
+	static const char *const one[3] = {"acc", "w", "bias"};
+	static const char *const blk[3] = {"ab", "wb", "bb"};
 	for (size_t i = 0; i < sizeof(conv_isas) / sizeof(conv_isas[0]); i++) {
 		const struct conv_isa *is = &conv_isas[i];
 		int tw = is->nv * is->vw;
-		rl_buf_printf(b, "static __attribute__((target(\"%s\"))) void rl_conv4_%s(" CONV_UK_ARGS
-		              ")\n{\n", is->target, is->name);
+		bool avx2 = is->vw == 8;
+		if (avx2) {
+			rl_buf_printf(b, "static __attribute__((target(\"%s\"))) void rl_conv4_%s(" CONV_UK_ARGS
+			              ", int64_t nb)\n{\n", is->target, is->name);
+			rl_buf_printf(b, "    /* the tile's columns outer, the blocks inner: the tile's band\n"
+			                 "     * columns (cc x %d floats per tap) stay in L1 for every block's\n"
+			                 "     * weights (the other order streams the band from L2 per block:\n"
+			                 "     * 16 bytes a cycle, more than Zen 3 sustains at 64 strided rows) */\n",
+			              tw);
+		} else {
+			rl_buf_printf(b, "static __attribute__((target(\"%s\"))) void rl_conv4_%s_1(" CONV_UK_ARGS
+			              ")\n{\n", is->target, is->name);
+		}
 		rl_buf_printf(b, "    int64_t t = 0;\n");
 		rl_buf_printf(b, "    for (; t + %d <= tp; t += %d) {\n", tw, tw);
-		conv_uk_tile(b, is, is->nv, "        ");
+		if (avx2) {
+			rl_buf_printf(b, "        for (int64_t blk = 0; blk < nb; blk++) {\n");
+			rl_buf_printf(b, "            float *ab = acc + blk * 4 * as;\n");
+			rl_buf_printf(b, "            const float *wb = w + blk * 4 * ws, *bb = bias ? bias + blk * 4 : NULL;\n");
+			conv_uk_tile(b, is, is->nv, "            ", blk);
+			rl_buf_printf(b, "        }\n");
+		} else {
+			conv_uk_tile(b, is, is->nv, "        ", one);
+		}
 		rl_buf_printf(b, "    }\n");
 		rl_buf_printf(b, "    /* the columns left: narrower tiles, whole vectors */\n");
 		for (int nv = is->nv - 1; nv >= 1; nv--) {
 			rl_buf_printf(b, "    if (t + %d <= tp) {\n", nv * is->vw);
-			conv_uk_tile(b, is, nv, "        ");
+			if (avx2) {
+				rl_buf_printf(b, "        for (int64_t blk = 0; blk < nb; blk++) {\n");
+				rl_buf_printf(b, "            float *ab = acc + blk * 4 * as;\n");
+				rl_buf_printf(b, "            const float *wb = w + blk * 4 * ws, *bb = bias ? bias + blk * 4 : NULL;\n");
+				conv_uk_tile(b, is, nv, "            ", blk);
+				rl_buf_printf(b, "        }\n");
+			} else {
+				conv_uk_tile(b, is, nv, "        ", one);
+			}
 			rl_buf_printf(b, "        t += %d;\n    }\n", nv * is->vw);
 		}
 		rl_buf_printf(b, "}\n\n");
+		if (!avx2) {
+			rl_buf_printf(b, "/* nb blocks of four channels, one after the other */\n");
+			rl_buf_printf(b, "static __attribute__((target(\"%s\"))) void rl_conv4_%s(" CONV_UK_ARGS
+			              ", int64_t nb)\n{\n", is->target, is->name);
+			rl_buf_printf(b, "    for (int64_t blk = 0; blk < nb; blk++)\n");
+			rl_buf_printf(b, "        rl_conv4_%s_1(band, bc, tap, kk, cc, w + blk * 4 * ws, ws, acc + blk * 4 * as, as,\n"
+			                 "                      tp, bias ? bias + blk * 4 : NULL, fresh);\n}\n\n", is->name);
+		}
 	}
 	rl_buf_printf(b,
 		"static rl_conv4_fn rl_conv4; /* NULL: the kernels' portable tiles */\n"
@@ -978,7 +1040,12 @@ static void conv_epilogue(struct rl_cgen *cg, const char *base, int64_t n, int64
 		rl_buf_printf(&fn, "    (void)%c%d;\n", q >= grp->nin ? 'Y' : 'X',
 		              q >= grp->nin ? q - grp->nin : q);
 	rl_buf_printf(&fn, "%s}\n\n", tail.s ? tail.s : "");
-	rl_buf_printf(&cg->statics, "%s", fn.s);
+	/* once per kernel: the micro-kernel's and the portable tiles' paths
+	 * both run the epilogue on the same runs */
+	char head[200];
+	snprintf(head, sizeof(head), "static inline void %s_epi_tail(", cg->kname);
+	if (!cg->statics.s || !strstr(cg->statics.s, head))
+		rl_buf_printf(&cg->statics, "%s", fn.s);
 	rl_buf_free(&fn);
 	rl_buf_free(&tail);
 	char call[1024];
@@ -994,26 +1061,39 @@ static void emit_acc_epi(struct rl_cgen *cg, const struct conv2d *p, const struc
                          const char *epi_if);
 
 static void emit_acc_rows(struct rl_cgen *cg, const char *T, const struct conv2d *p,
-                          const struct conv_band *b, bool to_y, const char *epi_if)
+                          const struct conv_band *b, bool to_y, const char *epi_if,
+                          const char *row)
 {
-	char ai[40];
+	char ai[80];
 	bool flat = b->WJ == p->OW; /* no pitch columns: the rows are one run */
 	int64_t run = flat ? b->R * p->OW : p->OW;
 	if (flat) {
 		line_open(cg, "{", 0, 0);
-		snprintf(ai, sizeof(ai), "acc[r]");
+		snprintf(ai, sizeof(ai), "acc[%s]", row);
 	} else {
 		line_open(cg, "for (size_t i = 0; i < %lld; i++) {", b->R, 0);
-		snprintf(ai, sizeof(ai), "acc[r] + i * %lld", (long long)b->WJ);
+		snprintf(ai, sizeof(ai), "acc[%s] + i * %lld", row, (long long)b->WJ);
 	}
-	/* memcpy: gcc -O2 leaves a copy to several output rows scalar */
+	/* whole vectors, then the rest: gcc -O2 leaves a plain copy loop to
+	 * several output rows scalar, and inlines a memcpy of a few hundred
+	 * bytes as `rep movsq`, a third of the 3x3/2 3->64 stem's time outside
+	 * the micro-kernel on Zen 3 (perf, one thread) */
 	cg_line(cg, "for (size_t r = 0; r < %d; r++) {", b->mr);
 	cg_line(cg, "    %s *y = Y0 + ((n * %lld + mo + r) * %lld + oh0%s) * %lld;", T, (long long)p->M,
 	        (long long)p->OH, flat ? "" : " + i", (long long)p->OW);
-	if (to_y)
-		cg_line(cg, "    memcpy(y, %s, %lld * sizeof(%s));", ai, (long long)run, T);
-	else
-		cg_line(cg, "    memcpy(%s, y, %lld * sizeof(%s));", ai, (long long)run, T);
+	cg_line(cg, "    %s *a = %s;", T, ai);
+	cg_line(cg, "    size_t q = 0;");
+	if (to_y) {
+		cg_line(cg, "    for (; q + VL <= %lld; q += VL)", (long long)run);
+		cg_line(cg, "        *(vecu *)(y + q) = *(const vecu *)(a + q);");
+		cg_line(cg, "    for (; q < %lld; q++)", (long long)run);
+		cg_line(cg, "        y[q] = a[q];");
+	} else {
+		cg_line(cg, "    for (; q + VL <= %lld; q += VL)", (long long)run);
+		cg_line(cg, "        *(vecu *)(a + q) = *(const vecu *)(y + q);");
+		cg_line(cg, "    for (; q < %lld; q++)", (long long)run);
+		cg_line(cg, "        a[q] = y[q];");
+	}
 	cg_line(cg, "}");
 	line_close(cg);
 	emit_acc_epi(cg, p, b, epi_if);
@@ -1103,56 +1183,55 @@ static void emit_tile_loop(struct rl_cgen *cg, const char *T, const struct conv2
 }
 
 /*
- * The register tiles of one block, acc += W[mo, mo + MR) x band over the
- * chunk: tiles of MR x NV vectors, then single vectors for the columns
+ * The call of the micro-kernel for the blocks from channel `mo` (a variable),
+ * weights `w`, `nb` blocks: the band (or the input in place) and acc (or the
+ * output rows).
+ */
+static void conv_uk_call(struct rl_cgen *cg, const struct conv2d *p, const struct conv_band *b,
+                         bool chunked, bool din, bool dout, const char *mo, const char *w,
+                         const char *nb)
+{
+	int64_t KK = p->KH * p->KW, CG = p->C / p->G;
+	char xin[96], yout[160], bias[40];
+	if (din && chunked)
+		snprintf(xin, sizeof(xin), "xg + c0 * %lld + oh0 * %lld, %lld",
+		         (long long)(p->H * p->W), (long long)p->W, (long long)(p->H * p->W));
+	else if (din)
+		snprintf(xin, sizeof(xin), "xg + oh0 * %lld, %lld", (long long)p->W,
+		         (long long)(p->H * p->W));
+	else
+		snprintf(xin, sizeof(xin), "band, %lld", (long long)b->BC);
+	if (dout)
+		snprintf(yout, sizeof(yout), "Y0 + ((n * %lld + %s) * %lld + oh0) * %lld, %lld",
+		         (long long)p->M, mo, (long long)p->OH, (long long)p->OW,
+		         (long long)(p->OH * p->OW));
+	else
+		snprintf(yout, sizeof(yout), "acc[0], %lld", (long long)b->TP);
+	snprintf(bias, sizeof(bias), "X2 + %s", mo);
+	cg_line(cg, "rl_conv4(%s, tap, %lld, %lld, %s, %lld, %s, %lld, %s, %s, %s);", xin,
+	        (long long)KK, (long long)b->CC, w, (long long)(CG * KK), yout, (long long)b->TP,
+	        p->bias ? bias : "NULL", chunked ? "c0 == 0" : "1", nb);
+}
+
+/*
+ * The portable register tiles of one block (the micro-kernels, when there
+ * are, run per group of blocks: emit_conv_band), acc += W[mo, mo + MR) x
+ * band over the chunk: tiles of MR x NV vectors, then single vectors for the columns
  * left (acc's width is a multiple of the widest vector, not of NV of them).
  */
 static void emit_band_tiles(struct rl_cgen *cg, const char *T, int64_t es,
-                            const struct conv2d *p, const struct conv_band *b, bool uk,
-                            const char *const *acc_init, bool chunked, bool din, bool dout)
+                            const struct conv2d *p, const struct conv_band *b,
+                            const char *const *acc_init, bool chunked, bool dout)
 {
 	int64_t KK = p->KH * p->KW, CG = p->C / p->G;
 	char head[160];
 	for (int r = 0; r < b->mr; r++)
 		cg_line(cg, "const %s *restrict w%d = X1 + (mo + %d) * %lld + c0 * %lld;", T, r, r,
 		        (long long)(CG * KK), (long long)KK);
-	if (uk) {
-		/* the FMA micro-kernel of the running CPU, when there is one */
-		int ind = cg->indent;
-		cg->indent = -1;
-		cg_line(cg, "#ifdef RL_CONV_ISA");
-		cg->indent = ind;
-		line_open(cg, "if (rl_conv4) {", 0, 0);
-		/* the band (or the input in place) and acc (or the output rows) */
-		char xin[96], yout[160];
-		if (din && chunked)
-			snprintf(xin, sizeof(xin), "xg + c0 * %lld + oh0 * %lld, %lld",
-			         (long long)(p->H * p->W), (long long)p->W, (long long)(p->H * p->W));
-		else if (din)
-			snprintf(xin, sizeof(xin), "xg + oh0 * %lld, %lld", (long long)p->W,
-			         (long long)(p->H * p->W));
-		else
-			snprintf(xin, sizeof(xin), "band, %lld", (long long)b->BC);
-		if (dout)
-			snprintf(yout, sizeof(yout), "Y0 + ((n * %lld + mo) * %lld + oh0) * %lld, %lld",
-			         (long long)p->M, (long long)p->OH, (long long)p->OW,
-			         (long long)(p->OH * p->OW));
-		else
-			snprintf(yout, sizeof(yout), "acc[0], %lld", (long long)b->TP);
-		cg_line(cg, "rl_conv4(%s, tap, %lld, %lld, w0, %lld, %s, %lld, %s, %s);", xin,
-		        (long long)KK, (long long)b->CC, (long long)(CG * KK), yout, (long long)b->TP,
-		        p->bias ? "X2 + mo" : "NULL", chunked ? "c0 == 0" : "1");
-		cg->indent--;
-		cg_line(cg, "} else");
-		cg->indent = -1;
-		cg_line(cg, "#endif");
-		cg->indent = ind;
-		line_open(cg, "{", 0, 0);
-	}
 	/* the portable tiles start from acc: the bias first, unless earlier chunks are in it */
 	if (dout && chunked) {
 		line_open(cg, "if (c0 != 0) {", 0, 0);
-		emit_acc_rows(cg, T, p, b, false, NULL);
+		emit_acc_rows(cg, T, p, b, false, NULL, "r");
 		line_close(cg);
 	}
 	if (chunked)
@@ -1171,9 +1250,7 @@ static void emit_band_tiles(struct rl_cgen *cg, const char *T, int64_t es,
 		emit_tile_loop(cg, T, p, b, 1, head);
 	}
 	if (dout) /* the portable tiles' sums go to the output rows here */
-		emit_acc_rows(cg, T, p, b, true, NULL);
-	if (uk)
-		line_close(cg);
+		emit_acc_rows(cg, T, p, b, true, NULL, "r");
 }
 
 /*
@@ -1241,8 +1318,12 @@ static void emit_conv_band(struct rl_cgen *cg, const char *T, int64_t es, const 
 	const char *body[4];
 
 	conv_need_rt(cg);
+	/* blocks per micro-kernel call: CONV_GROUP_BYTES of output rows (acc
+	 * holds them all where they do not go straight to the output) */
+	int64_t gb = CONV_GROUP_BYTES / (b->mr * b->TP * es);
+	gb = !uk || gb < 1 ? 1 : gb > nblk ? nblk : gb;
 	rl_buf_printf(&cg->init, "    if (rl_conv_scratch_reserve(%lldu) != 0) /* %s */\n        return -1;\n",
-	              (long long)(band_bytes + b->mr * b->TP * es), cg->kname);
+	              (long long)(band_bytes + (dout ? 1 : gb) * b->mr * b->TP * es), cg->kname);
 	cg->par_n = p->N * p->G * NB * MP;
 	cg->par_grain = conv_par_grain(cg->par_n, conv_par_want(p));
 	conv_par_note(cg, p);
@@ -1334,12 +1415,52 @@ static void emit_conv_band(struct rl_cgen *cg, const char *T, int64_t es, const 
 	} else {
 		emit_band_fill(cg, T, p, b);
 	}
+	snprintf(cond, sizeof(cond), "c0 == %lld", (long long)(CG - b->CC));
+	if (uk) {
+		/* the micro-kernel takes a group of blocks at once (the AVX2 one
+		 * walks its tiles' columns outer, the blocks inner); the group's
+		 * output rows (or acc, one block's rows per block) stay in L2 for
+		 * the copies and the epilogue after it */
+		char w[120];
+		int ind = cg->indent;
+		cg->indent = -1;
+		cg_line(cg, "#ifdef RL_CONV_ISA");
+		cg->indent = ind;
+		line_open(cg, "if (rl_conv4) {", 0, 0);
+		line_open(cg, "for (size_t mg = mlo; mg < mhi; mg += %lld) {", gb * b->mr, 0);
+		cg_line(cg, "const size_t me = mg + %lld < mhi ? mg + %lld : mhi;", (long long)(gb * b->mr),
+		        (long long)(gb * b->mr));
+		if (chunked && !dout) {
+			line_open(cg, "if (c0 != 0) {", 0, 0);
+			line_open(cg, "for (size_t mo = mg; mo < me; mo += %d) {", b->mr, 0);
+			emit_acc_rows(cg, T, p, b, false, NULL, "mo - mg + r");
+			line_close(cg);
+			line_close(cg);
+		}
+		snprintf(w, sizeof(w), "X1 + mg * %lld + c0 * %lld", (long long)(CG * KK), (long long)KK);
+		conv_uk_call(cg, p, b, chunked, din, dout, "mg", w, "(int64_t)(me - mg) / 4");
+		if (cg->epi || !dout) {
+			line_open(cg, "for (size_t mo = mg; mo < me; mo += %d) {", b->mr, 0);
+			if (dout)
+				emit_acc_epi(cg, p, b, chunked ? cond : "");
+			else
+				emit_acc_rows(cg, T, p, b, true, chunked ? cond : "", "mo - mg + r");
+			line_close(cg);
+		}
+		line_close(cg); /* mg */
+		cg->indent--;
+		cg_line(cg, "} else");
+		cg->indent = -1;
+		cg_line(cg, "#endif");
+		cg->indent = ind;
+		line_open(cg, "{", 0, 0);
+	}
 	cg_line(cg, "for (size_t mo = mlo; mo < mhi; mo += %d) {", b->mr);
 	cg->indent++;
 	/* acc starts from the bias, or from the partial sums of the earlier chunks */
 	if (chunked && !dout) {
 		line_open(cg, "if (c0 != 0) {", 0, 0);
-		emit_acc_rows(cg, T, p, b, false, NULL);
+		emit_acc_rows(cg, T, p, b, false, NULL, "r");
 		line_close(cg);
 	}
 	for (int r = 0; r < b->mr; r++) {
@@ -1349,13 +1470,14 @@ static void emit_conv_band(struct rl_cgen *cg, const char *T, int64_t es, const 
 			snprintf(lines[r], sizeof(lines[r]), "acc[%d][t] = 0;", r);
 		body[r] = lines[r];
 	}
-	emit_band_tiles(cg, T, es, p, b, uk, body, chunked, din, dout);
-	snprintf(cond, sizeof(cond), "c0 == %lld", (long long)(CG - b->CC));
+	emit_band_tiles(cg, T, es, p, b, body, chunked, dout);
 	if (dout)
 		emit_acc_epi(cg, p, b, chunked ? cond : "");
 	else
-		emit_acc_rows(cg, T, p, b, true, chunked ? cond : "");
+		emit_acc_rows(cg, T, p, b, true, chunked ? cond : "", "r");
 	line_close(cg); /* mo */
+	if (uk)
+		line_close(cg);
 	line_close(cg); /* c0 */
 	line_close(cg); /* it */
 	cg_line(cg, "rl_conv_slot_give(slot);");
@@ -1419,7 +1541,7 @@ struct cv_isa {
 
 static const struct cv_isa cv_isas[] = {
 	{"avx512", "avx512f,avx512vl,fma", "__m512", "_mm512", 16, 14},
-	{"avx2", "avx2,fma", "__m256", "_mm256", 8, 2},
+	{"avx2", "avx2,fma", "__m256", "_mm256", 8, 3},
 };
 
 #define CV_ARGS \
@@ -1560,6 +1682,25 @@ static void cv_emit_tr(struct rl_buf *b)
 	cv_tr_close(b, 8);
 }
 
+/* One step of a sub-tile: the lanes' weights at wc, pn pixels of xs broadcast. */
+static void cv_uk_step(struct rl_buf *b, const struct cv_isa *is, int cb, int64_t sx, int pn)
+{
+	char ad[64];
+	int vpb = cb / is->vw;
+	rl_buf_printf(b, "                const %s", is->vt);
+	for (int v = 0; v < vpb; v++)
+		rl_buf_printf(b, "%s w%d = %s_load_ps(%s)", v ? "," : "", v, is->pfx,
+		              cg_addr(ad, sizeof(ad), "wc", 0, NULL, NULL, v * is->vw));
+	rl_buf_printf(b, ";\n");
+	for (int j = 0; j < pn; j++) {
+		rl_buf_printf(b, "                { const %s xb = %s_set1_ps(xs[%lld]);", is->vt,
+		              is->pfx, (long long)(j * sx));
+		for (int v = 0; v < vpb; v++)
+			rl_buf_printf(b, " s%d_%d = %s_fmadd_ps(w%d, xb, s%d_%d);", j, v, is->pfx, v, j, v);
+		rl_buf_printf(b, " }\n");
+	}
+}
+
 /* The micro-kernel of one ISA for tiles of nt pixels at stride sx, into b. */
 static void cv_emit_uk(struct rl_buf *b, const struct cv_isa *is, int cb, int64_t sx, int nt)
 {
@@ -1567,7 +1708,7 @@ static void cv_emit_uk(struct rl_buf *b, const struct cv_isa *is, int cb, int64_
 	int vpb = cb / is->vw, pmax = is->pmax * CONV_CV_CB / cb;
 	rl_buf_printf(b, "static __attribute__((target(\"%s\"))) void rl_cv_%s_c%d_s%lld_n%d(" CV_ARGS
 	              ")\n{\n", is->target, is->name, cb, (long long)sx, nt);
-	for (int j0 = 0; j0 < nt; j0 += pmax) {
+	for (int j0 = 0; j0 < nt;) {
 		int pn = nt - j0 < pmax ? nt - j0 : pmax;
 		rl_buf_printf(b, "    { /* pixels [%d, %d): %d x %d sums in registers */\n", j0, j0 + pn,
 		              pn, vpb);
@@ -1598,22 +1739,21 @@ static void cv_emit_uk(struct rl_buf *b, const struct cv_isa *is, int cb, int64_
 		rl_buf_printf(b, "        }\n");
 		rl_buf_printf(b, "        const float *xc = %s, *wc = w;\n",
 		              cg_addr(ad, sizeof(ad), "x", 0, NULL, NULL, (int)(j0 * sx)));
+		if (is->vw == 8) {
+			/* AVX2: a 1x1 kernel (one tap) in one loop over the channels,
+			 * without the tap loop's overhead per channel; same sums, same order */
+			rl_buf_printf(b, "        if (kk == 1) {\n");
+			rl_buf_printf(b, "            const float *xs = xc + tap[0];\n");
+			rl_buf_printf(b, "            for (int64_t c = 0; c < cc; c++, xs += xcs, wc += %d) {\n",
+			              cb);
+			cv_uk_step(b, is, cb, sx, pn);
+			rl_buf_printf(b, "            }\n");
+			rl_buf_printf(b, "        } else\n");
+		}
 		rl_buf_printf(b, "        for (int64_t c = 0; c < cc; c++, xc += xcs)\n");
 		rl_buf_printf(b, "            for (int64_t k = 0; k < kk; k++, wc += %d) {\n", cb);
 		rl_buf_printf(b, "                const float *xs = xc + tap[k];\n");
-		rl_buf_printf(b, "                const %s", is->vt);
-		for (int v = 0; v < vpb; v++)
-			rl_buf_printf(b, "%s w%d = %s_load_ps(%s)", v ? "," : "", v, is->pfx,
-			              cg_addr(ad, sizeof(ad), "wc", 0, NULL, NULL, v * is->vw));
-		rl_buf_printf(b, ";\n");
-		for (int j = 0; j < pn; j++) {
-			rl_buf_printf(b, "                { const %s xb = %s_set1_ps(xs[%lld]);", is->vt,
-			              is->pfx, (long long)(j * sx));
-			for (int v = 0; v < vpb; v++)
-				rl_buf_printf(b, " s%d_%d = %s_fmadd_ps(w%d, xb, s%d_%d);", j, v, is->pfx, v, j,
-				              v);
-			rl_buf_printf(b, " }\n");
-		}
+		cv_uk_step(b, is, cb, sx, pn);
 		rl_buf_printf(b, "            }\n");
 		for (int j = 0; j < pn; j++) {
 			rl_buf_printf(b, "       ");
@@ -1623,6 +1763,7 @@ static void cv_emit_uk(struct rl_buf *b, const struct cv_isa *is, int cb, int64_
 			rl_buf_printf(b, "\n");
 		}
 		rl_buf_printf(b, "    }\n");
+		j0 += pn;
 	}
 	rl_buf_printf(b, "}\n\n");
 }
