@@ -247,6 +247,14 @@ static const struct gcase cases[] = {
 	{"gemv_panels_pairs", false, 2, 2, {1, 97}, {97, 700}, true, false, false, 1, 1, false},
 	/* 1-D A: a row */
 	{"gemv_1d", false, 1, 2, {257}, {257, 130}, true, false, false, 1, 1, false},
+	/* GEMV over rows, N % 4 != 0 (the last rows one at a time), K < 16: an
+	 * 8-wide step and a masked tail of 5 */
+	{"gemv_rows_short", true, 2, 2, {1, 13}, {1283, 13}, true, false, true, 1, 0, false},
+	/* GEMV over rows, K % 16 == 8: the 8-wide step and no tail */
+	{"gemv_rows_k8", true, 2, 2, {1, 24}, {700, 24}, true, false, true, 1, 0, false},
+	/* too small for the runtime: the inline dot products, K 24 (their
+	 * vector loop ends exactly at K with 16-byte vectors, not with 32) */
+	{"dots_k24", true, 2, 2, {1, 24}, {7, 24}, true, false, true, 1, 0, false},
 };
 
 Test(gemm, runs_every_path)
@@ -259,6 +267,16 @@ Test(gemm, runs_portable_kernels)
 {
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		run_case(&cases[i], "-DRL_NO_INTRIN");
+}
+
+/* the AVX2 kernels where the CPU has AVX-512 too (there the loader picks
+ * AVX-512, and nothing else would run them) */
+Test(gemm, runs_avx2_kernels)
+{
+	if (tu_sh("grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo") != 0)
+		cr_skip_test("this CPU has no AVX2+FMA");
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		run_case(&cases[i], "-DRL_GEMM_NO_AVX512");
 }
 
 Test(gemm, runs_with_clang)
