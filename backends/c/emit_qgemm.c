@@ -508,21 +508,22 @@ static void gen_avx2(struct rl_buf *b, int bits, int nc)
 		rl_buf_printf(b, "            xv += hh; /* (xv + 2 hh in all: this half's x) */\n"
 		              "            for (int64_t t = 0; t < steps; t++, xv += 4) {\n");
 		for (int c = 0; c < nc; c++) {
-			rl_buf_printf(b, "                {\n"
-			              "                    __m256i w0, w1;\n"
-			              "                    if (L == 16) {\n"
-			              "                        w0 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)r%d));\n"
-			              "                        w1 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(r%d + 16)));\n"
-			              "                    } else {\n"
-			              "                        const __m256i v = _mm256_maskload_epi32((const int *)r%d, mk);\n"
-			              "                        w0 = _mm256_cvtepi8_epi16(_mm256_castsi256_si128(v));\n"
-			              "                        w1 = _mm256_cvtepi8_epi16(_mm256_extracti128_si256(v, 1));\n"
-			              "                    }\n"
-			              "                    _mm_prefetch((const char *)(r%d + 8 * qs), _MM_HINT_T1);\n"
-			              "                    r%d += 4 * L;\n"
-			              "                    a%d = _mm256_add_epi32(a%d, _mm256_madd_epi16(w0, xv[0]));\n"
-			              "                    e%d = _mm256_add_epi32(e%d, _mm256_madd_epi16(w1, xv[1]));\n"
-			              "                }\n", c, c, c, c, c, c, c, c, c);
+			/* no block per channel: with one channel the loop body would
+			 * be a lone block (py.test_filler's nested-block) */
+			rl_buf_printf(b, "                __m256i w0_%d, w1_%d;\n"
+			              "                if (L == 16) {\n"
+			              "                    w0_%d = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)r%d));\n"
+			              "                    w1_%d = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(r%d + 16)));\n"
+			              "                } else {\n"
+			              "                    const __m256i v = _mm256_maskload_epi32((const int *)r%d, mk);\n"
+			              "                    w0_%d = _mm256_cvtepi8_epi16(_mm256_castsi256_si128(v));\n"
+			              "                    w1_%d = _mm256_cvtepi8_epi16(_mm256_extracti128_si256(v, 1));\n"
+			              "                }\n"
+			              "                _mm_prefetch((const char *)(r%d + 8 * qs), _MM_HINT_T1);\n"
+			              "                r%d += 4 * L;\n"
+			              "                a%d = _mm256_add_epi32(a%d, _mm256_madd_epi16(w0_%d, xv[0]));\n"
+			              "                e%d = _mm256_add_epi32(e%d, _mm256_madd_epi16(w1_%d, xv[1]));\n",
+			              c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c);
 		}
 		rl_buf_printf(b, "            }\n");
 		/* [l0 l0 l1 l1 | l2 l2 l3 l3] and [l4 l4 l5 l5 | l6 l6 l7 l7]:
