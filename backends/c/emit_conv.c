@@ -227,6 +227,23 @@ static void conv_uk_tile(struct rl_buf *b, const struct conv_isa *is, int nv, co
 	}
 }
 
+/* The tiles of one column step: AVX2 runs them for each of the nb blocks
+ * in turn (the blocks inner, see conv_emit_uk), the others for one block. */
+static void conv_uk_tiles(struct rl_buf *b, const struct conv_isa *is, int nv, bool avx2)
+{
+	static const char *const one[3] = {"acc", "w", "bias"};
+	static const char *const blk[3] = {"ab", "wb", "bb"};
+	if (!avx2) {
+		conv_uk_tile(b, is, nv, "        ", one);
+		return;
+	}
+	rl_buf_printf(b, "        for (int64_t blk = 0; blk < nb; blk++) {\n");
+	rl_buf_printf(b, "            float *ab = acc + blk * 4 * as;\n");
+	rl_buf_printf(b, "            const float *wb = w + blk * 4 * ws, *bb = bias ? bias + blk * 4 : NULL;\n");
+	conv_uk_tile(b, is, nv, "            ", blk);
+	rl_buf_printf(b, "        }\n");
+}
+
 /* The micro-kernels of every ISA and the pick at init, into statics. */
 static void conv_emit_uk(struct rl_buf *b)
 {
@@ -246,8 +263,6 @@ static void conv_emit_uk(struct rl_buf *b)
 		"#include <immintrin.h>\n"
 		"#define RL_CONV_ISA 1\n"
 		"typedef void (*rl_conv4_fn)(" CONV_UK_ARGS ", int64_t nb);\n\n");
-	static const char *const one[3] = {"acc", "w", "bias"};
-	static const char *const blk[3] = {"ab", "wb", "bb"};
 	for (size_t i = 0; i < sizeof(conv_isas) / sizeof(conv_isas[0]); i++) {
 		const struct conv_isa *is = &conv_isas[i];
 		int tw = is->nv * is->vw;
@@ -266,28 +281,12 @@ static void conv_emit_uk(struct rl_buf *b)
 		}
 		rl_buf_printf(b, "    int64_t t = 0;\n");
 		rl_buf_printf(b, "    for (; t + %d <= tp; t += %d) {\n", tw, tw);
-		if (avx2) {
-			rl_buf_printf(b, "        for (int64_t blk = 0; blk < nb; blk++) {\n");
-			rl_buf_printf(b, "            float *ab = acc + blk * 4 * as;\n");
-			rl_buf_printf(b, "            const float *wb = w + blk * 4 * ws, *bb = bias ? bias + blk * 4 : NULL;\n");
-			conv_uk_tile(b, is, is->nv, "            ", blk);
-			rl_buf_printf(b, "        }\n");
-		} else {
-			conv_uk_tile(b, is, is->nv, "        ", one);
-		}
+		conv_uk_tiles(b, is, is->nv, avx2);
 		rl_buf_printf(b, "    }\n");
 		rl_buf_printf(b, "    /* the columns left: narrower tiles, whole vectors */\n");
 		for (int nv = is->nv - 1; nv >= 1; nv--) {
 			rl_buf_printf(b, "    if (t + %d <= tp) {\n", nv * is->vw);
-			if (avx2) {
-				rl_buf_printf(b, "        for (int64_t blk = 0; blk < nb; blk++) {\n");
-				rl_buf_printf(b, "            float *ab = acc + blk * 4 * as;\n");
-				rl_buf_printf(b, "            const float *wb = w + blk * 4 * ws, *bb = bias ? bias + blk * 4 : NULL;\n");
-				conv_uk_tile(b, is, nv, "            ", blk);
-				rl_buf_printf(b, "        }\n");
-			} else {
-				conv_uk_tile(b, is, nv, "        ", one);
-			}
+			conv_uk_tiles(b, is, nv, avx2);
 			rl_buf_printf(b, "        t += %d;\n    }\n", nv * is->vw);
 		}
 		rl_buf_printf(b, "}\n\n");
