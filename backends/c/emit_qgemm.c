@@ -44,9 +44,10 @@
  *   int16 in vpmaddwd; int4 nibbles meet x = 255 hi + lo (both halves in
  *   [-127, 127], 15 bits) in vpmaddubsw, whose int16 pair sums then never
  *   saturate (see gen_avx2). Same layout, same per-group scales. Measured
- *   on Zen 3 (one thread, 6144 x 6144, 151 MB fp32, a loaded host): int8
- *   5.3 ms and int4 3.6 ms where the float-accumulating kernels below took
- *   30.6 and 23.1 ms and the float GEMV 12-18 ms.
+ *   on Zen 3 (bench/bench_quant.py, the 1.175 GB batch-1 stack, one
+ *   thread): int8 40.6 ms and int4 29.2 ms against 108.2 ms in float, 7.7
+ *   and 5.7 GB/s of codes against a 12.1 GB/s read loop (compute-bound);
+ *   the float-accumulating kernels below had made both slower than float.
  * - Elsewhere (neither, or RL_NO_QVNNI: no integer kernels at all, or a
  *   row holding NaN/Inf), the
  *   portable generic vectors of the runtime (rl_vf, RL_TARGETS clones)
@@ -142,22 +143,22 @@ static const char qgemm_rt[] =
 	"                float v = x[un * u + j] * inv;\n"
 	"                int32_t q = v >= 0.0f ? (int32_t)(v + 0.5f) : -(int32_t)(0.5f - v);\n"
 	"                q = q > qm ? qm : q < -qm ? -qm : q;\n"
-	"                int32_t lo, hi;\n"
-	"                if (h->mode == 2) {\n"
-	"                    lo = q % 255;\n"
-	"                    lo += lo > 127 ? -255 : lo < -127 ? 255 : 0;\n"
-	"                    hi = (q - lo) / 255;\n"
-	"                } else {\n"
-	"                    lo = q & 255;\n"
-	"                    hi = (q - lo) / 256;\n"
-	"                }\n"
-	"                unsigned char *at = xb + (g * (u / 4) + j / 4) * 128 + 4 * i + j % 4;\n"
+	"                /* the record of codes 4 (j / 4) .. of the group's units, lane i */\n"
+	"                unsigned char *rec = xb + (g * (u / 4) + j / 4) * 128;\n"
+	"                int64_t at = 4 * i + j % 4;\n"
+	"                int32_t hi = 0;\n"
 	"                if (h->mode == 3) {\n"
 	"                    int16_t q16 = (int16_t)q;\n"
-	"                    memcpy(xb + (g * (u / 4) + j / 4) * 128 + 2 * (4 * i + j % 4), &q16, 2);\n"
+	"                    memcpy(rec + 2 * at, &q16, 2);\n"
 	"                } else {\n"
-	"                    at[0] = (unsigned char)lo;\n"
-	"                    at[64] = (unsigned char)(hi & 255);\n"
+	"                    int32_t lo = q & 255;\n"
+	"                    if (h->mode == 2) {\n"
+	"                        lo = q % 255;\n"
+	"                        lo += lo > 127 ? -255 : lo < -127 ? 255 : 0;\n"
+	"                    }\n"
+	"                    hi = (q - lo) / (h->mode == 2 ? 255 : 256);\n"
+	"                    rec[at] = (unsigned char)lo;\n"
+	"                    rec[64 + at] = (unsigned char)(hi & 255);\n"
 	"                }\n"
 	"                sum += q;\n"
 	"                hsum += hi;\n"
@@ -294,7 +295,8 @@ static const char qgemm_rt_tail[] =
 	"            (nc == 4 ? rl_q4_vnni4 : rl_q4_vnni1)(K, u, nb, p, q, qs, s, hs, z, y);\n"
 	"        return;\n"
 	"    }\n"
-	"#endif\n"	"#ifdef RL_QAVX2\n"
+	"#endif\n"
+	"#ifdef RL_QAVX2\n"
 	"    if (((const struct rl_qxh *)p)->mode == 3) {\n"
 	"        (nc == 4 ? rl_q8_avx2_4 : rl_q8_avx2_1)(K, u, nb, p, q, qs, s, hs, z, y);\n"
 	"        return;\n"
@@ -456,7 +458,8 @@ static const char qavx2_helpers[] =
  *   int8 (row mode 3, x as int16): each code byte widened to int16
  *         (vpmovsxbw) and multiplied with its x in vpmaddwd, pairs into
  *         int32 (two per lane, added at the group's end): 2 multiplies per
- *         32 codes, where the byte route below took 4 and 4 sign steps;
+ *         32 codes (the bytes route int4 takes would need 4, and 4 sign
+ *         steps to keep vpmaddubsw from saturating on signed codes);
  *   int4 (row mode 2, x = 255 hi + lo, both in [-127, 127]): the nibble
  *         (0..15) against x's bytes in vpmaddubsw (unsigned x signed bytes,
  *         pairs into saturating int16): a pair at most 2 * 15 * 127, both
@@ -477,27 +480,22 @@ static void gen_avx2(struct rl_buf *b, int bits, int nc)
 		              "    const int32_t *xs = (const int32_t *)(xb + G * 32 * u);\n"
 		              "    const __m256i m4 = _mm256_set1_epi8(15);\n");
 	for (int c = 0; c < nc; c++) {
-		char sc[64];
-		if (c == 0)
-			snprintf(sc, sizeof(sc), "sv");
-		else
-			snprintf(sc, sizeof(sc), "(const char *)sv + %s%snb * (half ? 2 : 4)",
-			         c == 1 ? "" : c == 2 ? "2" : "3", c == 1 ? "" : " * ");
+		char sc[80];
 		rl_buf_printf(b, "    __m256 f%d = _mm256_setzero_ps();\n"
 		              "    const uint8_t *q%d = %s;\n"
 		              "    const void *s%d = %s;\n", c, c,
-		              cg_addr(ab, sizeof(ab), "q", c, "qs", NULL, 0), c, sc);
+		              cg_addr(ab, sizeof(ab), "q", c, "qs", NULL, 0), c,
+		              cg_addr(sc, sizeof(sc), "(const char *)sv", c, "nb * (half ? 2 : 4)", NULL, 0));
 	}
 	rl_buf_printf(b, "    for (int64_t g = 0; g < G; g++) {\n"
 	              "        int64_t L = U - 16 * g < 16 ? U - 16 * g : 16;\n"
 	              "        for (int hh = 0; hh < 2 && 8 * hh < L; hh++) {\n"
 	              "            const __m256i mk = rl_q_mask8(L - 8 * hh);\n"
-	              "            const __m256i *xv = (const __m256i *)(xb + g * (u / 4) * 128) + hh;\n");
+	              "            const __m256i *xv = (const __m256i *)(xb + g * (u / 4) * 128) + %s;\n",
+	              bits == 8 ? "2 * hh" : "hh");
 	for (int c = 0; c < nc; c++)
 		rl_buf_printf(b, "            const uint8_t *r%d = q%d + 32 * hh;\n"
 		              "            __m256i a%d = _mm256_setzero_si256();\n", c, c, c);
-	/* one step of channel c: its 8 lanes' 32 bytes of codes */
-	char ld[512];
 	if (bits == 8) {
 		/* mode 3: the step's 64 codes' x as int16 in the codes' order, this
 		 * half's 32 at xv[0] (lanes 0-3) and xv[1] (lanes 4-7); each
@@ -505,8 +503,7 @@ static void gen_avx2(struct rl_buf *b, int bits, int nc)
 		 * per lane, added pairwise at the group's end */
 		for (int c = 0; c < nc; c++)
 			rl_buf_printf(b, "            __m256i e%d = _mm256_setzero_si256();\n", c);
-		rl_buf_printf(b, "            xv += hh; /* (xv + 2 hh in all: this half's x) */\n"
-		              "            for (int64_t t = 0; t < steps; t++, xv += 4) {\n");
+		rl_buf_printf(b, "            for (int64_t t = 0; t < steps; t++, xv += 4) {\n");
 		for (int c = 0; c < nc; c++) {
 			/* no block per channel: with one channel the loop body would
 			 * be a lone block (py.test_filler's nested-block) */
@@ -540,6 +537,7 @@ static void gen_avx2(struct rl_buf *b, int bits, int nc)
 		 * xv[0]), their high bytes (xv[2]), then the last four (xv[4], xv[6]) */
 		rl_buf_printf(b, "                for (int64_t t = t0; t < t0 + 4 && t < steps; t++, xv += 8) {\n");
 		for (int c = 0; c < nc; c++) {
+			char ld[256]; /* channel c's step: its 8 lanes' 32 bytes of codes */
 			snprintf(ld, sizeof(ld), "L == 16 ? _mm256_loadu_si256((const __m256i *)r%d) : "
 			         "_mm256_maskload_epi32((const int *)r%d, mk)", c, c);
 			rl_buf_printf(b, "                    const __m256i v%d = %s;\n"
@@ -577,7 +575,7 @@ static void gen_avx2(struct rl_buf *b, int bits, int nc)
 		              c, c, c, c);
 	rl_buf_printf(b, "        }\n");
 	for (int c = 0; c < nc; c++)
-		rl_buf_printf(b, "        q%d += %d * L * steps;\n", c, 4);
+		rl_buf_printf(b, "        q%d += 4 * L * steps;\n", c);
 	rl_buf_printf(b, "    }\n    float sx = ((const struct rl_qxh *)p)->sx;\n");
 	for (int c = 0; c < nc; c++)
 		rl_buf_printf(b, "    y[%d] = sx * rl_q_hsum8(f%d);\n", c, c);
