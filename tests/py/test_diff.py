@@ -8,6 +8,7 @@ computed here by hand from the cost model's formula and the numbers of the
 machine profile (read from hw/<name>.xml):
 
     one kernel: t = max(flops / peak, read / (bw_r * eff) + write / (bw_w * eff)) + launch
+                    (+ fork on a multi-core CPU: these kernels all split across the cores)
 
 fp32, contiguous, main memory, multiply-add = 2 FLOPs, each tensor once.
 It also checks that each pair is an honest rewrite (onnxruntime gives the same
@@ -75,6 +76,9 @@ class Machine:
         lat = root.find("latency")
         self.launch = float(lat.get("graph") if launch == "graph" and not self.cpu and
                             lat.get("graph") else lat.get("launch"))
+        # a CPU kernel split across the thread pool pays its fork/join too
+        cores = int(root.get("cores") or 1)
+        self.fork = float(lat.get("fork") or 0) if self.cpu and cores > 1 else 0.0
         self.fp32 = max(self.peak.get(("fp32", "vector"), 0), self.peak.get(("fp32", "matrix"), 0))
 
     def kernel(self, flops, rd, wr):
@@ -84,7 +88,7 @@ class Machine:
                 bw_r, bw_w = r, w
                 break
         return max(flops / self.fp32, rd / (bw_r * self.eff) + wr / (bw_w * self.eff)) \
-            + self.launch
+            + self.launch + self.fork
 
 
 def verdict(r):
