@@ -488,6 +488,7 @@ void rl_cost_price(const struct rl_machine *m, const struct rl_counts *c,
                    enum rl_prec prec, bool matrix, struct rl_cost *out)
 {
 	int lvl, wlvl;
+	out->at_init = false; /* priced: it runs */
 	resident_levels(m, c, &lvl, &wlvl);
 	const struct rl_mem_level *L = &m->level[lvl], *W = &m->level[wlvl];
 	/* a kernel the runtime runs on fewer cores gets their share of the chip */
@@ -553,11 +554,44 @@ static bool built_at_compile_time(const struct rl_graph *g, const struct rl_node
 	return any;
 }
 
+/*
+ * Built once when the program starts, not per run: on a CPU the C backend's
+ * NAME_init runs a node whose inputs are all constants or outputs of such
+ * nodes (emit.c runs_at_init: a ConstantOfShape, Expand or Range that fills
+ * a weight, which fold leaves to run because its output would be large;
+ * the onnx light models make every weight so), into memory the run only
+ * reads. Not Dropout (training mode draws a mask per run), not an output
+ * whose extent the run reports. The CUDA backend runs them per launch, so a
+ * GPU profile prices them per run. known[v] marks values known by then.
+ */
+static bool built_at_init(const struct rl_graph *g, const struct rl_machine *m,
+                          const struct rl_node *n, const bool *known)
+{
+	if (!known || strcmp(m->kind, "cpu") != 0 || n->op == RL_OP_Dropout || n->nout < 1)
+		return false;
+	for (int o = 0; o < n->nout; o++)
+		if (n->out[o] != RL_NONE && g->values[n->out[o]].extent_axis)
+			return false;
+	int nin = 0;
+	for (int q = 0; q < n->nin; q++) {
+		uint32_t v = n->in[q];
+		if (v == RL_NONE)
+			continue;
+		if (!known[v] && !rl_value_is_const(g, v))
+			return false;
+		nin++;
+	}
+	return nin > 0;
+}
+
 /* rl_cost_graph with the run's footprint already computed */
 static void cost_graph(struct rl_graph *g, const struct rl_machine *m, double foot,
                        struct rl_cost_total *t)
 {
 	memset(t, 0, sizeof(*t));
+	/* no memory for the marks: every such node priced per run (the upper
+	 * bound) */
+	bool *known = calloc((size_t)g->nvalues + 1, sizeof(*known));
 	for (uint32_t k = 0; k < g->norder; k++) {
 		uint32_t i = g->order[k];
 		struct rl_node *n = &g->nodes[i];
@@ -566,6 +600,17 @@ static void cost_graph(struct rl_graph *g, const struct rl_machine *m, double fo
 			continue;
 		if (built_at_compile_time(g, n) || !rl_count_node(g, i, &c)) {
 			memset(&n->cost, 0, sizeof(n->cost));
+			continue;
+		}
+		if (built_at_init(g, m, n, known)) {
+			memset(&n->cost, 0, sizeof(n->cost));
+			n->cost.at_init = true;
+			for (int o = 0; o < n->nout; o++)
+				if (n->out[o] != RL_NONE) {
+					known[n->out[o]] = true;
+					t->init_bytes += value_bytes(g, n->out[o]);
+				}
+			t->init_nodes++;
 			continue;
 		}
 		c.reuse_bytes = foot;
@@ -584,6 +629,7 @@ static void cost_graph(struct rl_graph *g, const struct rl_machine *m, double fo
 		case RL_BOUND_LATENCY: t->latency++; t->time_latency += cs->time_s; break;
 		}
 	}
+	free(known);
 }
 
 double rl_cost_balance(const struct rl_machine *m, enum rl_prec prec, bool matrix)
@@ -931,6 +977,8 @@ bool rl_cost_kernels(struct rl_graph *g, const struct rl_machine *m, rl_traffic_
 		}
 		total_add(&out->t, kr);
 	}
+	out->t.init_nodes = nt.init_nodes;
+	out->t.init_bytes = nt.init_bytes;
 done:
 	free(fill);
 	free(mark);

@@ -165,6 +165,10 @@ struct rl_cost_total {
 	double flops, macs, bytes, time_s;
 	double time_memory, time_compute, time_latency; /* time by bound */
 	uint32_t nodes, memory, compute, latency;       /* node counts by bound */
+	/* nodes NAME_init runs once (cost.c built_at_init), priced 0 per run,
+	 * and the bytes of constants they write */
+	uint32_t init_nodes;
+	double init_bytes;
 };
 /* Price every live node; totals over them. */
 void rl_cost_graph(struct rl_graph *g, const struct rl_machine *m,

@@ -352,6 +352,8 @@ struct rl_cost {
 	int bound;         /* enum rl_bound (cost.h) */
 	int level;         /* memory level the bytes were priced at (index into
 	                      the profile's levels; see rl_cost_price) */
+	bool at_init;      /* built once by NAME_init, not per run (cost.c
+	                      built_at_init): every other field 0 */
 };
 
 /*

@@ -83,8 +83,10 @@ enum row_kind {
 	ROW_VIEW,     /* no bytes, no FLOPs: aliased or embedded */
 	ROW_BUILD,    /* every output known at build time */
 	ROW_UNPRICED, /* symbolic shapes */
+	ROW_INIT,     /* built once by NAME_init from constants, not per run */
 };
-static const char *const row_kind_name[] = {"kernel", "view", "build-time", "unpriced"};
+static const char *const row_kind_name[] = {"kernel", "view", "build-time", "unpriced",
+                                             "init"};
 
 struct row {
 	uint32_t node;
@@ -105,7 +107,7 @@ struct srows {
 	double *kshare;        /* kernel k's share of t.time_s */
 	struct row *krows;     /* the kernels as rows (node: the kernel's name node), for the plot */
 	struct rl_cost_total t; /* over kernels (ks.t) */
-	uint32_t nkind[4];
+	uint32_t nkind[ROW_INIT + 1];
 };
 
 static bool all_outputs_const(const struct rl_graph *g, const struct rl_node *n)
@@ -163,6 +165,8 @@ static bool build_rows(const struct rl_machine *m, const struct rl_report_series
 			memset(&w->cost, 0, sizeof(w->cost));
 		} else if (!rl_count_node(s->g, i, &w->c)) {
 			w->kind = ROW_UNPRICED;
+		} else if (w->cost.at_init) {
+			w->kind = ROW_INIT;
 		} else if (w->cost.time_s <= 0) {
 			w->kind = ROW_VIEW;
 		} else {
@@ -408,6 +412,10 @@ static void text_totals(FILE *f, const struct srows *s)
 	if (s->nkind[ROW_UNPRICED])
 		fprintf(f, "; %u unpriced (symbolic shapes: bind with --batch, --dim or --shape)\n",
 		        s->nkind[ROW_UNPRICED]);
+	if (t->init_nodes)
+		fprintf(f, "  at init   %u nodes computing constants from constants run once in "
+		        "NAME_init (%s written), not priced per run\n", t->init_nodes,
+		        si_u(t->init_bytes, "B", a, sizeof(a)));
 }
 
 /* "L1 1.04 GB, L2 336 MB, DRAM 71.3 MB" for a kernel priced level by level. */
@@ -696,8 +704,10 @@ static void json_total(FILE *f, const struct srows *s)
 	json_kv_num(f, "time_s", t->time_compute, false);
 	fprintf(f, "}, \"latency\": {\"nodes\": %u, ", t->latency);
 	json_kv_num(f, "time_s", t->time_latency, false);
-	fprintf(f, "}, \"views\": %u, \"build_time\": %u, \"unpriced\": %u}",
-	        s->nkind[ROW_VIEW], s->nkind[ROW_BUILD], s->nkind[ROW_UNPRICED]);
+	fprintf(f, "}, \"views\": %u, \"build_time\": %u, \"unpriced\": %u, \"at_init\": %u, ",
+	        s->nkind[ROW_VIEW], s->nkind[ROW_BUILD], s->nkind[ROW_UNPRICED], t->init_nodes);
+	json_kv_num(f, "at_init_bytes", t->init_bytes, false);
+	fputc('}', f);
 }
 
 static void json_nodes(FILE *f, const struct srows *s, const char *ind)
@@ -730,7 +740,7 @@ static void json_nodes(FILE *f, const struct srows *s, const char *ind)
 		json_str(f, row_kind_name[w->kind]);
 		fputs(", ", f);
 		bool priced = w->kind != ROW_UNPRICED;
-		bool zero = w->kind == ROW_BUILD || !priced;
+		bool zero = w->kind == ROW_BUILD || w->kind == ROW_INIT || !priced;
 		json_kv_num(f, "flops", zero ? 0 : w->cost.flops, true);
 		json_kv_num(f, "macs", zero ? 0 : w->c.macs, true);
 		json_kv_num(f, "bytes", zero ? 0 : w->cost.bytes, true);

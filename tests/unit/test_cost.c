@@ -602,6 +602,44 @@ Test(cost, graph_totals_skip_views)
 	TU_EQ(t.time_s, G->nodes[r].cost.time_s);
 }
 
+Test(cost, weights_filled_from_constants_priced_once_at_init_on_cpu)
+{
+	/* y = x W with W = ConstantOfShape([256, 512]), as the onnx light models
+	 * make their weights (past ir/eval.c's 65536 elements: inference leaves
+	 * it to run, as it does with a real model's weights): on a CPU the C backend's NAME_init fills W once,
+	 * so a run costs the product alone; on a GPU profile (the CUDA backend
+	 * fills it every launch) the fill is priced per run */
+	int64_t dims[2] = {256, 512};
+	uint32_t x = tu_input(G, "x", RL_DT_FLOAT, TU_SHAPE(1, 256));
+	uint32_t f = tu_add(G, RL_OP_ConstantOfShape, "fill", 1, 1, tu_ints(G, "dims", 2, dims));
+	uint32_t mm = tu_add(G, RL_OP_MatMul, "mm", 1, 2, x, G->nodes[f].out[0]);
+	G->values[G->nodes[f].out[0]].flags &= ~(unsigned)RL_VAL_OUTPUT;
+	tu_infer(G);
+	cr_assert(!rl_value_is_const(G, G->nodes[f].out[0]));
+	struct rl_machine m;
+	load_machine("generic-cpu", &m);
+	struct rl_cost_total t;
+	rl_cost_graph(G, &m, &t);
+	cr_expect(G->nodes[f].cost.at_init);
+	cr_expect_eq(G->nodes[f].cost.time_s, 0);
+	cr_expect_eq(t.init_nodes, 1);
+	TU_EQ(t.init_bytes, 4.0 * 256 * 512);
+	cr_expect_eq(t.nodes, 1);
+	TU_EQ(t.time_s, G->nodes[mm].cost.time_s);
+	struct rl_kernels ks;
+	cr_assert(rl_cost_kernels(G, &m, NULL, &ks));
+	cr_expect_eq(ks.nk, 1);
+	cr_expect_eq(ks.of[f], -1);
+	cr_expect_eq(ks.t.init_nodes, 1);
+	rl_kernels_free(&ks);
+	load_machine("h100", &m);
+	rl_cost_graph(G, &m, &t);
+	cr_expect(!G->nodes[f].cost.at_init);
+	cr_expect_gt(G->nodes[f].cost.time_s, 0);
+	cr_expect_eq(t.init_nodes, 0);
+	cr_expect_eq(t.nodes, 2);
+}
+
 /* ---- kernels: fused groups priced as they run ------------------------------ */
 
 /* Value v is an intermediate: not a graph output. */
