@@ -1555,8 +1555,8 @@ static void emit_conv_band(struct rl_cgen *cg, const char *T, int64_t es, const 
  * Micro-kernels (statics, one per ISA x stride x tile width in use):
  * AVX-512 holds a tile of up to 14 pixels x cb/16 zmm (up to 28 sums; the
  * broadcast of x folds into the FMA), AVX2 sub-tiles of up to 3 pixels x
- * 4 ymm (6 x 2 for cb = 16; a tile split evenly, see cv_emit_uk), picked
- * at run time through rl_conv_isa; the portable C loop (rl_cv_port) is the
+ * 4 ymm (6 x 2 for cb = 16; see cv_emit_uk for the split), picked at run
+ * time through rl_conv_isa; the portable C loop (rl_cv_port) is the
  * same sums in the same order (bias, then c, then tap) for other compilers
  * and CPUs. Threads: the tasks are split as whole blocks of cb channels
  * (and rows, in parts of two rows or more, where there are fewer blocks than
@@ -1748,14 +1748,17 @@ static void cv_emit_uk(struct rl_buf *b, const struct cv_isa *is, int cb, int64_
 	int vpb = cb / is->vw, pmax = is->pmax * CONV_CV_CB / cb;
 	rl_buf_printf(b, "static __attribute__((target(\"%s\"))) void rl_cv_%s_c%d_s%lld_n%d(" CV_ARGS
 	              ")\n{\n", is->target, is->name, cb, (long long)sx, nt);
-	/* the fewest sub-tiles of at most pmax pixels, as even as they go (the
-	 * wider ones first): 7 pixels as 3 + 2 + 2, not 3 + 3 + 1, and 13 at
-	 * cb = 16 as 5 + 4 + 4, not 6 + 6 + 1. A one-pixel sub-tile holds cb/vw
-	 * sums, too few to cover the FMA latency (2 on AVX2 at cb = 16: a
-	 * quarter of the FMA rate), and loads its weights for one pixel only */
-	int nsub = (nt + pmax - 1) / pmax;
+	/* sub-tiles of pmax pixels and the rest, unless the rest would hold
+	 * fewer than 4 sums: then the fewest sub-tiles, as even as they go (the
+	 * wider first). 13 pixels at cb = 16 on AVX2 as 5 + 4 + 4, not 6 + 6 +
+	 * 1, whose last sub-tile had 2 sums for the FMA latency (a quarter of
+	 * the FMA rate; 1x1 512->1000 on 13x13 took 15-30% less time). At cb =
+	 * 32 a last pixel keeps its 4 sums: 7 pixels as 3 + 3 + 1 ran 4-7%
+	 * faster than 3 + 2 + 2 (Zen 3, one core, L1-resident micro-benchmark) */
+	int rest = nt % pmax, nsub = (nt + pmax - 1) / pmax;
+	bool even = rest > 0 && rest * vpb < 4;
 	for (int j0 = 0, i = 0; j0 < nt; i++) {
-		int pn = nt / nsub + (i < nt % nsub ? 1 : 0);
+		int pn = !even ? (nt - j0 < pmax ? nt - j0 : pmax) : nt / nsub + (i < nt % nsub ? 1 : 0);
 		rl_buf_printf(b, "    { /* pixels [%d, %d): %d x %d sums in registers */\n", j0, j0 + pn,
 		              pn, vpb);
 		for (int j = 0; j < pn; j++) {
