@@ -330,8 +330,8 @@ def case_conv1x1_relu_chunks():
 
 
 def case_conv_relu_chanvec():
-    c = Case("conv_relu_chanvec", 1, 1, "small-plane Conv (channels on the lanes, 16 of them, chunks of "
-             "28 input channels, the last one short) + Relu in the tiles")
+    c = Case("conv_relu_chanvec", 1, 1, "small-plane Conv (channels on 16 lanes, chunks "
+             "of 28 input channels, the last one short) + Relu in the tiles")
     x = c.inp("x", F32, [1, 40, 7, 7])
     h = c.op("Conv", [x, c.rand([40, 40, 3, 3], 0.2), c.rand([40])], pads=[1, 1, 1, 1],
              kernel_shape=[3, 3])
