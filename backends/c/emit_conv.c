@@ -48,7 +48,9 @@
  * calls cg_epilogue() on every finished run of outputs (a band's rows of one
  * channel in band mode, a row in the row form, one element in the gather
  * form), so residual add and activation run while it is in cache; without a
- * group the calls write nothing.
+ * group the calls write nothing. A group that is the Conv and one Relu
+ * (conv_epi_relu) has the Relu applied by the register tiles to the last
+ * chunk's sums before they are stored, with no pass after them.
  */
 #include "emit_impl.h"
 #include "cost.h"
@@ -150,7 +152,7 @@ static const struct conv_isa conv_isas[] = {
 #define CONV_UK_ARGS \
 	"const float *restrict band, int64_t bc, const unsigned *restrict tap, int64_t kk, " \
 	"int64_t cc, const float *restrict w, int64_t ws, float *restrict acc, int64_t as, " \
-	"int64_t tp, const float *bias, int fresh"
+	"int64_t tp, const float *bias, int fresh, int relu"
 
 /* One step of a tile: nv band vectors at xs, four weights at wc[r * ws + wi]. */
 static void conv_uk_step(struct rl_buf *b, const struct conv_isa *is, int nv, const char *ind,
@@ -218,6 +220,17 @@ static void conv_uk_tile(struct rl_buf *b, const struct conv_isa *is, int nv, co
 	rl_buf_printf(b, "%s        const float *xs = xc + tap[k];\n", ind);
 	conv_uk_step(b, is, nv, ind, "wc", "k");
 	rl_buf_printf(b, "%s    }\n%s}\n", ind, ind);
+	/* a fused Relu on the final sums (conv_epi_relu): max(0, s), which
+	 * returns s where s is NaN or -0, as the epilogue's s < 0 ? 0 : s */
+	rl_buf_printf(b, "%sif (relu) {\n%s    const %s z = %s_setzero_ps();\n", ind, ind, is->vt,
+	              is->pfx);
+	for (int r = 0; r < 4; r++) {
+		rl_buf_printf(b, "%s   ", ind);
+		for (int v = 0; v < nv; v++)
+			rl_buf_printf(b, " s%d%d = %s_max_ps(z, s%d%d);", r, v, is->pfx, r, v);
+		rl_buf_printf(b, "\n");
+	}
+	rl_buf_printf(b, "%s}\n", ind);
 	for (int r = 0; r < 4; r++) {
 		rl_buf_printf(b, "%s", ind);
 		for (int v = 0; v < nv; v++)
@@ -254,7 +267,8 @@ static void conv_emit_uk(struct rl_buf *b)
 		" * band[c * bc + tap[k] + t], for r < 4 * nb output channels and t < tp\n"
 		" * (a multiple of 16): nb blocks of four channels over one chunk of input\n"
 		" * channels and every tap; with `fresh` the sums start from the bias (or\n"
-		" * zero) instead of acc. A register tile holds 4 channels x NV vectors\n"
+		" * zero) instead of acc, with `relu` they end as max(0, sum) (a fused Relu\n"
+		" * on the last chunk). A register tile holds 4 channels x NV vectors\n"
 		" * of sums, enough independent FMAs to cover their latency on two pipes;\n"
 		" * per tap it loads NV band vectors once and broadcasts four weights.\n"
 		" * Every sum adds its terms in the order c, k, as the portable tiles do.\n"
@@ -296,7 +310,7 @@ static void conv_emit_uk(struct rl_buf *b)
 			              ", int64_t nb)\n{\n", is->target, is->name);
 			rl_buf_printf(b, "    for (int64_t blk = 0; blk < nb; blk++)\n");
 			rl_buf_printf(b, "        rl_conv4_%s_1(band, bc, tap, kk, cc, w + blk * 4 * ws, ws, acc + blk * 4 * as, as,\n"
-			                 "                      tp, bias ? bias + blk * 4 : NULL, fresh);\n}\n\n", is->name);
+			                 "                      tp, bias ? bias + blk * 4 : NULL, fresh, relu);\n}\n\n", is->name);
 		}
 	}
 	rl_buf_printf(b,
@@ -1187,11 +1201,11 @@ static void emit_tile_loop(struct rl_cgen *cg, const char *T, const struct conv2
  * output rows).
  */
 static void conv_uk_call(struct rl_cgen *cg, const struct conv2d *p, const struct conv_band *b,
-                         bool chunked, bool din, bool dout, const char *mo, const char *w,
-                         const char *nb)
+                         bool chunked, bool din, bool dout, bool relu, const char *mo,
+                         const char *w, const char *nb)
 {
 	int64_t KK = p->KH * p->KW, CG = p->C / p->G;
-	char xin[96], yout[160], bias[40];
+	char xin[96], yout[160], bias[40], last[48];
 	if (din && chunked)
 		snprintf(xin, sizeof(xin), "xg + c0 * %lld + oh0 * %lld, %lld",
 		         (long long)(p->H * p->W), (long long)p->W, (long long)(p->H * p->W));
@@ -1207,9 +1221,12 @@ static void conv_uk_call(struct rl_cgen *cg, const struct conv2d *p, const struc
 	else
 		snprintf(yout, sizeof(yout), "acc[0], %lld", (long long)b->TP);
 	snprintf(bias, sizeof(bias), "X2 + %s", mo);
-	cg_line(cg, "rl_conv4(%s, tap, %lld, %lld, %s, %lld, %s, %lld, %s, %s, %s);", xin,
+	/* a fused Relu on the sums of the last chunk */
+	snprintf(last, sizeof(last), "c0 == %lld", (long long)(CG - b->CC));
+	cg_line(cg, "rl_conv4(%s, tap, %lld, %lld, %s, %lld, %s, %lld, %s, %s, %s, %s);", xin,
 	        (long long)KK, (long long)b->CC, w, (long long)(CG * KK), yout, (long long)b->TP,
-	        p->bias ? bias : "NULL", chunked ? "c0 == 0" : "1", nb);
+	        p->bias ? bias : "NULL", chunked ? "c0 == 0" : "1", !relu ? "0" : chunked ? last : "1",
+	        nb);
 }
 
 /*
@@ -1306,10 +1323,31 @@ static int64_t conv_band_parts(const struct conv2d *p, const struct conv_band *b
 	return mp < 1 ? 1 : mp > nblk ? nblk : mp;
 }
 
+/*
+ * Whether the fused epilogue is one Relu of the Conv's output and nothing
+ * else (BatchNormalization folded into the weights, then Relu: most layers
+ * of ResNet and SqueezeNet). The micro-kernels then apply it to the last
+ * chunk's sums in registers before they store them, where the epilogue was
+ * one more pass over the rows after them (a load and a store per output
+ * through the generic vectors). Band mode's portable tiles keep the
+ * epilogue; channels-on-vector mode's portable tile (rl_cv_port) applies
+ * the Relu too. The values are the same: max(0, s) keeps NaN and -0.
+ */
+static bool conv_epi_relu(const struct rl_cgen *cg)
+{
+	const struct rl_cgen_group *grp = cg->epi;
+	if (!grp || grp->nnodes != 2 || grp->nout != 1 || grp->nodes[0] != grp->anchor)
+		return false;
+	const struct rl_node *a = &cg->g->nodes[grp->anchor], *r = &cg->g->nodes[grp->nodes[1]];
+	return r->op == RL_OP_Relu && r->nin == 1 && r->nout == 1 && r->in[0] == a->out[0] &&
+	       grp->out[0] == r->out[0] && cg->g->values[r->out[0]].dtype == RL_DT_FLOAT;
+}
+
 static void emit_conv_band(struct rl_cgen *cg, const char *T, int64_t es, const struct conv2d *p,
                            const struct conv_band *b, bool uk)
 {
 	int64_t CG = p->C / p->G, MG = p->M / p->G, KK = p->KH * p->KW;
+	bool relu = uk && conv_epi_relu(cg);
 	int64_t NB = p->OH / b->R, MP = conv_band_parts(p, b), nblk = MG / b->mr;
 	bool chunked = b->CC < CG, dout = band_direct_out(p, b, uk), din = band_direct_in(p, b, uk);
 	int64_t band_bytes = (b->CC * b->BC * es + 63) / 64 * 64;
@@ -1437,13 +1475,15 @@ static void emit_conv_band(struct rl_cgen *cg, const char *T, int64_t es, const 
 			line_close(cg);
 		}
 		snprintf(w, sizeof(w), "X1 + mg * %lld + c0 * %lld", (long long)(CG * KK), (long long)KK);
-		conv_uk_call(cg, p, b, chunked, din, dout, "mg", w, "(int64_t)(me - mg) / 4");
-		if (cg->epi || !dout) {
+		conv_uk_call(cg, p, b, chunked, din, dout, relu, "mg", w, "(int64_t)(me - mg) / 4");
+		/* a fused Relu alone ran in the micro-kernel: no epilogue after it */
+		if ((cg->epi && !relu) || !dout) {
 			line_open(cg, "for (size_t mo = mg; mo < me; mo += %d) {", b->mr, 0);
 			if (dout)
 				emit_acc_epi(cg, p, b, chunked ? cond : "");
 			else
-				emit_acc_rows(cg, T, p, b, true, chunked ? cond : "", "mo - mg + r");
+				emit_acc_rows(cg, T, p, b, true, relu ? NULL : chunked ? cond : "",
+				              "mo - mg + r");
 			line_close(cg);
 		}
 		line_close(cg); /* mg */
@@ -1514,9 +1554,9 @@ static void emit_conv_band(struct rl_cgen *cg, const char *T, int64_t es, const 
  *
  * Micro-kernels (statics, one per ISA x stride x tile width in use):
  * AVX-512 holds a tile of up to 14 pixels x cb/16 zmm (up to 28 sums; the
- * broadcast of x folds into the FMA), AVX2 sub-tiles of 2 pixels x 4 ymm
- * (4 x 2 for cb = 16), picked at
- * run time through rl_conv_isa; the portable C loop (rl_cv_port) is the
+ * broadcast of x folds into the FMA), AVX2 sub-tiles of up to 3 pixels x
+ * 4 ymm (6 x 2 for cb = 16; see cv_emit_uk for the split), picked at run
+ * time through rl_conv_isa; the portable C loop (rl_cv_port) is the
  * same sums in the same order (bias, then c, then tap) for other compilers
  * and CPUs. Threads: the tasks are split as whole blocks of cb channels
  * (and rows, in parts of two rows or more, where there are fewer blocks than
@@ -1546,17 +1586,18 @@ static const struct cv_isa cv_isas[] = {
 #define CV_ARGS \
 	"const float *restrict x, const unsigned *restrict tap, int64_t kk, int64_t cc, " \
 	"int64_t xcs, const float *restrict w, float *restrict o, const float *restrict bias, " \
-	"int fresh"
+	"int fresh, int relu"
 
 static const char cv_port[] =
 	"/* ---- Conv, channels on vector lanes: the portable tile ---- */\n"
 	"/* o[j * cb + l] (+)= sum over c < cc, k < kk of w[(c * kk + k) * cb + l] *\n"
 	" * x[c * xcs + tap[k] + j * sx], for nt pixels j and cb (16 or 32) lanes l;\n"
-	" * with `fresh` the sums start from bias[l]. The micro-kernels' order. */\n"
+	" * with `fresh` the sums start from bias[l]; with `relu` they end as\n"
+	" * max(0, sum) (a fused Relu, on the last chunk). The micro-kernels' order. */\n"
 	"static void rl_cv_port(const float *restrict x, int64_t sx, int64_t nt, int64_t cb,\n"
 	"                       const unsigned *restrict tap, int64_t kk, int64_t cc, int64_t xcs,\n"
 	"                       const float *restrict w, float *restrict o,\n"
-	"                       const float *restrict bias, int fresh)\n"
+	"                       const float *restrict bias, int fresh, int relu)\n"
 	"{\n"
 	"    for (int64_t j = 0; j < nt; j++) {\n"
 	"        float s[32];\n"
@@ -1570,7 +1611,7 @@ static const char cv_port[] =
 	"                    s[l] += wc[l] * xv;\n"
 	"            }\n"
 	"        for (int64_t l = 0; l < cb; l++)\n"
-	"            o[j * cb + l] = s[l];\n"
+	"            o[j * cb + l] = relu && s[l] < 0.0f ? 0.0f : s[l];\n"
 	"    }\n"
 	"}\n\n";
 
@@ -1707,8 +1748,17 @@ static void cv_emit_uk(struct rl_buf *b, const struct cv_isa *is, int cb, int64_
 	int vpb = cb / is->vw, pmax = is->pmax * CONV_CV_CB / cb;
 	rl_buf_printf(b, "static __attribute__((target(\"%s\"))) void rl_cv_%s_c%d_s%lld_n%d(" CV_ARGS
 	              ")\n{\n", is->target, is->name, cb, (long long)sx, nt);
-	for (int j0 = 0; j0 < nt;) {
-		int pn = nt - j0 < pmax ? nt - j0 : pmax;
+	/* sub-tiles of pmax pixels and the rest, unless the rest would hold
+	 * fewer than 4 sums: then the fewest sub-tiles, as even as they go (the
+	 * wider first). 13 pixels at cb = 16 on AVX2 as 5 + 4 + 4, not 6 + 6 +
+	 * 1, whose last sub-tile had 2 sums for the FMA latency (a quarter of
+	 * the FMA rate; 1x1 512->1000 on 13x13 took 15-30% less time). At cb =
+	 * 32 a last pixel keeps its 4 sums: 7 pixels as 3 + 3 + 1 ran 4-7%
+	 * faster than 3 + 2 + 2 (Zen 3, one core, L1-resident micro-benchmark) */
+	int rest = nt % pmax, nsub = (nt + pmax - 1) / pmax;
+	bool even = rest > 0 && rest * vpb < 4;
+	for (int j0 = 0, i = 0; j0 < nt; i++) {
+		int pn = !even ? (nt - j0 < pmax ? nt - j0 : pmax) : nt / nsub + (i < nt % nsub ? 1 : 0);
 		rl_buf_printf(b, "    { /* pixels [%d, %d): %d x %d sums in registers */\n", j0, j0 + pn,
 		              pn, vpb);
 		for (int j = 0; j < pn; j++) {
@@ -1754,6 +1804,16 @@ static void cv_emit_uk(struct rl_buf *b, const struct cv_isa *is, int cb, int64_
 		rl_buf_printf(b, "                const float *xs = xc + tap[k];\n");
 		cv_uk_step(b, is, cb, sx, pn);
 		rl_buf_printf(b, "            }\n");
+		/* a fused Relu: max(0, s) keeps a NaN or -0, as s < 0 ? 0 : s */
+		rl_buf_printf(b, "        if (relu) {\n            const %s z = %s_setzero_ps();\n",
+		              is->vt, is->pfx);
+		for (int j = 0; j < pn; j++) {
+			rl_buf_printf(b, "           ");
+			for (int v = 0; v < vpb; v++)
+				rl_buf_printf(b, " s%d_%d = %s_max_ps(z, s%d_%d);", j, v, is->pfx, j, v);
+			rl_buf_printf(b, "\n");
+		}
+		rl_buf_printf(b, "        }\n");
 		for (int j = 0; j < pn; j++) {
 			rl_buf_printf(b, "       ");
 			for (int v = 0; v < vpb; v++)
@@ -1901,7 +1961,10 @@ static void emit_conv_cv(struct rl_cgen *cg, uint32_t node, const struct conv2d 
 	/* pixel tiles of a row: ntile tiles of OW / ntile pixels, the first OW % ntile one wider */
 	int64_t ntile = (p->OW + CONV_CV_NT - 1) / CONV_CV_NT, tw = p->OW / ntile;
 	int64_t wide = p->OW % ntile;
-	char wname[160], wptr[200], tail[200];
+	char wname[160], wptr[200], tail[200], last[64];
+	/* a fused Relu alone: applied by the tiles to the last chunk's sums */
+	bool relu = conv_epi_relu(cg);
+	snprintf(last, sizeof(last), "c0 + %lld >= %lld", (long long)CC, (long long)CG);
 
 	cv_need(cg, cb, p->SW, (int)tw);
 	if (wide)
@@ -2063,15 +2126,16 @@ static void emit_conv_cv(struct rl_cgen *cg, uint32_t node, const struct conv2d 
 			snprintf(wexpr, sizeof(wexpr), "wb");
 		else
 			snprintf(wexpr, sizeof(wexpr), "wb + c0 * %lld", (long long)(KK * cb));
-		snprintf(tail, sizeof(tail), "tap, %lld, cn, %lld, %s, orow + %lld, bz, %s",
+		snprintf(tail, sizeof(tail), "tap, %lld, cn, %lld, %s, orow + %lld, bz, %s, %s",
 		         (long long)KK, (long long)xcs, wexpr, (long long)(ow0 * cb),
-		         one ? "1" : "c0 == 0");
+		         one ? "1" : "c0 == 0", !relu ? "0" : one ? "1" : last);
 		cv_call(cg, cb, p->SW, ow0, nt, tail);
 		ow0 += nt;
 	}
 	line_close(cg); /* i */
 	line_close(cg); /* c0, or the block of one chunk */
-	cg_line(cg, "/* the sums into the block's output planes (rl_cv_tr_*), then the fused epilogue */");
+	cg_line(cg, "/* the sums into the block's output planes (rl_cv_tr_*)%s */",
+	        !cg->epi ? "" : relu ? " (the fused Relu is in them)" : ", then the fused epilogue");
 	{
 		int ind = cg->indent;
 		cg->indent = -1;
@@ -2104,8 +2168,12 @@ static void emit_conv_cv(struct rl_cgen *cg, uint32_t node, const struct conv2d 
 	 * other input of the epilogue has the output's shape (or none): a
 	 * per-channel operand would be gathered across the run's channels.
 	 */
+	/* the Relu is in the tiles' sums: the group's one node after the Conv
+	 * is applied, which emit_fused.c checks through the count of epilogues */
+	if (relu)
+		cg->epi_calls++;
 	bool block_run = false;
-	if (cg->epi && RP == 1 && M % cb == 0 && (cb * p->OH * p->OW) % 16 == 0) {
+	if (cg->epi && !relu && RP == 1 && M % cb == 0 && (cb * p->OH * p->OW) % 16 == 0) {
 		const struct rl_cgen_group *grp = cg->epi;
 		int64_t ny = rl_shape_numel(&cg_out(cg, grp->anchor, 0)->shape);
 		int na = cg->g->nodes[grp->anchor].nin;
@@ -2114,7 +2182,7 @@ static void emit_conv_cv(struct rl_cgen *cg, uint32_t node, const struct conv2d 
 			block_run &= grp->in[q] != RL_NONE &&
 			             rl_shape_numel(&cg->g->values[grp->in[q]].shape) == ny;
 	}
-	if (cg->epi && !block_run) {
+	if (cg->epi && !relu && !block_run) {
 		char base[200];
 		snprintf(base, sizeof(base), "((n * %lld + m0 + r) * %lld + oh0) * %lld", (long long)M,
 		         (long long)p->OH, (long long)p->OW);

@@ -308,6 +308,38 @@ def case_conv3d_gather():
     return c
 
 
+def case_conv_relu_band():
+    c = Case("conv_relu_band", 1, 1, "Conv (band mode, padded: the sums through acc) + Relu "
+             "alone: the FMA tiles apply it to the final sums")
+    x = c.inp("x", F32, [1, 8, 40, 40])
+    h = c.op("Conv", [x, c.rand([8, 8, 3, 3]), c.rand([8])], pads=[1, 1, 1, 1],
+             kernel_shape=[3, 3])
+    y = c.op("Relu", [h])
+    c.out(y, F32, [1, 8, 40, 40])
+    return c
+
+
+def case_conv1x1_relu_chunks():
+    c = Case("conv1x1_relu_chunks", 1, 1, "1x1 Conv (band mode, sums straight into the "
+             "output, input channels in chunks) + Relu on the last chunk's sums")
+    x = c.inp("x", F32, [1, 512, 40, 40])
+    h = c.op("Conv", [x, c.rand([8, 512, 1, 1], 0.1), c.rand([8])], kernel_shape=[1, 1])
+    y = c.op("Relu", [h])
+    c.out(y, F32, [1, 8, 40, 40])
+    return c
+
+
+def case_conv_relu_chanvec():
+    c = Case("conv_relu_chanvec", 1, 1, "small-plane Conv (channels on 16 lanes, chunks "
+             "of 28 input channels, the last one short) + Relu in the tiles")
+    x = c.inp("x", F32, [1, 40, 7, 7])
+    h = c.op("Conv", [x, c.rand([40, 40, 3, 3], 0.2), c.rand([40])], pads=[1, 1, 1, 1],
+             kernel_shape=[3, 3])
+    y = c.op("Relu", [h])
+    c.out(y, F32, [1, 40, 7, 7])
+    return c
+
+
 def case_epilogue_two_outputs():
     c = Case("epilogue_writes_two_values", 1, 1, "MatMul + bias, then the biased value is "
              "a graph output and also feeds a Relu and a bool mask: one epilogue, 3 outputs")
@@ -362,7 +394,8 @@ CASES = [case_dag, case_mid_output, case_output_consumed, case_broadcast_ranks,
          case_cast_chain, case_where_clip, case_int_chain, case_float16_chain,
          case_gemm_bias_relu, case_gemm_c_scale, case_matmul_batched, case_matmul_wide_gelu,
          case_conv_residual, case_conv_plane_channel, case_conv1x1_rowbroadcast,
-         case_conv3d_gather, case_epilogue_two_outputs, case_no_fuse_broadcast, case_no_fuse_cycle,
+         case_conv3d_gather, case_conv_relu_band, case_conv1x1_relu_chunks, case_conv_relu_chanvec,
+         case_epilogue_two_outputs, case_no_fuse_broadcast, case_no_fuse_cycle,
          case_epilogue_blocked]
 
 

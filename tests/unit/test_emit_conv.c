@@ -67,6 +67,7 @@ static const struct conv_case convs[] = {
 	{1, 32, 13, 13, 16, 1, 1, 2, 0, 1, 1, true, false, true, false},  /* 1x1/2, no padding */
 	{2, 200, 14, 14, 48, 3, 3, 1, 1, 2, 1, true, false, true, false}, /* chunks, dilated, 2 images */
 	{1, 16, 27, 27, 32, 3, 3, 1, 1, 1, 1, true, false, true, false},  /* rows of 13 + 14 pixels */
+	{1, 24, 13, 13, 16, 1, 1, 1, 0, 1, 1, true, false, true, false},  /* 16 lanes, 13 pixels: 5 + 4 + 4 (AVX2) */
 	{1, 6, 1, 40, 36, 1, 5, 2, 2, 1, 1, true, true, true, false},     /* 1-D */
 	{1, 16, 7, 7, 32, 3, 3, 1, 1, 1, 2, true, false, true, false},    /* grouped: band mode */
 	{1, 20, 14, 14, 40, 3, 3, 1, 1, 1, 1, true, false, false, true}, /* run-time weights */
