@@ -431,7 +431,8 @@ def run_stack(args, threads, work):
                          wbytes=os.path.getsize(os.path.join(d, "st.weights")),
                          err=rel_err(y, ref), pred=pred, pass_pred=pass_pred, nodes=ne,
                          nq=len(ne))
-        shutil.rmtree(d, ignore_errors=True)  # the side file is as large as the weights
+        if not args.keep:  # the side file is as large as the weights
+            shutil.rmtree(d, ignore_errors=True)
 
     ort_res = {}
     if args.ort:

@@ -38,16 +38,19 @@
  *   bytes in blocks of 32. Symmetric int4's zero point (8) comes off as
  *   8 * sum(x), one shift per group shared by the channels in flight.
  * - Where the CPU has AVX2 but no AVX-512 VNNI (Zen 3, Intel before Ice
- *   Lake; or with -DRL_NO_QAVX512), AVX2 integer kernels (gen_avx2). AVX2
- *   has no byte dot product into 32 bits, so the row is prepared for them
- *   (modes 3 and 2): int8 codes are widened to int16 and meet x rounded to
- *   int16 in vpmaddwd; int4 nibbles meet x = 255 hi + lo (both halves in
- *   [-127, 127], 15 bits) in vpmaddubsw, whose int16 pair sums then never
- *   saturate (see gen_avx2). Same layout, same per-group scales. Measured
- *   on Zen 3 (bench/bench_quant.py, the 1.175 GB batch-1 stack, one
- *   thread): int8 40.6 ms and int4 29.2 ms against 108.2 ms in float, 7.7
- *   and 5.7 GB/s of codes against a 12.1 GB/s read loop (compute-bound);
- *   the float-accumulating kernels below had made both slower than float.
+ *   Lake; or with -DRL_NO_QAVX512), AVX2 integer kernels (rl_q_avx2_dot,
+ *   one channel at a time, its codes read in order). AVX2 has no byte dot
+ *   product into 32 bits, so the row is prepared for them (modes 3 and 2):
+ *   int8 codes are split into even and odd bytes as int16 and meet x
+ *   rounded to int16 in vpmaddwd; int4 nibbles meet x = 255 hi + lo (both
+ *   halves in [-127, 127], 15 bits) in vpmaddubsw, whose int16 pair sums
+ *   then never saturate (see qavx2_kernels). Same layout, same per-group
+ *   scales. Measured on Zen 3 (the 1.175 GB batch-1 stack of
+ *   bench/bench_quant.py, one thread pinned, CPU time, loaded host): int8
+ *   36.4 -> 31.5 ms and int4 23.8 -> 17.0 ms for the 4-channel kernels
+ *   of session 8 -> these, against about 107 ms in float; what bound the
+ *   old ones was the 4 rows read side by side (a plain read of 4 rows at
+ *   once: 8-9 GB/s; of one: 10-11) and, for int4, the instructions.
  * - Elsewhere (neither, or RL_NO_QVNNI: no integer kernels at all, or a
  *   row holding NaN/Inf), the
  *   portable generic vectors of the runtime (rl_vf, RL_TARGETS clones)
@@ -129,7 +132,8 @@ static const char qgemm_rt[] =
 	"    if (h->mode) {\n"
 	"        /* mode 1: x = 256 hi + lo, lo in [0, 255]; mode 2: x = 255 hi + lo,\n"
 	"         * both in [-127, 127] (AVX2's int4 byte products); mode 3: x as\n"
-	"         * int16 in the codes' order (AVX2's int8 products on int16) */\n"
+	"         * int16, each record's even and odd codes apart (AVX2's int8\n"
+	"         * products on int16) */\n"
 	"        const int32_t qm = h->mode == 2 ? 32512 : 32767;\n"
 	"        float inv = amax > 0.0f ? (float)qm / amax : 0.0f;\n"
 	"        unsigned char *xb = p + 64;\n"
@@ -148,8 +152,10 @@ static const char qgemm_rt[] =
 	"                int64_t at = 4 * i + j % 4;\n"
 	"                int32_t hi = 0;\n"
 	"                if (h->mode == 3) {\n"
+	"                    /* lanes 0-7 then 8-15 (64 bytes each): codes 0 and 2 of\n"
+	"                     * the record's four, then 1 and 3 (32 bytes each) */\n"
 	"                    int16_t q16 = (int16_t)q;\n"
-	"                    memcpy(rec + 2 * at, &q16, 2);\n"
+	"                    memcpy(rec + 64 * (i / 8) + 32 * (j % 2) + 4 * (i % 8) + 2 * (j % 4 / 2), &q16, 2);\n"
 	"                } else {\n"
 	"                    int32_t lo = q & 255;\n"
 	"                    if (h->mode == 2) {\n"
@@ -297,12 +303,10 @@ static const char qgemm_rt_tail[] =
 	"    }\n"
 	"#endif\n"
 	"#ifdef RL_QAVX2\n"
-	"    if (((const struct rl_qxh *)p)->mode == 3) {\n"
-	"        (nc == 4 ? rl_q8_avx2_4 : rl_q8_avx2_1)(K, u, nb, p, q, qs, s, hs, z, y);\n"
-	"        return;\n"
-	"    }\n"
-	"    if (((const struct rl_qxh *)p)->mode == 2) {\n"
-	"        (nc == 4 ? rl_q4_avx2_4 : rl_q4_avx2_1)(K, u, nb, p, q, qs, s, hs, z, y);\n"
+	"    if (((const struct rl_qxh *)p)->mode >= 2) {\n"
+	"        for (int c = 0; c < nc; c++, q += qs, s = (const char *)s + nb * (hs ? 2 : 4),\n"
+	"                                     z = z ? z + nb : NULL)\n"
+	"            y[c] = rl_q_avx2_dot(bits, K, u, nb, p, q, s, hs, z);\n"
 	"        return;\n"
 	"    }\n"
 	"#endif\n"
@@ -427,8 +431,8 @@ static const char qavx2_helpers[] =
 	"    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n < 0 ? 0 : n > 8 ? 8 : n)),\n"
 	"                              _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));\n"
 	"}\n\n"
-	"RL_QAVX2_FN inline __m256 rl_q_sc8(const void *s, int half, int64_t nb, int64_t g, int64_t L,\n"
-	"                                   int hh)\n"
+	"RL_QAVX2_FN inline __attribute__((always_inline)) __m256 rl_q_sc8(const void *s, int half, int64_t nb,\n"
+	"                                                               int64_t g, int64_t L, int hh)\n"
 	"{\n"
 	"    int64_t o = 16 * g + 8 * hh;\n"
 	"    if (nb == 1)\n"
@@ -449,138 +453,131 @@ static const char qavx2_helpers[] =
 	"    return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));\n"
 	"}\n\n";
 
-/* The AVX2 kernel for nc consecutive channels against one prepared row, the
- * same walk as gen_vnni but each 16-lane group in two passes, lanes 0-7 then
- * 8-15 (the second pass reads the group's codes again from L1: the sums
- * and the x vectors fit the 16 ymm registers; both halves at once spilled
- * the sums to the stack on every step). AVX2 has no byte dot product into
- * 32 bits:
- *   int8 (row mode 3, x as int16): each code byte widened to int16
- *         (vpmovsxbw) and multiplied with its x in vpmaddwd, pairs into
- *         int32 (two per lane, added at the group's end): 2 multiplies per
- *         32 codes (the bytes route int4 takes would need 4, and 4 sign
- *         steps to keep vpmaddubsw from saturating on signed codes);
+/* The AVX2 kernels: one channel against one prepared row, the codes read
+ * front to back. One channel at a time, not 4 sharing the activation loads
+ * as the VNNI kernels do: on Zen 3 a read of 4 rows side by side (the 4
+ * channels' streams) ran at 7-9 GB/s where the same bytes read in order ran
+ * at 10-11 (bench/bench_quant.py's 2 KiB rows; the hardware prefetcher
+ * follows one stream), and the activations come from L1 either way. Each
+ * step prefetches (T0) 2 KiB ahead in the stream, often the next channel's
+ * row (+18% int8, +40% int4 over none). A group's 16 lanes in one pass,
+ * lanes 0-7 and 8-15 in two sums; a short last group (L < 16) takes the
+ * same loop with masked loads (rl_q*_avx2_grp with full 0: a copy the
+ * compiler specializes, so the full groups' loop has no branch in it).
+ * AVX2 has no byte dot product into 32 bits:
+ *   int8 (row mode 3, x as int16): each 32-bit lane's 4 code bytes split
+ *         into its even bytes (shift left 8, arithmetic right 8) and its odd
+ *         bytes (arithmetic right 8), sign-extended int16, each meeting its x
+ *         (the row's even and odd codes, prepared apart) in vpmaddwd: both
+ *         land in the lane's own int32, so no pairs to add at the group's
+ *         end (vpmovsxbw, the earlier way, sat on the shuffle port and left
+ *         the lanes' pairs to hadd and permute);
  *   int4 (row mode 2, x = 255 hi + lo, both in [-127, 127]): the nibble
  *         (0..15) against x's bytes in vpmaddubsw (unsigned x signed bytes,
  *         pairs into saturating int16): a pair at most 2 * 15 * 127, both
  *         nibbles of 4 steps summed in int16 (8 * 3810 = 30480) before
  *         vpmaddwd by 1 (lo) and by 255 (hi) widens them. */
-static void gen_avx2(struct rl_buf *b, int bits, int nc)
-{
-	char ab[64];
-	rl_buf_printf(b, "RL_QAVX2_FN void rl_q%d_avx2_%d(int64_t K, int64_t u, int64_t nb, "
-	              "const unsigned char *p,\n    const uint8_t *q, int64_t qs, const void *sv, "
-	              "int half, const uint8_t *z, float *y)\n{\n", bits, nc);
-	rl_buf_printf(b, "    int64_t U = (K + u - 1) / u, G = (U + 15) / 16, steps = u / %d;\n"
-	              "    const unsigned char *xb = p + 64;\n", bits == 8 ? 4 : 8);
-	if (bits == 8)
-		rl_buf_printf(b, "    (void)z;\n");
-	else
-		rl_buf_printf(b, "    const __m256i one = _mm256_set1_epi16(1), c255 = _mm256_set1_epi16(255);\n"
-		              "    const int32_t *xs = (const int32_t *)(xb + G * 32 * u);\n"
-		              "    const __m256i m4 = _mm256_set1_epi8(15);\n");
-	for (int c = 0; c < nc; c++) {
-		char sc[80];
-		rl_buf_printf(b, "    __m256 f%d = _mm256_setzero_ps();\n"
-		              "    const uint8_t *q%d = %s;\n"
-		              "    const void *s%d = %s;\n", c, c,
-		              cg_addr(ab, sizeof(ab), "q", c, "qs", NULL, 0), c,
-		              cg_addr(sc, sizeof(sc), "(const char *)sv", c, "nb * (half ? 2 : 4)", NULL, 0));
-	}
-	rl_buf_printf(b, "    for (int64_t g = 0; g < G; g++) {\n"
-	              "        int64_t L = U - 16 * g < 16 ? U - 16 * g : 16;\n"
-	              "        for (int hh = 0; hh < 2 && 8 * hh < L; hh++) {\n"
-	              "            const __m256i mk = rl_q_mask8(L - 8 * hh);\n"
-	              "            const __m256i *xv = (const __m256i *)(xb + g * (u / 4) * 128) + %s;\n",
-	              bits == 8 ? "2 * hh" : "hh");
-	for (int c = 0; c < nc; c++)
-		rl_buf_printf(b, "            const uint8_t *r%d = q%d + 32 * hh;\n"
-		              "            __m256i a%d = _mm256_setzero_si256();\n", c, c, c);
-	if (bits == 8) {
-		/* mode 3: the step's 64 codes' x as int16 in the codes' order, this
-		 * half's 32 at xv[0] (lanes 0-3) and xv[1] (lanes 4-7); each
-		 * code byte widened (vpmovsxbw) meets its x in vpmaddwd, two int32
-		 * per lane, added pairwise at the group's end */
-		for (int c = 0; c < nc; c++)
-			rl_buf_printf(b, "            __m256i e%d = _mm256_setzero_si256();\n", c);
-		rl_buf_printf(b, "            for (int64_t t = 0; t < steps; t++, xv += 4) {\n");
-		for (int c = 0; c < nc; c++) {
-			/* no block per channel: with one channel the loop body would
-			 * be a lone block (py.test_filler's nested-block) */
-			rl_buf_printf(b, "                __m256i w0_%d, w1_%d;\n"
-			              "                if (L == 16) {\n"
-			              "                    w0_%d = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)r%d));\n"
-			              "                    w1_%d = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(r%d + 16)));\n"
-			              "                } else {\n"
-			              "                    const __m256i v = _mm256_maskload_epi32((const int *)r%d, mk);\n"
-			              "                    w0_%d = _mm256_cvtepi8_epi16(_mm256_castsi256_si128(v));\n"
-			              "                    w1_%d = _mm256_cvtepi8_epi16(_mm256_extracti128_si256(v, 1));\n"
-			              "                }\n"
-			              "                _mm_prefetch((const char *)(r%d + 8 * qs), _MM_HINT_T1);\n"
-			              "                r%d += 4 * L;\n"
-			              "                a%d = _mm256_add_epi32(a%d, _mm256_madd_epi16(w0_%d, xv[0]));\n"
-			              "                e%d = _mm256_add_epi32(e%d, _mm256_madd_epi16(w1_%d, xv[1]));\n",
-			              c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c);
-		}
-		rl_buf_printf(b, "            }\n");
-		/* [l0 l0 l1 l1 | l2 l2 l3 l3] and [l4 l4 l5 l5 | l6 l6 l7 l7]:
-		 * hadd gives [l0 l1 l4 l5 | l2 l3 l6 l7], the permute the order */
-		for (int c = 0; c < nc; c++)
-			rl_buf_printf(b, "            a%d = _mm256_permutevar8x32_epi32(_mm256_hadd_epi32(a%d, e%d),\n"
-			              "                                               _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7));\n",
-			              c, c, c);
-	} else {
-		rl_buf_printf(b, "            for (int64_t t0 = 0; t0 < steps; t0 += 4) {\n");
-		for (int c = 0; c < nc; c++)
-			rl_buf_printf(b, "                __m256i l%d = _mm256_setzero_si256(), h%d = l%d;\n", c, c, c);
-		/* xv: low bytes of the step's first four codes (this half at
-		 * xv[0]), their high bytes (xv[2]), then the last four (xv[4], xv[6]) */
-		rl_buf_printf(b, "                for (int64_t t = t0; t < t0 + 4 && t < steps; t++, xv += 8) {\n");
-		for (int c = 0; c < nc; c++) {
-			char ld[256]; /* channel c's step: its 8 lanes' 32 bytes of codes */
-			snprintf(ld, sizeof(ld), "L == 16 ? _mm256_loadu_si256((const __m256i *)r%d) : "
-			         "_mm256_maskload_epi32((const int *)r%d, mk)", c, c);
-			rl_buf_printf(b, "                    const __m256i v%d = %s;\n"
-			              "                    _mm_prefetch((const char *)(r%d + 8 * qs), _MM_HINT_T1);\n"
-			              "                    r%d += 4 * L;\n"
-			              "                    const __m256i c0_%d = _mm256_and_si256(v%d, m4);\n"
-			              "                    const __m256i c1_%d = _mm256_and_si256(_mm256_srli_epi16(v%d, 4), m4);\n"
-			              "                    l%d = _mm256_add_epi16(l%d, _mm256_add_epi16(_mm256_maddubs_epi16(c0_%d, xv[0]),\n"
-			              "                                                                 _mm256_maddubs_epi16(c1_%d, xv[4])));\n"
-			              "                    h%d = _mm256_add_epi16(h%d, _mm256_add_epi16(_mm256_maddubs_epi16(c0_%d, xv[2]),\n"
-			              "                                                                 _mm256_maddubs_epi16(c1_%d, xv[6])));\n",
-			              c, ld, c, c, c, c, c, c, c, c, c, c, c, c, c, c);
-		}
-		rl_buf_printf(b, "                }\n");
-		for (int c = 0; c < nc; c++)
-			rl_buf_printf(b, "                a%d = _mm256_add_epi32(a%d, _mm256_add_epi32(_mm256_madd_epi16(l%d, one),\n"
-			              "                                                           _mm256_madd_epi16(h%d, c255)));\n",
-			              c, c, c, c);
-		rl_buf_printf(b, "            }\n");
-		/* the zero points' share z * sum(x) per lane (sums past L are 0) */
-		rl_buf_printf(b, "            const __m256i xsv = _mm256_loadu_si256((const __m256i *)(xs + 16 * g + 8 * hh));\n");
-		for (int c = 0; c < nc; c++)
-			rl_buf_printf(b, "            if (z) {\n"
-			              "                uint8_t zt[8] = {0};\n"
-			              "                memcpy(zt, %s + 8 * hh, (size_t)(L - 8 * hh < 8 ? L - 8 * hh : 8));\n"
-			              "                a%d = _mm256_sub_epi32(a%d, _mm256_mullo_epi32(\n"
-			              "                    _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)zt)), xsv));\n"
-			              "            } else {\n"
-			              "                a%d = _mm256_sub_epi32(a%d, _mm256_slli_epi32(xsv, 3));\n"
-			              "            }\n",
-			              cg_addr(ab, sizeof(ab), "z", c, "nb", "16 * g", 0), c, c, c, c);
-	}
-	for (int c = 0; c < nc; c++)
-		rl_buf_printf(b, "            f%d = _mm256_fmadd_ps(_mm256_cvtepi32_ps(a%d), rl_q_sc8(s%d, half, nb, g, L, hh), f%d);\n",
-		              c, c, c, c);
-	rl_buf_printf(b, "        }\n");
-	for (int c = 0; c < nc; c++)
-		rl_buf_printf(b, "        q%d += 4 * L * steps;\n", c);
-	rl_buf_printf(b, "    }\n    float sx = ((const struct rl_qxh *)p)->sx;\n");
-	for (int c = 0; c < nc; c++)
-		rl_buf_printf(b, "    y[%d] = sx * rl_q_hsum8(f%d);\n", c, c);
-	rl_buf_printf(b, "}\n\n");
-}
+static const char qavx2_kernels[] =
+	"#define RL_QPF 2048 /* bytes of codes prefetched ahead */\n"
+	"/* a group's sums, lanes 0-7 (*da) and 8-15 (*de); steps of sb bytes */\n"
+	"RL_QAVX2_FN inline __attribute__((always_inline)) void\n"
+	"rl_q8_avx2_grp(const __m256i *xv, const uint8_t *r, int64_t steps, int64_t sb, int full, __m256i mk0,\n"
+	"               __m256i mk1, __m256i *da, __m256i *de)\n"
+	"{\n"
+	"    __m256i a = _mm256_setzero_si256(), e = a;\n"
+	"    for (int64_t t = 0; t < steps; t++, xv += 4, r += sb) {\n"
+	"        const __m256i v0 = full ? _mm256_loadu_si256((const __m256i *)r)\n"
+	"                                : _mm256_maskload_epi32((const int *)r, mk0);\n"
+	"        const __m256i v1 = full ? _mm256_loadu_si256((const __m256i *)(r + 32))\n"
+	"                                : _mm256_maskload_epi32((const int *)(r + 32), mk1);\n"
+	"        _mm_prefetch((const char *)(r + RL_QPF), _MM_HINT_T0);\n"
+	"        a = _mm256_add_epi32(a, _mm256_add_epi32(\n"
+	"            _mm256_madd_epi16(_mm256_srai_epi16(_mm256_slli_epi16(v0, 8), 8), xv[0]),\n"
+	"            _mm256_madd_epi16(_mm256_srai_epi16(v0, 8), xv[1])));\n"
+	"        e = _mm256_add_epi32(e, _mm256_add_epi32(\n"
+	"            _mm256_madd_epi16(_mm256_srai_epi16(_mm256_slli_epi16(v1, 8), 8), xv[2]),\n"
+	"            _mm256_madd_epi16(_mm256_srai_epi16(v1, 8), xv[3])));\n"
+	"    }\n"
+	"    *da = a;\n"
+	"    *de = e;\n"
+	"}\n\n"
+	"RL_QAVX2_FN inline __attribute__((always_inline)) void\n"
+	"rl_q4_avx2_grp(const __m256i *xv, const uint8_t *r, int64_t steps, int64_t sb, int full, __m256i mk0,\n"
+	"               __m256i mk1, __m256i *da, __m256i *de)\n"
+	"{\n"
+	"    const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi16(1), c255 = _mm256_set1_epi16(255);\n"
+	"    __m256i a = _mm256_setzero_si256(), e = a;\n"
+	"    for (int64_t t0 = 0; t0 < steps; t0 += 4) {\n"
+	"        __m256i la = _mm256_setzero_si256(), ha = la, le = la, he = la;\n"
+	"        /* xv: low bytes of the step's first four codes (lanes 0-7 at\n"
+	"         * xv[0], 8-15 at xv[1]), their high bytes (xv[2], xv[3]), then\n"
+	"         * the last four's (xv[4] .. xv[7]) */\n"
+	"        for (int64_t t = t0; t < t0 + 4 && t < steps; t++, xv += 8, r += sb) {\n"
+	"            const __m256i v0 = full ? _mm256_loadu_si256((const __m256i *)r)\n"
+	"                                    : _mm256_maskload_epi32((const int *)r, mk0);\n"
+	"            const __m256i v1 = full ? _mm256_loadu_si256((const __m256i *)(r + 32))\n"
+	"                                    : _mm256_maskload_epi32((const int *)(r + 32), mk1);\n"
+	"            _mm_prefetch((const char *)(r + RL_QPF), _MM_HINT_T0);\n"
+	"            const __m256i c00 = _mm256_and_si256(v0, m4), c01 = _mm256_and_si256(_mm256_srli_epi16(v0, 4), m4);\n"
+	"            const __m256i c10 = _mm256_and_si256(v1, m4), c11 = _mm256_and_si256(_mm256_srli_epi16(v1, 4), m4);\n"
+	"            la = _mm256_add_epi16(la, _mm256_add_epi16(_mm256_maddubs_epi16(c00, xv[0]),\n"
+	"                                                       _mm256_maddubs_epi16(c01, xv[4])));\n"
+	"            ha = _mm256_add_epi16(ha, _mm256_add_epi16(_mm256_maddubs_epi16(c00, xv[2]),\n"
+	"                                                       _mm256_maddubs_epi16(c01, xv[6])));\n"
+	"            le = _mm256_add_epi16(le, _mm256_add_epi16(_mm256_maddubs_epi16(c10, xv[1]),\n"
+	"                                                       _mm256_maddubs_epi16(c11, xv[5])));\n"
+	"            he = _mm256_add_epi16(he, _mm256_add_epi16(_mm256_maddubs_epi16(c10, xv[3]),\n"
+	"                                                       _mm256_maddubs_epi16(c11, xv[7])));\n"
+	"        }\n"
+	"        a = _mm256_add_epi32(a, _mm256_add_epi32(_mm256_madd_epi16(la, one), _mm256_madd_epi16(ha, c255)));\n"
+	"        e = _mm256_add_epi32(e, _mm256_add_epi32(_mm256_madd_epi16(le, one), _mm256_madd_epi16(he, c255)));\n"
+	"    }\n"
+	"    *da = a;\n"
+	"    *de = e;\n"
+	"}\n\n"
+	"/* channel q (scales s, float16 when half; int4: zero points z or NULL for\n"
+	" * 8) against the row prepared at p */\n"
+	"RL_QAVX2_FN float rl_q_avx2_dot(int bits, int64_t K, int64_t u, int64_t nb, const unsigned char *p,\n"
+	"                            const uint8_t *q, const void *s, int half, const uint8_t *z)\n"
+	"{\n"
+	"    int64_t U = (K + u - 1) / u, G = (U + 15) / 16, steps = u / (bits == 8 ? 4 : 8);\n"
+	"    const unsigned char *xb = p + 64;\n"
+	"    const int32_t *xs = (const int32_t *)(xb + G * 32 * u);\n"
+	"    __m256 f = _mm256_setzero_ps();\n"
+	"    for (int64_t g = 0; g < G; g++) {\n"
+	"        int64_t L = U - 16 * g < 16 ? U - 16 * g : 16;\n"
+	"        const __m256i *xv = (const __m256i *)(xb + g * (u / 4) * 128);\n"
+	"        const __m256i mk0 = rl_q_mask8(L), mk1 = rl_q_mask8(L - 8);\n"
+	"        __m256i a, e;\n"
+	"        if (bits == 8 && L == 16)\n"
+	"            rl_q8_avx2_grp(xv, q, steps, 64, 1, mk0, mk1, &a, &e);\n"
+	"        else if (bits == 8)\n"
+	"            rl_q8_avx2_grp(xv, q, steps, 4 * L, 0, mk0, mk1, &a, &e);\n"
+	"        else if (L == 16)\n"
+	"            rl_q4_avx2_grp(xv, q, steps, 64, 1, mk0, mk1, &a, &e);\n"
+	"        else\n"
+	"            rl_q4_avx2_grp(xv, q, steps, 4 * L, 0, mk0, mk1, &a, &e);\n"
+	"        if (bits == 4) {\n"
+	"            /* the zero points' share z * sum(x) per lane (sums past L are 0) */\n"
+	"            const __m256i xs0 = _mm256_loadu_si256((const __m256i *)(xs + 16 * g));\n"
+	"            const __m256i xs1 = _mm256_loadu_si256((const __m256i *)(xs + 16 * g + 8));\n"
+	"            if (z) {\n"
+	"                uint8_t zt[16] = {0};\n"
+	"                memcpy(zt, z + 16 * g, (size_t)L);\n"
+	"                a = _mm256_sub_epi32(a, _mm256_mullo_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)zt)), xs0));\n"
+	"                e = _mm256_sub_epi32(e, _mm256_mullo_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(zt + 8))), xs1));\n"
+	"            } else {\n"
+	"                a = _mm256_sub_epi32(a, _mm256_slli_epi32(xs0, 3));\n"
+	"                e = _mm256_sub_epi32(e, _mm256_slli_epi32(xs1, 3));\n"
+	"            }\n"
+	"        }\n"
+	"        f = _mm256_fmadd_ps(_mm256_cvtepi32_ps(a), rl_q_sc8(s, half, nb, g, L, 0), f);\n"
+	"        if (L > 8)\n"
+	"            f = _mm256_fmadd_ps(_mm256_cvtepi32_ps(e), rl_q_sc8(s, half, nb, g, L, 1), f);\n"
+	"        q += 4 * L * steps;\n"
+	"    }\n"
+	"    return ((const struct rl_qxh *)p)->sx * rl_q_hsum8(f);\n"
+	"}\n\n";
 
 /* The prepared rows' buffer, grown by NAME_init (not in static mode, where
  * it is a region of the caller's workspace). */
@@ -613,11 +610,8 @@ static void qgemm_runtime(struct rl_cgen *cg)
 		for (int nc = 4; nc >= 1; nc -= 3)
 			gen_vnni(&cg->statics, bits, nc);
 	rl_buf_printf(&cg->statics, "#endif\n\n#ifdef RL_QAVX2\n"
-	              "#define RL_QAVX2_FN static __attribute__((target(\"avx2,fma,f16c\")))\n%s",
-	              qavx2_helpers);
-	for (int bits = 8; bits >= 4; bits -= 4)
-		for (int nc = 4; nc >= 1; nc -= 3)
-			gen_avx2(&cg->statics, bits, nc);
+	              "#define RL_QAVX2_FN static __attribute__((target(\"avx2,fma,f16c\")))\n%s%s",
+	              qavx2_helpers, qavx2_kernels);
 	rl_buf_printf(&cg->statics, "#endif\n\n%s", qgemm_rt_tail);
 	if (cg->static_mode)
 		return;
