@@ -449,7 +449,11 @@ static bool rl_check_lines(const struct rl_machine *m,
 		/* Levels are listed closest first, and the cost model prices
 		 * untiled tensors at the last one: it must be main memory, so
 		 * no level may hold more. Bandwidth order is not checked (an
-		 * Infinity Cache can be slower than the L2 behind it is big). */
+		 * Infinity Cache can be slower than the L2 behind it is big), nor
+		 * capacity order between caches: capacities are chip totals, and
+		 * a non-inclusive last cache can be smaller than the private
+		 * caches before it (a 56-core Sapphire Rapids: 56 x 2 MiB of L2,
+		 * 105 MiB of L3). */
 		if (l->capacity > main_mem->capacity)
 			return rl_fail(err, errlen, file, line,
 			               "level '%s' (%g B) is larger than the last level "
