@@ -239,6 +239,18 @@ const char *cg_lit(enum rl_dtype t, double x)
 	return b;
 }
 
+const char *cg_vh_off(int k)
+{
+	char *b = rot_buf();
+	if (k == 0)
+		b[0] = 0;
+	else if (k == 1)
+		snprintf(b, 512, " + RL_VH");
+	else
+		snprintf(b, 512, " + %d * RL_VH", k);
+	return b;
+}
+
 /* ---- broadcast loops ---------------------------------------------------- */
 
 int64_t cg_strides(const struct rl_shape *s, int64_t *strides)

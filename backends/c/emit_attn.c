@@ -14,7 +14,7 @@
  * present_key/present_value copies are made by the iteration of query row 0
  * of the first q head of each kv head, so every output is written by exactly
  * one iteration. Float32 rows use the vector runtime: the dot products
- * accumulate in rl_vf lanes, the softmax uses rl_vexp over the row padded to
+ * accumulate in half-vector lanes (rl_vh: emit_rt.c says why), the softmax uses rl_vexp over the row padded to
  * whole vectors with -inf; half inputs compute in float, double in double.
  *
  * Grouped-query attention maps q head h to kv head h / (Hq / Hkv), as the
@@ -105,25 +105,30 @@ static void row_softmax(struct rl_cgen *cg, const char *ct, const char *n, int64
 		cg_line(cg, "const size_t nv = (%s + RL_VW - 1) / RL_VW * RL_VW;", n);
 		cg_line(cg, "for (size_t j = %s; j < nv; j++)", n);
 		cg_line(cg, "    s[j] = -INFINITY;");
-		cg_line(cg, "rl_vf vm = *(const rl_vfu *)s;");
+		/* running maximum and sum in half vectors (rl_vh, see emit_rt.c) */
+		cg_line(cg, "rl_vh m0 = *(const rl_vhu *)s, m1 = *(const rl_vhu *)(s + RL_VH);");
 		cg_line(cg, "for (size_t j = RL_VW; j < nv; j += RL_VW) {");
-		cg_line(cg, "    const rl_vf v = *(const rl_vfu *)(s + j);");
-		cg_line(cg, "    rl_vif(&vm, RL_GT, &v, &vm, &v, &vm);");
+		cg_line(cg, "    const rl_vh v0 = *(const rl_vhu *)(s + j), v1 = *(const rl_vhu *)(s + j + RL_VH);");
+		cg_line(cg, "    rl_vhif(&m0, RL_GT, &v0, &m0, &v0, &m0);");
+		cg_line(cg, "    rl_vhif(&m1, RL_GT, &v1, &m1, &v1, &m1);");
 		cg_line(cg, "}");
-		cg_line(cg, "float m = vm[0];");
-		cg_line(cg, "for (int l = 1; l < RL_VW; l++)");
-		cg_line(cg, "    m = vm[l] > m ? vm[l] : m;");
-		cg_line(cg, "rl_vf vs = {0};");
+		cg_line(cg, "rl_vhif(&m0, RL_GT, &m1, &m0, &m1, &m0);");
+		cg_line(cg, "float m = m0[0];");
+		cg_line(cg, "for (int l = 1; l < RL_VH; l++)");
+		cg_line(cg, "    m = m0[l] > m ? m0[l] : m;");
+		cg_line(cg, "rl_vh s0 = {0}, s1 = {0};");
 		cg_line(cg, "for (size_t j = 0; j < nv; j += RL_VW) {");
 		cg_line(cg, "    const rl_vf t = *(const rl_vfu *)(s + j) - m;");
-		cg_line(cg, "    rl_vf e;");
-		cg_line(cg, "    rl_vexp(&e, &t);");
-		cg_line(cg, "    *(rl_vfu *)(s + j) = e;");
-		cg_line(cg, "    vs += e;");
+		cg_line(cg, "    rl_vfh e;");
+		cg_line(cg, "    rl_vexp(&e.f, &t);");
+		cg_line(cg, "    *(rl_vfu *)(s + j) = e.f;");
+		cg_line(cg, "    s0 += e.h[0];");
+		cg_line(cg, "    s1 += e.h[1];");
 		cg_line(cg, "}");
+		cg_line(cg, "s0 += s1;");
 		cg_line(cg, "float sum = 0.0f;");
-		cg_line(cg, "for (int l = 0; l < RL_VW; l++)");
-		cg_line(cg, "    sum += vs[l];");
+		cg_line(cg, "for (int l = 0; l < RL_VH; l++)");
+		cg_line(cg, "    sum += s0[l];");
 		cg_line(cg, "const float inv = 1.0f / sum;");
 		cg_line(cg, "for (size_t j = 0; j < nv; j += RL_VW)");
 		cg_line(cg, "    *(rl_vfu *)(s + j) = *(const rl_vfu *)(s + j) * inv;");
@@ -368,26 +373,27 @@ static void attn_blocked(struct rl_cgen *cg, const struct attn_emit *e)
 	cg->indent++;
 	cg_line(cg, "float *sr = sb[qi] + j0;");
 	cg_line(cg, "size_t c = 0;");
-	cg_line(cg, "for (; c + 4 * RL_VW <= jv; c += 4 * RL_VW) {");
-	cg_line(cg, "    rl_vf a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};");
+	/* eight half-vector accumulators (rl_vh, see emit_rt.c), 64 keys */
+	cg_line(cg, "for (; c + 8 * RL_VH <= jv; c += 8 * RL_VH) {");
+	cg_line(cg, "    rl_vh a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0}, a6 = {0}, "
+	        "a7 = {0};");
 	cg_line(cg, "    for (size_t d = 0; d < %lld; d++) {", ll(a->Dk));
 	cg_line(cg, "        const float qd = qf[qi][d];");
 	cg_line(cg, "        const float *kd = kt[d] + c;");
-	cg_line(cg, "        a0 += qd * *(const rl_vfu *)kd;");
-	cg_line(cg, "        a1 += qd * *(const rl_vfu *)(kd + RL_VW);");
-	cg_line(cg, "        a2 += qd * *(const rl_vfu *)(kd + 2 * RL_VW);");
-	cg_line(cg, "        a3 += qd * *(const rl_vfu *)(kd + 3 * RL_VW);");
+	for (int k = 0; k < 8; k++)
+		cg_line(cg, "        a%d += qd * *(const rl_vhu *)(kd%s);", k, cg_vh_off(k));
 	cg_line(cg, "    }");
-	cg_line(cg, "    *(rl_vfu *)(sr + c) = a0;");
-	cg_line(cg, "    *(rl_vfu *)(sr + c + RL_VW) = a1;");
-	cg_line(cg, "    *(rl_vfu *)(sr + c + 2 * RL_VW) = a2;");
-	cg_line(cg, "    *(rl_vfu *)(sr + c + 3 * RL_VW) = a3;");
+	for (int k = 0; k < 8; k++)
+		cg_line(cg, "    *(rl_vhu *)(sr + c%s) = a%d;", cg_vh_off(k), k);
 	cg_line(cg, "}");
 	cg_line(cg, "for (; c < jv; c += RL_VW) {");
-	cg_line(cg, "    rl_vf a0 = {0};");
-	cg_line(cg, "    for (size_t d = 0; d < %lld; d++)", ll(a->Dk));
-	cg_line(cg, "        a0 += qf[qi][d] * *(const rl_vfu *)(kt[d] + c);");
-	cg_line(cg, "    *(rl_vfu *)(sr + c) = a0;");
+	cg_line(cg, "    rl_vh a0 = {0}, a1 = {0};");
+	cg_line(cg, "    for (size_t d = 0; d < %lld; d++) {", ll(a->Dk));
+	cg_line(cg, "        a0 += qf[qi][d] * *(const rl_vhu *)(kt[d] + c);");
+	cg_line(cg, "        a1 += qf[qi][d] * *(const rl_vhu *)(kt[d] + c + RL_VH);");
+	cg_line(cg, "    }");
+	cg_line(cg, "    *(rl_vhu *)(sr + c) = a0;");
+	cg_line(cg, "    *(rl_vhu *)(sr + c + RL_VH) = a1;");
 	cg_line(cg, "}");
 	cg->indent--;
 	cg_line(cg, "}");
@@ -407,26 +413,37 @@ static void attn_blocked(struct rl_cgen *cg, const struct attn_emit *e)
 	 * stays in registers over the keys; else every value row is read once
 	 * for the block and the outputs accumulate in memory */
 	if (a->Dv % VW == 0 && a->Dv / VW <= 8) {
-		int nv = (int)(a->Dv / VW);
+		/* half vectors (rl_vh, see emit_rt.c), at most 8 of them live at
+		 * once (the AVX2 clone has 16 registers): a wider row is done in
+		 * column passes of 64 */
+		int nh = (int)(a->Dv / (VW / 2));
 		cg_line(cg, "for (size_t qi = 0; qi < nq; qi++) {");
 		cg->indent++;
-		char decl[256] = "";
-		size_t pl = 0;
-		for (int k = 0; k < nv; k++)
-			pl += (size_t)snprintf(decl + pl, sizeof(decl) - pl, "%so%d = {0}", k ? ", " : "", k);
-		cg_line(cg, "rl_vf %s;", decl);
-		cg_line(cg, "for (size_t j = 0; j < jp; j++) {");
-		cg->indent++;
-		attn_kv_row(cg, e, true, "j");
-		cg_line(cg, "const float p = sb[qi][j];");
-		for (int k = 0; k < nv; k++)
-			cg_line(cg, "o%d += p * *(const rl_vfu *)(vr + %d);", k, k * VW);
-		cg->indent--;
-		cg_line(cg, "}");
 		cg_line(cg, "float *yr = Y0 + b * %lld + h * %lld + (i0 + qi) * %lld;", ll(a->ys[0]),
 		        ll(a->ys[1]), ll(a->ys[2]));
-		for (int k = 0; k < nv; k++)
-			cg_line(cg, "*(rl_vfu *)(yr + %d) = o%d;", k * VW, k);
+		for (int c0 = 0; c0 < nh; c0 += 8) {
+			int cn = nh - c0 < 8 ? nh - c0 : 8;
+			cg_line(cg, "{");
+			cg->indent++;
+			char decl[256] = "";
+			size_t pl = 0;
+			for (int k = 0; k < cn; k++)
+				pl += (size_t)snprintf(decl + pl, sizeof(decl) - pl, "%so%d = {0}",
+				                       k ? ", " : "", k);
+			cg_line(cg, "rl_vh %s;", decl);
+			cg_line(cg, "for (size_t j = 0; j < jp; j++) {");
+			cg->indent++;
+			attn_kv_row(cg, e, true, "j");
+			cg_line(cg, "const float p = sb[qi][j];");
+			for (int k = 0; k < cn; k++)
+				cg_line(cg, "o%d += p * *(const rl_vhu *)(vr + %d);", k, (c0 + k) * VW / 2);
+			cg->indent--;
+			cg_line(cg, "}");
+			for (int k = 0; k < cn; k++)
+				cg_line(cg, "*(rl_vhu *)(yr + %d) = o%d;", (c0 + k) * VW / 2, k);
+			cg->indent--;
+			cg_line(cg, "}");
+		}
 		cg->indent--;
 		cg_line(cg, "}");
 		return;

@@ -144,6 +144,9 @@ static inline const char *cg_zero(const char *ctype)
 }
 /* Literal of value x in compute type of t ("1.5f", "3", "(int64_t)-2"). */
 const char *cg_lit(enum rl_dtype t, double x);
+/* " + k * RL_VH" (k half vectors past a pointer), "" for 0, " + RL_VH" for 1:
+ * offsets in unrolled half-vector code, written without filler */
+const char *cg_vh_off(int k);
 
 /*
  * Broadcast loops: open loops over the static shape `out`, and define, in the

@@ -229,9 +229,10 @@ static void emit_row_stats(struct rl_cgen *cg, enum rl_dtype dt, const char *ct,
  * thread); per row a vector pass for the sum, one for the squared
  * deviations (two-pass variance, as the scalar code), and the apply
  * y = (x - mean) * inv * Scale + B. Sums run lane-wise over whole vectors
- * in four interleaved accumulators (vector i to accumulator i mod 4 in
- * runs of four, the rest to the first), combined (a + b) + (c + d), then
- * across the lanes, the short tail in order after them. The
+ * in eight interleaved half-vector accumulators (rl_vh, 8 floats: half
+ * vector i to accumulator i mod 8 in runs of eight, the rest to the first
+ * two), combined pairwise, then across the lanes, the short tail in order
+ * after them. The
  * scalar code under #else is the original loop.
  */
 static void layernorm_vec(struct rl_cgen *cg, int64_t R, int64_t D, double eps, bool bias,
@@ -244,46 +245,47 @@ static void layernorm_vec(struct rl_cgen *cg, int64_t R, int64_t D, double eps, 
 	cg_line(cg, "const float *x = X0 + r * %lld;", (long long)D);
 	cg_line(cg, "float *y = Y0 + r * %lld;", (long long)D);
 	rl_buf_printf(&cg->body, "#ifdef RL_VEC\n");
-	/* four vector accumulators: one would chain every add behind the last
-	 * (4 cycles each), running a row's sum at a quarter of the add rate */
-	cg_line(cg, "rl_vf va = {0}, vb = {0}, vc = {0}, vd = {0};");
+	/* eight half-vector accumulators (rl_vh: a 16-float one stays in memory
+	 * in the AVX2 clone, see emit_rt.c); one would chain every add behind
+	 * the last (3-4 cycles each), running a row's sum at a fraction of the
+	 * add rate */
+	cg_line(cg, "rl_vh h0 = {0}, h1 = {0}, h2 = {0}, h3 = {0}, h4 = {0}, h5 = {0}, h6 = {0}, "
+	        "h7 = {0};");
 	cg_line(cg, "size_t i = 0;");
-	cg_line(cg, "for (; i + 4 * RL_VW <= %lld; i += 4 * RL_VW) {", (long long)nv);
-	cg_line(cg, "    va += *(const rl_vfu *)(x + i);");
-	cg_line(cg, "    vb += *(const rl_vfu *)(x + i + RL_VW);");
-	cg_line(cg, "    vc += *(const rl_vfu *)(x + i + 2 * RL_VW);");
-	cg_line(cg, "    vd += *(const rl_vfu *)(x + i + 3 * RL_VW);");
+	cg_line(cg, "for (; i + 8 * RL_VH <= %lld; i += 8 * RL_VH) {", (long long)nv);
+	for (int k = 0; k < 8; k++)
+		cg_line(cg, "    h%d += *(const rl_vhu *)(x + i%s);", k, cg_vh_off(k));
 	cg_line(cg, "}");
-	cg_line(cg, "for (; i < %lld; i += RL_VW)", (long long)nv);
-	cg_line(cg, "    va += *(const rl_vfu *)(x + i);");
-	cg_line(cg, "va = (va + vb) + (vc + vd);");
+	cg_line(cg, "for (; i < %lld; i += 2 * RL_VH) {", (long long)nv);
+	cg_line(cg, "    h0 += *(const rl_vhu *)(x + i);");
+	cg_line(cg, "    h1 += *(const rl_vhu *)(x + i + RL_VH);");
+	cg_line(cg, "}");
+	cg_line(cg, "h0 = ((h0 + h1) + (h2 + h3)) + ((h4 + h5) + (h6 + h7));");
 	cg_line(cg, "float sum = 0.0f;");
-	cg_line(cg, "for (int l = 0; l < RL_VW; l++)");
-	cg_line(cg, "    sum += va[l];");
+	cg_line(cg, "for (int l = 0; l < RL_VH; l++)");
+	cg_line(cg, "    sum += h0[l];");
 	if (nv < D) {
 		cg_line(cg, "for (size_t i = %lld; i < %lld; i++)", (long long)nv, (long long)D);
 		cg_line(cg, "    sum += x[i];");
 	}
 	cg_line(cg, "const float mean = sum / %s;", cg_lit(RL_DT_FLOAT, (double)D));
-	cg_line(cg, "va = vb = vc = vd = (rl_vf){0};");
-	cg_line(cg, "for (i = 0; i + 4 * RL_VW <= %lld; i += 4 * RL_VW) {", (long long)nv);
-	cg_line(cg, "    const rl_vf d0 = *(const rl_vfu *)(x + i) - mean;");
-	cg_line(cg, "    const rl_vf d1 = *(const rl_vfu *)(x + i + RL_VW) - mean;");
-	cg_line(cg, "    const rl_vf d2 = *(const rl_vfu *)(x + i + 2 * RL_VW) - mean;");
-	cg_line(cg, "    const rl_vf d3 = *(const rl_vfu *)(x + i + 3 * RL_VW) - mean;");
-	cg_line(cg, "    va += d0 * d0;");
-	cg_line(cg, "    vb += d1 * d1;");
-	cg_line(cg, "    vc += d2 * d2;");
-	cg_line(cg, "    vd += d3 * d3;");
+	cg_line(cg, "h0 = h1 = h2 = h3 = h4 = h5 = h6 = h7 = (rl_vh){0};");
+	cg_line(cg, "for (i = 0; i + 8 * RL_VH <= %lld; i += 8 * RL_VH) {", (long long)nv);
+	for (int k = 0; k < 8; k++)
+		cg_line(cg, "    const rl_vh d%d = *(const rl_vhu *)(x + i%s) - mean;", k, cg_vh_off(k));
+	for (int k = 0; k < 8; k++)
+		cg_line(cg, "    h%d += d%d * d%d;", k, k, k);
 	cg_line(cg, "}");
-	cg_line(cg, "for (; i < %lld; i += RL_VW) {", (long long)nv);
-	cg_line(cg, "    const rl_vf d = *(const rl_vfu *)(x + i) - mean;");
-	cg_line(cg, "    va += d * d;");
+	cg_line(cg, "for (; i < %lld; i += 2 * RL_VH) {", (long long)nv);
+	cg_line(cg, "    const rl_vh d0 = *(const rl_vhu *)(x + i) - mean;");
+	cg_line(cg, "    const rl_vh d1 = *(const rl_vhu *)(x + i + RL_VH) - mean;");
+	cg_line(cg, "    h0 += d0 * d0;");
+	cg_line(cg, "    h1 += d1 * d1;");
 	cg_line(cg, "}");
-	cg_line(cg, "va = (va + vb) + (vc + vd);");
+	cg_line(cg, "h0 = ((h0 + h1) + (h2 + h3)) + ((h4 + h5) + (h6 + h7));");
 	cg_line(cg, "float sq = 0.0f;");
-	cg_line(cg, "for (int l = 0; l < RL_VW; l++)");
-	cg_line(cg, "    sq += va[l];");
+	cg_line(cg, "for (int l = 0; l < RL_VH; l++)");
+	cg_line(cg, "    sq += h0[l];");
 	if (nv < D) {
 		cg_line(cg, "for (size_t i = %lld; i < %lld; i++)", (long long)nv, (long long)D);
 		cg_line(cg, "    sq += (x[i] - mean) * (x[i] - mean);");
@@ -514,43 +516,51 @@ static void softmax_vec(struct rl_cgen *cg, enum rl_op op, int64_t outer, int64_
 	cg_line(cg, "float *y = Y0 + a * %lld;", (long long)D);
 	rl_buf_printf(&cg->body, "#ifdef RL_VEC\n");
 	const int64_t nv = D / VW * VW; /* elements in whole vectors */
-	cg_line(cg, "rl_vf vm = *(const rl_vfu *)x;");
+	/* running maximum and sum in half vectors (rl_vh: a 16-float one stays
+	 * in memory in the AVX2 clone, see emit_rt.c) */
+	cg_line(cg, "rl_vh m0 = *(const rl_vhu *)x, m1 = *(const rl_vhu *)(x + RL_VH);");
 	cg_line(cg, "for (size_t d = RL_VW; d < %lld; d += RL_VW) {", (long long)nv);
-	cg_line(cg, "    const rl_vf v = *(const rl_vfu *)(x + d);");
-	cg_line(cg, "    rl_vif(&vm, RL_GT, &v, &vm, &v, &vm);");
+	cg_line(cg, "    const rl_vh v0 = *(const rl_vhu *)(x + d), v1 = *(const rl_vhu *)(x + d + RL_VH);");
+	cg_line(cg, "    rl_vhif(&m0, RL_GT, &v0, &m0, &v0, &m0);");
+	cg_line(cg, "    rl_vhif(&m1, RL_GT, &v1, &m1, &v1, &m1);");
 	cg_line(cg, "}");
 	if (tail) {
-		cg_line(cg, "rl_vf xt = (rl_vf){0} - INFINITY; /* padded: -inf does not win */");
+		cg_line(cg, "rl_vfh xt = {.f = (rl_vf){0} - INFINITY}; /* padded: -inf does not win */");
 		cg_line(cg, "memcpy(&xt, x + %lld, %lld * sizeof(float));", (long long)nv,
 		        (long long)(D - nv));
-		cg_line(cg, "rl_vif(&vm, RL_GT, &xt, &vm, &xt, &vm);");
+		cg_line(cg, "rl_vhif(&m0, RL_GT, &xt.h[0], &m0, &xt.h[0], &m0);");
+		cg_line(cg, "rl_vhif(&m1, RL_GT, &xt.h[1], &m1, &xt.h[1], &m1);");
 	}
-	cg_line(cg, "float m = vm[0];");
-	cg_line(cg, "for (int l = 1; l < RL_VW; l++)");
-	cg_line(cg, "    m = vm[l] > m ? vm[l] : m;");
-	cg_line(cg, "rl_vf vs = {0};");
+	cg_line(cg, "rl_vhif(&m0, RL_GT, &m1, &m0, &m1, &m0);");
+	cg_line(cg, "float m = m0[0];");
+	cg_line(cg, "for (int l = 1; l < RL_VH; l++)");
+	cg_line(cg, "    m = m0[l] > m ? m0[l] : m;");
+	cg_line(cg, "rl_vh s0 = {0}, s1 = {0};");
 	cg_line(cg, "for (size_t d = 0; d < %lld; d += RL_VW) {", (long long)nv);
 	cg_line(cg, "    const rl_vf t = *(const rl_vfu *)(x + d) - m;");
-	cg_line(cg, "    rl_vf e;");
-	cg_line(cg, "    rl_vexp(&e, &t);");
+	cg_line(cg, "    rl_vfh e;");
+	cg_line(cg, "    rl_vexp(&e.f, &t);");
 	if (soft)
-		cg_line(cg, "    *(rl_vfu *)(y + d) = e;");
-	cg_line(cg, "    vs += e;");
+		cg_line(cg, "    *(rl_vfu *)(y + d) = e.f;");
+	cg_line(cg, "    s0 += e.h[0];");
+	cg_line(cg, "    s1 += e.h[1];");
 	cg_line(cg, "}");
 	if (tail) {
 		cg_line(cg, "{");
-		cg_line(cg, "    const rl_vf t = xt - m; /* -inf lanes give 0 */");
-		cg_line(cg, "    rl_vf e;");
-		cg_line(cg, "    rl_vexp(&e, &t);");
+		cg_line(cg, "    const rl_vf t = xt.f - m; /* -inf lanes give 0 */");
+		cg_line(cg, "    rl_vfh e;");
+		cg_line(cg, "    rl_vexp(&e.f, &t);");
 		if (soft)
 			cg_line(cg, "    memcpy(y + %lld, &e, %lld * sizeof(float));", (long long)nv,
 			        (long long)(D - nv));
-		cg_line(cg, "    vs += e;");
+		cg_line(cg, "    s0 += e.h[0];");
+		cg_line(cg, "    s1 += e.h[1];");
 		cg_line(cg, "}");
 	}
+	cg_line(cg, "s0 += s1;");
 	cg_line(cg, "float s = 0.0f;");
-	cg_line(cg, "for (int l = 0; l < RL_VW; l++)");
-	cg_line(cg, "    s += vs[l];");
+	cg_line(cg, "for (int l = 0; l < RL_VH; l++)");
+	cg_line(cg, "    s += s0[l];");
 	if (soft) {
 		cg_line(cg, "const float r = 1.0f / s;");
 		cg_line(cg, "for (size_t d = 0; d < %lld; d += RL_VW)", (long long)nv);

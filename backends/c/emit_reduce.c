@@ -13,7 +13,8 @@
  *   contiguous in both input and accumulator and vectorizes.
  *
  * Float32 reductions whose reduced elements form one contiguous row per
- * output are vectorized and split across threads by rows (emit_reduce_rows).
+ * output are vectorized and split across threads by rows (emit_reduce_rows),
+ * with half-vector accumulators (rl_vh: see emit_rt.c for why).
  *
  * Accumulators: float for float32/float16/bfloat16 (numpy sums float32 in
  * float32 too), double for float64. Integer sums, products and squares use
@@ -479,7 +480,7 @@ static bool rows_fit(const struct red *R, enum rl_dtype dt, const struct group *
 	}
 }
 
-/* vector statement folding rl_vf `v` into accumulator `a` */
+/* vector statement folding rl_vh `v` into accumulator `a` */
 static void vstep(struct rl_cgen *cg, enum rl_op op, const char *a, const char *v)
 {
 	switch (op) {
@@ -487,7 +488,7 @@ static void vstep(struct rl_cgen *cg, enum rl_op op, const char *a, const char *
 		cg_line(cg, "%s += %s * %s;", a, v, v);
 		break;
 	case RL_OP_ReduceL1:
-		cg_line(cg, "{ rl_vf t_; rl_vabs(&t_, &%s); %s += t_; }", v, a);
+		cg_line(cg, "{ rl_vh t_; rl_vhabs(&t_, &%s); %s += t_; }", v, a);
 		break;
 	case RL_OP_ReduceProd:
 		cg_line(cg, "%s *= %s;", a, v);
@@ -495,9 +496,9 @@ static void vstep(struct rl_cgen *cg, enum rl_op op, const char *a, const char *
 	case RL_OP_ReduceMax: case RL_OP_ReduceMin:
 		/* a NaN wins; two selects of different values (GCC 12 scalarizes
 		 * an | of two masks): the NaN comes in as v + a */
-		cg_line(cg, "{ const rl_vf n_ = %s + %s; rl_vif(&%s, %s, &%s, &%s, &%s, &%s);", v, a,
+		cg_line(cg, "{ const rl_vh n_ = %s + %s; rl_vhif(&%s, %s, &%s, &%s, &%s, &%s);", v, a,
 		        a, op == RL_OP_ReduceMax ? "RL_GT" : "RL_LT", v, a, v, a);
-		cg_line(cg, "  rl_vif(&%s, RL_NE, &%s, &%s, &n_, &%s); }", a, v, v, a);
+		cg_line(cg, "  rl_vhif(&%s, RL_NE, &%s, &%s, &n_, &%s); }", a, v, v, a);
 		break;
 	default:
 		cg_line(cg, "%s += %s;", a, v);
@@ -505,6 +506,13 @@ static void vstep(struct rl_cgen *cg, enum rl_op op, const char *a, const char *
 	}
 }
 
+/*
+ * A row per output: four half-vector accumulators (rl_vh, see emit_rt.c:
+ * a 16-float accumulator stays in memory in the AVX2 clone) over 32
+ * elements a step, a last whole rl_vf into the first two, the four folded
+ * (a0 . a2) . (a1 . a3) and across the 8 lanes, then the short tail in
+ * order.
+ */
 static void emit_reduce_rows(struct rl_cgen *cg, const struct red *R, enum rl_dtype ydt,
                              int64_t nout, int64_t cnt)
 {
@@ -515,30 +523,38 @@ static void emit_reduce_rows(struct rl_cgen *cg, const struct red *R, enum rl_dt
 	cg_rows_open(cg, "r", nout, cnt, RL_RED_MIN_PAR);
 	cg_line(cg, "const float *x = X0 + r * %lld;", (long long)cnt);
 	rl_buf_printf(&cg->body, "#ifdef RL_VEC\n");
-	cg_line(cg, "rl_vf a0 = (rl_vf){0} + %s, a1 = a0;", init);
-	cg_line(cg, "for (size_t i = 0; i < %lld; i += 2 * RL_VW) {", (long long)n2);
+	cg_line(cg, "rl_vh a0 = (rl_vh){0} + %s, a1 = a0, a2 = a0, a3 = a0;", init);
+	cg_line(cg, "for (size_t i = 0; i < %lld; i += 4 * RL_VH) {", (long long)n2);
 	cg->indent++;
-	cg_line(cg, "const rl_vf v0 = *(const rl_vfu *)(x + i), v1 = *(const rl_vfu *)(x + i + RL_VW);");
+	cg_line(cg, "const rl_vh v0 = *(const rl_vhu *)(x + i), v1 = *(const rl_vhu *)(x + i + RL_VH);");
+	cg_line(cg, "const rl_vh v2 = *(const rl_vhu *)(x + i + 2 * RL_VH), "
+	        "v3 = *(const rl_vhu *)(x + i + 3 * RL_VH);");
 	vstep(cg, R->op, "a0", "v0");
 	vstep(cg, R->op, "a1", "v1");
+	vstep(cg, R->op, "a2", "v2");
+	vstep(cg, R->op, "a3", "v3");
 	cg->indent--;
 	cg_line(cg, "}");
 	if (nv > n2) {
 		cg_line(cg, "{");
 		cg->indent++;
-		cg_line(cg, "const rl_vf v0 = *(const rl_vfu *)(x + %lld);", (long long)n2);
+		cg_line(cg, "const rl_vh v0 = *(const rl_vhu *)(x + %lld), v1 = *(const rl_vhu *)(x + %lld);",
+		        (long long)n2, (long long)(n2 + VW / 2));
 		vstep(cg, R->op, "a0", "v0");
+		vstep(cg, R->op, "a1", "v1");
 		cg->indent--;
 		cg_line(cg, "}");
 	}
-	/* a0 and a1 lane-wise: the same step with a1 as the element */
+	/* the accumulators lane-wise: the same step with one as the element */
 	struct red lane = *R;
 	if (lane.op == RL_OP_ReduceSumSquare || lane.op == RL_OP_ReduceL2 ||
 	    lane.op == RL_OP_ReduceL1)
 		lane.op = RL_OP_ReduceSum; /* already squared / absolute */
+	vstep(cg, lane.op, "a0", "a2");
+	vstep(cg, lane.op, "a1", "a3");
 	vstep(cg, lane.op, "a0", "a1");
 	cg_line(cg, "float a = a0[0];");
-	cg_line(cg, "for (int l = 1; l < RL_VW; l++) {");
+	cg_line(cg, "for (int l = 1; l < RL_VH; l++) {");
 	cg->indent++;
 	red_step(cg, &lane, "a", "a0[l]");
 	cg->indent--;
