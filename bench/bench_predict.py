@@ -41,7 +41,8 @@ It is a benchmark, not a test: it exits 0 unless something fails to
 generate, build or run.
 
 Usage: bench_predict.py --rlopt build/rlopt [--hw FILE.xml] [--seconds S]
-                        [--repeats N] [--threads 1,2] [--kernels a,b] [--no-models]
+                        [--repeats N] [--threads 1,2] [--kernels a,b] [--no-models | --no-kernels]
+                        [--per-kernel]
                         [--keep]
 """
 
@@ -231,22 +232,25 @@ def one_core_profile(src, dst):
     return threads, ", ".join(how)
 
 
-def predict(rl, model_path, hw):
+def predict(rl, model_path, hw, all_kernels=False):
     out = sh([rl, "report", model_path, "-O2", "--hw", hw, "--format", "json"], 300, "rlopt report")
     j = json.loads(out)
     kern = j.get("kernels") or []
     top = max(kern, key=lambda k: k.get("time_s", 0)) if kern else None
+    if all_kernels:
+        return j["total"]["time_s"], top, j["machine"], kern
     return j["total"]["time_s"], top, j["machine"]
 
 
 # ---- measuring ------------------------------------------------------------------
 
 
-def build(rl, cc, work, name, src):
+def build(rl, cc, work, name, src, profile=False):
     c_path = os.path.join(work, name + ".c")
-    sh([rl, src, "-O2", "-o", c_path], 600, f"rlopt {name}")
-    exe = os.path.join(work, name + "_bench")
-    sh([cc, "-O2", "-pthread", "-DRL_HAVE_THREADS", "-I", work,
+    if not os.path.exists(c_path):
+        sh([rl, src, "-O2", "-o", c_path], 600, f"rlopt {name}")
+    exe = os.path.join(work, name + ("_prof" if profile else "") + "_bench")
+    sh([cc, "-O2", "-pthread", "-DRL_HAVE_THREADS", "-I", work] + (["-DRL_PROFILE"] if profile else []) + [
         f'-DRL_MODEL_HEADER="{name}.h"', f"-DRL_PREFIX={name}",
         f"-DRL_PREFIX_UC={name.upper()}", os.path.join(HERE, "timing_harness.c"), c_path,
         "-o", exe, "-lm"], 900, f"cc {name}")
@@ -270,6 +274,32 @@ def measure(exe, work, threads, seconds, pred, repeats):
         vals = dict(line.split()[:2] for line in out.splitlines() if len(line.split()) >= 2)
         meds.append(float(vals["median_s"]))
     return min(meds), max(meds) / min(meds)
+
+
+def per_kernel(exe, threads, seconds, kern):
+    """Each kernel's measured time (the generated code built with
+    -DRL_PROFILE, NAME_profile's table) beside its predicted time. The
+    minimum over the calls is the measurement (on a shared machine another
+    process's time lands in some of them), the mean beside it."""
+    weights = exe[:-len("_prof_bench")] + ".weights"
+    cmd = [exe, "--seconds", str(seconds), "--warmup", "2", "--threads", str(threads)]
+    if os.path.exists(weights):
+        cmd += ["--weights", weights]
+    out = sh(cmd, 900, f"run {os.path.basename(exe)}")
+    meas = {}
+    for line in out.splitlines():
+        f = line.split("\t")
+        if len(f) == 6 and f[0] != "kernel":
+            meas[f[0]] = (float(f[4]), float(f[3]))
+    print(f"  {'kernel':<36} {'bound':<8} {'predicted':>10} {'min':>10} {'mean':>10} {'ratio':>6}")
+    for k in kern:
+        m = meas.get(k["name"])
+        if not m:
+            continue
+        p = k.get("time_s", 0)
+        r = m[0] / p if p > 0 else float("inf")
+        print(f"  {k['name'][:36]:<36} {k.get('bound', '-'):<8} {p * 1e6:>8.4g}us {m[0] * 1e6:>8.4g}us "
+              f"{m[1] * 1e6:>8.4g}us {r:>6.2f}")
 
 
 def level_of(node, machine):
@@ -312,6 +342,10 @@ def main():
     ap.add_argument("--threads", default="1,2", help="thread counts (default 1,2)")
     ap.add_argument("--kernels", help="comma-separated subset")
     ap.add_argument("--no-models", action="store_true", help="skip the example models")
+    ap.add_argument("--no-kernels", action="store_true", help="skip the single kernels (models only)")
+    ap.add_argument("--per-kernel", action="store_true",
+                    help="for the example models, also each kernel's predicted and measured time "
+                         "(the code built with -DRL_PROFILE)")
     ap.add_argument("--keep", action="store_true", help="keep the work folder")
     args = ap.parse_args()
     rl = os.path.abspath(args.rlopt)
@@ -337,7 +371,7 @@ def main():
         want = set(args.kernels.split(",")) if args.kernels else None
         jobs = []
         for name, make, what in KERNELS:
-            if want and name not in want:
+            if (want and name not in want) or args.no_kernels:
                 continue
             path = os.path.join(work, name + ".onnx")
             onnx.save(make(), path)
@@ -374,6 +408,9 @@ def main():
                 (mrows if is_model else krows).append((name, t, r))
                 print(f"{name:<14} {t:>2} {bound:<14} {pred * 1e6:>8.4g}us {meas * 1e6:>8.4g}us "
                       f"{spread:>6.2f} {r:>6.2f} {share:>8}  {why}", flush=True)
+                if is_model and args.per_kernel:
+                    pexe = build(rl, args.cc, work, name, path, profile=True)
+                    per_kernel(pexe, t, args.seconds, predict(rl, path, prof[t], True)[3])
         if krows:
             dev = statistics.median(abs(r - 1) for _, _, r in krows)
             off = [(n, t, r) for n, t, r in krows if not 0.5 <= r <= 2]

@@ -44,6 +44,10 @@
  *                     with a thread pool, the work the workers did too)
  *   threads T         the T passed to NAME_set_threads, 0 if not called
  *
+ * Built with -DRL_PROFILE (and the model too), it then prints NAME_profile's
+ * table of the timed runs: a header line "kernel calls total_s mean_s min_s share"
+ * and one tab-separated line per kernel.
+ *
  * Exit status: 0, or 1 when init or a run fails (message on stderr).
  */
 #define _POSIX_C_SOURCE 200809L
@@ -293,6 +297,9 @@ int main(int argc, char **argv)
 		}
 	}
 
+#ifdef RL_PROFILE
+	M(_profile)(NULL); /* the timed runs only */
+#endif
 	long cap = runs > 0 ? runs : 1000000;
 	double *wt = malloc((size_t)cap * sizeof *wt), *ct = malloc((size_t)cap * sizeof *ct);
 	double *pt = malloc((size_t)cap * sizeof *pt);
@@ -346,6 +353,10 @@ int main(int argc, char **argv)
 	printf("cpu_min_s %.9f\n", cmin);
 	printf("proc_cpu_median_s %.9f\n", median(pt, n));
 	printf("threads %ld\n", threads);
+#ifdef RL_PROFILE
+	fflush(stdout);
+	M(_profile)(stdout); /* kernel, calls, total_s, mean_s, min_s, share: tab-separated */
+#endif
 	free(wt);
 	free(ct);
 	free(pt);

@@ -2133,6 +2133,87 @@ static void c_lifecycle(struct driver *d, const struct emit_names *nm, int64_t w
 	rl_buf_printf(&d->c, "    return 0;\n}\n\n");
 }
 
+/*
+ * Per-kernel wall time, compiled in only with -DRL_PROFILE: each kernel's
+ * name is redefined, after the kernels and before NAME_run_v, as a macro
+ * that times the call (a function-like macro does not expand inside its own
+ * body, so the call in it is the function's), and NAME_profile() reads the
+ * table and clears it. The run function's text is the same with
+ * and without it; the minimum per kernel is there for shared machines,
+ * where another process's time lands in some calls. NAME_profile(f) prints the table to f (NULL: only clears
+ * it). A kernel split across threads is timed as the caller sees it, fork
+ * and join included. Names are the first node's, as in the
+ * report's `kernels`, so the two can be set side by side
+ * (bench/bench_predict.py --per-kernel).
+ */
+static void c_profile(struct driver *d)
+{
+	struct rl_graph *g = d->g;
+	const char *prefix = d->prefix;
+	int nk = 0;
+	for (uint32_t u = 0; u < d->nunits; u++)
+		nk += !d->units[u].view && !d->units[u].at_init;
+	if (!nk)
+		return;
+	struct rl_buf *b = &d->c;
+	rl_buf_printf(b, "#ifdef RL_PROFILE /* per-kernel wall time: NAME_profile() */\n"
+	                 "#include <time.h>\n"
+	                 "#define RL_PROF_N %d /* kernels */\n"
+	                 "static double rl_prof_s[RL_PROF_N];\n"
+	                 "static double rl_prof_min[RL_PROF_N];\n"
+	                 "static long rl_prof_n[RL_PROF_N];\n"
+	                 "static const char *const rl_prof_name[RL_PROF_N] = {\n", nk);
+	for (uint32_t u = 0; u < d->nunits; u++) {
+		const struct unit *un = &d->units[u];
+		if (un->view || un->at_init)
+			continue;
+		rl_buf_printf(b, "    \"");
+		for (const char *c = g->nodes[un->node].name; *c; c++)
+			rl_buf_printf(b, *c == '"' || *c == '\\' ? "\\%c" :
+			                 (unsigned char)*c < 32 || (unsigned char)*c > 126 ? "?" : "%c", *c);
+		rl_buf_printf(b, "\",\n");
+	}
+	rl_buf_printf(b, "};\n"
+	                 "static double rl_prof_now(void)\n{\n"
+	                 "    struct timespec t;\n"
+	                 "    clock_gettime(CLOCK_MONOTONIC, &t);\n"
+	                 "    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;\n}\n"
+	                 "#define RL_PROF_CALL(i, call) \\\n"
+	                 "    do { \\\n"
+	                 "        const double t0_ = rl_prof_now(); \\\n"
+	                 "        call; \\\n"
+	                 "        const double d_ = rl_prof_now() - t0_; \\\n"
+	                 "        rl_prof_s[i] += d_; \\\n"
+	                 "        if (!rl_prof_n[i]++ || d_ < rl_prof_min[i]) \\\n"
+	                 "            rl_prof_min[i] = d_; \\\n"
+	                 "    } while (0)\n");
+	int k = 0;
+	for (uint32_t u = 0; u < d->nunits; u++) {
+		const struct unit *un = &d->units[u];
+		if (un->view || un->at_init)
+			continue;
+		char kname[128];
+		kernel_name(d, un, kname, sizeof(kname));
+		rl_buf_printf(b, "#define %s(...) RL_PROF_CALL(%d, %s(__VA_ARGS__))\n", kname, k++, kname);
+	}
+	rl_buf_printf(b, "void %s_profile(FILE *f)\n{\n"
+	                 "    double all = 0.0;\n"
+	                 "    for (int i = 0; i < RL_PROF_N; i++)\n"
+	                 "        all += rl_prof_s[i];\n"
+	                 "    if (f)\n"
+	                 "        fprintf(f, \"kernel\\tcalls\\ttotal_s\\tmean_s\\tmin_s\\tshare\\n\");\n"
+	                 "    for (int i = 0; i < RL_PROF_N; i++) {\n"
+	                 "        if (f)\n"
+	                 "            fprintf(f, \"%%s\\t%%ld\\t%%.9g\\t%%.9g\\t%%.9g\\t%%.4f\\n\", rl_prof_name[i], "
+	                 "rl_prof_n[i], rl_prof_s[i],\n"
+	                 "                    rl_prof_n[i] ? rl_prof_s[i] / (double)rl_prof_n[i] : 0.0, rl_prof_min[i], "
+	                 "all > 0.0 ? rl_prof_s[i] / all : 0.0);\n"
+	                 "        rl_prof_s[i] = 0.0;\n"
+	                 "        rl_prof_n[i] = 0;\n"
+	                 "    }\n}\n"
+	                 "#endif /* RL_PROFILE */\n\n", prefix);
+}
+
 /* NAME_run_v (static mode: NAME_run_ws_v): one call per kernel in run
  * order, then copies for the outputs not written in place. */
 static void c_run_v(struct driver *d, bool dyn)
@@ -2344,6 +2425,10 @@ static void h_decls(struct driver *d, const char *upper, const char *guard, int6
 	}
 	rl_buf_printf(&d->h, "int %s_run_ws_v(void *ws, const void *const *in, void *const *out);\n",
 	              prefix);
+	rl_buf_printf(&d->h, "#ifdef RL_PROFILE\n#include <stdio.h>\n"
+	                    "/* built with -DRL_PROFILE: each kernel's calls and wall time since the\n"
+	                    " * last call, tab-separated, to f (NULL: not printed), then cleared */\n"
+	                    "void %s_profile(FILE *f);\n#endif\n", prefix);
 	if (dyn)
 		cg_extent_header(g, prefix, upper, &d->h);
 	if (!stat) {
@@ -2430,6 +2515,7 @@ enum rl_status rl_emit_c(struct rl_graph *g, const struct rl_cgen_opts *o,
 	if (!stat)
 		c_lifecycle(&d, &nm, ws_total);
 	bool dyn = cg_extent_any(g); /* outputs of data-dependent extent: emit_detect.c */
+	c_profile(&d);
 	c_run_v(&d, dyn);
 	c_entries(&d);
 

@@ -591,6 +591,42 @@ def check_bad(c, rl, src, work):
             r.describe())
 
 
+def check_profile(c, rl, src, work):
+    """-DRL_PROFILE: the generated code times its kernels, and names them as
+    the report's `kernels` does, in the same order."""
+    gpt = os.path.join(src, "examples", "gpt_block.onnx")
+    cpath = os.path.join(work, "gpt_prof.c")
+    rp = os.path.join(work, "gpt_prof.json")
+    r = rltest.run([rl, gpt, "-O2", "-o", cpath, "--report", rp], 300)
+    if not c.check("profile: gpt_block -O2 --report runs", r.ok, r.describe()):
+        return
+    with open(rp) as f:
+        names = [k["name"] for k in json.load(f)["kernels"]]
+    exe = os.path.join(work, "gpt_prof")
+    cc = os.environ.get("CC", "cc")
+    r = rltest.run([cc, "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-pthread", "-DRL_PROFILE",
+                    "-DRL_HAVE_THREADS", "-I", work, '-DRL_MODEL_HEADER="gpt_prof.h"',
+                    "-DRL_PREFIX=gpt_prof", "-DRL_PREFIX_UC=GPT_PROF",
+                    os.path.join(src, "bench", "timing_harness.c"), cpath, "-o", exe, "-lm"], 300)
+    if not c.check("profile: builds warning-free with -DRL_PROFILE", r.ok, r.describe()):
+        return
+    r = rltest.run([exe, "--runs", "7", "--threads", "1"], 120)
+    rows = [l.split("\t") for l in r.stdout.splitlines() if l.count("\t") == 5] if r.ok else []
+    body = [f for f in rows if f[0] != "kernel"]
+    c.check("profile: one row per report kernel, in run order",
+            [f[0] for f in body] == names, f"profile {[f[0] for f in body]}, report {names}")
+    c.check("profile: each kernel called once per timed run (7)",
+            body and all(f[1] == "7" for f in body), str(body[:3]))
+    ok = bool(body)
+    try:
+        share = sum(float(f[5]) for f in body)
+        ok = ok and abs(share - 1) < 0.01 and all(0 < float(f[4]) <= float(f[3]) <= float(f[2])
+                                                  for f in body)
+    except ValueError:
+        ok = False
+    c.check("profile: times positive, min <= mean <= total, shares sum to 1", ok, str(body[:3]))
+
+
 def main():
     ap = rltest.make_parser(__doc__.split("\n\n")[0])
     args = ap.parse_args()
@@ -607,6 +643,7 @@ def main():
         check_unused_options(c, args.rlopt, args.source, work)
         check_launch(c, args.rlopt, args.source, work)
         check_threads(c, args.rlopt, args.source, work)
+        check_profile(c, args.rlopt, args.source, work)
         check_scale(c, args.rlopt, args.source, work)
         check_bad(c, args.rlopt, args.source, work)
     finally:
