@@ -41,7 +41,11 @@
  *   clone cost a store, reloads and moves through general registers per
  *   step (ReduceMean over 1 MiB: 113 against 20 us with four rl_vh sums,
  *   softmax over 4096-float rows 2.1x slower). Values that do not cross an
- *   iteration stay rl_vf: GCC splits those into registers.
+ *   iteration stay rl_vf: GCC splits those into registers. On aarch64 an
+ *   rl_vh is two NEON registers and still goes through memory (as rl_vf
+ *   did): a 4-float accumulator there would need the emitters to unroll in
+ *   units of the register width; aarch64 runs the portable path, checked
+ *   for results (tests/py/test_codegen.py under qemu), not tuned.
  * - Threads: a persistent pool of POSIX threads, started by NAME_init, sized
  *   by NAME_set_threads (default: online cores). A kernel written as a range
  *   [lo, hi) of its outer loop is split into contiguous chunks (up to four
