@@ -15,8 +15,8 @@ What it does, in a temporary folder:
      libopenblas-dev; `apt-get install -y libopenblas-dev` if missing) with gcc
      and runs it: every configuration once per round, rounds interleaved,
      median over rounds of the best of 3 calls.
-  4. Prints GFLOP/s, % of the fp32 peak measured in the same run (an AVX-512
-     FMA loop on registers, one core), ours/OpenBLAS, the 2-thread speedup,
+  4. Prints GFLOP/s, % of the fp32 peak measured in the same run (an FMA loop
+     on zmm registers where the CPU has AVX-512, else ymm on registers, one core), ours/OpenBLAS, the 2-thread speedup,
      GEMV GB/s and its share of a read-only streaming loop over as many bytes
      on as many threads; and the targets of issue 9 with PASS/MISS.
   --probe also runs `rlopt probe` and prints its fp32 peak and DRAM read
@@ -112,7 +112,7 @@ def main():
               % (s, s, s, a.cc, a.rounds))
         print("  check: 1t and 2t bit-identical: %s; max rel. diff vs OpenBLAS %.2g"
               % ("yes" if v["check_bit_identical_1t_2t"] else "NO", v["check_max_rel_err_vs_openblas"]))
-        print("  fp32 peak, one core (AVX-512 FMA loop, this run): %.1f GFLOP/s" % peak)
+        print("  fp32 peak, one core (FMA loop at the CPU's widest vector, this run): %.1f GFLOP/s" % peak)
         print("  %-24s %10s %10s %12s" % ("", "GFLOP/s", "% peak", "ours/OpenBLAS"))
         print("  %-24s %10.1f %9.1f%% %12.2f" % ("rlopt, 1 thread", o1, 100 * o1 / peak, o1 / b1))
         print("  %-24s %10.1f %9.1f%% %12.2f" % ("rlopt, 2 threads", o2, 100 * o2 / (2 * peak), o2 / b2))

@@ -10,8 +10,9 @@
  * and with OpenBLAS (cblas_sgemm, openblas_set_num_threads).
  *
  * Limits measured here, with the flags our generated code gets (a GNU
- * target attribute, no -march): the fp32 FMA peak of one core (AVX-512 FMAs
- * on 12 independent zmm accumulators, register-resident), and the read-only
+ * target attribute, no -march): the fp32 FMA peak of one core (FMAs on 12
+ * independent register-resident accumulators: zmm where the CPU has
+ * AVX-512, else ymm), and the read-only
  * streaming bandwidth over as many bytes as the GEMV's weights, on 1 and 2
  * threads.
  *
@@ -80,8 +81,10 @@ static void pause_ms(int ms)
 /* ---- limits ------------------------------------------------------------ */
 
 #ifdef HAVE_X86
-/* 12 independent FMA chains: latency 4 x 2 pipes (ymm) or 1 zmm per cycle */
-__attribute__((target("avx512f"), noinline)) static float fma_loop(long iters)
+/* 12 independent FMA chains: latency 4 x 2 pipes (ymm) or 1 zmm per cycle;
+ * the AVX-512 loop where the CPU has it, else the AVX2 one (an AVX2-only
+ * CPU stopped at the AVX-512 loop's first instruction) */
+__attribute__((target("avx512f"), noinline)) static float fma_loop512(long iters)
 {
 	const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
 	__m512 c0 = _mm512_set1_ps(0.f), c1 = _mm512_set1_ps(1.f), c2 = _mm512_set1_ps(2.f),
@@ -101,10 +104,49 @@ __attribute__((target("avx512f"), noinline)) static float fma_loop(long iters)
 	s = _mm512_add_ps(s, _mm512_add_ps(_mm512_add_ps(c8, c9), _mm512_add_ps(c10, c11)));
 	return _mm512_reduce_add_ps(s);
 }
-#define FMA_FLOPS_PER_ITER (12.0 * 16 * 2)
 
-/* read-only sum over [p, p + n): 8 zmm accumulators, no stores */
-__attribute__((target("avx512f"), noinline)) static float read_loop(const float *p, size_t n)
+__attribute__((target("avx2,fma"), noinline)) static float fma_loop256(long iters)
+{
+	const __m256 a = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-7f);
+	__m256 c[12];
+	for (int i = 0; i < 12; i++)
+		c[i] = _mm256_set1_ps((float)i);
+	for (long n = 0; n < iters; n++) {
+		c[0] = _mm256_fmadd_ps(c[0], a, b); c[1] = _mm256_fmadd_ps(c[1], a, b);
+		c[2] = _mm256_fmadd_ps(c[2], a, b); c[3] = _mm256_fmadd_ps(c[3], a, b);
+		c[4] = _mm256_fmadd_ps(c[4], a, b); c[5] = _mm256_fmadd_ps(c[5], a, b);
+		c[6] = _mm256_fmadd_ps(c[6], a, b); c[7] = _mm256_fmadd_ps(c[7], a, b);
+		c[8] = _mm256_fmadd_ps(c[8], a, b); c[9] = _mm256_fmadd_ps(c[9], a, b);
+		c[10] = _mm256_fmadd_ps(c[10], a, b); c[11] = _mm256_fmadd_ps(c[11], a, b);
+	}
+	for (int i = 1; i < 12; i++)
+		c[0] = _mm256_add_ps(c[0], c[i]);
+	float t[8], s = 0;
+	_mm256_storeu_ps(t, c[0]);
+	for (int i = 0; i < 8; i++)
+		s += t[i];
+	return s;
+}
+
+static int has512(void)
+{
+	__builtin_cpu_init();
+	return __builtin_cpu_supports("avx512f");
+}
+
+static double fma_flops_per_iter(void)
+{
+	return 12.0 * (has512() ? 16 : 8) * 2;
+}
+#define FMA_FLOPS_PER_ITER fma_flops_per_iter()
+
+static float fma_loop(long iters)
+{
+	return has512() ? fma_loop512(iters) : fma_loop256(iters);
+}
+
+/* read-only sum over [p, p + n): 8 vector accumulators, no stores */
+__attribute__((target("avx512f"), noinline)) static float read_loop512(const float *p, size_t n)
 {
 	__m512 s[8];
 	for (int i = 0; i < 8; i++)
@@ -115,6 +157,28 @@ __attribute__((target("avx512f"), noinline)) static float read_loop(const float 
 	for (int v = 1; v < 8; v++)
 		s[0] = _mm512_add_ps(s[0], s[v]);
 	return _mm512_reduce_add_ps(s[0]);
+}
+
+__attribute__((target("avx2"), noinline)) static float read_loop256(const float *p, size_t n)
+{
+	__m256 s[8];
+	for (int i = 0; i < 8; i++)
+		s[i] = _mm256_setzero_ps();
+	for (size_t i = 0; i + 64 <= n; i += 64)
+		for (int v = 0; v < 8; v++)
+			s[v] = _mm256_add_ps(s[v], _mm256_loadu_ps(p + i + 8 * v));
+	for (int v = 1; v < 8; v++)
+		s[0] = _mm256_add_ps(s[0], s[v]);
+	float t[8], r = 0;
+	_mm256_storeu_ps(t, s[0]);
+	for (int i = 0; i < 8; i++)
+		r += t[i];
+	return r;
+}
+
+static float read_loop(const float *p, size_t n)
+{
+	return has512() ? read_loop512(p, n) : read_loop256(p, n);
 }
 #else
 static float fma_loop(long iters)
