@@ -472,9 +472,14 @@ static const char qavx2_helpers[] =
  * as the VNNI kernels do: on Zen 3 a read of 4 rows side by side (the 4
  * channels' streams) ran at 7-9 GB/s where the same bytes read in order ran
  * at 10-11 (bench/bench_quant.py's 2 KiB rows; the hardware prefetcher
- * follows one stream), and the activations come from L1 either way. Each
- * step prefetches (T0) 2 KiB ahead in the stream, often the next channel's
- * row (+18% int8, +40% int4 over none). A group's 16 lanes in one pass,
+ * follows one stream), and the activations come from L1 either way; two
+ * int8 channels interleaved (the activation loads shared) were 30-40%
+ * slower again than one at a time on the stack (session 10). Each step
+ * prefetches (T0) ahead in the stream, often into the next channel's row
+ * (+18% int8, +40% int4 over none): int8 1 KiB, int4 2 KiB (stack, one
+ * thread pinned, 3 interleaved rounds on a loaded host: int8 at 1 KiB 8-12%
+ * faster than at 2 KiB, 512 B and 4 KiB slower, adding an L2 prefetch
+ * further ahead 5-15% slower; int4 at 1, 1.5 or 3 KiB no better). A group's 16 lanes in one pass,
  * lanes 0-7 and 8-15 in two sums; a short last group (L < 16) takes the
  * same loop with masked loads (rl_q*_avx2_grp with full 0: a copy the
  * compiler specializes, so the full groups' loop has no branch in it).
@@ -492,7 +497,8 @@ static const char qavx2_helpers[] =
  *         nibbles of 4 steps summed in int16 (8 * 3810 = 30480) before
  *         vpmaddwd by 1 (lo) and by 255 (hi) widens them. */
 static const char qavx2_kernels[] =
-	"#define RL_QPF 2048 /* bytes of codes prefetched ahead */\n"
+	"#define RL_QPF8 1024 /* bytes of codes prefetched ahead: int8 */\n"
+	"#define RL_QPF4 2048 /* int4 */\n"
 	"/* a group's sums, lanes 0-7 (*da) and 8-15 (*de); steps of sb bytes */\n"
 	"RL_QAVX2_FN inline __attribute__((always_inline)) void\n"
 	"rl_q8_avx2_grp(const __m256i *xv, const uint8_t *r, int64_t steps, int64_t sb, int full, __m256i mk0,\n"
@@ -504,7 +510,7 @@ static const char qavx2_kernels[] =
 	"                                : _mm256_maskload_epi32((const int *)r, mk0);\n"
 	"        const __m256i v1 = full ? _mm256_loadu_si256((const __m256i *)(r + 32))\n"
 	"                                : _mm256_maskload_epi32((const int *)(r + 32), mk1);\n"
-	"        _mm_prefetch((const char *)(r + RL_QPF), _MM_HINT_T0);\n"
+	"        _mm_prefetch((const char *)(r + RL_QPF8), _MM_HINT_T0);\n"
 	"        a = _mm256_add_epi32(a, _mm256_add_epi32(\n"
 	"            _mm256_madd_epi16(_mm256_srai_epi16(_mm256_slli_epi16(v0, 8), 8), xv[0]),\n"
 	"            _mm256_madd_epi16(_mm256_srai_epi16(v0, 8), xv[1])));\n"
@@ -531,7 +537,7 @@ static const char qavx2_kernels[] =
 	"                                    : _mm256_maskload_epi32((const int *)r, mk0);\n"
 	"            const __m256i v1 = full ? _mm256_loadu_si256((const __m256i *)(r + 32))\n"
 	"                                    : _mm256_maskload_epi32((const int *)(r + 32), mk1);\n"
-	"            _mm_prefetch((const char *)(r + RL_QPF), _MM_HINT_T0);\n"
+	"            _mm_prefetch((const char *)(r + RL_QPF4), _MM_HINT_T0);\n"
 	"            const __m256i c00 = _mm256_and_si256(v0, m4), c01 = _mm256_and_si256(_mm256_srli_epi16(v0, 4), m4);\n"
 	"            const __m256i c10 = _mm256_and_si256(v1, m4), c11 = _mm256_and_si256(_mm256_srli_epi16(v1, 4), m4);\n"
 	"            la = _mm256_add_epi16(la, _mm256_add_epi16(_mm256_maddubs_epi16(c00, xv[0]),\n"
