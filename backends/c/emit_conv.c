@@ -1294,6 +1294,28 @@ static int64_t conv_par_grain(int64_t par_n, int64_t want)
 	return -want;
 }
 
+/*
+ * The share of a kernel's work the busier of two threads does (0.5: even
+ * halves) when its n iterations cost the same: rl_parallel_for (emit_rt.c)
+ * cuts them into nt = min(4 per thread, want, n) chunks [n*t/nt,
+ * n*(t+1)/nt) and each thread claims the next chunk when it is free. The
+ * split choices below use it to pick, among counts of iterations that cost
+ * the same to run, one whose chunks two threads share evenly (two threads:
+ * the cores of the machines this is measured on; more threads get more
+ * chunks, 4 per thread, and are not modelled).
+ */
+static double conv_span2(int64_t n, int64_t want)
+{
+	int64_t nt = n < want ? n : want;
+	nt = nt > 8 ? 8 : nt;
+	if (nt <= 1 || n < 1)
+		return 1.0;
+	int64_t th[2] = {0, 0};
+	for (int64_t t = 0; t < nt; t++)
+		th[th[1] < th[0]] += n * (t + 1) / nt - n * t / nt;
+	return (double)(th[0] > th[1] ? th[0] : th[1]) / (double)n;
+}
+
 static double conv_macs(const struct conv2d *p)
 {
 	return (double)p->N * (double)p->M * (double)p->OH * (double)p->OW *
@@ -1320,7 +1342,21 @@ static int64_t conv_band_parts(const struct conv2d *p, const struct conv_band *b
 	int64_t tasks = p->N * p->G * (p->OH / b->R), nblk = p->M / p->G / b->mr;
 	int64_t want = conv_par_want(p);
 	int64_t mp = (want + tasks - 1) / tasks;
-	return mp < 1 ? 1 : mp > nblk ? nblk : mp;
+	mp = mp < 1 ? 1 : mp > nblk ? nblk : mp;
+	/* more parts (equal ones: mp divides the blocks) where they even out
+	 * two threads' shares: squeezenet's 55x55 layers in 5 bands were 10
+	 * iterations in 8 chunks (1,1,1,2,1,1,1,2: 6 against 4); 40 are 8
+	 * chunks of 5 */
+	double span = conv_span2(tasks * mp, want);
+	int64_t best = mp;
+	for (int64_t q = mp + 1; q <= nblk && q <= 8 * mp; q++) {
+		double s = conv_span2(tasks * q, want);
+		if (nblk % q == 0 && s < span - 0.01) {
+			span = s;
+			best = q;
+		}
+	}
+	return best;
 }
 
 /*
@@ -1890,7 +1926,13 @@ static int64_t cv_row_parts_par(const struct conv2d *p, int64_t nb, bool wrun)
  */
 #define CONV_CV_X_L2 262144 /* bytes of input rows per row part, when blocks share them */
 
-static int64_t cv_row_parts(const struct conv2d *p, int64_t nb, bool wrun)
+static bool cv_rows_fit_l2(const struct conv2d *p, int64_t q)
+{
+	int64_t R = p->OH / q, rh = (R - 1) * p->SH + (p->KH - 1) * p->DH + 1;
+	return p->C * rh * p->W * 4 <= CONV_CV_X_L2;
+}
+
+static int64_t cv_row_parts_l2(const struct conv2d *p, int64_t nb, bool wrun)
 {
 	int64_t rp = cv_row_parts_par(p, nb, wrun);
 	if (wrun || p->N * nb < 2)
@@ -1898,11 +1940,44 @@ static int64_t cv_row_parts(const struct conv2d *p, int64_t nb, bool wrun)
 	for (int64_t q = rp; q <= p->OH; q++) {
 		if (p->OH % q || (q > rp && p->OH / q < 2))
 			continue;
-		int64_t R = p->OH / q, rh = (R - 1) * p->SH + (p->KH - 1) * p->DH + 1;
-		if (p->C * rh * p->W * 4 <= CONV_CV_X_L2)
+		if (cv_rows_fit_l2(p, q))
 			return q;
 	}
 	return rp;
+}
+
+/*
+ * Last, the count of parts (a divisor of OH, parts of two rows or more, or
+ * one) whose tasks two threads share most evenly (conv_span2), where that
+ * is clearly more even than the count above and keeps its bounds (the L2
+ * rule where several blocks share rows, the scratch slot's): squeezenet's
+ * 3x3 32->128 on 27x27 in 4 blocks x 3 parts was 12 tasks in 8 chunks (7
+ * against 5); in one part, 4 tasks (2 and 2). ResNet-50's 3x3/2 128->128
+ * to 28x28, 4 blocks x 7 parts (16 against 12), takes 14 parts (28 and 28).
+ */
+static int64_t cv_row_parts(const struct conv2d *p, int64_t nb, bool wrun)
+{
+	int64_t rp = cv_row_parts_l2(p, nb, wrun), want = conv_par_want(p);
+	if (wrun)
+		return rp;
+	int cb = cv_cb(p->M);
+	int64_t wp = (p->OW - 1) * p->SW + (p->KW - 1) * p->DW + 1 + p->PL;
+	wp = wp > p->W + p->PL ? wp : p->W + p->PL;
+	double span = conv_span2(p->N * nb * rp, want);
+	int64_t best = rp;
+	for (int64_t q = 1; q <= p->OH; q++) {
+		int64_t R = p->OH / q, rh = (R - 1) * p->SH + (p->KH - 1) * p->DH + 1;
+		if (q == rp || p->OH % q || (q > 1 && R < 2) ||
+		    (p->N * nb >= 2 && !cv_rows_fit_l2(p, q) && cv_rows_fit_l2(p, rp)) ||
+		    R * p->OW * cb * 4 > CONV_CV_O_BYTES || p->C * rh * wp * 4 > CONV_CV_X_BYTES)
+			continue;
+		double s = conv_span2(p->N * nb * q, want);
+		if (s < span - 0.02) {
+			span = s;
+			best = q;
+		}
+	}
+	return best;
 }
 
 /* Whether channels-on-vector mode takes this (float, group 1, 2-D or 1-D) Conv. */
