@@ -152,7 +152,7 @@ static const struct conv_isa conv_isas[] = {
 #define CONV_UK_ARGS \
 	"const float *restrict band, int64_t bc, const unsigned *restrict tap, int64_t kk, " \
 	"int64_t cc, const float *restrict w, int64_t ws, float *restrict acc, int64_t as, " \
-	"int64_t tp, const float *bias, int fresh, int relu"
+	"int64_t tp, const float *bias, int fresh, int relu, const float *res"
 
 /* One step of a tile: nv band vectors at xs, four weights at wc[r * ws + wi]. */
 static void conv_uk_step(struct rl_buf *b, const struct conv_isa *is, int nv, const char *ind,
@@ -175,7 +175,7 @@ static void conv_uk_step(struct rl_buf *b, const struct conv_isa *is, int nv, co
 }
 
 /* One register tile of 4 channels x nv vectors at column t, sums in registers. */
-/* acc, w and bias are named by nm[0..2] (the block's, in the AVX2 kernel). */
+/* acc, w, bias and res are named by nm[0..3] (the block's, in the AVX2 kernel). */
 static void conv_uk_tile(struct rl_buf *b, const struct conv_isa *is, int nv, const char *ind,
                          const char *const *nm)
 {
@@ -220,6 +220,17 @@ static void conv_uk_tile(struct rl_buf *b, const struct conv_isa *is, int nv, co
 	rl_buf_printf(b, "%s        const float *xs = xc + tap[k];\n", ind);
 	conv_uk_step(b, is, nv, ind, "wc", "k");
 	rl_buf_printf(b, "%s    }\n%s}\n", ind, ind);
+	/* a fused residual Add on the final sums (conv_epi_res): s + res, at
+	 * acc's offsets in res; the epilogue's conv + x, the same values */
+	rl_buf_printf(b, "%sif (%s) {\n", ind, nm[3]);
+	for (int r = 0; r < 4; r++) {
+		rl_buf_printf(b, "%s   ", ind);
+		for (int v = 0; v < nv; v++)
+			rl_buf_printf(b, " s%d%d = %s_add_ps(s%d%d, %s_loadu_ps(%s));", r, v, is->pfx, r, v,
+			              is->pfx, cg_addr(ad, sizeof(ad), nm[3], r, "as", "t", v * is->vw));
+		rl_buf_printf(b, "\n");
+	}
+	rl_buf_printf(b, "%s}\n", ind);
 	/* a fused Relu on the final sums (conv_epi_relu): max(0, s), which
 	 * returns s where s is NaN or -0, as the epilogue's s < 0 ? 0 : s */
 	rl_buf_printf(b, "%sif (relu) {\n%s    const %s z = %s_setzero_ps();\n", ind, ind, is->vt,
@@ -244,8 +255,8 @@ static void conv_uk_tile(struct rl_buf *b, const struct conv_isa *is, int nv, co
  * in turn (the blocks inner, see conv_emit_uk), the others for one block. */
 static void conv_uk_tiles(struct rl_buf *b, const struct conv_isa *is, int nv, bool avx2)
 {
-	static const char *const one[3] = {"acc", "w", "bias"};
-	static const char *const blk[3] = {"ab", "wb", "bb"};
+	static const char *const one[4] = {"acc", "w", "bias", "res"};
+	static const char *const blk[4] = {"ab", "wb", "bb", "rb"};
 	if (!avx2) {
 		conv_uk_tile(b, is, nv, "        ", one);
 		return;
@@ -253,6 +264,7 @@ static void conv_uk_tiles(struct rl_buf *b, const struct conv_isa *is, int nv, b
 	rl_buf_printf(b, "        for (int64_t blk = 0; blk < nb; blk++) {\n");
 	rl_buf_printf(b, "            float *ab = acc + blk * 4 * as;\n");
 	rl_buf_printf(b, "            const float *wb = w + blk * 4 * ws, *bb = bias ? bias + blk * 4 : NULL;\n");
+	rl_buf_printf(b, "            const float *rb = res ? res + blk * 4 * as : NULL;\n");
 	conv_uk_tile(b, is, nv, "            ", blk);
 	rl_buf_printf(b, "        }\n");
 }
@@ -267,8 +279,9 @@ static void conv_emit_uk(struct rl_buf *b)
 		" * band[c * bc + tap[k] + t], for r < 4 * nb output channels and t < tp\n"
 		" * (a multiple of 16): nb blocks of four channels over one chunk of input\n"
 		" * channels and every tap; with `fresh` the sums start from the bias (or\n"
-		" * zero) instead of acc, with `relu` they end as max(0, sum) (a fused Relu\n"
-		" * on the last chunk). A register tile holds 4 channels x NV vectors\n"
+		" * zero) instead of acc, with `res` the sums get res[r * as + t] added (a\n"
+		" * fused residual Add on the last chunk), with `relu` they end as\n"
+		" * max(0, sum) (a fused Relu, after it). A register tile holds 4 channels x NV vectors\n"
 		" * of sums, enough independent FMAs to cover their latency on two pipes;\n"
 		" * per tap it loads NV band vectors once and broadcasts four weights.\n"
 		" * Every sum adds its terms in the order c, k, as the portable tiles do.\n"
@@ -310,7 +323,8 @@ static void conv_emit_uk(struct rl_buf *b)
 			              ", int64_t nb)\n{\n", is->target, is->name);
 			rl_buf_printf(b, "    for (int64_t blk = 0; blk < nb; blk++)\n");
 			rl_buf_printf(b, "        rl_conv4_%s_1(band, bc, tap, kk, cc, w + blk * 4 * ws, ws, acc + blk * 4 * as, as,\n"
-			                 "                      tp, bias ? bias + blk * 4 : NULL, fresh, relu);\n}\n\n", is->name);
+			                 "                      tp, bias ? bias + blk * 4 : NULL, fresh, relu,\n"
+			                 "                      res ? res + blk * 4 * as : NULL);\n}\n\n", is->name);
 		}
 	}
 	rl_buf_printf(b,
@@ -1201,11 +1215,11 @@ static void emit_tile_loop(struct rl_cgen *cg, const char *T, const struct conv2
  * output rows).
  */
 static void conv_uk_call(struct rl_cgen *cg, const struct conv2d *p, const struct conv_band *b,
-                         bool chunked, bool din, bool dout, bool relu, const char *mo,
+                         bool chunked, bool din, bool dout, bool relu, int xres, const char *mo,
                          const char *w, const char *nb)
 {
 	int64_t KK = p->KH * p->KW, CG = p->C / p->G;
-	char xin[96], yout[160], bias[40], last[48];
+	char xin[96], yout[160], bias[40], last[48], res[240];
 	if (din && chunked)
 		snprintf(xin, sizeof(xin), "xg + c0 * %lld + oh0 * %lld, %lld",
 		         (long long)(p->H * p->W), (long long)p->W, (long long)(p->H * p->W));
@@ -1223,10 +1237,17 @@ static void conv_uk_call(struct rl_cgen *cg, const struct conv2d *p, const struc
 	snprintf(bias, sizeof(bias), "X2 + %s", mo);
 	/* a fused Relu on the sums of the last chunk */
 	snprintf(last, sizeof(last), "c0 == %lld", (long long)(CG - b->CC));
-	cg_line(cg, "rl_conv4(%s, tap, %lld, %lld, %s, %lld, %s, %lld, %s, %s, %s, %s);", xin,
+	/* a fused residual Add (dout only: the residual rows at the output's offsets) */
+	if (xres < 0)
+		snprintf(res, sizeof(res), "NULL");
+	else
+		snprintf(res, sizeof(res), "%s%sX%d + ((n * %lld + %s) * %lld + oh0) * %lld%s",
+		         chunked ? last : "", chunked ? " ? " : "", xres, (long long)p->M, mo,
+		         (long long)p->OH, (long long)p->OW, chunked ? " : NULL" : "");
+	cg_line(cg, "rl_conv4(%s, tap, %lld, %lld, %s, %lld, %s, %lld, %s, %s, %s, %s, %s);", xin,
 	        (long long)KK, (long long)b->CC, w, (long long)(CG * KK), yout, (long long)b->TP,
 	        p->bias ? bias : "NULL", chunked ? "c0 == 0" : "1", !relu ? "0" : chunked ? last : "1",
-	        nb);
+	        res, nb);
 }
 
 /*
@@ -1294,6 +1315,28 @@ static int64_t conv_par_grain(int64_t par_n, int64_t want)
 	return -want;
 }
 
+/*
+ * The share of a kernel's work the busier of two threads does (0.5: even
+ * halves) when its n iterations cost the same: rl_parallel_for (emit_rt.c)
+ * cuts them into nt = min(4 per thread, want, n) chunks [n*t/nt,
+ * n*(t+1)/nt) and each thread claims the next chunk when it is free. The
+ * split choices below use it to pick, among counts of iterations that cost
+ * the same to run, one whose chunks two threads share evenly (two threads:
+ * the cores of the machines this is measured on; more threads get more
+ * chunks, 4 per thread, and are not modelled).
+ */
+static double conv_span2(int64_t n, int64_t want)
+{
+	int64_t nt = n < want ? n : want;
+	nt = nt > 8 ? 8 : nt;
+	if (nt <= 1 || n < 1)
+		return 1.0;
+	int64_t th[2] = {0, 0};
+	for (int64_t t = 0; t < nt; t++)
+		th[th[1] < th[0]] += n * (t + 1) / nt - n * t / nt;
+	return (double)(th[0] > th[1] ? th[0] : th[1]) / (double)n;
+}
+
 static double conv_macs(const struct conv2d *p)
 {
 	return (double)p->N * (double)p->M * (double)p->OH * (double)p->OW *
@@ -1320,7 +1363,21 @@ static int64_t conv_band_parts(const struct conv2d *p, const struct conv_band *b
 	int64_t tasks = p->N * p->G * (p->OH / b->R), nblk = p->M / p->G / b->mr;
 	int64_t want = conv_par_want(p);
 	int64_t mp = (want + tasks - 1) / tasks;
-	return mp < 1 ? 1 : mp > nblk ? nblk : mp;
+	mp = mp < 1 ? 1 : mp > nblk ? nblk : mp;
+	/* more parts (equal ones: mp divides the blocks) where they even out
+	 * two threads' shares: squeezenet's 55x55 layers in 5 bands were 10
+	 * iterations in 8 chunks (1,1,1,2,1,1,1,2: 6 against 4); 40 are 8
+	 * chunks of 5 */
+	double span = conv_span2(tasks * mp, want);
+	int64_t best = mp;
+	for (int64_t q = mp + 1; q <= nblk && q <= 8 * mp; q++) {
+		double s = conv_span2(tasks * q, want);
+		if (nblk % q == 0 && s < span - 0.01) {
+			span = s;
+			best = q;
+		}
+	}
+	return best;
 }
 
 /*
@@ -1343,6 +1400,58 @@ static bool conv_epi_relu(const struct rl_cgen *cg)
 	       grp->out[0] == r->out[0] && cg->g->values[r->out[0]].dtype == RL_DT_FLOAT;
 }
 
+/*
+ * Whether the fused epilogue is a residual Add (or Sum) of the Conv's
+ * output and a tensor of its shape, then perhaps one Relu, and nothing else
+ * (ResNet's last 1x1 convolution of every block). Band mode's micro-kernels
+ * then add the residual to the last chunk's sums in registers (and apply
+ * the Relu) where their sums go straight to the output rows (dout), with no
+ * pass over the rows after them: ResNet-50's 1x1 64->256 on 56x56 with the
+ * epilogue pass ran at 1.5-1.6x onnxruntime's time (one thread, Zen 3).
+ * s + x is the epilogue's conv + x (or x + conv), the same float. *xres:
+ * the kernel's X index of the residual; *relu: a Relu follows.
+ */
+static bool conv_epi_res(const struct rl_cgen *cg, int *xres, bool *relu)
+{
+	const struct rl_cgen_group *grp = cg->epi;
+	if (!grp || grp->nnodes < 2 || grp->nnodes > 3 || grp->nout != 1 ||
+	    grp->nodes[0] != grp->anchor)
+		return false;
+	const struct rl_node *a = &cg->g->nodes[grp->anchor], *s = &cg->g->nodes[grp->nodes[1]];
+	if ((s->op != RL_OP_Add && s->op != RL_OP_Sum) || s->nin != 2 || s->nout != 1)
+		return false;
+	uint32_t y = a->out[0];
+	uint32_t x = s->in[0] == y ? s->in[1] : s->in[1] == y ? s->in[0] : RL_NONE;
+	if (x == RL_NONE || x == y)
+		return false;
+	const struct rl_value *vy = &cg->g->values[y], *vx = &cg->g->values[x];
+	if (vy->dtype != RL_DT_FLOAT || vx->dtype != RL_DT_FLOAT ||
+	    cg->g->values[s->out[0]].dtype != RL_DT_FLOAT || vx->shape.rank != vy->shape.rank ||
+	    !rl_shape_is_static(&vx->shape) || !rl_shape_is_static(&vy->shape))
+		return false;
+	for (int i = 0; i < vy->shape.rank; i++)
+		if (vx->shape.d[i].v != vy->shape.d[i].v)
+			return false;
+	uint32_t last = s->out[0];
+	*relu = false;
+	if (grp->nnodes == 3) {
+		const struct rl_node *r = &cg->g->nodes[grp->nodes[2]];
+		if (r->op != RL_OP_Relu || r->nin != 1 || r->nout != 1 || r->in[0] != last ||
+		    cg->g->values[r->out[0]].dtype != RL_DT_FLOAT)
+			return false;
+		last = r->out[0];
+		*relu = true;
+	}
+	if (grp->out[0] != last)
+		return false;
+	for (int q = a->nin; q < grp->nin; q++)
+		if (grp->in[q] == x) {
+			*xres = q;
+			return true;
+		}
+	return false;
+}
+
 static void emit_conv_band(struct rl_cgen *cg, const char *T, int64_t es, const struct conv2d *p,
                            const struct conv_band *b, bool uk)
 {
@@ -1350,6 +1459,12 @@ static void emit_conv_band(struct rl_cgen *cg, const char *T, int64_t es, const 
 	bool relu = uk && conv_epi_relu(cg);
 	int64_t NB = p->OH / b->R, MP = conv_band_parts(p, b), nblk = MG / b->mr;
 	bool chunked = b->CC < CG, dout = band_direct_out(p, b, uk), din = band_direct_in(p, b, uk);
+	int xres = -1;
+	bool rrelu = false;
+	if (uk && dout && conv_epi_res(cg, &xres, &rrelu))
+		relu = rrelu;
+	else
+		xres = -1;
 	int64_t band_bytes = (b->CC * b->BC * es + 63) / 64 * 64;
 	char lines[4][120], cond[80];
 	const char *body[4];
@@ -1475,9 +1590,10 @@ static void emit_conv_band(struct rl_cgen *cg, const char *T, int64_t es, const 
 			line_close(cg);
 		}
 		snprintf(w, sizeof(w), "X1 + mg * %lld + c0 * %lld", (long long)(CG * KK), (long long)KK);
-		conv_uk_call(cg, p, b, chunked, din, dout, relu, "mg", w, "(int64_t)(me - mg) / 4");
-		/* a fused Relu alone ran in the micro-kernel: no epilogue after it */
-		if ((cg->epi && !relu) || !dout) {
+		conv_uk_call(cg, p, b, chunked, din, dout, relu, xres, "mg", w, "(int64_t)(me - mg) / 4");
+		/* a fused Relu alone, or a residual Add (and Relu), ran in the
+		 * micro-kernel: no epilogue after it */
+		if ((cg->epi && !relu && xres < 0) || !dout) {
 			line_open(cg, "for (size_t mo = mg; mo < me; mo += %d) {", b->mr, 0);
 			if (dout)
 				emit_acc_epi(cg, p, b, chunked ? cond : "");
@@ -1890,7 +2006,13 @@ static int64_t cv_row_parts_par(const struct conv2d *p, int64_t nb, bool wrun)
  */
 #define CONV_CV_X_L2 262144 /* bytes of input rows per row part, when blocks share them */
 
-static int64_t cv_row_parts(const struct conv2d *p, int64_t nb, bool wrun)
+static bool cv_rows_fit_l2(const struct conv2d *p, int64_t q)
+{
+	int64_t R = p->OH / q, rh = (R - 1) * p->SH + (p->KH - 1) * p->DH + 1;
+	return p->C * rh * p->W * 4 <= CONV_CV_X_L2;
+}
+
+static int64_t cv_row_parts_l2(const struct conv2d *p, int64_t nb, bool wrun)
 {
 	int64_t rp = cv_row_parts_par(p, nb, wrun);
 	if (wrun || p->N * nb < 2)
@@ -1898,11 +2020,44 @@ static int64_t cv_row_parts(const struct conv2d *p, int64_t nb, bool wrun)
 	for (int64_t q = rp; q <= p->OH; q++) {
 		if (p->OH % q || (q > rp && p->OH / q < 2))
 			continue;
-		int64_t R = p->OH / q, rh = (R - 1) * p->SH + (p->KH - 1) * p->DH + 1;
-		if (p->C * rh * p->W * 4 <= CONV_CV_X_L2)
+		if (cv_rows_fit_l2(p, q))
 			return q;
 	}
 	return rp;
+}
+
+/*
+ * Last, the count of parts (a divisor of OH, parts of two rows or more, or
+ * one) whose tasks two threads share most evenly (conv_span2), where that
+ * is clearly more even than the count above and keeps its bounds (the L2
+ * rule where several blocks share rows, the scratch slot's): squeezenet's
+ * 3x3 32->128 on 27x27 in 4 blocks x 3 parts was 12 tasks in 8 chunks (7
+ * against 5); in one part, 4 tasks (2 and 2). ResNet-50's 3x3/2 128->128
+ * to 28x28, 4 blocks x 7 parts (16 against 12), takes 14 parts (28 and 28).
+ */
+static int64_t cv_row_parts(const struct conv2d *p, int64_t nb, bool wrun)
+{
+	int64_t rp = cv_row_parts_l2(p, nb, wrun), want = conv_par_want(p);
+	if (wrun)
+		return rp;
+	int cb = cv_cb(p->M);
+	int64_t wp = (p->OW - 1) * p->SW + (p->KW - 1) * p->DW + 1 + p->PL;
+	wp = wp > p->W + p->PL ? wp : p->W + p->PL;
+	double span = conv_span2(p->N * nb * rp, want);
+	int64_t best = rp;
+	for (int64_t q = 1; q <= p->OH; q++) {
+		int64_t R = p->OH / q, rh = (R - 1) * p->SH + (p->KH - 1) * p->DH + 1;
+		if (q == rp || p->OH % q || (q > 1 && R < 2) ||
+		    (p->N * nb >= 2 && !cv_rows_fit_l2(p, q) && cv_rows_fit_l2(p, rp)) ||
+		    R * p->OW * cb * 4 > CONV_CV_O_BYTES || p->C * rh * wp * 4 > CONV_CV_X_BYTES)
+			continue;
+		double s = conv_span2(p->N * nb * q, want);
+		if (s < span - 0.02) {
+			span = s;
+			best = q;
+		}
+	}
+	return best;
 }
 
 /* Whether channels-on-vector mode takes this (float, group 1, 2-D or 1-D) Conv. */

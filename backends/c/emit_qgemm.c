@@ -113,7 +113,10 @@ static const char qgemm_rt[] =
 	"    __builtin_cpu_init();\n"
 	"    rl_q_avx2 = __builtin_cpu_supports(\"avx2\") && __builtin_cpu_supports(\"fma\");\n"
 	"#endif\n"
-	"}\n\n"
+	"}\n\n";
+
+/* The row preparation, after the AVX2 kernels (it calls their prep). */
+static const char qgemm_rt_prep[] =
 	"/* x[0..K) into p (64 + G * (64 u + 128) bytes, G = groups of 16 units of u)\n"
 	" * for a product over bits-bit codes */\n"
 	"static void rl_qx_prep(const float *x, int64_t K, int64_t u, int bits, unsigned char *p)\n"
@@ -123,11 +126,16 @@ static const char qgemm_rt[] =
 	"    struct rl_qxh *h = (struct rl_qxh *)p;\n"
 	"    float amax = 0.0f;\n"
 	"    int finite = 1;\n"
-	"    for (int64_t k = 0; k < K; k++) {\n"
-	"        float a = fabsf(x[k]);\n"
-	"        finite &= a <= 3.40282347e38f;\n"
-	"        amax = a > amax ? a : amax;\n"
-	"    }\n"
+	"#ifdef RL_QAVX2\n"
+	"    if (rl_q_avx2)\n"
+	"        rl_qx_amax_avx2(x, K, &amax, &finite);\n"
+	"    else\n"
+	"#endif\n"
+	"        for (int64_t k = 0; k < K; k++) {\n"
+	"            float a = fabsf(x[k]);\n"
+	"            finite &= a <= 3.40282347e38f;\n"
+	"            amax = a > amax ? a : amax;\n"
+	"        }\n"
 	"    h->mode = !finite ? 0 : rl_q_vnni ? 1 : rl_q_avx2 ? (bits == 8 ? 3 : 2) : 0;\n"
 	"    if (h->mode) {\n"
 	"        /* mode 1: x = 256 hi + lo, lo in [0, 255]; mode 2: x = 255 hi + lo,\n"
@@ -140,6 +148,12 @@ static const char qgemm_rt[] =
 	"        int32_t *xs = (int32_t *)(xb + G * 32 * u), *hs = xs + 16 * G;\n"
 	"        h->sx = amax / (float)qm;\n"
 	"        memset(xb, 0, (size_t)(G * 32 * u + G * 128));\n"
+	"#if defined(RL_QAVX2) && !defined(RL_NO_QPREP_AVX2)\n"
+	"        if (h->mode >= 2 && u % 4 == 0) {\n"
+	"            rl_qx_prep_avx2(x, K, u, h->mode, qm, inv, xb, xs, hs);\n"
+	"            return;\n"
+	"        }\n"
+	"#endif\n"
 	"        for (int64_t un = 0; un < U; un++) {\n"
 	"            int64_t g = un / 16, i = un % 16, end = K - un * u < u ? K - un * u : u;\n"
 	"            int32_t sum = 0, hsum = 0;\n"
@@ -458,9 +472,14 @@ static const char qavx2_helpers[] =
  * as the VNNI kernels do: on Zen 3 a read of 4 rows side by side (the 4
  * channels' streams) ran at 7-9 GB/s where the same bytes read in order ran
  * at 10-11 (bench/bench_quant.py's 2 KiB rows; the hardware prefetcher
- * follows one stream), and the activations come from L1 either way. Each
- * step prefetches (T0) 2 KiB ahead in the stream, often the next channel's
- * row (+18% int8, +40% int4 over none). A group's 16 lanes in one pass,
+ * follows one stream), and the activations come from L1 either way; two
+ * int8 channels interleaved (the activation loads shared) were 30-40%
+ * slower again than one at a time on the stack (session 10). Each step
+ * prefetches (T0) ahead in the stream, often into the next channel's row
+ * (+18% int8, +40% int4 over none): int8 1 KiB, int4 2 KiB (stack, one
+ * thread pinned, 3 interleaved rounds on a loaded host: int8 at 1 KiB 8-12%
+ * faster than at 2 KiB, 512 B and 4 KiB slower, adding an L2 prefetch
+ * further ahead 5-15% slower; int4 at 1, 1.5 or 3 KiB no better). A group's 16 lanes in one pass,
  * lanes 0-7 and 8-15 in two sums; a short last group (L < 16) takes the
  * same loop with masked loads (rl_q*_avx2_grp with full 0: a copy the
  * compiler specializes, so the full groups' loop has no branch in it).
@@ -478,7 +497,8 @@ static const char qavx2_helpers[] =
  *         nibbles of 4 steps summed in int16 (8 * 3810 = 30480) before
  *         vpmaddwd by 1 (lo) and by 255 (hi) widens them. */
 static const char qavx2_kernels[] =
-	"#define RL_QPF 2048 /* bytes of codes prefetched ahead */\n"
+	"#define RL_QPF8 1024 /* bytes of codes prefetched ahead: int8 */\n"
+	"#define RL_QPF4 2048 /* int4 */\n"
 	"/* a group's sums, lanes 0-7 (*da) and 8-15 (*de); steps of sb bytes */\n"
 	"RL_QAVX2_FN inline __attribute__((always_inline)) void\n"
 	"rl_q8_avx2_grp(const __m256i *xv, const uint8_t *r, int64_t steps, int64_t sb, int full, __m256i mk0,\n"
@@ -490,7 +510,7 @@ static const char qavx2_kernels[] =
 	"                                : _mm256_maskload_epi32((const int *)r, mk0);\n"
 	"        const __m256i v1 = full ? _mm256_loadu_si256((const __m256i *)(r + 32))\n"
 	"                                : _mm256_maskload_epi32((const int *)(r + 32), mk1);\n"
-	"        _mm_prefetch((const char *)(r + RL_QPF), _MM_HINT_T0);\n"
+	"        _mm_prefetch((const char *)(r + RL_QPF8), _MM_HINT_T0);\n"
 	"        a = _mm256_add_epi32(a, _mm256_add_epi32(\n"
 	"            _mm256_madd_epi16(_mm256_srai_epi16(_mm256_slli_epi16(v0, 8), 8), xv[0]),\n"
 	"            _mm256_madd_epi16(_mm256_srai_epi16(v0, 8), xv[1])));\n"
@@ -517,7 +537,7 @@ static const char qavx2_kernels[] =
 	"                                    : _mm256_maskload_epi32((const int *)r, mk0);\n"
 	"            const __m256i v1 = full ? _mm256_loadu_si256((const __m256i *)(r + 32))\n"
 	"                                    : _mm256_maskload_epi32((const int *)(r + 32), mk1);\n"
-	"            _mm_prefetch((const char *)(r + RL_QPF), _MM_HINT_T0);\n"
+	"            _mm_prefetch((const char *)(r + RL_QPF4), _MM_HINT_T0);\n"
 	"            const __m256i c00 = _mm256_and_si256(v0, m4), c01 = _mm256_and_si256(_mm256_srli_epi16(v0, 4), m4);\n"
 	"            const __m256i c10 = _mm256_and_si256(v1, m4), c11 = _mm256_and_si256(_mm256_srli_epi16(v1, 4), m4);\n"
 	"            la = _mm256_add_epi16(la, _mm256_add_epi16(_mm256_maddubs_epi16(c00, xv[0]),\n"
@@ -579,6 +599,91 @@ static const char qavx2_kernels[] =
 	"    return ((const struct rl_qxh *)p)->sx * rl_q_hsum8(f);\n"
 	"}\n\n";
 
+/* rl_qx_prep's AVX2 half (modes 2 and 3, units of a multiple of 4 codes):
+ * max|x| 8 lanes at a time, then 4 codes (one record's) at a time, with the
+ * scalar loop's rounding: x * inv rounded to float, half away from zero
+ * (|v| + 0.5 truncated, the sign put back), clamped to +-qm; mode 2's hi is
+ * q / 255 to the nearest (255 is odd: no ties; the float quotient is within
+ * 1e-5 of it, the nearest integer at least 0.002 away) and lo = q - 255 hi.
+ * The target has no FMA, so no multiply and add are fused (a fused x * inv
+ * + 0.5 would round differently from the scalar loop). Same bytes as the
+ * scalar loop (tests/py/test_quant.py kernel_paths builds both:
+ * -DRL_NO_QPREP_AVX2). The scalar loop was 2% (int8) and 8% (int4) of the
+ * 1.175 GB stack's time on Zen 3, mode 2 for its divisions by 255. */
+static const char qavx2_prep[] =
+	"#define RL_QPREP_FN static __attribute__((target(\"avx2\")))\n"
+	"RL_QPREP_FN void rl_qx_amax_avx2(const float *x, int64_t K, float *amax, int *finite)\n"
+	"{\n"
+	"    const __m256 ab = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));\n"
+	"    const __m256 big = _mm256_set1_ps(3.40282347e38f);\n"
+	"    __m256 m = _mm256_setzero_ps(), bad = m;\n"
+	"    int64_t k = 0;\n"
+	"    for (; k + 8 <= K; k += 8) {\n"
+	"        const __m256 a = _mm256_and_ps(_mm256_loadu_ps(x + k), ab);\n"
+	"        bad = _mm256_or_ps(bad, _mm256_cmp_ps(a, big, _CMP_NLE_UQ)); /* NaN, Inf */\n"
+	"        m = _mm256_max_ps(a, m);\n"
+	"    }\n"
+	"    float t[8], am = 0.0f;\n"
+	"    int fin = !_mm256_movemask_ps(bad);\n"
+	"    _mm256_storeu_ps(t, m);\n"
+	"    for (int i = 0; i < 8; i++)\n"
+	"        am = t[i] > am ? t[i] : am;\n"
+	"    for (; k < K; k++) {\n"
+	"        float a = fabsf(x[k]);\n"
+	"        fin &= a <= 3.40282347e38f;\n"
+	"        am = a > am ? a : am;\n"
+	"    }\n"
+	"    *amax = am;\n"
+	"    *finite = fin;\n"
+	"}\n\n"
+	"RL_QPREP_FN void rl_qx_prep_avx2(const float *x, int64_t K, int64_t u, int mode, int32_t qm, float inv,\n"
+	"                                 unsigned char *xb, int32_t *xs, int32_t *hs)\n"
+	"{\n"
+	"    int64_t U = (K + u - 1) / u;\n"
+	"    const __m128 vinv = _mm_set1_ps(inv), half = _mm_set1_ps(0.5f), r255 = _mm_set1_ps(1.0f / 255.0f);\n"
+	"    const __m128 ab = _mm_castsi128_ps(_mm_set1_epi32(0x7fffffff));\n"
+	"    const __m128i hiq = _mm_set1_epi32(qm), loq = _mm_set1_epi32(-qm), c255 = _mm_set1_epi32(255);\n"
+	"    /* mode 3: the record's codes 0 and 2, then 1 and 3, as int16; mode 2:\n"
+	"     * the low byte of each lane */\n"
+	"    const __m128i ord = _mm_setr_epi8(0, 1, 4, 5, 2, 3, 6, 7, 8, 9, 12, 13, 10, 11, 14, 15);\n"
+	"    const __m128i lob = _mm_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);\n"
+	"    for (int64_t un = 0; un < U; un++) {\n"
+	"        int64_t g = un / 16, i = un % 16, end = K - un * u < u ? K - un * u : u;\n"
+	"        const float *xu = x + un * u;\n"
+	"        unsigned char *rec = xb + g * (u / 4) * 128 + (mode == 3 ? 64 * (i / 8) + 4 * (i % 8) : 4 * i);\n"
+	"        __m128i sum = _mm_setzero_si128(), hsum = sum;\n"
+	"        for (int64_t j = 0; j < end; j += 4, rec += 128) {\n"
+	"            __m128 v = j + 4 <= end ? _mm_loadu_ps(xu + j)\n"
+	"                                    : _mm_maskload_ps(xu + j, _mm_cmpgt_epi32(_mm_set1_epi32((int)(end - j)),\n"
+	"                                                                        _mm_setr_epi32(0, 1, 2, 3)));\n"
+	"            v = _mm_mul_ps(v, vinv);\n"
+	"            __m128i q = _mm_cvttps_epi32(_mm_add_ps(_mm_and_ps(v, ab), half));\n"
+	"            q = _mm_sign_epi32(q, _mm_castps_si128(v));\n"
+	"            q = _mm_max_epi32(_mm_min_epi32(q, hiq), loq);\n"
+	"            sum = _mm_add_epi32(sum, q);\n"
+	"            if (mode == 3) {\n"
+	"                const __m128i w = _mm_shuffle_epi8(_mm_packs_epi32(q, q), ord);\n"
+	"                int32_t t0 = _mm_cvtsi128_si32(w), t1 = _mm_extract_epi32(w, 1);\n"
+	"                memcpy(rec, &t0, 4);\n"
+	"                memcpy(rec + 32, &t1, 4);\n"
+	"            } else {\n"
+	"                const __m128i hi = _mm_cvtps_epi32(_mm_round_ps(_mm_mul_ps(_mm_cvtepi32_ps(q), r255),\n"
+	"                                                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));\n"
+	"                const __m128i lo = _mm_sub_epi32(q, _mm_mullo_epi32(hi, c255));\n"
+	"                int32_t t0 = _mm_cvtsi128_si32(_mm_shuffle_epi8(lo, lob));\n"
+	"                int32_t t1 = _mm_cvtsi128_si32(_mm_shuffle_epi8(hi, lob));\n"
+	"                memcpy(rec, &t0, 4);\n"
+	"                memcpy(rec + 64, &t1, 4);\n"
+	"                hsum = _mm_add_epi32(hsum, hi);\n"
+	"            }\n"
+	"        }\n"
+	"        sum = _mm_hadd_epi32(sum, hsum);\n"
+	"        sum = _mm_hadd_epi32(sum, sum);\n"
+	"        xs[16 * g + i] = _mm_cvtsi128_si32(sum);\n"
+	"        hs[16 * g + i] = _mm_extract_epi32(sum, 1);\n"
+	"    }\n"
+	"}\n\n";
+
 /* The prepared rows' buffer, grown by NAME_init (not in static mode, where
  * it is a region of the caller's workspace). */
 static const char qgemm_rt_reserve[] =
@@ -610,9 +715,9 @@ static void qgemm_runtime(struct rl_cgen *cg)
 		for (int nc = 4; nc >= 1; nc -= 3)
 			gen_vnni(&cg->statics, bits, nc);
 	rl_buf_printf(&cg->statics, "#endif\n\n#ifdef RL_QAVX2\n"
-	              "#define RL_QAVX2_FN static __attribute__((target(\"avx2,fma,f16c\")))\n%s%s",
-	              qavx2_helpers, qavx2_kernels);
-	rl_buf_printf(&cg->statics, "#endif\n\n%s", qgemm_rt_tail);
+	              "#define RL_QAVX2_FN static __attribute__((target(\"avx2,fma,f16c\")))\n%s%s%s",
+	              qavx2_helpers, qavx2_kernels, qavx2_prep);
+	rl_buf_printf(&cg->statics, "#endif\n\n%s%s", qgemm_rt_prep, qgemm_rt_tail);
 	if (cg->static_mode)
 		return;
 	rl_buf_printf(&cg->statics, "%s", qgemm_rt_reserve);

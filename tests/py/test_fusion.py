@@ -329,6 +329,29 @@ def case_conv1x1_relu_chunks():
     return c
 
 
+def case_conv1x1_residual_chunks():
+    c = Case("conv1x1_residual_chunks", 1, 1, "1x1 Conv (band mode, sums straight into the "
+             "output, input channels in chunks) + residual Add (residual first) + Relu: the "
+             "FMA tiles add the residual to the last chunk's sums")
+    x = c.inp("x", F32, [1, 512, 40, 40])
+    r = c.inp("r", F32, [1, 8, 40, 40])
+    h = c.op("Conv", [x, c.rand([8, 512, 1, 1], 0.1), c.rand([8])], kernel_shape=[1, 1])
+    h = c.op("Add", [r, h])
+    y = c.op("Relu", [h])
+    c.out(y, F32, [1, 8, 40, 40])
+    return c
+
+
+def case_conv1x1_residual_sum():
+    c = Case("conv1x1_residual_sum", 1, 1, "1x1 Conv (band mode, one chunk) + Sum with its "
+             "input, no Relu: the residual in the FMA tiles")
+    x = c.inp("x", F32, [1, 16, 32, 32])
+    h = c.op("Conv", [x, c.rand([16, 16, 1, 1], 0.3), c.rand([16])], kernel_shape=[1, 1])
+    y = c.op("Sum", [h, x])
+    c.out(y, F32, [1, 16, 32, 32])
+    return c
+
+
 def case_conv_relu_chanvec():
     c = Case("conv_relu_chanvec", 1, 1, "small-plane Conv (channels on 16 lanes, chunks "
              "of 28 input channels, the last one short) + Relu in the tiles")
@@ -395,6 +418,7 @@ CASES = [case_dag, case_mid_output, case_output_consumed, case_broadcast_ranks,
          case_gemm_bias_relu, case_gemm_c_scale, case_matmul_batched, case_matmul_wide_gelu,
          case_conv_residual, case_conv_plane_channel, case_conv1x1_rowbroadcast,
          case_conv3d_gather, case_conv_relu_band, case_conv1x1_relu_chunks, case_conv_relu_chanvec,
+         case_conv1x1_residual_chunks, case_conv1x1_residual_sum,
          case_epilogue_two_outputs, case_no_fuse_broadcast, case_no_fuse_cycle,
          case_epilogue_blocked]
 

@@ -337,6 +337,8 @@ def check_kernel_paths(args, work):
         (700, 17, 3, ["--quantize", "int4", "--block", "64", "--max-rel-error", "0.3"]),
         (1100, 20, 1, ["--quantize", "int4", "--block", "128", "--max-rel-error", "0.3"]),
         (200, 24, 2, ["--quantize", "int4", "--max-rel-error", "0.05"]),  # zero points
+        (203, 19, 3, ["--quantize", "int4", "--max-rel-error", "0.3"]),  # K % 4: a short record
+        (598, 21, 2, ["--quantize", "int8", "--max-rel-error", "0.007"]),
     ]
     notes = []
     for ci, (K, N, M, flags) in enumerate(configs):
@@ -355,8 +357,10 @@ def check_kernel_paths(args, work):
         rltest.write_pb(xp, x)
         ys = {}
         # "int": the integer kernels the CPU has (VNNI, else AVX2); "avx2":
-        # the AVX2 ones even where VNNI is (-DRL_NO_QAVX512)
-        for name, cflags in (("int", None), ("avx2", "-DRL_NO_QAVX512"), ("vec", "-DRL_NO_QVNNI"),
+        # the AVX2 ones even where VNNI is (-DRL_NO_QAVX512); "avx2p": the
+        # same with the rows prepared by the scalar loop instead of AVX2
+        for name, cflags in (("int", None), ("avx2", "-DRL_NO_QAVX512"),
+                             ("avx2p", "-DRL_NO_QAVX512 -DRL_NO_QPREP_AVX2"), ("vec", "-DRL_NO_QVNNI"),
                              ("scalar", "-DRL_NO_VEC -DRL_NO_THREADS")):
             out = os.path.join(d, f"o{ci}_{name}")
             rr = rltest.run([args.rlopt, "run", path, "-i", xp, "-d", out, "--remarks"] + flags
@@ -372,6 +376,10 @@ def check_kernel_paths(args, work):
                 return "fail", f"config {ci} {name}: NaN rows do not match the input's"
         def rel(a, b):
             return float(np.linalg.norm((a - b)[fin]) / np.linalg.norm(b[fin]))
+        if not np.array_equal(ys["avx2p"], ys["avx2"], equal_nan=True):
+            # the AVX2 row preparation must give the scalar loop's bytes
+            return "fail", (f"config {ci}: AVX2 and scalar row preparation differ: "
+                            f"{rel(ys['avx2p'], ys['avx2']):.3g}")
         e_sc = rel(ys["scalar"], ys["vec"])
         e_in = rel(ys["int"], ys["vec"])
         e_a2 = rel(ys["avx2"], ys["vec"])
