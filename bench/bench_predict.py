@@ -232,14 +232,13 @@ def one_core_profile(src, dst):
     return threads, ", ".join(how)
 
 
-def predict(rl, model_path, hw, all_kernels=False):
+def predict(rl, model_path, hw):
+    """total time, the kernel that takes the most, the machine, every kernel"""
     out = sh([rl, "report", model_path, "-O2", "--hw", hw, "--format", "json"], 300, "rlopt report")
     j = json.loads(out)
     kern = j.get("kernels") or []
     top = max(kern, key=lambda k: k.get("time_s", 0)) if kern else None
-    if all_kernels:
-        return j["total"]["time_s"], top, j["machine"], kern
-    return j["total"]["time_s"], top, j["machine"]
+    return j["total"]["time_s"], top, j["machine"], kern
 
 
 # ---- measuring ------------------------------------------------------------------
@@ -388,8 +387,9 @@ def main():
         krows, mrows = [], []
         for name, path, what, is_model in jobs:
             exe = build(rl, args.cc, work, name, path)
+            pexe = build(rl, args.cc, work, name, path, profile=True) if is_model and args.per_kernel else None
             for t in threads:
-                pred, node, mach = predict(rl, path, prof[t])
+                pred, node, mach, kern = predict(rl, path, prof[t])
                 meas, spread = measure(exe, work, t, args.seconds, pred, args.repeats)
                 r = meas / pred if pred > 0 else float("inf")
                 bound = node["bound"] if node else "-"
@@ -408,9 +408,8 @@ def main():
                 (mrows if is_model else krows).append((name, t, r))
                 print(f"{name:<14} {t:>2} {bound:<14} {pred * 1e6:>8.4g}us {meas * 1e6:>8.4g}us "
                       f"{spread:>6.2f} {r:>6.2f} {share:>8}  {why}", flush=True)
-                if is_model and args.per_kernel:
-                    pexe = build(rl, args.cc, work, name, path, profile=True)
-                    per_kernel(pexe, t, args.seconds, predict(rl, path, prof[t], True)[3])
+                if pexe:
+                    per_kernel(pexe, t, args.seconds, kern)
         if krows:
             dev = statistics.median(abs(r - 1) for _, _, r in krows)
             off = [(n, t, r) for n, t, r in krows if not 0.5 <= r <= 2]
