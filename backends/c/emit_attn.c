@@ -92,12 +92,12 @@ static long long ll(int64_t v)
  * Softmax in place over s[0, n) of compute type ct, where `n` is a C
  * expression and s has room for `cap` elements (a multiple of RL_VW when
  * vec). With vec (float) the row is padded with -inf to whole vectors and
- * runs through rl_vexp; the scalar code under #else uses expf.
+ * runs through rl_vexpz (no denormal results: emit_math.c); the scalar code under #else uses expf.
  */
 static void row_softmax(struct rl_cgen *cg, const char *ct, const char *n, int64_t cap, bool vec)
 {
 	if (vec) {
-		cg_vmath_need(cg, RL_VM_EXP);
+		cg_vmath_need(cg, RL_VM_EXPZ);
 		cg->simd = 1;
 		rl_buf_printf(&cg->body, "#ifdef RL_VEC\n");
 		cg_line(cg, "{");
@@ -120,7 +120,7 @@ static void row_softmax(struct rl_cgen *cg, const char *ct, const char *n, int64
 		cg_line(cg, "for (size_t j = 0; j < nv; j += RL_VW) {");
 		cg_line(cg, "    const rl_vf t = *(const rl_vfu *)(s + j) - m;");
 		cg_line(cg, "    rl_vfh e;");
-		cg_line(cg, "    rl_vexp(&e.f, &t);");
+		cg_line(cg, "    rl_vexpz(&e.f, &t);");
 		cg_line(cg, "    *(rl_vfu *)(s + j) = e.f;");
 		cg_line(cg, "    s0 += e.h[0];");
 		cg_line(cg, "    s1 += e.h[1];");

@@ -387,6 +387,7 @@ enum rl_vmath {
 	RL_VM_SIGMOID = 1 << 7,
 	RL_VM_SQRT = 1 << 8,
 	RL_VM_ERF = 1 << 9,     /* rl_verf: rl_erff's rational form on vectors */
+	RL_VM_EXPZ = 1 << 10,   /* rl_vexpz: exp for softmax rows, no denormal results */
 };
 /* Add the functions in fns (and what they use) that cg->statics lacks, in
  * dependency order, under `#ifdef RL_VEC`. The kernel using them sets simd. */

@@ -500,8 +500,9 @@ static enum rl_status emit_lrn(struct rl_cgen *cg, uint32_t node)
  * Float32 Softmax/LogSoftmax over contiguous rows of D >= RL_VW: rows split
  * across threads (each row in one thread, so any thread count gives the same
  * bits); per row three vector passes that stay in L1/L2: the max, then
- * e = exp(x - max) with rl_vexp (stored for Softmax) and its sum, then the
- * scaling (Softmax: y = e / sum as e * (1 / sum); LogSoftmax:
+ * e = exp(x - max) with rl_vexpz (stored for Softmax; no denormal results,
+ * which cost a microcode assist per lane: emit_math.c) and its sum, then
+ * the scaling (Softmax: y = e / sum as e * (1 / sum); LogSoftmax:
  * y = x - max - log(sum), logf once per row). The last short vector of a row is padded
  * (-inf for the max, 0 lanes for the sum) so it gets the same math. The
  * scalar code under #else is the original one-row-at-a-time loop.
@@ -509,7 +510,7 @@ static enum rl_status emit_lrn(struct rl_cgen *cg, uint32_t node)
 static void softmax_vec(struct rl_cgen *cg, enum rl_op op, int64_t outer, int64_t D)
 {
 	bool tail = D % VW != 0, soft = op == RL_OP_Softmax;
-	cg_vmath_need(cg, RL_VM_EXP);
+	cg_vmath_need(cg, RL_VM_EXPZ);
 	cg->simd = 1;
 	cg_rows_open(cg, "a", outer, D, RL_NORM_MIN_PAR);
 	cg_line(cg, "const float *x = X0 + a * %lld;", (long long)D);
@@ -539,7 +540,7 @@ static void softmax_vec(struct rl_cgen *cg, enum rl_op op, int64_t outer, int64_
 	cg_line(cg, "for (size_t d = 0; d < %lld; d += RL_VW) {", (long long)nv);
 	cg_line(cg, "    const rl_vf t = *(const rl_vfu *)(x + d) - m;");
 	cg_line(cg, "    rl_vfh e;");
-	cg_line(cg, "    rl_vexp(&e.f, &t);");
+	cg_line(cg, "    rl_vexpz(&e.f, &t);");
 	if (soft)
 		cg_line(cg, "    *(rl_vfu *)(y + d) = e.f;");
 	cg_line(cg, "    s0 += e.h[0];");
@@ -549,7 +550,7 @@ static void softmax_vec(struct rl_cgen *cg, enum rl_op op, int64_t outer, int64_
 		cg_line(cg, "{");
 		cg_line(cg, "    const rl_vf t = xt.f - m; /* -inf lanes give 0 */");
 		cg_line(cg, "    rl_vfh e;");
-		cg_line(cg, "    rl_vexp(&e.f, &t);");
+		cg_line(cg, "    rl_vexpz(&e.f, &t);");
 		if (soft)
 			cg_line(cg, "    memcpy(y + %lld, &e, %lld * sizeof(float));", (long long)nv,
 			        (long long)(D - nv));

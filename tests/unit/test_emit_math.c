@@ -46,7 +46,7 @@ static const char sweep_main[] =
 	"typedef void (*vfn)(rl_vf *, const rl_vf *);\n"
 	"#define WRAP(f) static void w_##f(rl_vf *r, const rl_vf *x) { f(r, x); }\n"
 	"WRAP(rl_vexp) WRAP(rl_vexpm1) WRAP(rl_vlog) WRAP(rl_vlog1p) WRAP(rl_vtanh)\n"
-	"WRAP(rl_vsigmoid) WRAP(rl_vsqrt) WRAP(rl_verf)\n"
+	"WRAP(rl_vsigmoid) WRAP(rl_vsqrt) WRAP(rl_verf) WRAP(rl_vexpz)\n"
 	"static double sigm(double x) { return 1.0 / (1.0 + exp(-x)); }\n"
 	"static float bits(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }\n"
 	"static const char *only; /* argv[1]: sweep just this function */\n"
@@ -111,6 +111,7 @@ static const char sweep_main[] =
 	"    sweep(w_rl_vsigmoid, sigm, -FLT_MAX, FLT_MAX, \"sigmoid\");\n"
 	"    sweep(w_rl_vsqrt, sqrt, 0.0f, FLT_MAX, \"sqrt\");\n"
 	"    sweep(w_rl_verf, erf, -FLT_MAX, FLT_MAX, \"erf\");\n"
+	"    sweep(w_rl_vexpz, exp, -87.3f, 89.0f, \"expz\");\n"
 	"    vfn fs[] = {w_rl_vexp, w_rl_vexpm1, w_rl_vlog, w_rl_vlog1p, w_rl_vtanh, w_rl_vsigmoid, w_rl_vsqrt,\n"
 	"                w_rl_verf};\n"
 	"    const char *nm[] = {\"exp\", \"expm1\", \"log\", \"log1p\", \"tanh\", \"sigmoid\", \"sqrt\", \"erf\"};\n"
@@ -154,6 +155,14 @@ static const char sweep_main[] =
 	"    special(w_rl_verf, \"erf\", -inf, -1.0f);\n"
 	"    special(w_rl_verf, \"erf\", 0.0f, 0.0f);\n"
 	"    special(w_rl_verf, \"erf\", -0.0f, -0.0f);\n"
+	"    /* softmax's exp: 0 below -87.3, never a denormal */\n"
+	"    special(w_rl_vexpz, \"expz\", nan, nan);\n"
+	"    special(w_rl_vexpz, \"expz\", -inf, 0.0f);\n"
+	"    special(w_rl_vexpz, \"expz\", -1e9f, 0.0f);\n"
+	"    special(w_rl_vexpz, \"expz\", -100.0f, 0.0f);\n"
+	"    special(w_rl_vexpz, \"expz\", -87.4f, 0.0f);\n"
+	"    special(w_rl_vexpz, \"expz\", -0.0f, 1.0f);\n"
+	"    special(w_rl_vexpz, \"expz\", inf, inf);\n"
 	"    return 0;\n"
 	"}\n";
 
@@ -165,6 +174,7 @@ struct bound {
 static const struct bound bounds[] = {
 	{"exp", 1.5}, {"expm1", 2.5}, {"log", 2.0}, {"log1p", 4.0},
 	{"tanh", 3.0}, {"sigmoid", 2.5}, {"sqrt", 0.501}, {"erf", 7.0},
+	{"expz", 1.5}, /* rl_vexp's bound where it is not 0 (x >= -87.3) */
 };
 
 /* sqrt by the instruction (x86-64 unless RL_PORTABLE_MATH): correctly
@@ -215,7 +225,7 @@ static void run_sweep(const char *dir, const char *extra, const char *tag, const
 	}
 	fclose(f);
 	if (seen >= 0)
-		cr_expect_eq(seen, only ? 1 : 8, "every function swept (%s)", tag);
+		cr_expect_eq(seen, only ? 1 : 9, "every function swept (%s)", tag);
 }
 
 /* Once as users compile generated code (baseline ISA: no FMA, so nothing is
