@@ -46,7 +46,11 @@ static double value_bytes(const struct rl_graph *g, uint32_t v)
 }
 
 /* Work the register tile of a GEMM-tiled product does over the useful work:
- * rows rounded up to mr, columns to nr (the output's last two dimensions). */
+ * columns rounded up to nr (the output's last dimension; a last column panel
+ * narrower than nr runs the full tile on the stack). Rows are not rounded:
+ * the x86 kernels have exact-height edge tiles (backends/c/emit_gemm.c
+ * cg_gemm_finish; the portable 4-row kernel still pads, a few rows at most,
+ * not priced). */
 static double tile_padding(const struct rl_graph *g, const struct rl_node *n)
 {
 	if (!n->nout || n->out[0] == RL_NONE || n->tile.mr <= 0 || n->tile.nr <= 0)
@@ -54,9 +58,8 @@ static double tile_padding(const struct rl_graph *g, const struct rl_node *n)
 	const struct rl_shape *y = &g->values[n->out[0]].shape;
 	if (y->rank < 2 || y->d[y->rank - 2].v <= 0 || y->d[y->rank - 1].v <= 0)
 		return 1;
-	double M = (double)y->d[y->rank - 2].v, N = (double)y->d[y->rank - 1].v;
-	double mr = n->tile.mr, nr = n->tile.nr;
-	return ceil(M / mr) * mr / M * (ceil(N / nr) * nr / N);
+	double N = (double)y->d[y->rank - 1].v, nr = n->tile.nr;
+	return ceil(N / nr) * nr / N;
 }
 
 /*
@@ -75,8 +78,8 @@ static void count_math(const struct rl_graph *g, const struct rl_node *n, struct
 	if (c->macs > 0) {
 		/* the product's kernel form: the plain loop the tile pass left a
 		 * small product to, or the packed GEMM, whose register tile
-		 * computes whole mr x nr tiles (a 16-row product on 12-row tiles
-		 * does 24 rows of work) */
+		 * computes whole nr-column tiles (a 40-column product on
+		 * 32-column tiles does 64 columns of work: tile_padding) */
 		enum rl_math k = RL_MATH_GEMM;
 		double pad = 1;
 		if (rl_op_table[n->op].family == RL_FAM_MATMUL && n->tile.kind == RL_TILE_PLAIN)

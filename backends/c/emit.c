@@ -2070,6 +2070,7 @@ static void c_prologue(struct driver *d, const struct emit_names *nm, int64_t ws
 			                    "computes, %lld bytes */\n", prefix, (long long)d->cst_size);
 		rl_buf_printf(&d->c, "\n");
 	}
+	cg_gemm_finish(&d->cg);
 	if (d->cg.statics.len)
 		rl_buf_printf(&d->c, "%s\n", d->cg.statics.s);
 	rl_buf_printf(&d->c, "%s", d->kernels.s ? d->kernels.s : "");

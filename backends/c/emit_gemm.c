@@ -52,9 +52,11 @@
 
 /* ---- text generators for the register-blocked micro-kernels ------------- */
 
-/* x86 micro-kernel: MR rows x NV vectors of `lanes` floats, K unrolled by 4. */
-static void gen_ukr_x86(struct rl_buf *b, const char *name, const char *target, int mr, int nv,
-                        int lanes)
+/* x86 micro-kernel: MR rows x NV vectors of `lanes` floats, K unrolled by 4,
+ * A packed with `as` floats per k (as == mr for the full tile; an edge
+ * kernel computes the first mr < as rows of a panel packed for as). */
+static void gen_ukr_x86(struct rl_buf *b, const char *name, const char *target, int mr, int as,
+                        int nv, int lanes)
 {
 	char ad[64];
 	const char *V = lanes == 16 ? "__m512" : "__m256";
@@ -70,6 +72,8 @@ static void gen_ukr_x86(struct rl_buf *b, const char *name, const char *target, 
 		rl_buf_printf(b, ";\n");
 	}
 	rl_buf_printf(b, "    int64_t k = 0;\n");
+	if (mr == 1)
+		rl_buf_printf(b, "    (void)ldc; /* one row */\n");
 	for (int pass = 0; pass < 2; pass++) {
 		int unroll = pass == 0 ? 4 : 1;
 		if (pass == 0)
@@ -83,14 +87,14 @@ static void gen_ukr_x86(struct rl_buf *b, const char *name, const char *target, 
 				              cg_addr(ad, sizeof(ad), "b", 0, NULL, NULL, u * nr + v * lanes));
 			for (int i = 0; i < mr; i++) {
 				rl_buf_printf(b, "            const %s x%d = %s_set1_ps(a[%d]);\n", V, i, P,
-				              u * mr + i);
+				              u * as + i);
 				for (int v = 0; v < nv; v++)
 					rl_buf_printf(b, "            c%d_%d = %s_fmadd_ps(x%d, b%d, c%d_%d);\n", i, v, P,
 					              i, v, i, v);
 			}
 			rl_buf_printf(b, "        }\n");
 		}
-		rl_buf_printf(b, "        a += %d;\n        b += %d;\n    }\n", unroll * mr, unroll * nr);
+		rl_buf_printf(b, "        a += %d;\n        b += %d;\n    }\n", unroll * as, unroll * nr);
 	}
 	rl_buf_printf(b, "    if (acc) {\n");
 	for (int i = 0; i < mr; i++)
@@ -103,6 +107,58 @@ static void gen_ukr_x86(struct rl_buf *b, const char *name, const char *target, 
 			rl_buf_printf(b, "    %s_storeu_ps(%s, c%d_%d);\n", P,
 			              cg_addr(ad, sizeof(ad), "c", i, "ldc", NULL, v * lanes), i, v);
 	rl_buf_printf(b, "}\n\n");
+}
+
+/*
+ * A's packing. A panel's k loop reads its mr rows in step and writes the
+ * panel in order. It is written out for mr 6 and 12 with unit k stride,
+ * the row pointers in locals: GCC -O2 does not unroll a loop over a
+ * constant 6 rows, and the loop (its pointers reloaded from an array at
+ * each step) took 5 cycles per float, 8% of gpt_block's time on Zen 3;
+ * written out, mlp.c_proj (16 x 256 x 64) went 7.47 -> 6.42 us.
+ */
+static void gen_pack_a(struct rl_buf *b)
+{
+	rl_buf_printf(b,
+	              "/* A'(i0.., k0..) (mb x kb), times alpha (x 1.0f is exact), to panels of mr\n"
+	              " * rows, k-major: dst[(i / mr) * kb * mr + k * mr + i %% mr]. The rows past M\n"
+	              " * of the last panel repeat its last row: no kernel uses them (an edge of h\n"
+	              " * rows runs the exact-height kernel, or the full one into a tile of which\n"
+	              " * only h rows are kept), so every panel takes the same loop. */\n"
+	              "RL_GEMM_FN RL_GEMM_CLONES void rl_sgemm_pack_a_block(float *restrict dst, const float *restrict a, int64_t rs,\n"
+	              "                                     int64_t ks, float alpha, int64_t i0, int64_t mb,\n"
+	              "                                     int64_t k0, int64_t kb)\n"
+	              "{\n"
+	              "    const int64_t mr = rl_gemm_mr;\n"
+	              "    for (int64_t ip = 0; ip < mb; ip += mr) {\n"
+	              "        const int64_t h = mb - ip < mr ? mb - ip : mr;\n"
+	              "        const float *r[RL_GEMM_MR_MAX];\n"
+	              "        for (int64_t i = 0; i < mr; i++)\n"
+	              "            r[i] = a + (i0 + ip + (i < h ? i : h - 1)) * rs + k0 * ks;\n");
+	static const int mrs[2] = {6, 12};
+	for (int m = 0; m < 2; m++) {
+		int mr = mrs[m];
+		rl_buf_printf(b, "        %sif (mr == %d && ks == 1) {\n", m ? "} else " : "", mr);
+		for (int i = 0; i < mr; i++)
+			rl_buf_printf(b, "%s%s*restrict p%d = r[%d]%s", i % 3 == 0 ? "            " : "",
+			              i % 3 == 0 ? "const float " : "", i, i,
+			              i % 3 == 2 || i == mr - 1 ? ";\n" : ", ");
+		rl_buf_printf(b, "            for (int64_t k = 0; k < kb; k++, dst += %d) {\n", mr);
+		for (int i = 0; i < mr; i++)
+			rl_buf_printf(b, "%sx%d = p%d[k]%s", i % 6 == 0 ? "                const float " : "",
+			              i, i, i % 6 == 5 || i == mr - 1 ? ";\n" : ", ");
+		for (int i = 0; i < mr; i++)
+			rl_buf_printf(b, "%sdst[%d] = alpha * x%d;%s", i % 3 == 0 ? "                " : " ",
+			              i, i, i % 3 == 2 || i == mr - 1 ? "\n" : "");
+		rl_buf_printf(b, "            }\n");
+	}
+	rl_buf_printf(b, "        } else {\n"
+	                 "            for (int64_t k = 0; k < kb; k++, dst += mr)\n"
+	                 "                for (int64_t i = 0; i < mr; i++)\n"
+	                 "                    dst[i] = alpha * r[i][k * ks];\n"
+	                 "        }\n"
+	                 "    }\n"
+	                 "}\n\n");
 }
 
 /* ---- the runtime text ------------------------------------------------- */
@@ -445,7 +501,13 @@ static const char rt_body[] =
 	"RL_GEMM_VAR int rl_gemm_mr = 4, rl_gemm_nr = 16;\n"
 	"RL_GEMM_VAR rl_sgemm_ukr_fn rl_sgemm_ukr = rl_sgemm_ukr_c;\n"
 	"RL_GEMM_VAR rl_sgemv_fn rl_sgemv_rows = rl_sgemv_rows_c, rl_sgemv_panels = rl_sgemv_panels_c;\n"
-	"RL_GEMM_VAR const char *rl_gemm_isa = \"portable\";\n\n"
+	"RL_GEMM_VAR const char *rl_gemm_isa = \"portable\";\n"
+	"/* exact-height edge kernels: rl_sgemm_ukr_rows[h] computes the first h < mr\n"
+	" * rows of a panel straight into Y (NULL: the edge goes through a tile on\n"
+	" * the stack); only the heights this file's products have are emitted,\n"
+	" * at its end, with rl_gemm_rows_init */\n"
+	"RL_GEMM_VAR rl_sgemm_ukr_fn rl_sgemm_ukr_rows[RL_GEMM_MR_MAX];\n"
+	"RL_GEMM_FN void rl_gemm_rows_init(void);\n\n"
 	"RL_GEMM_FN void rl_gemm_init(void)\n"
 	"{\n"
 	"#ifdef RL_GEMM_X86\n"
@@ -465,6 +527,7 @@ static const char rt_body[] =
 	"        rl_gemm_isa = \"avx2\";\n"
 	"    }\n"
 	"#endif\n"
+	"    rl_gemm_rows_init();\n"
 	"}\n\n"
 	"/* ---- scratch: one slot per running thread, for A and B packed at run time ---- */\n"
 	"RL_GEMM_VAR float *rl_gemm_slot[RL_MAX_THREADS];\n"
@@ -555,26 +618,10 @@ static const char rt_body[] =
 	"        rl_sgemm_pack_b_block(dst + k0 * npad, b, rs, cs, k0, kb, 0, N);\n"
 	"    }\n"
 	"}\n\n"
-	"/* A'(i0.., k0..) (mb x kb), times alpha, to panels of mr rows, k-major and\n"
-	" * zero-padded to mr: dst[(i / mr) * kb * mr + k * mr + i % mr] */\n"
-	"RL_GEMM_FN RL_GEMM_CLONES void rl_sgemm_pack_a_block(float *restrict dst, const float *restrict a, int64_t rs,\n"
-	"                                     int64_t ks, float alpha, int64_t i0, int64_t mb,\n"
-	"                                     int64_t k0, int64_t kb)\n"
-	"{\n"
-	"    const int64_t mr = rl_gemm_mr;\n"
-	"    for (int64_t ip = 0; ip < mb; ip += mr) {\n"
-	"        const int64_t h = mb - ip < mr ? mb - ip : mr;\n"
-	"        const float *r[RL_GEMM_MR_MAX]; /* mr row streams read in step; dst written in order */\n"
-	"        for (int64_t i = 0; i < h; i++)\n"
-	"            r[i] = a + (i0 + ip + i) * rs + k0 * ks;\n"
-	"        for (int64_t k = 0; k < kb; k++, dst += mr) {\n"
-	"            for (int64_t i = 0; i < h; i++)\n"
-	"                dst[i] = alpha * r[i][k * ks]; /* x 1.0f is exact */\n"
-	"            for (int64_t i = h; i < mr; i++)\n"
-	"                dst[i] = 0.0f;\n"
-	"        }\n"
-	"    }\n"
-	"}\n\n"
+	"";
+
+/* rl_sgemm_pack_a_block: see gen_pack_a */
+static const char rt_body2[] =
 	"/* Pack a constant K x N B (row-major, or N x K when trans) for rl_sgemv_panels:\n"
 	" * panels of RL_GEMV_W columns, the last one narrower, each k-major and\n"
 	" * contiguous, K * N floats in all (no padding, so it may overwrite B). */\n"
@@ -644,6 +691,8 @@ static const char rt_body[] =
 	"                float *c = p->y + (i0 + ir) * ldy + j0 + jr;\n"
 	"                if (h == mr && w == nr) {\n"
 	"                    rl_sgemm_ukr(kb, ap + ir * kb, bb + jr * kb, c, ldy, ac);\n"
+	"                } else if (w == nr && rl_sgemm_ukr_rows[h]) { /* an edge of h rows */\n"
+	"                    rl_sgemm_ukr_rows[h](kb, ap + ir * kb, bb + jr * kb, c, ldy, ac);\n"
 	"                } else { /* an edge: the full tile on the stack, the valid part copied */\n"
 	"                    float t[RL_GEMM_MR_MAX * RL_GEMM_NR_MAX];\n"
 	"                    for (int64_t i = 0; i < h; i++)\n"
@@ -671,12 +720,67 @@ void cg_gemm_runtime(struct rl_cgen *cg)
 	rl_buf_printf(b, "%s", rt_generic);
 	rl_buf_printf(b, "#ifdef RL_GEMM_X86\n");
 	rl_buf_printf(b, "/* AVX-512, 12 x 32: 24 zmm accumulators, 2 B vectors, a broadcast */\n");
-	gen_ukr_x86(b, "rl_sgemm_ukr_avx512", "avx512f,avx512vl,fma", 12, 2, 16);
+	gen_ukr_x86(b, "rl_sgemm_ukr_avx512", "avx512f,avx512vl,fma", 12, 12, 2, 16);
 	rl_buf_printf(b, "/* AVX2 + FMA, 6 x 16: 12 ymm accumulators, 2 B vectors, a broadcast */\n");
-	gen_ukr_x86(b, "rl_sgemm_ukr_avx2", "avx2,fma", 6, 2, 8);
+	gen_ukr_x86(b, "rl_sgemm_ukr_avx2", "avx2,fma", 6, 6, 2, 8);
 	rl_buf_printf(b, "#endif\n\n");
 	rl_buf_printf(b, "%s", rt_x86_gemv);
 	rl_buf_printf(b, "%s", rt_body);
+	gen_pack_a(b);
+	rl_buf_printf(b, "%s", rt_body2);
+}
+
+/*
+ * Edges of exact height. A product of M rows leaves a last row panel of
+ * M % mr rows (every row block but the last is a multiple of 12, and every
+ * mr divides 12). That panel used to go through a full mr x nr tile on the
+ * stack: the padded rows' FMAs (the packed A is zero there) and a copy of
+ * the tile in and out of Y. A kernel of exactly h rows reads the same
+ * packed panel (mr floats per k, its first h used) and writes Y in place.
+ * Measured on gpt_block (M = 16 on AVX2's 6-row tiles: 6 + 6 + 4), one
+ * thread, Zen 3: see the figures in the README's "GEMM" paragraph. Only
+ * the heights this file's products leave are emitted (a 12-row AVX-512
+ * tile has 11 possible edges), each 4-way unrolled like the full kernel.
+ */
+void cg_gemm_finish(struct rl_cgen *cg)
+{
+	if (!cg->statics.s || !strstr(cg->statics.s, RT_MARK))
+		return;
+	struct rl_buf *b = &cg->statics;
+	static const struct {
+		const char *isa, *target;
+		int mr, lanes;
+	} t[2] = {{"avx2", "avx2,fma", 6, 8}, {"avx512", "avx512f,avx512vl,fma", 12, 16}};
+	char name[64];
+	if (cg->gemm_rows[0] | cg->gemm_rows[1]) {
+		rl_buf_printf(b, "/* ---- GEMM edge kernels: the last %s of this file's products ---- */\n",
+		              "row panels (M %% mr rows)");
+		rl_buf_printf(b, "#ifdef RL_GEMM_X86\n");
+		for (int i = 0; i < 2; i++)
+			for (int h = 1; h < t[i].mr; h++)
+				if (cg->gemm_rows[i] & (1u << h)) {
+					snprintf(name, sizeof(name), "rl_sgemm_ukr_%s_r%d", t[i].isa, h);
+					gen_ukr_x86(b, name, t[i].target, h, t[i].mr, 2, t[i].lanes);
+				}
+		rl_buf_printf(b, "#endif\n\n");
+	}
+	rl_buf_printf(b, "/* the edge kernels for the micro-kernel rl_gemm_init chose */\n"
+	                 "RL_GEMM_FN void rl_gemm_rows_init(void)\n{\n");
+	if (cg->gemm_rows[0] | cg->gemm_rows[1]) {
+		rl_buf_printf(b, "#ifdef RL_GEMM_X86\n");
+		for (int i = 0; i < 2; i++) {
+			if (!cg->gemm_rows[i])
+				continue;
+			rl_buf_printf(b, "    if (rl_sgemm_ukr == rl_sgemm_ukr_%s) {\n", t[i].isa);
+			for (int h = 1; h < t[i].mr; h++)
+				if (cg->gemm_rows[i] & (1u << h))
+					rl_buf_printf(b, "        rl_sgemm_ukr_rows[%d] = rl_sgemm_ukr_%s_r%d;\n", h,
+					              t[i].isa, h);
+			rl_buf_printf(b, "    }\n");
+		}
+		rl_buf_printf(b, "#endif\n");
+	}
+	rl_buf_printf(b, "}\n\n");
 }
 
 /* ---- planning ---------------------------------------------------------- */
@@ -876,6 +980,8 @@ void cg_gemm_emit_task(struct rl_cgen *cg, const struct cg_gemm_call *c,
                        const struct cg_gemm_plan *pl, const char *task)
 {
 	long long M = c->M, N = c->N, nib = pl->nib, mc = pl->mc, nc = pl->nc;
+	cg->gemm_rows[0] |= M % 6 ? 1u << (M % 6) : 0; /* the edge heights (cg_gemm_finish) */
+	cg->gemm_rows[1] |= M % 12 ? 1u << (M % 12) : 0;
 	cg_line(cg, "{ /* one task: a block of at most %lld x %lld outputs over all of K */", mc, nc);
 	cg->indent++;
 	cg_line(cg, "const int64_t g_t = %s;", task);

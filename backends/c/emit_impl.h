@@ -35,6 +35,8 @@ struct rl_cgen {
 	unsigned need_erf : 1;
 	unsigned need_tanh : 1; /* emit rl_tanhf (the elementwise table's tanh) */
 	unsigned need_lowp;     /* low-precision helpers used (emit_lowp.c bits) */
+	unsigned gemm_rows[2];  /* GEMM edge heights the products leave (bit h: M % mr == h),
+	                           [0] AVX2 (mr 6), [1] AVX-512 (mr 12): cg_gemm_finish */
 	int tmp;                /* counter for unique local names */
 	char err[512];
 	/* set by emit_fused.c while the anchor of an epilogue group is written:
@@ -349,6 +351,10 @@ struct cg_gemm_call {
 
 /* Append the runtime to cg->statics unless already there. */
 void cg_gemm_runtime(struct rl_cgen *cg);
+/* After every kernel: the exact-height edge micro-kernels the file's
+ * products need and rl_gemm_rows_init, into cg->statics (nothing when the
+ * file has no GEMM runtime). */
+void cg_gemm_finish(struct rl_cgen *cg);
 void cg_gemm_plan(const struct rl_tile *tile, int64_t M, int64_t N, int64_t K,
                   struct cg_gemm_plan *pl);
 void cg_gemm_init(struct rl_cgen *cg, const struct cg_gemm_plan *pl, bool b_runtime);

@@ -232,6 +232,12 @@ static const struct gcase cases[] = {
 	{"gemm_fold_inplace", false, 3, 2, {2, 30, 70}, {70, 96}, true, false, false, 1, 1, false},
 	/* batched, B at run time: packed per block into scratch */
 	{"gemm_batched_rt", false, 3, 3, {3, 40, 50}, {3, 50, 70}, false, false, false, 1, 1, false},
+	/* exact-height edge kernels (emit_gemm.c cg_gemm_finish): M % 6 and
+	 * M % 12 are 3 and 9 here, 5 and 11 in the batched case below (with
+	 * gemm_edges, gemm_batched_rt, gemm_rt_b and gemm_trans_alpha_beta: AVX2
+	 * heights 1-5, AVX-512 1, 3, 4, 5, 8, 9, 11) */
+	{"gemm_rows_9", false, 2, 2, {9, 400}, {400, 128}, true, false, false, 1, 1, false},
+	{"gemm_rows_23_batched", false, 3, 3, {3, 23, 64}, {3, 64, 200}, false, false, false, 1, 1, false},
 	/* B at run time, 2-D */
 	{"gemm_rt_b", false, 2, 2, {65, 33}, {33, 200}, false, false, false, 1, 1, false},
 	/* Gemm, both transposed, alpha, beta and a bias row */
