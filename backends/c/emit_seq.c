@@ -157,6 +157,7 @@ struct cell {
 	bool has_b, has_p;
 	int64_t lbr, coupled;
 	enum rl_op op;
+	bool gemv;          /* products by the GEMV runtime (rl_sgemv_rows), not rt */
 };
 
 /* `T var = src` clipped to [-clip, clip] when the node asks for it. */
@@ -199,12 +200,24 @@ static void cell_update(const struct cell *c, const struct act *A)
 			snprintf(src, sizeof(src), "hb[i]");
 		else
 			snprintf(src, sizeof(src), "g[%lld + i] * hb[i]", H);
-		cg_line(cg, "for (size_t i = 0; i < %lld; i++) {", H);
-		cg_line(cg, "    const %s hi = %s, *restrict ri = rt + i * %lld + %lld;", T, src, 3 * H,
-		        2 * H);
-		cg_line(cg, "    for (size_t j = 0; j < %lld; j++)", H);
-		cg_line(cg, "        ga[j] += ri[j] * hi;");
-		cg_line(cg, "}");
+		if (c->gemv) {
+			/* R_h's rows against r * h (or h) in one GEMV, then added */
+			if (!c->lbr) {
+				cg_line(cg, "for (size_t i = 0; i < %lld; i++)", H);
+				cg_line(cg, "    gx[i] = %s;", src);
+			}
+			cg_line(cg, "rl_sgemv_rows(%s, R + %lld, %lld, 1.0f, gr, 0, %lld);",
+			        c->lbr ? "hb" : "gx", 2 * H * H, H, H);
+			cg_line(cg, "for (size_t j = 0; j < %lld; j++)", H);
+			cg_line(cg, "    ga[j] += gr[j];");
+		} else {
+			cg_line(cg, "for (size_t i = 0; i < %lld; i++) {", H);
+			cg_line(cg, "    const %s hi = %s, *restrict ri = rt + i * %lld + %lld;", T, src,
+			        3 * H, 2 * H);
+			cg_line(cg, "    for (size_t j = 0; j < %lld; j++)", H);
+			cg_line(cg, "        ga[j] += ri[j] * hi;");
+			cg_line(cg, "}");
+		}
 		cg_line(cg, "for (size_t j = 0; j < %lld; j++) {", H);
 		cg->indent++;
 		if (c->lbr)
@@ -288,10 +301,28 @@ static enum rl_status emit_rnn(struct rl_cgen *cg, uint32_t node)
 	char cl[48] = "";
 	if (clip && clip->kind == RL_ATTR_FLOAT)
 		dlit(cl, sizeof(cl), clip->f);
+	/* float32 outside static mode: the gate products are GEMVs over W's and
+	 * R's rows as stored (rl_sgemv_rows of the GEMM runtime: AVX-512 / AVX2
+	 * FMA kernels picked at init, 4 rows at a time); else (float64, static
+	 * mode) W and R are transposed per run and the gates summed along
+	 * contiguous rows in plain C */
+	bool gv = !dbl && !cg->static_mode;
+	int64_t full = gru ? 2 * H : G * H; /* rows that take R h with the others */
 	/* state: h and c per batch row; the gates of one row */
-	rl_buf_printf(&cg->statics, "static %s %s_h[%lld], %s_g[%lld], %s_wt[%lld], %s_rt[%lld];\n", T,
-	              k, (long long)(B * H), k, (long long)(G * H), k, (long long)(G * H * I), k,
-	              (long long)(G * H * H));
+	if (gv) {
+		cg_gemm_runtime(cg);
+		if (!cg->init.s || !strstr(cg->init.s, "rl_gemm_init();"))
+			rl_buf_printf(&cg->init, "    rl_gemm_init(); /* %s: the GEMV kernels for this CPU */\n",
+			              k);
+		rl_buf_printf(&cg->statics, "static %s %s_h[%lld], %s_g[%lld], %s_r[%lld];\n", T, k,
+		              (long long)(B * H), k, (long long)(G * H), k, (long long)full);
+		if (gru)
+			rl_buf_printf(&cg->statics, "static %s %s_x[%lld];\n", T, k, (long long)H);
+	} else {
+		rl_buf_printf(&cg->statics, "static %s %s_h[%lld], %s_g[%lld], %s_wt[%lld], %s_rt[%lld];\n",
+		              T, k, (long long)(B * H), k, (long long)(G * H), k, (long long)(G * H * I),
+		              k, (long long)(G * H * H));
+	}
 	if (gru)
 		rl_buf_printf(&cg->statics, "static %s %s_a[%lld];\n", T, k, (long long)H);
 	if (lstm)
@@ -302,9 +333,15 @@ static enum rl_status emit_rnn(struct rl_cgen *cg, uint32_t node)
 	cg_line(cg, "%s *restrict h = %s_h;", T, k);
 	if (lstm)
 		cg_line(cg, "%s *restrict c = %s_c;", T, k);
-	cg_line(cg, "%s *restrict g = %s_g, *restrict wt = %s_wt, *restrict rt = %s_rt;", T, k, k, k);
+	if (gv)
+		cg_line(cg, "%s *restrict g = %s_g, *restrict gr = %s_r;", T, k, k);
+	else
+		cg_line(cg, "%s *restrict g = %s_g, *restrict wt = %s_wt, *restrict rt = %s_rt;", T, k, k,
+		        k);
 	if (gru)
 		cg_line(cg, "%s *restrict ga = %s_a;", T, k);
+	if (gru && gv)
+		cg_line(cg, "%s *restrict gx = %s_x;", T, k);
 	if (y)
 		cg_line(cg, "memset(Y0, 0, %lld * sizeof(*Y0));", (long long)numel(y));
 	cg_line(cg, "for (size_t d = 0; d < %d; d++) {", D);
@@ -322,13 +359,17 @@ static enum rl_status emit_rnn(struct rl_cgen *cg, uint32_t node)
 		cg_line(cg, "const %s *restrict P = X7 + d * %lld;", T, (long long)(3 * H));
 	/* W and R of this direction transposed, so that the gate loops below run
 	 * along contiguous rows: multiply-adds the compiler vectorizes without
-	 * reassociating a sum */
-	cg_line(cg, "for (size_t q = 0; q < %lld; q++) {", (long long)(G * H));
-	cg_line(cg, "    for (size_t i = 0; i < %lld; i++)", (long long)I);
-	cg_line(cg, "        wt[i * %lld + q] = W[q * %lld + i];", (long long)(G * H), (long long)I);
-	cg_line(cg, "    for (size_t i = 0; i < %lld; i++)", (long long)H);
-	cg_line(cg, "        rt[i * %lld + q] = R[q * %lld + i];", (long long)(G * H), (long long)H);
-	cg_line(cg, "}");
+	 * reassociating a sum (the GEMV path reads them as they are) */
+	if (!gv) {
+		cg_line(cg, "for (size_t q = 0; q < %lld; q++) {", (long long)(G * H));
+		cg_line(cg, "    for (size_t i = 0; i < %lld; i++)", (long long)I);
+		cg_line(cg, "        wt[i * %lld + q] = W[q * %lld + i];", (long long)(G * H),
+		        (long long)I);
+		cg_line(cg, "    for (size_t i = 0; i < %lld; i++)", (long long)H);
+		cg_line(cg, "        rt[i * %lld + q] = R[q * %lld + i];", (long long)(G * H),
+		        (long long)H);
+		cg_line(cg, "}");
+	}
 	/* initial state */
 	char hs[96];
 	if (layout)
@@ -376,8 +417,18 @@ static enum rl_status emit_rnn(struct rl_cgen *cg, uint32_t node)
 		        (long long)I);
 	/* gate pre-activations: bias + W x + R h, except the R h of GRU's h
 	 * gate, which needs r first (cell_update) */
-	int64_t full = gru ? 2 * H : G * H; /* rows that take R h here */
-	if (has_b) {
+	if (gv) {
+		cg_line(cg, "rl_sgemv_rows(xt, W, %lld, 1.0f, g, 0, %lld); /* W x */", (long long)I,
+		        (long long)(G * H));
+		cg_line(cg, "rl_sgemv_rows(hb, R, %lld, 1.0f, gr, 0, %lld); /* R h */", (long long)H,
+		        (long long)full);
+		cg_line(cg, "for (size_t q = 0; q < %lld; q++)", (long long)full);
+		cg_line(cg, "    g[q] += %s;", has_b ? "gr[q] + (Bw[q] + Br[q])" : "gr[q]");
+		if (has_b && full < G * H) {
+			cg_line(cg, "for (size_t q = %lld; q < %lld; q++)", (long long)full, (long long)(G * H));
+			cg_line(cg, "    g[q] += Bw[q];");
+		}
+	} else if (has_b) {
 		cg_line(cg, "for (size_t q = 0; q < %lld; q++)", (long long)full);
 		cg_line(cg, "    g[q] = Bw[q] + Br[q];");
 		if (full < G * H) {
@@ -387,16 +438,18 @@ static enum rl_status emit_rnn(struct rl_cgen *cg, uint32_t node)
 	} else {
 		cg_line(cg, "memset(g, 0, %lld * sizeof(*g));", (long long)(G * H));
 	}
-	cg_line(cg, "for (size_t i = 0; i < %lld; i++) {", (long long)I);
-	cg_line(cg, "    const %s xi = xt[i], *restrict wi = wt + i * %lld;", T, (long long)(G * H));
-	cg_line(cg, "    for (size_t q = 0; q < %lld; q++)", (long long)(G * H));
-	cg_line(cg, "        g[q] += wi[q] * xi;");
-	cg_line(cg, "}");
-	cg_line(cg, "for (size_t i = 0; i < %lld; i++) {", (long long)H);
-	cg_line(cg, "    const %s hi = hb[i], *restrict ri = rt + i * %lld;", T, (long long)(G * H));
-	cg_line(cg, "    for (size_t q = 0; q < %lld; q++)", (long long)full);
-	cg_line(cg, "        g[q] += ri[q] * hi;");
-	cg_line(cg, "}");
+	if (!gv) {
+		cg_line(cg, "for (size_t i = 0; i < %lld; i++) {", (long long)I);
+		cg_line(cg, "    const %s xi = xt[i], *restrict wi = wt + i * %lld;", T, (long long)(G * H));
+		cg_line(cg, "    for (size_t q = 0; q < %lld; q++)", (long long)(G * H));
+		cg_line(cg, "        g[q] += wi[q] * xi;");
+		cg_line(cg, "}");
+		cg_line(cg, "for (size_t i = 0; i < %lld; i++) {", (long long)H);
+		cg_line(cg, "    const %s hi = hb[i], *restrict ri = rt + i * %lld;", T, (long long)(G * H));
+		cg_line(cg, "    for (size_t q = 0; q < %lld; q++)", (long long)full);
+		cg_line(cg, "        g[q] += ri[q] * hi;");
+		cg_line(cg, "}");
+	}
 	/* activations, one branch per direction when the two differ */
 	int variants = 1;
 	if (D == 2)
@@ -404,7 +457,7 @@ static enum rl_status emit_rnn(struct rl_cgen *cg, uint32_t node)
 			if (strcmp(acts[q].name, acts[na + q].name) || acts[q].alpha != acts[na + q].alpha ||
 			    acts[q].beta != acts[na + q].beta)
 				variants = 2;
-	struct cell c = {cg, T, dbl, cl, H, has_b, has_p, lbr, coupled, nd->op};
+	struct cell c = {cg, T, dbl, cl, H, has_b, has_p, lbr, coupled, nd->op, gv};
 	for (int v = 0; v < variants; v++) {
 		if (variants == 2) {
 			cg_line(cg, v == 0 ? "if (d == 0) {" : "} else {");
