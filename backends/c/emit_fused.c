@@ -210,6 +210,8 @@ static enum rl_status emit_elementwise_group(struct rl_cgen *cg, const struct rl
 		ins[k] = &val(cg, grp->in[k])->shape;
 	int depth = cg_bcast_open_par(cg, &y->shape, grp->nin, ins, 1 << 15);
 	for (int k = 0; k < grp->nin; k++) {
+		if (input_slot(grp, grp->in[k], 0) != k)
+			continue; /* a value twice among the inputs (Mul(x, x)): read as its first */
 		const struct rl_value *x = val(cg, grp->in[k]);
 		char src[32];
 		snprintf(src, sizeof(src), "X%d[i%d]", k, k);
@@ -721,7 +723,7 @@ static enum rl_status vec_nest(struct rl_cgen *cg, const struct rl_cgen_group *g
 	const char *obp = m > 1 ? "ob + " : "";
 	/* operands constant along the row: loaded (and splatted) once */
 	for (int k = 0; k < grp->nin; k++) {
-		if (grp->in[k] == RL_NONE || p->ms[k][m - 1] != 0)
+		if (grp->in[k] == RL_NONE || p->ms[k][m - 1] != 0 || input_slot(grp, grp->in[k], 0) != k)
 			continue;
 		if (vec)
 			cg_line(cg, "const rl_vf x%d = X%d[%s] + (rl_vf){0};", k, k, bk[k]);
@@ -738,7 +740,8 @@ static enum rl_status vec_nest(struct rl_cgen *cg, const struct rl_cgen_group *g
 	if (tail)
 		cg_line(cg, "const size_t nl = %s - i < RL_VW ? %s - i : RL_VW; /* lanes */", i1, i1);
 	for (int k = 0; k < grp->nin; k++) {
-		if (grp->in[k] == RL_NONE || p->ms[k][m - 1] == 0)
+		/* a value twice among the inputs (Mul(x, x)) is read as its first */
+		if (grp->in[k] == RL_NONE || p->ms[k][m - 1] == 0 || input_slot(grp, grp->in[k], 0) != k)
 			continue;
 		/* the row offset: none, the output's (`ob`), or its own */
 		char at[600], off[520];
