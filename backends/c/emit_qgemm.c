@@ -483,6 +483,40 @@ static const char qavx2_helpers[] =
  * lanes 0-7 and 8-15 in two sums; a short last group (L < 16) takes the
  * same loop with masked loads (rl_q*_avx2_grp with full 0: a copy the
  * compiler specializes, so the full groups' loop has no branch in it).
+ * What binds the int8 kernel (session 11: the stack's 312 MB of codes and
+ * float16 scales in a harness, one thread pinned, CPU time, 13-15
+ * interleaved rounds, medians of per-round ratios, load 4-8): memory, not
+ * instructions. A plain read of the same bytes (4 sums, no prefetch;
+ * 16-23 GB/s) runs 1.10-1.20x as fast as it, and this loop without its
+ * arithmetic (same loads, scales, groups and calls) 1.09-1.18x, but 1.03x
+ * with the prefetch, while the kernel without the prefetch drops to
+ * 0.87-0.90x: its ~20 macro-ops per 64 B keep the reorder window ~12 lines
+ * ahead of the loads, so it needs the prefetch, which costs about what it
+ * saves.
+ * Tried, none faster (ratio to this kernel; on the stack where noted):
+ * full groups hoisted out of the masked path, scales read straight (1.00-
+ * 1.03; stack 0.98, 10 pairs); the step loop unrolled, 2 sums (1.01-1.03);
+ * codes widened by vpmovsxbw against x in code order, pairs added once per
+ * group (12 operations per 64 B instead of 18: 1.01-1.02; 0.94 without
+ * the prefetch); prefetch at 640-1792 B (within 3%; 2 KiB: 0.91 with T1,
+ * stack 0.88); T1/T2/NTA hints (1.02-1.03); a prefetch every 2nd or 4th
+ * line (0.51, 0.65) or only near a page's end (0.92-0.97); the next pages
+ * touched ahead for the TLB (0.96-1.0; stack 0.97); no scale stream at all
+ * (0.98); the activations from one L1 line (1.05). vpmaddubsw on x =
+ * 128 hi + lo was not built: 8 multiplies per 64 B on Zen 3's two multiply
+ * pipes instead of 4, 3 activation loads instead of 2, and fewer operations
+ * did not help.
+ * What does move it is the page size of the side file (the loader's):
+ * in 2 MiB pages (madvise(MADV_HUGEPAGE) before fread) the stack ran int8
+ * in 14.6-15.7 ms where 4 KiB pages gave 18.5-22.3 (12 pairs of fresh
+ * processes, load 6; int4 8.8-8.9 against 11.0-11.7 and float 51-52
+ * against 57-58, 5 pairs each at load 5), onnxruntime's session 16.8-17.8
+ * (load 7.5): in this VM the page walks over a
+ * fresh 312 MB allocation cost up to 30%, varying from process to process
+ * (at load 4 the two once ran alike). With that loader, interleaved with
+ * one onnxruntime session at load 3: int8 14.1-15.0 ms against 15.5-15.7
+ * (1.04-1.11x as fast), int4 8.4-8.5 against 11.8-12.1; with 4 KiB pages
+ * int8 0.90-1.05x. The int4 kernel was not changed.
  * AVX2 has no byte dot product into 32 bits:
  *   int8 (row mode 3, x as int16): each 32-bit lane's 4 code bytes split
  *         into its even bytes (shift left 8, arithmetic right 8) and its odd

@@ -339,6 +339,10 @@ def check_kernel_paths(args, work):
         (200, 24, 2, ["--quantize", "int4", "--max-rel-error", "0.05"]),  # zero points
         (203, 19, 3, ["--quantize", "int4", "--max-rel-error", "0.3"]),  # K % 4: a short record
         (598, 21, 2, ["--quantize", "int8", "--max-rel-error", "0.007"]),
+        # full lane groups (units >= 16) with zero points, and with float32
+        # scales: the AVX2 kernels' groups of 16 against their masked tail
+        (1100, 18, 2, ["--quantize", "int4", "--max-rel-error", "0.05"]),
+        (1100, 20, 3, ["--quantize", "int8", "--scale-type", "f32", "--max-rel-error", "0.007"]),
     ]
     notes = []
     for ci, (K, N, M, flags) in enumerate(configs):
