@@ -146,6 +146,8 @@ static const char *act_expr(struct rl_cgen *cg, const struct act *a, bool dbl, c
 
 /* ---- RNN, GRU, LSTM ------------------------------------------------------ */
 
+#define RNN_XW_BYTES (64ll << 20) /* most bytes of input projections computed up front */
+
 /* What one step's state update needs (the gate pre-activations are in g:
  * RNN [H], GRU [z, r, W_h x + Wb_h] each H, LSTM [i, o, f, c] each H). */
 struct cell {
@@ -344,13 +346,46 @@ static enum rl_status emit_rnn(struct rl_cgen *cg, uint32_t node)
 		cg_line(cg, "%s *restrict gx = %s_x;", T, k);
 	if (y)
 		cg_line(cg, "memset(Y0, 0, %lld * sizeof(*Y0));", (long long)numel(y));
+	/* the input projections W x of every step, batch row and direction at
+	 * once, before the recurrence: one packed SGEMM X [S*B, I] x W^T [I,
+	 * D*G*H] (X's rows in its own order), which reads W once per run where
+	 * a GEMV per step read it S times (ddddocr_ocr's LSTM: 4 MB per
+	 * direction and step from the last-level cache) */
+	int64_t xrows = S * B, xcols = (int64_t)D * G * H;
+	bool xg = gv && xrows >= 2 && (double)xrows * (double)xcols * 4 <= RNN_XW_BYTES;
+	if (xg) {
+		rl_buf_printf(&cg->statics, "static float %s_xw[%lld];\n", k,
+		              (long long)(xrows * xcols));
+		struct cg_gemm_plan pl;
+		cg_gemm_plan(NULL, xrows, xcols, I, &pl);
+		bool w_const = cg_value_stored_const(cg, nd->in[1]);
+		char bp[160] = "";
+		cg_gemm_init(cg, &pl, !w_const);
+		if (w_const)
+			cg_gemm_pack_b(cg, nd->in[1], I, xcols, 1, I, &pl, bp, sizeof(bp));
+		struct cg_gemm_call call = {
+			.M = xrows, .N = xcols, .K = I, .a = "X0", .a_rs = I, .a_ks = 1, .alpha = 1.0,
+			.b = w_const ? NULL : "X1", .b_rs = 1, .b_cs = I, .bp = w_const ? bp : NULL,
+			.y = "xw", .ldy = xcols, .ybase = "0", .span = xcols,
+		};
+		if (w_const)
+			cg_line(cg, "(void)X1; /* W: packed at init */");
+		cg_line(cg, "float *restrict xw = %s_xw; /* W x: [%s][%d * %lld] */", k,
+		        layout ? "b * S + t" : "t * B + b", D, (long long)(G * H));
+		cg_line(cg, "for (int64_t g_u = 0; g_u < %lld; g_u++) {", (long long)(pl.nib * pl.njb));
+		cg->indent++;
+		cg_gemm_emit_task(cg, &call, &pl, "g_u");
+		cg->indent--;
+		cg_line(cg, "}");
+	}
 	cg_line(cg, "for (size_t d = 0; d < %d; d++) {", D);
 	cg->indent++;
 	/* one direction: known here, so no flag in the C */
 	int rev1 = D == 2 ? -1 : strcmp(dir, "reverse") == 0;
 	if (D == 2)
 		cg_line(cg, "const int rev = d == 1;");
-	cg_line(cg, "const %s *restrict W = X1 + d * %lld;", T, (long long)(G * H * I));
+	if (!xg)
+		cg_line(cg, "const %s *restrict W = X1 + d * %lld;", T, (long long)(G * H * I));
 	cg_line(cg, "const %s *restrict R = X2 + d * %lld;", T, (long long)(G * H * H));
 	if (has_b)
 		cg_line(cg, "const %s *restrict Bw = X3 + d * %lld, *restrict Br = Bw + %lld;", T,
@@ -409,24 +444,36 @@ static enum rl_status emit_rnn(struct rl_cgen *cg, uint32_t node)
 		cg_line(cg, "const size_t t = (size_t)(len - 1 - s);");
 	else
 		cg_line(cg, "const size_t t = (size_t)s;");
-	if (layout)
-		cg_line(cg, "const %s *restrict xt = X0 + (b * %lld + t) * %lld;", T, (long long)S,
-		        (long long)I);
-	else
-		cg_line(cg, "const %s *restrict xt = X0 + (t * %lld + b) * %lld;", T, (long long)B,
-		        (long long)I);
+	if (!xg) {
+		if (layout)
+			cg_line(cg, "const %s *restrict xt = X0 + (b * %lld + t) * %lld;", T, (long long)S,
+			        (long long)I);
+		else
+			cg_line(cg, "const %s *restrict xt = X0 + (t * %lld + b) * %lld;", T, (long long)B,
+			        (long long)I);
+	}
 	/* gate pre-activations: bias + W x + R h, except the R h of GRU's h
 	 * gate, which needs r first (cell_update) */
 	if (gv) {
-		cg_line(cg, "rl_sgemv_rows(xt, W, %lld, 1.0f, g, 0, %lld); /* W x */", (long long)I,
-		        (long long)(G * H));
+		if (xg) {
+			if (layout)
+				cg_line(cg, "const float *restrict xr = xw + (b * %lld + t) * %lld + d * %lld;",
+				        (long long)S, (long long)xcols, (long long)(G * H));
+			else
+				cg_line(cg, "const float *restrict xr = xw + (t * %lld + b) * %lld + d * %lld;",
+				        (long long)B, (long long)xcols, (long long)(G * H));
+		} else {
+			cg_line(cg, "rl_sgemv_rows(xt, W, %lld, 1.0f, g, 0, %lld); /* W x */", (long long)I,
+			        (long long)(G * H));
+		}
 		cg_line(cg, "rl_sgemv_rows(hb, R, %lld, 1.0f, gr, 0, %lld); /* R h */", (long long)H,
 		        (long long)full);
+		const char *wx = xg ? "xr[q] + " : "g[q] + ";
 		cg_line(cg, "for (size_t q = 0; q < %lld; q++)", (long long)full);
-		cg_line(cg, "    g[q] += %s;", has_b ? "gr[q] + (Bw[q] + Br[q])" : "gr[q]");
-		if (has_b && full < G * H) {
+		cg_line(cg, "    g[q] = %s%s;", wx, has_b ? "gr[q] + (Bw[q] + Br[q])" : "gr[q]");
+		if (full < G * H && (has_b || xg)) {
 			cg_line(cg, "for (size_t q = %lld; q < %lld; q++)", (long long)full, (long long)(G * H));
-			cg_line(cg, "    g[q] += Bw[q];");
+			cg_line(cg, "    g[q] = %s%s;", xg ? "xr[q]" : "g[q]", has_b ? " + Bw[q]" : "");
 		}
 	} else if (has_b) {
 		cg_line(cg, "for (size_t q = 0; q < %lld; q++)", (long long)full);
