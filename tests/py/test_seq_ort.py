@@ -114,6 +114,11 @@ RNN_CASES = {
                                                  peep=True),
     "lstm_layout1_bidir": lambda: rnn_case("LSTM", "bidirectional", layout=1, h0=True, c0=True),
     "lstm_yc_only": lambda: rnn_case("LSTM", outs=("Y_c",)),
+    # H a whole number of 16-float vectors: the vector cell (rl_vsigmoid, rl_vtanh)
+    "lstm_h16_bidir_peep_clip_lens": lambda: rnn_case("LSTM", "bidirectional", H=16, lens=[3, 4, 1],
+                                                      h0=True, c0=True, peep=True, clip=3.0),
+    "lstm_h32_reverse_forget_layout1": lambda: rnn_case("LSTM", "reverse", layout=1, H=32, I=20,
+                                                        input_forget=1),
     "lstm_acts": lambda: rnn_case("LSTM", acts=["HardSigmoid", "Elu", "Softplus"], alpha=[0.25, 0.9],
                                   beta=[0.45]),
 }
