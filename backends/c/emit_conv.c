@@ -1813,12 +1813,15 @@ static const struct cv_isa cv_isas[] = {
 static const char cv_port[] =
 	"/* ---- Conv, channels on vector lanes: the portable tile ---- */\n"
 	"/* o[j * cb + l] (+)= sum over c < cc, k < kk of w[(c * kk + k) * cb + l] *\n"
-	" * x[c * xcs + tap[k] + j * sx], for nt pixels j and cb (16 or 32) lanes l;\n"
+	" * x[c * xcs + tap[k] + off(j)], for nt pixels j and cb (16 or 32) lanes l,\n"
+	" * off(j) = j * sx, or with rows of rw pixels rs apart from pixel ph of a\n"
+	" * row on, pos(ph + j) - pos(ph) where pos(i) = i / rw * rs + i % rw * sx;\n"
 	" * with `fresh` the sums start from bias[l]; with `scl` they are then\n"
 	" * multiplied by scl[l], with `shf` get shf[l] added, with `relu` they end\n"
 	" * as max(0, .) (a fused per-channel Mul, Add and Relu, on the last chunk;\n"
 	" * one rounding each, two statements: no contraction). The micro-kernels' order. */\n"
-	"static void rl_cv_port(const float *restrict x, int64_t sx, int64_t nt, int64_t cb,\n"
+	"static void rl_cv_port(const float *restrict x, int64_t sx, int64_t rw, int64_t rs, int64_t ph,\n"
+	"                       int64_t nt, int64_t cb,\n"
 	"                       const unsigned *restrict tap, int64_t kk, int64_t cc, int64_t xcs,\n"
 	"                       const float *restrict w, float *restrict o,\n"
 	"                       const float *restrict bias, int fresh, int relu,\n"
@@ -1828,7 +1831,8 @@ static const char cv_port[] =
 	"        float s[32];\n"
 	"        for (int64_t l = 0; l < cb; l++)\n"
 	"            s[l] = fresh ? bias[l] : o[j * cb + l];\n"
-	"        const float *xc = x + j * sx, *wc = w;\n"
+	"        const int64_t off = !rw ? j * sx : (ph + j) / rw * rs + (ph + j) % rw * sx - (ph / rw * rs + ph % rw * sx);\n"
+	"        const float *xc = x + off, *wc = w;\n"
 	"        for (int64_t c = 0; c < cc; c++, xc += xcs)\n"
 	"            for (int64_t k = 0; k < kk; k++, wc += cb) {\n"
 	"                const float xv = xc[tap[k]];\n"
@@ -1953,8 +1957,39 @@ static void cv_emit_tr(struct rl_buf *b)
 	cv_tr_close(b, 8);
 }
 
-/* One step of a sub-tile: the lanes' weights at wc, pn pixels of xs broadcast. */
-static void cv_uk_step(struct rl_buf *b, const struct cv_isa *is, int cb, int64_t sx, int pn)
+/*
+ * The pixels of a micro-kernel tile: nt pixels at stride sx in one row
+ * (rw = 0), or nt pixels of a part's rows of rw pixels, rs apart in x, from
+ * pixel ph of a row on (a tile across rows: cv_flat in emit_conv_cv).
+ */
+struct cv_tile {
+	int64_t sx;
+	int nt;
+	int64_t rw, rs, ph;
+};
+
+/* x offset of the tile's pixel j from its first */
+static int64_t cv_off(const struct cv_tile *t, int64_t j)
+{
+	if (!t->rw)
+		return j * t->sx;
+	int64_t i = t->ph + j;
+	return i / t->rw * t->rs + i % t->rw * t->sx - (t->ph / t->rw * t->rs + t->ph % t->rw * t->sx);
+}
+
+/* The function name of a tile's micro-kernel, for one ISA */
+static void cv_name(char *b, size_t n, const char *isa, int cb, const struct cv_tile *t)
+{
+	if (!t->rw)
+		snprintf(b, n, "rl_cv_%s_c%d_s%lld_n%d", isa, cb, (long long)t->sx, t->nt);
+	else
+		snprintf(b, n, "rl_cv_%s_c%d_s%lld_n%d_w%lld_r%lld_p%lld", isa, cb, (long long)t->sx,
+		         t->nt, (long long)t->rw, (long long)t->rs, (long long)t->ph);
+}
+
+/* One step of a sub-tile: the lanes' weights at wc, pn pixels of xs (from pixel j0) broadcast. */
+static void cv_uk_step(struct rl_buf *b, const struct cv_isa *is, int cb, const struct cv_tile *t,
+                       int j0, int pn)
 {
 	char ad[64];
 	int vpb = cb / is->vw;
@@ -1965,20 +2000,21 @@ static void cv_uk_step(struct rl_buf *b, const struct cv_isa *is, int cb, int64_
 	rl_buf_printf(b, ";\n");
 	for (int j = 0; j < pn; j++) {
 		rl_buf_printf(b, "                { const %s xb = %s_set1_ps(xs[%lld]);", is->vt,
-		              is->pfx, (long long)(j * sx));
+		              is->pfx, (long long)(cv_off(t, j0 + j) - cv_off(t, j0)));
 		for (int v = 0; v < vpb; v++)
 			rl_buf_printf(b, " s%d_%d = %s_fmadd_ps(w%d, xb, s%d_%d);", j, v, is->pfx, v, j, v);
 		rl_buf_printf(b, " }\n");
 	}
 }
 
-/* The micro-kernel of one ISA for tiles of nt pixels at stride sx, into b. */
-static void cv_emit_uk(struct rl_buf *b, const struct cv_isa *is, int cb, int64_t sx, int nt)
+/* The micro-kernel of one ISA for tiles of t->nt pixels, into b. */
+static void cv_emit_uk(struct rl_buf *b, const struct cv_isa *is, int cb, const struct cv_tile *t)
 {
-	char ad[64];
-	int vpb = cb / is->vw, pmax = is->pmax * CONV_CV_CB / cb;
-	rl_buf_printf(b, "static __attribute__((target(\"%s\"))) void rl_cv_%s_c%d_s%lld_n%d(" CV_ARGS
-	              ")\n{\n", is->target, is->name, cb, (long long)sx, nt);
+	char ad[64], fn[96];
+	int vpb = cb / is->vw, pmax = is->pmax * CONV_CV_CB / cb, nt = t->nt;
+	cv_name(fn, sizeof(fn), is->name, cb, t);
+	rl_buf_printf(b, "static __attribute__((target(\"%s\"))) void %s(" CV_ARGS ")\n{\n",
+	              is->target, fn);
 	/* sub-tiles of pmax pixels and the rest, unless the rest would hold
 	 * fewer than 4 sums: then the fewest sub-tiles, as even as they go (the
 	 * wider first). 13 pixels at cb = 16 on AVX2 as 5 + 4 + 4, not 6 + 6 +
@@ -2018,7 +2054,7 @@ static void cv_emit_uk(struct rl_buf *b, const struct cv_isa *is, int cb, int64_
 		}
 		rl_buf_printf(b, "        }\n");
 		rl_buf_printf(b, "        const float *xc = %s, *wc = w;\n",
-		              cg_addr(ad, sizeof(ad), "x", 0, NULL, NULL, (int)(j0 * sx)));
+		              cg_addr(ad, sizeof(ad), "x", 0, NULL, NULL, (int)cv_off(t, j0)));
 		if (is->vw == 8) {
 			/* AVX2: a 1x1 kernel (one tap) in one loop over the channels,
 			 * without the tap loop's overhead per channel; same sums, same order */
@@ -2026,14 +2062,14 @@ static void cv_emit_uk(struct rl_buf *b, const struct cv_isa *is, int cb, int64_
 			rl_buf_printf(b, "            const float *xs = xc + tap[0];\n");
 			rl_buf_printf(b, "            for (int64_t c = 0; c < cc; c++, xs += xcs, wc += %d) {\n",
 			              cb);
-			cv_uk_step(b, is, cb, sx, pn);
+			cv_uk_step(b, is, cb, t, j0, pn);
 			rl_buf_printf(b, "            }\n");
 			rl_buf_printf(b, "        } else\n");
 		}
 		rl_buf_printf(b, "        for (int64_t c = 0; c < cc; c++, xc += xcs)\n");
 		rl_buf_printf(b, "            for (int64_t k = 0; k < kk; k++, wc += %d) {\n", cb);
 		rl_buf_printf(b, "                const float *xs = xc + tap[k];\n");
-		cv_uk_step(b, is, cb, sx, pn);
+		cv_uk_step(b, is, cb, t, j0, pn);
 		rl_buf_printf(b, "            }\n");
 		/* a fused per-channel Mul and Add (conv_epi_regs), lane l by
 		 * scl[l] then + shf[l], one rounding each as in the epilogue */
@@ -2073,10 +2109,10 @@ static void cv_emit_uk(struct rl_buf *b, const struct cv_isa *is, int cb, int64_
 	rl_buf_printf(b, "}\n\n");
 }
 
-/* The shared runtime, the portable tile and the micro-kernels for (sx, nt). */
-static void cv_need(struct rl_cgen *cg, int cb, int64_t sx, int nt)
+/* The shared runtime, the portable tile and the micro-kernels for tile t. */
+static void cv_need(struct rl_cgen *cg, int cb, const struct cv_tile *t)
 {
-	char key[64];
+	char key[128];
 	conv_need_rt(cg);
 	if (!strstr(cg->statics.s, "static void rl_cv_port("))
 		rl_buf_printf(&cg->statics, "%s", cv_port);
@@ -2085,12 +2121,13 @@ static void cv_need(struct rl_cgen *cg, int cb, int64_t sx, int nt)
 		cv_emit_tr(&cg->statics);
 		rl_buf_printf(&cg->statics, "#endif\n\n");
 	}
-	snprintf(key, sizeof(key), "rl_cv_%s_c%d_s%lld_n%d(", cv_isas[0].name, cb, (long long)sx, nt);
+	cv_name(key, sizeof(key) - 1, cv_isas[0].name, cb, t);
+	strcat(key, "(");
 	if (strstr(cg->statics.s, key))
 		return;
 	rl_buf_printf(&cg->statics, "#ifdef RL_CONV_ISA\n");
 	for (size_t i = 0; i < sizeof(cv_isas) / sizeof(cv_isas[0]); i++)
-		cv_emit_uk(&cg->statics, &cv_isas[i], cb, sx, nt);
+		cv_emit_uk(&cg->statics, &cv_isas[i], cb, t);
 	rl_buf_printf(&cg->statics, "#endif\n\n");
 }
 
@@ -2209,8 +2246,10 @@ static bool cv_fits(const struct conv2d *p, bool wrun, int64_t *xbytes, int64_t 
 	       *wbytes <= CONV_CV_W_BYTES;
 }
 
-static void cv_call(struct rl_cgen *cg, int cb, int64_t sx, int64_t ow0, int nt, const char *tail)
+/* The call of tile t's micro-kernel, x at xr + x0 */
+static void cv_call(struct rl_cgen *cg, int cb, const struct cv_tile *t, int64_t x0, const char *tail)
 {
+	char fn[96];
 	int ind = cg->indent;
 	cg->indent = -1;
 	cg_line(cg, "#ifdef RL_CONV_ISA");
@@ -2219,15 +2258,15 @@ static void cv_call(struct rl_cgen *cg, int cb, int64_t sx, int64_t ow0, int nt,
 		/* rl_conv_isa: 2 for AVX-512, 1 for AVX2, the order of cv_isas */
 		cg_line(cg, "%sif (rl_conv_isa == %d)", i ? "else " : "",
 		        (int)(sizeof(cv_isas) / sizeof(cv_isas[0]) - i));
-		cg_line(cg, "    rl_cv_%s_c%d_s%lld_n%d(xr + %lld, %s);", cv_isas[i].name, cb,
-		        (long long)sx, nt, (long long)(ow0 * sx), tail);
+		cv_name(fn, sizeof(fn), cv_isas[i].name, cb, t);
+		cg_line(cg, "    %s(xr + %lld, %s);", fn, (long long)x0, tail);
 	}
 	cg_line(cg, "else");
 	cg->indent = -1;
 	cg_line(cg, "#endif");
 	cg->indent = ind;
-	cg_line(cg, "    rl_cv_port(xr + %lld, %lld, %d, %d, %s);", (long long)(ow0 * sx),
-	        (long long)sx, nt, cb, tail);
+	cg_line(cg, "    rl_cv_port(xr + %lld, %lld, %lld, %lld, %lld, %d, %d, %s);", (long long)x0,
+	        (long long)t->sx, (long long)t->rw, (long long)t->rs, (long long)t->ph, t->nt, cb, tail);
 }
 
 static void emit_conv_cv(struct rl_cgen *cg, uint32_t node, const struct conv2d *p,
@@ -2244,18 +2283,24 @@ static void emit_conv_cv(struct rl_cgen *cg, uint32_t node, const struct conv2d 
 	int64_t pitch = pad ? (wp > p->W + p->PL ? wp : p->W + p->PL) : p->W;
 	int64_t xcs = pad ? rh * pitch : p->H * p->W;
 	/*
-	 * A 1x1 convolution at unit strides reading the input in place has the
-	 * part's R rows back to back in x and in ob: they are tiled as one row
-	 * of R * OW pixels. On a 7x7 map a row of 7 was AVX2 sub-tiles of 3 + 3
-	 * + 1 pixels, the last one latency-bound (4 sums), 7 of them per plane;
+	 * Short rows (OW <= CONV_CV_NT / 2), and a 1x1 convolution at unit
+	 * strides reading the input in place (its rows back to back in x), are
+	 * tiled across the part's rows: its R * OW pixels (ob holds them in that
+	 * order) cut into tiles as one row, a tile's pixel at its row's offset
+	 * in x (cv_tile: rows rs = SH * pitch apart; with no break in x, the
+	 * plain kernel). On a 7x7 map a row of 7 was AVX2 sub-tiles of 3 + 3 +
+	 * 1 pixels, the last one latency-bound (4 sums), 7 of them per plane;
 	 * 49 pixels are tiles of 13 + 12 + 12 + 12, one such sub-tile per plane.
 	 * With a Relu, one thread, thread CPU time (bench_conv_layers.py's
 	 * model, load 6): 1x1 2048->512 on 7x7 1.27-1.29 ms -> 1.20-1.23,
-	 * 512->2048 1.24 -> 1.15-1.19. The same sums in the same order.
+	 * 512->2048 1.24 -> 1.15-1.19; 3x3 512->512 on 7x7 2.69-2.71 -> 2.47-2.50,
+	 * 3x3/2 512->512 on 14x14 2.77 -> 2.57-2.62. The same sums in the same order.
 	 */
-	bool flat = KK == 1 && p->SH == 1 && p->SW == 1 && !pad && p->W == p->OW &&
-	            R * p->OW <= 4 * CONV_CV_NT; /* the calls are written out, one per tile */
+	bool flat = R > 1 && R * p->OW <= 4 * CONV_CV_NT && /* the calls are written out, one per tile */
+	            (2 * p->OW <= CONV_CV_NT ||
+	             (KK == 1 && p->SH == 1 && p->SW == 1 && !pad && p->W == p->OW));
 	int64_t rowpix = flat ? R * p->OW : p->OW, nrows = flat ? 1 : R;
+	int64_t rs = p->SH * pitch; /* x offset of the next output row */
 	/* pixel tiles of a row: ntile tiles of rowpix / ntile pixels, the first rowpix % ntile one wider */
 	int64_t ntile = (rowpix + CONV_CV_NT - 1) / CONV_CV_NT, tw = rowpix / ntile;
 	int64_t wide = rowpix % ntile;
@@ -2266,9 +2311,16 @@ static void emit_conv_cv(struct rl_cgen *cg, uint32_t node, const struct conv2d 
 	bool inreg = conv_epi_regs(cg, &e) && e.xres < 0, relu = inreg && e.relu;
 	snprintf(last, sizeof(last), "c0 + %lld >= %lld", (long long)CC, (long long)CG);
 
-	cv_need(cg, cb, p->SW, (int)tw);
-	if (wide)
-		cv_need(cg, cb, p->SW, (int)tw + 1);
+	/* tile q: tw pixels (the first `wide` ones one more) from pixel ow0 */
+	bool brk = flat && rs != p->OW * p->SW; /* rows not back to back in x */
+#define CV_TILE_AT(q, ow0) \
+	((struct cv_tile){p->SW, (int)(tw + ((q) < wide ? 1 : 0)), brk ? p->OW : 0, brk ? rs : 0, \
+	                  brk ? (ow0) % p->OW : 0})
+	for (int64_t q = 0, ow0 = 0; q < ntile; q++) {
+		struct cv_tile tq = CV_TILE_AT(q, ow0);
+		cv_need(cg, cb, &tq);
+		ow0 += tq.nt;
+	}
 	rl_buf_printf(&cg->init, "    if (rl_conv_scratch_reserve(%lldu) != 0) /* %s */\n        return -1;\n",
 	              (long long)(xbytes + obytes + wbytes), cg->kname);
 
@@ -2429,7 +2481,9 @@ static void emit_conv_cv(struct rl_cgen *cg, uint32_t node, const struct conv2d 
 		        (long long)(p->SH * pitch));
 	cg_line(cg, "float *orow = ob + i * %lld;", (long long)(rowpix * cb));
 	for (int64_t q = 0, ow0 = 0; q < ntile; q++) {
-		int nt = (int)(tw + (q < wide ? 1 : 0));
+		const struct cv_tile tile = CV_TILE_AT(q, ow0), *tq = &tile;
+		/* x of the tile's first pixel, from the row's (or part's) first */
+		int64_t x0 = flat ? ow0 / p->OW * rs + ow0 % p->OW * p->SW : ow0 * p->SW;
 		char wexpr[64];
 		if (one)
 			snprintf(wexpr, sizeof(wexpr), "wb");
@@ -2445,9 +2499,10 @@ static void emit_conv_cv(struct rl_cgen *cg, uint32_t node, const struct conv2d 
 		snprintf(tail, sizeof(tail), "tap, %lld, cn, %lld, %s, orow + %lld, bz, %s, %s, %s, %s",
 		         (long long)KK, (long long)xcs, wexpr, (long long)(ow0 * cb),
 		         one ? "1" : "c0 == 0", !relu ? "0" : one ? "1" : last, fin[0], fin[1]);
-		cv_call(cg, cb, p->SW, ow0, nt, tail);
-		ow0 += nt;
+		cv_call(cg, cb, tq, x0, tail);
+		ow0 += tq->nt;
 	}
+#undef CV_TILE_AT
 	line_close(cg); /* i */
 	line_close(cg); /* c0, or the block of one chunk */
 	cg_line(cg, "/* the sums into the block's output planes (rl_cv_tr_*)%s */",
