@@ -314,9 +314,10 @@ static void conv_emit_uk(struct rl_buf *b)
 		int tw = is->nv * is->vw;
 		bool avx2 = is->vw == 8;
 		if (avx2) {
-			/* noinline: GCC 12 inlined it into the sub-chunk loop below
-			 * and the tiles ran 10% slower (3x3 64->64 on 56x56, one pass) */
-			rl_buf_printf(b, "static __attribute__((target(\"%s\"), noinline)) void rl_conv4_%s_cs(" CONV_UK_ARGS
+			/* noinline: GCC 12 inlined it into the sub-chunk loop of
+			 * rl_conv4_avx2_sub and the tiles ran 10% slower (3x3 64->64
+			 * on 56x56, one pass) */
+			rl_buf_printf(b, "static __attribute__((target(\"%s\"), noinline)) void rl_conv4_%s(" CONV_UK_ARGS
 			              ", int64_t nb)\n{\n", is->target, is->name);
 			rl_buf_printf(b, "    /* the tile's columns outer, the blocks inner: the tile's band\n"
 			                 "     * columns (cc x %d floats per tap) stay in L1 for every block's\n"
@@ -356,16 +357,19 @@ static void conv_emit_uk(struct rl_buf *b)
 			 * kernel keeps one pass (sub-chunks of 32 or 64 of 128
 			 * channels: 82-84% of the peak, against 86%: its band columns
 			 * are 1.5 lines a channel, and the kk == 1 loop is the faster
-			 * one).
+			 * one). Only the calls with more than CONV_UK_SUB_STEPS
+			 * channel-taps go through it (rl_conv4_sub): through it, SqueezeNet's
+			 * 3x3/2 3->64 stem (27 channel-taps, one sub-chunk) took 0.66-0.68
+			 * ms against 0.60-0.61 calling the tiles directly.
 			 */
-			rl_buf_printf(b, "static __attribute__((target(\"%s\"))) void rl_conv4_%s(" CONV_UK_ARGS
+			rl_buf_printf(b, "static __attribute__((target(\"%s\"))) void rl_conv4_%s_sub(" CONV_UK_ARGS
 			              ", int64_t nb)\n{\n", is->target, is->name);
 			rl_buf_printf(b, "    /* input channels in sub-chunks of at most %d channel-taps, as even as they go */\n"
-			                 "    const int64_t nsub = kk > 1 ? (cc * kk + %d) / %d : 1, cs = (cc + nsub - 1) / nsub;\n"
+			                 "    const int64_t nsub = (cc * kk + %d) / %d, cs = (cc + nsub - 1) / nsub;\n"
 			                 "    for (int64_t c0 = 0; c0 < cc; c0 += cs) {\n"
 			                 "        const int64_t cn = cc - c0 < cs ? cc - c0 : cs;\n"
 			                 "        const int last = c0 + cn == cc;\n"
-			                 "        rl_conv4_%s_cs(band + c0 * bc, bc, tap, kk, cn, w + c0 * kk, ws, acc, as, tp, bias,\n"
+			                 "        rl_conv4_%s(band + c0 * bc, bc, tap, kk, cn, w + c0 * kk, ws, acc, as, tp, bias,\n"
 			                 "                       fresh && c0 == 0, relu && last, last ? res : NULL,\n"
 			                 "                       last ? scl : NULL, last ? shf : NULL, nb);\n"
 			                 "    }\n}\n\n",
@@ -383,6 +387,7 @@ static void conv_emit_uk(struct rl_buf *b)
 	}
 	rl_buf_printf(b,
 		"static rl_conv4_fn rl_conv4; /* NULL: the kernels' portable tiles */\n"
+		"static rl_conv4_fn rl_conv4_sub; /* rl_conv4 in sub-chunks of channels (more channel-taps) */\n"
 		"static int rl_conv_isa; /* 2: AVX-512, 1: AVX2 and FMA, 0: portable */\n\n"
 		"/* -DRL_CONV_NO_AVX512: the AVX2 kernels on any CPU that has AVX2 (tests) */\n"
 		"#ifdef RL_CONV_NO_AVX512\n"
@@ -394,9 +399,9 @@ static void conv_emit_uk(struct rl_buf *b)
 		"{\n"
 		"    __builtin_cpu_init();\n"
 		"    if (RL_CONV_AVX512_OK && __builtin_cpu_supports(\"avx512f\") && __builtin_cpu_supports(\"avx512vl\"))\n"
-		"        rl_conv4 = rl_conv4_avx512, rl_conv_isa = 2;\n"
+		"        rl_conv4 = rl_conv4_sub = rl_conv4_avx512, rl_conv_isa = 2;\n"
 		"    else if (__builtin_cpu_supports(\"avx2\") && __builtin_cpu_supports(\"fma\"))\n"
-		"        rl_conv4 = rl_conv4_avx2, rl_conv_isa = 1;\n"
+		"        rl_conv4 = rl_conv4_avx2, rl_conv4_sub = rl_conv4_avx2_sub, rl_conv_isa = 1;\n"
 		"}\n"
 		"#endif\n\n");
 }
@@ -1315,8 +1320,8 @@ static void conv_uk_call(struct rl_cgen *cg, const struct conv2d *p, const struc
 			snprintf(scl[q], sizeof(scl[q]), "%s%sX%d + %s%s", chunked ? last : "",
 			         chunked ? " ? " : "", x, mo, chunked ? " : NULL" : "");
 	}
-	cg_line(cg, "rl_conv4(%s, tap, %lld, %lld, %s, %lld, %s, %lld, %s, %s, %s, %s, %s, %s, %s);",
-	        xin, (long long)KK, (long long)b->CC, w, (long long)(CG * KK), yout, (long long)b->TP,
+	cg_line(cg, "rl_conv4%s(%s, tap, %lld, %lld, %s, %lld, %s, %lld, %s, %s, %s, %s, %s, %s, %s);",
+	        KK > 1 && b->CC * KK > CONV_UK_SUB_STEPS ? "_sub" : "", xin, (long long)KK, (long long)b->CC, w, (long long)(CG * KK), yout, (long long)b->TP,
 	        p->bias ? bias : "NULL", chunked ? "c0 == 0" : "1", !relu ? "0" : chunked ? last : "1",
 	        res, scl[0], scl[1], nb);
 }
