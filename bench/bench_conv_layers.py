@@ -19,8 +19,12 @@ intra-op thread runs in the calling thread), 2 threads the minimum wall
 time per run (thread CPU time would miss the worker). Columns ours/ORT at 1
 and 2 threads, and ours 2t/1t (a 2-thread run must not be slower).
 --relu appends a Relu (fused by both sides into the conv's epilogue).
+--affine drops the bias and appends a per-channel Mul and Add (a
+BatchNormalization that cannot go into the weights: the light_* models make
+their weights with ConstantOfShape at load time; onnxruntime folds the two
+into the Conv, rlopt runs them as the Conv's epilogue).
 
-Usage: bench_conv_layers.py [--rlopt build/rlopt] [--runs N] [--ort] [--relu]
+Usage: bench_conv_layers.py [--rlopt build/rlopt] [--runs N] [--ort] [--relu] [--affine]
                             [--model NAME|PATH] [LAYER ...]
   LAYER is C,H,M,K,S,P[,G], e.g. 512,7,512,3,1,1 (default: ResNet-50's and
   SqueezeNet's small-map layers); --model takes the distinct Conv layers of
@@ -48,18 +52,27 @@ LAYERS = ["512,7,512,3,1,1", "2048,7,512,1,1,0", "256,14,256,3,1,1", "1024,14,25
           "256,14,512,3,2,1", "512,13,1000,1,1,0", "64,13,256,3,1,1"]
 
 
-def model(path, C, H, M, K, S, P, G=1, relu=False):
+def model(path, C, H, M, K, S, P, G=1, relu=False, affine=False):
     rng = np.random.default_rng(1)
     w = (rng.standard_normal((M, C // G, K, K)) / np.sqrt(C // G * K * K)).astype(np.float32)
     b = rng.standard_normal(M).astype(np.float32)
     O = (H + 2 * P - K) // S + 1
-    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c" if relu else "y"], kernel_shape=[K, K],
-                              strides=[S, S], pads=[P] * 4, group=G, name="conv")]
+    inits = [numpy_helper.from_array(w, "w")]
+    if affine:  # no bias; a per-channel Mul and Add after the Conv (an unfolded BN)
+        s = rng.uniform(0.5, 1.5, (M, 1, 1)).astype(np.float32)
+        inits += [numpy_helper.from_array(s, "s"), numpy_helper.from_array(b.reshape(M, 1, 1), "t")]
+        nodes = [helper.make_node("Conv", ["x", "w"], ["c0"], kernel_shape=[K, K], strides=[S, S],
+                                  pads=[P] * 4, group=G, name="conv"),
+                 helper.make_node("Mul", ["c0", "s"], ["c1"], name="mul"),
+                 helper.make_node("Add", ["c1", "t"], ["c" if relu else "y"], name="add")]
+    else:
+        inits.append(numpy_helper.from_array(b, "b"))
+        nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c" if relu else "y"], kernel_shape=[K, K],
+                                  strides=[S, S], pads=[P] * 4, group=G, name="conv")]
     if relu:
         nodes.append(helper.make_node("Relu", ["c"], ["y"], name="relu"))
     g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, C, H, H])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, M, O, O])],
-                          [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, M, O, O])], inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
     m.ir_version = 8
     onnx.save(m, path)
@@ -145,7 +158,7 @@ def vs_ort(a, work, layers):
         C, H, M, K, S, P = v[:6]
         G = v[6] if len(v) > 6 else 1
         p = os.path.join(work, f"l{i}.onnx")
-        model(p, C, H, M, K, S, P, G, a.relu)
+        model(p, C, H, M, K, S, P, G, a.relu, a.affine)
         exe = build(a.rlopt, p, os.path.join(work, f"l{i}"), "")
         o1 = ort_side(p, 1, C, H)
         o2 = ort_side(p, 2, C, H)
@@ -172,6 +185,9 @@ def main():
     ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds with --ort")
     ap.add_argument("--ort", action="store_true", help="against onnxruntime at 1 and 2 threads")
     ap.add_argument("--relu", action="store_true", help="a Relu after each Conv")
+    ap.add_argument("--affine", action="store_true",
+                    help="no bias; a per-channel Mul and Add after each Conv (a BatchNormalization "
+                         "that could not go into the weights, as in the light_* models)")
     ap.add_argument("--model", help="the distinct Conv layers of this model")
     ap.add_argument("layers", nargs="*")
     a = ap.parse_args()
@@ -184,7 +200,7 @@ def main():
             v = [int(t) for t in spec.split(",")]
             C, H, M, K, S, P = v[:6]
             p = os.path.join(work, f"l{i}.onnx")
-            model(p, C, H, M, K, S, P, v[6] if len(v) > 6 else 1, a.relu)
+            model(p, C, H, M, K, S, P, v[6] if len(v) > 6 else 1, a.relu, a.affine)
             old = cpu_ms(build(a.rlopt, p, os.path.join(work, f"l{i}_band"), "fold,dce"), a.runs)
             new = cpu_ms(build(a.rlopt, p, os.path.join(work, f"l{i}_cv"), ""), a.runs)
             print(f"Conv {K}x{K}/{S} {C}->{M} on {H}x{H}: band {old:.3f} ms, chosen form {new:.3f} ms, "

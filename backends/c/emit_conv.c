@@ -48,9 +48,12 @@
  * calls cg_epilogue() on every finished run of outputs (a band's rows of one
  * channel in band mode, a row in the row form, one element in the gather
  * form), so residual add and activation run while it is in cache; without a
- * group the calls write nothing. A group that is the Conv and one Relu
- * (conv_epi_relu) has the Relu applied by the register tiles to the last
- * chunk's sums before they are stored, with no pass after them.
+ * group the calls write nothing. A group that is the Conv and a chain of a
+ * per-channel Mul, a per-channel Add, a residual Add and a Relu (each
+ * optional; conv_epi_regs) has the chain applied by the register tiles to
+ * the last chunk's sums before they are stored (channels-on-vector mode:
+ * the residual and the Relu after it by the transpose into the planes),
+ * with no pass after them.
  */
 #include "emit_impl.h"
 #include "cost.h"
@@ -64,6 +67,7 @@
 #define CONV_VEC_MAX 64       /* bytes of the widest vector band mode uses */
 #define CONV_PHASES 4         /* band mode: most stride phases per axis */
 #define CONV_NV_MAX 8         /* band mode: most vectors per register tile */
+#define CONV_UK_SUB_STEPS 288 /* AVX2 micro-kernel: most channel-taps per pass over a tile (L1) */
 #define CONV_GROUP_BYTES 32768 /* band mode, sums straight to the output: the output rows of
                                   the blocks one micro-kernel call takes (L1/L2; 128 KB and
                                   1 MB were slower on ResNet-50's 1x1 layers, Zen 3) */
@@ -152,7 +156,8 @@ static const struct conv_isa conv_isas[] = {
 #define CONV_UK_ARGS \
 	"const float *restrict band, int64_t bc, const unsigned *restrict tap, int64_t kk, " \
 	"int64_t cc, const float *restrict w, int64_t ws, float *restrict acc, int64_t as, " \
-	"int64_t tp, const float *bias, int fresh, int relu, const float *res"
+	"int64_t tp, const float *bias, int fresh, int relu, const float *res, const float *scl, " \
+	"const float *shf"
 
 /* One step of a tile: nv band vectors at xs, four weights at wc[r * ws + wi]. */
 static void conv_uk_step(struct rl_buf *b, const struct conv_isa *is, int nv, const char *ind,
@@ -175,7 +180,7 @@ static void conv_uk_step(struct rl_buf *b, const struct conv_isa *is, int nv, co
 }
 
 /* One register tile of 4 channels x nv vectors at column t, sums in registers. */
-/* acc, w, bias and res are named by nm[0..3] (the block's, in the AVX2 kernel). */
+/* acc, w, bias, res, scl and shf are named by nm[0..5] (the block's, in the AVX2 kernel). */
 static void conv_uk_tile(struct rl_buf *b, const struct conv_isa *is, int nv, const char *ind,
                          const char *const *nm)
 {
@@ -220,8 +225,24 @@ static void conv_uk_tile(struct rl_buf *b, const struct conv_isa *is, int nv, co
 	rl_buf_printf(b, "%s        const float *xs = xc + tap[k];\n", ind);
 	conv_uk_step(b, is, nv, ind, "wc", "k");
 	rl_buf_printf(b, "%s    }\n%s}\n", ind, ind);
-	/* a fused residual Add on the final sums (conv_epi_res): s + res, at
-	 * acc's offsets in res; the epilogue's conv + x, the same values */
+	/* a fused per-channel Mul and Add on the final sums (conv_epi_regs):
+	 * s * scl[r], then + shf[r], one rounding each as in the epilogue */
+	for (int q = 4; q < 6; q++) {
+		rl_buf_printf(b, "%sif (%s) {\n", ind, nm[q]);
+		for (int r = 0; r < 4; r++) {
+			rl_buf_printf(b, "%s    const %s f%d = %s_set1_ps(%s[%d]);", ind, is->vt, r, is->pfx,
+			              nm[q], r);
+			for (int v = 0; v < nv; v++)
+				rl_buf_printf(b, " s%d%d = %s_%s_ps(s%d%d, f%d);", r, v, is->pfx,
+				              q == 4 ? "mul" : "add", r, v, r);
+			rl_buf_printf(b, "\n");
+		}
+		rl_buf_printf(b, "%s}\n", ind);
+	}
+	/* a fused residual Add on the final sums (conv_epi_regs): s + res, at
+	 * acc's offsets in res; the epilogue's conv + x, the same values (a
+	 * prefetch of the tile's residual lines before its channel loop was
+	 * 1-4% slower on light_resnet50's 1x1 residual layers, in the model) */
 	rl_buf_printf(b, "%sif (%s) {\n", ind, nm[3]);
 	for (int r = 0; r < 4; r++) {
 		rl_buf_printf(b, "%s   ", ind);
@@ -231,7 +252,7 @@ static void conv_uk_tile(struct rl_buf *b, const struct conv_isa *is, int nv, co
 		rl_buf_printf(b, "\n");
 	}
 	rl_buf_printf(b, "%s}\n", ind);
-	/* a fused Relu on the final sums (conv_epi_relu): max(0, s), which
+	/* a fused Relu on the final sums (conv_epi_regs): max(0, s), which
 	 * returns s where s is NaN or -0, as the epilogue's s < 0 ? 0 : s */
 	rl_buf_printf(b, "%sif (relu) {\n%s    const %s z = %s_setzero_ps();\n", ind, ind, is->vt,
 	              is->pfx);
@@ -255,8 +276,8 @@ static void conv_uk_tile(struct rl_buf *b, const struct conv_isa *is, int nv, co
  * in turn (the blocks inner, see conv_emit_uk), the others for one block. */
 static void conv_uk_tiles(struct rl_buf *b, const struct conv_isa *is, int nv, bool avx2)
 {
-	static const char *const one[4] = {"acc", "w", "bias", "res"};
-	static const char *const blk[4] = {"ab", "wb", "bb", "rb"};
+	static const char *const one[6] = {"acc", "w", "bias", "res", "scl", "shf"};
+	static const char *const blk[6] = {"ab", "wb", "bb", "rb", "sb", "hb"};
 	if (!avx2) {
 		conv_uk_tile(b, is, nv, "        ", one);
 		return;
@@ -265,6 +286,7 @@ static void conv_uk_tiles(struct rl_buf *b, const struct conv_isa *is, int nv, b
 	rl_buf_printf(b, "            float *ab = acc + blk * 4 * as;\n");
 	rl_buf_printf(b, "            const float *wb = w + blk * 4 * ws, *bb = bias ? bias + blk * 4 : NULL;\n");
 	rl_buf_printf(b, "            const float *rb = res ? res + blk * 4 * as : NULL;\n");
+	rl_buf_printf(b, "            const float *sb = scl ? scl + blk * 4 : NULL, *hb = shf ? shf + blk * 4 : NULL;\n");
 	conv_uk_tile(b, is, nv, "            ", blk);
 	rl_buf_printf(b, "        }\n");
 }
@@ -281,7 +303,9 @@ static void conv_emit_uk(struct rl_buf *b)
 		" * channels and every tap; with `fresh` the sums start from the bias (or\n"
 		" * zero) instead of acc, with `res` the sums get res[r * as + t] added (a\n"
 		" * fused residual Add on the last chunk), with `relu` they end as\n"
-		" * max(0, sum) (a fused Relu, after it). A register tile holds 4 channels x NV vectors\n"
+		" * max(0, sum) (a fused Relu, after it); before the residual, with `scl`\n"
+		" * they are multiplied by scl[r], with `shf` get shf[r] added (a fused\n"
+		" * per-channel Mul and Add). A register tile holds 4 channels x NV vectors\n"
 		" * of sums, enough independent FMAs to cover their latency on two pipes;\n"
 		" * per tap it loads NV band vectors once and broadcasts four weights.\n"
 		" * Every sum adds its terms in the order c, k, as the portable tiles do.\n"
@@ -295,7 +319,10 @@ static void conv_emit_uk(struct rl_buf *b)
 		int tw = is->nv * is->vw;
 		bool avx2 = is->vw == 8;
 		if (avx2) {
-			rl_buf_printf(b, "static __attribute__((target(\"%s\"))) void rl_conv4_%s(" CONV_UK_ARGS
+			/* noinline: GCC 12 inlined it into the sub-chunk loop of
+			 * rl_conv4_avx2_sub and the tiles ran 10% slower (3x3 64->64
+			 * on 56x56, one pass) */
+			rl_buf_printf(b, "static __attribute__((target(\"%s\"), noinline)) void rl_conv4_%s(" CONV_UK_ARGS
 			              ", int64_t nb)\n{\n", is->target, is->name);
 			rl_buf_printf(b, "    /* the tile's columns outer, the blocks inner: the tile's band\n"
 			                 "     * columns (cc x %d floats per tap) stay in L1 for every block's\n"
@@ -317,18 +344,55 @@ static void conv_emit_uk(struct rl_buf *b)
 			rl_buf_printf(b, "        t += %d;\n    }\n", nv * is->vw);
 		}
 		rl_buf_printf(b, "}\n\n");
-		if (!avx2) {
+		if (avx2) {
+			/*
+			 * The input channels in sub-chunks of about CONV_UK_SUB_STEPS
+			 * channel-taps, where a kernel has more than one tap: a tile's
+			 * band columns for all cc channels (3x3 64->64 on 56x56: 64 x 3
+			 * rows x 26 floats, about 30 KB) did not stay in L1 with the
+			 * blocks' weights streaming past them, so every block read
+			 * them again from L2. Micro-benchmark (Zen 3, one core, the
+			 * band of that layer in L2, 8 weight sets in turn): 86% of the
+			 * FMA peak in one pass, 93-95% in sub-chunks of 8, 16 or 32
+			 * channels. The layer alone (bench_conv_layers.py's model with
+			 * a Relu, one thread, thread CPU time, load 6): 2.80 ms in one
+			 * pass, 2.55-2.57 in sub-chunks of 32 channels (288 steps),
+			 * 2.57-2.61 in sub-chunks of 8. The partial sums go through acc
+			 * between sub-chunks, in the same order: the same bits. A 1x1
+			 * kernel keeps one pass (sub-chunks of 32 or 64 of 128
+			 * channels: 82-84% of the peak, against 86%: its band columns
+			 * are 1.5 lines a channel, and the kk == 1 loop is the faster
+			 * one). Only the calls with more than CONV_UK_SUB_STEPS
+			 * channel-taps go through it (rl_conv4_sub): through it, SqueezeNet's
+			 * 3x3/2 3->64 stem (27 channel-taps, one sub-chunk) took 0.66-0.68
+			 * ms against 0.60-0.61 calling the tiles directly.
+			 */
+			rl_buf_printf(b, "static __attribute__((target(\"%s\"))) void rl_conv4_%s_sub(" CONV_UK_ARGS
+			              ", int64_t nb)\n{\n", is->target, is->name);
+			rl_buf_printf(b, "    /* input channels in sub-chunks of at most %d channel-taps, as even as they go */\n"
+			                 "    const int64_t nsub = (cc * kk + %d) / %d, cs = (cc + nsub - 1) / nsub;\n"
+			                 "    for (int64_t c0 = 0; c0 < cc; c0 += cs) {\n"
+			                 "        const int64_t cn = cc - c0 < cs ? cc - c0 : cs;\n"
+			                 "        const int last = c0 + cn == cc;\n"
+			                 "        rl_conv4_%s(band + c0 * bc, bc, tap, kk, cn, w + c0 * kk, ws, acc, as, tp, bias,\n"
+			                 "                       fresh && c0 == 0, relu && last, last ? res : NULL,\n"
+			                 "                       last ? scl : NULL, last ? shf : NULL, nb);\n"
+			                 "    }\n}\n\n",
+			              CONV_UK_SUB_STEPS, CONV_UK_SUB_STEPS - 1, CONV_UK_SUB_STEPS, is->name);
+		} else {
 			rl_buf_printf(b, "/* nb blocks of four channels, one after the other */\n");
 			rl_buf_printf(b, "static __attribute__((target(\"%s\"))) void rl_conv4_%s(" CONV_UK_ARGS
 			              ", int64_t nb)\n{\n", is->target, is->name);
 			rl_buf_printf(b, "    for (int64_t blk = 0; blk < nb; blk++)\n");
 			rl_buf_printf(b, "        rl_conv4_%s_1(band, bc, tap, kk, cc, w + blk * 4 * ws, ws, acc + blk * 4 * as, as,\n"
 			                 "                      tp, bias ? bias + blk * 4 : NULL, fresh, relu,\n"
-			                 "                      res ? res + blk * 4 * as : NULL);\n}\n\n", is->name);
+			                 "                      res ? res + blk * 4 * as : NULL, scl ? scl + blk * 4 : NULL,\n"
+			                 "                      shf ? shf + blk * 4 : NULL);\n}\n\n", is->name);
 		}
 	}
 	rl_buf_printf(b,
 		"static rl_conv4_fn rl_conv4; /* NULL: the kernels' portable tiles */\n"
+		"static rl_conv4_fn rl_conv4_sub; /* rl_conv4 in sub-chunks of channels (more channel-taps) */\n"
 		"static int rl_conv_isa; /* 2: AVX-512, 1: AVX2 and FMA, 0: portable */\n\n"
 		"/* -DRL_CONV_NO_AVX512: the AVX2 kernels on any CPU that has AVX2 (tests) */\n"
 		"#ifdef RL_CONV_NO_AVX512\n"
@@ -340,9 +404,9 @@ static void conv_emit_uk(struct rl_buf *b)
 		"{\n"
 		"    __builtin_cpu_init();\n"
 		"    if (RL_CONV_AVX512_OK && __builtin_cpu_supports(\"avx512f\") && __builtin_cpu_supports(\"avx512vl\"))\n"
-		"        rl_conv4 = rl_conv4_avx512, rl_conv_isa = 2;\n"
+		"        rl_conv4 = rl_conv4_sub = rl_conv4_avx512, rl_conv_isa = 2;\n"
 		"    else if (__builtin_cpu_supports(\"avx2\") && __builtin_cpu_supports(\"fma\"))\n"
-		"        rl_conv4 = rl_conv4_avx2, rl_conv_isa = 1;\n"
+		"        rl_conv4 = rl_conv4_avx2, rl_conv4_sub = rl_conv4_avx2_sub, rl_conv_isa = 1;\n"
 		"}\n"
 		"#endif\n\n");
 }
@@ -1209,17 +1273,25 @@ static void emit_tile_loop(struct rl_cgen *cg, const char *T, const struct conv2
 	line_close(cg);
 }
 
+/* The steps of a fused epilogue the register tiles apply (conv_epi_regs). */
+struct conv_epi_regs {
+	int xsc, xsh, xres; /* the kernel's X index of S, T, the residual; -1: none */
+	bool relu;
+};
+
 /*
  * The call of the micro-kernel for the blocks from channel `mo` (a variable),
  * weights `w`, `nb` blocks: the band (or the input in place) and acc (or the
  * output rows).
  */
 static void conv_uk_call(struct rl_cgen *cg, const struct conv2d *p, const struct conv_band *b,
-                         bool chunked, bool din, bool dout, bool relu, int xres, const char *mo,
-                         const char *w, const char *nb)
+                         bool chunked, bool din, bool dout, const struct conv_epi_regs *e,
+                         const char *mo, const char *w, const char *nb)
 {
 	int64_t KK = p->KH * p->KW, CG = p->C / p->G;
-	char xin[96], yout[160], bias[40], last[48], res[240];
+	bool relu = e->relu;
+	int xres = e->xres;
+	char xin[96], yout[160], bias[40], last[48], res[240], scl[2][80];
 	if (din && chunked)
 		snprintf(xin, sizeof(xin), "xg + c0 * %lld + oh0 * %lld, %lld",
 		         (long long)(p->H * p->W), (long long)p->W, (long long)(p->H * p->W));
@@ -1244,10 +1316,19 @@ static void conv_uk_call(struct rl_cgen *cg, const struct conv2d *p, const struc
 		snprintf(res, sizeof(res), "%s%sX%d + ((n * %lld + %s) * %lld + oh0) * %lld%s",
 		         chunked ? last : "", chunked ? " ? " : "", xres, (long long)p->M, mo,
 		         (long long)p->OH, (long long)p->OW, chunked ? " : NULL" : "");
-	cg_line(cg, "rl_conv4(%s, tap, %lld, %lld, %s, %lld, %s, %lld, %s, %s, %s, %s, %s);", xin,
-	        (long long)KK, (long long)b->CC, w, (long long)(CG * KK), yout, (long long)b->TP,
+	/* a fused per-channel Mul and Add, on the last chunk */
+	for (int q = 0; q < 2; q++) {
+		int x = q ? e->xsh : e->xsc;
+		if (x < 0)
+			snprintf(scl[q], sizeof(scl[q]), "NULL");
+		else
+			snprintf(scl[q], sizeof(scl[q]), "%s%sX%d + %s%s", chunked ? last : "",
+			         chunked ? " ? " : "", x, mo, chunked ? " : NULL" : "");
+	}
+	cg_line(cg, "rl_conv4%s(%s, tap, %lld, %lld, %s, %lld, %s, %lld, %s, %s, %s, %s, %s, %s, %s);",
+	        KK > 1 && b->CC * KK > CONV_UK_SUB_STEPS ? "_sub" : "", xin, (long long)KK, (long long)b->CC, w, (long long)(CG * KK), yout, (long long)b->TP,
 	        p->bias ? bias : "NULL", chunked ? "c0 == 0" : "1", !relu ? "0" : chunked ? last : "1",
-	        res, nb);
+	        res, scl[0], scl[1], nb);
 }
 
 /*
@@ -1381,90 +1462,126 @@ static int64_t conv_band_parts(const struct conv2d *p, const struct conv_band *b
 }
 
 /*
- * Whether the fused epilogue is one Relu of the Conv's output and nothing
- * else (BatchNormalization folded into the weights, then Relu: most layers
- * of ResNet and SqueezeNet). The micro-kernels then apply it to the last
- * chunk's sums in registers before they store them, where the epilogue was
- * one more pass over the rows after them (a load and a store per output
- * through the generic vectors). Band mode's portable tiles keep the
- * epilogue; channels-on-vector mode's portable tile (rl_cv_port) applies
- * the Relu too. The values are the same: max(0, s) keeps NaN and -0.
+ * The fused epilogue the register tiles apply to the final sums before they
+ * store them, where it was one more pass over the output rows after them (a
+ * load and a store per output through the generic vectors). It is a chain
+ * from the Conv's output, each step optional, in this order:
+ *
+ *   Mul by a per-channel tensor S, Add of a per-channel tensor T (a
+ *   BatchNormalization that could not go into the weights: fold.c's
+ *   bn_affine, 37 of light_resnet50's 53 BNs, whose weights are made by
+ *   ConstantOfShape at load time), a residual Add (or Sum) of a tensor of
+ *   the output's shape (ResNet's last 1x1 convolution of every block), Relu
+ *   (most layers of ResNet and SqueezeNet).
+ *
+ * "Per-channel": M elements whose shape, right-aligned with the output's,
+ * varies along the channel axis only ([M,1,1], [1,M,1,1]); a graph input
+ * or a constant, read as X<i> with channel m at element m. The tiles
+ * compute (s * S[m]) + T[m], + res, max(0, .) with one rounding per
+ * operation, as the epilogue's ev1 = ea * S, ev2 = ev1 + T (never an FMA),
+ * so the values are the same bits; max(0, s) keeps NaN and -0, as the
+ * epilogue's s < 0 ? 0 : s. A residual needs band mode's sums straight in
+ * the output (dout: the residual rows at the output's offsets); the
+ * per-channel steps and the Relu run in every micro-kernel and in
+ * channels-on-vector mode's portable tile. Measured (one thread, Zen 3,
+ * bench_conv_layers.py --affine --relu): 1x1 1024->256 on 14x14 with the
+ * Mul, Add and Relu as the epilogue pass 1.31 ms, without that pass 1.14.
  */
-static bool conv_epi_relu(const struct rl_cgen *cg)
+
+/* Whether value v is a float tensor of M elements along the output's channel axis. */
+static bool conv_per_channel(const struct rl_cgen *cg, uint32_t v, const struct rl_value *vy)
 {
-	const struct rl_cgen_group *grp = cg->epi;
-	if (!grp || grp->nnodes != 2 || grp->nout != 1 || grp->nodes[0] != grp->anchor)
+	const struct rl_value *vv = &cg->g->values[v];
+	int64_t M = vy->shape.d[1].v;
+	int off = vy->shape.rank - vv->shape.rank; /* vv's axis i is the output's axis i + off */
+	if (vv->dtype != RL_DT_FLOAT || !rl_shape_is_static(&vv->shape) || off < 0 || off > 1 ||
+	    rl_shape_numel(&vv->shape) != M)
 		return false;
-	const struct rl_node *a = &cg->g->nodes[grp->anchor], *r = &cg->g->nodes[grp->nodes[1]];
-	return r->op == RL_OP_Relu && r->nin == 1 && r->nout == 1 && r->in[0] == a->out[0] &&
-	       grp->out[0] == r->out[0] && cg->g->values[r->out[0]].dtype == RL_DT_FLOAT;
+	for (int i = 0; i < vv->shape.rank; i++)
+		if (vv->shape.d[i].v != (i + off == 1 ? M : 1))
+			return false;
+	return true;
 }
 
-/*
- * Whether the fused epilogue is a residual Add (or Sum) of the Conv's
- * output and a tensor of its shape, then perhaps one Relu, and nothing else
- * (ResNet's last 1x1 convolution of every block). Band mode's micro-kernels
- * then add the residual to the last chunk's sums in registers (and apply
- * the Relu) where their sums go straight to the output rows (dout), with no
- * pass over the rows after them: ResNet-50's 1x1 64->256 on 56x56 with the
- * epilogue pass ran at 1.5-1.6x onnxruntime's time (one thread, Zen 3).
- * s + x is the epilogue's conv + x (or x + conv), the same float. *xres:
- * the kernel's X index of the residual; *relu: a Relu follows.
- */
-static bool conv_epi_res(const struct rl_cgen *cg, int *xres, bool *relu)
+/* The group's X index of value v (an input past the anchor's), or -1. */
+static int conv_epi_x(const struct rl_cgen *cg, uint32_t v)
 {
 	const struct rl_cgen_group *grp = cg->epi;
-	if (!grp || grp->nnodes < 2 || grp->nnodes > 3 || grp->nout != 1 ||
+	for (int q = cg->g->nodes[grp->anchor].nin; q < grp->nin; q++)
+		if (grp->in[q] == v)
+			return q;
+	return -1;
+}
+
+/* Whether the whole fused epilogue is such a chain; *e: its steps. */
+static bool conv_epi_regs(const struct rl_cgen *cg, struct conv_epi_regs *e)
+{
+	const struct rl_cgen_group *grp = cg->epi;
+	e->xsc = e->xsh = e->xres = -1;
+	e->relu = false;
+	if (!grp || grp->nnodes < 2 || grp->nnodes > 5 || grp->nout != 1 ||
 	    grp->nodes[0] != grp->anchor)
 		return false;
-	const struct rl_node *a = &cg->g->nodes[grp->anchor], *s = &cg->g->nodes[grp->nodes[1]];
-	if ((s->op != RL_OP_Add && s->op != RL_OP_Sum) || s->nin != 2 || s->nout != 1)
+	uint32_t y = cg->g->nodes[grp->anchor].out[0], cur = y;
+	const struct rl_value *vy = &cg->g->values[y];
+	if (vy->dtype != RL_DT_FLOAT || vy->shape.rank < 3 || !rl_shape_is_static(&vy->shape))
 		return false;
-	uint32_t y = a->out[0];
-	uint32_t x = s->in[0] == y ? s->in[1] : s->in[1] == y ? s->in[0] : RL_NONE;
-	if (x == RL_NONE || x == y)
-		return false;
-	const struct rl_value *vy = &cg->g->values[y], *vx = &cg->g->values[x];
-	if (vy->dtype != RL_DT_FLOAT || vx->dtype != RL_DT_FLOAT ||
-	    cg->g->values[s->out[0]].dtype != RL_DT_FLOAT || vx->shape.rank != vy->shape.rank ||
-	    !rl_shape_is_static(&vx->shape) || !rl_shape_is_static(&vy->shape))
-		return false;
-	for (int i = 0; i < vy->shape.rank; i++)
-		if (vx->shape.d[i].v != vy->shape.d[i].v)
+	int step = 0; /* the next step that may come: 0 Mul, 1 Add T, 2 residual, 3 Relu */
+	for (int i = 1; i < grp->nnodes; i++) {
+		const struct rl_node *n = &cg->g->nodes[grp->nodes[i]];
+		if (n->nout != 1 || cg->g->values[n->out[0]].dtype != RL_DT_FLOAT)
 			return false;
-	uint32_t last = s->out[0];
-	*relu = false;
-	if (grp->nnodes == 3) {
-		const struct rl_node *r = &cg->g->nodes[grp->nodes[2]];
-		if (r->op != RL_OP_Relu || r->nin != 1 || r->nout != 1 || r->in[0] != last ||
-		    cg->g->values[r->out[0]].dtype != RL_DT_FLOAT)
-			return false;
-		last = r->out[0];
-		*relu = true;
-	}
-	if (grp->out[0] != last)
-		return false;
-	for (int q = a->nin; q < grp->nin; q++)
-		if (grp->in[q] == x) {
-			*xres = q;
-			return true;
+		if (n->op == RL_OP_Relu) {
+			if (step > 3 || n->nin != 1 || n->in[0] != cur)
+				return false;
+			e->relu = true;
+			step = 4;
+			cur = n->out[0];
+			continue;
 		}
-	return false;
+		bool mul = n->op == RL_OP_Mul;
+		if ((!mul && n->op != RL_OP_Add && n->op != RL_OP_Sum) || n->nin != 2)
+			return false;
+		uint32_t o = n->in[0] == cur ? n->in[1] : n->in[1] == cur ? n->in[0] : RL_NONE;
+		if (o == RL_NONE || o == cur || o == y)
+			return false;
+		int xo = conv_epi_x(cg, o);
+		if (xo < 0)
+			return false;
+		const struct rl_value *vo = &cg->g->values[o];
+		bool same = vo->dtype == RL_DT_FLOAT && vo->shape.rank == vy->shape.rank &&
+		            rl_shape_is_static(&vo->shape);
+		for (int d = 0; same && d < vy->shape.rank; d++)
+			same = vo->shape.d[d].v == vy->shape.d[d].v;
+		if (mul && step == 0 && conv_per_channel(cg, o, vy)) {
+			e->xsc = xo;
+			step = 1;
+		} else if (!mul && n->op == RL_OP_Add && step <= 1 && conv_per_channel(cg, o, vy)) {
+			e->xsh = xo;
+			step = 2;
+		} else if (!mul && step <= 2 && same) {
+			e->xres = xo;
+			step = 3;
+		} else {
+			return false;
+		}
+		cur = n->out[0];
+	}
+	return grp->out[0] == cur;
 }
 
 static void emit_conv_band(struct rl_cgen *cg, const char *T, int64_t es, const struct conv2d *p,
                            const struct conv_band *b, bool uk)
 {
 	int64_t CG = p->C / p->G, MG = p->M / p->G, KK = p->KH * p->KW;
-	bool relu = uk && conv_epi_relu(cg);
 	int64_t NB = p->OH / b->R, MP = conv_band_parts(p, b), nblk = MG / b->mr;
 	bool chunked = b->CC < CG, dout = band_direct_out(p, b, uk), din = band_direct_in(p, b, uk);
-	int xres = -1;
-	bool rrelu = false;
-	if (uk && dout && conv_epi_res(cg, &xres, &rrelu))
-		relu = rrelu;
-	else
-		xres = -1;
+	/* the whole epilogue in the micro-kernel's registers (a residual only
+	 * where the sums go straight to the output), or none of it there */
+	struct conv_epi_regs e;
+	bool inreg = uk && conv_epi_regs(cg, &e) && (e.xres < 0 || dout);
+	if (!inreg)
+		e = (struct conv_epi_regs){-1, -1, -1, false};
 	int64_t band_bytes = (b->CC * b->BC * es + 63) / 64 * 64;
 	char lines[4][120], cond[80];
 	const char *body[4];
@@ -1590,15 +1707,14 @@ static void emit_conv_band(struct rl_cgen *cg, const char *T, int64_t es, const 
 			line_close(cg);
 		}
 		snprintf(w, sizeof(w), "X1 + mg * %lld + c0 * %lld", (long long)(CG * KK), (long long)KK);
-		conv_uk_call(cg, p, b, chunked, din, dout, relu, xres, "mg", w, "(int64_t)(me - mg) / 4");
-		/* a fused Relu alone, or a residual Add (and Relu), ran in the
-		 * micro-kernel: no epilogue after it */
-		if ((cg->epi && !relu && xres < 0) || !dout) {
+		conv_uk_call(cg, p, b, chunked, din, dout, &e, "mg", w, "(int64_t)(me - mg) / 4");
+		/* the epilogue ran in the micro-kernel (inreg): none after it */
+		if ((cg->epi && !inreg) || !dout) {
 			line_open(cg, "for (size_t mo = mg; mo < me; mo += %d) {", b->mr, 0);
 			if (dout)
 				emit_acc_epi(cg, p, b, chunked ? cond : "");
 			else
-				emit_acc_rows(cg, T, p, b, true, relu ? NULL : chunked ? cond : "",
+				emit_acc_rows(cg, T, p, b, true, inreg ? NULL : chunked ? cond : "",
 				              "mo - mg + r");
 			line_close(cg);
 		}
@@ -1702,32 +1818,45 @@ static const struct cv_isa cv_isas[] = {
 #define CV_ARGS \
 	"const float *restrict x, const unsigned *restrict tap, int64_t kk, int64_t cc, " \
 	"int64_t xcs, const float *restrict w, float *restrict o, const float *restrict bias, " \
-	"int fresh, int relu"
+	"int fresh, int relu, const float *restrict scl, const float *restrict shf"
 
 static const char cv_port[] =
 	"/* ---- Conv, channels on vector lanes: the portable tile ---- */\n"
 	"/* o[j * cb + l] (+)= sum over c < cc, k < kk of w[(c * kk + k) * cb + l] *\n"
-	" * x[c * xcs + tap[k] + j * sx], for nt pixels j and cb (16 or 32) lanes l;\n"
-	" * with `fresh` the sums start from bias[l]; with `relu` they end as\n"
-	" * max(0, sum) (a fused Relu, on the last chunk). The micro-kernels' order. */\n"
-	"static void rl_cv_port(const float *restrict x, int64_t sx, int64_t nt, int64_t cb,\n"
+	" * x[c * xcs + tap[k] + off(j)], for nt pixels j and cb (16 or 32) lanes l,\n"
+	" * off(j) = j * sx, or with rows of rw pixels rs apart from pixel ph of a\n"
+	" * row on, pos(ph + j) - pos(ph) where pos(i) = i / rw * rs + i % rw * sx;\n"
+	" * with `fresh` the sums start from bias[l]; with `scl` they are then\n"
+	" * multiplied by scl[l], with `shf` get shf[l] added, with `relu` they end\n"
+	" * as max(0, .) (a fused per-channel Mul, Add and Relu, on the last chunk;\n"
+	" * one rounding each, two statements: no contraction). The micro-kernels' order. */\n"
+	"static void rl_cv_port(const float *restrict x, int64_t sx, int64_t rw, int64_t rs, int64_t ph,\n"
+	"                       int64_t nt, int64_t cb,\n"
 	"                       const unsigned *restrict tap, int64_t kk, int64_t cc, int64_t xcs,\n"
 	"                       const float *restrict w, float *restrict o,\n"
-	"                       const float *restrict bias, int fresh, int relu)\n"
+	"                       const float *restrict bias, int fresh, int relu,\n"
+	"                       const float *restrict scl, const float *restrict shf)\n"
 	"{\n"
 	"    for (int64_t j = 0; j < nt; j++) {\n"
 	"        float s[32];\n"
 	"        for (int64_t l = 0; l < cb; l++)\n"
 	"            s[l] = fresh ? bias[l] : o[j * cb + l];\n"
-	"        const float *xc = x + j * sx, *wc = w;\n"
+	"        const int64_t off = !rw ? j * sx : (ph + j) / rw * rs + (ph + j) % rw * sx - (ph / rw * rs + ph % rw * sx);\n"
+	"        const float *xc = x + off, *wc = w;\n"
 	"        for (int64_t c = 0; c < cc; c++, xc += xcs)\n"
 	"            for (int64_t k = 0; k < kk; k++, wc += cb) {\n"
 	"                const float xv = xc[tap[k]];\n"
 	"                for (int64_t l = 0; l < cb; l++)\n"
 	"                    s[l] += wc[l] * xv;\n"
 	"            }\n"
-	"        for (int64_t l = 0; l < cb; l++)\n"
-	"            o[j * cb + l] = relu && s[l] < 0.0f ? 0.0f : s[l];\n"
+	"        for (int64_t l = 0; l < cb; l++) {\n"
+	"            float v = s[l];\n"
+	"            if (scl)\n"
+	"                v = v * scl[l];\n"
+	"            if (shf)\n"
+	"                v = v + shf[l];\n"
+	"            o[j * cb + l] = relu && v < 0.0f ? 0.0f : v;\n"
+	"        }\n"
 	"    }\n"
 	"}\n\n";
 
@@ -1747,13 +1876,15 @@ static void cv_tr_open(struct rl_buf *b, const char *target, const char *isa, in
 {
 	rl_buf_printf(b,
 		"static __attribute__((target(\"%s\"))) void rl_cv_tr_%s(const float *restrict ob,\n"
-		"        size_t cb, size_t np, size_t mv, float *restrict y, size_t ys)\n"
+		"        size_t cb, size_t np, size_t mv, float *restrict y, size_t ys,\n"
+		"        const float *restrict res, int relu)\n"
 		"{\n"
 		"    size_t q0 = 0;\n"
 		"    for (; q0 + %d <= np; q0 += %d)\n"
 		"        for (size_t c0 = 0; c0 < mv; c0 += %d) {\n"
 		"            const float *o = ob + q0 * cb + c0;\n"
-		"            float *d = y + c0 * ys + q0;\n", target, isa, vw, vw, vw);
+		"            float *d = y + c0 * ys + q0;\n"
+		"            const float *rr = res ? res + c0 * ys + q0 : NULL;\n", target, isa, vw, vw, vw);
 }
 
 /* A transpose's tail: the last np % vw pixels one by one. */
@@ -1764,8 +1895,12 @@ static void cv_tr_close(struct rl_buf *b, int vw)
 		"    /* the last np %% %d pixels; the constant bounds (mv <= cb <= 32) keep GCC\n"
 		"     * from warning that q0 * cb could overflow in its clones for a constant cb */\n"
 		"    for (size_t j = 0; j < %d && q0 + j < np; j++)\n"
-		"        for (size_t c = 0; c < 32 && c < mv; c++)\n"
-		"            y[c * ys + q0 + j] = ob[(q0 + j) * cb + c];\n"
+		"        for (size_t c = 0; c < 32 && c < mv; c++) {\n"
+		"            float v = ob[(q0 + j) * cb + c];\n"
+		"            if (res)\n"
+		"                v = v + res[c * ys + q0 + j];\n"
+		"            y[c * ys + q0 + j] = relu && v < 0.0f ? 0.0f : v;\n"
+		"        }\n"
 		"}\n\n", vw, vw - 1);
 }
 
@@ -1777,7 +1912,9 @@ static void cv_emit_tr(struct rl_buf *b)
 	 * slower than the scalar copy) */
 	rl_buf_printf(b,
 		"/* ---- Conv, channels on vector lanes: the sums back into NCHW planes ---- */\n"
-		"/* y[r * ys + q] = ob[q * cb + r] for r < mv, q < np (cb a multiple of 16) */\n");
+		"/* y[r * ys + q] = ob[q * cb + r] for r < mv, q < np (cb a multiple of 16);\n"
+		" * with res, + res[r * ys + q], with relu, then max(0, .) (a fused residual\n"
+		" * Add and Relu, after the tiles' per-channel steps) */\n");
 	cv_tr_open(b, "avx512f", "avx512", 16);
 	for (int j = 0; j < 16; j++)
 		rl_buf_printf(b, "            const __m512 r%d = _mm512_loadu_ps(%s);\n", j,
@@ -1807,9 +1944,13 @@ static void cv_emit_tr(struct rl_buf *b)
 		char cond[32] = "";
 		if (c)
 			snprintf(cond, sizeof(cond), "if (ce > %d) ", c);
-		rl_buf_printf(b, "            %s_mm512_storeu_ps(%s, _mm512_shuffle_f32x4(w%d_%d, w%d_%d, %s));\n",
-		              cond, cg_addr(ad, sizeof(ad), "d", c, "ys", NULL, 0), i, k & 1, i,
-		              2 + (k & 1), k < 2 ? "0x88" : "0xdd");
+		rl_buf_printf(b, "            %s{ __m512 v = _mm512_shuffle_f32x4(w%d_%d, w%d_%d, %s);"
+		              " if (rr) v = _mm512_add_ps(v, _mm512_loadu_ps(%s));"
+		              " if (relu) v = _mm512_max_ps(_mm512_setzero_ps(), v);",
+		              cond, i, k & 1, i, 2 + (k & 1), k < 2 ? "0x88" : "0xdd",
+		              cg_addr(ad, sizeof(ad), "rr", c, "ys", NULL, 0));
+		rl_buf_printf(b, " _mm512_storeu_ps(%s, v); }\n",
+		              cg_addr(ad, sizeof(ad), "d", c, "ys", NULL, 0));
 	}
 	cv_tr_close(b, 16);
 	cv_tr_open(b, "avx2", "avx2", 8);
@@ -1831,15 +1972,50 @@ static void cv_emit_tr(struct rl_buf *b)
 		char cond[32] = "";
 		if (c)
 			snprintf(cond, sizeof(cond), "if (ce > %d) ", c);
-		rl_buf_printf(b, "            %s_mm256_storeu_ps(%s, _mm256_permute2f128_ps(u%d, u%d, %s));\n",
-		              cond, cg_addr(ad, sizeof(ad), "d", c, "ys", NULL, 0), c % 4, 4 + c % 4,
-		              c < 4 ? "0x20" : "0x31");
+		rl_buf_printf(b, "            %s{ __m256 v = _mm256_permute2f128_ps(u%d, u%d, %s);"
+		              " if (rr) v = _mm256_add_ps(v, _mm256_loadu_ps(%s));"
+		              " if (relu) v = _mm256_max_ps(_mm256_setzero_ps(), v);",
+		              cond, c % 4, 4 + c % 4, c < 4 ? "0x20" : "0x31",
+		              cg_addr(ad, sizeof(ad), "rr", c, "ys", NULL, 0));
+		rl_buf_printf(b, " _mm256_storeu_ps(%s, v); }\n",
+		              cg_addr(ad, sizeof(ad), "d", c, "ys", NULL, 0));
 	}
 	cv_tr_close(b, 8);
 }
 
-/* One step of a sub-tile: the lanes' weights at wc, pn pixels of xs broadcast. */
-static void cv_uk_step(struct rl_buf *b, const struct cv_isa *is, int cb, int64_t sx, int pn)
+/*
+ * The pixels of a micro-kernel tile: nt pixels at stride sx in one row
+ * (rw = 0), or nt pixels of a part's rows of rw pixels, rs apart in x, from
+ * pixel ph of a row on (a tile across rows: cv_flat in emit_conv_cv).
+ */
+struct cv_tile {
+	int64_t sx;
+	int nt;
+	int64_t rw, rs, ph;
+};
+
+/* x offset of the tile's pixel j from its first */
+static int64_t cv_off(const struct cv_tile *t, int64_t j)
+{
+	if (!t->rw)
+		return j * t->sx;
+	int64_t i = t->ph + j;
+	return i / t->rw * t->rs + i % t->rw * t->sx - (t->ph / t->rw * t->rs + t->ph % t->rw * t->sx);
+}
+
+/* The function name of a tile's micro-kernel, for one ISA */
+static void cv_name(char *b, size_t n, const char *isa, int cb, const struct cv_tile *t)
+{
+	if (!t->rw)
+		snprintf(b, n, "rl_cv_%s_c%d_s%lld_n%d", isa, cb, (long long)t->sx, t->nt);
+	else
+		snprintf(b, n, "rl_cv_%s_c%d_s%lld_n%d_w%lld_r%lld_p%lld", isa, cb, (long long)t->sx,
+		         t->nt, (long long)t->rw, (long long)t->rs, (long long)t->ph);
+}
+
+/* One step of a sub-tile: the lanes' weights at wc, pn pixels of xs (from pixel j0) broadcast. */
+static void cv_uk_step(struct rl_buf *b, const struct cv_isa *is, int cb, const struct cv_tile *t,
+                       int j0, int pn)
 {
 	char ad[64];
 	int vpb = cb / is->vw;
@@ -1850,20 +2026,21 @@ static void cv_uk_step(struct rl_buf *b, const struct cv_isa *is, int cb, int64_
 	rl_buf_printf(b, ";\n");
 	for (int j = 0; j < pn; j++) {
 		rl_buf_printf(b, "                { const %s xb = %s_set1_ps(xs[%lld]);", is->vt,
-		              is->pfx, (long long)(j * sx));
+		              is->pfx, (long long)(cv_off(t, j0 + j) - cv_off(t, j0)));
 		for (int v = 0; v < vpb; v++)
 			rl_buf_printf(b, " s%d_%d = %s_fmadd_ps(w%d, xb, s%d_%d);", j, v, is->pfx, v, j, v);
 		rl_buf_printf(b, " }\n");
 	}
 }
 
-/* The micro-kernel of one ISA for tiles of nt pixels at stride sx, into b. */
-static void cv_emit_uk(struct rl_buf *b, const struct cv_isa *is, int cb, int64_t sx, int nt)
+/* The micro-kernel of one ISA for tiles of t->nt pixels, into b. */
+static void cv_emit_uk(struct rl_buf *b, const struct cv_isa *is, int cb, const struct cv_tile *t)
 {
-	char ad[64];
-	int vpb = cb / is->vw, pmax = is->pmax * CONV_CV_CB / cb;
-	rl_buf_printf(b, "static __attribute__((target(\"%s\"))) void rl_cv_%s_c%d_s%lld_n%d(" CV_ARGS
-	              ")\n{\n", is->target, is->name, cb, (long long)sx, nt);
+	char ad[64], fn[96];
+	int vpb = cb / is->vw, pmax = is->pmax * CONV_CV_CB / cb, nt = t->nt;
+	cv_name(fn, sizeof(fn), is->name, cb, t);
+	rl_buf_printf(b, "static __attribute__((target(\"%s\"))) void %s(" CV_ARGS ")\n{\n",
+	              is->target, fn);
 	/* sub-tiles of pmax pixels and the rest, unless the rest would hold
 	 * fewer than 4 sums: then the fewest sub-tiles, as even as they go (the
 	 * wider first). 13 pixels at cb = 16 on AVX2 as 5 + 4 + 4, not 6 + 6 +
@@ -1903,7 +2080,7 @@ static void cv_emit_uk(struct rl_buf *b, const struct cv_isa *is, int cb, int64_
 		}
 		rl_buf_printf(b, "        }\n");
 		rl_buf_printf(b, "        const float *xc = %s, *wc = w;\n",
-		              cg_addr(ad, sizeof(ad), "x", 0, NULL, NULL, (int)(j0 * sx)));
+		              cg_addr(ad, sizeof(ad), "x", 0, NULL, NULL, (int)cv_off(t, j0)));
 		if (is->vw == 8) {
 			/* AVX2: a 1x1 kernel (one tap) in one loop over the channels,
 			 * without the tap loop's overhead per channel; same sums, same order */
@@ -1911,15 +2088,30 @@ static void cv_emit_uk(struct rl_buf *b, const struct cv_isa *is, int cb, int64_
 			rl_buf_printf(b, "            const float *xs = xc + tap[0];\n");
 			rl_buf_printf(b, "            for (int64_t c = 0; c < cc; c++, xs += xcs, wc += %d) {\n",
 			              cb);
-			cv_uk_step(b, is, cb, sx, pn);
+			cv_uk_step(b, is, cb, t, j0, pn);
 			rl_buf_printf(b, "            }\n");
 			rl_buf_printf(b, "        } else\n");
 		}
 		rl_buf_printf(b, "        for (int64_t c = 0; c < cc; c++, xc += xcs)\n");
 		rl_buf_printf(b, "            for (int64_t k = 0; k < kk; k++, wc += %d) {\n", cb);
 		rl_buf_printf(b, "                const float *xs = xc + tap[k];\n");
-		cv_uk_step(b, is, cb, sx, pn);
+		cv_uk_step(b, is, cb, t, j0, pn);
 		rl_buf_printf(b, "            }\n");
+		/* a fused per-channel Mul and Add (conv_epi_regs), lane l by
+		 * scl[l] then + shf[l], one rounding each as in the epilogue */
+		for (int q = 0; q < 2; q++) {
+			const char *f = q ? "shf" : "scl";
+			rl_buf_printf(b, "        if (%s) {\n", f);
+			for (int v = 0; v < vpb; v++) {
+				rl_buf_printf(b, "            const %s f%d = %s_loadu_ps(%s);", is->vt, v,
+				              is->pfx, cg_addr(ad, sizeof(ad), f, 0, NULL, NULL, v * is->vw));
+				for (int j = 0; j < pn; j++)
+					rl_buf_printf(b, " s%d_%d = %s_%s_ps(s%d_%d, f%d);", j, v, is->pfx,
+					              q ? "add" : "mul", j, v, v);
+				rl_buf_printf(b, "\n");
+			}
+			rl_buf_printf(b, "        }\n");
+		}
 		/* a fused Relu: max(0, s) keeps a NaN or -0, as s < 0 ? 0 : s */
 		rl_buf_printf(b, "        if (relu) {\n            const %s z = %s_setzero_ps();\n",
 		              is->vt, is->pfx);
@@ -1943,10 +2135,10 @@ static void cv_emit_uk(struct rl_buf *b, const struct cv_isa *is, int cb, int64_
 	rl_buf_printf(b, "}\n\n");
 }
 
-/* The shared runtime, the portable tile and the micro-kernels for (sx, nt). */
-static void cv_need(struct rl_cgen *cg, int cb, int64_t sx, int nt)
+/* The shared runtime, the portable tile and the micro-kernels for tile t. */
+static void cv_need(struct rl_cgen *cg, int cb, const struct cv_tile *t)
 {
-	char key[64];
+	char key[128];
 	conv_need_rt(cg);
 	if (!strstr(cg->statics.s, "static void rl_cv_port("))
 		rl_buf_printf(&cg->statics, "%s", cv_port);
@@ -1955,12 +2147,13 @@ static void cv_need(struct rl_cgen *cg, int cb, int64_t sx, int nt)
 		cv_emit_tr(&cg->statics);
 		rl_buf_printf(&cg->statics, "#endif\n\n");
 	}
-	snprintf(key, sizeof(key), "rl_cv_%s_c%d_s%lld_n%d(", cv_isas[0].name, cb, (long long)sx, nt);
+	cv_name(key, sizeof(key) - 1, cv_isas[0].name, cb, t);
+	strcat(key, "(");
 	if (strstr(cg->statics.s, key))
 		return;
 	rl_buf_printf(&cg->statics, "#ifdef RL_CONV_ISA\n");
 	for (size_t i = 0; i < sizeof(cv_isas) / sizeof(cv_isas[0]); i++)
-		cv_emit_uk(&cg->statics, &cv_isas[i], cb, sx, nt);
+		cv_emit_uk(&cg->statics, &cv_isas[i], cb, t);
 	rl_buf_printf(&cg->statics, "#endif\n\n");
 }
 
@@ -2079,8 +2272,10 @@ static bool cv_fits(const struct conv2d *p, bool wrun, int64_t *xbytes, int64_t 
 	       *wbytes <= CONV_CV_W_BYTES;
 }
 
-static void cv_call(struct rl_cgen *cg, int cb, int64_t sx, int64_t ow0, int nt, const char *tail)
+/* The call of tile t's micro-kernel, x at xr + x0 */
+static void cv_call(struct rl_cgen *cg, int cb, const struct cv_tile *t, int64_t x0, const char *tail)
 {
+	char fn[96];
 	int ind = cg->indent;
 	cg->indent = -1;
 	cg_line(cg, "#ifdef RL_CONV_ISA");
@@ -2089,15 +2284,15 @@ static void cv_call(struct rl_cgen *cg, int cb, int64_t sx, int64_t ow0, int nt,
 		/* rl_conv_isa: 2 for AVX-512, 1 for AVX2, the order of cv_isas */
 		cg_line(cg, "%sif (rl_conv_isa == %d)", i ? "else " : "",
 		        (int)(sizeof(cv_isas) / sizeof(cv_isas[0]) - i));
-		cg_line(cg, "    rl_cv_%s_c%d_s%lld_n%d(xr + %lld, %s);", cv_isas[i].name, cb,
-		        (long long)sx, nt, (long long)(ow0 * sx), tail);
+		cv_name(fn, sizeof(fn), cv_isas[i].name, cb, t);
+		cg_line(cg, "    %s(xr + %lld, %s);", fn, (long long)x0, tail);
 	}
 	cg_line(cg, "else");
 	cg->indent = -1;
 	cg_line(cg, "#endif");
 	cg->indent = ind;
-	cg_line(cg, "    rl_cv_port(xr + %lld, %lld, %d, %d, %s);", (long long)(ow0 * sx),
-	        (long long)sx, nt, cb, tail);
+	cg_line(cg, "    rl_cv_port(xr + %lld, %lld, %lld, %lld, %lld, %d, %d, %s);", (long long)x0,
+	        (long long)t->sx, (long long)t->rw, (long long)t->rs, (long long)t->ph, t->nt, cb, tail);
 }
 
 static void emit_conv_cv(struct rl_cgen *cg, uint32_t node, const struct conv2d *p,
@@ -2113,17 +2308,50 @@ static void emit_conv_cv(struct rl_cgen *cg, uint32_t node, const struct conv2d 
 	bool pad = xbytes > 0;
 	int64_t pitch = pad ? (wp > p->W + p->PL ? wp : p->W + p->PL) : p->W;
 	int64_t xcs = pad ? rh * pitch : p->H * p->W;
-	/* pixel tiles of a row: ntile tiles of OW / ntile pixels, the first OW % ntile one wider */
-	int64_t ntile = (p->OW + CONV_CV_NT - 1) / CONV_CV_NT, tw = p->OW / ntile;
-	int64_t wide = p->OW % ntile;
-	char wname[160], wptr[200], tail[200], last[64];
-	/* a fused Relu alone: applied by the tiles to the last chunk's sums */
-	bool relu = conv_epi_relu(cg);
+	/*
+	 * Short rows (OW <= CONV_CV_NT / 2), and a 1x1 convolution at unit
+	 * strides reading the input in place (its rows back to back in x), are
+	 * tiled across the part's rows: its R * OW pixels (ob holds them in that
+	 * order) cut into tiles as one row, a tile's pixel at its row's offset
+	 * in x (cv_tile: rows rs = SH * pitch apart; with no break in x, the
+	 * plain kernel). On a 7x7 map a row of 7 was AVX2 sub-tiles of 3 + 3 +
+	 * 1 pixels, the last one latency-bound (4 sums), 7 of them per plane;
+	 * 49 pixels are tiles of 13 + 12 + 12 + 12, one such sub-tile per plane.
+	 * With a Relu, one thread, thread CPU time (bench_conv_layers.py's
+	 * model, load 6): 1x1 2048->512 on 7x7 1.27-1.29 ms -> 1.20-1.23,
+	 * 512->2048 1.24 -> 1.15-1.19; 3x3 512->512 on 7x7 2.69-2.71 -> 2.47-2.50,
+	 * 3x3/2 512->512 on 14x14 2.77 -> 2.57-2.62. The same sums in the same order.
+	 */
+	bool flat = R > 1 && R * p->OW <= 4 * CONV_CV_NT && /* the calls are written out, one per tile */
+	            (2 * p->OW <= CONV_CV_NT ||
+	             (KK == 1 && p->SH == 1 && p->SW == 1 && !pad && p->W == p->OW));
+	int64_t rowpix = flat ? R * p->OW : p->OW, nrows = flat ? 1 : R;
+	int64_t rs = p->SH * pitch; /* x offset of the next output row */
+	/* pixel tiles of a row: ntile tiles of rowpix / ntile pixels, the first rowpix % ntile one wider */
+	int64_t ntile = (rowpix + CONV_CV_NT - 1) / CONV_CV_NT, tw = rowpix / ntile;
+	int64_t wide = rowpix % ntile;
+	char wname[160], wptr[200], tail[400], last[64];
+	/* a fused per-channel Mul and Add: applied by the tiles to the last
+	 * chunk's sums, and a Relu there too when no residual follows; a
+	 * residual Add (its rows NCHW, as the output's) and the Relu after it
+	 * by the transpose into the output planes. The epilogue pass they
+	 * replace: 1x1 256->1024 on 14x14 + Mul + Add + residual Add + Relu
+	 * spent 0.065 of 1.17 ms in it (one thread) */
+	struct conv_epi_regs e;
+	bool inreg = conv_epi_regs(cg, &e), relu = inreg && e.relu && e.xres < 0;
+	bool trres = inreg && e.xres >= 0; /* the residual and Relu in the transpose */
 	snprintf(last, sizeof(last), "c0 + %lld >= %lld", (long long)CC, (long long)CG);
 
-	cv_need(cg, cb, p->SW, (int)tw);
-	if (wide)
-		cv_need(cg, cb, p->SW, (int)tw + 1);
+	/* tile q: tw pixels (the first `wide` ones one more) from pixel ow0 */
+	bool brk = flat && rs != p->OW * p->SW; /* rows not back to back in x */
+#define CV_TILE_AT(q, ow0) \
+	((struct cv_tile){p->SW, (int)(tw + ((q) < wide ? 1 : 0)), brk ? p->OW : 0, brk ? rs : 0, \
+	                  brk ? (ow0) % p->OW : 0})
+	for (int64_t q = 0, ow0 = 0; q < ntile; q++) {
+		struct cv_tile tq = CV_TILE_AT(q, ow0);
+		cv_need(cg, cb, &tq);
+		ow0 += tq.nt;
+	}
 	rl_buf_printf(&cg->init, "    if (rl_conv_scratch_reserve(%lldu) != 0) /* %s */\n        return -1;\n",
 	              (long long)(xbytes + obytes + wbytes), cg->kname);
 
@@ -2235,6 +2463,15 @@ static void emit_conv_cv(struct rl_cgen *cg, uint32_t node, const struct conv2d 
 		cg_line(cg, "    bz[l] = l < mv ? X2[m0 + l] : 0.0f;");
 	else
 		cg_line(cg, "    bz[l] = 0.0f;");
+	for (int f = 0; f < 2; f++) {
+		int x = inreg ? (f ? e.xsh : e.xsc) : -1;
+		if (x < 0)
+			continue;
+		cg_line(cg, "float %s[%d]; /* the fused %s's per-channel operand, zero past M */",
+		        f ? "tz" : "sz", cb, f ? "Add" : "Mul");
+		cg_line(cg, "for (size_t l = 0; l < %d; l++)", cb);
+		cg_line(cg, "    %s[l] = l < mv ? X%d[m0 + l] : 0.0f;", f ? "tz" : "sz", x);
+	}
 	if (wbytes) {
 		/* a transpose in blocks of 16 columns: each channel's row is read a
 		 * line at a time and the block written stays in L1 (reading the
@@ -2267,30 +2504,40 @@ static void emit_conv_cv(struct rl_cgen *cg, uint32_t node, const struct conv2d 
 		else
 			cg_line(cg, "const int64_t cn = %lld;", (long long)CC);
 	}
-	line_open(cg, "for (size_t i = 0; i < %lld; i++) {", R, 0);
+	line_open(cg, "for (size_t i = 0; i < %lld; i++) {", nrows, 0);
 	if (one)
 		cg_line(cg, "const float *xr = xb + i * %lld;", (long long)(p->SH * pitch));
 	else
 		cg_line(cg, "const float *xr = xb + c0 * %lld + i * %lld;", (long long)xcs,
 		        (long long)(p->SH * pitch));
-	cg_line(cg, "float *orow = ob + i * %lld;", (long long)(p->OW * cb));
+	cg_line(cg, "float *orow = ob + i * %lld;", (long long)(rowpix * cb));
 	for (int64_t q = 0, ow0 = 0; q < ntile; q++) {
-		int nt = (int)(tw + (q < wide ? 1 : 0));
+		const struct cv_tile tile = CV_TILE_AT(q, ow0), *tq = &tile;
+		/* x of the tile's first pixel, from the row's (or part's) first */
+		int64_t x0 = flat ? ow0 / p->OW * rs + ow0 % p->OW * p->SW : ow0 * p->SW;
 		char wexpr[64];
 		if (one)
 			snprintf(wexpr, sizeof(wexpr), "wb");
 		else
 			snprintf(wexpr, sizeof(wexpr), "wb + c0 * %lld", (long long)(KK * cb));
-		snprintf(tail, sizeof(tail), "tap, %lld, cn, %lld, %s, orow + %lld, bz, %s, %s",
+		char fin[2][80];
+		for (int f = 0; f < 2; f++) {
+			bool has = inreg && (f ? e.xsh : e.xsc) >= 0;
+			snprintf(fin[f], sizeof(fin[f]), "%s%s%s%s", !has || one ? "" : last,
+			         !has || one ? "" : " ? ", !has ? "NULL" : f ? "tz" : "sz",
+			         !has || one ? "" : " : NULL");
+		}
+		snprintf(tail, sizeof(tail), "tap, %lld, cn, %lld, %s, orow + %lld, bz, %s, %s, %s, %s",
 		         (long long)KK, (long long)xcs, wexpr, (long long)(ow0 * cb),
-		         one ? "1" : "c0 == 0", !relu ? "0" : one ? "1" : last);
-		cv_call(cg, cb, p->SW, ow0, nt, tail);
-		ow0 += nt;
+		         one ? "1" : "c0 == 0", !relu ? "0" : one ? "1" : last, fin[0], fin[1]);
+		cv_call(cg, cb, tq, x0, tail);
+		ow0 += tq->nt;
 	}
+#undef CV_TILE_AT
 	line_close(cg); /* i */
 	line_close(cg); /* c0, or the block of one chunk */
 	cg_line(cg, "/* the sums into the block's output planes (rl_cv_tr_*)%s */",
-	        !cg->epi ? "" : relu ? " (the fused Relu is in them)" : ", then the fused epilogue");
+	        !cg->epi ? "" : inreg ? " (the fused epilogue is in them)" : ", then the fused epilogue");
 	{
 		int ind = cg->indent;
 		cg->indent = -1;
@@ -2298,9 +2545,14 @@ static void emit_conv_cv(struct rl_cgen *cg, uint32_t node, const struct conv2d 
 		cg->indent = ind;
 		for (int i = 0; i < 2; i++) {
 			cg_line(cg, "%sif (rl_conv_isa == %d)", i ? "else " : "", 2 - i);
-			cg_line(cg, "    rl_cv_tr_%s(ob, %d, %lld, mv, Y0 + ((n * %lld + m0) * %lld + oh0) * %lld, %lld);",
+			char rx[160] = "NULL";
+			if (trres)
+				snprintf(rx, sizeof(rx), "X%d + ((n * %lld + m0) * %lld + oh0) * %lld", e.xres,
+				         (long long)M, (long long)p->OH, (long long)p->OW);
+			cg_line(cg, "    rl_cv_tr_%s(ob, %d, %lld, mv, Y0 + ((n * %lld + m0) * %lld + oh0) * %lld, %lld, %s, %d);",
 			        i ? "avx2" : "avx512", cb, (long long)(R * p->OW), (long long)M,
-			        (long long)p->OH, (long long)p->OW, (long long)(p->OH * p->OW));
+			        (long long)p->OH, (long long)p->OW, (long long)(p->OH * p->OW), rx,
+			        trres && e.relu);
 		}
 		cg_line(cg, "else");
 		cg->indent = -1;
@@ -2310,8 +2562,17 @@ static void emit_conv_cv(struct rl_cgen *cg, uint32_t node, const struct conv2d 
 	line_open(cg, "for (size_t r = 0; r < mv; r++) {", 0, 0);
 	cg_line(cg, "float *restrict y = Y0 + ((n * %lld + m0 + r) * %lld + oh0) * %lld;", (long long)M,
 	        (long long)p->OH, (long long)p->OW);
-	cg_line(cg, "for (size_t q = 0; q < %lld; q++)", (long long)(R * p->OW));
-	cg_line(cg, "    y[q] = ob[q * %d + r];", cb);
+	if (trres) {
+		cg_line(cg, "const float *restrict rr = X%d + ((n * %lld + m0 + r) * %lld + oh0) * %lld;",
+		        e.xres, (long long)M, (long long)p->OH, (long long)p->OW);
+		line_open(cg, "for (size_t q = 0; q < %lld; q++) {", R * p->OW, 0);
+		cg_line(cg, "const float v = ob[q * %d + r] + rr[q];", cb);
+		cg_line(cg, "y[q] = %s;", e.relu ? "v < 0.0f ? 0.0f : v" : "v");
+		line_close(cg);
+	} else {
+		cg_line(cg, "for (size_t q = 0; q < %lld; q++)", (long long)(R * p->OW));
+		cg_line(cg, "    y[q] = ob[q * %d + r];", cb);
+	}
 	line_close(cg); /* r */
 	/*
 	 * With whole planes (one row part) and whole blocks (cb divides M), the
@@ -2325,10 +2586,10 @@ static void emit_conv_cv(struct rl_cgen *cg, uint32_t node, const struct conv2d 
 	 */
 	/* the Relu is in the tiles' sums: the group's one node after the Conv
 	 * is applied, which emit_fused.c checks through the count of epilogues */
-	if (relu)
+	if (inreg)
 		cg->epi_calls++;
 	bool block_run = false;
-	if (cg->epi && !relu && RP == 1 && M % cb == 0 && (cb * p->OH * p->OW) % 16 == 0) {
+	if (cg->epi && !inreg && RP == 1 && M % cb == 0 && (cb * p->OH * p->OW) % 16 == 0) {
 		const struct rl_cgen_group *grp = cg->epi;
 		int64_t ny = rl_shape_numel(&cg_out(cg, grp->anchor, 0)->shape);
 		int na = cg->g->nodes[grp->anchor].nin;
@@ -2337,7 +2598,7 @@ static void emit_conv_cv(struct rl_cgen *cg, uint32_t node, const struct conv2d 
 			block_run &= grp->in[q] != RL_NONE &&
 			             rl_shape_numel(&cg->g->values[grp->in[q]].shape) == ny;
 	}
-	if (cg->epi && !relu && !block_run) {
+	if (cg->epi && !inreg && !block_run) {
 		char base[200];
 		snprintf(base, sizeof(base), "((n * %lld + m0 + r) * %lld + oh0) * %lld", (long long)M,
 		         (long long)p->OH, (long long)p->OW);

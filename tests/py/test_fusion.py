@@ -363,6 +363,75 @@ def case_conv_relu_chanvec():
     return c
 
 
+def case_conv_affine_chanvec():
+    c = Case("conv_affine_relu_chanvec", 1, 1, "small-plane Conv without bias (channels on the "
+             "lanes, 40 = 32 + 8 channels, chunks of input channels) + per-channel Mul [C,1,1] + "
+             "Add [1,C,1,1] + Relu: an unfolded BatchNormalization, applied by the tiles")
+    x = c.inp("x", F32, [1, 72, 7, 7])
+    h = c.op("Conv", [x, c.rand([40, 72, 3, 3], 0.2)], pads=[1, 1, 1, 1], kernel_shape=[3, 3])
+    h = c.op("Mul", [c.const(c.rng.uniform(0.5, 1.5, [40, 1, 1]), F32), h])
+    h = c.op("Add", [h, c.rand([1, 40, 1, 1])])
+    y = c.op("Relu", [h])
+    c.out(y, F32, [1, 40, 7, 7])
+    return c
+
+
+def case_conv_affine_band():
+    c = Case("conv_affine_band", 1, 1, "Conv (band mode, padded: the sums through acc) + "
+             "per-channel Mul + Add, no Relu: in the FMA tiles")
+    x = c.inp("x", F32, [1, 8, 40, 40])
+    h = c.op("Conv", [x, c.rand([8, 8, 3, 3]), c.rand([8])], pads=[1, 1, 1, 1],
+             kernel_shape=[3, 3])
+    h = c.op("Mul", [h, c.const(c.rng.uniform(0.5, 1.5, [8, 1, 1]), F32)])
+    y = c.op("Add", [h, c.rand([8, 1, 1])])
+    c.out(y, F32, [1, 8, 40, 40])
+    return c
+
+
+def case_conv1x1_affine_residual_chunks():
+    c = Case("conv1x1_affine_residual_chunks", 1, 1, "1x1 Conv (band mode, sums straight into "
+             "the output, input channels in chunks) + per-channel Mul + Add + residual Add + "
+             "Relu: all in the FMA tiles on the last chunk's sums")
+    x = c.inp("x", F32, [1, 512, 40, 40])
+    r = c.inp("r", F32, [1, 8, 40, 40])
+    h = c.op("Conv", [x, c.rand([8, 512, 1, 1], 0.1)], kernel_shape=[1, 1])
+    h = c.op("Mul", [h, c.const(c.rng.uniform(0.5, 1.5, [8, 1, 1]), F32)])
+    h = c.op("Add", [h, c.rand([8, 1, 1])])
+    h = c.op("Add", [r, h])
+    y = c.op("Relu", [h])
+    c.out(y, F32, [1, 8, 40, 40])
+    return c
+
+
+def case_conv_affine_residual_chanvec():
+    c = Case("conv_affine_residual_chanvec", 1, 1, "small-plane 3x3 Conv without bias "
+             "(channels on the lanes, 40 = 32 + 8; 7x7 rows tiled across rows) + per-channel "
+             "Mul + Add + residual Add + Relu: Mul and Add in the tiles, the residual and Relu "
+             "in the transpose")
+    x = c.inp("x", F32, [1, 24, 7, 7])
+    r = c.inp("r", F32, [1, 40, 7, 7])
+    h = c.op("Conv", [x, c.rand([40, 24, 3, 3], 0.2)], pads=[1, 1, 1, 1], kernel_shape=[3, 3])
+    h = c.op("Mul", [h, c.const(c.rng.uniform(0.5, 1.5, [40, 1, 1]), F32)])
+    h = c.op("Add", [h, c.rand([40, 1, 1])])
+    h = c.op("Add", [r, h])
+    y = c.op("Relu", [h])
+    c.out(y, F32, [1, 40, 7, 7])
+    return c
+
+
+def case_conv_residual_sum_chanvec():
+    c = Case("conv_residual_sum_chanvec", 1, 1, "small-plane 3x3/2 Conv (channels on the "
+             "lanes, rows of 5 tiled across rows) + Sum with a tensor of its shape, no Relu: "
+             "the residual in the transpose")
+    x = c.inp("x", F32, [2, 64, 9, 9])
+    r = c.inp("r", F32, [2, 32, 5, 5])
+    h = c.op("Conv", [x, c.rand([32, 64, 3, 3], 0.1), c.rand([32])], pads=[1, 1, 1, 1],
+             strides=[2, 2], kernel_shape=[3, 3])
+    y = c.op("Sum", [h, r])
+    c.out(y, F32, [2, 32, 5, 5])
+    return c
+
+
 def case_epilogue_two_outputs():
     c = Case("epilogue_writes_two_values", 1, 1, "MatMul + bias, then the biased value is "
              "a graph output and also feeds a Relu and a bool mask: one epilogue, 3 outputs")
@@ -419,6 +488,8 @@ CASES = [case_dag, case_mid_output, case_output_consumed, case_broadcast_ranks,
          case_conv_residual, case_conv_plane_channel, case_conv1x1_rowbroadcast,
          case_conv3d_gather, case_conv_relu_band, case_conv1x1_relu_chunks, case_conv_relu_chanvec,
          case_conv1x1_residual_chunks, case_conv1x1_residual_sum,
+         case_conv_affine_chanvec, case_conv_affine_band, case_conv1x1_affine_residual_chunks,
+         case_conv_affine_residual_chanvec, case_conv_residual_sum_chanvec,
          case_epilogue_two_outputs, case_no_fuse_broadcast, case_no_fuse_cycle,
          case_epilogue_blocked]
 
