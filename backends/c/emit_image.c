@@ -257,6 +257,8 @@ enum rl_status rl_emit_c_resize(struct rl_cgen *cg, uint32_t node)
 	}
 	emit_taps_helper(cg);
 	const char *k = cg->kname;
+	/* nearest without tf_crop_and_resize's extrapolation: a copy (below) */
+	bool copy = mode == 0 && ctm != 5;
 	cg_line(cg, "/* %s, %s, %s%s%s; tap tables for the resized axes, then the sum over "
 	        "their product */", modes[mode], ctms[ctm], mode == 0 ? nmodes[nmode] : "",
 	        aa ? "antialias" : "", excl ? ", exclude_outside" : "");
@@ -298,6 +300,8 @@ enum rl_status rl_emit_c_resize(struct rl_cgen *cg, uint32_t node)
 		cg_line(cg, "const int nt%d = %s_taps(%s, %s, %s, %d, %d, %d, %.17g, %d, %d, %lld, %lld, "
 		        "%d, %s_i%d, %s_w%d, %s_e%d);", d, k, scale, rs, re, ctm, mode, nmode, ca, excl,
 		        aa, (long long)in, (long long)out, T[d], k, d, k, d, k, d);
+		if (copy)
+			cg_line(cg, "(void)nt%d; /* nearest: one tap */", d);
 	}
 	/* the loop nest: output axes in order; after each resized axis's loop,
 	 * its extrapolation flag is or-ed in */
@@ -313,6 +317,28 @@ enum rl_status rl_emit_c_resize(struct rl_cgen *cg, uint32_t node)
 		if (pos[d] >= 0 && ctm == 5)
 			ep += (size_t)snprintf(ext + ep, sizeof(ext) - ep, "%s%s_e%d[o%d]", ep ? " | " : "",
 			                       k, d, d);
+	}
+	if (copy) {
+		/* nearest: one tap of weight 1 on each resized axis, so each output
+		 * is one input element, copied (the sum below in double per output
+		 * took 3.3 ns an element: ppocrv4_det's 2x nearest upsampling of
+		 * 1x96x40x40 2.03 ms, one thread, Zen 3). The bases are written in
+		 * the innermost loop; the compiler hoists each to its own axis. */
+		char prev[16] = "0";
+		for (int d = 0; d < r; d++) {
+			char ix[64];
+			if (pos[d] >= 0)
+				snprintf(ix, sizeof(ix), "(size_t)%s_i%d[o%d]", k, d, d);
+			else
+				snprintf(ix, sizeof(ix), "o%d", d);
+			if (d == r - 1)
+				cg_line(cg, "Y0[y++] = X0[%s + %s * %lld];", prev, ix, (long long)xs[d]);
+			else
+				cg_line(cg, "const size_t b%d = %s + %s * %lld;", d, prev, ix, (long long)xs[d]);
+			snprintf(prev, sizeof(prev), "b%d", d);
+		}
+		cg_loops_close(cg, r);
+		return RL_OK;
 	}
 	cg_line(cg, "double acc = 0.0;");
 	int depth = r;

@@ -77,10 +77,12 @@ def cst_model(tmp, check, rl):
 
 def column_conv_model(tmp, check, rl):
     """A 1-D convolution written as N x C x L x 1 (jax2tf, Keras) after a
-    Mul(x, x): the Conv runs as the 1-D Conv over the same memory (rows of L,
-    not of 1: emit_conv.c), the Mul's kernel reads its one input once
-    (a second, unused load was a -Wunused-variable warning). The C compiles
-    warning-free under gcc and clang and matches onnxruntime at -O2 and -O0."""
+    Mul(x, x), then a nearest 2x Resize: the Conv runs as the 1-D Conv over
+    the same memory (rows of L, not of 1: emit_conv.c), the Mul's kernel
+    reads its one input once and the Resize copies (emit_image.c; an unused
+    load and unused tap counts were -Wunused-variable warnings). The C
+    compiles warning-free under gcc and clang and matches onnxruntime at -O2
+    and -O0."""
     import onnxruntime as ort
     from onnx import TensorProto, helper, numpy_helper
     d = os.path.join(tmp, "colconv")
@@ -88,11 +90,13 @@ def column_conv_model(tmp, check, rl):
     rng = np.random.default_rng(5)
     w = numpy_helper.from_array(rng.standard_normal((96, 64, 5, 1)).astype(np.float32) * 0.1, "w")
     b = numpy_helper.from_array(rng.standard_normal(96).astype(np.float32), "b")
+    sc = numpy_helper.from_array(np.array([1, 1, 2, 2], dtype=np.float32), "sc")
     g = helper.make_graph(
         [helper.make_node("Mul", ["x", "x"], ["sq"]),
-         helper.make_node("Conv", ["sq", "w", "b"], ["y"], kernel_shape=[5, 1])], "colconv",
+         helper.make_node("Conv", ["sq", "w", "b"], ["c"], kernel_shape=[5, 1]),
+         helper.make_node("Resize", ["c", "", "sc"], ["y"], mode="nearest")], "colconv",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64, 100, 1])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 96, 96, 1])], [w, b])
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 96, 192, 2])], [w, b, sc])
     mp = os.path.join(d, "colconv.onnx")
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), mp)
     x = rng.standard_normal((1, 64, 100, 1)).astype(np.float32)
