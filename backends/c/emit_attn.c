@@ -625,7 +625,9 @@ static enum rl_status emit_attention(struct rl_cgen *cg, uint32_t node)
 		cg_line(cg, "}");
 	}
 	if (e.blocked) {
-		cg_vmath_need(cg, RL_VM_EXP);
+		/* what row_softmax needs, in one block (the CUDA fallback drops one
+		 * RL_VEC block of vector math, not two) */
+		cg_vmath_need(cg, RL_VM_EXPZ);
 		cg->simd = 1;
 		rl_buf_printf(&cg->body, "#ifdef RL_VEC\n");
 		attn_blocked(cg, &e);

@@ -2667,7 +2667,8 @@ static int64_t prod(const int64_t *d, int n)
 static bool convt_gemm_ok(struct rl_cgen *cg, const struct conv_win *w, enum rl_dtype dt,
                           int64_t G)
 {
-	return dt == RL_DT_FLOAT && G == 1 && !cg->static_mode && (w->nsp == 1 || w->nsp == 2) &&
+	return dt == RL_DT_FLOAT && G == 1 && !cg->static_mode && !cg->device &&
+	       (w->nsp == 1 || w->nsp == 2) &&
 	       prod(w->in, w->nsp) > 0 && prod(w->k, w->nsp) > 0;
 }
 

@@ -79,6 +79,9 @@ struct rl_cgen {
 	unsigned static_mode : 1; /* emitters must not use the malloc'd runtimes
 	                             (packed GEMM, conv band scratch), and declare
 	                             sized local arrays with cg_scratch_array */
+	unsigned device : 1;      /* the CUDA backend runs this C kernel on the GPU
+	                             (emit_cuda_kernels.c cu_k_fallback): no CPU
+	                             runtime, and cg_value_stored_const does not apply */
 	const char *ws_name;      /* the workspace pointer's C name, "NAME_ws" */
 	int64_t scratch_base;     /* kernel scratch: workspace bytes from here on */
 	int64_t scratch_cur;      /* bytes handed out in the current kernel */

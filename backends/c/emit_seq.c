@@ -377,7 +377,7 @@ static enum rl_status emit_rnn(struct rl_cgen *cg, uint32_t node)
 	 * FMA kernels picked at init, 4 rows at a time); else (float64, static
 	 * mode) W and R are transposed per run and the gates summed along
 	 * contiguous rows in plain C */
-	bool gv = !dbl && !cg->static_mode;
+	bool gv = !dbl && !cg->static_mode && !cg->device;
 	int64_t full = gru ? 2 * H : G * H; /* rows that take R h with the others */
 	/* state: h and c per batch row; the gates of one row */
 	if (gv) {

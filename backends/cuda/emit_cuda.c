@@ -1053,6 +1053,7 @@ enum rl_status rl_emit_cuda(struct rl_graph *g, const struct rl_cuda_opts *o,
 {
 	struct cu d = {.g = g};
 	d.cg.g = g;
+	d.cg.device = 1;
 	enum rl_status st;
 	char prefix[64], hbase[512], h_path[4096], w_path[4096];
 	unsigned char *side = NULL;
