@@ -161,6 +161,17 @@ static void gen_pack_a(struct rl_buf *b)
 	                 "}\n\n");
 }
 
+/* The x86 register tiles: full mr x (2 vectors) kernels in the runtime, and
+ * the exact-height edge kernels cg_gemm_finish adds (mr divides 12). */
+static const struct gemm_isa {
+	const char *isa, *target, *what;
+	int mr, lanes;
+} gemm_isas[2] = {
+	{"avx2", "avx2,fma", "/* AVX2 + FMA, 6 x 16: 12 ymm accumulators, 2 B vectors, a broadcast */\n", 6, 8},
+	{"avx512", "avx512f,avx512vl,fma",
+	 "/* AVX-512, 12 x 32: 24 zmm accumulators, 2 B vectors, a broadcast */\n", 12, 16},
+};
+
 /* ---- the runtime text ------------------------------------------------- */
 
 static const char rt_head[] =
@@ -719,10 +730,13 @@ void cg_gemm_runtime(struct rl_cgen *cg)
 	rl_buf_printf(b, "%s", rt_head);
 	rl_buf_printf(b, "%s", rt_generic);
 	rl_buf_printf(b, "#ifdef RL_GEMM_X86\n");
-	rl_buf_printf(b, "/* AVX-512, 12 x 32: 24 zmm accumulators, 2 B vectors, a broadcast */\n");
-	gen_ukr_x86(b, "rl_sgemm_ukr_avx512", "avx512f,avx512vl,fma", 12, 12, 2, 16);
-	rl_buf_printf(b, "/* AVX2 + FMA, 6 x 16: 12 ymm accumulators, 2 B vectors, a broadcast */\n");
-	gen_ukr_x86(b, "rl_sgemm_ukr_avx2", "avx2,fma", 6, 6, 2, 8);
+	for (int i = (int)(sizeof(gemm_isas) / sizeof(gemm_isas[0])) - 1; i >= 0; i--) {
+		const struct gemm_isa *is = &gemm_isas[i];
+		char name[64];
+		snprintf(name, sizeof(name), "rl_sgemm_ukr_%s", is->isa);
+		rl_buf_printf(b, "%s", is->what);
+		gen_ukr_x86(b, name, is->target, is->mr, is->mr, 2, is->lanes);
+	}
 	rl_buf_printf(b, "#endif\n\n");
 	rl_buf_printf(b, "%s", rt_x86_gemv);
 	rl_buf_printf(b, "%s", rt_body);
@@ -747,14 +761,11 @@ void cg_gemm_finish(struct rl_cgen *cg)
 	if (!cg->statics.s || !strstr(cg->statics.s, RT_MARK))
 		return;
 	struct rl_buf *b = &cg->statics;
-	static const struct {
-		const char *isa, *target;
-		int mr, lanes;
-	} t[2] = {{"avx2", "avx2,fma", 6, 8}, {"avx512", "avx512f,avx512vl,fma", 12, 16}};
+	const struct gemm_isa *t = gemm_isas;
 	char name[64];
 	if (cg->gemm_rows[0] | cg->gemm_rows[1]) {
-		rl_buf_printf(b, "/* ---- GEMM edge kernels: the last %s of this file's products ---- */\n",
-		              "row panels (M %% mr rows)");
+		rl_buf_printf(b, "/* ---- GEMM edge kernels: the last row panels (M %% mr rows) of this "
+		                 "file's products ---- */\n");
 		rl_buf_printf(b, "#ifdef RL_GEMM_X86\n");
 		for (int i = 0; i < 2; i++)
 			for (int h = 1; h < t[i].mr; h++)
@@ -984,8 +995,8 @@ void cg_gemm_emit_task(struct rl_cgen *cg, const struct cg_gemm_call *c,
                        const struct cg_gemm_plan *pl, const char *task)
 {
 	long long M = c->M, N = c->N, nib = pl->nib, mc = pl->mc, nc = pl->nc;
-	cg->gemm_rows[0] |= M % 6 ? 1u << (M % 6) : 0; /* the edge heights (cg_gemm_finish) */
-	cg->gemm_rows[1] |= M % 12 ? 1u << (M % 12) : 0;
+	for (int i = 0; i < 2; i++) /* the edge heights (cg_gemm_finish), per gemm_isas[i] */
+		cg->gemm_rows[i] |= M % gemm_isas[i].mr ? 1u << (M % gemm_isas[i].mr) : 0;
 	cg_line(cg, "{ /* one task: a block of at most %lld x %lld outputs over all of K */", mc, nc);
 	cg->indent++;
 	cg_line(cg, "const int64_t g_t = %s;", task);
