@@ -179,21 +179,14 @@ void rl_scalar_attrs(const struct rl_node *n, struct rl_scalar_attrs *p)
  * and erf_helper), operation for operation. */
 static float rl_sc_tanhf(float x)
 {
-	const float c = 7.90531110763549805f;
-	const float y = x < -c ? -c : (x > c ? c : x);
-	const float y2 = y * y;
-	float p = -2.76076847742355e-16f;
-	p = p * y2 + 2.00018790482477e-13f;
-	p = p * y2 + -8.60467152213735e-11f;
-	p = p * y2 + 5.12229709037114e-08f;
-	p = p * y2 + 1.48572235717979e-05f;
-	p = p * y2 + 6.37261928875436e-04f;
-	p = p * y2 + 4.89352455891786e-03f;
-	float q = 1.19825839466702e-06f;
-	q = q * y2 + 1.18534705686654e-04f;
-	q = q * y2 + 2.26843463243900e-03f;
-	q = q * y2 + 4.89352518554385e-03f;
-	return y * p / q;
+	const float a0 = fabsf(x), a = a0 > 10.0f ? 10.0f : a0;
+	const float s = a * a, s2 = s * s;
+	const float p = (s * 1.338398201e-01f + 1.0f) +
+	                s2 * ((s * 2.066129698e-05f + 3.498998153e-03f) + s2 * 1.341987011e-08f);
+	const float q = (s * 4.671730350e-01f + 1.0f) +
+	                s2 * ((s * 3.291041779e-04f + 2.589021426e-02f) + s2 * 7.804748989e-07f);
+	const float t = a * p / q;
+	return copysignf(t > 1.0f ? 1.0f : t, x);
 }
 
 static float rl_sc_erff(float x)

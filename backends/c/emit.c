@@ -1749,28 +1749,21 @@ static const char bf16_helpers[] =
 	"    return (uint16_t)(x >> 16);\n"
 	"}\n\n";
 
-/* tanh for float: Eigen's rational approximation (ptanh_float), within a
- * few ulp of tanhf (relative error about 1e-7 near 0, where it is x times
- * 1 - 1.3e-7), and free of branches and calls so loops over it vectorize;
- * NaN passes through, -0 stays -0, |x| > 7.9 gives +-1. */
+/* tanh for float: rl_vtanh's rational function (emit_math.c) on one float,
+ * within 6 ulp of tanh; free of branches and calls so loops over it
+ * vectorize; NaN passes through, -0 stays -0, |x| >= 9.1 gives +-1.
+ * ir/scalar.c folds constants with the same function. */
 static const char tanh_helper[] =
 	"static inline __attribute__((unused)) float rl_tanhf(float x)\n"
 	"{\n"
-	"    const float c = 7.90531110763549805f;\n"
-	"    const float y = x < -c ? -c : (x > c ? c : x);\n"
-	"    const float y2 = y * y;\n"
-	"    float p = -2.76076847742355e-16f;\n"
-	"    p = p * y2 + 2.00018790482477e-13f;\n"
-	"    p = p * y2 + -8.60467152213735e-11f;\n"
-	"    p = p * y2 + 5.12229709037114e-08f;\n"
-	"    p = p * y2 + 1.48572235717979e-05f;\n"
-	"    p = p * y2 + 6.37261928875436e-04f;\n"
-	"    p = p * y2 + 4.89352455891786e-03f;\n"
-	"    float q = 1.19825839466702e-06f;\n"
-	"    q = q * y2 + 1.18534705686654e-04f;\n"
-	"    q = q * y2 + 2.26843463243900e-03f;\n"
-	"    q = q * y2 + 4.89352518554385e-03f;\n"
-	"    return y * p / q;\n"
+	"    const float a0 = fabsf(x), a = a0 > 10.0f ? 10.0f : a0;\n"
+	"    const float s = a * a, s2 = s * s;\n"
+	"    const float p = (s * 1.338398201e-01f + 1.0f) +\n"
+	"                    s2 * ((s * 2.066129698e-05f + 3.498998153e-03f) + s2 * 1.341987011e-08f);\n"
+	"    const float q = (s * 4.671730350e-01f + 1.0f) +\n"
+	"                    s2 * ((s * 3.291041779e-04f + 2.589021426e-02f) + s2 * 7.804748989e-07f);\n"
+	"    const float t = a * p / q;\n"
+	"    return copysignf(t > 1.0f ? 1.0f : t, x);\n"
 	"}\n\n";
 
 /* erf for float: Eigen's rational approximation (generic_fast_erf_float),

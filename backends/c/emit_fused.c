@@ -830,39 +830,43 @@ static bool vec_group(struct rl_cgen *cg, const struct rl_cgen_group *grp, enum 
 			cg->par_grain = (RL_VEC_MIN_PAR + row - 1) / row;
 		}
 	}
+	/* The loop on rl_vf, and on x86-64 with clones (RL_VNARROW) the same
+	 * loop on 8-float rl_wf first, for every CPU but the AVX-512 ones: an
+	 * rl_vf is several registers in the narrower clones (emit_math.c,
+	 * vm_nbase). The rl_wf loop is the rl_vf one's text renamed. With a Sqrt
+	 * the rl_vf loop, run only where AVX-512 is, takes the whole-zmm
+	 * rl_vsqrt_v4 (emit_math.c). The test is made once per range. */
+	cg->vnarrow = 1;
 	cg_vmath_need(cg, RL_VM_BASE);
 	cg->simd = 1;
-	rl_buf_printf(&cg->body, "#ifdef RL_VEC\n");
 	bool sqrt = false;
 	for (int j = 0; j < grp->nnodes; j++)
 		sqrt |= cg->g->nodes[grp->nodes[j]].op == RL_OP_Sqrt;
-	if (sqrt) {
-		/* the loop once more for CPUs with x86-64-v4, with the whole-zmm
-		 * sqrt that only an asm statement gives every clone (emit_math.c,
-		 * rl_vsqrt_v4); the test is made once per range */
+	if (sqrt)
 		cg_vmath_need(cg, RL_VM_SQRT);
-		rl_buf_printf(&cg->body, "#ifdef RL_SQRT_V4\n");
-		cg_line(cg, "if (rl_cpu_v4()) {");
-		cg->indent++;
-		rl_buf_printf(&cg->body, "#define rl_vsqrt rl_vsqrt_v4\n");
-		*st = vec_nest(cg, grp, &p, true);
-		if (*st != RL_OK)
-			return true;
-		rl_buf_printf(&cg->body, "#undef rl_vsqrt\n");
-		cg->indent--;
-		cg_line(cg, "} else {");
-		rl_buf_printf(&cg->body, "#endif\n");
-		cg->indent++;
-	}
+	struct rl_buf wide = {0}, body = cg->body;
+	cg->body = wide;
+	cg->indent++;
 	*st = vec_nest(cg, grp, &p, true);
-	if (*st != RL_OK)
+	cg->indent--;
+	wide = cg->body;
+	cg->body = body;
+	if (*st != RL_OK) {
+		rl_buf_free(&wide);
 		return true;
-	if (sqrt) {
-		cg->indent--;
-		rl_buf_printf(&cg->body, "#ifdef RL_SQRT_V4\n");
-		cg_line(cg, "}");
-		rl_buf_printf(&cg->body, "#endif\n");
 	}
+	rl_buf_printf(&cg->body, "#ifdef RL_VEC\n#ifdef RL_VNARROW\n");
+	cg_line(cg, "if (!rl_cpu_v4()) {");
+	cg_vnarrow_text(&cg->body, wide.s, true);
+	cg_line(cg, "} else {");
+	if (sqrt)
+		rl_buf_printf(&cg->body, "#define rl_vsqrt rl_vsqrt_v4\n");
+	rl_buf_printf(&cg->body, "#endif\n%s#ifdef RL_VNARROW\n", wide.s);
+	if (sqrt)
+		rl_buf_printf(&cg->body, "#undef rl_vsqrt\n");
+	cg_line(cg, "}");
+	rl_buf_printf(&cg->body, "#endif\n");
+	rl_buf_free(&wide);
 	rl_buf_printf(&cg->body, "#else\n");
 	*st = vec_nest(cg, grp, &p, false);
 	if (*st != RL_OK)

@@ -64,6 +64,7 @@ struct rl_cgen {
 	 * emit_rt.c) inside `#ifdef RL_VEC ... #else <scalar> #endif`: the driver
 	 * emits the runtime and compiles the kernel per ISA (RL_TARGETS). */
 	unsigned simd : 1;
+	unsigned vnarrow : 1;  /* cg_vmath_need writes the rl_wf copies too */
 
 	/* ---- whole file; emitters append, the driver places them ---- */
 	struct rl_buf statics;  /* file-scope declarations and helper functions,
@@ -401,6 +402,10 @@ enum rl_vmath {
 /* Add the functions in fns (and what they use) that cg->statics lacks, in
  * dependency order, under `#ifdef RL_VEC`. The kernel using them sets simd. */
 void cg_vmath_need(struct rl_cgen *cg, unsigned fns);
+/* in with every rl_v* identifier renamed rl_w* (RL_VW RL_WW; rl_vh* and
+ * rl_vsqrt_v4 kept), its comments kept or dropped: the 8-float copy of
+ * vector code (emit_math.c, RL_VNARROW), appended to out */
+void cg_vnarrow_text(struct rl_buf *out, const char *in, bool comments);
 /* The same text into b, every function in fns (for tests). */
 void rl_vmath_text(struct rl_buf *b, unsigned fns);
 

@@ -174,7 +174,7 @@ static void cell_pre(const struct cell *c, const char *var, const char *src)
 /*
  * LSTM's update on vectors of units, where its activations are the default
  * Sigmoid, Tanh, Tanh and H is a whole number of vectors: rl_vsigmoid and
- * rl_vtanh (emit_math.c, 2.5 and 3 ulp) instead of expf and rl_tanhf per
+ * rl_vtanh (emit_math.c, 2.5 and 6 ulp) instead of expf and rl_tanhf per
  * unit, five per unit and step (ddddocr_ocr's LSTM, 512 units, 40 steps:
  * 4.86 -> 4.63 ms at one thread, Zen 3: what is left is the R h GEMV
  * streaming R from the last-level cache each step). Same order of

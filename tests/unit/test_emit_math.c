@@ -173,7 +173,7 @@ struct bound {
 
 static const struct bound bounds[] = {
 	{"exp", 1.5}, {"expm1", 2.5}, {"log", 2.0}, {"log1p", 4.0},
-	{"tanh", 3.0}, {"sigmoid", 2.5}, {"sqrt", 0.501}, {"erf", 7.0},
+	{"tanh", 6.0}, {"sigmoid", 2.5}, {"sqrt", 0.501}, {"erf", 7.0},
 	{"expz", 1.5}, /* rl_vexp's bound where it is not 0 (x >= -87.3) */
 };
 
@@ -359,7 +359,8 @@ Test(vmath, vector_kernels_agree_with_scalar_table, .timeout = 600)
 	int rc = tu_sh("cd '%s' && ${CC:-cc} -std=c11 -Wall -Wextra -Werror -pedantic -O2 m.c main.c"
 	            " -o vec -lm -lpthread 2> cc.log && ${CC:-cc} -std=c11 -O2 -DRL_NO_VEC m.c main.c"
 	            " -o sca -lm -lpthread 2>> cc.log && ./vec 1 v1.bin && ./vec 2 v2.bin &&"
-	            " ./sca 1 s1.bin || { cat cc.log >&2; exit 1; }", dir);
+	            " ./sca 1 s1.bin && ${CC:-cc} -std=c11 -O2 -DRL_NO_VNARROW m.c main.c -o wide"
+	            " -lm -lpthread 2>> cc.log && ./wide 1 w1.bin || { cat cc.log >&2; exit 1; }", dir);
 	cr_assert_eq(rc, 0, "build or run failed in %s", dir);
 	size_t n1, n2, ns;
 	char p1[4300], p2[4300], ps[4300];
@@ -370,6 +371,23 @@ Test(vmath, vector_kernels_agree_with_scalar_table, .timeout = 600)
 	cr_assert_eq(n1, ns);
 	cr_assert_eq(n1, n2);
 	cr_expect_eq(memcmp(v1, v2, n1 * sizeof(float)), 0, "1 and 2 threads differ");
+	/* on x86-64 below AVX-512 vec ran the 8-float rl_wf loops (emit_math.c,
+	 * vm_nbase), wide the rl_vf ones: each lane does the same operations, so
+	 * the same bits, but for which NaN an operation passes on (the sign of
+	 * 0 * inf's NaN follows operand order, which the register allocation
+	 * picks) */
+	size_t nw;
+	char pw[4300];
+	snprintf(pw, sizeof(pw), "%s/w1.bin", dir);
+	float *w1 = read_floats(pw, &nw);
+	cr_assert_eq(nw, n1);
+	size_t nd = 0;
+	for (size_t i = 0; i < n1; i++)
+		if (memcmp(&v1[i], &w1[i], sizeof(float)) && !(isnan(v1[i]) && isnan(w1[i])) &&
+		    nd++ < 10)
+			cr_log_error("element %zu: rl_wf %a rl_vf %a", i, v1[i], w1[i]);
+	cr_expect_eq(nd, 0, "the rl_wf and rl_vf loops differ in %zu elements", nd);
+	free(w1);
 	size_t bad = 0;
 	for (size_t i = 0; i < n1; i++) {
 		float x = v1[i], y = s1[i];
