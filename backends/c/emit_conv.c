@@ -849,32 +849,6 @@ static void emit_range(struct rl_cgen *cg, int64_t a, int64_t b, const char *lin
 	}
 }
 
-/* Block-scope vector types of a kernel: vec, vecu (any address) and VL. */
-static void emit_vec_types(struct rl_cgen *cg, const char *T, int64_t es)
-{
-	int ind = cg->indent;
-	/* 32 bytes on any x86-64, not only under -mavx: a plain `cc -O2` build
-	 * has no __AVX__, yet its AVX2 and AVX-512 clones (RL_TARGETS) run
-	 * these loops, and with 16-byte vectors they ran on half registers
-	 * (ppocr_cls's 5x5 depthwise convs 62.7 -> 47.7 and 109.5 -> 81.8 us,
-	 * the model 1.08 -> 0.91 ms, one thread, Zen 3, same bits); the
-	 * baseline clone takes two SSE registers per vector */
-	cg_line(cg, "/* SIMD vectors (GCC/Clang vector extension), 32 bytes on x86-64 or with AVX, else 16;");
-	cg_line(cg, " * vecu is the same vector at any address */");
-	for (int w = 32; w >= 16; w -= 16) {
-		cg->indent = -1;
-		cg_line(cg, "%s", w == 32 ? "#if defined(__AVX__) || defined(__x86_64__)" : "#else");
-		cg->indent = ind;
-		cg_line(cg, "typedef %s vec __attribute__((vector_size(%d)));", T, w);
-		cg_line(cg, "typedef %s vecu __attribute__((vector_size(%d), aligned(%lld), may_alias));",
-		        T, w, (long long)es);
-	}
-	cg->indent = -1;
-	cg_line(cg, "#endif");
-	cg->indent = ind;
-	cg_line(cg, "enum { VL = (int)(sizeof(vec) / sizeof(%s)) }; /* lanes */", T);
-}
-
 /*
  * One band row for every column phase, phase j at d + j*PLN: the input row
  * xr with its zero padding, or zeros when `zero`.
@@ -1609,7 +1583,7 @@ static void emit_conv_band(struct rl_cgen *cg, const char *T, int64_t es, const 
 	 * registers in the clone for the running CPU */
 	cg->simd = 1;
 
-	emit_vec_types(cg, T, es);
+	cg_vec_types(cg, T, es);
 	if (KK > 1) {
 		emit_taps(cg, p, b);
 	} else if (uk) {

@@ -402,6 +402,9 @@ enum rl_vmath {
 /* Add the functions in fns (and what they use) that cg->statics lacks, in
  * dependency order, under `#ifdef RL_VEC`. The kernel using them sets simd. */
 void cg_vmath_need(struct rl_cgen *cg, unsigned fns);
+/* Block-scope vector types of a kernel of element type T (es bytes): vec,
+ * vecu (the same at any address) and VL, its lanes (emit.c). */
+void cg_vec_types(struct rl_cgen *cg, const char *T, int es);
 /* in with every rl_v* identifier renamed rl_w* (RL_VW RL_WW; rl_vh* and
  * rl_vsqrt_v4 kept), its comments kept or dropped: the 8-float copy of
  * vector code (emit_math.c, RL_VNARROW), appended to out */
