@@ -343,9 +343,14 @@ static bool epilogue_vec(struct rl_cgen *cg, const struct rl_cgen_group *grp, en
 {
 	if (dt != RL_DT_FLOAT || !all_float32(cg, grp, na))
 		return false;
+	/* the loop on rl_vf, and before it the same on rl_wf for x86-64 below
+	 * AVX-512, as vec_group writes them (emit_math.c, vm_nbase) */
+	cg->vnarrow = 1;
 	cg_vmath_need(cg, RL_VM_BASE);
 	cg->simd = 1;
 	rl_buf_printf(&cg->body, "#ifdef RL_VEC\n");
+	struct rl_buf body = cg->body;
+	cg->body = (struct rl_buf){0};
 	bool tail = n % VW != 0;
 	cg_line(cg, "for (size_t ee = 0; ee < %lld; ee += RL_VW) {", (long long)n);
 	cg->indent++;
@@ -407,6 +412,31 @@ static bool epilogue_vec(struct rl_cgen *cg, const struct rl_cgen_group *grp, en
 	}
 	cg->indent--;
 	cg_line(cg, "}");
+	struct rl_buf wide = cg->body;
+	cg->body = body;
+	rl_buf_printf(&cg->body, "#ifdef RL_VNARROW\n");
+	cg_line(cg, "if (!rl_cpu_v4()) {");
+	cg->indent++;
+	/* wide is at the loop's own indent: one more inside the if */
+	for (const char *l = wide.s; l && *l;) {
+		const char *e = strchr(l, '\n');
+		size_t len = e ? (size_t)(e - l) : strlen(l);
+		struct rl_buf ln = {0};
+		rl_buf_append(&ln, l, len);
+		struct rl_buf nl = {0};
+		cg_vnarrow_text(&nl, ln.s ? ln.s : "", true);
+		if (nl.s && nl.s[0] == '#')
+			rl_buf_printf(&cg->body, "%s\n", nl.s);
+		else
+			rl_buf_printf(&cg->body, "    %s\n", nl.s ? nl.s : "");
+		rl_buf_free(&ln);
+		rl_buf_free(&nl);
+		l = e ? e + 1 : l + len;
+	}
+	cg->indent--;
+	cg_line(cg, "} else");
+	rl_buf_printf(&cg->body, "#endif\n%s", wide.s);
+	rl_buf_free(&wide);
 	return true;
 }
 
