@@ -418,21 +418,15 @@ static bool epilogue_vec(struct rl_cgen *cg, const struct rl_cgen_group *grp, en
 	cg_line(cg, "if (!rl_cpu_v4()) {");
 	cg->indent++;
 	/* wide is at the loop's own indent: one more inside the if */
-	for (const char *l = wide.s; l && *l;) {
+	struct rl_buf nw = {0};
+	cg_vnarrow_text(&nw, wide.s, true);
+	for (const char *l = nw.s; l && *l;) {
 		const char *e = strchr(l, '\n');
-		size_t len = e ? (size_t)(e - l) : strlen(l);
-		struct rl_buf ln = {0};
-		rl_buf_append(&ln, l, len);
-		struct rl_buf nl = {0};
-		cg_vnarrow_text(&nl, ln.s ? ln.s : "", true);
-		if (nl.s && nl.s[0] == '#')
-			rl_buf_printf(&cg->body, "%s\n", nl.s);
-		else
-			rl_buf_printf(&cg->body, "    %s\n", nl.s ? nl.s : "");
-		rl_buf_free(&ln);
-		rl_buf_free(&nl);
+		int len = e ? (int)(e - l) : (int)strlen(l);
+		rl_buf_printf(&cg->body, "%s%.*s\n", *l == '#' ? "" : "    ", len, l);
 		l = e ? e + 1 : l + len;
 	}
+	rl_buf_free(&nw);
 	cg->indent--;
 	cg_line(cg, "} else");
 	rl_buf_printf(&cg->body, "#endif\n%s", wide.s);
@@ -860,12 +854,13 @@ static bool vec_group(struct rl_cgen *cg, const struct rl_cgen_group *grp, enum 
 			cg->par_grain = (RL_VEC_MIN_PAR + row - 1) / row;
 		}
 	}
-	/* The loop on rl_vf, and on x86-64 with clones (RL_VNARROW) the same
-	 * loop on 8-float rl_wf first, for every CPU but the AVX-512 ones: an
-	 * rl_vf is several registers in the narrower clones (emit_math.c,
-	 * vm_nbase). The rl_wf loop is the rl_vf one's text renamed. With a Sqrt
-	 * the rl_vf loop, run only where AVX-512 is, takes the whole-zmm
-	 * rl_vsqrt_v4 (emit_math.c). The test is made once per range. */
+	/* The loop on rl_vf, and on x86-64 below AVX-512 (RL_VNARROW: the
+	 * clones, or a file built for AVX2) the same loop on 8-float rl_wf
+	 * first, taken unless the CPU has AVX-512: an rl_vf is several
+	 * registers in the narrower clones (emit_math.c, vm_nbase). The rl_wf
+	 * loop is the rl_vf one's text renamed. With a Sqrt the rl_vf loop,
+	 * then run only where AVX-512 is, takes the whole-zmm rl_vsqrt_v4
+	 * (emit_math.c). The test is made once per range. */
 	cg->vnarrow = 1;
 	cg_vmath_need(cg, RL_VM_BASE);
 	cg->simd = 1;

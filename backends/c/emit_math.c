@@ -420,9 +420,9 @@ static const char vm_erf[] =
 	"    *r = y * (p / q);\n"
 	"}\n\n";
 
-/* The 8-float copies under RL_VNARROW (emit_rt.c defines it for the x86-64
- * clones): the vector kernels of emit_fused.c run on rl_wf where the CPU has
- * no AVX-512. Their base is written here; every other function is its rl_vf
+/* The 8-float copies under RL_VNARROW (emit_rt.c defines it for x86-64 below
+ * AVX-512: the clones, or a file built for AVX2): the vector kernels of
+ * emit_fused.c run on rl_wf where the CPU has no AVX-512. Their base is written here; every other function is its rl_vf
  * text with rl_v* renamed rl_w* (cg_vnarrow_text), so each lane computes
  * the same operations and the two widths give the same bits. */
 static const char vm_nbase[] =
