@@ -20,6 +20,7 @@
  * for float and double; integer and bool cases are below.
  */
 #include "scalar.h"
+#include "approx.h"
 
 #include "cost.h"
 #include "infer_impl.h"
@@ -176,36 +177,23 @@ void rl_scalar_attrs(const struct rl_node *n, struct rl_scalar_attrs *p)
 /* ---- float and double --------------------------------------------------- */
 
 /* The generated code's rl_tanhf and rl_erff (backends/c/emit.c, tanh_helper
- * and erf_helper), operation for operation. */
+ * and erf_helper), operation for operation: the forms of ir/approx.h. */
 static float rl_sc_tanhf(float x)
 {
-	const float a0 = fabsf(x), a = a0 > 10.0f ? 10.0f : a0;
+	const float a0 = fabsf(x), a = a0 > RL_TANH_CLAMP ? RL_TANH_CLAMP : a0;
 	const float s = a * a, s2 = s * s;
-	const float p = (s * 1.338398201e-01f + 1.0f) +
-	                s2 * ((s * 2.066129698e-05f + 3.498998153e-03f) + s2 * 1.341987011e-08f);
-	const float q = (s * 4.671730350e-01f + 1.0f) +
-	                s2 * ((s * 3.291041779e-04f + 2.589021426e-02f) + s2 * 7.804748989e-07f);
+	const float p = RL_TANH_P(s, s2), q = RL_TANH_Q(s, s2);
 	const float t = a * p / q;
 	return copysignf(t > 1.0f ? 1.0f : t, x);
 }
 
 static float rl_sc_erff(float x)
 {
-	const float y = x < -4.0f ? -4.0f : (x > 4.0f ? 4.0f : x);
-	const float y2 = y * y;
-	float p = -2.72614225801306e-10f;
-	p = p * y2 + 2.77068142495902e-08f;
-	p = p * y2 + -2.10102402082508e-06f;
-	p = p * y2 + -5.69250639462346e-05f;
-	p = p * y2 + -7.34990630326855e-04f;
-	p = p * y2 + -2.95459980854025e-03f;
-	p = p * y2 + -1.60960333262415e-02f;
-	float q = -1.45660718464996e-05f;
-	q = q * y2 + -2.13374055278905e-04f;
-	q = q * y2 + -1.68282697438203e-03f;
-	q = q * y2 + -7.37332916720468e-03f;
-	q = q * y2 + -1.42647390514189e-02f;
-	return y * p / q;
+	const float a0 = fabsf(x), a = a0 > RL_ERF_CLAMP ? RL_ERF_CLAMP : a0;
+	const float s = a * a, s2 = s * s;
+	const float p = RL_ERF_P(s, s2), q = RL_ERF_Q(s, s2);
+	const float t = a * (p / q);
+	return copysignf(t > 1.0f ? 1.0f : t, x);
 }
 
 #define T float

@@ -29,6 +29,7 @@
 #include "emit_lowp.h"
 #include "emit_detect.h"
 #include "emit_index.h"
+#include "approx.h"
 
 #include "frontends/onnx/onnx.h"
 
@@ -1749,45 +1750,34 @@ static const char bf16_helpers[] =
 	"    return (uint16_t)(x >> 16);\n"
 	"}\n\n";
 
-/* tanh for float: rl_vtanh's rational function (emit_math.c) on one float,
- * within 6 ulp of tanh; free of branches and calls so loops over it
- * vectorize; NaN passes through, -0 stays -0, |x| >= 9.1 gives +-1.
- * ir/scalar.c folds constants with the same function. */
+/* tanh and erf for float: the rational forms of ir/approx.h on one float
+ * (rl_vtanh and rl_verf, emit_math.c, are the same on vectors; ir/scalar.c
+ * folds constants with them): tanh within 6 ulp, erf within 7; free of
+ * branches and calls so loops over them vectorize; NaN passes through, -0
+ * stays -0, +-inf give +-1. */
+#define RL_CLAMPED_ABS(c)                                                     \
+	"    const float a0 = fabsf(x), a = a0 > " RL_APPROX_STR(c) " ? " RL_APPROX_STR(c) " : a0;\n" \
+	"    const float s = a * a, s2 = s * s;\n"
 static const char tanh_helper[] =
 	"static inline __attribute__((unused)) float rl_tanhf(float x)\n"
 	"{\n"
-	"    const float a0 = fabsf(x), a = a0 > 10.0f ? 10.0f : a0;\n"
-	"    const float s = a * a, s2 = s * s;\n"
-	"    const float p = (s * 1.338398201e-01f + 1.0f) +\n"
-	"                    s2 * ((s * 2.066129698e-05f + 3.498998153e-03f) + s2 * 1.341987011e-08f);\n"
-	"    const float q = (s * 4.671730350e-01f + 1.0f) +\n"
-	"                    s2 * ((s * 3.291041779e-04f + 2.589021426e-02f) + s2 * 7.804748989e-07f);\n"
+	RL_CLAMPED_ABS(RL_TANH_CLAMP)
+	"    const float p = " RL_APPROX_STR(RL_TANH_P(s, s2)) ";\n"
+	"    const float q = " RL_APPROX_STR(RL_TANH_Q(s, s2)) ";\n"
 	"    const float t = a * p / q;\n"
 	"    return copysignf(t > 1.0f ? 1.0f : t, x);\n"
 	"}\n\n";
 
-/* erf for float: Eigen's rational approximation (generic_fast_erf_float),
- * within 4.2e-7 relative of erf over all floats, free of branches and calls
- * so loops over it vectorize; NaN passes through, |x| >= 4 gives +-1. */
 static const char erf_helper[] =
 	"static inline __attribute__((unused)) float rl_erff(float x)\n"
 	"{\n"
-	"    const float y = x < -4.0f ? -4.0f : (x > 4.0f ? 4.0f : x);\n"
-	"    const float y2 = y * y;\n"
-	"    float p = -2.72614225801306e-10f;\n"
-	"    p = p * y2 + 2.77068142495902e-08f;\n"
-	"    p = p * y2 + -2.10102402082508e-06f;\n"
-	"    p = p * y2 + -5.69250639462346e-05f;\n"
-	"    p = p * y2 + -7.34990630326855e-04f;\n"
-	"    p = p * y2 + -2.95459980854025e-03f;\n"
-	"    p = p * y2 + -1.60960333262415e-02f;\n"
-	"    float q = -1.45660718464996e-05f;\n"
-	"    q = q * y2 + -2.13374055278905e-04f;\n"
-	"    q = q * y2 + -1.68282697438203e-03f;\n"
-	"    q = q * y2 + -7.37332916720468e-03f;\n"
-	"    q = q * y2 + -1.42647390514189e-02f;\n"
-	"    return y * p / q;\n"
+	RL_CLAMPED_ABS(RL_ERF_CLAMP)
+	"    const float p = " RL_APPROX_STR(RL_ERF_P(s, s2)) ";\n"
+	"    const float q = " RL_APPROX_STR(RL_ERF_Q(s, s2)) ";\n"
+	"    const float t = a * (p / q);\n"
+	"    return copysignf(t > 1.0f ? 1.0f : t, x);\n"
 	"}\n\n";
+#undef RL_CLAMPED_ABS
 
 /* The helper texts, for the CUDA backend (emit.h). */
 const char *const rl_cg_helper_text[4] = {half_helpers, bf16_helpers, tanh_helper, erf_helper};

@@ -45,7 +45,8 @@
  *   rl_vsigmoid  2.5 ulp  t = exp(-|x|); 1 / (1 + t), or t / (1 + t) for x < 0
  *                         (2.40 seen over all floats; was 1 / (1 + exp(-x)), 2.31
  *                         above -87 and 0 for x < -88.7)
- *   rl_verf      7 ulp    rl_erff's rational function (6.92 seen)
+ *   rl_verf      7 ulp    a P(a^2) / Q(a^2), degree 5 / 5, capped at 1 (5.80 seen
+ *                        over every float, 6.15 with FMA; both forms in ir/approx.h)
  *   rl_vsqrt     0.5 ulp  x86-64: the instruction, correctly rounded
  *                0.501    elsewhere and with RL_PORTABLE_MATH, in float:
  *                ulp      Newton from a bit-trick 1/sqrt, then one
@@ -66,21 +67,16 @@
  * denormals exact. erf: +-inf -> +-1, -0 -> -0. Division everywhere is the native `/` (IEEE).
  */
 #include "emit_impl.h"
+#include "approx.h"
 
 #include <ctype.h>
 #include <string.h>
 
 /* Lane loads and stores that move fewer than RL_VW floats: the padded last
  * vector of a row, so tails get the same math as the body. */
-static const char vm_base[] =
-	"#ifdef __AVX512F__\n"
-	"/* Compiled for AVX-512 already (-march=native): the clones add nothing,\n"
-	" * and GCC 12 fails (internal compiler error) inlining these helpers,\n"
-	" * folded for the file's AVX-512 target, into an x86-64-v3 clone. */\n"
-	"#undef RL_TARGETS\n"
-	"#define RL_TARGETS\n"
-	"#undef RL_CLONES\n"
-	"#endif\n\n"
+/* The helpers every function builds on; vm_write_narrow renames them for
+ * rl_wf (cg_vnarrow_text), so they are written once. */
+static const char vm_base_ops[] =
 	"RL_INLINE void rl_vload_n(rl_vf *r, const float *p, size_t n)\n"
 	"{\n"
 	"    *r = (rl_vf){0};\n"
@@ -102,6 +98,16 @@ static const char vm_base[] =
 	"    rl_vif(r, RL_LT, x, &l, &l, x);\n"
 	"    rl_vif(r, RL_GT, r, &h, &h, r);\n"
 	"}\n\n";
+
+static const char vm_base[] =
+	"#ifdef __AVX512F__\n"
+	"/* Compiled for AVX-512 already (-march=native): the clones add nothing,\n"
+	" * and GCC 12 fails (internal compiler error) inlining these helpers,\n"
+	" * folded for the file's AVX-512 target, into an x86-64-v3 clone. */\n"
+	"#undef RL_TARGETS\n"
+	"#define RL_TARGETS\n"
+	"#undef RL_CLONES\n"
+	"#endif\n\n";
 
 /* The shared core of exp and expm1. */
 static const char vm_expcore[] =
@@ -246,25 +252,23 @@ static const char vm_log1p[] =
 
 static const char vm_tanh[] =
 	"/* tanh x within 6 ulp: a = min(|x|, 10), s = a^2, tanh a = a P(s) / Q(s)\n"
-	" * with P and Q of degree 4 (a minimax fit of tanh(a)/a on [0, 9], 0.63\n"
-	" * ulp with the coefficients rounded to float; the rest is rounding in\n"
-	" * P, Q and the quotient), both by Estrin's scheme; the quotient is capped\n"
-	" * at 1 (past 9.1 the fit rises above 1, so a = 10 gives exactly 1) and the\n"
-	" * sign of x put back by its bit (-0 stays -0, NaN passes). No exp: the\n"
-	" * fused ew_chain ran 1.8 -> 1.4 ms with this instead of -e / (e + 2),\n"
-	" * e = expm1(-2|x|) (3 ulp), whose chain of dependent steps was twice as\n"
-	" * long. rl_tanhf (emit.c) is the same function on one float. */\n"
+	" * with P and Q of degree 4 (ir/approx.h: a minimax fit of tanh(a)/a on\n"
+	" * [0, 9], 0.63 ulp with the coefficients rounded to float; the rest is\n"
+	" * rounding in P, Q and the quotient), both by Estrin's scheme; the quotient\n"
+	" * is capped at 1 (past 9.1 the fit rises above 1, so a = 10 gives exactly\n"
+	" * 1) and the sign of x put back by its bit (-0 stays -0, NaN passes). No\n"
+	" * exp: the fused ew_chain ran 1.8 -> 1.4 ms with this instead of\n"
+	" * -e / (e + 2), e = expm1(-2|x|) (3 ulp), whose chain of dependent steps\n"
+	" * was twice as long. rl_tanhf (emit.c) is the same function on one float. */\n"
 	"RL_INLINE void rl_vtanh(rl_vf *r, const rl_vf *x)\n"
 	"{\n"
 	"    rl_vf a, y;\n"
-	"    const rl_vf ten = (rl_vf){0} + 10.0f, one = (rl_vf){0} + 1.0f;\n"
+	"    const rl_vf c = (rl_vf){0} + " RL_APPROX_STR(RL_TANH_CLAMP) ", one = (rl_vf){0} + 1.0f;\n"
 	"    rl_vabs(&a, x);\n"
-	"    rl_vif(&a, RL_GT, &a, &ten, &ten, &a);\n"
+	"    rl_vif(&a, RL_GT, &a, &c, &c, &a);\n"
 	"    const rl_vf s = a * a, s2 = s * s;\n"
-	"    const rl_vf p = (s * 1.338398201e-01f + 1.0f) +\n"
-	"                    s2 * ((s * 2.066129698e-05f + 3.498998153e-03f) + s2 * 1.341987011e-08f);\n"
-	"    const rl_vf q = (s * 4.671730350e-01f + 1.0f) +\n"
-	"                    s2 * ((s * 3.291041779e-04f + 2.589021426e-02f) + s2 * 7.804748989e-07f);\n"
+	"    const rl_vf p = " RL_APPROX_STR(RL_TANH_P(s, s2)) ";\n"
+	"    const rl_vf q = " RL_APPROX_STR(RL_TANH_Q(s, s2)) ";\n"
 	"    const rl_vf t = a * p / q;\n"
 	"    rl_vif(&y, RL_GT, &t, &one, &one, &t);\n"
 	"    *r = (rl_vf)((rl_vu)y | ((rl_vu)*x & 0x80000000u));\n"
@@ -397,27 +401,25 @@ static const char vm_sqrt[] =
 	"#endif\n\n";
 
 static const char vm_erf[] =
-	"/* erf x: the rational approximation rl_erff (the scalar table's, as\n"
-	" * Eigen and onnxruntime compute it) on vectors, so Erf and Gelu no longer\n"
-	" * run the scalar function lane by lane: x clamped to [-4, 4] (NaN stays\n"
-	" * NaN, +-inf give +-1), then x (p(x^2) / q(x^2)): the quotient first, as\n"
-	" * x p underflows for tiny x (36.7 ulp there, 6.9 this way round) */\n"
+	"/* erf x within 7 ulp: a = min(|x|, 4), s = a^2, erf a = a (P(s) / Q(s))\n"
+	" * with P and Q of degree 5 (ir/approx.h: a minimax fit of erf(a)/a on\n"
+	" * [0, 4], 1.25 ulp with the coefficients rounded to float), Estrin's\n"
+	" * scheme; the quotient first, so a denormal a is rounded once; capped at\n"
+	" * 1 (float erf is 1 from 3.92 on) and the sign of x put back by its bit\n"
+	" * (-0 stays -0, NaN passes, +-inf give +-1). rl_erff (emit.c) is the\n"
+	" * same function on one float, so Erf and Gelu run it on vectors. */\n"
 	"RL_INLINE void rl_verf(rl_vf *r, const rl_vf *x)\n"
 	"{\n"
-	"    rl_vf y;\n"
-	"    rl_vclamp(&y, x, -4.0f, 4.0f);\n"
-	"    const rl_vf y2 = y * y;\n"
-	"    rl_vf p = y2 * -2.72614225801306e-10f + 2.77068142495902e-08f;\n"
-	"    p = p * y2 + -2.10102402082508e-06f;\n"
-	"    p = p * y2 + -5.69250639462346e-05f;\n"
-	"    p = p * y2 + -7.34990630326855e-04f;\n"
-	"    p = p * y2 + -2.95459980854025e-03f;\n"
-	"    p = p * y2 + -1.60960333262415e-02f;\n"
-	"    rl_vf q = y2 * -1.45660718464996e-05f + -2.13374055278905e-04f;\n"
-	"    q = q * y2 + -1.68282697438203e-03f;\n"
-	"    q = q * y2 + -7.37332916720468e-03f;\n"
-	"    q = q * y2 + -1.42647390514189e-02f;\n"
-	"    *r = y * (p / q);\n"
+	"    rl_vf a, y;\n"
+	"    const rl_vf c = (rl_vf){0} + " RL_APPROX_STR(RL_ERF_CLAMP) ", one = (rl_vf){0} + 1.0f;\n"
+	"    rl_vabs(&a, x);\n"
+	"    rl_vif(&a, RL_GT, &a, &c, &c, &a);\n"
+	"    const rl_vf s = a * a, s2 = s * s;\n"
+	"    const rl_vf p = " RL_APPROX_STR(RL_ERF_P(s, s2)) ";\n"
+	"    const rl_vf q = " RL_APPROX_STR(RL_ERF_Q(s, s2)) ";\n"
+	"    const rl_vf t = a * (p / q);\n"
+	"    rl_vif(&y, RL_GT, &t, &one, &one, &t);\n"
+	"    *r = (rl_vf)((rl_vu)y | ((rl_vu)*x & 0x80000000u));\n"
 	"}\n\n";
 
 /* The 8-float copies under RL_VNARROW (emit_rt.c defines it for x86-64 below
@@ -455,7 +457,7 @@ static const char vm_nbase[] =
 	"    return __builtin_cpu_supports(\"x86-64-v4\");\n"
 	"}\n"
 	"#endif\n"
-	"/* rl_wf is emit_rt.c's half vector, with its rl_vhif and rl_vhabs */\n"
+	"/* rl_wf is emit_rt.c's half vector, with its rl_vhif */\n"
 	"#define RL_WW RL_VH /* floats per rl_wf */\n"
 	"typedef rl_vh rl_wf;\n"
 	"typedef rl_vhi rl_wi;\n"
@@ -463,22 +465,7 @@ static const char vm_nbase[] =
 	"typedef rl_vhu rl_wfu;\n"
 	"typedef int32_t rl_wiu __attribute__((vector_size(32), aligned(4), may_alias));\n"
 	"#define rl_wif rl_vhif\n"
-	"#define rl_wabs rl_vhabs\n"
-	"RL_INLINE void rl_wload_n(rl_wf *r, const float *p, size_t n)\n"
-	"{\n"
-	"    *r = (rl_wf){0};\n"
-	"    memcpy(r, p, n * sizeof(float));\n"
-	"}\n"
-	"RL_INLINE void rl_wstore_n(float *p, const rl_wf *v, size_t n)\n"
-	"{\n"
-	"    memcpy(p, v, n * sizeof(float));\n"
-	"}\n"
-	"RL_INLINE void rl_wclamp(rl_wf *r, const rl_wf *x, float lo, float hi)\n"
-	"{\n"
-	"    const rl_wf l = (rl_wf){0} + lo, h = (rl_wf){0} + hi;\n"
-	"    rl_wif(r, RL_LT, x, &l, &l, x);\n"
-	"    rl_wif(r, RL_GT, r, &h, &h, r);\n"
-	"}\n";
+	"/* rl_wload_n, rl_wstore_n, rl_wabs, rl_wclamp: vm_base_ops renamed */\n";
 
 /* sqrt on rl_wf: the instruction on a whole register where the CPU has AVX,
  * else on two 4-lane halves (RL_VNARROW implies the builtins, emit_rt.c) */
@@ -566,6 +553,8 @@ static void vm_write(struct rl_buf *b, unsigned fns, bool skip_emitted)
 			rl_buf_printf(b, "#ifdef RL_VEC /* vector math (see the kernels that use it) */\n");
 		any = true;
 		rl_buf_printf(b, "%s", vm_fns[i].text);
+		if (vm_fns[i].bit == RL_VM_BASE)
+			rl_buf_printf(b, "%s", vm_base_ops);
 	}
 	if (any)
 		rl_buf_printf(b, "#endif /* RL_VEC */\n\n");
@@ -616,8 +605,11 @@ static void vm_write_narrow(struct rl_buf *b, unsigned fns)
 		if (!any)
 			rl_buf_printf(b, "#ifdef RL_VNARROW /* 8-float copies (see rl_wf) */\n");
 		any = true;
-		if (vm_fns[i].bit == RL_VM_BASE || vm_fns[i].bit == RL_VM_SQRT) {
-			rl_buf_printf(b, "%s", vm_fns[i].bit == RL_VM_BASE ? vm_nbase : vm_nsqrt);
+		if (vm_fns[i].bit == RL_VM_BASE) {
+			rl_buf_printf(b, "%s", vm_nbase);
+			cg_vnarrow_text(b, vm_base_ops, false);
+		} else if (vm_fns[i].bit == RL_VM_SQRT) {
+			rl_buf_printf(b, "%s", vm_nsqrt);
 		} else {
 			cg_vnarrow_text(b, vm_fns[i].text, false);
 		}
