@@ -21,7 +21,7 @@
  * kernel (output channels on the lanes, weights packed at init), with odd
  * channel counts (a partial block of 32), padding, stride 2, dilation,
  * chunks of input channels, two images, a 1-D Conv, rows cut into two
- * tiles, and a grouped Conv, which that kernel does not take (band mode);
+ * tiles, 1x1 planes as runs of 12-pixel tiles, and a grouped Conv, which that kernel does not take (band mode);
  * `cvrun` cases take it with the weights a graph input (packed per task).
  */
 #include <criterion/criterion.h>
@@ -67,7 +67,9 @@ static const struct conv_case convs[] = {
 	{1, 32, 13, 13, 16, 1, 1, 2, 0, 1, 1, true, false, true, false},  /* 1x1/2, no padding */
 	{2, 200, 14, 14, 48, 3, 3, 1, 1, 2, 1, true, false, true, false}, /* chunks, dilated, 2 images */
 	{1, 16, 27, 27, 32, 3, 3, 1, 1, 1, 1, true, false, true, false},  /* rows of 13 + 14 pixels */
-	{1, 24, 13, 13, 16, 1, 1, 1, 0, 1, 1, true, false, true, false},  /* 16 lanes, 13 pixels: 5 + 4 + 4 (AVX2) */
+	{1, 24, 13, 13, 16, 1, 1, 1, 0, 1, 1, true, false, true, false},  /* 16 lanes, a 1x1 run: 12 tiles of 12 + 13 (5 + 4 + 4 on AVX2) */
+	{1, 300, 11, 11, 64, 1, 1, 1, 0, 1, 1, true, false, true, false}, /* a run in chunks, 32 lanes: 9 x 12 + 13 */
+	{2, 8, 14, 14, 24, 1, 1, 1, 0, 1, 1, false, false, true, false},  /* a run, 2 images: 16 x 12 + 4 */
 	{1, 6, 1, 40, 36, 1, 5, 2, 2, 1, 1, true, true, true, false},     /* 1-D */
 	{1, 16, 7, 7, 32, 3, 3, 1, 1, 1, 2, true, false, true, false},    /* grouped: band mode */
 	{1, 20, 14, 14, 40, 3, 3, 1, 1, 1, 1, true, false, false, true}, /* run-time weights */
@@ -504,6 +506,14 @@ Test(emit_conv, chanvec_taken_where_it_applies)
 	cr_assert_eq(got, want, "%d channels-on-vector kernels, want %d", got, want);
 	cr_assert(strstr(src, "_wp = aligned_alloc(64,"), "no weights packed at init");
 	cr_assert(strstr(src, "weights packed per task"), "no weights packed per task");
+	/* the 1x1 runs: 13x13 (last tile 13 = 1 + 12), 11x11 (13), 14x14 and
+	 * the 16x16 cvrun case (256 = 21 x 12 + 4) */
+	int runs = 0;
+	for (const char *q = src; (q = strstr(q, "the run's last")); q++)
+		runs++;
+	cr_assert_eq(runs, 4, "%d 1x1 runs, want 4", runs);
+	cr_assert(strstr(src, "the run's last 13 pixels") && strstr(src, "the run's last 4 pixels"),
+	          "no run tail of 13 or 4 pixels");
 	free(src);
 	tu_rmtree(d);
 	free(d);
