@@ -60,6 +60,7 @@ static const struct conv_case convs[] = {
 	{2, 24, 16, 16, 8, 1, 1, 1, 0, 1, 1, true, false, false, false},   /* 1x1 in place, sums into Y (band_direct) */
 	{1, 512, 16, 16, 8, 1, 1, 1, 0, 1, 1, false, false, false, false}, /* the same in chunks of channels */
 	{1, 32, 32, 32, 8, 1, 1, 2, 0, 1, 1, true, false, false, false},   /* 1x1/2: band filled, sums into Y */
+	{1, 8, 37, 37, 8, 1, 1, 2, 0, 1, 1, true, false, false, false},    /* 1x1/2, odd rows: 18 even columns in pairs, the 19th alone */
 	/* channels on the vector lanes */
 	{1, 24, 7, 7, 40, 3, 3, 1, 1, 1, 1, true, false, true, false},    /* 7x7, 32 + 8 channels */
 	{1, 19, 14, 14, 33, 3, 3, 2, 1, 1, 1, false, false, true, false}, /* stride 2, odd counts */
@@ -506,6 +507,7 @@ Test(emit_conv, chanvec_taken_where_it_applies)
 	cr_assert_eq(got, want, "%d channels-on-vector kernels, want %d", got, want);
 	cr_assert(strstr(src, "_wp = aligned_alloc(64,"), "no weights packed at init");
 	cr_assert(strstr(src, "weights packed per task"), "no weights packed per task");
+	cr_assert(strstr(src, "rl_conv_split2(d, odd, xr, 18);"), "no stride-2 fill in pairs");
 	/* the 1x1 runs: 13x13 (last tile 13 = 1 + 12), 11x11 (13), 14x14 and
 	 * the 16x16 cvrun case (256 = 21 x 12 + 4) */
 	int runs = 0;
