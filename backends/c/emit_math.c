@@ -250,6 +250,24 @@ static const char vm_log1p[] =
 	"    rl_vif(r, RL_EQ, u, &inf, &inf, &y);\n"
 	"}\n\n";
 
+/* An odd function as ir/approx.h writes it: a = min(|x|, c), s = a^2, the
+ * quotient `quot` of P(s) and Q(s) times a, capped at 1, the sign of x put
+ * back by its bit (-0 stays -0, NaN passes). tanh and erf. */
+#define VM_ODD_RATIONAL(fn, c, P, Q, quot)                                              \
+	"RL_INLINE void " fn "(rl_vf *r, const rl_vf *x)\n"                              \
+	"{\n"                                                                            \
+	"    rl_vf a, y;\n"                                                              \
+	"    const rl_vf c = (rl_vf){0} + " RL_APPROX_STR(c) ", one = (rl_vf){0} + 1.0f;\n" \
+	"    rl_vabs(&a, x);\n"                                                          \
+	"    rl_vif(&a, RL_GT, &a, &c, &c, &a);\n"                                       \
+	"    const rl_vf s = a * a, s2 = s * s;\n"                                       \
+	"    const rl_vf p = " RL_APPROX_STR(P) ";\n"                                    \
+	"    const rl_vf q = " RL_APPROX_STR(Q) ";\n"                                    \
+	"    const rl_vf t = " quot ";\n"                                                \
+	"    rl_vif(&y, RL_GT, &t, &one, &one, &t);\n"                                   \
+	"    *r = (rl_vf)((rl_vu)y | ((rl_vu)*x & 0x80000000u));\n"                      \
+	"}\n\n"
+
 static const char vm_tanh[] =
 	"/* tanh x within 6 ulp: a = min(|x|, 10), s = a^2, tanh a = a P(s) / Q(s)\n"
 	" * with P and Q of degree 4 (ir/approx.h: a minimax fit of tanh(a)/a on\n"
@@ -260,19 +278,7 @@ static const char vm_tanh[] =
 	" * exp: the fused ew_chain ran 1.8 -> 1.4 ms with this instead of\n"
 	" * -e / (e + 2), e = expm1(-2|x|) (3 ulp), whose chain of dependent steps\n"
 	" * was twice as long. rl_tanhf (emit.c) is the same function on one float. */\n"
-	"RL_INLINE void rl_vtanh(rl_vf *r, const rl_vf *x)\n"
-	"{\n"
-	"    rl_vf a, y;\n"
-	"    const rl_vf c = (rl_vf){0} + " RL_APPROX_STR(RL_TANH_CLAMP) ", one = (rl_vf){0} + 1.0f;\n"
-	"    rl_vabs(&a, x);\n"
-	"    rl_vif(&a, RL_GT, &a, &c, &c, &a);\n"
-	"    const rl_vf s = a * a, s2 = s * s;\n"
-	"    const rl_vf p = " RL_APPROX_STR(RL_TANH_P(s, s2)) ";\n"
-	"    const rl_vf q = " RL_APPROX_STR(RL_TANH_Q(s, s2)) ";\n"
-	"    const rl_vf t = a * p / q;\n"
-	"    rl_vif(&y, RL_GT, &t, &one, &one, &t);\n"
-	"    *r = (rl_vf)((rl_vu)y | ((rl_vu)*x & 0x80000000u));\n"
-	"}\n\n";
+	VM_ODD_RATIONAL("rl_vtanh", RL_TANH_CLAMP, RL_TANH_P(s, s2), RL_TANH_Q(s, s2), "a * p / q");
 
 static const char vm_sigmoid[] =
 	"/* sigmoid x within 2.5 ulp from t = e^-|x| in (0, 1]: 1 / (1 + t) for\n"
@@ -408,19 +414,7 @@ static const char vm_erf[] =
 	" * 1 (float erf is 1 from 3.92 on) and the sign of x put back by its bit\n"
 	" * (-0 stays -0, NaN passes, +-inf give +-1). rl_erff (emit.c) is the\n"
 	" * same function on one float, so Erf and Gelu run it on vectors. */\n"
-	"RL_INLINE void rl_verf(rl_vf *r, const rl_vf *x)\n"
-	"{\n"
-	"    rl_vf a, y;\n"
-	"    const rl_vf c = (rl_vf){0} + " RL_APPROX_STR(RL_ERF_CLAMP) ", one = (rl_vf){0} + 1.0f;\n"
-	"    rl_vabs(&a, x);\n"
-	"    rl_vif(&a, RL_GT, &a, &c, &c, &a);\n"
-	"    const rl_vf s = a * a, s2 = s * s;\n"
-	"    const rl_vf p = " RL_APPROX_STR(RL_ERF_P(s, s2)) ";\n"
-	"    const rl_vf q = " RL_APPROX_STR(RL_ERF_Q(s, s2)) ";\n"
-	"    const rl_vf t = a * (p / q);\n"
-	"    rl_vif(&y, RL_GT, &t, &one, &one, &t);\n"
-	"    *r = (rl_vf)((rl_vu)y | ((rl_vu)*x & 0x80000000u));\n"
-	"}\n\n";
+	VM_ODD_RATIONAL("rl_verf", RL_ERF_CLAMP, RL_ERF_P(s, s2), RL_ERF_Q(s, s2), "a * (p / q)");
 
 /* The 8-float copies under RL_VNARROW (emit_rt.c defines it for x86-64 below
  * AVX-512: the clones, or a file built for AVX2): the vector kernels of
