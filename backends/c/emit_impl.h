@@ -402,6 +402,15 @@ enum rl_vmath {
 /* Add the functions in fns (and what they use) that cg->statics lacks, in
  * dependency order, under `#ifdef RL_VEC`. The kernel using them sets simd. */
 void cg_vmath_need(struct rl_cgen *cg, unsigned fns);
+/* A softmax row's vector passes (emit_norm.c; Softmax/LogSoftmax and the
+ * attention rows of emit_attn.c). cg_exp_sum_pass: for i over [0, nv) in
+ * steps of RL_VW, e = rl_vexpz(src[i] - m), stored to dst (unless NULL),
+ * its two halves summed into rl_vh s0 and s1 (m, s0, s1 declared by the
+ * caller). cg_row_pass: dst[i] = src[i] `op` (e.g. " * r") over [0, nv).
+ * Below AVX-512 (RL_VNARROW) both run on 8-float rl_wf, same bits. */
+void cg_exp_sum_pass(struct rl_cgen *cg, const char *src, const char *dst, const char *nv);
+void cg_row_pass(struct rl_cgen *cg, const char *dst, const char *src, const char *op,
+                 const char *nv);
 /* Block-scope vector types of a kernel of element type T (es bytes): vec,
  * vecu (the same at any address) and VL, its lanes (emit.c). */
 void cg_vec_types(struct rl_cgen *cg, const char *T, int es);
