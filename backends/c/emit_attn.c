@@ -123,7 +123,7 @@ static void row_softmax(struct rl_cgen *cg, const char *ct, const char *n, int64
 		cg_line(cg, "for (int l = 0; l < RL_VH; l++)");
 		cg_line(cg, "    sum += s0[l];");
 		cg_line(cg, "const float inv = 1.0f / sum;");
-		cg_row_pass(cg, "s", "s", " * inv", "nv");
+		cg_row_pass(cg, "s", "*(const rl_vfu *)(s + i) * inv", "nv");
 		cg->indent--;
 		cg_line(cg, "}");
 		rl_buf_printf(&cg->body, "#else\n");
@@ -910,15 +910,17 @@ static enum rl_status emit_causal_conv(struct rl_cgen *cg, uint32_t node)
 		char sc[160];
 		snprintf(sc, sizeof(sc), "o[t] = o[t] / (%s + %s(-o[t]));", lit(ct, 1), mfn(ct, "exp"));
 		if (vec) {
+			cg->vnarrow = 1;
 			cg_vmath_need(cg, RL_VM_SIGMOID);
 			cg->simd = 1;
 			rl_buf_printf(&cg->body, "#ifdef RL_VEC\n");
-			cg_line(cg, "for (size_t t = 0; t < %lld; t += RL_VW) {", ll(L / VW * VW));
-			cg_line(cg, "    const rl_vf v = *(const rl_vfu *)(o + t);");
-			cg_line(cg, "    rl_vf sg;");
-			cg_line(cg, "    rl_vsigmoid(&sg, &v);");
-			cg_line(cg, "    *(rl_vfu *)(o + t) = v * sg;");
-			cg_line(cg, "}");
+			char nvs[32];
+			snprintf(nvs, sizeof(nvs), "%lld", ll(L / VW * VW));
+			cg_vloop(cg, "t", nvs,
+			         "const rl_vf v = *(const rl_vfu *)(o + t);\n"
+			         "rl_vf sg;\n"
+			         "rl_vsigmoid(&sg, &v);\n"
+			         "*(rl_vfu *)(o + t) = v * sg;");
 			if (L % VW) {
 				cg_line(cg, "for (size_t t = %lld; t < %lld; t++)", ll(L / VW * VW), ll(L));
 				cg_line(cg, "    %s", sc);
@@ -1019,16 +1021,20 @@ static enum rl_status emit_swish(struct rl_cgen *cg, uint32_t node)
 	int64_t nv = N / VW * VW;
 	bool vec = x->dtype == RL_DT_FLOAT && y->dtype == RL_DT_FLOAT && nv > 0;
 	if (vec) {
+		cg->vnarrow = 1;
 		cg_vmath_need(cg, RL_VM_SIGMOID);
 		cg->simd = 1;
 		rl_buf_printf(&cg->body, "#ifdef RL_VEC\n");
-		cg_line(cg, "for (size_t i = 0; i < %lld; i += RL_VW) {", ll(nv));
-		cg_line(cg, "    const rl_vf v = *(const rl_vfu *)(X0 + i);");
-		cg_line(cg, "    const rl_vf t = v * %s;", lit(ct, alpha));
-		cg_line(cg, "    rl_vf sg;");
-		cg_line(cg, "    rl_vsigmoid(&sg, &t);");
-		cg_line(cg, "    *(rl_vfu *)(Y0 + i) = v * sg;");
-		cg_line(cg, "}");
+		char body[400], nvs[32];
+		snprintf(nvs, sizeof(nvs), "%lld", ll(nv));
+		snprintf(body, sizeof(body),
+		         "const rl_vf v = *(const rl_vfu *)(X0 + i);\n"
+		         "const rl_vf t = v * %s;\n"
+		         "rl_vf sg;\n"
+		         "rl_vsigmoid(&sg, &t);\n"
+		         "*(rl_vfu *)(Y0 + i) = v * sg;",
+		         lit(ct, alpha));
+		cg_vloop(cg, "i", nvs, body);
 		cg_line(cg, "for (size_t i = %lld; i < %lld; i++)", ll(nv), ll(N));
 		cg_line(cg, "    Y0[i] = X0[i] / (1.0f + expf(-%s * X0[i]));", lit(ct, alpha));
 		rl_buf_printf(&cg->body, "#else\n");

@@ -406,11 +406,11 @@ void cg_vmath_need(struct rl_cgen *cg, unsigned fns);
  * attention rows of emit_attn.c). cg_exp_sum_pass: for i over [0, nv) in
  * steps of RL_VW, e = rl_vexpz(src[i] - m), stored to dst (unless NULL),
  * its two halves summed into rl_vh s0 and s1 (m, s0, s1 declared by the
- * caller). cg_row_pass: dst[i] = src[i] `op` (e.g. " * r") over [0, nv).
+ * caller). cg_row_pass: dst[i] = expr over [0, nv) (a multiple of RL_VW),
+ * expr an rl_vf expression in i (e.g. "*(const rl_vfu *)(y + i) * r").
  * Below AVX-512 (RL_VNARROW) both run on 8-float rl_wf, same bits. */
 void cg_exp_sum_pass(struct rl_cgen *cg, const char *src, const char *dst, const char *nv);
-void cg_row_pass(struct rl_cgen *cg, const char *dst, const char *src, const char *op,
-                 const char *nv);
+void cg_row_pass(struct rl_cgen *cg, const char *dst, const char *expr, const char *nv);
 /* Block-scope vector types of a kernel of element type T (es bytes): vec,
  * vecu (the same at any address) and VL, its lanes (emit.c). */
 void cg_vec_types(struct rl_cgen *cg, const char *T, int es);
@@ -418,6 +418,16 @@ void cg_vec_types(struct rl_cgen *cg, const char *T, int es);
  * rl_vsqrt_v4 kept), its comments kept or dropped: the 8-float copy of
  * vector code (emit_math.c, RL_VNARROW), appended to out */
 void cg_vnarrow_text(struct rl_buf *out, const char *in, bool comments);
+/* A vector loop `for (size_t var = 0; var < n; var += RL_VW) { body }`
+ * (body: lines of rl_vf code, n a multiple of RL_VW), and before it, under
+ * RL_VNARROW, the same body renamed to 8-float rl_wf (cg_vnarrow_text),
+ * taken unless the CPU has AVX-512: in the narrower clones an rl_vf is two
+ * or four registers and its unaligned stores go through the stack. Lane
+ * for lane the same operations, so the same bits, as long as no value
+ * crosses lanes (sums across iterations need their own form:
+ * cg_exp_sum_pass). The math functions the body calls must be requested
+ * (cg_vmath_need) after cg->vnarrow is set, which this does first. */
+void cg_vloop(struct rl_cgen *cg, const char *var, const char *n, const char *body);
 /* The same text into b, every function in fns (for tests). */
 void rl_vmath_text(struct rl_buf *b, unsigned fns);
 

@@ -584,6 +584,39 @@ void cg_vnarrow_text(struct rl_buf *out, const char *in, bool comments)
 	}
 }
 
+void cg_vloop(struct rl_cgen *cg, const char *var, const char *n, const char *body)
+{
+	cg->vnarrow = 1;
+	cg_vmath_need(cg, RL_VM_BASE);
+	struct rl_buf nw = {0};
+	cg_vnarrow_text(&nw, body, true);
+	for (int w = 0; w < 2; w++) {
+		const char *text = w ? body : nw.s;
+		if (!w) {
+			rl_buf_printf(&cg->body, "#ifdef RL_VNARROW\n");
+			cg_line(cg, "if (!rl_cpu_v4()) {");
+			cg->indent++;
+		}
+		cg_line(cg, "for (size_t %s = 0; %s < %s; %s += %s) {", var, var, n, var,
+		        w ? "RL_VW" : "RL_WW");
+		cg->indent++;
+		for (const char *l = text; *l;) {
+			const char *e = strchr(l, '\n');
+			int len = e ? (int)(e - l) : (int)strlen(l);
+			cg_line(cg, "%.*s", len, l);
+			l = e ? e + 1 : l + len;
+		}
+		cg->indent--;
+		cg_line(cg, "}");
+		if (!w) {
+			cg->indent--;
+			cg_line(cg, "} else");
+			rl_buf_printf(&cg->body, "#endif\n");
+		}
+	}
+	rl_buf_free(&nw);
+}
+
 /* The rl_wf copies of fns (and their dependencies) not yet in b. */
 static void vm_write_narrow(struct rl_buf *b, unsigned fns)
 {

@@ -292,9 +292,13 @@ static void layernorm_vec(struct rl_cgen *cg, int64_t R, int64_t D, double eps, 
 	}
 	cg_line(cg, "const float inv = 1.0f / sqrtf(sq / %s + %s);", cg_lit(RL_DT_FLOAT, (double)D),
 	        cg_lit(RL_DT_FLOAT, eps));
-	cg_line(cg, "for (size_t i = 0; i < %lld; i += RL_VW)", (long long)nv);
-	cg_line(cg, "    *(rl_vfu *)(y + i) = (*(const rl_vfu *)(x + i) - mean) * inv * "
-	        "*(const rl_vfu *)(X1 + i)%s;", bias ? " + *(const rl_vfu *)(X2 + i)" : "");
+	{
+		char nvs[32], ex[200];
+		snprintf(nvs, sizeof(nvs), "%lld", (long long)nv);
+		snprintf(ex, sizeof(ex), "(*(const rl_vfu *)(x + i) - mean) * inv * *(const rl_vfu *)(X1 + i)%s",
+		         bias ? " + *(const rl_vfu *)(X2 + i)" : "");
+		cg_row_pass(cg, "y", ex, nvs);
+	}
 	if (nv < D) {
 		cg_line(cg, "for (size_t i = %lld; i < %lld; i++)", (long long)nv, (long long)D);
 		cg_line(cg, "    y[i] = (x[i] - mean) * inv * X1[i]%s;", bias ? " + X2[i]" : "");
@@ -539,19 +543,11 @@ void cg_exp_sum_pass(struct rl_cgen *cg, const char *src, const char *dst, const
 	cg_line(cg, "}");
 }
 
-void cg_row_pass(struct rl_cgen *cg, const char *dst, const char *src, const char *op,
-                 const char *nv)
+void cg_row_pass(struct rl_cgen *cg, const char *dst, const char *expr, const char *nv)
 {
-	cg->vnarrow = 1;
-	cg_vmath_need(cg, RL_VM_BASE);
-	rl_buf_printf(&cg->body, "#ifdef RL_VNARROW\n");
-	cg_line(cg, "if (!rl_cpu_v4()) {");
-	cg_line(cg, "    for (size_t i = 0; i < %s; i += RL_WW)", nv);
-	cg_line(cg, "        *(rl_wfu *)(%s + i) = *(const rl_wfu *)(%s + i)%s;", dst, src, op);
-	cg_line(cg, "} else");
-	rl_buf_printf(&cg->body, "#endif\n");
-	cg_line(cg, "for (size_t i = 0; i < %s; i += RL_VW)", nv);
-	cg_line(cg, "    *(rl_vfu *)(%s + i) = *(const rl_vfu *)(%s + i)%s;", dst, src, op);
+	char body[400];
+	snprintf(body, sizeof(body), "*(rl_vfu *)(%s + i) = %s;", dst, expr);
+	cg_vloop(cg, "i", nv, body);
 }
 
 /*
@@ -616,14 +612,14 @@ static void softmax_vec(struct rl_cgen *cg, enum rl_op op, int64_t outer, int64_
 	cg_line(cg, "    s += s0[l];");
 	if (soft) {
 		cg_line(cg, "const float r = 1.0f / s;");
-		cg_row_pass(cg, "y", "y", " * r", nvs);
+		cg_row_pass(cg, "y", "*(const rl_vfu *)(y + i) * r", nvs);
 		if (tail) {
 			cg_line(cg, "for (size_t d = %lld; d < %lld; d++)", (long long)nv, (long long)D);
 			cg_line(cg, "    y[d] *= r;");
 		}
 	} else {
 		cg_line(cg, "const float ls = logf(s);");
-		cg_row_pass(cg, "y", "x", " - m - ls", nvs);
+		cg_row_pass(cg, "y", "*(const rl_vfu *)(x + i) - m - ls", nvs);
 		if (tail) {
 			cg_line(cg, "for (size_t d = %lld; d < %lld; d++)", (long long)nv, (long long)D);
 			cg_line(cg, "    y[d] = x[d] - m - ls;");
