@@ -2340,9 +2340,9 @@ static void emit_conv_cv(struct rl_cgen *cg, uint32_t node, const struct conv2d 
 	 * each) and one last tile of the rest (plus one loop tile where the
 	 * rest would be 1 or 2 pixels). Rows of 13 were AVX2 sub-tiles of 5 + 4
 	 * + 4 pixels, 8 of 13 sums short of 12. SqueezeNet's 1x1 512->1000 on
-	 * 13x13 (+ Relu), one thread, Zen 3, with the chunk below: 2.07 -> 1.90
-	 * ms (minimum of 11 interleaved rounds; onnxruntime 1.89). The same
-	 * sums in the same order.
+	 * 13x13 (+ Relu), one thread, Zen 3: 1.92 -> 1.86 ms alone (minimum of
+	 * 9 interleaved rounds; onnxruntime 1.89), 2.23 -> 2.11 ms in the model
+	 * (bench_cnn_split.py). The same sums in the same order.
 	 */
 	bool run = !flat && KK == 1 && p->SH == 1 && p->SW == 1 && !pad && p->W == p->OW &&
 	           R * p->OW > 2 * CONV_CV_RUN;
@@ -2537,46 +2537,46 @@ static void emit_conv_cv(struct rl_cgen *cg, uint32_t node, const struct conv2d 
 	}
 	/* seg 0: the rows (or run tiles) in a loop; seg 1: a run's last tile */
 	for (int seg = 0; seg < (run && tailpix ? 2 : 1); seg++) {
-	if (!seg) {
-		line_open(cg, "for (size_t i = 0; i < %lld; i++) {", nrows, 0);
-		if (one)
-			cg_line(cg, "const float *xr = xb + i * %lld;", (long long)rstep);
-		else
-			cg_line(cg, "const float *xr = xb + c0 * %lld + i * %lld;", (long long)xcs,
-			        (long long)rstep);
-		cg_line(cg, "float *orow = ob + i * %lld;", (long long)(rowpix * cb));
-	} else {
-		line_open(cg, "{ /* the run's last %lld pixels */", tailpix, 0);
-		if (one)
-			cg_line(cg, "const float *xr = xb + %lld;", (long long)(nrun * CONV_CV_RUN));
-		else
-			cg_line(cg, "const float *xr = xb + c0 * %lld + %lld;", (long long)xcs,
-			        (long long)(nrun * CONV_CV_RUN));
-		cg_line(cg, "float *orow = ob + %lld;", (long long)(nrun * CONV_CV_RUN * cb));
-	}
-	for (int64_t q = 0, ow0 = 0; q < (seg ? 1 : ntile); q++) {
-		const struct cv_tile tile = seg ? runtail : CV_TILE_AT(q, ow0), *tq = &tile;
-		/* x of the tile's first pixel, from the row's (or part's) first */
-		int64_t x0 = flat ? ow0 / p->OW * rs + ow0 % p->OW * p->SW : ow0 * p->SW;
-		char wexpr[64];
-		if (one)
-			snprintf(wexpr, sizeof(wexpr), "wb");
-		else
-			snprintf(wexpr, sizeof(wexpr), "wb + c0 * %lld", (long long)(KK * cb));
-		char fin[2][80];
-		for (int f = 0; f < 2; f++) {
-			bool has = inreg && (f ? e.xsh : e.xsc) >= 0;
-			snprintf(fin[f], sizeof(fin[f]), "%s%s%s%s", !has || one ? "" : last,
-			         !has || one ? "" : " ? ", !has ? "NULL" : f ? "tz" : "sz",
-			         !has || one ? "" : " : NULL");
+		if (!seg) {
+			line_open(cg, "for (size_t i = 0; i < %lld; i++) {", nrows, 0);
+			if (one)
+				cg_line(cg, "const float *xr = xb + i * %lld;", (long long)rstep);
+			else
+				cg_line(cg, "const float *xr = xb + c0 * %lld + i * %lld;", (long long)xcs,
+				        (long long)rstep);
+			cg_line(cg, "float *orow = ob + i * %lld;", (long long)(rowpix * cb));
+		} else {
+			line_open(cg, "{ /* the run's last %lld pixels */", tailpix, 0);
+			if (one)
+				cg_line(cg, "const float *xr = xb + %lld;", (long long)(nrun * CONV_CV_RUN));
+			else
+				cg_line(cg, "const float *xr = xb + c0 * %lld + %lld;", (long long)xcs,
+				        (long long)(nrun * CONV_CV_RUN));
+			cg_line(cg, "float *orow = ob + %lld;", (long long)(nrun * CONV_CV_RUN * cb));
 		}
-		snprintf(tail, sizeof(tail), "tap, %lld, cn, %lld, %s, orow + %lld, bz, %s, %s, %s, %s",
-		         (long long)KK, (long long)xcs, wexpr, (long long)(ow0 * cb),
-		         one ? "1" : "c0 == 0", !relu ? "0" : one ? "1" : last, fin[0], fin[1]);
-		cv_call(cg, cb, tq, x0, tail);
-		ow0 += tq->nt;
-	}
-	line_close(cg); /* i, or the last tile's block */
+		for (int64_t q = 0, ow0 = 0; q < (seg ? 1 : ntile); q++) {
+			const struct cv_tile tile = seg ? runtail : CV_TILE_AT(q, ow0), *tq = &tile;
+			/* x of the tile's first pixel, from the row's (or part's) first */
+			int64_t x0 = flat ? ow0 / p->OW * rs + ow0 % p->OW * p->SW : ow0 * p->SW;
+			char wexpr[64];
+			if (one)
+				snprintf(wexpr, sizeof(wexpr), "wb");
+			else
+				snprintf(wexpr, sizeof(wexpr), "wb + c0 * %lld", (long long)(KK * cb));
+			char fin[2][80];
+			for (int f = 0; f < 2; f++) {
+				bool has = inreg && (f ? e.xsh : e.xsc) >= 0;
+				snprintf(fin[f], sizeof(fin[f]), "%s%s%s%s", !has || one ? "" : last,
+				         !has || one ? "" : " ? ", !has ? "NULL" : f ? "tz" : "sz",
+				         !has || one ? "" : " : NULL");
+			}
+			snprintf(tail, sizeof(tail), "tap, %lld, cn, %lld, %s, orow + %lld, bz, %s, %s, %s, %s",
+			         (long long)KK, (long long)xcs, wexpr, (long long)(ow0 * cb),
+			         one ? "1" : "c0 == 0", !relu ? "0" : one ? "1" : last, fin[0], fin[1]);
+			cv_call(cg, cb, tq, x0, tail);
+			ow0 += tq->nt;
+		}
+		line_close(cg); /* i, or the last tile's block */
 	}
 #undef CV_TILE_AT
 	line_close(cg); /* c0, or the block of one chunk */
