@@ -414,22 +414,7 @@ static bool epilogue_vec(struct rl_cgen *cg, const struct rl_cgen_group *grp, en
 	cg_line(cg, "}");
 	struct rl_buf wide = cg->body;
 	cg->body = body;
-	rl_buf_printf(&cg->body, "#ifdef RL_VNARROW\n");
-	cg_line(cg, "if (!rl_cpu_v4()) {");
-	cg->indent++;
-	/* wide is at the loop's own indent: one more inside the if */
-	struct rl_buf nw = {0};
-	cg_vnarrow_text(&nw, wide.s, true);
-	for (const char *l = nw.s; l && *l;) {
-		const char *e = strchr(l, '\n');
-		int len = e ? (int)(e - l) : (int)strlen(l);
-		rl_buf_printf(&cg->body, "%s%.*s\n", *l == '#' ? "" : "    ", len, l);
-		l = e ? e + 1 : l + len;
-	}
-	rl_buf_free(&nw);
-	cg->indent--;
-	cg_line(cg, "} else");
-	rl_buf_printf(&cg->body, "#endif\n%s", wide.s);
+	cg_vnarrow_before(cg, wide.s);
 	rl_buf_free(&wide);
 	return true;
 }

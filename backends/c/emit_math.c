@@ -433,24 +433,21 @@ static const char vm_nbase[] =
 	" * ew_chain on Zen 3: 1.81 ms, 1.67 with the rational tanh, 1.51 with\n"
 	" * both; outputs bit-identical to the rl_vf loop's.\n"
 	" */\n"
-	"#ifndef RL_CLONES /* built for AVX2 without AVX-512 */\n"
+	"/* whether the AVX-512 clone runs: its name for __builtin_cpu_supports\n"
+	" * (emit_rt.c's RL_TARGETS); 0 in a file built for AVX2 without it */\n"
 	"RL_INLINE int rl_cpu_v4(void)\n"
 	"{\n"
+	"#ifndef RL_CLONES\n"
 	"    return 0;\n"
-	"}\n"
-	"#elif defined(__clang__)\n"
-	"RL_INLINE int rl_cpu_v4(void)\n"
-	"{\n"
-	"    __builtin_cpu_init();\n"
-	"    return __builtin_cpu_supports(\"avx512f\");\n"
-	"}\n"
 	"#else\n"
-	"RL_INLINE int rl_cpu_v4(void)\n"
-	"{\n"
 	"    __builtin_cpu_init();\n"
+	"#ifdef __clang__\n"
+	"    return __builtin_cpu_supports(\"avx512f\");\n"
+	"#else\n"
 	"    return __builtin_cpu_supports(\"x86-64-v4\");\n"
-	"}\n"
 	"#endif\n"
+	"#endif\n"
+	"}\n"
 	"/* rl_wf is emit_rt.c's half vector, with its rl_vhif */\n"
 	"#define RL_WW RL_VH /* floats per rl_wf */\n"
 	"typedef rl_vh rl_wf;\n"
@@ -584,37 +581,45 @@ void cg_vnarrow_text(struct rl_buf *out, const char *in, bool comments)
 	}
 }
 
+void cg_vnarrow_before(struct rl_cgen *cg, const char *wide)
+{
+	rl_buf_printf(&cg->body, "#ifdef RL_VNARROW\n");
+	cg_line(cg, "if (!rl_cpu_v4()) {");
+	/* wide is at the current indent: one more inside the if, the
+	 * preprocessor lines where they are */
+	struct rl_buf nw = {0};
+	cg_vnarrow_text(&nw, wide, true);
+	for (const char *l = nw.s; l && *l;) {
+		const char *e = strchr(l, '\n');
+		int len = e ? (int)(e - l) : (int)strlen(l);
+		rl_buf_printf(&cg->body, "%s%.*s\n", *l == '#' ? "" : "    ", len, l);
+		l = e ? e + 1 : l + len;
+	}
+	rl_buf_free(&nw);
+	cg_line(cg, "} else");
+	rl_buf_printf(&cg->body, "#endif\n%s", wide);
+}
+
 void cg_vloop(struct rl_cgen *cg, const char *var, const char *n, const char *body)
 {
 	cg->vnarrow = 1;
 	cg_vmath_need(cg, RL_VM_BASE);
-	struct rl_buf nw = {0};
-	cg_vnarrow_text(&nw, body, true);
-	for (int w = 0; w < 2; w++) {
-		const char *text = w ? body : nw.s;
-		if (!w) {
-			rl_buf_printf(&cg->body, "#ifdef RL_VNARROW\n");
-			cg_line(cg, "if (!rl_cpu_v4()) {");
-			cg->indent++;
-		}
-		cg_line(cg, "for (size_t %s = 0; %s < %s; %s += %s) {", var, var, n, var,
-		        w ? "RL_VW" : "RL_WW");
-		cg->indent++;
-		for (const char *l = text; *l;) {
-			const char *e = strchr(l, '\n');
-			int len = e ? (int)(e - l) : (int)strlen(l);
-			cg_line(cg, "%.*s", len, l);
-			l = e ? e + 1 : l + len;
-		}
-		cg->indent--;
-		cg_line(cg, "}");
-		if (!w) {
-			cg->indent--;
-			cg_line(cg, "} else");
-			rl_buf_printf(&cg->body, "#endif\n");
-		}
+	struct rl_buf outer = cg->body;
+	cg->body = (struct rl_buf){0};
+	cg_line(cg, "for (size_t %s = 0; %s < %s; %s += RL_VW) {", var, var, n, var);
+	cg->indent++;
+	for (const char *l = body; *l;) {
+		const char *e = strchr(l, '\n');
+		int len = e ? (int)(e - l) : (int)strlen(l);
+		cg_line(cg, "%.*s", len, l);
+		l = e ? e + 1 : l + len;
 	}
-	rl_buf_free(&nw);
+	cg->indent--;
+	cg_line(cg, "}");
+	struct rl_buf wide = cg->body;
+	cg->body = outer;
+	cg_vnarrow_before(cg, wide.s);
+	rl_buf_free(&wide);
 }
 
 /* The rl_wf copies of fns (and their dependencies) not yet in b. */
