@@ -653,7 +653,9 @@ static void vm_write_narrow(struct rl_buf *b, unsigned fns)
 void cg_vmath_need(struct rl_cgen *cg, unsigned fns)
 {
 	vm_write(&cg->statics, fns | RL_VM_BASE, true);
-	if (cg->vnarrow)
+	/* a device kernel (the CUDA backend's C fallback) never defines
+	 * RL_VNARROW: no 8-float copies for it */
+	if (cg->vnarrow && !cg->device)
 		vm_write_narrow(&cg->statics, fns | RL_VM_BASE);
 }
 

@@ -830,31 +830,15 @@ enum rl_status cu_k_fallback(struct cu *d, uint32_t node, const struct rl_cgen_g
 		}
 	if (st != RL_OK)
 		return st;
-	/* vector math the C kernel asked for sits under #ifdef RL_VEC, and its
-	 * 8-float copies under #ifdef RL_VNARROW (emit_math.c), which a CUDA
-	 * build never defines: drop them; anything else is the CPU runtime */
-	if (cg->statics.len != sl) {
-		static const char *const blk[2][2] = {
-			{"#ifdef RL_VEC", "#endif /* RL_VEC */\n\n"},
-			{"#ifdef RL_VNARROW", "#endif /* RL_VNARROW */\n\n"},
-		};
-		size_t p = sl;
-		for (bool more = true; more && p < cg->statics.len;) {
-			more = false;
-			for (int k = 0; k < 2 && !more; k++) {
-				if (strncmp(cg->statics.s + p, blk[k][0], strlen(blk[k][0])) != 0)
-					continue;
-				const char *e = strstr(cg->statics.s + p, blk[k][1]);
-				if (e) {
-					p = (size_t)(e - cg->statics.s) + strlen(blk[k][1]);
-					more = true;
-				}
-			}
-		}
-		if (p == cg->statics.len) {
-			cg->statics.len = sl;
-			cg->statics.s[sl] = 0;
-		}
+	/* vector math the C kernel asked for sits under #ifdef RL_VEC, which a
+	 * CUDA build never defines (nor RL_VNARROW, whose 8-float copies
+	 * cg_vmath_need leaves out for a device kernel): drop it; anything else
+	 * is the CPU runtime */
+	if (cg->statics.len != sl && strncmp(cg->statics.s + sl, "#ifdef RL_VEC", 13) == 0 &&
+	    strstr(cg->statics.s + sl, "#endif /* RL_VEC */\n\n") ==
+	            cg->statics.s + cg->statics.len - strlen("#endif /* RL_VEC */\n\n")) {
+		cg->statics.len = sl;
+		cg->statics.s[sl] = 0;
 	}
 	/* helpers of this kernel alone (named after it: Resize's tap builder and
 	 * tap tables, GridSample's padding rule) are plain C: they become device
