@@ -351,6 +351,7 @@ static bool epilogue_vec(struct rl_cgen *cg, const struct rl_cgen_group *grp, en
 	rl_buf_printf(&cg->body, "#ifdef RL_VEC\n");
 	struct rl_buf body = cg->body;
 	cg->body = (struct rl_buf){0};
+	cg->indent++;
 	bool tail = n % VW != 0;
 	cg_line(cg, "for (size_t ee = 0; ee < %lld; ee += RL_VW) {", (long long)n);
 	cg->indent++;
@@ -412,9 +413,10 @@ static bool epilogue_vec(struct rl_cgen *cg, const struct rl_cgen_group *grp, en
 	}
 	cg->indent--;
 	cg_line(cg, "}");
+	cg->indent--;
 	struct rl_buf wide = cg->body;
 	cg->body = body;
-	cg_vnarrow_before(cg, wide.s);
+	cg_vnarrow_before(cg, wide.s, false);
 	rl_buf_free(&wide);
 	return true;
 }
@@ -865,17 +867,8 @@ static bool vec_group(struct rl_cgen *cg, const struct rl_cgen_group *grp, enum 
 		rl_buf_free(&wide);
 		return true;
 	}
-	rl_buf_printf(&cg->body, "#ifdef RL_VEC\n#ifdef RL_VNARROW\n");
-	cg_line(cg, "if (!rl_cpu_v4()) {");
-	cg_vnarrow_text(&cg->body, wide.s, true);
-	cg_line(cg, "} else {");
-	if (sqrt)
-		rl_buf_printf(&cg->body, "#define rl_vsqrt rl_vsqrt_v4\n");
-	rl_buf_printf(&cg->body, "#endif\n%s#ifdef RL_VNARROW\n", wide.s);
-	if (sqrt)
-		rl_buf_printf(&cg->body, "#undef rl_vsqrt\n");
-	cg_line(cg, "}");
-	rl_buf_printf(&cg->body, "#endif\n");
+	rl_buf_printf(&cg->body, "#ifdef RL_VEC\n");
+	cg_vnarrow_before(cg, wide.s, sqrt);
 	rl_buf_free(&wide);
 	rl_buf_printf(&cg->body, "#else\n");
 	*st = vec_nest(cg, grp, &p, false);

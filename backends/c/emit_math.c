@@ -581,23 +581,19 @@ void cg_vnarrow_text(struct rl_buf *out, const char *in, bool comments)
 	}
 }
 
-void cg_vnarrow_before(struct rl_cgen *cg, const char *wide)
+void cg_vnarrow_before(struct rl_cgen *cg, const char *wide, bool sqrt_v4)
 {
 	rl_buf_printf(&cg->body, "#ifdef RL_VNARROW\n");
 	cg_line(cg, "if (!rl_cpu_v4()) {");
-	/* wide is at the current indent: one more inside the if, the
-	 * preprocessor lines where they are */
-	struct rl_buf nw = {0};
-	cg_vnarrow_text(&nw, wide, true);
-	for (const char *l = nw.s; l && *l;) {
-		const char *e = strchr(l, '\n');
-		int len = e ? (int)(e - l) : (int)strlen(l);
-		rl_buf_printf(&cg->body, "%s%.*s\n", *l == '#' ? "" : "    ", len, l);
-		l = e ? e + 1 : l + len;
-	}
-	rl_buf_free(&nw);
-	cg_line(cg, "} else");
-	rl_buf_printf(&cg->body, "#endif\n%s", wide);
+	cg_vnarrow_text(&cg->body, wide, true);
+	cg_line(cg, "} else {");
+	if (sqrt_v4)
+		rl_buf_printf(&cg->body, "#define rl_vsqrt rl_vsqrt_v4\n");
+	rl_buf_printf(&cg->body, "#endif\n%s#ifdef RL_VNARROW\n", wide);
+	if (sqrt_v4)
+		rl_buf_printf(&cg->body, "#undef rl_vsqrt\n");
+	cg_line(cg, "}");
+	rl_buf_printf(&cg->body, "#endif\n");
 }
 
 void cg_vloop(struct rl_cgen *cg, const char *var, const char *n, const char *body)
@@ -606,6 +602,7 @@ void cg_vloop(struct rl_cgen *cg, const char *var, const char *n, const char *bo
 	cg_vmath_need(cg, RL_VM_BASE);
 	struct rl_buf outer = cg->body;
 	cg->body = (struct rl_buf){0};
+	cg->indent++;
 	cg_line(cg, "for (size_t %s = 0; %s < %s; %s += RL_VW) {", var, var, n, var);
 	cg->indent++;
 	for (const char *l = body; *l;) {
@@ -616,9 +613,10 @@ void cg_vloop(struct rl_cgen *cg, const char *var, const char *n, const char *bo
 	}
 	cg->indent--;
 	cg_line(cg, "}");
+	cg->indent--;
 	struct rl_buf wide = cg->body;
 	cg->body = outer;
-	cg_vnarrow_before(cg, wide.s);
+	cg_vnarrow_before(cg, wide.s, false);
 	rl_buf_free(&wide);
 }
 
