@@ -21,7 +21,8 @@
  * kernel (output channels on the lanes, weights packed at init), with odd
  * channel counts (a partial block of 32), padding, stride 2, dilation,
  * chunks of input channels, two images, a 1-D Conv, rows cut into two
- * tiles, 1x1 planes as runs of 12-pixel tiles, and a grouped Conv, which that kernel does not take (band mode);
+ * tiles, 1x1 planes as runs of 12-pixel tiles, and a grouped Conv, which
+ * that kernel does not take (band mode);
  * `cvrun` cases take it with the weights a graph input (packed per task).
  */
 #include <criterion/criterion.h>
