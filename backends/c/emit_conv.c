@@ -149,8 +149,10 @@ struct conv_isa {
 };
 
 static const struct conv_isa conv_isas[] = {
-	/* 32 zmm: 4 x 4 sums + 4 band vectors + a weight */
-	{"avx512", "avx512f,avx512vl,fma", "__m512", "_mm512", 16, 4},
+	/* 32 zmm: 4 x 6 sums + 6 band vectors + a weight (31; 4 x 4 and 4 x 5
+	 * were 6% and 3% slower on 3x3 64->64 on 56x56, 3.5% and 2% on 1x1
+	 * 256->64 there: Sapphire Rapids-class Xeon, one core) */
+	{"avx512", "avx512f,avx512vl,fma", "__m512", "_mm512", 16, 6},
 	/* 16 ymm: 4 x 3 sums + 3 band vectors + a weight */
 	{"avx2", "avx2,fma", "__m256", "_mm256", 8, 3},
 };
@@ -211,17 +213,14 @@ static void conv_uk_tile(struct rl_buf *b, const struct conv_isa *is, int nv, co
 	}
 	rl_buf_printf(b, "%s}\n", ind);
 	rl_buf_printf(b, "%sconst float *xc = band + t, *wc = %s;\n", ind, nm[1]);
-	if (is->vw == 8) {
-		/* AVX2: a 1x1 kernel (one tap) walks the channels in one loop,
-		 * without the tap loop's per-channel overhead (a fifth of the FMA
-		 * issue slots on the 1x1 layers, Zen 3); the same sums in the
-		 * same order */
-		rl_buf_printf(b, "%sif (kk == 1) {\n", ind);
-		rl_buf_printf(b, "%s    const float *xs = xc + tap[0];\n", ind);
-		rl_buf_printf(b, "%s    for (int64_t c = 0; c < cc; c++, xs += bc) {\n", ind);
-		conv_uk_step(b, is, nv, ind, nm[1], "c");
-		rl_buf_printf(b, "%s    }\n%s} else\n", ind, ind);
-	}
+	/* a 1x1 kernel (one tap) walks the channels in one loop, without the
+	 * tap loop's per-channel overhead (a fifth of the FMA issue slots on
+	 * the 1x1 layers, Zen 3); the same sums in the same order */
+	rl_buf_printf(b, "%sif (kk == 1) {\n", ind);
+	rl_buf_printf(b, "%s    const float *xs = xc + tap[0];\n", ind);
+	rl_buf_printf(b, "%s    for (int64_t c = 0; c < cc; c++, xs += bc) {\n", ind);
+	conv_uk_step(b, is, nv, ind, nm[1], "c");
+	rl_buf_printf(b, "%s    }\n%s} else\n", ind, ind);
 	rl_buf_printf(b, "%sfor (int64_t c = 0; c < cc; c++, xc += bc, wc += kk) {\n", ind);
 	rl_buf_printf(b, "%s    for (int64_t k = 0; k < kk; k++) {\n", ind);
 	rl_buf_printf(b, "%s        const float *xs = xc + tap[k];\n", ind);
@@ -274,16 +273,11 @@ static void conv_uk_tile(struct rl_buf *b, const struct conv_isa *is, int nv, co
 	}
 }
 
-/* The tiles of one column step: AVX2 runs them for each of the nb blocks
- * in turn (the blocks inner, see conv_emit_uk), the others for one block. */
-static void conv_uk_tiles(struct rl_buf *b, const struct conv_isa *is, int nv, bool avx2)
+/* The tiles of one column step, for each of the nb blocks in turn (the
+ * blocks inner, see conv_emit_uk). */
+static void conv_uk_tiles(struct rl_buf *b, const struct conv_isa *is, int nv)
 {
-	static const char *const one[6] = {"acc", "w", "bias", "res", "scl", "shf"};
 	static const char *const blk[6] = {"ab", "wb", "bb", "rb", "sb", "hb"};
-	if (!avx2) {
-		conv_uk_tile(b, is, nv, "        ", one);
-		return;
-	}
 	rl_buf_printf(b, "        for (int64_t blk = 0; blk < nb; blk++) {\n");
 	rl_buf_printf(b, "            float *ab = acc + blk * 4 * as;\n");
 	rl_buf_printf(b, "            const float *wb = w + blk * 4 * ws, *bb = bias ? bias + blk * 4 : NULL;\n");
@@ -319,78 +313,70 @@ static void conv_emit_uk(struct rl_buf *b)
 	for (size_t i = 0; i < sizeof(conv_isas) / sizeof(conv_isas[0]); i++) {
 		const struct conv_isa *is = &conv_isas[i];
 		int tw = is->nv * is->vw;
-		bool avx2 = is->vw == 8;
-		if (avx2) {
-			/* noinline: GCC 12 inlined it into the sub-chunk loop of
-			 * rl_conv4_avx2_sub and the tiles ran 10% slower (3x3 64->64
-			 * on 56x56, one pass) */
-			rl_buf_printf(b, "static __attribute__((target(\"%s\"), noinline)) void rl_conv4_%s(" CONV_UK_ARGS
-			              ", int64_t nb)\n{\n", is->target, is->name);
-			rl_buf_printf(b, "    /* the tile's columns outer, the blocks inner: the tile's band\n"
-			                 "     * columns (cc x %d floats per tap) stay in L1 for every block's\n"
-			                 "     * weights (the other order streams the band from L2 per block:\n"
-			                 "     * 16 bytes a cycle, more than Zen 3 sustains at 64 strided rows) */\n",
-			              tw);
-		} else {
-			rl_buf_printf(b, "static __attribute__((target(\"%s\"))) void rl_conv4_%s_1(" CONV_UK_ARGS
-			              ")\n{\n", is->target, is->name);
-		}
+		/* noinline: GCC 12 inlined it into the sub-chunk loop of
+		 * rl_conv4_avx2_sub and the tiles ran 10% slower (3x3 64->64
+		 * on 56x56, one pass) */
+		rl_buf_printf(b, "static __attribute__((target(\"%s\"), noinline)) void rl_conv4_%s(" CONV_UK_ARGS
+		              ", int64_t nb)\n{\n", is->target, is->name);
+		/* AVX-512 in the blocks-outer order (each block over every
+		 * column, then the next) ran 1x1 256->64 on 56x56 14% slower
+		 * and 3x3 64->64 there 6% slower (Sapphire Rapids-class, one
+		 * core): there the band columns of all 128 channels stream from
+		 * L2 once per block */
+		rl_buf_printf(b, "    /* the tile's columns outer, the blocks inner: the tile's band\n"
+		                 "     * columns (cc x %d floats per tap) stay in L1 for every block's\n"
+		                 "     * weights (the other order streams the band from L2 per block:\n"
+		                 "     * 16 bytes a cycle, more than Zen 3 sustains at 64 strided rows) */\n",
+		              tw);
 		rl_buf_printf(b, "    int64_t t = 0;\n");
 		rl_buf_printf(b, "    for (; t + %d <= tp; t += %d) {\n", tw, tw);
-		conv_uk_tiles(b, is, is->nv, avx2);
+		conv_uk_tiles(b, is, is->nv);
 		rl_buf_printf(b, "    }\n");
 		rl_buf_printf(b, "    /* the columns left: narrower tiles, whole vectors */\n");
 		for (int nv = is->nv - 1; nv >= 1; nv--) {
 			rl_buf_printf(b, "    if (t + %d <= tp) {\n", nv * is->vw);
-			conv_uk_tiles(b, is, nv, avx2);
+			conv_uk_tiles(b, is, nv);
 			rl_buf_printf(b, "        t += %d;\n    }\n", nv * is->vw);
 		}
 		rl_buf_printf(b, "}\n\n");
-		if (avx2) {
-			/*
-			 * The input channels in sub-chunks of about CONV_UK_SUB_STEPS
-			 * channel-taps, where a kernel has more than one tap: a tile's
-			 * band columns for all cc channels (3x3 64->64 on 56x56: 64 x 3
-			 * rows x 26 floats, about 30 KB) did not stay in L1 with the
-			 * blocks' weights streaming past them, so every block read
-			 * them again from L2. Micro-benchmark (Zen 3, one core, the
-			 * band of that layer in L2, 8 weight sets in turn): 86% of the
-			 * FMA peak in one pass, 93-95% in sub-chunks of 8, 16 or 32
-			 * channels. The layer alone (bench_conv_layers.py's model with
-			 * a Relu, one thread, thread CPU time, load 6): 2.80 ms in one
-			 * pass, 2.55-2.57 in sub-chunks of 32 channels (288 steps),
-			 * 2.57-2.61 in sub-chunks of 8. The partial sums go through acc
-			 * between sub-chunks, in the same order: the same bits. A 1x1
-			 * kernel keeps one pass (sub-chunks of 32 or 64 of 128
-			 * channels: 82-84% of the peak, against 86%: its band columns
-			 * are 1.5 lines a channel, and the kk == 1 loop is the faster
-			 * one). Only the calls with more than CONV_UK_SUB_STEPS
-			 * channel-taps go through it (rl_conv4_sub): through it, SqueezeNet's
-			 * 3x3/2 3->64 stem (27 channel-taps, one sub-chunk) took 0.66-0.68
-			 * ms against 0.60-0.61 calling the tiles directly.
-			 */
-			rl_buf_printf(b, "static __attribute__((target(\"%s\"))) void rl_conv4_%s_sub(" CONV_UK_ARGS
-			              ", int64_t nb)\n{\n", is->target, is->name);
-			rl_buf_printf(b, "    /* input channels in sub-chunks of at most %d channel-taps, as even as they go */\n"
-			                 "    const int64_t nsub = (cc * kk + %d) / %d, cs = (cc + nsub - 1) / nsub;\n"
-			                 "    for (int64_t c0 = 0; c0 < cc; c0 += cs) {\n"
-			                 "        const int64_t cn = cc - c0 < cs ? cc - c0 : cs;\n"
-			                 "        const int last = c0 + cn == cc;\n"
-			                 "        rl_conv4_%s(band + c0 * bc, bc, tap, kk, cn, w + c0 * kk, ws, acc, as, tp, bias,\n"
-			                 "                       fresh && c0 == 0, relu && last, last ? res : NULL,\n"
-			                 "                       last ? scl : NULL, last ? shf : NULL, nb);\n"
-			                 "    }\n}\n\n",
-			              CONV_UK_SUB_STEPS, CONV_UK_SUB_STEPS - 1, CONV_UK_SUB_STEPS, is->name);
-		} else {
-			rl_buf_printf(b, "/* nb blocks of four channels, one after the other */\n");
-			rl_buf_printf(b, "static __attribute__((target(\"%s\"))) void rl_conv4_%s(" CONV_UK_ARGS
-			              ", int64_t nb)\n{\n", is->target, is->name);
-			rl_buf_printf(b, "    for (int64_t blk = 0; blk < nb; blk++)\n");
-			rl_buf_printf(b, "        rl_conv4_%s_1(band, bc, tap, kk, cc, w + blk * 4 * ws, ws, acc + blk * 4 * as, as,\n"
-			                 "                      tp, bias ? bias + blk * 4 : NULL, fresh, relu,\n"
-			                 "                      res ? res + blk * 4 * as : NULL, scl ? scl + blk * 4 : NULL,\n"
-			                 "                      shf ? shf + blk * 4 : NULL);\n}\n\n", is->name);
-		}
+		/*
+		 * The input channels in sub-chunks of about CONV_UK_SUB_STEPS
+		 * channel-taps, where a kernel has more than one tap: a tile's
+		 * band columns for all cc channels (3x3 64->64 on 56x56: 64 x 3
+		 * rows x 26 floats, about 30 KB) did not stay in L1 with the
+		 * blocks' weights streaming past them, so every block read
+		 * them again from L2. Micro-benchmark (Zen 3, one core, the
+		 * band of that layer in L2, 8 weight sets in turn): 86% of the
+		 * FMA peak in one pass, 93-95% in sub-chunks of 8, 16 or 32
+		 * channels. The layer alone (bench_conv_layers.py's model with
+		 * a Relu, one thread, thread CPU time, load 6): 2.80 ms in one
+		 * pass, 2.55-2.57 in sub-chunks of 32 channels (288 steps),
+		 * 2.57-2.61 in sub-chunks of 8. The partial sums go through acc
+		 * between sub-chunks, in the same order: the same bits. A 1x1
+		 * kernel keeps one pass (sub-chunks of 32 or 64 of 128
+		 * channels: 82-84% of the peak, against 86%: its band columns
+		 * are 1.5 lines a channel, and the kk == 1 loop is the faster
+		 * one). Only the calls with more than CONV_UK_SUB_STEPS
+		 * channel-taps go through it (rl_conv4_sub): through it, SqueezeNet's
+		 * 3x3/2 3->64 stem (27 channel-taps, one sub-chunk) took 0.66-0.68
+		 * ms against 0.60-0.61 calling the tiles directly. AVX-512 (4 x 6
+		 * zmm tiles, Sapphire Rapids-class, 48 KB L1, one core, 3x3 64->64
+		 * on 56x56 with a Relu): 1.59 ms in one pass, 1.48 in sub-chunks of
+		 * 288 steps, 1.49 of 144, 1.54 of 64; a 1x1 (256->64) in sub-chunks
+		 * of 64 or 128 channels as fast as in one pass.
+		 */
+		rl_buf_printf(b, "static __attribute__((target(\"%s\"))) void rl_conv4_%s_sub(" CONV_UK_ARGS
+		              ", int64_t nb)\n{\n", is->target, is->name);
+		rl_buf_printf(b, "    /* input channels in sub-chunks of at most %d channel-taps, as even as they go */\n"
+		                 "    const int64_t nsub = (cc * kk + %d) / %d, cs = (cc + nsub - 1) / nsub;\n"
+		                 "    for (int64_t c0 = 0; c0 < cc; c0 += cs) {\n"
+		                 "        const int64_t cn = cc - c0 < cs ? cc - c0 : cs;\n"
+		                 "        const int last = c0 + cn == cc;\n"
+		                 "        rl_conv4_%s(band + c0 * bc, bc, tap, kk, cn, w + c0 * kk, ws, acc, as, tp, bias,\n"
+		                 "                       fresh && c0 == 0, relu && last, last ? res : NULL,\n"
+		                 "                       last ? scl : NULL, last ? shf : NULL, nb);\n"
+		                 "    }\n}\n\n",
+		              CONV_UK_SUB_STEPS, CONV_UK_SUB_STEPS - 1, CONV_UK_SUB_STEPS, is->name);
 	}
 	rl_buf_printf(b,
 		"static rl_conv4_fn rl_conv4; /* NULL: the kernels' portable tiles */\n"
@@ -406,7 +392,7 @@ static void conv_emit_uk(struct rl_buf *b)
 		"{\n"
 		"    __builtin_cpu_init();\n"
 		"    if (RL_CONV_AVX512_OK && __builtin_cpu_supports(\"avx512f\") && __builtin_cpu_supports(\"avx512vl\"))\n"
-		"        rl_conv4 = rl_conv4_sub = rl_conv4_avx512, rl_conv_isa = 2;\n"
+		"        rl_conv4 = rl_conv4_avx512, rl_conv4_sub = rl_conv4_avx512_sub, rl_conv_isa = 2;\n"
 		"    else if (__builtin_cpu_supports(\"avx2\") && __builtin_cpu_supports(\"fma\"))\n"
 		"        rl_conv4 = rl_conv4_avx2, rl_conv4_sub = rl_conv4_avx2_sub, rl_conv_isa = 1;\n"
 		"}\n"
@@ -706,8 +692,8 @@ static void emit_conv2d(struct rl_cgen *cg, const char *T, const struct conv2d *
  * chunks (the first chunk's tiles start from the bias); acc is then copied
  * to the output rows, where a fused epilogue runs once the last chunk is in.
  *
- * Tiles: the FMA micro-kernels (rl_conv4_avx512: 4 channels x 4 zmm,
- * rl_conv4_avx2: 4 x 3 ymm; 16 or 12 independent sums, enough to cover the
+ * Tiles: the FMA micro-kernels (rl_conv4_avx512: 4 channels x 6 zmm,
+ * rl_conv4_avx2: 4 x 3 ymm; 24 or 12 independent sums, enough to cover the
  * FMA latency on two pipes) or the portable tiles, GCC/Clang vector
  * extensions of 32 bytes when the compiler targets AVX and 16 otherwise.
  * acc's width is a multiple of 16 floats; narrower tiles cover what the
