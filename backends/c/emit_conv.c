@@ -2026,6 +2026,55 @@ static void cv_uk_step(struct rl_buf *b, const struct cv_isa *is, int cb, const 
 	}
 }
 
+/*
+ * AVX-512, unit stride: where the taps come in rows of three adjacent
+ * columns (a 3x3 kernel, or 1x3, at stride and dilation 1: checked at run
+ * time on tap[]), input column p of a row feeds pixel p - kw through tap
+ * kw of the row. So per channel and kernel row the three taps' weights
+ * stay in registers and each of the pn + 2 input columns is broadcast once
+ * for up to three FMAs, where the tap loop broadcasts pn columns per tap
+ * (3 pn loads a row against pn + 2 + 3 vpb). Pixel j still gets its terms
+ * in the order c, k: tap kw at column j + kw, columns in ascending order,
+ * so the same sums in the same order, the same bits. ResNet-style 3x3
+ * 16->16 on 32x32 at cb 16, 11 pixels a tile (Sapphire Rapids-class Xeon
+ * whose other hyperthread belongs to another tenant): the tap loop's loads
+ * made it 1.7x slower in most runs than in the best (a shared core's load
+ * ports).
+ */
+static void cv_uk_rows3(struct rl_buf *b, const struct cv_isa *is, int cb, int pn)
+{
+	char ad[64];
+	int vpb = cb / is->vw;
+	rl_buf_printf(b, "        int rows3 = kk %% 3 == 0;\n");
+	rl_buf_printf(b, "        for (int64_t k = 0; rows3 && k < kk; k += 3)\n");
+	rl_buf_printf(b, "            rows3 = tap[k + 1] == tap[k] + 1 && tap[k + 2] == tap[k] + 2;\n");
+	rl_buf_printf(b, "        if (rows3) {\n");
+	rl_buf_printf(b, "            for (int64_t c = 0; c < cc; c++, xc += xcs)\n");
+	rl_buf_printf(b, "                for (int64_t k = 0; k < kk; k += 3, wc += %d) {\n", 3 * cb);
+	rl_buf_printf(b, "                    const float *xs = xc + tap[k];\n");
+	for (int q = 0; q < 3; q++) {
+		rl_buf_printf(b, "                    const %s", is->vt);
+		for (int v = 0; v < vpb; v++)
+			rl_buf_printf(b, "%s w%d_%d = %s_load_ps(%s)", v ? "," : "", q, v, is->pfx,
+			              cg_addr(ad, sizeof(ad), "wc", 0, NULL, NULL, q * cb + v * is->vw));
+		rl_buf_printf(b, ";\n");
+	}
+	for (int p = 0; p < pn + 2; p++) {
+		rl_buf_printf(b, "                    { const %s xb = %s_set1_ps(xs[%d]);", is->vt, is->pfx, p);
+		for (int q = 0; q < 3; q++) {
+			int j = p - q;
+			if (j < 0 || j >= pn)
+				continue;
+			for (int v = 0; v < vpb; v++)
+				rl_buf_printf(b, " s%d_%d = %s_fmadd_ps(w%d_%d, xb, s%d_%d);", j, v, is->pfx,
+				              q, v, j, v);
+		}
+		rl_buf_printf(b, " }\n");
+	}
+	rl_buf_printf(b, "                }\n");
+	rl_buf_printf(b, "        } else\n");
+}
+
 /* The micro-kernel of one ISA for tiles of t->nt pixels, into b. */
 static void cv_emit_uk(struct rl_buf *b, const struct cv_isa *is, int cb, const struct cv_tile *t)
 {
@@ -2085,6 +2134,8 @@ static void cv_emit_uk(struct rl_buf *b, const struct cv_isa *is, int cb, const 
 			rl_buf_printf(b, "            }\n");
 			rl_buf_printf(b, "        } else\n");
 		}
+		if (is->vw == 16 && t->sx == 1 && !t->rw && pn * vpb + 3 * vpb + 1 <= 31)
+			cv_uk_rows3(b, is, cb, pn);
 		rl_buf_printf(b, "        for (int64_t c = 0; c < cc; c++, xc += xcs)\n");
 		rl_buf_printf(b, "            for (int64_t k = 0; k < kk; k++, wc += %d) {\n", cb);
 		rl_buf_printf(b, "                const float *xs = xc + tap[k];\n");

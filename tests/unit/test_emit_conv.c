@@ -517,6 +517,13 @@ Test(emit_conv, chanvec_taken_where_it_applies)
 	cr_assert_eq(runs, 4, "%d 1x1 runs, want 4", runs);
 	cr_assert(strstr(src, "the run's last 13 pixels") && strstr(src, "the run's last 4 pixels"),
 	          "no run tail of 13 or 4 pixels");
+	/* the AVX-512 kernels of the unit-stride 3x3 cases at 16 lanes (7x7 24->40,
+	 * 14x14 with run-time weights) broadcast each input column once per kernel
+	 * row, checked at run time on tap[] (the dilated 200->48 case fails the
+	 * check and takes the tap loop): both run in matches_reference on an
+	 * AVX-512 CPU, against the double reference */
+	cr_assert(strstr(src, "rows3 = tap[k + 1] == tap[k] + 1 && tap[k + 2] == tap[k] + 2;"),
+	          "no AVX-512 kernel with the rows-of-three broadcast");
 	free(src);
 	tu_rmtree(d);
 	free(d);
