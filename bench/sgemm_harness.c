@@ -43,6 +43,7 @@
 #endif
 
 void openblas_set_num_threads(int n);
+char *openblas_get_corename(void);
 
 static double now(void)
 {
@@ -341,6 +342,7 @@ int main(int argc, char **argv)
 		double r = C[i] < 0 ? -C[i] : C[i];
 		maxref = r > maxref ? r : maxref;
 	}
+	printf("openblas_core %s\n", openblas_get_corename());
 	printf("check_bit_identical_1t_2t %d\n", same);
 	printf("check_max_rel_err_vs_openblas %.3g\n", maxerr / (maxref > 0 ? maxref : 1));
 
