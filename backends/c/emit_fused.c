@@ -349,9 +349,7 @@ static bool epilogue_vec(struct rl_cgen *cg, const struct rl_cgen_group *grp, en
 	cg_vmath_need(cg, RL_VM_BASE);
 	cg->simd = 1;
 	rl_buf_printf(&cg->body, "#ifdef RL_VEC\n");
-	struct rl_buf body = cg->body;
-	cg->body = (struct rl_buf){0};
-	cg->indent++;
+	struct rl_buf outer = cg_vwide_begin(cg);
 	bool tail = n % VW != 0;
 	cg_line(cg, "for (size_t ee = 0; ee < %lld; ee += RL_VW) {", (long long)n);
 	cg->indent++;
@@ -413,11 +411,7 @@ static bool epilogue_vec(struct rl_cgen *cg, const struct rl_cgen_group *grp, en
 	}
 	cg->indent--;
 	cg_line(cg, "}");
-	cg->indent--;
-	struct rl_buf wide = cg->body;
-	cg->body = body;
-	cg_vnarrow_before(cg, wide.s, false);
-	rl_buf_free(&wide);
+	cg_vwide_end(cg, outer, false, true);
 	return true;
 }
 
@@ -856,20 +850,12 @@ static bool vec_group(struct rl_cgen *cg, const struct rl_cgen_group *grp, enum 
 		sqrt |= cg->g->nodes[grp->nodes[j]].op == RL_OP_Sqrt;
 	if (sqrt)
 		cg_vmath_need(cg, RL_VM_SQRT);
-	struct rl_buf wide = {0}, body = cg->body;
-	cg->body = wide;
-	cg->indent++;
-	*st = vec_nest(cg, grp, &p, true);
-	cg->indent--;
-	wide = cg->body;
-	cg->body = body;
-	if (*st != RL_OK) {
-		rl_buf_free(&wide);
-		return true;
-	}
 	rl_buf_printf(&cg->body, "#ifdef RL_VEC\n");
-	cg_vnarrow_before(cg, wide.s, sqrt);
-	rl_buf_free(&wide);
+	struct rl_buf outer = cg_vwide_begin(cg);
+	*st = vec_nest(cg, grp, &p, true);
+	cg_vwide_end(cg, outer, sqrt, *st == RL_OK);
+	if (*st != RL_OK)
+		return true; /* *st fails the whole emission */
 	rl_buf_printf(&cg->body, "#else\n");
 	*st = vec_nest(cg, grp, &p, false);
 	if (*st != RL_OK)

@@ -428,12 +428,15 @@ void cg_vnarrow_text(struct rl_buf *out, const char *in, bool comments);
  * cg_exp_sum_pass). The math functions the body calls must be requested
  * (cg_vmath_need) after cg->vnarrow is set, which this does first. */
 void cg_vloop(struct rl_cgen *cg, const char *var, const char *n, const char *body);
-/* The text `wide` (rl_vf code, one indent deeper than the current one)
- * into cg->body, and before it, under RL_VNARROW, its rl_wf rename (the
- * `if (!rl_cpu_v4())` branch; `wide` becomes the else block, there with
- * rl_vsqrt_v4 for rl_vsqrt when sqrt_v4): the form of cg_vloop, the fused
+/* Between these two, cg->body collects rl_vf code one indent deeper than
+ * the current one (begin returns the body so far, end puts it back); end
+ * then writes that code there and before it, under RL_VNARROW, its rl_wf
+ * rename (the `if (!rl_cpu_v4())` branch; the rl_vf code becomes the else
+ * block, there with rl_vsqrt_v4 for rl_vsqrt when sqrt_v4), or drops it
+ * when !keep (an emission that failed). The form of cg_vloop, the fused
  * elementwise kernels and the fused epilogues (emit_fused.c). */
-void cg_vnarrow_before(struct rl_cgen *cg, const char *wide, bool sqrt_v4);
+struct rl_buf cg_vwide_begin(struct rl_cgen *cg);
+void cg_vwide_end(struct rl_cgen *cg, struct rl_buf outer, bool sqrt_v4, bool keep);
 /* The same text into b, every function in fns (for tests). */
 void rl_vmath_text(struct rl_buf *b, unsigned fns);
 

@@ -581,7 +581,7 @@ void cg_vnarrow_text(struct rl_buf *out, const char *in, bool comments)
 	}
 }
 
-void cg_vnarrow_before(struct rl_cgen *cg, const char *wide, bool sqrt_v4)
+static void cg_vnarrow_before(struct rl_cgen *cg, const char *wide, bool sqrt_v4)
 {
 	rl_buf_printf(&cg->body, "#ifdef RL_VNARROW\n");
 	cg_line(cg, "if (!rl_cpu_v4()) {");
@@ -596,13 +596,29 @@ void cg_vnarrow_before(struct rl_cgen *cg, const char *wide, bool sqrt_v4)
 	rl_buf_printf(&cg->body, "#endif\n");
 }
 
+struct rl_buf cg_vwide_begin(struct rl_cgen *cg)
+{
+	struct rl_buf outer = cg->body;
+	cg->body = (struct rl_buf){0};
+	cg->indent++;
+	return outer;
+}
+
+void cg_vwide_end(struct rl_cgen *cg, struct rl_buf outer, bool sqrt_v4, bool keep)
+{
+	cg->indent--;
+	struct rl_buf wide = cg->body;
+	cg->body = outer;
+	if (keep)
+		cg_vnarrow_before(cg, wide.s, sqrt_v4);
+	rl_buf_free(&wide);
+}
+
 void cg_vloop(struct rl_cgen *cg, const char *var, const char *n, const char *body)
 {
 	cg->vnarrow = 1;
 	cg_vmath_need(cg, RL_VM_BASE);
-	struct rl_buf outer = cg->body;
-	cg->body = (struct rl_buf){0};
-	cg->indent++;
+	struct rl_buf outer = cg_vwide_begin(cg);
 	cg_line(cg, "for (size_t %s = 0; %s < %s; %s += RL_VW) {", var, var, n, var);
 	cg->indent++;
 	for (const char *l = body; *l;) {
@@ -613,11 +629,7 @@ void cg_vloop(struct rl_cgen *cg, const char *var, const char *n, const char *bo
 	}
 	cg->indent--;
 	cg_line(cg, "}");
-	cg->indent--;
-	struct rl_buf wide = cg->body;
-	cg->body = outer;
-	cg_vnarrow_before(cg, wide.s, false);
-	rl_buf_free(&wide);
+	cg_vwide_end(cg, outer, false, true);
 }
 
 /* The rl_wf copies of fns (and their dependencies) not yet in b. */
