@@ -163,15 +163,43 @@ static const struct conv_isa conv_isas[] = {
 	"int64_t tp, const float *bias, int fresh, int relu, const float *res, const float *scl, " \
 	"const float *shf"
 
+/*
+ * A load of one vector at address ad, into b: whole, or (mask, the tail
+ * tile of conv_emit_uk) only the lanes below tp - t, through the mask `mk`
+ * the tail declares. Masked-off lanes are not read (neither AVX-512's
+ * masked loads nor AVX2's vmaskmovps fault on them) and read as zero.
+ */
+static void conv_uk_load(struct rl_buf *b, const struct conv_isa *is, bool mask, const char *ad)
+{
+	if (!mask)
+		rl_buf_printf(b, "%s_loadu_ps(%s)", is->pfx, ad);
+	else if (is->vw == 16)
+		rl_buf_printf(b, "_mm512_maskz_loadu_ps(mk, %s)", ad);
+	else
+		rl_buf_printf(b, "_mm256_maskload_ps(%s, mk)", ad);
+}
+
+static void conv_uk_store(struct rl_buf *b, const struct conv_isa *is, bool mask, const char *ad,
+                          const char *v)
+{
+	if (!mask)
+		rl_buf_printf(b, "%s_storeu_ps(%s, %s);", is->pfx, ad, v);
+	else if (is->vw == 16)
+		rl_buf_printf(b, "_mm512_mask_storeu_ps(%s, mk, %s);", ad, v);
+	else
+		rl_buf_printf(b, "_mm256_maskstore_ps(%s, mk, %s);", ad, v);
+}
+
 /* One step of a tile: nv band vectors at xs, four weights at wc[r * ws + wi]. */
-static void conv_uk_step(struct rl_buf *b, const struct conv_isa *is, int nv, const char *ind,
-                         const char *wb, const char *wi)
+static void conv_uk_step(struct rl_buf *b, const struct conv_isa *is, int nv, bool mask,
+                         const char *ind, const char *wb, const char *wi)
 {
 	char ad[64];
 	rl_buf_printf(b, "%s        const %s", ind, is->vt);
-	for (int v = 0; v < nv; v++)
-		rl_buf_printf(b, "%s x%d = %s_loadu_ps(%s)", v ? "," : "", v, is->pfx,
-		              cg_addr(ad, sizeof(ad), "xs", 0, NULL, NULL, v * is->vw));
+	for (int v = 0; v < nv; v++) {
+		rl_buf_printf(b, "%s x%d = ", v ? "," : "", v);
+		conv_uk_load(b, is, mask, cg_addr(ad, sizeof(ad), "xs", 0, NULL, NULL, v * is->vw));
+	}
 	rl_buf_printf(b, ";\n");
 	for (int r = 0; r < 4; r++) {
 		rl_buf_printf(b, "%s        const %s a%d = %s_set1_ps(%s[%s%s]);", ind, is->vt, r,
@@ -185,8 +213,8 @@ static void conv_uk_step(struct rl_buf *b, const struct conv_isa *is, int nv, co
 
 /* One register tile of 4 channels x nv vectors at column t, sums in registers. */
 /* acc, w, bias, res, scl and shf are named by nm[0..5] (the block's, in the AVX2 kernel). */
-static void conv_uk_tile(struct rl_buf *b, const struct conv_isa *is, int nv, const char *ind,
-                         const char *const *nm)
+static void conv_uk_tile(struct rl_buf *b, const struct conv_isa *is, int nv, bool mask,
+                         const char *ind, const char *const *nm)
 {
 	char ad[64];
 	for (int r = 0; r < 4; r++) {
@@ -206,9 +234,11 @@ static void conv_uk_tile(struct rl_buf *b, const struct conv_isa *is, int nv, co
 	rl_buf_printf(b, "%s} else {\n", ind);
 	for (int r = 0; r < 4; r++) {
 		rl_buf_printf(b, "%s   ", ind);
-		for (int v = 0; v < nv; v++)
-			rl_buf_printf(b, " s%d%d = %s_loadu_ps(%s);", r, v, is->pfx,
-			              cg_addr(ad, sizeof(ad), nm[0], r, "as", "t", v * is->vw));
+		for (int v = 0; v < nv; v++) {
+			rl_buf_printf(b, " s%d%d = ", r, v);
+			conv_uk_load(b, is, mask, cg_addr(ad, sizeof(ad), nm[0], r, "as", "t", v * is->vw));
+			rl_buf_printf(b, ";");
+		}
 		rl_buf_printf(b, "\n");
 	}
 	rl_buf_printf(b, "%s}\n", ind);
@@ -219,12 +249,12 @@ static void conv_uk_tile(struct rl_buf *b, const struct conv_isa *is, int nv, co
 	rl_buf_printf(b, "%sif (kk == 1) {\n", ind);
 	rl_buf_printf(b, "%s    const float *xs = xc + tap[0];\n", ind);
 	rl_buf_printf(b, "%s    for (int64_t c = 0; c < cc; c++, xs += bc) {\n", ind);
-	conv_uk_step(b, is, nv, ind, nm[1], "c");
+	conv_uk_step(b, is, nv, mask, ind, nm[1], "c");
 	rl_buf_printf(b, "%s    }\n%s} else\n", ind, ind);
 	rl_buf_printf(b, "%sfor (int64_t c = 0; c < cc; c++, xc += bc, wc += kk) {\n", ind);
 	rl_buf_printf(b, "%s    for (int64_t k = 0; k < kk; k++) {\n", ind);
 	rl_buf_printf(b, "%s        const float *xs = xc + tap[k];\n", ind);
-	conv_uk_step(b, is, nv, ind, "wc", "k");
+	conv_uk_step(b, is, nv, mask, ind, "wc", "k");
 	rl_buf_printf(b, "%s    }\n%s}\n", ind, ind);
 	/* a fused per-channel Mul and Add on the final sums (conv_epi_regs):
 	 * s * scl[r], then + shf[r], one rounding each as in the epilogue */
@@ -247,9 +277,11 @@ static void conv_uk_tile(struct rl_buf *b, const struct conv_isa *is, int nv, co
 	rl_buf_printf(b, "%sif (%s) {\n", ind, nm[3]);
 	for (int r = 0; r < 4; r++) {
 		rl_buf_printf(b, "%s   ", ind);
-		for (int v = 0; v < nv; v++)
-			rl_buf_printf(b, " s%d%d = %s_add_ps(s%d%d, %s_loadu_ps(%s));", r, v, is->pfx, r, v,
-			              is->pfx, cg_addr(ad, sizeof(ad), nm[3], r, "as", "t", v * is->vw));
+		for (int v = 0; v < nv; v++) {
+			rl_buf_printf(b, " s%d%d = %s_add_ps(s%d%d, ", r, v, is->pfx, r, v);
+			conv_uk_load(b, is, mask, cg_addr(ad, sizeof(ad), nm[3], r, "as", "t", v * is->vw));
+			rl_buf_printf(b, ");");
+		}
 		rl_buf_printf(b, "\n");
 	}
 	rl_buf_printf(b, "%s}\n", ind);
@@ -266,16 +298,19 @@ static void conv_uk_tile(struct rl_buf *b, const struct conv_isa *is, int nv, co
 	rl_buf_printf(b, "%s}\n", ind);
 	for (int r = 0; r < 4; r++) {
 		rl_buf_printf(b, "%s", ind);
-		for (int v = 0; v < nv; v++)
-			rl_buf_printf(b, "%s%s_storeu_ps(%s, s%d%d);", v ? " " : "", is->pfx,
-			              cg_addr(ad, sizeof(ad), nm[0], r, "as", "t", v * is->vw), r, v);
+		for (int v = 0; v < nv; v++) {
+			char sv[16];
+			snprintf(sv, sizeof(sv), "s%d%d", r, v);
+			rl_buf_printf(b, "%s", v ? " " : "");
+			conv_uk_store(b, is, mask, cg_addr(ad, sizeof(ad), nm[0], r, "as", "t", v * is->vw), sv);
+		}
 		rl_buf_printf(b, "\n");
 	}
 }
 
 /* The tiles of one column step, for each of the nb blocks in turn (the
  * blocks inner, see conv_emit_uk). */
-static void conv_uk_tiles(struct rl_buf *b, const struct conv_isa *is, int nv)
+static void conv_uk_tiles(struct rl_buf *b, const struct conv_isa *is, int nv, bool mask)
 {
 	static const char *const blk[6] = {"ab", "wb", "bb", "rb", "sb", "hb"};
 	rl_buf_printf(b, "        for (int64_t blk = 0; blk < nb; blk++) {\n");
@@ -283,7 +318,7 @@ static void conv_uk_tiles(struct rl_buf *b, const struct conv_isa *is, int nv)
 	rl_buf_printf(b, "            const float *wb = w + blk * 4 * ws, *bb = bias ? bias + blk * 4 : NULL;\n");
 	rl_buf_printf(b, "            const float *rb = res ? res + blk * 4 * as : NULL;\n");
 	rl_buf_printf(b, "            const float *sb = scl ? scl + blk * 4 : NULL, *hb = shf ? shf + blk * 4 : NULL;\n");
-	conv_uk_tile(b, is, nv, "            ", blk);
+	conv_uk_tile(b, is, nv, mask, "            ", blk);
 	rl_buf_printf(b, "        }\n");
 }
 
@@ -295,7 +330,10 @@ static void conv_emit_uk(struct rl_buf *b)
 		"/*\n"
 		" * acc[r * as + t] += sum over c < cc, k < kk of w[r * ws + c * kk + k] *\n"
 		" * band[c * bc + tap[k] + t], for r < 4 * nb output channels and t < tp\n"
-		" * (a multiple of 16): nb blocks of four channels over one chunk of input\n"
+		" * (past the last whole vector, the lanes at tp and beyond are masked off:\n"
+		" * neither read nor written, so the sums can go straight into output rows\n"
+		" * of any length and the input be read in place): nb blocks of four\n"
+		" * channels over one chunk of input\n"
 		" * channels and every tap; with `fresh` the sums start from the bias (or\n"
 		" * zero) instead of acc, with `res` the sums get res[r * as + t] added (a\n"
 		" * fused residual Add on the last chunk), with `relu` they end as\n"
@@ -330,14 +368,22 @@ static void conv_emit_uk(struct rl_buf *b)
 		              tw);
 		rl_buf_printf(b, "    int64_t t = 0;\n");
 		rl_buf_printf(b, "    for (; t + %d <= tp; t += %d) {\n", tw, tw);
-		conv_uk_tiles(b, is, is->nv);
+		conv_uk_tiles(b, is, is->nv, false);
 		rl_buf_printf(b, "    }\n");
 		rl_buf_printf(b, "    /* the columns left: narrower tiles, whole vectors */\n");
 		for (int nv = is->nv - 1; nv >= 1; nv--) {
 			rl_buf_printf(b, "    if (t + %d <= tp) {\n", nv * is->vw);
-			conv_uk_tiles(b, is, nv);
+			conv_uk_tiles(b, is, nv, false);
 			rl_buf_printf(b, "        t += %d;\n    }\n", nv * is->vw);
 		}
+		/* a tp that is not a multiple of the vector: the last lanes masked */
+		rl_buf_printf(b, "    if (t < tp) { /* the last tp - t < %d columns */\n", is->vw);
+		if (is->vw == 16)
+			rl_buf_printf(b, "        const __mmask16 mk = (__mmask16)((1u << (tp - t)) - 1);\n");
+		else
+			rl_buf_printf(b, "        const __m256i mk = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(tp - t)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));\n");
+		conv_uk_tiles(b, is, 1, true);
+		rl_buf_printf(b, "    }\n");
 		rl_buf_printf(b, "}\n\n");
 		/*
 		 * The input channels in sub-chunks of about CONV_UK_SUB_STEPS
@@ -993,9 +1039,11 @@ static bool band_is_run(const struct conv2d *p, const struct conv_band *b)
 
 /*
  * Band mode without its copies. Where acc's rows have no pitch columns (a
- * kernel one column wide after the stride phases: WJ = OW) and its width is
- * exactly the band's outputs (TP = R * OW), the FMA micro-kernel writes its
- * sums straight into the output rows (row stride OH * OW, band_direct_out),
+ * kernel one column wide after the stride phases: WJ = OW), the FMA
+ * micro-kernel writes its sums straight into the output rows (row stride OH
+ * * OW, band_direct_out), R * OW columns of them (not acc's width TP: the
+ * lanes past them in the last vector are masked off, so a 55x55 plane, whose
+ * bands are never whole vectors, takes this path as a 56x56 one does),
  * starting from the bias; chunks of input channels after the first add to
  * what is there, where band mode copied the rows back into acc and out
  * again per chunk. Where moreover the band of a channel is one run of the
@@ -1009,7 +1057,7 @@ static bool band_is_run(const struct conv2d *p, const struct conv_band *b)
  */
 static bool band_direct_out(const struct conv2d *p, const struct conv_band *b, bool uk)
 {
-	return uk && b->WJ == p->OW && b->TP == b->R * p->OW;
+	return uk && b->WJ == p->OW;
 }
 
 static bool band_direct_in(const struct conv2d *p, const struct conv_band *b, bool uk)
@@ -1318,7 +1366,8 @@ static void conv_uk_call(struct rl_cgen *cg, const struct conv2d *p, const struc
 			         chunked ? " ? " : "", x, mo, chunked ? " : NULL" : "");
 	}
 	cg_line(cg, "rl_conv4%s(%s, tap, %lld, %lld, %s, %lld, %s, %lld, %s, %s, %s, %s, %s, %s, %s);",
-	        KK > 1 && b->CC * KK > CONV_UK_SUB_STEPS ? "_sub" : "", xin, (long long)KK, (long long)b->CC, w, (long long)(CG * KK), yout, (long long)b->TP,
+	        KK > 1 && b->CC * KK > CONV_UK_SUB_STEPS ? "_sub" : "", xin, (long long)KK, (long long)b->CC, w, (long long)(CG * KK), yout,
+	        (long long)(dout ? b->R * p->OW : b->TP),
 	        p->bias ? bias : "NULL", chunked ? "c0 == 0" : "1", !relu ? "0" : chunked ? last : "1",
 	        res, scl[0], scl[1], nb);
 }
@@ -1757,7 +1806,7 @@ static void emit_conv_band(struct rl_cgen *cg, const char *T, int64_t es, const 
  * The weights are a constant, packed once in NAME_init into <kname>_wp:
  * blocks of cb output channels, each [c][tap][cb lanes] (the lanes past M
  * zero), exactly the order the micro-kernel reads them in; cb is 32, or 16
- * where 32 would leave half a block or more empty (M = 16, 48, 1000). A
+ * where 32 would leave an eighth of the lanes or more empty (cv_cb). A
  * task is (image, row part, channel block), the block innermost: per task,
  * for each chunk of CC input channels (its weights, CC x taps x cb floats,
  * stay in L1), every output row of the part is cut into pixel tiles of at
@@ -2201,10 +2250,16 @@ static void cv_need(struct rl_cgen *cg, int cb, const struct cv_tile *t)
 	rl_buf_printf(&cg->statics, "#endif\n\n");
 }
 
-/* Channels per block: 32, or 16 where that wastes fewer lanes (M = 16, 48, 1000) */
+/* Channels per block: 32, or 16 where blocks of 32 would leave an eighth of
+ * their lanes or more empty (M = 16, 48, 80, 112). Not merely where the last
+ * block is half empty: 1x1 512->1000 on 13x13 (2.3% of 32-blocks' lanes
+ * empty, 0.8% of 16-blocks') ran 14% faster at cb = 32 on one AVX-512 core
+ * (1.27 -> 1.10 ms; one zmm of sums a pixel at cb = 16 makes a load for
+ * every FMA) and equal on AVX2 (2.08 ms both) */
 static int cv_cb(int64_t M)
 {
-	return (M + 31) / 32 * 32 - M >= 16 ? 16 : 32;
+	int64_t m32 = (M + 31) / 32 * 32;
+	return (m32 - M) * 8 >= m32 ? 16 : 32;
 }
 
 /* Output rows per task: the smallest divisor of OH giving the chunks the work

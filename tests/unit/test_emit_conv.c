@@ -62,6 +62,7 @@ static const struct conv_case convs[] = {
 	{1, 512, 16, 16, 8, 1, 1, 1, 0, 1, 1, false, false, false, false}, /* the same in chunks of channels */
 	{1, 32, 32, 32, 8, 1, 1, 2, 0, 1, 1, true, false, false, false},   /* 1x1/2: band filled, sums into Y */
 	{1, 8, 37, 37, 8, 1, 1, 2, 0, 1, 1, true, false, false, false},    /* 1x1/2, odd rows: 18 even columns in pairs, the 19th alone */
+	{1, 24, 55, 55, 16, 1, 1, 1, 0, 1, 1, true, false, false, false},  /* 1x1 on 55x55: in place, bands never whole vectors (masked) */
 	/* channels on the vector lanes */
 	{1, 24, 7, 7, 40, 3, 3, 1, 1, 1, 1, true, false, true, false},    /* 7x7, 32 + 8 channels */
 	{1, 19, 14, 14, 33, 3, 3, 2, 1, 1, 1, false, false, true, false}, /* stride 2, odd counts */
@@ -524,6 +525,36 @@ Test(emit_conv, chanvec_taken_where_it_applies)
 	 * AVX-512 CPU, against the double reference */
 	cr_assert(strstr(src, "rows3 = tap[k + 1] == tap[k] + 1 && tap[k + 2] == tap[k] + 2;"),
 	          "no AVX-512 kernel with the rows-of-three broadcast");
+	free(src);
+	tu_rmtree(d);
+	free(d);
+	rl_graph_free(g);
+}
+
+Test(emit_conv, odd_planes_go_straight_to_the_output)
+{
+	/* the 1x1 on 55x55: bands of whole rows are never whole vectors (R x 55
+	 * pixels), yet the micro-kernel reads the input in place and writes its
+	 * sums into the output rows, R x 55 columns, the last vector's lanes past
+	 * them masked off (matches_reference checks the values, with AVX-512,
+	 * AVX2 and the portable tiles, at 1 to 3 threads) */
+	struct rl_graph *g = build();
+	char *d = tu_tmpdir(), err[1024] = "", p[4200];
+	snprintf(p, sizeof(p), "%s/m.c", d);
+	cr_assert_eq(rl_emit_c(g, NULL, p, err, sizeof(err)), RL_OK, "%s", err);
+	size_t n;
+	char *src = (char *)read_file(p, &n);
+	const char *k = strstr(src, "X0 float32[1x24x55x55]");
+	cr_assert(k, "no 1x1 on 55x55");
+	const char *call = strstr(k, "rl_conv4(xg + oh0, 3025, tap, 1, 24,");
+	cr_assert(call, "the 1x1 on 55x55 does not read its input in place");
+	const char *y = strstr(call, "Y0 + ((n * 16 + mg) * 3025 + oh0), 3025, ");
+	cr_assert(y && y < strchr(call, ';'), "the 1x1 on 55x55 does not sum into the output rows");
+	long tp = strtol(y + strlen("Y0 + ((n * 16 + mg) * 3025 + oh0), 3025, "), NULL, 10);
+	cr_assert(tp > 0 && 3025 % tp == 0 && tp % 55 == 0 && tp % 16 != 0,
+	          "band of %ld columns: want whole rows of 55, not a multiple of 16", tp);
+	cr_assert(strstr(src, "_mm512_mask_storeu_ps(") && strstr(src, "_mm256_maskstore_ps("),
+	          "no masked last vector in the micro-kernels");
 	free(src);
 	tu_rmtree(d);
 	free(d);
