@@ -161,7 +161,7 @@ static const struct conv_isa conv_isas[] = {
 	"const float *restrict band, int64_t bc, const unsigned *restrict tap, int64_t kk, " \
 	"int64_t cc, const float *restrict w, int64_t ws, float *restrict acc, int64_t as, " \
 	"int64_t tp, const float *bias, int fresh, int relu, const float *res, const float *scl, " \
-	"const float *shf"
+	"const float *shf, int pf"
 
 /*
  * A load of one vector at address ad, into b: whole, or (mask, the tail
@@ -190,11 +190,30 @@ static void conv_uk_store(struct rl_buf *b, const struct conv_isa *is, bool mask
 		rl_buf_printf(b, "_mm256_maskstore_ps(%s, mk, %s);", ad, v);
 }
 
-/* One step of a tile: nv band vectors at xs, four weights at wc[r * ws + wi]. */
-static void conv_uk_step(struct rl_buf *b, const struct conv_isa *is, int nv, bool mask,
+/*
+ * One step of a tile: nv band vectors at xs, four weights at wc[r * ws + wi].
+ * In a copy of the 1x1 loop taken where the call asks (the kernel's pf:
+ * inputs above CONV_UK_PF_BYTES, conv_uk_call), first a prefetch of the lines of
+ * the band vectors CONV_UK_PF channels ahead: a 1x1 kernel that reads its
+ * input in place (band_direct_in) walks channels H x W floats apart, past
+ * the 4 KB pages the L2 streamer follows, and a large input (the layer
+ * before's output) is in the last-level cache by then. light_resnet50 in
+ * the model (per kernel, one core): 1x1 256->64 on 56x56 (3.2 MB in)
+ * 729-741 -> 707-719 us, 1x1 512->128 on 28x28 (1.6 MB) 755-775 ->
+ * 719-737; at two threads 513-578 -> 449-560 and 495-573 -> 446-583. The
+ * 1x1 64->64 and 64->256 on 56x56 (800 KB in, in L2 after the layer
+ * before) ran 3% slower with it, and per tap of a 3x3 it made 3x3 64->64 5%
+ * slower (the band is L2's there).
+ */
+#define CONV_UK_PF 4
+#define CONV_UK_PF_BYTES 1048576
+static void conv_uk_step(struct rl_buf *b, const struct conv_isa *is, int nv, bool mask, bool pf,
                          const char *ind, const char *wb, const char *wi)
 {
 	char ad[64];
+	for (int v = 0; pf && v < nv; v++)
+		rl_buf_printf(b, "%s        _mm_prefetch((const char *)((uintptr_t)xs + (uintptr_t)(%d * bc + %d) * 4), _MM_HINT_T0);\n",
+		              ind, CONV_UK_PF, v * is->vw);
 	rl_buf_printf(b, "%s        const %s", ind, is->vt);
 	for (int v = 0; v < nv; v++) {
 		rl_buf_printf(b, "%s x%d = ", v ? "," : "", v);
@@ -246,15 +265,19 @@ static void conv_uk_tile(struct rl_buf *b, const struct conv_isa *is, int nv, bo
 	/* a 1x1 kernel (one tap) walks the channels in one loop, without the
 	 * tap loop's per-channel overhead (a fifth of the FMA issue slots on
 	 * the 1x1 layers, Zen 3); the same sums in the same order */
-	rl_buf_printf(b, "%sif (kk == 1) {\n", ind);
+	rl_buf_printf(b, "%sif (kk == 1 && pf) {\n", ind);
 	rl_buf_printf(b, "%s    const float *xs = xc + tap[0];\n", ind);
 	rl_buf_printf(b, "%s    for (int64_t c = 0; c < cc; c++, xs += bc) {\n", ind);
-	conv_uk_step(b, is, nv, mask, ind, nm[1], "c");
+	conv_uk_step(b, is, nv, mask, true, ind, nm[1], "c");
+	rl_buf_printf(b, "%s    }\n%s} else if (kk == 1) {\n", ind, ind);
+	rl_buf_printf(b, "%s    const float *xs = xc + tap[0];\n", ind);
+	rl_buf_printf(b, "%s    for (int64_t c = 0; c < cc; c++, xs += bc) {\n", ind);
+	conv_uk_step(b, is, nv, mask, false, ind, nm[1], "c");
 	rl_buf_printf(b, "%s    }\n%s} else\n", ind, ind);
 	rl_buf_printf(b, "%sfor (int64_t c = 0; c < cc; c++, xc += bc, wc += kk) {\n", ind);
 	rl_buf_printf(b, "%s    for (int64_t k = 0; k < kk; k++) {\n", ind);
 	rl_buf_printf(b, "%s        const float *xs = xc + tap[k];\n", ind);
-	conv_uk_step(b, is, nv, mask, ind, "wc", "k");
+	conv_uk_step(b, is, nv, mask, false, ind, "wc", "k");
 	rl_buf_printf(b, "%s    }\n%s}\n", ind, ind);
 	/* a fused per-channel Mul and Add on the final sums (conv_epi_regs):
 	 * s * scl[r], then + shf[r], one rounding each as in the epilogue */
@@ -420,7 +443,7 @@ static void conv_emit_uk(struct rl_buf *b)
 		                 "        const int last = c0 + cn == cc;\n"
 		                 "        rl_conv4_%s(band + c0 * bc, bc, tap, kk, cn, w + c0 * kk, ws, acc, as, tp, bias,\n"
 		                 "                       fresh && c0 == 0, relu && last, last ? res : NULL,\n"
-		                 "                       last ? scl : NULL, last ? shf : NULL, nb);\n"
+		                 "                       last ? scl : NULL, last ? shf : NULL, pf, nb);\n"
 		                 "    }\n}\n\n",
 		              CONV_UK_SUB_STEPS, CONV_UK_SUB_STEPS - 1, CONV_UK_SUB_STEPS, is->name);
 	}
@@ -1365,11 +1388,13 @@ static void conv_uk_call(struct rl_cgen *cg, const struct conv2d *p, const struc
 			snprintf(scl[q], sizeof(scl[q]), "%s%sX%d + %s%s", chunked ? last : "",
 			         chunked ? " ? " : "", x, mo, chunked ? " : NULL" : "");
 	}
-	cg_line(cg, "rl_conv4%s(%s, tap, %lld, %lld, %s, %lld, %s, %lld, %s, %s, %s, %s, %s, %s, %s);",
+	/* the input's prefetch (conv_uk_step): read in place, larger than L2 is likely to hold */
+	bool pf = din && p->C * p->H * p->W * 4 > CONV_UK_PF_BYTES;
+	cg_line(cg, "rl_conv4%s(%s, tap, %lld, %lld, %s, %lld, %s, %lld, %s, %s, %s, %s, %s, %s, %d, %s);",
 	        KK > 1 && b->CC * KK > CONV_UK_SUB_STEPS ? "_sub" : "", xin, (long long)KK, (long long)b->CC, w, (long long)(CG * KK), yout,
 	        (long long)(dout ? b->R * p->OW : b->TP),
 	        p->bias ? bias : "NULL", chunked ? "c0 == 0" : "1", !relu ? "0" : chunked ? last : "1",
-	        res, scl[0], scl[1], nb);
+	        res, scl[0], scl[1], pf, nb);
 }
 
 /*
