@@ -418,6 +418,25 @@ static int build_and_run(struct fixture *fx, const char *cc, const char *defs,
 	             fx->dir, cc, defs, threads);
 }
 
+/* The C the fixture graph g emits (in a new temporary folder, *dir) */
+static char *emitted(struct rl_graph *g, char **dir)
+{
+	char err[1024] = "", p[4200];
+	size_t n;
+	*dir = tu_tmpdir();
+	snprintf(p, sizeof(p), "%s/m.c", *dir);
+	cr_assert_eq(rl_emit_c(g, NULL, p, err, sizeof(err)), RL_OK, "%s", err);
+	return (char *)read_file(p, &n);
+}
+
+static void emitted_free(struct rl_graph *g, char *src, char *dir)
+{
+	free(src);
+	tu_rmtree(dir);
+	free(dir);
+	rl_graph_free(g);
+}
+
 /* ---- tests ------------------------------------------------------------------ */
 
 Test(emit_conv, matches_reference_and_threads_agree)
@@ -496,11 +515,7 @@ Test(emit_conv, chanvec_taken_where_it_applies)
 	/* every group-1 case marked cv runs the channels-on-vector kernel, the
 	 * grouped one band mode; and the weights are packed in NAME_init */
 	struct rl_graph *g = build();
-	char *d = tu_tmpdir(), err[1024] = "", p[4200];
-	snprintf(p, sizeof(p), "%s/m.c", d);
-	cr_assert_eq(rl_emit_c(g, NULL, p, err, sizeof(err)), RL_OK, "%s", err);
-	size_t n;
-	char *src = (char *)read_file(p, &n);
+	char *d, *src = emitted(g, &d);
 	int want = 0, got = 0;
 	for (int i = 0; i < NCONV; i++)
 		want += (convs[i].cv || convs[i].cvrun) && convs[i].G == 1;
@@ -525,10 +540,7 @@ Test(emit_conv, chanvec_taken_where_it_applies)
 	 * AVX-512 CPU, against the double reference */
 	cr_assert(strstr(src, "rows3 = tap[k + 1] == tap[k] + 1 && tap[k + 2] == tap[k] + 2;"),
 	          "no AVX-512 kernel with the rows-of-three broadcast");
-	free(src);
-	tu_rmtree(d);
-	free(d);
-	rl_graph_free(g);
+	emitted_free(g, src, d);
 }
 
 Test(emit_conv, odd_planes_go_straight_to_the_output)
@@ -539,11 +551,7 @@ Test(emit_conv, odd_planes_go_straight_to_the_output)
 	 * them masked off (matches_reference checks the values, with AVX-512,
 	 * AVX2 and the portable tiles, at 1 to 3 threads) */
 	struct rl_graph *g = build();
-	char *d = tu_tmpdir(), err[1024] = "", p[4200];
-	snprintf(p, sizeof(p), "%s/m.c", d);
-	cr_assert_eq(rl_emit_c(g, NULL, p, err, sizeof(err)), RL_OK, "%s", err);
-	size_t n;
-	char *src = (char *)read_file(p, &n);
+	char *d, *src = emitted(g, &d);
 	const char *k = strstr(src, "X0 float32[1x24x55x55]");
 	cr_assert(k, "no 1x1 on 55x55");
 	const char *call = strstr(k, "rl_conv4(xg + oh0, 3025, tap, 1, 24,");
@@ -555,10 +563,7 @@ Test(emit_conv, odd_planes_go_straight_to_the_output)
 	          "band of %ld columns: want whole rows of 55, not a multiple of 16", tp);
 	cr_assert(strstr(src, "_mm512_mask_storeu_ps(") && strstr(src, "_mm256_maskstore_ps("),
 	          "no masked last vector in the micro-kernels");
-	free(src);
-	tu_rmtree(d);
-	free(d);
-	rl_graph_free(g);
+	emitted_free(g, src, d);
 }
 
 Test(emit_conv, threads_split_by_work)
@@ -568,11 +573,7 @@ Test(emit_conv, threads_split_by_work)
 	 * (10.6M) is cut into the most chunks; the stem fills both stride phases
 	 * with one call per row part */
 	struct rl_graph *g = build();
-	char *d = tu_tmpdir(), err[1024] = "", p[4200];
-	snprintf(p, sizeof(p), "%s/m.c", d);
-	cr_assert_eq(rl_emit_c(g, NULL, p, err, sizeof(err)), RL_OK, "%s", err);
-	size_t n;
-	char *src = (char *)read_file(p, &n);
+	char *d, *src = emitted(g, &d);
 	cr_assert(strstr(src, "threads: at most 1 chunk of 1 iterations (8192 multiply-adds"),
 	          "the 1x1/2 projection is not kept on one thread");
 	cr_assert(strstr(src, "threads: at most 8 chunks of"), "no layer split into 8 chunks");
@@ -580,8 +581,5 @@ Test(emit_conv, threads_split_by_work)
 	 * the ones the cost model prices whatever the iterations' divisors */
 	cr_assert(strstr(src, ", -8ll);"), "the 8 chunks are not passed to rl_parallel_for");
 	cr_assert(strstr(src, "rl_conv_split2(d"), "the 3x3/2 stem does not fill both phases at once");
-	free(src);
-	tu_rmtree(d);
-	free(d);
-	rl_graph_free(g);
+	emitted_free(g, src, d);
 }
