@@ -211,9 +211,13 @@ static void conv_uk_step(struct rl_buf *b, const struct conv_isa *is, int nv, bo
                          const char *ind, const char *wb, const char *wi)
 {
 	char ad[64];
-	for (int v = 0; pf && v < nv; v++)
-		rl_buf_printf(b, "%s        _mm_prefetch((const char *)((uintptr_t)xs + (uintptr_t)(%d * bc + %d) * 4), _MM_HINT_T0);\n",
-		              ind, CONV_UK_PF, v * is->vw);
+	for (int v = 0; pf && v < nv; v++) {
+		char o[16] = "";
+		if (v)
+			snprintf(o, sizeof(o), " + %d", v * is->vw);
+		rl_buf_printf(b, "%s        _mm_prefetch((const char *)((uintptr_t)xs + (uintptr_t)(%d * bc%s) * 4), _MM_HINT_T0);\n",
+		              ind, CONV_UK_PF, o);
+	}
 	rl_buf_printf(b, "%s        const %s", ind, is->vt);
 	for (int v = 0; v < nv; v++) {
 		rl_buf_printf(b, "%s x%d = ", v ? "," : "", v);
@@ -2119,8 +2123,11 @@ static void cv_uk_prefetch_x(struct rl_buf *b, const char *ind, const int64_t *o
 	for (int j = 0; j < n; j++) {
 		if (off[j] < last + 16 && !(j == n - 1 && off[j] > last))
 			continue;
-		rl_buf_printf(b, "%s_mm_prefetch((const char *)((uintptr_t)xs + (uintptr_t)(%d * xcs + %lld) * 4), _MM_HINT_T0);\n",
-		              ind, CONV_CV_PF_X, (long long)off[j]);
+		char o[32] = "";
+		if (off[j])
+			snprintf(o, sizeof(o), " + %lld", (long long)off[j]);
+		rl_buf_printf(b, "%s_mm_prefetch((const char *)((uintptr_t)xs + (uintptr_t)(%d * xcs%s) * 4), _MM_HINT_T0);\n",
+		              ind, CONV_CV_PF_X, o);
 		last = off[j];
 	}
 }
