@@ -207,16 +207,42 @@ static void conv_uk_store(struct rl_buf *b, const struct conv_isa *is, bool mask
  */
 #define CONV_UK_PF 4
 #define CONV_UK_PF_BYTES 1048576
+
+/*
+ * Prefetches of the input `ahead` channels on (channel stride: the variable
+ * named `stride`), for the floats off[0..n) of xs (ascending): one per 16
+ * floats and the last, so every line between the first and the last is
+ * fetched once. Both micro-kernel families use it (conv_uk_step,
+ * cv_uk_step). The address is computed as an integer: past the input it
+ * reads nothing and cannot fault.
+ */
+static void uk_prefetch_x(struct rl_buf *b, const char *ind, const char *stride, int ahead,
+                          const int64_t *off, int n)
+{
+	int64_t last = -16;
+	for (int j = 0; j < n; j++) {
+		if (off[j] < last + 16 && !(j == n - 1 && off[j] > last))
+			continue;
+		char o[32] = "";
+		if (off[j])
+			snprintf(o, sizeof(o), " + %lld", (long long)off[j]);
+		rl_buf_printf(b, "%s_mm_prefetch((const char *)((uintptr_t)xs + (uintptr_t)(%d * %s%s) * 4), _MM_HINT_T0);\n",
+		              ind, ahead, stride, o);
+		last = off[j];
+	}
+}
+
 static void conv_uk_step(struct rl_buf *b, const struct conv_isa *is, int nv, bool mask, bool pf,
                          const char *ind, const char *wb, const char *wi)
 {
 	char ad[64];
-	for (int v = 0; pf && v < nv; v++) {
-		char o[16] = "";
-		if (v)
-			snprintf(o, sizeof(o), " + %d", v * is->vw);
-		rl_buf_printf(b, "%s        _mm_prefetch((const char *)((uintptr_t)xs + (uintptr_t)(%d * bc%s) * 4), _MM_HINT_T0);\n",
-		              ind, CONV_UK_PF, o);
+	if (pf) {
+		char in8[64];
+		int64_t off[CONV_NV_MAX];
+		for (int v = 0; v < nv; v++)
+			off[v] = v * is->vw;
+		snprintf(in8, sizeof(in8), "%s        ", ind);
+		uk_prefetch_x(b, in8, "bc", CONV_UK_PF, off, nv);
 	}
 	rl_buf_printf(b, "%s        const %s", ind, is->vt);
 	for (int v = 0; v < nv; v++) {
@@ -269,15 +295,15 @@ static void conv_uk_tile(struct rl_buf *b, const struct conv_isa *is, int nv, bo
 	/* a 1x1 kernel (one tap) walks the channels in one loop, without the
 	 * tap loop's per-channel overhead (a fifth of the FMA issue slots on
 	 * the 1x1 layers, Zen 3); the same sums in the same order */
-	rl_buf_printf(b, "%sif (kk == 1 && pf) {\n", ind);
-	rl_buf_printf(b, "%s    const float *xs = xc + tap[0];\n", ind);
-	rl_buf_printf(b, "%s    for (int64_t c = 0; c < cc; c++, xs += bc) {\n", ind);
-	conv_uk_step(b, is, nv, mask, true, ind, nm[1], "c");
-	rl_buf_printf(b, "%s    }\n%s} else if (kk == 1) {\n", ind, ind);
-	rl_buf_printf(b, "%s    const float *xs = xc + tap[0];\n", ind);
-	rl_buf_printf(b, "%s    for (int64_t c = 0; c < cc; c++, xs += bc) {\n", ind);
-	conv_uk_step(b, is, nv, mask, false, ind, nm[1], "c");
-	rl_buf_printf(b, "%s    }\n%s} else\n", ind, ind);
+	static const char *const one_tap[2] = {"kk == 1 && pf", "kk == 1"};
+	for (int q = 0; q < 2; q++) {
+		rl_buf_printf(b, "%s%sif (%s) {\n", ind, q ? "} else " : "", one_tap[q]);
+		rl_buf_printf(b, "%s    const float *xs = xc + tap[0];\n", ind);
+		rl_buf_printf(b, "%s    for (int64_t c = 0; c < cc; c++, xs += bc) {\n", ind);
+		conv_uk_step(b, is, nv, mask, q == 0, ind, nm[1], "c");
+		rl_buf_printf(b, "%s    }\n", ind);
+	}
+	rl_buf_printf(b, "%s} else\n", ind);
 	rl_buf_printf(b, "%sfor (int64_t c = 0; c < cc; c++, xc += bc, wc += kk) {\n", ind);
 	rl_buf_printf(b, "%s    for (int64_t k = 0; k < kk; k++) {\n", ind);
 	rl_buf_printf(b, "%s        const float *xs = xc + tap[k];\n", ind);
@@ -2109,28 +2135,13 @@ static void cv_uk_prefetch(struct rl_buf *b, const char *ind, int nbytes)
 }
 
 /*
- * And of the input, CONV_CV_PF_X channels ahead: the lines holding the n
- * offsets off[] from xs (ascending), one prefetch per 16 floats and the
- * last. In the model, with the weights' prefetch: the 1x1/2 512->1024
+ * And of the input, CONV_CV_PF_X channels ahead: the lines of the tile's
+ * pixels (uk_prefetch_x). In the model, with the weights' prefetch: the 1x1/2 512->1024
  * projection 1820-1947 -> 1690-1759 us (4 rounds each; 8 channels ahead no
  * better than 4). 1x1 kernels only: per tap of a 3x3 it fetched each row
  * three times and the 3x3 256->256 on 14x14 ran 3% slower.
  */
 #define CONV_CV_PF_X 4
-static void cv_uk_prefetch_x(struct rl_buf *b, const char *ind, const int64_t *off, int n)
-{
-	int64_t last = -16;
-	for (int j = 0; j < n; j++) {
-		if (off[j] < last + 16 && !(j == n - 1 && off[j] > last))
-			continue;
-		char o[32] = "";
-		if (off[j])
-			snprintf(o, sizeof(o), " + %lld", (long long)off[j]);
-		rl_buf_printf(b, "%s_mm_prefetch((const char *)((uintptr_t)xs + (uintptr_t)(%d * xcs%s) * 4), _MM_HINT_T0);\n",
-		              ind, CONV_CV_PF_X, o);
-		last = off[j];
-	}
-}
 
 /* One step of a sub-tile: the lanes' weights at wc, pn pixels of xs (from
  * pixel j0) broadcast; the input's prefetch under the condition pfx (NULL:
@@ -2146,10 +2157,10 @@ static void cv_uk_step(struct rl_buf *b, const struct cv_isa *is, int cb, const 
 	cv_uk_prefetch(b, "                ", cb * 4);
 	if (pfx && *pfx) {
 		rl_buf_printf(b, "                if (%s) {\n", pfx);
-		cv_uk_prefetch_x(b, "                    ", off, pn);
+		uk_prefetch_x(b, "                    ", "xcs", CONV_CV_PF_X, off, pn);
 		rl_buf_printf(b, "                }\n");
 	} else if (pfx) {
-		cv_uk_prefetch_x(b, "                ", off, pn);
+		uk_prefetch_x(b, "                ", "xcs", CONV_CV_PF_X, off, pn);
 	}
 	rl_buf_printf(b, "                const %s", is->vt);
 	for (int v = 0; v < vpb; v++)
