@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -297,6 +298,40 @@ class Tally:
             print(f"only {self.passed} tests passed, fewer than --min-pass {min_pass}")
         print(self.summary_line(), flush=True)
         return 1 if self.failed or short else 0
+
+
+class Checks:
+    """Named checks counted in a Tally: a failure prints `FAIL name: detail`,
+    a pass `ok   name` when verbose; check() returns ok."""
+
+    def __init__(self, verbose):
+        self.tally = Tally()
+        self.verbose = verbose
+
+    def check(self, name, ok, detail=""):
+        self.tally.add("pass" if ok else "fail")
+        if not ok:
+            print(f"FAIL {name}: {detail}")
+        elif self.verbose:
+            print(f"ok   {name}")
+        return ok
+
+
+def check_main(doc, prefix, body):
+    """A check driver's main: parse the common arguments (--rlopt required),
+    run body(checks, args, work) in a fresh temporary folder (removed after),
+    print the summary line and return the exit status."""
+    ap = make_parser(doc.split("\n\n")[0])
+    args = ap.parse_args()
+    if not args.rlopt:
+        ap.error("--rlopt is required")
+    c = Checks(args.verbose)
+    work = tempfile.mkdtemp(prefix=prefix)
+    try:
+        body(c, args, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return c.tally.finish()
 
 
 def const_made_model():

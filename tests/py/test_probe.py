@@ -29,9 +29,7 @@ Ends with "N passed, N failed, N skipped"; exits non-zero on a failure.
 import json
 import os
 import re
-import shutil
 import sys
-import tempfile
 import xml.etree.ElementTree as ET
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
@@ -42,18 +40,7 @@ UNITS = {"KiB": 1024, "MiB": 1024 ** 2, "GiB": 1024 ** 3}
 SIZE = r"([0-9.]+) (KiB|MiB|GiB)"
 
 
-class Checks:
-    def __init__(self, verbose):
-        self.tally = rltest.Tally()
-        self.verbose = verbose
-
-    def check(self, name, ok, detail=""):
-        self.tally.add("pass" if ok else "fail")
-        if not ok:
-            print(f"FAIL {name}: {detail}")
-        elif self.verbose:
-            print(f"ok   {name}")
-        return ok
+Checks = rltest.Checks
 
 
 def size_of(num, unit):
@@ -160,18 +147,10 @@ def check_bad(c, rlopt, work):
 
 
 def main():
-    ap = rltest.make_parser(__doc__.split("\n\n")[0])
-    args = ap.parse_args()
-    if not args.rlopt:
-        ap.error("--rlopt is required")
-    c = Checks(args.verbose)
-    work = tempfile.mkdtemp(prefix="rlopt-probe.")
-    try:
+    def body(c, args, work):
         check_profile(c, args.rlopt, args.source, work)
         check_bad(c, args.rlopt, work)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    return c.tally.finish()
+    return rltest.check_main(__doc__, "rlopt-probe.", body)
 
 
 if __name__ == "__main__":

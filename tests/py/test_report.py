@@ -35,9 +35,7 @@ import glob
 import json
 import math
 import os
-import shutil
 import sys
-import tempfile
 
 import numpy as np
 import onnx
@@ -48,18 +46,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import rltest  # noqa: E402
 
 
-class Checks:
-    def __init__(self, verbose):
-        self.tally = rltest.Tally()
-        self.verbose = verbose
-
-    def check(self, name, ok, detail=""):
-        self.tally.add("pass" if ok else "fail")
-        if not ok:
-            print(f"FAIL {name}: {detail}")
-        elif self.verbose:
-            print(f"ok   {name}")
-        return ok
+Checks = rltest.Checks
 
 
 # ---- independent MAC count ---------------------------------------------------
@@ -628,13 +615,7 @@ def check_profile(c, rl, src, work):
 
 
 def main():
-    ap = rltest.make_parser(__doc__.split("\n\n")[0])
-    args = ap.parse_args()
-    if not args.rlopt:
-        ap.error("--rlopt is required")
-    c = Checks(args.verbose)
-    work = tempfile.mkdtemp(prefix="rlopt-report.")
-    try:
+    def body(c, args, work):
         check_macs(c, args.rlopt, work)
         check_schema(c, args.rlopt, args.source, work)
         check_sweep(c, args.rlopt, args.source, work)
@@ -646,9 +627,7 @@ def main():
         check_profile(c, args.rlopt, args.source, work)
         check_scale(c, args.rlopt, args.source, work)
         check_bad(c, args.rlopt, args.source, work)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    return c.tally.finish()
+    return rltest.check_main(__doc__, "rlopt-report.", body)
 
 
 if __name__ == "__main__":
