@@ -1091,6 +1091,29 @@ static bool band_is_run(const struct conv2d *p, const struct conv_band *b)
 }
 
 /*
+ * Band rows with pitch columns (WJ > OW: a padded 3x3, a 3x3/2 stem whose
+ * phase planes are 112 wide for 111 outputs) go straight to the output too,
+ * one micro-kernel call per output row (tp = OW, the last vector masked)
+ * instead of one over the band's R x WJ sums and a copy of acc's rows into
+ * the output: that copy, write-bound, was 43% of SqueezeNet's 3x3/2 3->64
+ * stem (224x224 -> 111x111) on one AVX-512 core. But a row's last tile is
+ * a short one (7 vectors: two tiles of 3 and a single, where the band's 21
+ * are seven of 3), so this pays only where the copy weighs as much as the
+ * sums: at most CONV_ROWS_SUMS multiply-adds per output (the stem's 27:
+ * 575-593 -> 443-459 us, one thread, in the model; SqueezeNet's 3x3 16->64
+ * on 55x55, 144 per output and 4 vectors a row against the band's 3.6,
+ * went 408 -> 515 us), and where the rows' vectors at 16 lanes are at most
+ * 1/8 more than the band's (111 of 112: 21 against 21; not 7 of 9).
+ */
+#define CONV_ROWS_SUMS 32
+static bool band_rows_out(const struct conv2d *p, const struct conv_band *b)
+{
+	int64_t rows = b->R * ((p->OW + 15) / 16), band = (b->R * b->WJ + 15) / 16;
+	return b->WJ > p->OW && p->C / p->G * p->KH * p->KW <= CONV_ROWS_SUMS &&
+	       8 * rows <= 9 * band;
+}
+
+/*
  * Band mode without its copies. Where acc's rows have no pitch columns (a
  * kernel one column wide after the stride phases: WJ = OW), the FMA
  * micro-kernel writes its sums straight into the output rows (row stride OH
@@ -1110,12 +1133,12 @@ static bool band_is_run(const struct conv2d *p, const struct conv_band *b)
  */
 static bool band_direct_out(const struct conv2d *p, const struct conv_band *b, bool uk)
 {
-	return uk && b->WJ == p->OW;
+	return uk && (b->WJ == p->OW || band_rows_out(p, b));
 }
 
 static bool band_direct_in(const struct conv2d *p, const struct conv_band *b, bool uk)
 {
-	return band_direct_out(p, b, uk) && band_is_run(p, b) && b->A == b->R;
+	return band_direct_out(p, b, uk) && b->WJ == p->OW && band_is_run(p, b) && b->A == b->R;
 }
 
 /* The input rows of band oh0, channels c0 + [0, CC), into the band. */
@@ -1393,9 +1416,14 @@ static void conv_uk_call(struct rl_cgen *cg, const struct conv2d *p, const struc
 		         (long long)(p->H * p->W));
 	else
 		snprintf(xin, sizeof(xin), "band, %lld", (long long)b->BC);
+	/* per output row (band_rows_out): row i of the band and of the output */
+	bool rows = dout && b->WJ != p->OW;
+	const char *oi = rows ? " + i" : "";
+	if (rows)
+		snprintf(xin, sizeof(xin), "band + i * %lld, %lld", (long long)b->WJ, (long long)b->BC);
 	if (dout)
-		snprintf(yout, sizeof(yout), "Y0 + ((n * %lld + %s) * %lld + oh0) * %lld, %lld",
-		         (long long)p->M, mo, (long long)p->OH, (long long)p->OW,
+		snprintf(yout, sizeof(yout), "Y0 + ((n * %lld + %s) * %lld + oh0%s) * %lld, %lld",
+		         (long long)p->M, mo, (long long)p->OH, oi, (long long)p->OW,
 		         (long long)(p->OH * p->OW));
 	else
 		snprintf(yout, sizeof(yout), "acc[0], %lld", (long long)b->TP);
@@ -1406,9 +1434,9 @@ static void conv_uk_call(struct rl_cgen *cg, const struct conv2d *p, const struc
 	if (xres < 0)
 		snprintf(res, sizeof(res), "NULL");
 	else
-		snprintf(res, sizeof(res), "%s%sX%d + ((n * %lld + %s) * %lld + oh0) * %lld%s",
+		snprintf(res, sizeof(res), "%s%sX%d + ((n * %lld + %s) * %lld + oh0%s) * %lld%s",
 		         chunked ? last : "", chunked ? " ? " : "", xres, (long long)p->M, mo,
-		         (long long)p->OH, (long long)p->OW, chunked ? " : NULL" : "");
+		         (long long)p->OH, oi, (long long)p->OW, chunked ? " : NULL" : "");
 	/* a fused per-channel Mul and Add, on the last chunk */
 	for (int q = 0; q < 2; q++) {
 		int x = q ? e->xsh : e->xsc;
@@ -1420,9 +1448,12 @@ static void conv_uk_call(struct rl_cgen *cg, const struct conv2d *p, const struc
 	}
 	/* the input's prefetch (conv_uk_step): read in place, larger than L2 is likely to hold */
 	bool pf = din && p->C * p->H * p->W * 4 > CONV_UK_PF_BYTES;
-	cg_line(cg, "rl_conv4%s(%s, tap, %lld, %lld, %s, %lld, %s, %lld, %s, %s, %s, %s, %s, %s, %d, %s);",
-	        KK > 1 && b->CC * KK > CONV_UK_SUB_STEPS ? "_sub" : "", xin, (long long)KK, (long long)b->CC, w, (long long)(CG * KK), yout,
-	        (long long)(dout ? b->R * p->OW : b->TP),
+	if (rows)
+		cg_line(cg, "for (size_t i = 0; i < %lld; i++)", (long long)b->R);
+	cg_line(cg, "%srl_conv4%s(%s, tap, %lld, %lld, %s, %lld, %s, %lld, %s, %s, %s, %s, %s, %s, %d, %s);",
+	        rows ? "    " : "", KK > 1 && b->CC * KK > CONV_UK_SUB_STEPS ? "_sub" : "", xin,
+	        (long long)KK, (long long)b->CC, w, (long long)(CG * KK), yout,
+	        (long long)(rows ? p->OW : dout ? b->R * p->OW : b->TP),
 	        p->bias ? bias : "NULL", chunked ? "c0 == 0" : "1", !relu ? "0" : chunked ? last : "1",
 	        res, scl[0], scl[1], pf, nb);
 }

@@ -63,6 +63,7 @@ static const struct conv_case convs[] = {
 	{1, 32, 32, 32, 8, 1, 1, 2, 0, 1, 1, true, false, false, false},   /* 1x1/2: band filled, sums into Y */
 	{1, 8, 37, 37, 8, 1, 1, 2, 0, 1, 1, true, false, false, false},    /* 1x1/2, odd rows: 18 even columns in pairs, the 19th alone */
 	{1, 24, 55, 55, 16, 1, 1, 1, 0, 1, 1, true, false, false, false},  /* 1x1 on 55x55: in place, bands never whole vectors (masked) */
+	{1, 3, 92, 92, 8, 3, 3, 2, 0, 1, 1, true, false, false, false},    /* 3x3/2 stem, 45 of 46 phase columns: sums into Y row by row (band_rows_out) */
 	/* channels on the vector lanes */
 	{1, 24, 7, 7, 40, 3, 3, 1, 1, 1, 1, true, false, true, false},    /* 7x7, 32 + 8 channels */
 	{1, 19, 14, 14, 33, 3, 3, 2, 1, 1, 1, false, false, true, false}, /* stride 2, odd counts */
@@ -563,6 +564,34 @@ Test(emit_conv, odd_planes_go_straight_to_the_output)
 	          "band of %ld columns: want whole rows of 55, not a multiple of 16", tp);
 	cr_assert(strstr(src, "_mm512_mask_storeu_ps(") && strstr(src, "_mm256_maskstore_ps("),
 	          "no masked last vector in the micro-kernels");
+	emitted_free(g, src, d);
+}
+
+Test(emit_conv, stem_rows_go_straight_to_the_output)
+{
+	/* the 3x3/2 3->8 on 92x92: phase planes 46 wide for 45 outputs, 27
+	 * multiply-adds an output: the micro-kernel writes each output row of a
+	 * band of R > 1 rows itself (tp = 45, the last vector masked) from the
+	 * band's row i, where it summed R x 46 columns into acc for a copy
+	 * (matches_reference checks the values); the 3x3/1 16->12 on 17x17 (144
+	 * an output) keeps acc */
+	struct rl_graph *g = build();
+	char *d, *src = emitted(g, &d);
+	const char *k = strstr(src, "X0 float32[1x3x92x92]");
+	cr_assert(k, "no 3x3/2 on 92x92");
+	const char *end = strstr(k, "rl_conv_slot_give");
+	const char *loop = strstr(k, "for (size_t i = 0; i < ");
+	cr_assert(loop && loop < end && strtol(loop + strlen("for (size_t i = 0; i < "), NULL, 10) > 1,
+	          "the stem's band is not a loop over more than one row");
+	const char *call = strstr(k, "rl_conv4(band + i * 46, ");
+	cr_assert(call && call < end, "the stem does not call the micro-kernel per band row");
+	const char *y = strstr(call, "Y0 + ((n * 8 + mg) * 45 + oh0 + i) * 45, 2025, 45, ");
+	cr_assert(y && y < strchr(call, ';'), "the stem's rows do not go to the output, 45 columns each");
+	const char *k3 = strstr(src, "X0 float32[1x16x17x17]");
+	cr_assert(k3, "no 3x3 on 17x17");
+	const char *c3 = strstr(k3, "rl_conv4(band, ");
+	cr_assert(c3 && c3 < strstr(k3, "rl_conv_slot_give") && strstr(c3, "acc[0], "),
+	          "the 3x3/1 16->12 does not sum into acc");
 	emitted_free(g, src, d);
 }
 
