@@ -1193,25 +1193,36 @@ struct rl_probe_meas {
 	double call, call_extra;     /* kernel call, s */
 };
 
+/* Half of one thread's share of an instance of `size` bytes of cache level
+ * l: the per-thread working set that stays resident next to the stack, the
+ * code and the other half's worth of conflict misses. */
+static size_t rl_ws_share(const struct rl_cache_info *ci, int n, int l, size_t size)
+{
+	int sharers = ci->shared[l] < n ? ci->shared[l] : n;
+	return size / (size_t)(sharers > 0 ? sharers : 1) / 2;
+}
+
+/* The L3 working set for an instance of `size` bytes: 0 (skip the level)
+ * where its per-thread share is not clearly bigger than L2, which
+ * bandwidth cannot tell apart from it. */
+static size_t rl_ws_l3(const struct rl_cache_info *ci, int n, size_t size)
+{
+	size_t ws = rl_ws_share(ci, n, 3, size);
+	return ws >= 2 * ci->size[2] ? rl_round_page(ws) : 0;
+}
+
 static void rl_probe_size(struct rl_probe *p, struct rl_probe_sizes *z)
 {
 	z->ci = rl_caches(p->n);
 	const struct rl_cache_info ci = z->ci;
 	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
 	z->phys = pages > 0 && psz > 0 ? (double)pages * (double)psz : 0;
-	/* per-thread working set per level (1..3 caches; DRAM below): half of
-	 * the thread's share of one instance, so it stays resident next to
-	 * the stack, the code and the other half's worth of conflict misses */
+	/* per-thread working set per level (1..3 caches; DRAM below) */
 	size_t *ws = z->ws;
-	for (int l = 1; l <= 3; l++) {
-		int sharers = ci.shared[l] < p->n ? ci.shared[l] : p->n;
-		ws[l] = ci.size[l] / (size_t)(sharers > 0 ? sharers : 1) / 2;
-	}
-	ws[1] = rl_round_page(ws[1]);
+	ws[1] = rl_round_page(rl_ws_share(&ci, p->n, 1, ci.size[1]));
+	ws[2] = rl_ws_share(&ci, p->n, 2, ci.size[2]);
 	ws[2] = rl_round_page(ws[2] < 4 * ws[1] ? 4 * ws[1] : ws[2]);
-	/* an L3 whose per-thread share is not clearly bigger than L2 cannot be
-	 * told apart from it by bandwidth */
-	ws[3] = ws[3] >= 2 * ci.size[2] ? rl_round_page(ws[3]) : 0;
+	ws[3] = rl_ws_l3(&ci, p->n, ci.size[3]);
 	double l3_total = ci.size[3] ? (double)ci.size[3] *
 	                                       (double)rl_instances(p->n, ci.shared[3])
 	                             : 0;
@@ -1422,10 +1433,8 @@ static void rl_probe_llc(struct rl_probe *p, struct rl_probe_sizes *z)
 	        rl_size_str(s2, sizeof s2, (double)ci->size[3]), r0 / 1e9,
 	        rl_size_str(s3, sizeof s3, (double)from), z->llc_miss / 1e9,
 	        rl_size_str(s4, sizeof s4, (double)z->llc_miss_at), rd / 1e9);
-	/* the measured L3 set: half the thread's share, as rl_probe_size */
-	int sharers = ci->shared[3] < p->n ? ci->shared[3] : p->n;
-	size_t ws3 = fit / (size_t)(sharers > 0 ? sharers : 1) / 2;
-	z->ws[3] = ws3 >= 2 * ci->size[2] ? rl_round_page(ws3) : 0;
+	/* the L3 bandwidths on a set that fits what was measured */
+	z->ws[3] = rl_ws_l3(ci, p->n, fit);
 }
 
 /* Streaming read, write and copy per memory level with all threads, main
