@@ -849,7 +849,36 @@ static int conv_phase_index(const int64_t *ph, int n, int64_t f)
  * every band (they are reused by the band's TP / tile tiles); near ties go
  * to fewer chunks, then to the taller band. The constants were fitted on
  * ResNet/SqueezeNet shapes (bench/bench_ort.py).
+ *
+ * Bands before thin parts: where the threads want more chunks (p->chunks)
+ * than the best R gives bands, conv_band_parts cuts each band's output
+ * channels into parts, and every part reads the whole band's input again,
+ * at two threads half of it from the other core's cache (the previous
+ * kernel wrote it there). A part of few output channels x taps (under
+ * CONV_PART_MIN_MACS multiply-adds per input element) is that read; then,
+ * where an R giving enough bands scores within CONV_BANDS_FIRST of the
+ * best, the choice is among those. SqueezeNet's squeeze 1x1 64->16 on
+ * 55x55 at two threads, in the model (-DRL_PROFILE, mean of 3 x 2 s): 5
+ * bands of 605 pixels in 4 parts of 4 channels 81 us, 11 bands of 275 in 2
+ * parts 55 us (one thread 68 -> 67). Thick parts are cheaper than shorter
+ * bands: the same rule for every layer took ResNet-50's 56x56 layers (64
+ * to 256 outputs, parts of 32 or more) to half the bands, 11 kernels'
+ * two-thread mean 7.4 -> 8.3 ms, one thread 13.8 -> 13.9.
  */
+#define CONV_BANDS_FIRST 0.9
+#define CONV_PART_MIN_MACS 16
+
+/* Would the best R's bands need parts (p->chunks above its bands) of fewer
+ * than CONV_PART_MIN_MACS multiply-adds per input element they read? */
+static bool conv_thin_parts(const struct conv2d *p, const struct conv_band *b, int64_t R)
+{
+	int64_t tasks = p->N * p->G * (p->OH / R), nblk = p->M / p->G / b->mr;
+	if (tasks >= p->chunks || nblk < 1)
+		return false;
+	int64_t mp = (p->chunks + tasks - 1) / tasks;
+	mp = mp > nblk ? nblk : mp;
+	return p->M / p->G / mp * p->KH * p->KW < CONV_PART_MIN_MACS;
+}
 static bool conv_band_plan(const struct conv2d *p, int64_t es, struct conv_band *b)
 {
 	int64_t CG = p->C / p->G, MG = p->M / p->G, KK = p->KH * p->KW;
@@ -865,10 +894,17 @@ static bool conv_band_plan(const struct conv2d *p, int64_t es, struct conv_band 
 	int64_t rh = (p->KH - 1) * p->DH / p->SH, rw = (p->KW - 1) * p->DW / p->SW;
 	int64_t vw = CONV_VEC_MAX / es, tq = b->nv * vw; /* widest vector, tile */
 	int64_t WJ = p->OW + rw;
-	double best = 0;
+	double best = 0, bestw = 0;
+	int64_t bestR = 1;
+	bool wide = false; /* pass 1 takes only R giving the chunks wanted */
 	for (int pass = 0; pass < 2; pass++) {
+		if (pass == 1)
+			wide = bestw >= CONV_BANDS_FIRST * best && conv_thin_parts(p, b, bestR);
 		for (int64_t R = 1; R <= p->OH; R++) {
 			if (p->OH % R)
+				continue;
+			bool enough = p->N * p->G * (p->OH / R) >= p->chunks;
+			if (pass == 1 && wide && !enough)
 				continue;
 			/* acc's width: whole vectors, or whole tiles */
 			const int64_t widths[2] = {vw, tq};
@@ -893,9 +929,13 @@ static bool conv_band_plan(const struct conv2d *p, int64_t es, struct conv_band 
 				 * are reused by its TP / tq tiles */
 				double nt = (double)TP / (double)tq;
 				double s = e * kc / (kc + 8.0) * nt / (nt + 0.5);
-				if (pass == 0 && s > best)
+				if (pass == 0 && s > best) {
 					best = s;
-				if (pass == 1 && s >= 0.99 * best && (!b->R || CC >= b->CC)) {
+					bestR = R;
+				}
+				if (pass == 0 && enough && s > bestw)
+					bestw = s;
+				if (pass == 1 && s >= 0.99 * (wide ? bestw : best) && (!b->R || CC >= b->CC)) {
 					b->R = R;
 					b->WJ = WJ;
 					b->A = R + rh;

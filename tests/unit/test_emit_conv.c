@@ -595,6 +595,28 @@ Test(emit_conv, stem_rows_go_straight_to_the_output)
 	emitted_free(g, src, d);
 }
 
+Test(emit_conv, thin_parts_give_way_to_bands)
+{
+	/* the 1x1 24->16 on 55x55 (1.16M multiply-adds, 8 chunks wanted): its
+	 * best bands are 5 of 605 pixels, which 8 chunks would cut into parts
+	 * of 4 channels, each reading the band's input again (4 multiply-adds
+	 * per element read); bands of 275 pixels score within 10%, so there are
+	 * 11 of them. The 3x3/1 16->12 on 17x17 (144 an output) keeps the
+	 * tallest band its score picks */
+	struct rl_graph *g = build();
+	char *d, *src = emitted(g, &d);
+	const char *k = strstr(src, "X0 float32[1x24x55x55]");
+	cr_assert(k, "no 1x1 on 55x55");
+	cr_assert(strstr(k, "per band of 275 output rows") &&
+	              strstr(k, "per band of 275 output rows") < strstr(k, "rl_conv_slot_give"),
+	          "the 1x1 24->16 on 55x55 is not in 11 bands of 275 pixels");
+	const char *k3 = strstr(src, "X0 float32[1x16x17x17]");
+	cr_assert(k3 && strstr(k3, "per band of 17 output rows") &&
+	              strstr(k3, "per band of 17 output rows") < strstr(k3, "rl_conv_slot_give"),
+	          "the 3x3/1 16->12 on 17x17 is not one band of 17 rows");
+	emitted_free(g, src, d);
+}
+
 Test(emit_conv, threads_split_by_work)
 {
 	/* a layer below two chunks of RL_SPLIT_CONV_MACS runs whole on one thread (the
