@@ -272,15 +272,32 @@ double rl_split_share(double n, double most, int threads, int *used)
 	*used = nt < T ? (int)nt : T;
 	if (T > RL_SPLIT_SIM_THREADS) /* the bound: ceil(nt / T) of the largest chunks */
 		return fmin(1, ceil(nt / T) * ceil(n / nt) / n);
-	/* the threads claim chunks in order, each as soon as it is free */
+	/* thread k runs its own chunks [nt k / T, nt (k+1) / T) first, then
+	 * takes what is left from the last chunk back; the next free thread goes
+	 * next (emit_rt.c rl_pool_work) */
+	int cn = (int)nt, next[RL_SPLIT_SIM_THREADS], back = cn - 1, left = cn;
 	double busy[RL_SPLIT_SIM_THREADS] = {0}, end = 0;
-	for (int t = 0; t < (int)nt; t++) {
-		double len = floor(n * (t + 1) / nt) - floor(n * t / nt);
+	bool taken[4 * RL_SPLIT_SIM_THREADS] = {0};
+	for (int k = 0; k < T; k++)
+		next[k] = cn * k / T;
+	while (left > 0) {
 		int k = 0;
 		for (int j = 1; j < T; j++)
 			if (busy[j] < busy[k])
 				k = j;
-		busy[k] += len;
+		int t = -1;
+		while (next[k] < cn * (k + 1) / T && taken[next[k]])
+			next[k]++;
+		if (next[k] < cn * (k + 1) / T) {
+			t = next[k]++;
+		} else {
+			while (back >= 0 && taken[back])
+				back--;
+			t = back;
+		}
+		taken[t] = true;
+		left--;
+		busy[k] += floor(n * (t + 1) / nt) - floor(n * t / nt);
 		if (busy[k] > end)
 			end = busy[k];
 	}

@@ -117,11 +117,12 @@ int rl_cost_threads(const struct rl_machine *m, const struct rl_counts *c);
  *
  * rl_parallel_for (backends/c/emit_rt.c) cuts n iterations into nt =
  * min(most, 4 x threads) contiguous chunks, chunk t = [n t / nt, n (t+1) /
- * nt), which the threads claim in order as they come free. rl_split_share
- * replays that on equal-cost iterations: the share of the kernel's one-thread
- * time its slowest thread runs (3 chunks on 2 threads: 2/3, not 1/2; one
- * chunk: 1, the caller alone), and in *used the threads that get a chunk.
- * most <= 0 means no cap but the runtime's.
+ * nt); thread k of T runs its own chunks [nt k / T, nt (k+1) / T) first,
+ * then takes what is left from the last chunk back. rl_split_share replays
+ * that on equal-cost iterations: the share of the kernel's one-thread time
+ * its slowest thread runs (3 chunks on 2 threads: 2/3, not 1/2; one chunk:
+ * 1, the caller alone), and in *used the threads that get a chunk. most <= 0
+ * means no cap but the runtime's.
  */
 double rl_split_share(double n, double most, int threads, int *used);
 

@@ -1565,24 +1565,17 @@ static int64_t conv_par_grain(int64_t par_n, int64_t want)
 
 /*
  * The share of a kernel's work the busier of two threads does (0.5: even
- * halves) when its n iterations cost the same: rl_parallel_for (emit_rt.c)
- * cuts them into nt = min(4 per thread, want, n) chunks [n*t/nt,
- * n*(t+1)/nt) and each thread claims the next chunk when it is free. The
- * split choices below use it to pick, among counts of iterations that cost
- * the same to run, one whose chunks two threads share evenly (two threads:
- * the cores of the machines this is measured on; more threads get more
- * chunks, 4 per thread, and are not modelled).
+ * halves) when its n iterations cost the same, cut into at most `want`
+ * chunks: rl_split_share (ir/cost.c), which replays rl_parallel_for
+ * (emit_rt.c). The split choices below use it to pick, among counts of
+ * iterations that cost the same to run, one whose chunks two threads share
+ * evenly (two threads: the cores of the machines this is measured on; more
+ * threads get more chunks, 4 per thread, and are not modelled).
  */
 static double conv_span2(int64_t n, int64_t want)
 {
-	int64_t nt = n < want ? n : want;
-	nt = nt > 8 ? 8 : nt;
-	if (nt <= 1 || n < 1)
-		return 1.0;
-	int64_t th[2] = {0, 0};
-	for (int64_t t = 0; t < nt; t++)
-		th[th[1] < th[0]] += n * (t + 1) / nt - n * t / nt;
-	return (double)(th[0] > th[1] ? th[0] : th[1]) / (double)n;
+	int used;
+	return n < 1 ? 1.0 : rl_split_share((double)n, (double)want, 2, &used);
 }
 
 static double conv_macs(const struct conv2d *p)
@@ -1613,9 +1606,8 @@ static int64_t conv_band_parts(const struct conv2d *p, const struct conv_band *b
 	int64_t mp = (want + tasks - 1) / tasks;
 	mp = mp < 1 ? 1 : mp > nblk ? nblk : mp;
 	/* more parts (equal ones: mp divides the blocks) where they even out
-	 * two threads' shares: squeezenet's 55x55 layers in 5 bands were 10
-	 * iterations in 8 chunks (1,1,1,2,1,1,1,2: 6 against 4); 40 are 8
-	 * chunks of 5 */
+	 * two threads' shares: 11 bands are 11 iterations in 8 chunks
+	 * (1,1,2,1 | 1,2,1,2: 5 against 6); 22 are 11 and 11 */
 	double span = conv_span2(tasks * mp, want);
 	int64_t best = mp;
 	for (int64_t q = mp + 1; q <= nblk && q <= 8 * mp; q++) {
@@ -2495,10 +2487,12 @@ static int64_t cv_row_parts_l2(const struct conv2d *p, int64_t nb, bool wrun)
  * Last, the count of parts (a divisor of OH, parts of two rows or more, or
  * one) whose tasks two threads share most evenly (conv_span2), where that
  * is clearly more even than the count above and keeps its bounds (the L2
- * rule where several blocks share rows, the scratch slot's): squeezenet's
- * 3x3 32->128 on 27x27 in 4 blocks x 3 parts was 12 tasks in 8 chunks (7
- * against 5); in one part, 4 tasks (2 and 2). ResNet-50's 3x3/2 128->128
- * to 28x28, 4 blocks x 7 parts (16 against 12), takes 14 parts (28 and 28).
+ * rule where several blocks share rows, the scratch slot's). Found when the
+ * threads claimed chunks in order as they came free: squeezenet's 3x3
+ * 32->128 on 27x27 in 4 blocks x 3 parts was 12 tasks in 8 chunks (7
+ * against 5), ResNet-50's 3x3/2 128->128 to 28x28 in 4 blocks x 7 parts 16
+ * against 12; with own ranges first (emit_rt.c rl_pool_work) both split
+ * evenly as they are, and the rule keeps them.
  */
 static int64_t cv_row_parts(const struct conv2d *p, int64_t nb, bool wrun)
 {

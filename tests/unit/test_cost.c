@@ -1345,8 +1345,21 @@ Test(cost, split_share_replays_the_runtime)
 	TU_EQ(rl_split_share(8, 8, 16, &used), 1.0 / 8);
 	cr_assert_eq(used, 8);
 	/* no cap but the runtime's 4 per thread: 100 iterations on 2 threads are
-	 * 8 chunks of 12, 13, 12, 13, ... claimed in turn: 48 and 52 */
-	TU_EQ(rl_split_share(100, 0, 2, &used), 0.52);
+	 * 8 chunks of 12, 13, 12, 13, ...; each thread runs its own four: 50 and
+	 * 50 (claimed in turn as the threads came free, 48 and 52) */
+	TU_EQ(rl_split_share(100, 0, 2, &used), 0.5);
+	/* 10 in 8 chunks, 1,1,1,2 | 1,1,1,2: 5 and 5 (in turn: 6 and 4) */
+	TU_EQ(rl_split_share(10, 8, 2, &used), 0.5);
+	/* 11 in 8 chunks, 1,1,2,1 | 1,2,1,2: thread 0 ends its own at 5, takes
+	 * nothing (thread 1 has started its last), thread 1 ends at 6 */
+	TU_EQ(rl_split_share(11, 8, 2, &used), 6.0 / 11);
+	/* 5 in 5 chunks on 2 threads: own ranges 0-1 and 2-4; thread 0, done at
+	 * 2, takes chunk 4 from the back while thread 1 runs chunk 3: 3 and 2 */
+	TU_EQ(rl_split_share(5, 5, 2, &used), 3.0 / 5);
+	/* 7 in 7 chunks on 3 threads: own 0-1, 2-3, 4-6; at 2 thread 0 takes 6,
+	 * thread 1 has only its own: 3, 2, 2 */
+	TU_EQ(rl_split_share(7, 7, 3, &used), 3.0 / 7);
+	cr_assert_eq(used, 3);
 	/* one thread: everything */
 	TU_EQ(rl_split_share(100, 0, 1, &used), 1);
 	cr_assert_eq(used, 1);
