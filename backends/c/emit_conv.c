@@ -868,16 +868,24 @@ static int conv_phase_index(const int64_t *ph, int n, int64_t f)
 #define CONV_BANDS_FIRST 0.9
 #define CONV_PART_MIN_MACS 16
 
+/* The fewest parts per band (shares of a group's blocks of mr output
+ * channels, at most all of them) that give the threads the chunks they want
+ * from bands of R rows. */
+static int64_t conv_parts_min(const struct conv2d *p, int mr, int64_t R)
+{
+	int64_t tasks = p->N * p->G * (p->OH / R), nblk = p->M / p->G / mr;
+	int64_t want = p->chunks > 1 ? p->chunks : 1; /* conv_par_want */
+	int64_t mp = (want + tasks - 1) / tasks;
+	return mp < 1 ? 1 : mp > nblk ? nblk : mp;
+}
+
 /* Would the best R's bands need parts (p->chunks above its bands) of fewer
  * than CONV_PART_MIN_MACS multiply-adds per input element they read? */
 static bool conv_thin_parts(const struct conv2d *p, const struct conv_band *b, int64_t R)
 {
-	int64_t tasks = p->N * p->G * (p->OH / R), nblk = p->M / p->G / b->mr;
-	if (tasks >= p->chunks || nblk < 1)
+	if (p->N * p->G * (p->OH / R) >= p->chunks || p->M / p->G / b->mr < 1)
 		return false;
-	int64_t mp = (p->chunks + tasks - 1) / tasks;
-	mp = mp > nblk ? nblk : mp;
-	return p->M / p->G / mp * p->KH * p->KW < CONV_PART_MIN_MACS;
+	return p->M / p->G / conv_parts_min(p, b->mr, R) * p->KH * p->KW < CONV_PART_MIN_MACS;
 }
 static bool conv_band_plan(const struct conv2d *p, int64_t es, struct conv_band *b)
 {
@@ -1602,9 +1610,7 @@ static void conv_par_note(struct rl_cgen *cg, const struct conv2d *p)
 static int64_t conv_band_parts(const struct conv2d *p, const struct conv_band *b)
 {
 	int64_t tasks = p->N * p->G * (p->OH / b->R), nblk = p->M / p->G / b->mr;
-	int64_t want = conv_par_want(p);
-	int64_t mp = (want + tasks - 1) / tasks;
-	mp = mp < 1 ? 1 : mp > nblk ? nblk : mp;
+	int64_t want = conv_par_want(p), mp = conv_parts_min(p, b->mr, b->R);
 	/* more parts (equal ones: mp divides the blocks) where they even out
 	 * two threads' shares: 11 bands are 11 iterations in 8 chunks
 	 * (1,1,2,1 | 1,2,1,2: 5 against 6); 22 are 11 and 11 */

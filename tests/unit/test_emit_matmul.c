@@ -234,13 +234,9 @@ Test(emit_matmul, big_constant_node_is_read_in_place)
 	char *dir = tu_emit_compile(g);
 	char path[4200];
 	snprintf(path, sizeof(path), "%s/m.c", dir);
-	FILE *f = fopen(path, "rb");
-	cr_assert(f);
-	static char src[1 << 22];
-	size_t n = fread(src, 1, sizeof(src) - 1, f);
-	fclose(f);
-	src[n] = 0;
+	char *src = tu_read_text(path);
 	cr_assert(!strstr(src, "Constant: copy of"), "the Constant node became a kernel");
+	free(src);
 	tu_rmtree(dir);
 	free(dir);
 	const char *main_src =
@@ -328,12 +324,7 @@ Test(emit_matmul, small_dot_gemm_is_compiled_per_isa)
 	char *dir = tu_tmpdir(), p[4200], err[1024] = "";
 	snprintf(p, sizeof(p), "%s/m.c", dir);
 	cr_assert_eq(rl_emit_c(g, NULL, p, err, sizeof(err)), RL_OK, "%s", err);
-	FILE *f = fopen(p, "rb");
-	cr_assert(f);
-	static char src[1 << 20];
-	size_t n = fread(src, 1, sizeof(src) - 1, f);
-	fclose(f);
-	src[n] = 0;
+	char *src = tu_read_text(p);
 	int vec = 0, plain = 0;
 	for (const char *s = src; (s = strstr(s, "/* Gemm: Y = 1 * A[1 x 64] x B'[64 x 10]")); s++) {
 		/* the kernel's signature is the last "\nstatic " before its comment */
@@ -352,6 +343,7 @@ Test(emit_matmul, small_dot_gemm_is_compiled_per_isa)
 	}
 	cr_assert_eq(vec, 1, "%d float dot-form Gemm kernels compiled per ISA, want 1", vec);
 	cr_assert_eq(plain, 1, "%d double dot-form Gemm kernels, want 1", plain);
+	free(src);
 	tu_rmtree(dir);
 	free(dir);
 	rl_graph_free(g);

@@ -422,12 +422,7 @@ Test(fuse, emitted_kernels_compile_cleanly)
 	cr_assert(dir);
 	snprintf(path, sizeof(path), "%s/m.c", dir);
 	cr_assert_eq(rl_emit_c(g, NULL, path, err, sizeof(err)), RL_OK, "emit: %s", err);
-	FILE *f = fopen(path, "rb");
-	cr_assert(f);
-	static char text[1 << 20];
-	size_t n = fread(text, 1, sizeof(text) - 1, f);
-	fclose(f);
-	text[n] = 0;
+	char *text = tu_read_text(path);
 	/* the -DRL_PROFILE section names every kernel again: blanked for the counts */
 	char *ps = strstr(text, "#ifdef RL_PROFILE"), *pe = ps ? strstr(ps, "#endif /* RL_PROFILE */") : NULL;
 	cr_assert(ps && pe, "the profile section is there");
@@ -443,6 +438,7 @@ Test(fuse, emitted_kernels_compile_cleanly)
 	         "cd '%s' && ${CC:-cc} -std=c11 -Wall -Wextra -Werror -O2 -c m.c -o m.o 2> cc.log"
 	         " || { cat cc.log >&2; exit 1; }", dir);
 	cr_assert_eq(system(cmd), 0, "generated C in %s does not compile cleanly", dir);
+	free(text);
 	tu_rmtree(dir);
 	free(dir);
 	rl_pass_ctx_free(&ctx);

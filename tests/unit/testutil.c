@@ -62,6 +62,22 @@ int tu_write(const char *path, const void *data, size_t n)
 	return fclose(f) == 0 && w == n ? 0 : -1;
 }
 
+char *tu_read_text(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	cr_assert(f, "cannot open %s", path);
+	cr_assert_eq(fseek(f, 0, SEEK_END), 0);
+	long len = ftell(f);
+	cr_assert(len >= 0);
+	cr_assert_eq(fseek(f, 0, SEEK_SET), 0);
+	char *buf = malloc((size_t)len + 1);
+	cr_assert(buf);
+	cr_assert_eq(fread(buf, 1, (size_t)len, f), (size_t)len, "cannot read %s", path);
+	fclose(f);
+	buf[len] = 0;
+	return buf;
+}
+
 /* ---- building graphs ------------------------------------------------------ */
 
 struct rl_graph *tu_graph_new(int opset, const char *path)
@@ -275,13 +291,7 @@ char *tu_run_model(struct rl_graph *g, const char *main_src)
 	               "-o run 2> cc.log && ./run > out.txt || { cat cc.log >&2; exit 1; }", dir);
 	cr_assert_eq(rc, 0, "building or running the program in %s failed", dir);
 	snprintf(path, sizeof(path), "%s/out.txt", dir);
-	FILE *f = fopen(path, "rb");
-	cr_assert(f);
-	char *buf = calloc(1, 65536);
-	cr_assert(buf);
-	size_t n = fread(buf, 1, 65535, f);
-	buf[n] = 0;
-	fclose(f);
+	char *buf = tu_read_text(path);
 	tu_rmtree(dir);
 	free(dir);
 	return buf;

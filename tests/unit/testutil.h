@@ -21,6 +21,9 @@ char *tu_tmpdir(void);
 void tu_rmtree(const char *dir);
 /* Write bytes to a file; returns 0 on success. */
 int tu_write(const char *path, const void *data, size_t n);
+/* A whole file as a NUL-terminated string (malloc'd); the test fails if it
+ * cannot be read. */
+char *tu_read_text(const char *path);
 
 
 /* ---- building graphs ------------------------------------------------------ */
