@@ -272,14 +272,22 @@ double rl_split_share(double n, double most, int threads, int *used)
 	*used = nt < T ? (int)nt : T;
 	if (T > RL_SPLIT_SIM_THREADS) /* the bound: ceil(nt / T) of the largest chunks */
 		return fmin(1, ceil(nt / T) * ceil(n / nt) / n);
-	/* thread k runs its own chunks [nt k / T, nt (k+1) / T) first, then
-	 * takes what is left from the last chunk back; the next free thread goes
-	 * next (emit_rt.c rl_pool_work) */
+	/* thread k claims the first nt / T of its own chunks [nt k / T, nt (k+1)
+	 * / T) as it starts (one range), then runs the rest of them one at a
+	 * time, then takes what is left from the last chunk back; the next free
+	 * thread goes next (emit_rt.c rl_pool_work) */
 	int cn = (int)nt, next[RL_SPLIT_SIM_THREADS], back = cn - 1, left = cn;
 	double busy[RL_SPLIT_SIM_THREADS] = {0}, end = 0;
 	bool taken[4 * RL_SPLIT_SIM_THREADS] = {0};
-	for (int k = 0; k < T; k++)
+	for (int k = 0; k < T; k++) {
 		next[k] = cn * k / T;
+		for (int j = 0; j < cn / T; j++, next[k]++, left--) {
+			taken[next[k]] = true;
+			busy[k] += floor(n * (next[k] + 1) / nt) - floor(n * next[k] / nt);
+		}
+		if (busy[k] > end)
+			end = busy[k];
+	}
 	while (left > 0) {
 		int k = 0;
 		for (int j = 1; j < T; j++)

@@ -117,8 +117,9 @@ int rl_cost_threads(const struct rl_machine *m, const struct rl_counts *c);
  *
  * rl_parallel_for (backends/c/emit_rt.c) cuts n iterations into nt =
  * min(most, 4 x threads) contiguous chunks, chunk t = [n t / nt, n (t+1) /
- * nt); thread k of T runs its own chunks [nt k / T, nt (k+1) / T) first,
- * then takes what is left from the last chunk back. rl_split_share replays
+ * nt); thread k of T runs its own chunks [nt k / T, nt (k+1) / T) first
+ * (the first nt / T of them claimed together and run as one range), then
+ * takes what is left from the last chunk back. rl_split_share replays
  * that on equal-cost iterations: the share of the kernel's one-thread time
  * its slowest thread runs (3 chunks on 2 threads: 2/3, not 1/2; one chunk:
  * 1, the caller alone), and in *used the threads that get a chunk. most <= 0

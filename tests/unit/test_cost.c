@@ -1360,6 +1360,11 @@ Test(cost, split_share_replays_the_runtime)
 	 * thread 1 has only its own: 3, 2, 2 */
 	TU_EQ(rl_split_share(7, 7, 3, &used), 3.0 / 7);
 	cr_assert_eq(used, 3);
+	/* 5 in 3 chunks (1, 2, 2) on 2 threads: thread 1 claims chunk 1 as it
+	 * starts and leaves chunk 2 to whoever is free first: thread 0, done
+	 * with chunk 0 at 1, ends at 3 as thread 1 does (had thread 1 claimed
+	 * its whole share at once: 4) */
+	TU_EQ(rl_split_share(5, 3, 2, &used), 3.0 / 5);
 	/* one thread: everything */
 	TU_EQ(rl_split_share(100, 0, 1, &used), 1);
 	cr_assert_eq(used, 1);
