@@ -103,6 +103,12 @@ static const struct pool_case pools[] = {
 	{POOL_AVG_PAD, 4, 15, 15, 3, 2, 1, false}, /* padding counted */
 	{POOL_AVG, 3, 10, 10, 3, 2, 1, false},     /* padding not counted */
 	{POOL_AVG, 4, 7, 7, 7, 1, 0, false},       /* one window per plane: the global kernel */
+	{POOL_AVG, 3, 28, 28, 3, 1, 1, false},     /* flat form: one band, a table of counts */
+	{POOL_AVG_PAD, 2, 28, 28, 3, 1, 1, false}, /* flat form: one count for all */
+	{POOL_AVG, 2, 40, 40, 2, 2, 0, false},     /* flat form: 2x2/2, phases filled in pairs */
+	{POOL_AVG, 2, 20, 20, 3, 3, 1, false},     /* flat form: stride 3, phases one by one */
+	{POOL_AVG, 2, 130, 130, 3, 1, 1, false},   /* flat form: 5 bands of 26 rows */
+	{POOL_AVG, 2, 1, 50, 3, 1, 1, true},       /* flat form: 1-D */
 	{POOL_MAX, 4, 1, 40, 3, 1, 1, true},       /* 1-D */
 	{POOL_GLOBAL, 16, 7, 7, 0, 0, 0, false},   /* eight partial sums */
 	{POOL_GLOBAL, 4, 3, 3, 0, 0, 0, false},    /* a short plane */
@@ -614,6 +620,33 @@ Test(emit_conv, thin_parts_give_way_to_bands)
 	cr_assert(k3 && strstr(k3, "per band of 17 output rows") &&
 	              strstr(k3, "per band of 17 output rows") < strstr(k3, "rl_conv_slot_give"),
 	          "the 3x3/1 16->12 on 17x17 is not one band of 17 rows");
+	emitted_free(g, src, d);
+}
+
+Test(emit_conv, avgpool_takes_the_flat_form)
+{
+	/* every AveragePool of the graph but the whole-plane one sums in chunks
+	 * of 16 over phase planes: bands as the scratch allows, a count table
+	 * only where the counts differ */
+	struct rl_graph *g = build();
+	char *d, *src = emitted(g, &d);
+	const char *k = strstr(src, "X0 float32[1x3x28x28] -> Y0 float32[1x3x28x28]");
+	cr_assert(k && strstr(k, "AveragePool, flat form: per band of 28 output rows, the rows it reads copied zero-padded into 1 phase plane of 30 columns"),
+	          "the 3x3/1 on 28x28 is not one band of 28 rows over a 30-column plane");
+	cr_assert(strstr(k, "_cnt[j + t]") && strstr(src, "_cnt[848] = {"),
+	          "the 3x3/1 on 28x28 does not divide by its table of 28 x 30 counts (848, whole chunks)");
+	k = strstr(src, "X0 float32[1x2x28x28] -> Y0 float32[1x2x28x28]");
+	cr_assert(k && strstr(k, "sb[j + t] = s / 9.0f;"),
+	          "the 3x3/1 counting the padding does not divide by 9");
+	k = strstr(src, "X0 float32[1x2x40x40] -> Y0 float32[1x2x20x20]");
+	cr_assert(k && strstr(k, "into 4 phase planes of 20 columns") &&
+	              strstr(k, "16 pairs at a time"),
+	          "the 2x2/2 on 40x40 does not fill 4 phase planes in pairs");
+	k = strstr(src, "X0 float32[1x2x130x130]");
+	cr_assert(k && strstr(k, "per band of 26 output rows"), "the 130x130 plane is not in bands of 26 rows");
+	cr_assert(strstr(src, "X0 float32[1x2x50]") &&
+	              strstr(strstr(src, "X0 float32[1x2x50]"), "AveragePool, flat form"),
+	          "the 1-D AveragePool is not in the flat form");
 	emitted_free(g, src, d);
 }
 
