@@ -183,7 +183,8 @@ def instrument(text, prefix):
 
 class Ours:
     def __init__(self, a, name, path, work):
-        self.dir = os.path.join(work, name)
+        # a model given as a path works in a folder named after its file
+        self.dir = os.path.join(work, os.path.splitext(os.path.basename(name))[0])
         os.makedirs(self.dir, exist_ok=True)
         c = os.path.join(self.dir, "m.c")
         sh([a.rlopt, path, "-o", c] + shlex.split(a.rlopt_args), what=f"rlopt {name}")

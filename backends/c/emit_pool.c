@@ -604,8 +604,35 @@ static int64_t avg_axis_count(const struct pool_win *w, int i, int64_t o, bool i
 	return c;
 }
 
-static bool emit_avg_flat(struct rl_cgen *cg, const char *T, const struct pool_win *w,
-                          bool include_pad)
+/* n elements from q on set to the padding value (memset for zeros) */
+static void flat_pad(struct rl_cgen *cg, const char *q, int64_t n, const char *pad)
+{
+	if (strchr(pad, 'I')) /* an infinity */
+		cg_line(cg, "for (size_t i = 0; i < %lld; i++) (%s)[i] = %s;", (long long)n, q, pad);
+	else
+		cg_line(cg, "memset(%s, 0, %lld * sizeof(*xp));", q, (long long)n);
+}
+
+/*
+ * MaxPool takes the flat form at stride 1 along the row where its rows are
+ * short (at most POOL_FLAT_MAX_OW outputs): the vector form spends whole
+ * 16-lane chunks on each row's few outputs there (Inception-v2's 3x3/1 on
+ * 7x7: 92 -> 37 us, onnxruntime 18). Longer rows keep the vector form, which
+ * reads each input row once and needs no copy, and so does stride 2, whose
+ * phase split costs more than the vector form loses (its 3x3/2 from 56x56
+ * and 28x28: 124 -> 138 and 61 -> 100 us in the flat form). -inf is the padding: a max
+ * over it and the taps inside is the max over the taps inside, and the
+ * first of equal values is kept as in the gather form (NaN aside, which
+ * ONNX leaves open, as the vector form does).
+ */
+#define POOL_FLAT_MAX_OW 32
+static bool flat_max_ok(const struct pool_win *w)
+{
+	return w->s[1] == 1 && w->out[1] <= POOL_FLAT_MAX_OW;
+}
+
+static bool emit_flat(struct rl_cgen *cg, const char *T, const struct pool_win *w, bool is_max,
+                      bool include_pad)
 {
 	int64_t H = w->in[0], W = w->in[1], OH = w->out[0], OW = w->out[1];
 	int64_t KH = w->k[0], KW = w->k[1], S0 = w->s[0], S1 = w->s[1], D0 = w->d[0], D1 = w->d[1];
@@ -634,9 +661,9 @@ static bool emit_avg_flat(struct rl_cgen *cg, const char *T, const struct pool_w
 	int64_t ntab = (nb - 1) * br * Pq + NJr, c0 = -1;
 	bool same = true;
 	for (int64_t oh = 0; oh < OH; oh++) {
-		int64_t ch = avg_axis_count(w, 0, oh, include_pad);
+		int64_t ch = avg_axis_count(w, 0, oh, include_pad && !is_max);
 		for (int64_t ow = 0; ow < OW; ow++) {
-			int64_t c = ch * avg_axis_count(w, 1, ow, include_pad);
+			int64_t c = ch * avg_axis_count(w, 1, ow, include_pad && !is_max);
 			if (c <= 0)
 				return false;
 			if (c0 < 0)
@@ -644,9 +671,11 @@ static bool emit_avg_flat(struct rl_cgen *cg, const char *T, const struct pool_w
 			same = same && c == c0;
 		}
 	}
-	if (!same && ntab > POOL_FLAT_TAB)
+	if (!is_max && !same && ntab > POOL_FLAT_TAB)
 		return false;
-	if (!same) {
+	/* what the padding holds: nothing a max would take, or nothing a sum adds */
+	const char *pad = is_max ? (es == 8 ? "-(double)INFINITY" : "-INFINITY") : cg_zero(T);
+	if (!is_max && !same) {
 		rl_buf_printf(&cg->statics, "/* %s: the taps each output divides by, at oh * %lld + ow */\n",
 		              cg->kname, (long long)Pq);
 		rl_buf_printf(&cg->statics, "static const %s %s_cnt[%lld] = {", T, cg->kname,
@@ -661,8 +690,10 @@ static bool emit_avg_flat(struct rl_cgen *cg, const char *T, const struct pool_w
 		rl_buf_printf(&cg->statics, "\n};\n");
 	}
 
-	cg_line(cg, "/* AveragePool, flat form: per band of %lld output rows, the rows it reads copied zero-padded into %lld phase plane%s of %lld columns; sums in chunks of 16 over j = oh * %lld + ow; planes split across threads */",
-	        (long long)br, (long long)NP, NP > 1 ? "s" : "", (long long)Pq, (long long)Pq);
+	cg_line(cg, "/* %s, flat form: per band of %lld output rows, the rows it reads copied %s-padded into %lld phase plane%s of %lld columns; %s in chunks of 16 over j = oh * %lld + ow; planes split across threads */",
+	        is_max ? "MaxPool" : "AveragePool", (long long)br, is_max ? "-inf" : "zero",
+	        (long long)NP, NP > 1 ? "s" : "", (long long)Pq, is_max ? "maxima" : "sums",
+	        (long long)Pq);
 	cg_scratch_array(cg, T, "xp", XN, 0);
 	cg_scratch_array(cg, T, "sb", NJr, 0);
 	if (XN > planes)
@@ -690,8 +721,13 @@ static bool emit_avg_flat(struct rl_cgen *cg, const char *T, const struct pool_w
 			cg_line(cg, "%s *restrict q%lld = xp + %lld + rq * %lld;", T, (long long)p,
 			        (long long)((pr * S1 + p) * NRq * Pq), (long long)Pq);
 		cg_line(cg, "if (ih < 0 || ih >= %lld) {", (long long)H);
-		for (int64_t p = 0; p < S1; p++)
-			cg_line(cg, "    memset(q%lld, 0, %lld * sizeof(*xp));", (long long)p, (long long)Pq);
+		cg->indent++;
+		for (int64_t p = 0; p < S1; p++) {
+			char q[32];
+			snprintf(q, sizeof(q), "q%lld", (long long)p);
+			flat_pad(cg, q, Pq, pad);
+		}
+		cg->indent--;
 		cg_line(cg, "} else {");
 		cg->indent++;
 		cg_line(cg, "const %s *restrict xr = xc + (size_t)ih * %lld;", T, (long long)W);
@@ -700,13 +736,15 @@ static bool emit_avg_flat(struct rl_cgen *cg, const char *T, const struct pool_w
 			if (qa < 0)
 				qa = 0;
 			if (qa > 0)
-				cg_line(cg, "memset(q0, 0, %lld * sizeof(*xp));", (long long)qa);
+				flat_pad(cg, "q0", qa, pad);
 			if (qb > qa)
 				cg_line(cg, "memcpy(q0 + %lld, xr + %lld, %lld * sizeof(*xp));", (long long)qa,
 				        (long long)(qa - PL), (long long)(qb - qa));
-			if (qb < Pq)
-				cg_line(cg, "memset(q0 + %lld, 0, %lld * sizeof(*xp));", (long long)(qb < qa ? qa : qb),
-				        (long long)(Pq - (qb < qa ? qa : qb)));
+			if (qb < Pq) {
+				char q[40];
+				snprintf(q, sizeof(q), "q0 + %lld", (long long)(qb < qa ? qa : qb));
+				flat_pad(cg, q, Pq - (qb < qa ? qa : qb), pad);
+			}
 		} else {
 			/* interior [qa, qb): every phase's column inside the row */
 			int64_t qa = (PL + S1 - 1) / S1, qb = (W - S1 + PL) / S1 + 1;
@@ -740,7 +778,7 @@ static bool emit_avg_flat(struct rl_cgen *cg, const char *T, const struct pool_w
 				cg_line(cg, "    const long long iw = (long long)(q * %lld + %lld) - %lld;",
 				        (long long)S1, (long long)p, (long long)PL);
 				cg_line(cg, "    q%lld[q] = iw >= 0 && iw < %lld ? xr[iw] : %s;", (long long)p,
-				        (long long)W, cg_zero(T));
+				        (long long)W, pad);
 				cg_line(cg, "}");
 			}
 			cg->indent--;
@@ -771,9 +809,33 @@ static bool emit_avg_flat(struct rl_cgen *cg, const char *T, const struct pool_w
 	char div[160];
 	if (same)
 		snprintf(div, sizeof(div), "%s", cg_lit(es == 8 ? RL_DT_DOUBLE : RL_DT_FLOAT, (double)c0));
-	cg_line(cg, "/* the sums: taps in rows-then-columns order, from 0 */");
+	cg_line(cg, is_max ? "/* the maxima: taps in rows-then-columns order, the first of equals kept */"
+	                   : "/* the sums: taps in rows-then-columns order, from 0 */");
 	bool vf = es == 4; /* 16 floats: rl_vf, so every clone gets whole vectors */
-	if (vf) {
+	if (vf && is_max) {
+		rl_buf_printf(&cg->body, "#ifdef RL_VEC\n");
+		cg_line(cg, "for (size_t j = 0; j < %lld; j += 16) {", (long long)NJr);
+		cg->indent++;
+		cg_line(cg, "const float *xq = xp + j;");
+		if (noff) {
+			cg_line(cg, "rl_vf s = *(const rl_vfu *)(xq + %s), v;", offs[0]);
+			for (int i = 1; i < noff; i++) {
+				cg_line(cg, "v = *(const rl_vfu *)(xq + %s);", offs[i]);
+				cg_line(cg, "rl_vif(&s, RL_GT, &v, &s, &v, &s);");
+			}
+		} else {
+			cg_line(cg, "rl_vf s = *(const rl_vfu *)xq, v;");
+			cg_line(cg, "for (size_t kh = 0; kh < %lld; kh++)", (long long)KH);
+			cg_line(cg, "    for (size_t kw = 0; kw < %lld; kw++) {", (long long)KW);
+			cg_line(cg, "        v = *(const rl_vfu *)(xq + %s);", loopoff);
+			cg_line(cg, "        rl_vif(&s, RL_GT, &v, &s, &v, &s);");
+			cg_line(cg, "    }");
+		}
+		cg_line(cg, "*(rl_vfu *)(sb + j) = s;");
+		cg->indent--;
+		cg_line(cg, "}");
+		rl_buf_printf(&cg->body, "#else\n");
+	} else if (vf) {
 		rl_buf_printf(&cg->body, "#ifdef RL_VEC\n");
 		cg_line(cg, "for (size_t j = 0; j < %lld; j += 16) {", (long long)NJr);
 		cg->indent++;
@@ -801,6 +863,18 @@ static bool emit_avg_flat(struct rl_cgen *cg, const char *T, const struct pool_w
 	cg_line(cg, "for (size_t t = 0; t < 16; t++) {");
 	cg->indent++;
 	cg_line(cg, "const %s *xq = xp + j + t;", T);
+	if (is_max) {
+		cg_line(cg, "%s s = xq[%s];", T, noff ? offs[0] : "0");
+		if (noff)
+			for (int i = 1; i < noff; i++)
+				cg_line(cg, "s = xq[%s] > s ? xq[%s] : s;", offs[i], offs[i]);
+		else {
+			cg_line(cg, "for (size_t kh = 0; kh < %lld; kh++)", (long long)KH);
+			cg_line(cg, "    for (size_t kw = 0; kw < %lld; kw++)", (long long)KW);
+			cg_line(cg, "        s = xq[%s] > s ? xq[%s] : s;", loopoff, loopoff);
+		}
+		cg_line(cg, "sb[j + t] = s;");
+	} else {
 	cg_line(cg, "%s s = %s;", T, cg_zero(T));
 	if (noff)
 		for (int i = 0; i < noff; i++)
@@ -814,6 +888,7 @@ static bool emit_avg_flat(struct rl_cgen *cg, const char *T, const struct pool_w
 		cg_line(cg, "sb[j + t] = s / %s;", div);
 	else
 		cg_line(cg, "sb[j + t] = s / %s_cnt[ob * %lld + j + t];", cg->kname, (long long)Pq);
+	}
 	cg->indent--;
 	cg_line(cg, "}");
 	cg->indent--;
@@ -865,7 +940,7 @@ static enum rl_status emit_rows(struct rl_cgen *cg, uint32_t node, const struct 
 	pool_interior(&w, 1, &a, &b);
 	pool_par(cg, NC, OH * OW * KH * KW, POOL_GRAIN_VEC);
 	cg->simd = 1;
-	if (!is_max && emit_avg_flat(cg, T, &w, include_pad))
+	if ((!is_max || flat_max_ok(&w)) && emit_flat(cg, T, &w, is_max, include_pad))
 		return RL_OK;
 	cg_line(cg, "/* %s, row form: the taps of each output row combined row by row into it; planes split across threads */",
 	        rl_op_table[n->op].name);

@@ -109,6 +109,9 @@ static const struct pool_case pools[] = {
 	{POOL_AVG, 2, 20, 20, 3, 3, 1, false},     /* flat form: stride 3, phases one by one */
 	{POOL_AVG, 2, 130, 130, 3, 1, 1, false},   /* flat form: 5 bands of 26 rows */
 	{POOL_AVG, 2, 1, 50, 3, 1, 1, true},       /* flat form: 1-D */
+	{POOL_MAX, 3, 7, 7, 3, 1, 1, false},       /* flat form (short rows, stride 1), -inf padding */
+	{POOL_MAX, 2, 20, 20, 5, 1, 2, false},     /* flat form: 5x5, two pads */
+	{POOL_MAX, 2, 1, 20, 3, 1, 1, true},       /* flat form: 1-D */
 	{POOL_MAX, 4, 1, 40, 3, 1, 1, true},       /* 1-D */
 	{POOL_GLOBAL, 16, 7, 7, 0, 0, 0, false},   /* eight partial sums */
 	{POOL_GLOBAL, 4, 3, 3, 0, 0, 0, false},    /* a short plane */
@@ -647,6 +650,13 @@ Test(emit_conv, avgpool_takes_the_flat_form)
 	cr_assert(strstr(src, "X0 float32[1x2x50]") &&
 	              strstr(strstr(src, "X0 float32[1x2x50]"), "AveragePool, flat form"),
 	          "the 1-D AveragePool is not in the flat form");
+	k = strstr(src, "X0 float32[1x3x7x7] -> Y0 float32[1x3x7x7]");
+	cr_assert(k && strstr(k, "MaxPool, flat form: per band of 7 output rows, the rows it reads copied -inf-padded into 1 phase plane of 9 columns"),
+	          "the 3x3/1 MaxPool on 7x7 is not in the flat form");
+	k = strstr(src, "X0 float32[1x2x35x35]");
+	cr_assert(k && strstr(k, "MaxPool, row form") && strstr(k, "/* node '") &&
+	              strstr(k, "MaxPool, row form") < strstr(k, "/* node '"),
+	          "the 3x3/1 MaxPool on 35x35 (rows of 35) left the vector form");
 	emitted_free(g, src, d);
 }
 
