@@ -1576,6 +1576,7 @@ static enum rl_status emit_kernels(struct driver *d)
 		d->cg.kname = kname;
 		d->cg.par_n = d->cg.par_grain = 0;
 		d->cg.simd = 0;
+		d->cg.uses_pool = 0;
 		d->cg.scratch_cur = 0;
 		d->cg.pre.len = 0;
 		if (d->cg.pre.s)
@@ -1617,7 +1618,7 @@ static enum rl_status emit_kernels(struct driver *d)
 		drop_void_casts(&d->cg.body);
 		bool par = d->cg.par_n > 0;
 		d->cg.any_simd |= d->cg.simd;
-		d->cg.any_par |= par && !d->cg.static_mode;
+		d->cg.any_par |= (par || d->cg.uses_pool) && !d->cg.static_mode;
 		struct rl_buf params = {0}, unpack = {0};
 		int np = 0;
 		for (int q = 0; q < nin + nout; q++) {

@@ -65,6 +65,7 @@ struct rl_cgen {
 	 * emits the runtime and compiles the kernel per ISA (RL_TARGETS). */
 	unsigned simd : 1;
 	unsigned vnarrow : 1;  /* cg_vmath_need writes the rl_wf copies too */
+	unsigned uses_pool : 1; /* the kernel calls rl_parallel_for itself (not through par_n) */
 
 	/* ---- whole file; emitters append, the driver places them ---- */
 	struct rl_buf statics;  /* file-scope declarations and helper functions,

@@ -113,6 +113,14 @@ RNN_CASES = {
     "lstm_reverse_forget_clip": lambda: rnn_case("LSTM", "reverse", input_forget=1, clip=2.0,
                                                  peep=True),
     "lstm_layout1_bidir": lambda: rnn_case("LSTM", "bidirectional", layout=1, h0=True, c0=True),
+    # whole vectors of units: GRU's vector update (rl_vsigmoid, rl_vtanh)
+    "gru_h32_bidir_lbr_lens": lambda: rnn_case("GRU", "bidirectional", H=32, lens=[1, 4, 0],
+                                               h0=True, lbr=1),
+    "gru_h32_clip_nobias": lambda: rnn_case("GRU", H=32, clip=1.5, bias=False, h0=True),
+    # a step's GEMVs split across threads (rows x H >= 65536: rnn_gemv)
+    "gru_h256_split_gemv": lambda: rnn_case("GRU", S=3, Bt=2, I=8, H=256, h0=True),
+    "lstm_h128_split_gemv": lambda: rnn_case("LSTM", "bidirectional", S=3, Bt=2, I=8, H=128,
+                                             peep=True, lens=[3, 2]),
     "lstm_yc_only": lambda: rnn_case("LSTM", outs=("Y_c",)),
     # H a whole number of 16-float vectors: the vector cell (rl_vsigmoid, rl_vtanh)
     "lstm_h16_bidir_peep_clip_lens": lambda: rnn_case("LSTM", "bidirectional", H=16, lens=[3, 4, 1],
