@@ -16,7 +16,9 @@ missing-value routing; the training optimizers at step 0 and later.
 The reference is onnxruntime (graph optimizations off) where it runs the
 op, else onnx's reference evaluator (the training domain). `rlopt run` at
 -O2 and -O0 must match it within rtol 1e-3, atol 1e-5. Ends with
-"N passed, N failed, N skipped"; exits non-zero on a failure.
+"N passed, N failed, N skipped"; exits non-zero on a failure. Cases named
+*split* (a step's GEMV split across threads) must also give the same bytes
+with --threads 1 and 2.
 """
 
 import fnmatch
@@ -364,10 +366,10 @@ def reference(path, m, feeds):
     return ReferenceEvaluator(m).run(None, dict(feeds)), "onnx reference"
 
 
-def rlopt_run(args, path, feeds, d, level):
-    out = os.path.join(d, f"out{level}")
+def rlopt_run(args, path, feeds, d, level, extra=()):
+    out = os.path.join(d, f"out{level}" + "".join(extra))
     os.makedirs(out)
-    cmd = [args.rlopt, "run", path, level]
+    cmd = [args.rlopt, "run", path, level, *extra]
     for k, (n, a) in enumerate(feeds):
         p = os.path.join(d, f"in_{k}.pb")
         rltest.write_pb(p, a, n)
@@ -408,6 +410,17 @@ def check_case(name, fn, args, work):
                                            rtol=args.rtol, atol=args.atol)
             if not ok:
                 return "fail", f"rlopt run {level}: output {k} against {who}: {msg}"
+    if "split" in name:
+        # work split across threads: the same bytes at 1 and 2 threads
+        outs = []
+        for t in ("1", "2"):
+            got, err = rlopt_run(args, path, feeds, d, "-O2", ("--threads", t))
+            if err:
+                return "fail", err
+            outs.append(got)
+        for k, (a, b) in enumerate(zip(*outs)):
+            if a.tobytes() != b.tobytes():
+                return "fail", f"output {k} differs between 1 and 2 threads"
     return "pass", ""
 
 
