@@ -811,88 +811,69 @@ static bool emit_flat(struct rl_cgen *cg, const char *T, const struct pool_win *
 		snprintf(div, sizeof(div), "%s", cg_lit(es == 8 ? RL_DT_DOUBLE : RL_DT_FLOAT, (double)c0));
 	cg_line(cg, is_max ? "/* the maxima: taps in rows-then-columns order, the first of equals kept */"
 	                   : "/* the sums: taps in rows-then-columns order, from 0 */");
-	bool vf = es == 4; /* 16 floats: rl_vf, so every clone gets whole vectors */
-	if (vf && is_max) {
-		rl_buf_printf(&cg->body, "#ifdef RL_VEC\n");
+	/* float: whole rl_vf vectors (every clone gets full registers), the
+	 * 16-lane loop under #else; double: the 16-lane loop alone */
+	bool vf = es == 4;
+	for (int pass = vf ? 0 : 1; pass < 2; pass++) {
+		bool vec = pass == 0;
+		if (vec)
+			rl_buf_printf(&cg->body, "#ifdef RL_VEC\n");
+		else if (vf)
+			rl_buf_printf(&cg->body, "#else\n");
 		cg_line(cg, "for (size_t j = 0; j < %lld; j += 16) {", (long long)NJr);
 		cg->indent++;
-		cg_line(cg, "const float *xq = xp + j;");
+		if (!vec) {
+			cg_line(cg, "for (size_t t = 0; t < 16; t++) {");
+			cg->indent++;
+		}
+		char first[80];
+		snprintf(first, sizeof(first), vec ? "*(const rl_vfu *)(xq + %s)" : "xq[%s]",
+		         noff ? offs[0] : "0");
+		cg_line(cg, vec ? "const float *xq = xp + j;" : "const %s *xq = xp + j + t;", T);
+		if (is_max)
+			cg_line(cg, vec ? "rl_vf s = %s, v;" : "%s s = %s;", vec ? first : T, first);
+		else if (vec)
+			cg_line(cg, "rl_vf s = {0};");
+		else
+			cg_line(cg, "%s s = %s;", T, cg_zero(T));
+		static const char *const vmax[] = {"v = *(const rl_vfu *)(xq + %s);",
+		                                   "rl_vif(&s, RL_GT, &v, &s, &v, &s);"};
+		static const char *const vsum[] = {"s += *(const rl_vfu *)(xq + %s);"};
+		static const char *const smax[] = {"s = xq[%s] > s ? xq[%s] : s;"};
+		static const char *const ssum[] = {"s += xq[%s];"};
+		const char *const *tl = is_max ? (vec ? vmax : smax) : (vec ? vsum : ssum);
+		int ntl = is_max && vec ? 2 : 1;
 		if (noff) {
-			cg_line(cg, "rl_vf s = *(const rl_vfu *)(xq + %s), v;", offs[0]);
-			for (int i = 1; i < noff; i++) {
-				cg_line(cg, "v = *(const rl_vfu *)(xq + %s);", offs[i]);
-				cg_line(cg, "rl_vif(&s, RL_GT, &v, &s, &v, &s);");
-			}
+			for (int i = is_max ? 1 : 0; i < noff; i++)
+				for (int l = 0; l < ntl; l++)
+					cg_line(cg, tl[l], offs[i], offs[i]);
 		} else {
-			cg_line(cg, "rl_vf s = *(const rl_vfu *)xq, v;");
 			cg_line(cg, "for (size_t kh = 0; kh < %lld; kh++)", (long long)KH);
 			cg_line(cg, "    for (size_t kw = 0; kw < %lld; kw++) {", (long long)KW);
-			cg_line(cg, "        v = *(const rl_vfu *)(xq + %s);", loopoff);
-			cg_line(cg, "        rl_vif(&s, RL_GT, &v, &s, &v, &s);");
+			for (int l = 0; l < ntl; l++) {
+				char ln[400];
+				snprintf(ln, sizeof(ln), "        %s", tl[l]);
+				cg_line(cg, ln, loopoff, loopoff);
+			}
 			cg_line(cg, "    }");
 		}
-		cg_line(cg, "*(rl_vfu *)(sb + j) = s;");
-		cg->indent--;
-		cg_line(cg, "}");
-		rl_buf_printf(&cg->body, "#else\n");
-	} else if (vf) {
-		rl_buf_printf(&cg->body, "#ifdef RL_VEC\n");
-		cg_line(cg, "for (size_t j = 0; j < %lld; j += 16) {", (long long)NJr);
-		cg->indent++;
-		cg_line(cg, "const float *xq = xp + j;");
-		cg_line(cg, "rl_vf s = {0};");
-		if (noff)
-			for (int i = 0; i < noff; i++)
-				cg_line(cg, "s += *(const rl_vfu *)(xq + %s);", offs[i]);
-		else {
-			cg_line(cg, "for (size_t kh = 0; kh < %lld; kh++)", (long long)KH);
-			cg_line(cg, "    for (size_t kw = 0; kw < %lld; kw++)", (long long)KW);
-			cg_line(cg, "        s += *(const rl_vfu *)(xq + %s);", loopoff);
-		}
-		if (same)
-			cg_line(cg, "*(rl_vfu *)(sb + j) = s / %s;", div);
+		const char *to = vec ? "*(rl_vfu *)(sb + j)" : "sb[j + t]";
+		if (is_max)
+			cg_line(cg, "%s = s;", to);
+		else if (same)
+			cg_line(cg, "%s = s / %s;", to, div);
+		else if (vec)
+			cg_line(cg, "%s = s / *(const rl_vfu *)(%s_cnt + ob * %lld + j);", to, cg->kname,
+			        (long long)Pq);
 		else
-			cg_line(cg, "*(rl_vfu *)(sb + j) = s / *(const rl_vfu *)(%s_cnt + ob * %lld + j);",
-			        cg->kname, (long long)Pq);
+			cg_line(cg, "%s = s / %s_cnt[ob * %lld + j + t];", to, cg->kname, (long long)Pq);
+		if (!vec) {
+			cg->indent--;
+			cg_line(cg, "}");
+		}
 		cg->indent--;
 		cg_line(cg, "}");
-		rl_buf_printf(&cg->body, "#else\n");
 	}
-	cg_line(cg, "for (size_t j = 0; j < %lld; j += 16) {", (long long)NJr);
-	cg->indent++;
-	cg_line(cg, "for (size_t t = 0; t < 16; t++) {");
-	cg->indent++;
-	cg_line(cg, "const %s *xq = xp + j + t;", T);
-	if (is_max) {
-		cg_line(cg, "%s s = xq[%s];", T, noff ? offs[0] : "0");
-		if (noff)
-			for (int i = 1; i < noff; i++)
-				cg_line(cg, "s = xq[%s] > s ? xq[%s] : s;", offs[i], offs[i]);
-		else {
-			cg_line(cg, "for (size_t kh = 0; kh < %lld; kh++)", (long long)KH);
-			cg_line(cg, "    for (size_t kw = 0; kw < %lld; kw++)", (long long)KW);
-			cg_line(cg, "        s = xq[%s] > s ? xq[%s] : s;", loopoff, loopoff);
-		}
-		cg_line(cg, "sb[j + t] = s;");
-	} else {
-	cg_line(cg, "%s s = %s;", T, cg_zero(T));
-	if (noff)
-		for (int i = 0; i < noff; i++)
-			cg_line(cg, "s += xq[%s];", offs[i]);
-	else {
-		cg_line(cg, "for (size_t kh = 0; kh < %lld; kh++)", (long long)KH);
-		cg_line(cg, "    for (size_t kw = 0; kw < %lld; kw++)", (long long)KW);
-		cg_line(cg, "        s += xq[%s];", loopoff);
-	}
-	if (same)
-		cg_line(cg, "sb[j + t] = s / %s;", div);
-	else
-		cg_line(cg, "sb[j + t] = s / %s_cnt[ob * %lld + j + t];", cg->kname, (long long)Pq);
-	}
-	cg->indent--;
-	cg_line(cg, "}");
-	cg->indent--;
-	cg_line(cg, "}");
 	if (vf)
 		rl_buf_printf(&cg->body, "#endif\n");
 	if (nb > 1)

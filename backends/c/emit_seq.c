@@ -263,6 +263,27 @@ static void lstm_vec(const struct cell *c)
 	cg_line(cg, "}");
 }
 
+/* GRU's ga = the recurrent part of the h gate by the GEMV runtime: R_h's rows
+ * against r * h (or h, and Rb_h added, with linear_before_reset) */
+static void gru_rh_gemv(const struct cell *c)
+{
+	struct rl_cgen *cg = c->cg;
+	long long H = (long long)c->H;
+	if (c->lbr && c->has_b)
+		cg_line(cg, "memcpy(ga, Br + %lld, %lld * sizeof(*ga));", 2 * H, H);
+	else
+		cg_line(cg, "memset(ga, 0, %lld * sizeof(*ga));", H);
+	if (!c->lbr) {
+		cg_line(cg, "for (size_t i = 0; i < %lld; i++)", H);
+		cg_line(cg, "    gx[i] = g[%lld + i] * hb[i];", H);
+	}
+	char ra[48];
+	snprintf(ra, sizeof(ra), "R + %lld", 2 * H * H);
+	rnn_gemv(cg, c->lbr ? "hb" : "gx", ra, H, "gr", H, "R_h h");
+	cg_line(cg, "for (size_t j = 0; j < %lld; j++)", H);
+	cg_line(cg, "    ga[j] += gr[j];");
+}
+
 /*
  * GRU's update on vectors of units (default Sigmoid, Tanh; H a whole
  * number of vectors; the gates' products by the GEMV runtime), in the
@@ -289,19 +310,7 @@ static void gru_vec(const struct cell *c)
 	cg_line(cg, "*(rl_vfu *)(g + j + %lld) = rs;", H);
 	cg->indent--;
 	cg_line(cg, "}");
-	if (c->lbr && c->has_b)
-		cg_line(cg, "memcpy(ga, Br + %lld, %lld * sizeof(*ga));", 2 * H, H);
-	else
-		cg_line(cg, "memset(ga, 0, %lld * sizeof(*ga));", H);
-	if (!c->lbr) {
-		cg_line(cg, "for (size_t i = 0; i < %lld; i++)", H);
-		cg_line(cg, "    gx[i] = g[%lld + i] * hb[i];", H);
-	}
-	char ra[48];
-	snprintf(ra, sizeof(ra), "R + %lld", 2 * H * H);
-	rnn_gemv(cg, c->lbr ? "hb" : "gx", ra, H, "gr", H, "R_h h");
-	cg_line(cg, "for (size_t j = 0; j < %lld; j++)", H);
-	cg_line(cg, "    ga[j] += gr[j];");
+	gru_rh_gemv(c);
 	cg_line(cg, "for (size_t j = 0; j < %lld; j += RL_VW) {", H);
 	cg->indent++;
 	cg_line(cg, "const rl_vf z = *(const rl_vfu *)(g + j), ha = *(const rl_vfu *)(ga + j);");
@@ -370,26 +379,17 @@ static void cell_update_scalar(const struct cell *c, const struct act *A)
 		cg_line(cg, "}");
 		/* the recurrent part of the h gate, (r * h) R_h, or R_h h + Rb_h
 		 * that r scales with linear_before_reset */
-		if (c->lbr && c->has_b)
-			cg_line(cg, "memcpy(ga, Br + %lld, %lld * sizeof(*ga));", 2 * H, H);
-		else
-			cg_line(cg, "memset(ga, 0, %lld * sizeof(*ga));", H);
-		if (c->lbr)
-			snprintf(src, sizeof(src), "hb[i]");
-		else
-			snprintf(src, sizeof(src), "g[%lld + i] * hb[i]", H);
 		if (c->gemv) {
-			/* R_h's rows against r * h (or h) in one GEMV, then added */
-			if (!c->lbr) {
-				cg_line(cg, "for (size_t i = 0; i < %lld; i++)", H);
-				cg_line(cg, "    gx[i] = %s;", src);
-			}
-			char ra[48];
-			snprintf(ra, sizeof(ra), "R + %lld", 2 * H * H);
-			rnn_gemv(cg, c->lbr ? "hb" : "gx", ra, H, "gr", H, "R_h h");
-			cg_line(cg, "for (size_t j = 0; j < %lld; j++)", H);
-			cg_line(cg, "    ga[j] += gr[j];");
+			gru_rh_gemv(c);
 		} else {
+			if (c->lbr && c->has_b)
+				cg_line(cg, "memcpy(ga, Br + %lld, %lld * sizeof(*ga));", 2 * H, H);
+			else
+				cg_line(cg, "memset(ga, 0, %lld * sizeof(*ga));", H);
+			if (c->lbr)
+				snprintf(src, sizeof(src), "hb[i]");
+			else
+				snprintf(src, sizeof(src), "g[%lld + i] * hb[i]", H);
 			cg_line(cg, "for (size_t i = 0; i < %lld; i++) {", H);
 			cg_line(cg, "    const %s hi = %s, *restrict ri = rt + i * %lld + %lld;", T, src,
 			        3 * H, 2 * H);
