@@ -270,6 +270,16 @@ enum rl_status rl_emit_c_fused(struct rl_cgen *cg, const struct rl_cgen_group *g
 void cg_epilogue(struct rl_cgen *cg, const char *y, const char *base, int64_t n,
                  int64_t span);
 
+/* The flat form's fill (emit_pool.c): the input rows a band of output rows
+ * reads, padded with `pad`, into S0 x S1 phase planes of NRq rows x Pq
+ * columns in `xp`; emitted inside a loop defining `ob` (the band's first
+ * output row) and `xc` (the input plane of H x W). */
+struct cg_flat {
+	int64_t H, W, S0, S1, PT, PL, NRq, Pq;
+	const char *pad;
+};
+void cg_flat_fill(struct rl_cgen *cg, const char *T, const struct cg_flat *f);
+
 /* ---- GEMM runtime (emit_gemm.c) -------------------------------------------
  *
  * Packed, register-blocked fp32 products for any emitter (MatMul/Gemm in

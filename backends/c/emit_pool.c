@@ -614,6 +614,106 @@ static void flat_pad(struct rl_cgen *cg, const char *q, int64_t n, const char *p
 }
 
 /*
+ * The fill of the flat form (emit_flat here, the depthwise Conv's in
+ * emit_conv.c): inside a loop whose `ob` is the band's first output row and
+ * `xc` the input plane, the rows the band reads copied into `xp`'s S0 x S1
+ * phase planes of NRq rows x Pq columns, padded with f->pad.
+ */
+void cg_flat_fill(struct rl_cgen *cg, const char *T, const struct cg_flat *f)
+{
+	int64_t H = f->H, W = f->W, S0 = f->S0, S1 = f->S1, PT = f->PT, PL = f->PL;
+	int64_t NRq = f->NRq, Pq = f->Pq, NP = S0 * S1;
+	const char *pad = f->pad;
+	if (NP > 1)
+		cg_line(cg, "/* the phase planes: padded row (ob + rq) * %lld + pr, column q * %lld + p */",
+		        (long long)S0, (long long)S1);
+	else
+		cg_line(cg, "/* the padded rows */");
+	cg_line(cg, "for (size_t rq = 0; rq < %lld; rq++) {", (long long)NRq);
+	cg->indent++;
+	for (int64_t pr = 0; pr < S0; pr++) {
+		cg_line(cg, "{");
+		cg->indent++;
+		cg_line(cg, "const long long ih = (long long)((ob + rq) * %lld + %lld) - %lld;",
+		        (long long)S0, (long long)pr, (long long)PT);
+		for (int64_t p = 0; p < S1; p++)
+			cg_line(cg, "%s *restrict q%lld = xp + %lld + rq * %lld;", T, (long long)p,
+			        (long long)((pr * S1 + p) * NRq * Pq), (long long)Pq);
+		cg_line(cg, "if (ih < 0 || ih >= %lld) {", (long long)H);
+		cg->indent++;
+		for (int64_t p = 0; p < S1; p++) {
+			char q[32];
+			snprintf(q, sizeof(q), "q%lld", (long long)p);
+			flat_pad(cg, q, Pq, pad);
+		}
+		cg->indent--;
+		cg_line(cg, "} else {");
+		cg->indent++;
+		cg_line(cg, "const %s *restrict xr = xc + (size_t)ih * %lld;", T, (long long)W);
+		if (S1 == 1) {
+			int64_t qa = PL < Pq ? PL : Pq, qb = PL + W < Pq ? PL + W : Pq;
+			if (qa < 0)
+				qa = 0;
+			if (qa > 0)
+				flat_pad(cg, "q0", qa, pad);
+			if (qb > qa)
+				cg_line(cg, "memcpy(q0 + %lld, xr + %lld, %lld * sizeof(*xp));", (long long)qa,
+				        (long long)(qa - PL), (long long)(qb - qa));
+			if (qb < Pq) {
+				char q[40];
+				snprintf(q, sizeof(q), "q0 + %lld", (long long)(qb < qa ? qa : qb));
+				flat_pad(cg, q, Pq - (qb < qa ? qa : qb), pad);
+			}
+		} else {
+			/* interior [qa, qb): every phase's column inside the row */
+			int64_t qa = (PL + S1 - 1) / S1, qb = (W - S1 + PL) / S1 + 1;
+			if (W - S1 + PL < 0)
+				qb = 0;
+			if (qb > Pq)
+				qb = Pq;
+			bool vec = S1 == 2 && qb - qa >= 16;
+			if (vec) {
+				cg_line(cg, "/* columns [%lld, %lld): both phases inside, 16 pairs at a time */",
+				        (long long)qa, (long long)qb);
+				chunk_open(cg, "qb", qa, qb);
+				cg_line(cg, "const %s *xs = xr + 2 * qb - %lld;", T, (long long)PL);
+				cg_line(cg, "for (size_t t = 0; t < 16; t++) {");
+				cg_line(cg, "    const %s e = xs[2 * t], o = xs[2 * t + 1];", T);
+				cg_line(cg, "    q0[qb + t] = e;");
+				cg_line(cg, "    q1[qb + t] = o;");
+				cg_line(cg, "}");
+				chunk_close(cg, "qb", qa, qb);
+			}
+			cg_line(cg, "for (size_t q = 0; q < %lld; q++) {", (long long)Pq);
+			cg->indent++;
+			if (vec) {
+				cg_line(cg, "if (q == %lld)", (long long)qa);
+				cg_line(cg, "    q = %lld; /* done above */", (long long)qb);
+				cg_line(cg, "if (q >= %lld)", (long long)Pq);
+				cg_line(cg, "    break;");
+			}
+			for (int64_t p = 0; p < S1; p++) {
+				cg_line(cg, "{");
+				cg_line(cg, "    const long long iw = (long long)(q * %lld + %lld) - %lld;",
+				        (long long)S1, (long long)p, (long long)PL);
+				cg_line(cg, "    q%lld[q] = iw >= 0 && iw < %lld ? xr[iw] : %s;", (long long)p,
+				        (long long)W, pad);
+				cg_line(cg, "}");
+			}
+			cg->indent--;
+			cg_line(cg, "}");
+		}
+		cg->indent--;
+		cg_line(cg, "}");
+		cg->indent--;
+		cg_line(cg, "}");
+	}
+	cg->indent--;
+	cg_line(cg, "}");
+}
+
+
+/*
  * MaxPool takes the flat form at stride 1 along the row where its rows are
  * short (at most POOL_FLAT_MAX_OW outputs): the vector form spends whole
  * 16-lane chunks on each row's few outputs there (Inception-v2's 3x3/1 on
@@ -705,92 +805,8 @@ static bool emit_flat(struct rl_cgen *cg, const char *T, const struct pool_win *
 	cg_line(cg, "%s *restrict yc = Y0 + nc * %lld;", T, (long long)(OH * OW));
 	cg_line(cg, "for (size_t ob = 0; ob < %lld; ob += %lld) {", (long long)OH, (long long)br);
 	cg->indent++;
-	if (NP > 1)
-		cg_line(cg, "/* the phase planes: padded row (ob + rq) * %lld + pr, column q * %lld + p */",
-		        (long long)S0, (long long)S1);
-	else
-		cg_line(cg, "/* the padded rows */");
-	cg_line(cg, "for (size_t rq = 0; rq < %lld; rq++) {", (long long)NRq);
-	cg->indent++;
-	for (int64_t pr = 0; pr < S0; pr++) {
-		cg_line(cg, "{");
-		cg->indent++;
-		cg_line(cg, "const long long ih = (long long)((ob + rq) * %lld + %lld) - %lld;",
-		        (long long)S0, (long long)pr, (long long)PT);
-		for (int64_t p = 0; p < S1; p++)
-			cg_line(cg, "%s *restrict q%lld = xp + %lld + rq * %lld;", T, (long long)p,
-			        (long long)((pr * S1 + p) * NRq * Pq), (long long)Pq);
-		cg_line(cg, "if (ih < 0 || ih >= %lld) {", (long long)H);
-		cg->indent++;
-		for (int64_t p = 0; p < S1; p++) {
-			char q[32];
-			snprintf(q, sizeof(q), "q%lld", (long long)p);
-			flat_pad(cg, q, Pq, pad);
-		}
-		cg->indent--;
-		cg_line(cg, "} else {");
-		cg->indent++;
-		cg_line(cg, "const %s *restrict xr = xc + (size_t)ih * %lld;", T, (long long)W);
-		if (S1 == 1) {
-			int64_t qa = PL < Pq ? PL : Pq, qb = PL + W < Pq ? PL + W : Pq;
-			if (qa < 0)
-				qa = 0;
-			if (qa > 0)
-				flat_pad(cg, "q0", qa, pad);
-			if (qb > qa)
-				cg_line(cg, "memcpy(q0 + %lld, xr + %lld, %lld * sizeof(*xp));", (long long)qa,
-				        (long long)(qa - PL), (long long)(qb - qa));
-			if (qb < Pq) {
-				char q[40];
-				snprintf(q, sizeof(q), "q0 + %lld", (long long)(qb < qa ? qa : qb));
-				flat_pad(cg, q, Pq - (qb < qa ? qa : qb), pad);
-			}
-		} else {
-			/* interior [qa, qb): every phase's column inside the row */
-			int64_t qa = (PL + S1 - 1) / S1, qb = (W - S1 + PL) / S1 + 1;
-			if (W - S1 + PL < 0)
-				qb = 0;
-			if (qb > Pq)
-				qb = Pq;
-			bool vec = S1 == 2 && qb - qa >= 16;
-			if (vec) {
-				cg_line(cg, "/* columns [%lld, %lld): both phases inside, 16 pairs at a time */",
-				        (long long)qa, (long long)qb);
-				chunk_open(cg, "qb", qa, qb);
-				cg_line(cg, "const %s *xs = xr + 2 * qb - %lld;", T, (long long)PL);
-				cg_line(cg, "for (size_t t = 0; t < 16; t++) {");
-				cg_line(cg, "    const %s e = xs[2 * t], o = xs[2 * t + 1];", T);
-				cg_line(cg, "    q0[qb + t] = e;");
-				cg_line(cg, "    q1[qb + t] = o;");
-				cg_line(cg, "}");
-				chunk_close(cg, "qb", qa, qb);
-			}
-			cg_line(cg, "for (size_t q = 0; q < %lld; q++) {", (long long)Pq);
-			cg->indent++;
-			if (vec) {
-				cg_line(cg, "if (q == %lld)", (long long)qa);
-				cg_line(cg, "    q = %lld; /* done above */", (long long)qb);
-				cg_line(cg, "if (q >= %lld)", (long long)Pq);
-				cg_line(cg, "    break;");
-			}
-			for (int64_t p = 0; p < S1; p++) {
-				cg_line(cg, "{");
-				cg_line(cg, "    const long long iw = (long long)(q * %lld + %lld) - %lld;",
-				        (long long)S1, (long long)p, (long long)PL);
-				cg_line(cg, "    q%lld[q] = iw >= 0 && iw < %lld ? xr[iw] : %s;", (long long)p,
-				        (long long)W, pad);
-				cg_line(cg, "}");
-			}
-			cg->indent--;
-			cg_line(cg, "}");
-		}
-		cg->indent--;
-		cg_line(cg, "}");
-		cg->indent--;
-		cg_line(cg, "}");
-	}
-	cg->indent--;
-	cg_line(cg, "}");
+	struct cg_flat fl = {H, W, S0, S1, PT, PL, NRq, Pq, pad};
+	cg_flat_fill(cg, T, &fl);
 	/* the tap offsets from j, rows then columns */
 	char offs[64][24];
 	int noff = 0;

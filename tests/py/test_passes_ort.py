@@ -308,6 +308,20 @@ def case_conv_nobias_bn_group():
             [BN_FOLD.format("Conv") + r".*bias added"], None)
 
 
+def case_depthwise_bn_clip_residual():
+    # depthwise on 20x20 (the flat form) with BN folded in, then Clip(0, 6)
+    # and a residual add run as its fused epilogue
+    b = B(17)
+    c = b.op("Conv", ["x", w(b, "cw", [8, 1, 3, 3])], pads=[1, 1, 1, 1], group=8)
+    r = bn(b, c, 8, out=None)
+    lo = b.init("lo", np.array(0.0, np.float32))
+    hi = b.init("hi", np.array(6.0, np.float32))
+    k = b.op("Clip", [r, lo, hi])
+    b.op("Add", [k, "x"], outputs="y")
+    return (b.model([vi("x", [2, 8, 20, 20])], [vi("y", [2, 8, 20, 20])], 13),
+            [BN_FOLD.format("Conv")], None)
+
+
 def case_conv_bn_shared_output():
     # the Conv output is also a graph output: BN must not be folded
     b = B(16)

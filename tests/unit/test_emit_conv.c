@@ -64,6 +64,11 @@ static const struct conv_case convs[] = {
 	{1, 8, 37, 37, 8, 1, 1, 2, 0, 1, 1, true, false, false, false},    /* 1x1/2, odd rows: 18 even columns in pairs, the 19th alone */
 	{1, 24, 55, 55, 16, 1, 1, 1, 0, 1, 1, true, false, false, false},  /* 1x1 on 55x55: in place, bands never whole vectors (masked) */
 	{1, 3, 92, 92, 8, 3, 3, 2, 0, 1, 1, true, false, false, false},    /* 3x3/2 stem, 45 of 46 phase columns: sums into Y row by row (band_rows_out) */
+	/* depthwise in the flat form (rows of at most 32 outputs) */
+	{2, 5, 40, 40, 5, 3, 3, 2, 1, 1, 5, true, false, false, false},    /* stride 2, phases filled in pairs, 2 images */
+	{1, 6, 15, 15, 6, 5, 5, 1, 4, 2, 6, false, false, false, false},   /* 5x5 dilated, no bias */
+	{1, 4, 1, 30, 4, 1, 3, 1, 1, 1, 4, true, true, false, false},      /* 1-D */
+	{1, 4, 28, 28, 4, 3, 3, 2, 1, 1, 4, true, false, false, false},    /* stride 2 on short rows: band mode */
 	/* channels on the vector lanes */
 	{1, 24, 7, 7, 40, 3, 3, 1, 1, 1, 1, true, false, true, false},    /* 7x7, 32 + 8 channels */
 	{1, 19, 14, 14, 33, 3, 3, 2, 1, 1, 1, false, false, true, false}, /* stride 2, odd counts */
@@ -623,6 +628,26 @@ Test(emit_conv, thin_parts_give_way_to_bands)
 	cr_assert(k3 && strstr(k3, "per band of 17 output rows") &&
 	              strstr(k3, "per band of 17 output rows") < strstr(k3, "rl_conv_slot_give"),
 	          "the 3x3/1 16->12 on 17x17 is not one band of 17 rows");
+	emitted_free(g, src, d);
+}
+
+Test(emit_conv, depthwise_takes_the_flat_form)
+{
+	/* depthwise on short rows sums in whole vectors over phase planes;
+	 * stride 2 only where the fill can split rows in pairs */
+	struct rl_graph *g = build();
+	char *d, *src = emitted(g, &d);
+	const char *k = strstr(src, "X0 float32[2x5x40x40], X1 float32[5x1x3x3]");
+	cr_assert(k && strstr(k, "Conv, depthwise flat form: per plane, the padded input in 4 phase planes of 21 columns") &&
+	              strstr(k, "16 pairs at a time"),
+	          "the 3x3/2 depthwise on 40x40 is not in the flat form with pairs");
+	k = strstr(src, "X0 float32[1x6x15x15], X1 float32[6x1x5x5]");
+	cr_assert(k && strstr(k, "Conv, depthwise flat form: per plane, the padded input in 1 phase plane of 23 columns"),
+	          "the dilated 5x5 depthwise on 15x15 is not in the flat form");
+	k = strstr(src, "X0 float32[1x4x28x28], X1 float32[4x1x3x3]");
+	cr_assert(k && strstr(k, "Conv, band mode") && strstr(k, "/* node '") &&
+	              strstr(k, "Conv, band mode") < strstr(k, "/* node '"),
+	          "the 3x3/2 depthwise on 28x28 (13 pair columns) left band mode");
 	emitted_free(g, src, d);
 }
 
