@@ -3164,12 +3164,12 @@ static bool emit_conv_dw_flat(struct rl_cgen *cg, const struct conv2d *p)
 	 * scalar split made the 3x3/2 on 192 x 28x28 slower: 67 -> 90 us) */
 	if (S1 > 2 || (S1 == 2 && (p->W - 2 + p->PL) / 2 + 1 - (p->PL + 1) / 2 < 16))
 		return false;
+	struct cg_flat fl = {p->H, p->W, S0, S1, p->PT, p->PL, NRq, Pq, "0.0f"};
 	char offs[64][24];
 	int noff = 0;
 	for (int64_t kh = 0; kh < KH; kh++)
 		for (int64_t kw = 0; kw < KW; kw++) {
-			int64_t off = (((kh * D0) % S0 * S1 + (kw * D1) % S1) * NRq + kh * D0 / S0) * Pq +
-			              kw * D1 / S1;
+			int64_t off = cg_flat_off(&fl, D0, D1, kh, kw);
 			if (off > maxoff)
 				maxoff = off;
 			snprintf(offs[noff++], sizeof(offs[0]), "%lld", (long long)off);
@@ -3196,7 +3196,6 @@ static bool emit_conv_dw_flat(struct rl_cgen *cg, const struct conv2d *p)
 	cg_line(cg, "const float bias = %s;", p->bias ? "X2[g]" : "0.0f");
 	cg_line(cg, "for (size_t ob = 0; ob < %lld; ob += %lld) {", (long long)OH, (long long)OH);
 	cg->indent++;
-	struct cg_flat fl = {p->H, p->W, S0, S1, p->PT, p->PL, NRq, Pq, "0.0f"};
 	cg_flat_fill(cg, "float", &fl);
 	cg_line(cg, "/* the sums: bias, then the taps in rows-then-columns order */");
 	rl_buf_printf(&cg->body, "#ifdef RL_VEC\n");

@@ -279,6 +279,8 @@ struct cg_flat {
 	const char *pad;
 };
 void cg_flat_fill(struct rl_cgen *cg, const char *T, const struct cg_flat *f);
+/* Where tap (kh, kw), at dilations d0, d1, reads from output j's index in xp. */
+int64_t cg_flat_off(const struct cg_flat *f, int64_t d0, int64_t d1, int64_t kh, int64_t kw);
 
 /* ---- GEMM runtime (emit_gemm.c) -------------------------------------------
  *

@@ -619,6 +619,12 @@ static void flat_pad(struct rl_cgen *cg, const char *q, int64_t n, const char *p
  * `xc` the input plane, the rows the band reads copied into `xp`'s S0 x S1
  * phase planes of NRq rows x Pq columns, padded with f->pad.
  */
+int64_t cg_flat_off(const struct cg_flat *f, int64_t d0, int64_t d1, int64_t kh, int64_t kw)
+{
+	return (((kh * d0) % f->S0 * f->S1 + (kw * d1) % f->S1) * f->NRq + kh * d0 / f->S0) * f->Pq +
+	       kw * d1 / f->S1;
+}
+
 void cg_flat_fill(struct rl_cgen *cg, const char *T, const struct cg_flat *f)
 {
 	int64_t H = f->H, W = f->W, S0 = f->S0, S1 = f->S1, PT = f->PT, PL = f->PL;
@@ -749,10 +755,11 @@ static bool emit_flat(struct rl_cgen *cg, const char *T, const struct pool_win *
 	br = (OH + nb - 1) / nb; /* bands of even size */
 	int64_t NRq = br + extra, NJr = (br * Pq + 15) / 16 * 16;
 	int64_t planes = NP * NRq * Pq, maxoff = 0;
+	const char *pad = is_max ? (es == 8 ? "-(double)INFINITY" : "-INFINITY") : cg_zero(T);
+	struct cg_flat fl = {H, W, S0, S1, PT, PL, NRq, Pq, pad};
 	for (int64_t kh = 0; kh < KH; kh++)
 		for (int64_t kw = 0; kw < KW; kw++) {
-			int64_t off = (((kh * D0) % S0 * S1 + (kw * D1) % S1) * NRq + kh * D0 / S0) * Pq +
-			              kw * D1 / S1;
+			int64_t off = cg_flat_off(&fl, D0, D1, kh, kw);
 			if (off > maxoff)
 				maxoff = off;
 		}
@@ -773,8 +780,6 @@ static bool emit_flat(struct rl_cgen *cg, const char *T, const struct pool_win *
 	}
 	if (!is_max && !same && ntab > POOL_FLAT_TAB)
 		return false;
-	/* what the padding holds: nothing a max would take, or nothing a sum adds */
-	const char *pad = is_max ? (es == 8 ? "-(double)INFINITY" : "-INFINITY") : cg_zero(T);
 	if (!is_max && !same) {
 		rl_buf_printf(&cg->statics, "/* %s: the taps each output divides by, at oh * %lld + ow */\n",
 		              cg->kname, (long long)Pq);
@@ -805,7 +810,6 @@ static bool emit_flat(struct rl_cgen *cg, const char *T, const struct pool_win *
 	cg_line(cg, "%s *restrict yc = Y0 + nc * %lld;", T, (long long)(OH * OW));
 	cg_line(cg, "for (size_t ob = 0; ob < %lld; ob += %lld) {", (long long)OH, (long long)br);
 	cg->indent++;
-	struct cg_flat fl = {H, W, S0, S1, PT, PL, NRq, Pq, pad};
 	cg_flat_fill(cg, T, &fl);
 	/* the tap offsets from j, rows then columns */
 	char offs[64][24];
@@ -814,8 +818,7 @@ static bool emit_flat(struct rl_cgen *cg, const char *T, const struct pool_win *
 		for (int64_t kh = 0; kh < KH; kh++)
 			for (int64_t kw = 0; kw < KW; kw++)
 				snprintf(offs[noff++], sizeof(offs[0]), "%lld",
-				         (long long)((((kh * D0) % S0 * S1 + (kw * D1) % S1) * NRq + kh * D0 / S0) *
-				                     Pq + kw * D1 / S1));
+				         (long long)cg_flat_off(&fl, D0, D1, kh, kw));
 	char loopoff[300];
 	snprintf(loopoff, sizeof(loopoff),
 	         "((kh * %lld %% %lld * %lld + kw * %lld %% %lld) * %lld + kh * %lld / %lld) * %lld + kw * %lld / %lld",
