@@ -3157,8 +3157,8 @@ static bool emit_conv_dw_flat(struct rl_cgen *cg, const struct conv2d *p)
 	int64_t S0 = p->SH, S1 = p->SW, D0 = p->DH, D1 = p->DW, KH = p->KH, KW = p->KW;
 	int64_t OH = p->OH, OW = p->OW, NP = S0 * S1;
 	int64_t Pq = OW + (KW - 1) * D1 / S1, NRq = OH + (KH - 1) * D0 / S0;
-	int64_t planes = NP * NRq * Pq, NJr = (OH * Pq + 15) / 16 * 16, maxoff = 0;
-	if (planes * 4 > CONV_DW_FLAT_XP)
+	int64_t NJr = (OH * Pq + 15) / 16 * 16;
+	if (NP * NRq * Pq * 4 > CONV_DW_FLAT_XP)
 		return false;
 	/* stride 2 only where the fill splits the row in 16-pair chunks (a
 	 * scalar split made the 3x3/2 on 192 x 28x28 slower: 67 -> 90 us) */
@@ -3168,24 +3168,17 @@ static bool emit_conv_dw_flat(struct rl_cgen *cg, const struct conv2d *p)
 	char offs[64][24];
 	int noff = 0;
 	for (int64_t kh = 0; kh < KH; kh++)
-		for (int64_t kw = 0; kw < KW; kw++) {
-			int64_t off = cg_flat_off(&fl, D0, D1, kh, kw);
-			if (off > maxoff)
-				maxoff = off;
-			snprintf(offs[noff++], sizeof(offs[0]), "%lld", (long long)off);
-		}
-	int64_t XN = planes > NJr + maxoff ? planes : NJr + maxoff, KK = KH * KW;
+		for (int64_t kw = 0; kw < KW; kw++)
+			snprintf(offs[noff++], sizeof(offs[0]), "%lld",
+			         (long long)cg_flat_off(&fl, D0, D1, kh, kw));
+	int64_t KK = KH * KW;
 	cg->par_n = p->N * p->G;
 	int64_t work = OH * OW * KK;
 	cg->par_grain = work >= 32768 ? 1 : 32768 / work;
 	cg->simd = 1;
 	cg_line(cg, "/* Conv, depthwise flat form: per plane, the padded input in %lld phase plane%s of %lld columns; bias + weight x tap summed in chunks of 16 over j = oh * %lld + ow; planes split across threads */",
 	        (long long)NP, NP > 1 ? "s" : "", (long long)Pq, (long long)Pq);
-	cg_scratch_array(cg, "float", "xp", XN, 0);
-	cg_scratch_array(cg, "float", "sb", NJr, 0);
-	if (XN > planes)
-		cg_line(cg, "memset(xp + %lld, 0, %lld * sizeof(*xp)); /* read past the planes, never used */",
-		        (long long)planes, (long long)(XN - planes));
+	cg_flat_scratch(cg, "float", &fl, D0, D1, KH, KW, NJr);
 	cg_line(cg, "for (int64_t it = lo; it < hi; it++) {");
 	cg->indent++;
 	cg_line(cg, "const size_t n = (size_t)it / %lld, g = (size_t)it %% %lld;", (long long)p->G,

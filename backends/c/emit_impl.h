@@ -281,6 +281,10 @@ struct cg_flat {
 void cg_flat_fill(struct rl_cgen *cg, const char *T, const struct cg_flat *f);
 /* Where tap (kh, kw), at dilations d0, d1, reads from output j's index in xp. */
 int64_t cg_flat_off(const struct cg_flat *f, int64_t d0, int64_t d1, int64_t kh, int64_t kw);
+/* Declare xp (the planes and what the farthest tap of the last 16 outputs
+ * reads past them, zeroed) and sb (NJr sums) for KH x KW taps. */
+void cg_flat_scratch(struct rl_cgen *cg, const char *T, const struct cg_flat *f, int64_t d0,
+                     int64_t d1, int64_t KH, int64_t KW, int64_t NJr);
 
 /* ---- GEMM runtime (emit_gemm.c) -------------------------------------------
  *

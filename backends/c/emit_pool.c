@@ -7,11 +7,12 @@
  * as contiguous loops that plain -O2 vectorizes in the RL_TARGETS clones;
  * MaxPool is separable there (rows, then windows, then the stride), at
  * strides 1 and 2 in the vector form (loops of exactly 16 lanes, no scalar
- * tails; see max_vec_ok). AveragePool takes the flat form where it can
- * (emit_avg_flat: zero-padded phase planes, sums in whole 16-lane vectors
- * over the plane as one flat row, the same bits as the gather form); its
- * row loops of 28 or 14 lanes ran scalar at -O2 (Inception-v2's 3x3/1 pools
- * 5-8x onnxruntime's time, 1.9 ms of 38). The other windowed pools are a gather loop per
+ * tails; see max_vec_ok). AveragePool, and MaxPool at stride 1 on short
+ * rows, take the flat form where they can (emit_flat: padded phase planes,
+ * taps combined in whole 16-lane vectors over the plane as one flat row,
+ * the same bits as the gather form); the row form's loops of 28 or 14
+ * lanes ran scalar at -O2 (Inception-v2's 3x3/1 pools 5-8x onnxruntime's
+ * time, 1.9 ms of 38). The depthwise Conv uses the same fill (cg_flat_*). The other windowed pools are a gather loop per
  * output element over the kernel taps x = o*s + k*d - pb, skipping taps outside the input. Every
  * pool splits its planes (image x channel) across the thread pool, a whole
  * plane per iteration, so results do not depend on the thread count. The
@@ -568,8 +569,9 @@ static void emit_max_horiz(struct rl_cgen *cg, const char *T, const struct pool_
 }
 
 /*
- * The flat form of AveragePool (float or double, one or two spatial axes,
- * any strides, dilations and pads): per plane and band of output rows,
+ * The flat form of AveragePool and MaxPool (float or double, one or two
+ * spatial axes, any strides, dilations and pads; MaxPool pads with -inf
+ * and keeps no count): per plane and band of output rows,
  *   1. the input rows the band reads are copied, zero-padded, into S0 x S1
  *      phase planes of Pq columns (padded row r and column c land in plane
  *      (r % S0, c % S1) at row r / S0, column c / S1), so every tap of output
@@ -613,18 +615,42 @@ static void flat_pad(struct rl_cgen *cg, const char *q, int64_t n, const char *p
 		cg_line(cg, "memset(%s, 0, %lld * sizeof(*xp));", q, (long long)n);
 }
 
-/*
- * The fill of the flat form (emit_flat here, the depthwise Conv's in
- * emit_conv.c): inside a loop whose `ob` is the band's first output row and
- * `xc` the input plane, the rows the band reads copied into `xp`'s S0 x S1
- * phase planes of NRq rows x Pq columns, padded with f->pad.
- */
+/* Where tap (kh, kw) reads in xp, from output j = oh * Pq + ow's index */
 int64_t cg_flat_off(const struct cg_flat *f, int64_t d0, int64_t d1, int64_t kh, int64_t kw)
 {
 	return (((kh * d0) % f->S0 * f->S1 + (kw * d1) % f->S1) * f->NRq + kh * d0 / f->S0) * f->Pq +
 	       kw * d1 / f->S1;
 }
 
+/*
+ * The scratch of the flat form: xp, the phase planes and past them what the
+ * last chunk of 16 outputs reads with the farthest tap (zeroed once a
+ * range), and sb, the NJr sums.
+ */
+void cg_flat_scratch(struct rl_cgen *cg, const char *T, const struct cg_flat *f, int64_t d0,
+                     int64_t d1, int64_t KH, int64_t KW, int64_t NJr)
+{
+	int64_t planes = f->S0 * f->S1 * f->NRq * f->Pq, maxoff = 0;
+	for (int64_t kh = 0; kh < KH; kh++)
+		for (int64_t kw = 0; kw < KW; kw++) {
+			int64_t off = cg_flat_off(f, d0, d1, kh, kw);
+			if (off > maxoff)
+				maxoff = off;
+		}
+	int64_t XN = planes > NJr + maxoff ? planes : NJr + maxoff;
+	cg_scratch_array(cg, T, "xp", XN, 0);
+	cg_scratch_array(cg, T, "sb", NJr, 0);
+	if (XN > planes)
+		cg_line(cg, "memset(xp + %lld, 0, %lld * sizeof(*xp)); /* read past the planes, never used */",
+		        (long long)planes, (long long)(XN - planes));
+}
+
+/*
+ * The fill of the flat form (emit_flat here, the depthwise Conv's in
+ * emit_conv.c): inside a loop whose `ob` is the band's first output row and
+ * `xc` the input plane, the rows the band reads copied into `xp`'s S0 x S1
+ * phase planes of NRq rows x Pq columns, padded with f->pad.
+ */
 void cg_flat_fill(struct rl_cgen *cg, const char *T, const struct cg_flat *f)
 {
 	int64_t H = f->H, W = f->W, S0 = f->S0, S1 = f->S1, PT = f->PT, PL = f->PL;
@@ -754,16 +780,8 @@ static bool emit_flat(struct rl_cgen *cg, const char *T, const struct pool_win *
 	int64_t nb = (OH + br - 1) / br;
 	br = (OH + nb - 1) / nb; /* bands of even size */
 	int64_t NRq = br + extra, NJr = (br * Pq + 15) / 16 * 16;
-	int64_t planes = NP * NRq * Pq, maxoff = 0;
 	const char *pad = is_max ? (es == 8 ? "-(double)INFINITY" : "-INFINITY") : cg_zero(T);
 	struct cg_flat fl = {H, W, S0, S1, PT, PL, NRq, Pq, pad};
-	for (int64_t kh = 0; kh < KH; kh++)
-		for (int64_t kw = 0; kw < KW; kw++) {
-			int64_t off = cg_flat_off(&fl, D0, D1, kh, kw);
-			if (off > maxoff)
-				maxoff = off;
-		}
-	int64_t XN = planes > NJr + maxoff ? planes : NJr + maxoff;
 	/* the counts: one for all, or a table (1 past the outputs) */
 	int64_t ntab = (nb - 1) * br * Pq + NJr, c0 = -1;
 	bool same = true;
@@ -799,11 +817,7 @@ static bool emit_flat(struct rl_cgen *cg, const char *T, const struct pool_win *
 	        is_max ? "MaxPool" : "AveragePool", (long long)br, is_max ? "-inf" : "zero",
 	        (long long)NP, NP > 1 ? "s" : "", (long long)Pq, is_max ? "maxima" : "sums",
 	        (long long)Pq);
-	cg_scratch_array(cg, T, "xp", XN, 0);
-	cg_scratch_array(cg, T, "sb", NJr, 0);
-	if (XN > planes)
-		cg_line(cg, "memset(xp + %lld, 0, %lld * sizeof(*xp)); /* read past the planes, never used */",
-		        (long long)planes, (long long)(XN - planes));
+	cg_flat_scratch(cg, T, &fl, D0, D1, KH, KW, NJr);
 	cg_line(cg, "for (size_t nc = (size_t)lo; nc < (size_t)hi; nc++) {");
 	cg->indent++;
 	cg_line(cg, "const %s *restrict xc = X0 + nc * %lld;", T, (long long)(H * W));
