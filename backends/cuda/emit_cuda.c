@@ -173,7 +173,7 @@ static void kernel_def(struct cu *d, const char *kname, const char *suffix, cons
 		rl_buf_printf(&d->kernels, "%s%s%s *__restrict__ %c%d", q ? ", " : "",
 		              out ? "" : "const ", cg_ctype(dt), out ? 'Y' : 'X', out ? q - nin : q);
 	}
-	rl_buf_printf(&d->kernels, "%s)\n{\n", nin + nout ? "" : "void");
+	rl_buf_printf(&d->kernels, "%s)\n{\n    RL_PDL_ENTRY\n", nin + nout ? "" : "void");
 	if (L->serial)
 		rl_buf_printf(&d->kernels, "    if (blockIdx.x != 0 || threadIdx.x != 0)\n"
 		              "        return;\n");
@@ -406,8 +406,19 @@ static enum rl_status emit_kernels(struct cu *d)
 			rl_buf_printf(&d->launches, "%s\n    /* emulation: rlopt's own kernel (cuBLAS is "
 			              "GPU-only; -DRL_CUDA_EMULATE_CUBLAS emulates the call instead) */\n",
 			              CU_EMU_OWN);
-		rl_buf_printf(&d->launches, "    %s(%s, %lld, %d%s);\n", L.phased ? "RL_LAUNCH_PHASED"
-		              : "RL_LAUNCH", kname, (long long)L.grid, L.block, args.s ? args.s : "");
+		if (!d->first_kernel[0] && !d->blas.on) /* (a kernel cuBLAS replaces is emulation's) */
+			snprintf(d->first_kernel, sizeof(d->first_kernel), "%s", kname);
+		if (L.smem > 0) {
+			rl_buf_printf(&d->launches, "    RL_LAUNCH_SMEM(%s, %lld, %d, %d%s);\n", kname,
+			              (long long)L.grid, L.block, L.smem, args.s ? args.s : "");
+			if (L.smem > 48 * 1024 && !d->blas.on) /* (a kernel cuBLAS replaces is emulation's) */
+				rl_buf_printf(&d->smem_attr, "    if (cudaFuncSetAttribute(%s, "
+				              "cudaFuncAttributeMaxDynamicSharedMemorySize, %d) != cudaSuccess)\n"
+				              "        goto fail;\n", kname, L.smem);
+		} else {
+			rl_buf_printf(&d->launches, "    %s(%s, %lld, %d%s);\n", L.phased ? "RL_LAUNCH_PHASED"
+			              : "RL_LAUNCH", kname, (long long)L.grid, L.block, args.s ? args.s : "");
+		}
 		if (d->blas.on) {
 			rl_buf_printf(&d->launches, "#else\n");
 			blas_call(d, kname, ins[0], ins[1], outs[0]);
@@ -467,6 +478,9 @@ static const char prelude[] =
 	"#define RL_LAUNCH_PHASED(k, g, b, ...) do { RL_GRID(g, b); rl_emu_kernel = #k; \\\n"
 	"    for (blockIdx.x = 0; blockIdx.x < gridDim.x; blockIdx.x++) \\\n"
 	"        k(__VA_ARGS__); } while (0)\n"
+	"#define RL_LAUNCH_SMEM(k, g, b, sm, ...) RL_LAUNCH_PHASED(k, g, b, __VA_ARGS__)\n"
+	"#define RL_PDL_ENTRY\n"
+	"#define RL_UNROLL\n"
 	"typedef int cudaError_t;\ntypedef void *cudaStream_t;\n"
 	"enum { cudaSuccess = 0, cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost,\n"
 	"       cudaMemcpyDeviceToDevice };\n"
@@ -485,12 +499,17 @@ static const char prelude[] =
 	"static inline __attribute__((unused)) uint4 rl_ld16u(const void *p) { uint4 v; memcpy(&v, p, 16); return v; }\n"
 	"static inline __attribute__((unused)) float4 rl_ld16f(const void *p) { float4 v; memcpy(&v, p, 16); return v; }\n"
 	"static inline __attribute__((unused)) void rl_st16f(void *p, float4 v) { memcpy(p, &v, 16); }\n"
+	"/* the float whose bits are u */\n"
+	"static inline __attribute__((unused)) float rl_bits_f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }\n"
 	"#else\n"
 	"#include <cuda_runtime.h>\n"
 	"static __device__ __forceinline__ __attribute__((unused)) uint4 rl_ld16u(const void *p) { return __ldg((const uint4 *)p); }\n"
 	"static __device__ __forceinline__ __attribute__((unused)) float4 rl_ld16f(const void *p) { return __ldg((const float4 *)p); }\n"
 	"static __device__ __forceinline__ __attribute__((unused)) void rl_st16f(void *p, float4 v) { *(float4 *)p = v; }\n"
+	"static __device__ __forceinline__ __attribute__((unused)) float rl_bits_f(uint32_t u) { return __uint_as_float(u); }\n"
 	"#define RL_THREADS\n#define RL_SYNC __syncthreads();\n"
+	"/* loops over a thread's register arrays: unrolled, so the arrays stay in registers */\n"
+	"#define RL_UNROLL _Pragma(\"unroll\")\n"
 	"#define RL_LOCAL(T, name, dims) T name dims\n#define RL_L(name) name\n"
 	"/* -DRL_CUDA_NO_GRAPH: launch kernel by kernel on every run (for debugging\n"
 	" * and profiling: each launch is waited for, checked, and named when it\n"
@@ -504,8 +523,37 @@ static const char prelude[] =
 	"    return e == cudaSuccess ? 0 : -1;\n}\n"
 	"#define RL_LAUNCH(k, g, b, ...) do { k<<<(g), (b), 0, s>>>(__VA_ARGS__); \\\n"
 	"    if (rl_check(s, #k) != 0) return -1; } while (0)\n"
+	"#define RL_LAUNCH_SMEM(k, g, b, sm, ...) do { k<<<(g), (b), (sm), s>>>(__VA_ARGS__); \\\n"
+	"    if (rl_check(s, #k) != 0) return -1; } while (0)\n"
 	"#else\n"
-	"#define RL_LAUNCH(k, g, b, ...) k<<<(g), (b), 0, s>>>(__VA_ARGS__)\n"
+	"/* Programmatic dependent launch (sm_90 on, where init finds the kernels\n"
+	" * built for it): each kernel is launched as allowed to start before the one\n"
+	" * before it ends, and begins with RL_PDL_ENTRY, which waits for that one to\n"
+	" * finish and its writes to be visible (griddepcontrol.wait) before reading\n"
+	" * anything, then lets the next kernel launch. What overlaps is the launch\n"
+	" * and block set-up of the next kernel with the tail of this one: the gap\n"
+	" * between the kernels of a replayed graph. */\n"
+	"static int rl_pdl __attribute__((unused));\n"
+	"#define RL_LAUNCH_X(k, g, b, sm, ...) do { \\\n"
+	"    if (rl_pdl) { \\\n"
+	"        cudaLaunchConfig_t c_ = {}; cudaLaunchAttribute a_[1]; \\\n"
+	"        a_[0].id = cudaLaunchAttributeProgrammaticStreamSerialization; \\\n"
+	"        a_[0].val.programmaticStreamSerializationAllowed = 1; \\\n"
+	"        c_.gridDim = dim3((unsigned)(g)); c_.blockDim = dim3((unsigned)(b)); \\\n"
+	"        c_.dynamicSmemBytes = (sm); c_.stream = s; c_.attrs = a_; c_.numAttrs = 1; \\\n"
+	"        if (cudaLaunchKernelEx(&c_, k, ##__VA_ARGS__) != cudaSuccess) return -1; \\\n"
+	"    } else { \\\n"
+	"        k<<<(g), (b), (sm), s>>>(__VA_ARGS__); \\\n"
+	"    } } while (0)\n"
+	"#define RL_LAUNCH(k, g, b, ...) RL_LAUNCH_X(k, g, b, 0, ##__VA_ARGS__)\n"
+	"/* a kernel with dynamic shared memory (rl_dsmem) of sm bytes */\n"
+	"#define RL_LAUNCH_SMEM(k, g, b, sm, ...) RL_LAUNCH_X(k, g, b, sm, ##__VA_ARGS__)\n"
+	"#endif\n"
+	"#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900\n"
+	"#define RL_PDL_ENTRY asm volatile(\"griddepcontrol.wait;\\n\" ::: \"memory\"); \\\n"
+	"    asm volatile(\"griddepcontrol.launch_dependents;\\n\" ::: \"memory\");\n"
+	"#else\n"
+	"#define RL_PDL_ENTRY\n"
 	"#endif\n"
 	"#define RL_LAUNCH_PHASED RL_LAUNCH\n"
 	"#endif\n"
@@ -566,7 +614,7 @@ static const char mma_prelude[] =
 	"static inline uint32_t rl_ld2h(const uint16_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 16; }\n"
 	"static inline void rl_st16s(void *p, uint4 v) { memcpy(p, &v, 16); }\n"
 	"/* lanes' fragments: acc[lane][i][j][4], a[lane][i][4], b[lane][j][2]; tile (i, j) */\n"
-	"static void rl_emu_mma(float (*acc)[2][4][4], const uint32_t (*a)[2][4],\n"
+	"static __attribute__((unused)) void rl_emu_mma(float (*acc)[2][4][4], const uint32_t (*a)[2][4],\n"
 	"                       const uint32_t (*b)[4][2], int i, int j, int bf)\n"
 	"{\n"
 	"    float A[16][16], B[16][8], D[16][8];\n"
@@ -596,10 +644,64 @@ static const char mma_prelude[] =
 	"        for (int r = 0; r < 4; r++)\n"
 	"            acc[l][i][j][r] = D[l / 4 + (r >> 1) * 8][2 * (l % 4) + (r & 1)];\n"
 	"}\n"
+	"/* rl_emu_mma with MI x NJ tiles per warp: acc[lane][MI][NJ][4], a[lane][MI][4], b[lane][NJ][2] */\n"
+	"static __attribute__((unused)) void rl_emu_mma_n(float *acc, const uint32_t *a, const uint32_t *b, int MI, int NJ,\n"
+	"                         int i, int j, int bf)\n"
+	"{\n"
+	"    float A[16][16], B[16][8], D[16][8];\n"
+	"    for (int l = 0; l < 32; l++) {\n"
+	"        const int g = l / 4, q = l % 4;\n"
+	"        for (int h = 0; h < 4; h++)\n"
+	"            for (int e = 0; e < 2; e++) {\n"
+	"                const uint16_t x = (uint16_t)(a[(l * MI + i) * 4 + h] >> (16 * e));\n"
+	"                A[g + (h & 1) * 8][2 * q + (h >> 1) * 8 + e] = bf ? rl_b2f(x) : rl_h2f(x);\n"
+	"            }\n"
+	"        for (int h = 0; h < 2; h++)\n"
+	"            for (int e = 0; e < 2; e++) {\n"
+	"                const uint16_t x = (uint16_t)(b[(l * NJ + j) * 2 + h] >> (16 * e));\n"
+	"                B[2 * q + h * 8 + e][g] = bf ? rl_b2f(x) : rl_h2f(x);\n"
+	"            }\n"
+	"        for (int r = 0; r < 4; r++)\n"
+	"            D[g + (r >> 1) * 8][2 * q + (r & 1)] = acc[((l * MI + i) * NJ + j) * 4 + r];\n"
+	"    }\n"
+	"    for (int r = 0; r < 16; r++)\n"
+	"        for (int c = 0; c < 8; c++) {\n"
+	"            float s = D[r][c];\n"
+	"            for (int k = 0; k < 16; k++)\n"
+	"                s += A[r][k] * B[k][c];\n"
+	"            D[r][c] = s;\n"
+	"        }\n"
+	"    for (int l = 0; l < 32; l++)\n"
+	"        for (int r = 0; r < 4; r++)\n"
+	"            acc[((l * MI + i) * NJ + j) * 4 + r] = D[l / 4 + (r >> 1) * 8][2 * (l % 4) + (r & 1)];\n"
+	"}\n"
+	"/* cp.async as a copy (zeros for a source size of 0); its groups need no waiting */\n"
+	"static inline __attribute__((unused)) void rl_cp16(void *s, const void *g, int n) { if (n) memcpy(s, g, 16); else memset(s, 0, 16); }\n"
+	"static inline __attribute__((unused)) void rl_cp_commit(void) {}\n"
+	"#define rl_cp_wait(n) ((void)0)\n"
 	"#else\n"
 	"/* shared memory: 4-byte fragment loads, 16-byte tile stores (aligned by construction) */\n"
 	"static __device__ __forceinline__ __attribute__((unused)) uint32_t rl_ld2h(const uint16_t *p) { return *(const uint32_t *)p; }\n"
 	"static __device__ __forceinline__ __attribute__((unused)) void rl_st16s(void *p, uint4 v) { *(uint4 *)p = v; }\n"
+	"/* cp.async: 16 bytes global -> shared, the bytes past n zero-filled; a stage is one commit group */\n"
+	"static __device__ __forceinline__ __attribute__((unused)) void rl_cp16(void *s, const void *g, int n)\n"
+	"{\n"
+	"    asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16, %2;\\n\" :: \"r\"((unsigned)__cvta_generic_to_shared(s)), \"l\"(g), \"r\"(n));\n"
+	"}\n"
+	"static __device__ __forceinline__ __attribute__((unused)) void rl_cp_commit(void) { asm volatile(\"cp.async.commit_group;\\n\" ::); }\n"
+	"/* at most n of this thread's newest commit groups still in flight (n a literal) */\n"
+	"#define rl_cp_wait(n) asm volatile(\"cp.async.wait_group \" #n \";\\n\" ::: \"memory\")\n"
+	"/* ldmatrix .x4: lane l gives the address of row l % 8 of matrix l / 8; register i gets matrix i */\n"
+	"static __device__ __forceinline__ __attribute__((unused)) void rl_ldsm4(uint32_t *r, const void *p)\n"
+	"{\n"
+	"    asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\\n\"\n"
+	"                 : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"((unsigned)__cvta_generic_to_shared(p)));\n"
+	"}\n"
+	"static __device__ __forceinline__ __attribute__((unused)) void rl_ldsm4t(uint32_t *r, const void *p)\n"
+	"{\n"
+	"    asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\\n\"\n"
+	"                 : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"((unsigned)__cvta_generic_to_shared(p)));\n"
+	"}\n"
 	"static __device__ __forceinline__ __attribute__((unused)) void rl_mma_f16(float *d, const uint32_t *a, const uint32_t *b)\n"
 	"{\n"
 	"    asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, \"\n"
@@ -811,6 +913,16 @@ static void emit_host(struct cu *d)
 	rl_buf_printf(c, "#ifndef RL_CUDA_EMULATE\n"
 	              "    if (cudaStreamCreateWithFlags(&%s_stream, cudaStreamNonBlocking) != cudaSuccess)\n"
 	              "        goto fail;\n#endif\n", P);
+	if (d->first_kernel[0])
+		rl_buf_printf(c, "#if !defined(RL_CUDA_EMULATE) && !defined(RL_CUDA_NO_GRAPH)\n"
+		              "    { /* programmatic dependent launch where the kernels were built for sm_90 on */\n"
+		              "        cudaFuncAttributes fa_;\n"
+		              "        rl_pdl = cudaFuncGetAttributes(&fa_, %s) == cudaSuccess && fa_.ptxVersion >= 90 &&\n"
+		              "                 fa_.binaryVersion >= 90;\n"
+		              "    }\n#endif\n", d->first_kernel);
+	if (d->smem_attr.s)
+		rl_buf_printf(c, "#ifndef RL_CUDA_EMULATE\n    /* kernels over 48 KiB of dynamic shared "
+		              "memory opt in */\n%s#endif\n", d->smem_attr.s);
 	if (d->need_cublas)
 		rl_buf_printf(c, "#ifndef RL_CUDA_EMULATE\n"
 		              "    if (cublasCreate(&%s_blas) != CUBLAS_STATUS_SUCCESS ||\n"
@@ -1212,6 +1324,7 @@ done:
 	rl_buf_free(&d.launches);
 	rl_buf_free(&d.cg.body);
 	rl_buf_free(&d.blas_post);
+	rl_buf_free(&d.smem_attr);
 	rl_buf_free(&d.cg.statics);
 	rl_buf_free(&d.cg.init);
 	rl_buf_free(&d.cg.fini);

@@ -30,6 +30,7 @@ struct launch {
 	int block;     /* threads per block */
 	bool phased;   /* written with RL_THREADS/RL_SYNC: emulation calls it per block */
 	bool serial;   /* the C body on one thread */
+	int smem;      /* bytes of dynamic shared memory (rl_dsmem); 0: none */
 };
 
 /* A product routed to cuBLAS (--cuda-library cublas), row-major operands:
@@ -65,6 +66,8 @@ struct cu {
 	bool need_cublas;       /* some product calls cuBLAS */
 	struct cu_blas blas;    /* the current kernel's cuBLAS call, if any */
 	struct rl_buf blas_post; /* the body of its post kernel */
+	struct rl_buf smem_attr; /* init's cudaFuncSetAttribute calls for kernels over 48 KiB */
+	char first_kernel[128];  /* a kernel init asks what architecture it was built for */
 };
 
 static inline const struct rl_value *cu_val(struct cu *d, uint32_t v)

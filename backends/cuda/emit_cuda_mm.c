@@ -3,7 +3,8 @@
  * tile through shared memory with a register tile per thread (the tile
  * pass's GPU schedule, else defaults), products of up to four rows as a GEMV
  * that streams B once (the batch-1 decode case), float16/bfloat16 on tensor
- * cores (mma.sync m16n8k16 or WMMA), the routing of plain products to cuBLAS
+ * cores (mma.sync m16n8k16 fed by cp.async stages and ldmatrix, a simpler
+ * mma.sync kernel for other shapes, or WMMA), the routing of plain products to cuBLAS
  * (--cuda-library cublas), and Conv as a direct
  * convolution, and QuantMatMul (int8/int4 weights of the quantize pass)
  * dequantized in registers; each applies its fused group's epilogue
@@ -97,7 +98,7 @@ static void batch_off(const struct rl_shape *ys, int yb, const struct rl_shape *
 /* ---- few-row products (batch-1 decode): GEMV, streaming B once ------------ */
 
 #define CU_GEMV_MAX_M 4   /* rows of A up to which a product streams B as a GEMV */
-#define CU_GEMV_THREADS 128
+#define CU_GEMV_THREADS 256
 
 /* The store of output row gi, column gj, batch bt from the value `acc`, with
  * Gemm's alpha and C and the fused epilogue. */
@@ -122,91 +123,201 @@ static void mm_store(struct rl_cgen *cg, const struct mm *m, enum rl_dtype dt, d
 }
 
 /*
- * B stored K x N (b(k,j) = B[k N + j]): one thread per column, all M rows at
- * once, so each element of B is read once and consecutive threads read
- * consecutive addresses. B stored N x K (Gemm transB, the nn.Linear layout):
- * one block per column, its threads splitting K in consecutive runs and
- * adding their partials in shared memory.
+ * The GEMV reads every element of B once, and what bounds it is how many
+ * bytes of B are in flight: a block of CU_GEMV_THREADS threads, loads four
+ * deep per thread (the loop unrolled by hand, loads first), 16-byte loads
+ * for float32 where the stored rows allow.
+ *
+ * B stored K x N (b(k,j) = B[k N + j]): a block owns CB consecutive columns
+ * (TX threads across them, V each: one 16-byte float4, else one element)
+ * and its TY = threads / TX rows of threads split K (thread row ty takes
+ * k = ty, ty + TY, ...), so a warp reads whole 128-byte row segments and a
+ * matrix of 8192 columns gives 256 blocks, not the 64 of one thread per
+ * column. The TY partials of each column are added in order from shared
+ * memory by one thread.
+ * B stored N x K (Gemm transB, the nn.Linear layout): one warp per column,
+ * its lanes reading consecutive 16-byte runs of the column's K (float32, K a
+ * multiple of 4; else one element each), the 32 lane partials added in
+ * order from shared memory. Up to CU_GEMV_MAX_M rows of A share each load
+ * of B.
  */
-static void k_gemv(struct rl_cgen *cg, const struct mm *m, enum rl_dtype dt, bool tb,
+static void k_gemv(struct rl_cgen *cg, const struct mm *m, enum rl_dtype dt, bool ta, bool tb,
                    const char *aoff, const char *boff, const char *aix, const char *bix,
                    double alpha, const struct rl_value *C, double beta, struct launch *L)
 {
 	const char *ct = cg_comptype(dt);
+	const int T = CU_GEMV_THREADS, U = 8; /* threads per block, loads in flight per thread */
+	long long M = m->M, N = m->N, K = m->K;
 	char src[256], av[300], bv[300];
 	snprintf(src, sizeof(src), "a[%s]", aix);
 	snprintf(av, sizeof(av), "%s", cg_load(cg, dt, src));
 	snprintf(src, sizeof(src), "b[%s]", bix);
 	snprintf(bv, sizeof(bv), "%s", cg_load(cg, dt, src));
-	cg_line(cg, "/* C[%lld x %lld] = A[%lld x %lld] B, %lld time%s: a GEMV streaming B once, %s */",
-	        (long long)m->M, (long long)m->N, (long long)m->M, (long long)m->K, (long long)m->nb,
-	        m->nb == 1 ? "" : "s", tb ? "one block per column splitting K" : "one thread per column");
+	L->block = T;
+	L->phased = true;
 	if (!tb) {
-		int64_t blocks = (m->nb * m->N + CU_GEMV_THREADS - 1) / CU_GEMV_THREADS;
-		L->block = CU_GEMV_THREADS;
-		L->grid = blocks < CU_MAX_BLOCKS ? blocks : CU_MAX_BLOCKS;
-		L->phased = false;
-		cu_grid_loop(cg, "t", m->nb * m->N);
-		cg->indent++;
-		cg_line(cg, "const int64_t bt = t / %lld, gj = t %% %lld;", (long long)m->N, (long long)m->N);
+		const int V = dt == RL_DT_FLOAT && N % 4 == 0 ? 4 : 1, TX = V == 4 ? 8 : 32, TY = T / TX;
+		const long long CB = (long long)TX * V, cb = (N + CB - 1) / CB;
+		L->grid = m->nb * cb;
+		cg_line(cg, "/* C[%lld x %lld] = A[%lld x %lld] B, %lld time%s: a GEMV streaming B once; "
+		        "%lld columns per block (%d threads x %s), K split over %d thread rows, %d loads "
+		        "in flight per thread */", M, N, M, K, (long long)m->nb, m->nb == 1 ? "" : "s",
+		        CB, TX, V == 4 ? "a float4" : "one element", TY, U);
+		cg_line(cg, "__shared__ %s red[%lld][%d][%lld];", ct, M, TY, CB);
+		cg_line(cg, "const int64_t bt = blockIdx.x / %lld, j0 = blockIdx.x %% %lld * %lld;", cb, cb,
+		        CB);
 		cg_line(cg, "const %s *a = X0 + %s;", cg_ctype(dt), aoff);
 		cg_line(cg, "const %s *b = X1 + %s;", cg_ctype(dt), boff);
-		cg_line(cg, "%s acc[%lld];", ct, (long long)m->M);
-		cg_line(cg, "for (int gi = 0; gi < %lld; gi++)", (long long)m->M);
-		cg_line(cg, "    acc[gi] = 0;");
-		cg_line(cg, "for (int64_t gk = 0; gk < %lld; gk++) {", (long long)m->K);
-		cg_line(cg, "    const %s bk = %s;", ct, bv);
-		cg_line(cg, "    for (int64_t gi = 0; gi < %lld; gi++)", (long long)m->M);
-		cg_line(cg, "        acc[gi] += %s * bk;", av);
-		cg_line(cg, "}");
-		cg_line(cg, "for (int64_t gi = 0; gi < %lld; gi++) {", (long long)m->M);
+		cg_line(cg, "(void)bt;");
+		cg_line(cg, "RL_THREADS {");
 		cg->indent++;
-		mm_store(cg, m, dt, alpha, C, beta, "acc[gi]");
+		cg_line(cg, "const int tx = threadIdx.x %% %d, ty = threadIdx.x / %d;", TX, TX);
+		cg_line(cg, "const int64_t gj = j0 + tx * %d;", V);
+		cg_line(cg, "%s acc[%lld][%d];", ct, M, V);
+		cg_line(cg, "for (int gi = 0; gi < %lld; gi++)", M);
+		cg_line(cg, "    for (int v = 0; v < %d; v++)", V);
+		cg_line(cg, "        acc[gi][v] = 0;");
+		cg_line(cg, "if (gj < %lldll) {", N);
+		cg->indent++;
+		/* U steps of the K loop per trip: the loads of B first, then the FMAs */
+		for (int pass = 0; pass < 2; pass++) {
+			int u = pass == 0 ? U : 1;
+			if (pass == 0)
+				cg_line(cg, "int64_t k0 = ty;");
+			cg_line(cg, "for (; k0 + %d < %lldll; k0 += %d) {", (u - 1) * TY, K, u * TY);
+			cg->indent++;
+			cg_line(cg, "%s bk[%d][%d];", ct, u, V);
+			cg_line(cg, "for (int s = 0; s < %d; s++) {", u);
+			cg->indent++;
+			cg_line(cg, "const int64_t gk = k0 + s * %d;", TY);
+			if (V == 4) {
+				cg_line(cg, "const float4 v4 = rl_ld16f(b + gk * %lldll + gj);", N);
+				cg_line(cg, "bk[s][0] = v4.x, bk[s][1] = v4.y, bk[s][2] = v4.z, bk[s][3] = v4.w;");
+			} else {
+				cg_line(cg, "bk[s][0] = %s;", bv);
+			}
+			cg->indent--;
+			cg_line(cg, "}");
+			cg_line(cg, "for (int s = 0; s < %d; s++) {", u);
+			cg->indent++;
+			cg_line(cg, "const int64_t gk = k0 + s * %d;", TY);
+			cg_line(cg, "for (int64_t gi = 0; gi < %lld; gi++) {", M);
+			cg_line(cg, "    const %s ak = %s;", ct, av);
+			cg_line(cg, "    for (int v = 0; v < %d; v++)", V);
+			cg_line(cg, "        acc[gi][v] += ak * bk[s][v];");
+			cg_line(cg, "}");
+			cg->indent--;
+			cg_line(cg, "}");
+			cg->indent--;
+			cg_line(cg, "}");
+		}
+		cg->indent--;
+		cg_line(cg, "}");
+		cg_line(cg, "for (int gi = 0; gi < %lld; gi++)", M);
+		cg_line(cg, "    for (int v = 0; v < %d; v++)", V);
+		cg_line(cg, "        red[gi][ty][tx * %d + v] = acc[gi][v];", V);
+		cg->indent--;
+		cg_line(cg, "}");
+		cg_line(cg, "RL_SYNC");
+		cg_line(cg, "RL_THREADS {");
+		cg->indent++;
+		cg_line(cg, "for (int e = threadIdx.x; e < %lld; e += %d) {", M * CB, T);
+		cg->indent++;
+		cg_line(cg, "const int64_t gi = e / %lld, gj = j0 + e %% %lld;", CB, CB);
+		cg_line(cg, "if (gj >= %lldll)", N);
+		cg_line(cg, "    continue;");
+		cg_line(cg, "%s s = 0;", ct);
+		cg_line(cg, "for (int y = 0; y < %d; y++)", TY);
+		cg_line(cg, "    s += red[gi][y][e %% %lld];", CB);
+		mm_store(cg, m, dt, alpha, C, beta, "s");
 		cg->indent--;
 		cg_line(cg, "}");
 		cg->indent--;
 		cg_line(cg, "}");
 		return;
 	}
-	int T = CU_GEMV_THREADS;
-	L->grid = m->nb * m->N;
-	L->block = T;
-	L->phased = true;
-	cg_line(cg, "__shared__ %s ra[%lld][%d];", ct, (long long)m->M, T);
-	cg_line(cg, "const int64_t bt = blockIdx.x / %lld, gj = blockIdx.x %% %lld;", (long long)m->N,
-	        (long long)m->N);
+	const int V = dt == RL_DT_FLOAT && K % 4 == 0 ? 4 : 1, W = T / 32;
+	const bool va = V == 4 && !ta; /* rows of A along k too: float4 loads of A */
+	const long long cw = (N + W - 1) / W;
+	L->grid = m->nb * cw;
+	cg_line(cg, "/* C[%lld x %lld] = A[%lld x %lld] B, %lld time%s: a GEMV streaming B once "
+	        "(B stored N x K); one warp per column (%d per block), its lanes reading %s along K, "
+	        "%d loads in flight per thread */", M, N, M, K, (long long)m->nb,
+	        m->nb == 1 ? "" : "s", W, V == 4 ? "float4 runs" : "one element", U);
+	cg_line(cg, "__shared__ %s red[%lld][%d];", ct, M, T);
+	cg_line(cg, "const int64_t bt = blockIdx.x / %lld, j0 = blockIdx.x %% %lld * %d;", cw, cw, W);
 	cg_line(cg, "const %s *a = X0 + %s;", cg_ctype(dt), aoff);
 	cg_line(cg, "const %s *b = X1 + %s;", cg_ctype(dt), boff);
 	cg_line(cg, "(void)bt;");
 	cg_line(cg, "RL_THREADS {");
 	cg->indent++;
-	cg_line(cg, "%s acc[%lld];", ct, (long long)m->M);
-	cg_line(cg, "for (int gi = 0; gi < %lld; gi++)", (long long)m->M);
+	cg_line(cg, "const int lane = threadIdx.x %% 32;");
+	cg_line(cg, "const int64_t gj = j0 + threadIdx.x / 32;");
+	cg_line(cg, "%s acc[%lld];", ct, M);
+	cg_line(cg, "for (int gi = 0; gi < %lld; gi++)", M);
 	cg_line(cg, "    acc[gi] = 0;");
-	cg_line(cg, "for (int64_t gk = threadIdx.x; gk < %lld; gk += %d) {", (long long)m->K, T);
-	cg_line(cg, "    const %s bk = %s;", ct, bv);
-	cg_line(cg, "    for (int64_t gi = 0; gi < %lld; gi++)", (long long)m->M);
-	cg_line(cg, "        acc[gi] += %s * bk;", av);
+	cg_line(cg, "if (gj < %lldll) {", N);
+	cg->indent++;
+	for (int pass = 0; pass < 2; pass++) {
+		int u = pass == 0 ? U : 1, step = 32 * V;
+		if (pass == 0)
+			cg_line(cg, "int64_t k0 = lane * %d;", V);
+		cg_line(cg, "for (; k0 + %d < %lldll; k0 += %d) {", (u - 1) * step, K, u * step);
+		cg->indent++;
+		cg_line(cg, "%s bk[%d][%d];", ct, u, V);
+		cg_line(cg, "for (int s = 0; s < %d; s++) {", u);
+		cg->indent++;
+		cg_line(cg, "const int64_t gk = k0 + s * %d;", step);
+		if (V == 4) {
+			cg_line(cg, "const float4 v4 = rl_ld16f(b + gj * %lldll + gk);", K);
+			cg_line(cg, "bk[s][0] = v4.x, bk[s][1] = v4.y, bk[s][2] = v4.z, bk[s][3] = v4.w;");
+		} else {
+			cg_line(cg, "bk[s][0] = %s;", bv);
+		}
+		cg->indent--;
+		cg_line(cg, "}");
+		cg_line(cg, "for (int s = 0; s < %d; s++) {", u);
+		cg->indent++;
+		cg_line(cg, "const int64_t gk0 = k0 + s * %d;", step);
+		cg_line(cg, "for (int64_t gi = 0; gi < %lld; gi++) {", M);
+		cg->indent++;
+		if (va) {
+			cg_line(cg, "const float4 a4 = rl_ld16f(a + gi * %lldll + gk0);", K);
+			cg_line(cg, "acc[gi] += a4.x * bk[s][0] + a4.y * bk[s][1] + a4.z * bk[s][2] + "
+			        "a4.w * bk[s][3];");
+		} else {
+			cg_line(cg, "for (int v = 0; v < %d; v++) {", V);
+			cg_line(cg, "    const int64_t gk = gk0 + v;");
+			cg_line(cg, "    acc[gi] += %s * bk[s][v];", av);
+			cg_line(cg, "}");
+		}
+		cg->indent--;
+		cg_line(cg, "}");
+		cg->indent--;
+		cg_line(cg, "}");
+		cg->indent--;
+		cg_line(cg, "}");
+	}
+	cg->indent--;
 	cg_line(cg, "}");
-	cg_line(cg, "for (int gi = 0; gi < %lld; gi++)", (long long)m->M);
-	cg_line(cg, "    ra[gi][threadIdx.x] = acc[gi];");
+	cg_line(cg, "for (int gi = 0; gi < %lld; gi++)", M);
+	cg_line(cg, "    red[gi][threadIdx.x] = acc[gi];");
 	cg->indent--;
 	cg_line(cg, "}");
 	cg_line(cg, "RL_SYNC");
-	cg_line(cg, "for (int h = %d; h > 0; h >>= 1) {", T / 2);
-	cg_line(cg, "    RL_THREADS {");
-	cg_line(cg, "        if ((int)threadIdx.x < h)");
-	cg_line(cg, "            for (int gi = 0; gi < %lld; gi++)", (long long)m->M);
-	cg_line(cg, "                ra[gi][threadIdx.x] += ra[gi][threadIdx.x + h];");
-	cg_line(cg, "    }");
-	cg_line(cg, "    RL_SYNC");
-	cg_line(cg, "}");
 	cg_line(cg, "RL_THREADS {");
 	cg->indent++;
-	cg_line(cg, "if ((int64_t)threadIdx.x < %lld) {", (long long)m->M);
+	cg_line(cg, "if ((int)threadIdx.x < %lld) {", (long long)W * M);
 	cg->indent++;
-	cg_line(cg, "const int64_t gi = threadIdx.x;");
-	mm_store(cg, m, dt, alpha, C, beta, "ra[gi][0]");
+	cg_line(cg, "const int64_t gi = threadIdx.x / %d, gj = j0 + threadIdx.x %% %d;", W, W);
+	cg_line(cg, "if (gj < %lldll) {", N);
+	cg->indent++;
+	cg_line(cg, "%s s = 0;", ct);
+	cg_line(cg, "for (int l = 0; l < 32; l++)");
+	cg_line(cg, "    s += red[gi][(gj - j0) * 32 + l];");
+	mm_store(cg, m, dt, alpha, C, beta, "s");
+	cg->indent--;
+	cg_line(cg, "}");
 	cg->indent--;
 	cg_line(cg, "}");
 	cg->indent--;
@@ -470,6 +581,271 @@ static void k_mma(struct cu *d, const struct mm *m, enum rl_dtype dt, bool ta, b
 	cg_line(cg, "}");
 }
 
+/* ---- the pipelined mma.sync kernel: cp.async stages and ldmatrix ---------- */
+
+#define CU_PIPE_STAGES 4           /* shared-memory stages at most: three tiles in flight */
+#define CU_PIPE_SMEM (96 * 1024)   /* dynamic shared memory a block may take (sm_86/89: 99 KiB) */
+
+/* Shared elements of one stage of an operand's tile: R rows of the product
+ * (A's m or B's n), BK deep, stored k-contiguous ([R][BK + 8]) when the
+ * operand's rows run along k, else [BK][R + 8]; the 8 elements of padding
+ * put the 8 rows an ldmatrix reads in 8 different 16-byte bank groups. */
+static int pipe_tile_elems(int R, int BK, bool along_k)
+{
+	return along_k ? R * (BK + 8) : BK * (R + 8);
+}
+
+/* The warp tile: 64 x 64 outputs (4 x 8 mma tiles) where the block's
+ * columns allow, else 64 x 32. */
+static int pipe_nj(int BN)
+{
+	return BN % 64 == 0 ? 8 : 4;
+}
+
+/* Stages of BM x BK and BN x BK tiles within CU_PIPE_SMEM, at most
+ * CU_PIPE_STAGES (H200, 4096^3 float16, 128 x 128 blocks: 32 deep in 3, 4 or 5
+ * stages 552-559 us, 64 deep in 3 stages 511 us). */
+static int pipe_stages(bool ta, bool tb, int BM, int BN, int BK)
+{
+	int64_t stage = 2 * (int64_t)(pipe_tile_elems(BM, BK, !ta) + pipe_tile_elems(BN, BK, tb));
+	int64_t s = CU_PIPE_SMEM / stage;
+	return (int)(s < CU_PIPE_STAGES ? s : CU_PIPE_STAGES);
+}
+
+/* Whether the pipelined kernel takes the product: 1 to 16 warps of 64 x 64
+ * (or 64 x 32), every 16-byte chunk of a stored row wholly inside or outside
+ * the matrix (the stored rows' length a multiple of 8 elements, so cp.async
+ * can zero-fill what lies outside), and two stages at least within
+ * CU_PIPE_SMEM. */
+static bool pipe_ok(const struct mm *m, bool ta, bool tb, int BM, int BN, int BK)
+{
+	if (BM % 64 || BN % 32 || BK % 16)
+		return false;
+	int warps = (BM / 64) * (BN / (8 * pipe_nj(BN)));
+	if (warps < 1 || warps > 16)
+		return false;
+	if ((!ta ? m->K : m->M) % 8 || (tb ? m->K : m->N) % 8)
+		return false;
+	return pipe_stages(ta, tb, BM, BN, BK) >= 2;
+}
+
+/* One operand's tile for stage `st` at depth k0 by cp.async: 16-byte chunks,
+ * consecutive threads on consecutive chunks of a stored row, zero-filled
+ * (source size 0) outside the matrix. */
+static void pipe_load(struct rl_cgen *cg, const struct mma_operand *o, int64_t K, int BK, int T)
+{
+	int per = o->along_k ? BK / 8 : o->R / 8; /* chunks per stored row of the tile */
+	cg_line(cg, "for (int e = threadIdx.x; e < %d; e += %d) {", o->R * BK / 8, T);
+	cg->indent++;
+	if (o->along_k)
+		cg_line(cg, "const int %s = e / %d, kk = e %% %d * 8;", o->r, per, per);
+	else
+		cg_line(cg, "const int kk = e / %d, %s = e %% %d * 8;", per, o->r, per);
+	cg_line(cg, "const int64_t %s = %s + %s, gk = k0 + kk;", o->gr, o->r0, o->r);
+	cg_line(cg, "const bool in = %s < %lldll && gk < %lldll;", o->gr, (long long)o->ext,
+	        (long long)K);
+	cg_line(cg, "rl_cp16(&%s[st][%s][%s], in ? &%s[%s] : %s, in ? 16 : 0);", o->tile,
+	        o->along_k ? o->r : "kk", o->along_k ? "kk" : o->r, o->src, o->ix, o->src);
+	cg->indent--;
+	cg_line(cg, "}");
+}
+
+/*
+ * The product through mma.sync m16n8k16 with the operand tiles streamed by
+ * cp.async into S stages of dynamic shared memory (pipe_stages; iteration kt
+ * waits for tile kt, then starts the load of tile kt + S - 1 into the stage
+ * tile kt - 1 used, so S - 1 tiles are in flight while the tensor cores work)
+ * and the fragments read by ldmatrix (.trans where the stored rows run
+ * across k): a block of BM x BN outputs, warps of 64 x 64 (4 x 8 tiles of
+ * 16 x 8, 128 float accumulators per thread) or 64 x 32. The fragments are
+ * those k_mma documents: lane l's ldmatrix address picks row l % 8 of matrix
+ * l / 8, and matrix i lands in register i, so A's four matrices are (rows
+ * 0-7, k 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15) and B's, for column
+ * tiles j and j + 1, (j, k 0-7), (j, 8-15), (j + 1, 0-7), (j + 1, 8-15).
+ * Emulation has no ldmatrix: each thread reads the same elements one pair at
+ * a time, and rl_emu_mma_n runs each warp's mma from its lanes' registers, so
+ * the layout is still checked on the CPU; cp.async is a copy there.
+ */
+static void k_mma_pipe(struct cu *d, const struct mm *m, enum rl_dtype dt, bool ta, bool tb,
+                       const char *aoff, const char *boff, const char *aix, const char *bix,
+                       double alpha, const struct rl_value *C, double beta, int BM, int BN,
+                       int BK, struct launch *L)
+{
+	struct rl_cgen *cg = &d->cg;
+	const int MI = 4, NJ = pipe_nj(BN), WGN = BN / (8 * NJ), T = 32 * (BM / 64) * WGN;
+	const int S = pipe_stages(ta, tb, BM, BN, BK);
+	int64_t mt = (m->M + BM - 1) / BM, nt = (m->N + BN - 1) / BN, nk = (m->K + BK - 1) / BK;
+	int ea = pipe_tile_elems(BM, BK, !ta), eb = pipe_tile_elems(BN, BK, tb);
+	bool bf = dt == RL_DT_BFLOAT16;
+	d->need_mma = true;
+	cg->need_half = cg->need_bf16 = 1;
+	L->grid = m->nb * mt * nt;
+	L->block = T;
+	L->phased = true;
+	L->smem = S * 2 * (ea + eb);
+	cg_line(cg, "/* C[%lld x %lld] = A[%lld x %lld] B, %lld time%s, %s on tensor cores: "
+	        "%d x %d outputs per block (tile pass), %d warps of 64 x %d (4 x %d mma.sync "
+	        "m16n8k16, float accumulators), %d-deep tiles by cp.async in %d stages (%d bytes "
+	        "of dynamic shared memory), fragments by ldmatrix */",
+	        (long long)m->M, (long long)m->N, (long long)m->M, (long long)m->K, (long long)m->nb,
+	        m->nb == 1 ? "" : "s", bf ? "bfloat16" : "float16", BM, BN, T / 32, 8 * NJ, NJ, BK,
+	        S, L->smem);
+	cg_line(cg, "#ifdef RL_CUDA_EMULATE");
+	cg_line(cg, "static unsigned char rl_dsmem[%d] __attribute__((aligned(16)));", L->smem);
+	cg_line(cg, "#else");
+	cg_line(cg, "extern __shared__ __align__(16) unsigned char rl_dsmem[];");
+	cg_line(cg, "#endif");
+	if (!ta)
+		cg_line(cg, "uint16_t (*As)[%d][%d] = (uint16_t (*)[%d][%d])rl_dsmem;", BM, BK + 8, BM,
+		        BK + 8);
+	else
+		cg_line(cg, "uint16_t (*As)[%d][%d] = (uint16_t (*)[%d][%d])rl_dsmem;", BK, BM + 8, BK,
+		        BM + 8);
+	if (tb)
+		cg_line(cg, "uint16_t (*Bs)[%d][%d] = (uint16_t (*)[%d][%d])(rl_dsmem + %d);", BN, BK + 8,
+		        BN, BK + 8, S * 2 * ea);
+	else
+		cg_line(cg, "uint16_t (*Bs)[%d][%d] = (uint16_t (*)[%d][%d])(rl_dsmem + %d);", BK, BN + 8,
+		        BK, BN + 8, S * 2 * ea);
+	cg_line(cg, "RL_LOCAL(float, acc, [%d][%d][4]);", MI, NJ);
+	cg_line(cg, "RL_LOCAL(uint32_t, fa, [%d][4]);", MI);
+	cg_line(cg, "RL_LOCAL(uint32_t, fb, [%d][2]);", NJ);
+	cg_line(cg, "const int64_t bt = blockIdx.x / %lld;", (long long)(mt * nt));
+	cg_line(cg, "const int64_t m0 = blockIdx.x / %lld %% %lld * %d, n0 = blockIdx.x %% %lld * %d;",
+	        (long long)nt, (long long)mt, BM, (long long)nt, BN);
+	cg_line(cg, "const uint16_t *a = X0 + %s;", aoff);
+	cg_line(cg, "const uint16_t *b = X1 + %s;", boff);
+	cg_line(cg, "(void)bt;");
+	const struct mma_operand A = {"As", "a", aix, "ii", "gi", "m0", BM, m->M, !ta};
+	const struct mma_operand B = {"Bs", "b", bix, "jj", "gj", "n0", BN, m->N, tb};
+	cg_line(cg, "RL_THREADS { /* the first %d tiles; a commit group per tile, empty past K */", S - 1);
+	cg->indent++;
+	cg_line(cg, "RL_UNROLL");
+	cg_line(cg, "for (int i = 0; i < %d; i++)", MI);
+	cg_line(cg, "    RL_UNROLL");
+	cg_line(cg, "    for (int j = 0; j < %d; j++)", NJ);
+	cg_line(cg, "        RL_UNROLL");
+	cg_line(cg, "        for (int r = 0; r < 4; r++)");
+	cg_line(cg, "            RL_L(acc)[i][j][r] = 0.0f;");
+	cg_line(cg, "for (int st = 0; st < %d; st++) {", S - 1);
+	cg->indent++;
+	cg_line(cg, "const int64_t k0 = (int64_t)st * %d;", BK);
+	cg_line(cg, "if (k0 < %lldll) {", (long long)m->K);
+	cg->indent++;
+	pipe_load(cg, &A, m->K, BK, T);
+	pipe_load(cg, &B, m->K, BK, T);
+	cg->indent--;
+	cg_line(cg, "}");
+	cg_line(cg, "rl_cp_commit();");
+	cg->indent--;
+	cg_line(cg, "}");
+	cg->indent--;
+	cg_line(cg, "}");
+	cg_line(cg, "for (int64_t kt = 0; kt < %lld; kt++) {", (long long)nk);
+	cg->indent++;
+	cg_line(cg, "RL_THREADS {");
+	cg_line(cg, "    rl_cp_wait(%d); /* this thread's part of tile kt has landed */", S - 2);
+	cg_line(cg, "}");
+	cg_line(cg, "RL_SYNC /* all of tile kt; every thread is done with tile kt - 1 */");
+	cg_line(cg, "RL_THREADS { /* tile kt + %d into the stage tile kt - 1 used */", S - 1);
+	cg->indent++;
+	cg_line(cg, "const int st = (int)((kt + %d) %% %d);", S - 1, S);
+	cg_line(cg, "const int64_t k0 = (kt + %d) * %d;", S - 1, BK);
+	cg_line(cg, "if (k0 < %lldll) {", (long long)m->K);
+	cg->indent++;
+	pipe_load(cg, &A, m->K, BK, T);
+	pipe_load(cg, &B, m->K, BK, T);
+	cg->indent--;
+	cg_line(cg, "}");
+	cg_line(cg, "rl_cp_commit();");
+	cg->indent--;
+	cg_line(cg, "}");
+	cg_line(cg, "for (int kk = 0; kk < %d; kk += 16) {", BK);
+	cg->indent++;
+	cg_line(cg, "RL_THREADS {");
+	cg->indent++;
+	cg_line(cg, "const int st = (int)(kt %% %d);", S);
+	cg_line(cg, "const int w = threadIdx.x / 32, l = threadIdx.x %% 32;");
+	cg_line(cg, "const int wm = w / %d * 64, wn = w %% %d * %d;", WGN, WGN, 8 * NJ);
+	cg_line(cg, "#ifdef RL_CUDA_EMULATE");
+	cg_line(cg, "const int g = l / 4, q = l %% 4;");
+	cg_line(cg, "RL_UNROLL");
+	cg_line(cg, "for (int i = 0; i < %d; i++)", MI);
+	cg_line(cg, "    RL_UNROLL");
+	cg_line(cg, "    for (int h = 0; h < 4; h++) {");
+	cg_line(cg, "        const int r = wm + i * 16 + g + (h & 1) * 8, k = kk + 2 * q + (h >> 1) * 8;");
+	if (!ta)
+		cg_line(cg, "        RL_L(fa)[i][h] = rl_ld2h(&As[st][r][k]);");
+	else
+		cg_line(cg, "        RL_L(fa)[i][h] = (uint32_t)As[st][k][r] | (uint32_t)As[st][k + 1][r] << 16;");
+	cg_line(cg, "    }");
+	cg_line(cg, "RL_UNROLL");
+	cg_line(cg, "for (int j = 0; j < %d; j++)", NJ);
+	cg_line(cg, "    RL_UNROLL");
+	cg_line(cg, "    for (int h = 0; h < 2; h++) {");
+	cg_line(cg, "        const int c = wn + j * 8 + g, k = kk + 2 * q + h * 8;");
+	if (tb)
+		cg_line(cg, "        RL_L(fb)[j][h] = rl_ld2h(&Bs[st][c][k]);");
+	else
+		cg_line(cg, "        RL_L(fb)[j][h] = (uint32_t)Bs[st][k][c] | (uint32_t)Bs[st][k + 1][c] << 16;");
+	cg_line(cg, "    }");
+	cg_line(cg, "(void)l;");
+	cg_line(cg, "#else");
+	cg_line(cg, "RL_UNROLL");
+	cg_line(cg, "for (int i = 0; i < %d; i++)", MI);
+	if (!ta)
+		cg_line(cg, "    rl_ldsm4(fa[i], &As[st][wm + i * 16 + (l & 15)][kk + (l >> 4) * 8]);");
+	else
+		cg_line(cg, "    rl_ldsm4t(fa[i], &As[st][kk + (l >> 4) * 8 + (l & 7)][wm + i * 16 + (l & 8)]);");
+	cg_line(cg, "RL_UNROLL");
+	cg_line(cg, "for (int j = 0; j < %d; j += 2)", NJ);
+	if (tb)
+		cg_line(cg, "    rl_ldsm4(fb[j], &Bs[st][wn + (j + (l >> 4)) * 8 + (l & 7)][kk + (l & 8)]);");
+	else
+		cg_line(cg, "    rl_ldsm4t(fb[j], &Bs[st][kk + (l & 15)][wn + (j + (l >> 4)) * 8]);");
+	cg_line(cg, "RL_UNROLL");
+	cg_line(cg, "for (int i = 0; i < %d; i++)", MI);
+	cg_line(cg, "    RL_UNROLL");
+	cg_line(cg, "    for (int j = 0; j < %d; j++)", NJ);
+	cg_line(cg, "        rl_mma_%s(acc[i][j], fa[i], fb[j]);", bf ? "bf16" : "f16");
+	cg_line(cg, "#endif");
+	cg->indent--;
+	cg_line(cg, "}");
+	cg_line(cg, "#ifdef RL_CUDA_EMULATE /* the warp-wide mma of every warp, from its lanes' fragments */");
+	cg_line(cg, "for (unsigned w = 0; w < blockDim.x / 32; w++)");
+	cg_line(cg, "    RL_UNROLL");
+	cg_line(cg, "    for (int i = 0; i < %d; i++)", MI);
+	cg_line(cg, "        RL_UNROLL");
+	cg_line(cg, "        for (int j = 0; j < %d; j++)", NJ);
+	cg_line(cg, "            rl_emu_mma_n(&acc_t[w * 32][0][0][0], &fa_t[w * 32][0][0], &fb_t[w * 32][0][0], "
+	        "%d, %d, i, j, %d);", MI, NJ, bf);
+	cg_line(cg, "#endif");
+	cg->indent--;
+	cg_line(cg, "}");
+	cg->indent--;
+	cg_line(cg, "}");
+	cg_line(cg, "RL_THREADS {");
+	cg->indent++;
+	cg_line(cg, "rl_cp_wait(0); /* the empty groups past K */");
+	cg_line(cg, "const int w = threadIdx.x / 32, g = threadIdx.x %% 32 / 4, q = threadIdx.x %% 4;");
+	cg_line(cg, "const int wm = w / %d * 64, wn = w %% %d * %d;", WGN, WGN, 8 * NJ);
+	cg_line(cg, "RL_UNROLL");
+	cg_line(cg, "for (int i = 0; i < %d; i++)", MI);
+	cg_line(cg, "    RL_UNROLL");
+	cg_line(cg, "    for (int j = 0; j < %d; j++)", NJ);
+	cg_line(cg, "        RL_UNROLL");
+	cg_line(cg, "        for (int r = 0; r < 4; r++) {");
+	cg->indent += 3;
+	cg_line(cg, "const int64_t gi = m0 + wm + i * 16 + g + (r >> 1) * 8, gj = n0 + wn + j * 8 + 2 * q + (r & 1);");
+	cg_line(cg, "if (gi >= %lld || gj >= %lld)", (long long)m->M, (long long)m->N);
+	cg_line(cg, "    continue;");
+	mm_store(cg, m, dt, alpha, C, beta, "RL_L(acc)[i][j][r]");
+	cg->indent -= 3;
+	cg_line(cg, "        }");
+	cg->indent--;
+	cg_line(cg, "}");
+}
+
 /* ---- float16 and bfloat16 products on tensor cores (WMMA) ------------------ */
 
 #define CU_WMMA_BM 64 /* block tile: 4 warps, each 32 x 32 = 2 x 2 fragments */
@@ -653,14 +1029,16 @@ enum rl_status cu_k_matmul(struct cu *d, uint32_t node, struct launch *L)
 	if (d->cublas)
 		blas_route(d, n, A, B, &m, dt, ta, tb, alpha, C, beta);
 	if (m.M <= CU_GEMV_MAX_M) {
-		k_gemv(cg, &m, dt, tb, aoff, boff, aix, bix, alpha, C, beta, L);
+		k_gemv(cg, &m, dt, ta, tb, aoff, boff, aix, bix, alpha, C, beta, L);
 		return RL_OK;
 	}
 	if (dt == RL_DT_FLOAT16 || dt == RL_DT_BFLOAT16) {
 		/* every GPU profile shipped has float16 and bfloat16 tensor cores (sm_80 on):
 		 * mma.sync on the tile pass's block tile, else WMMA on 64 x 64 */
 		int bm, bn, bk;
-		if (mma_tile(&n->tile, &bm, &bn, &bk))
+		if (mma_tile(&n->tile, &bm, &bn, &bk) && pipe_ok(&m, ta, tb, bm, bn, bk))
+			k_mma_pipe(d, &m, dt, ta, tb, aoff, boff, aix, bix, alpha, C, beta, bm, bn, bk, L);
+		else if (mma_tile(&n->tile, &bm, &bn, &bk))
 			k_mma(d, &m, dt, ta, tb, aoff, boff, aix, bix, alpha, C, beta, bm, bn, bk, L);
 		else
 			k_wmma(d, &m, dt, ta, tb, aoff, boff, aix, bix, alpha, C, beta, L);
@@ -901,6 +1279,173 @@ static void q_word(struct rl_cgen *cg, int bits, int64_t K, bool vec, bool guard
 	cg_line(cg, "}");
 }
 
+#define CU_QF_CH 4   /* output channels per warp in the whole-group kernel */
+#define CU_QF_U 2    /* 16-byte chunks per lane and channel in flight */
+
+/*
+ * The whole-group QuantMatMul kernel: every group of 16 units whole (units a
+ * multiple of 16), every unit inside K (K a multiple of u), and one scale a
+ * unit or one a channel. Each warp takes CU_QF_CH output channels and its
+ * lanes the same 16-byte chunks of each channel's codes: chunk c of a row is
+ * step t = (c % CPG) / 4 of group c / CPG (CPG chunks a group), and its four
+ * 32-bit words hold units 16 g + 4 (c % 4) + e, e < 4, so the activations a
+ * chunk multiplies (one float4 per word for int8, two for int4) are loaded
+ * once for all CU_QF_CH channels, and the word's scale applies once. Codes
+ * become floats without a conversion instruction: the bits 0x4B000000 | q
+ * are the float 2^23 + q, and subtracting 2^23 + z (z the zero point, 128
+ * for int8 whose bytes are flipped to unsigned) leaves q - z exactly. The
+ * lanes' partial sums are added in order from shared memory.
+ */
+static bool q_fast(struct rl_cgen *cg, const struct rl_graph *g, const struct rl_node *n,
+                   int64_t M, int64_t K, int64_t N, int64_t bits, int64_t bs, struct launch *L)
+{
+	int64_t nb = (K + bs - 1) / bs, u = rl_qweight_unit((int)bits, K, bs);
+	int64_t rowbytes = rl_qweight_rowbytes((int)bits, K, bs), units = K / u;
+	int64_t cpg = u * bits / 8; /* 16-byte chunks a group: 16 units of u codes */
+	if (K % u || units % 16 || (u != bs && nb != 1) || cpg < 4 || cpg % 4 || rowbytes % 16)
+		return false;
+	bool zp = rl_node_in(n, 3) != RL_NONE, bias = rl_node_in(n, 4) != RL_NONE;
+	bool hs = g->values[rl_node_in(n, 2)].dtype == RL_DT_FLOAT16;
+	const int W = 8, R = CU_QF_CH, MR = CU_Q_ROWS, T = 32 * W, cpw = bits == 8 ? 4 : 8;
+	int64_t ng = (N + W * R - 1) / (W * R), mch = (M + MR - 1) / MR, ch = rowbytes / 16;
+	L->grid = ng * mch;
+	L->block = T;
+	L->phased = true;
+	cg_line(cg, "/* Y[%lld x %lld] = A[%lld x %lld] W: int%lld weights, %s, %lld codes per "
+	        "scale, %lld bytes of codes per channel, dequantized in registers, float "
+	        "accumulation; %d channels per warp sharing each load of A (%d warps a block), "
+	        "%d rows of A per block */", (long long)M, (long long)N, (long long)M, (long long)K,
+	        (long long)bits,
+	        bits == 8 ? (nb == 1 ? "one scale per output channel" : "symmetric blocks")
+	                  : (zp ? "a zero point per block" : "symmetric (zero point 8)"),
+	        (long long)(nb == 1 ? K : bs), (long long)rowbytes, R, W, MR);
+	cg_line(cg, "__shared__ float red[%d][%d][%d][32];", W, R, MR);
+	cg_line(cg, "const int64_t m0 = (int64_t)(blockIdx.x / %lldu) * %d, mrows = %lldll;",
+	        (long long)ng, MR, (long long)M);
+	cg_line(cg, "const int64_t nw = (int64_t)(blockIdx.x %% %lldu) * %d;", (long long)ng, W * R);
+	cg_line(cg, "RL_THREADS {");
+	cg->indent++;
+	cg_line(cg, "const int l = threadIdx.x %% 32;");
+	cg_line(cg, "const int64_t n0 = nw + threadIdx.x / 32 * %d;", R);
+	cg_line(cg, "float acc[%d][%d];", R, MR);
+	cg_line(cg, "const uint8_t *q[%d];", R);
+	cg_line(cg, "const %s *s[%d];", hs ? "uint16_t" : "float", R);
+	if (zp)
+		cg_line(cg, "const uint8_t *z[%d];", R);
+	cg_line(cg, "for (int r = 0; r < %d; r++) {", R);
+	cg->indent++;
+	cg_line(cg, "const int64_t nr = n0 + r < %lldll ? n0 + r : %lldll; /* past N: channel N - 1, "
+	        "never stored */", (long long)N, (long long)(N - 1));
+	cg_line(cg, "q[r] = X1 + nr * %lldll;", (long long)rowbytes);
+	cg_line(cg, "s[r] = X2 + nr * %lldll;", (long long)nb);
+	if (zp)
+		cg_line(cg, "z[r] = X3 + nr * %lldll;", (long long)nb);
+	cg_line(cg, "for (int i = 0; i < %d; i++)", MR);
+	cg_line(cg, "    acc[r][i] = 0;");
+	cg->indent--;
+	cg_line(cg, "}");
+	cg_line(cg, "for (int c0 = l; c0 < %lld; c0 += %d) {", (long long)ch, 32 * CU_QF_U);
+	cg->indent++;
+	cg_line(cg, "uint4 v[%d][%d];", CU_QF_U, R);
+	cg_line(cg, "for (int h = 0; h < %d; h++) /* the codes first: %d loads in flight */", CU_QF_U,
+	        CU_QF_U * R);
+	cg_line(cg, "    for (int r = 0; r < %d; r++)", R);
+	cg_line(cg, "        if (c0 + 32 * h < %lld)", (long long)ch);
+	cg_line(cg, "            v[h][r] = rl_ld16u(q[r] + (c0 + 32 * h) * 16);");
+	cg_line(cg, "for (int h = 0; h < %d; h++) {", CU_QF_U);
+	cg->indent++;
+	cg_line(cg, "const int c = c0 + 32 * h;");
+	cg_line(cg, "if (c >= %lld)", (long long)ch);
+	cg_line(cg, "    break;");
+	cg_line(cg, "const int un = c / %lld * 16 + c %% 4 * 4, t = c %% %lld / 4;", (long long)cpg,
+	        (long long)cpg);
+	cg_line(cg, "const uint32_t w4[%d][4] = {", R);
+	for (int r = 0; r < R; r++)
+		cg_line(cg, "    {v[h][%d].x, v[h][%d].y, v[h][%d].z, v[h][%d].w},", r, r, r, r);
+	cg_line(cg, "};");
+	cg_line(cg, "for (int e = 0; e < 4; e++) {");
+	cg->indent++;
+	cg_line(cg, "const int64_t k0 = (int64_t)(un + e) * %lld + t * %d;", (long long)u, cpw);
+	/* the float 2^23 + q minus (2^23 + zero point): q - z */
+	cg_line(cg, "float sc[%d], zf[%d];", R, R);
+	cg_line(cg, "for (int r = 0; r < %d; r++) {", R);
+	cg->indent++;
+	const char *blk = nb == 1 ? "0" : "un + e";
+	char sv[64];
+	snprintf(sv, sizeof(sv), "s[r][%s]", blk);
+	cg_line(cg, "sc[r] = %s;", hs ? cg_load(cg, RL_DT_FLOAT16, sv) : sv);
+	if (bits == 8)
+		cg_line(cg, "zf[r] = 8388736.0f; /* 2^23 + 128 */");
+	else if (zp)
+		cg_line(cg, "zf[r] = 8388608.0f + (float)z[r][%s];", blk);
+	else
+		cg_line(cg, "zf[r] = 8388616.0f; /* 2^23 + 8 */");
+	cg->indent--;
+	cg_line(cg, "}");
+	cg_line(cg, "for (int i = 0; i < %d; i++) {", MR);
+	cg->indent++;
+	cg_line(cg, "if (m0 + i >= mrows)");
+	cg_line(cg, "    break;");
+	cg_line(cg, "const float *x = X0 + (m0 + i) * %lldll + k0;", (long long)K);
+	for (int hh = 0; hh < cpw / 4; hh++)
+		cg_line(cg, "const float4 x%d = rl_ld16f(x + %d);", hh, 4 * hh);
+	cg_line(cg, "for (int r = 0; r < %d; r++) {", R);
+	cg->indent++;
+	cg_line(cg, "const uint32_t w = w4[r][e];");
+	if (bits == 8) {
+		cg_line(cg, "const uint32_t f = w ^ 0x80808080u; /* int8 -> uint8 + 128 */");
+		cg_line(cg, "const float q0 = rl_bits_f(0x4B000000u | (f & 255u)) - zf[r];");
+		cg_line(cg, "const float q1 = rl_bits_f(0x4B000000u | (f >> 8 & 255u)) - zf[r];");
+		cg_line(cg, "const float q2 = rl_bits_f(0x4B000000u | (f >> 16 & 255u)) - zf[r];");
+		cg_line(cg, "const float q3 = rl_bits_f(0x4B000000u | f >> 24) - zf[r];");
+		cg_line(cg, "acc[r][i] += sc[r] * (x0.x * q0 + x0.y * q1 + x0.z * q2 + x0.w * q3);");
+	} else {
+		for (int p = 0; p < 8; p++)
+			cg_line(cg, "const float q%d = rl_bits_f(0x4B000000u | (w >> %d & 15u)) - zf[r];", p,
+			        (p % 4) * 8 + (p / 4) * 4);
+		cg_line(cg, "acc[r][i] += sc[r] * (x0.x * q0 + x0.y * q1 + x0.z * q2 + x0.w * q3 + "
+		        "x1.x * q4 + x1.y * q5 + x1.z * q6 + x1.w * q7);");
+	}
+	cg->indent--;
+	cg_line(cg, "}");
+	cg->indent--;
+	cg_line(cg, "}");
+	cg->indent--;
+	cg_line(cg, "}");
+	cg->indent--;
+	cg_line(cg, "}");
+	cg->indent--;
+	cg_line(cg, "}");
+	cg_line(cg, "for (int r = 0; r < %d; r++)", R);
+	cg_line(cg, "    for (int i = 0; i < %d; i++)", MR);
+	cg_line(cg, "        red[threadIdx.x / 32][r][i][l] = acc[r][i];");
+	cg->indent--;
+	cg_line(cg, "}");
+	cg_line(cg, "RL_SYNC");
+	cg_line(cg, "RL_THREADS {");
+	cg->indent++;
+	cg_line(cg, "if (threadIdx.x < %du) {", W * R * MR);
+	cg->indent++;
+	cg_line(cg, "const int w = threadIdx.x / %d, r = threadIdx.x / %d %% %d, i = threadIdx.x %% %d;",
+	        R * MR, MR, R, MR);
+	cg_line(cg, "const int64_t gj = nw + w * %d + r;", R);
+	cg_line(cg, "if (gj < %lldll && m0 + i < mrows) {", (long long)N);
+	cg->indent++;
+	cg_line(cg, "float sum = 0;");
+	cg_line(cg, "for (int k = 0; k < 32; k++)");
+	cg_line(cg, "    sum += red[w][r][i][k];");
+	cg_line(cg, "const size_t o = (size_t)((m0 + i) * %lldll + gj);", (long long)N);
+	cg_line(cg, "Y0[o] = sum%s;", bias ? " + X4[gj]" : "");
+	cg_epilogue(cg, "Y0 + o", "o", 1, N);
+	cg->indent--;
+	cg_line(cg, "}");
+	cg->indent--;
+	cg_line(cg, "}");
+	cg->indent--;
+	cg_line(cg, "}");
+	return true;
+}
+
 /*
  * Y[M, N] = A[M, K] W + bias with W packed as ir/qweights.h describes: one
  * warp per output channel, its 32 threads reading the channel's codes as
@@ -937,6 +1482,8 @@ enum rl_status cu_k_qmatmul(struct cu *d, uint32_t node, struct launch *L)
 		return cg_error(cg, node, "QuantMatMul with a %lld-byte row has no CUDA kernel",
 		                (long long)rowbytes);
 	if (M <= 0)
+		return RL_OK;
+	if (q_fast(cg, g, n, M, K, N, bits, bs, L))
 		return RL_OK;
 	int64_t ng = (N + CU_Q_WARPS - 1) / CU_Q_WARPS, mch = (M + CU_Q_ROWS - 1) / CU_Q_ROWS;
 	const int T = 32 * CU_Q_WARPS;

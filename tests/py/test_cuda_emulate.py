@@ -4,7 +4,8 @@
 1. Models built here (onnx.helper, opset 17) whose shapes reach what the
    node tests do not: MatMul/Gemm with partial 64 x 64 tiles, batch
    broadcasting and transposes, float16/bfloat16 products on WMMA and on
-   mma.sync (whose emulation checks the m16n8k16 fragment layout), Pad in
+   mma.sync (whose emulation checks the m16n8k16 fragment layout; the
+   pipelined kernel with every transpose pair), GEMV forms, Pad in
    every mode, products written with --cuda-library cublas, Conv with groups, strides, dilations and a
    fused Relu epilogue, reductions with constant axes (one block per output),
    Softmax/LayerNorm rows longer than a block, a fused elementwise chain with
@@ -26,9 +27,15 @@
    `rlopt ops --target cuda`.
 
 Emulation builds the same .cu with g++ -DRL_CUDA_EMULATE and runs every block
-and thread of every kernel on the CPU. Ends with "N passed, N failed, N skipped".
+and thread of every kernel on the CPU. With --gpu (a session lent a GPU) parts 1
+and 2 run on the GPU instead (nvcc, no --emulate), the cases -j at a time: the
+GPU-only code (ldmatrix addresses, cp.async, the launches) is checked there.
+-k PATTERN runs only the built cases that match. Ends with "N passed, N failed,
+N skipped".
 """
 
+import concurrent.futures
+import fnmatch
 import glob
 import os
 import subprocess
@@ -118,6 +125,15 @@ def build_cases():
         {"x": r(4, 3, 50)}, ["y"], [("s", r(3, 1)), ("c", r(50))])
     add("transpose_3d", [helper.make_node("Transpose", ["x"], ["y"], perm=[2, 0, 1])],
         {"x": r(3, 40, 7)}, ["y"])
+    # GEMV forms: float4 columns with K split over thread rows and a tail (B K x N, N a
+    # multiple of 4), elements of A strided (transA), one element per lane (K odd)
+    add("gemv_rows_float4_residual", [helper.make_node("MatMul", ["a", "b"], ["t"]),
+                                      helper.make_node("Add", ["t", "z"], ["y"])],
+        {"a": r(3, 1000), "z": r(3, 72)}, ["y"], [("b", r(1000, 72) * 0.1)])
+    add("gemv_transa_transb", [helper.make_node("Gemm", ["a", "w"], ["y"], transA=1, transB=1)],
+        {"a": r(300, 2)}, ["y"], [("w", r(40, 300) * 0.1)])
+    add("gemv_transb_odd_k", [helper.make_node("Gemm", ["a", "w"], ["y"], transB=1)],
+        {"a": r(1, 301)}, ["y"], [("w", r(9, 301) * 0.1)])
     add("gemv_transb_bias_tanh",
         [helper.make_node("Gemm", ["a", "w", "c"], ["t"], transB=1),
          helper.make_node("Tanh", ["t"], ["y"])],
@@ -175,6 +191,23 @@ def build_cases():
     cases.append(("gemm_bfloat16_trans_bias_relu_mma",
                   helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8),
                   {"a": abf}, ref.astype(ml_dtypes.bfloat16), []))
+    # the pipelined mma.sync kernel (cp.async stages, ldmatrix fragments: emulated as
+    # per-thread pair reads in the same layout): stored rows a multiple of 8 elements,
+    # partial block tiles in M and N, a partial last K tile, every transpose pair
+    for ta in (0, 1):
+        for tb in (0, 1):
+            dt, npdt = ((TensorProto.BFLOAT16, ml_dtypes.bfloat16) if ta and tb else
+                        (TensorProto.FLOAT16, np.float16))
+            a, b = r(200, 264).astype(npdt), r(264, 136).astype(npdt)
+            ain, bin_ = (a.T.copy() if ta else a), (b.T.copy() if tb else b)
+            g = helper.make_graph([helper.make_node("Gemm", ["a", "b"], ["y"], transA=ta, transB=tb)],
+                                  "pipe", [helper.make_tensor_value_info("a", dt, list(ain.shape)),
+                                           helper.make_tensor_value_info("b", dt, list(bin_.shape))],
+                                  [helper.make_tensor_value_info("y", dt, None)])
+            cases.append((f"gemm_{'bfloat16' if ta and tb else 'float16'}_ta{ta}_tb{tb}_mma_pipe",
+                          helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8),
+                          {"a": ain, "b": bin_}, (a.astype(np.float32) @ b.astype(np.float32)).astype(npdt),
+                          []))
     add("slice_steps", [helper.make_node("Slice", ["x", "st", "en", "ax", "sp"], ["y"])],
         {"x": r(6, 20, 9)}, ["y"], [("st", np.array([1, -2], np.int64)), ("en", np.array([19, 0], np.int64)),
                                     ("ax", np.array([1, 2], np.int64)), ("sp", np.array([3, -2], np.int64))])
@@ -243,55 +276,63 @@ def build_cases():
     return cases
 
 
-def run_cases(rlopt, tmp, tally):
-    for name, model, inputs, ref, args in build_cases():
-        d = os.path.join(tmp, "case_" + name)
-        os.makedirs(d)
-        path = os.path.join(d, "model.onnx")
-        with open(path, "wb") as f:
-            f.write(model.SerializeToString())
-        if ref is None:
-            sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
-            expected = sess.run(None, inputs)
-        else:
-            expected = [ref]
-        cmd = [rlopt, "run", path, "-d", os.path.join(d, "out"), "--target", "cuda", "--emulate"] + args
-        for k, v in inputs.items():
-            p = os.path.join(d, k + ".pb")
-            rltest.write_pb(p, v, k)
-            cmd += ["-i", p]
-        res = rltest.run(cmd, timeout=300)
-        if not res.ok:
-            print(f"FAIL case {name}: {res.describe()}")
-            tally.add("fail")
-            continue
-        _, got = rltest.read_pb(os.path.join(d, "out", "output_0.pb"))
-        half = got.dtype == np.float16  # one float16 rounding apart at most, plus the sum's order
-        bf = got.dtype.name == "bfloat16"  # one bfloat16 rounding (2^-8) apart at most
-        if bf:
-            got, expected = got.astype(np.float32), [np.asarray(expected[0]).astype(np.float32)]
-        ok, msg, _, _ = rltest.compare(got, expected[0], rtol=8e-3 if bf else 2e-3 if half else 1e-3,
-                                       atol=8e-3 if bf else 2e-3 if half else 1e-5)
-        # every case has a parallel CUDA kernel: none may fall back to the serial loop nest
-        cu = os.path.join(d, "m.cu")
-        gen_args = [a for i, a in enumerate(args)  # run's --cflags X does not apply to -o
-                    if a != "--cflags" and (i == 0 or args[i - 1] != "--cflags")]
-        gen = rltest.run([rlopt, path, "-o", cu] + gen_args, timeout=120)
-        if not gen.ok:
-            ok, msg = False, "rlopt -o m.cu: " + gen.describe()
-        else:
-            with open(cu) as f:
-                text = f.read()
-            if "; serial:" in text or " (0 serial)" not in text:
-                ok, msg = False, "a kernel fell back to the serial loop nest"
-            elif "--cuda-library" in args and "rl_blas_check(cublas" not in text:
-                ok, msg = False, "--cuda-library cublas: no cuBLAS call in the .cu"
-            elif name.endswith("_mma") and "mma.sync m16n8k16" not in text:
-                ok, msg = False, "the product did not take the mma.sync kernel"
-            elif name.startswith("pad_") and "(Pad; one thread per output element)" not in text:
-                ok, msg = False, "Pad did not get its own kernel"
-        print(f"{'ok  ' if ok else 'FAIL'} case {name}{'' if ok else ': ' + msg}")
-        tally.add("pass" if ok else "fail")
+def run_cases(rlopt, tmp, tally, patterns=(), gpu=False, jobs=1):
+    todo = [c for c in build_cases() if not patterns or any(fnmatch.fnmatch(c[0], p) for p in patterns)]
+    with concurrent.futures.ThreadPoolExecutor(max(1, jobs)) as ex:
+        for ok, line in ex.map(lambda c: run_case(rlopt, tmp, gpu, *c), todo):
+            print(line)
+            tally.add("pass" if ok else "fail")
+
+
+def run_case(rlopt, tmp, gpu, name, model, inputs, ref, args):
+    """One case: (passed, the line that says so)."""
+    d = os.path.join(tmp, "case_" + name)
+    os.makedirs(d)
+    path = os.path.join(d, "model.onnx")
+    with open(path, "wb") as f:
+        f.write(model.SerializeToString())
+    if ref is None:
+        sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+        expected = sess.run(None, inputs)
+    else:
+        expected = [ref]
+    cmd = [rlopt, "run", path, "-d", os.path.join(d, "out"), "--target", "cuda"] + \
+        ([] if gpu else ["--emulate"]) + args
+    for k, v in inputs.items():
+        p = os.path.join(d, k + ".pb")
+        rltest.write_pb(p, v, k)
+        cmd += ["-i", p]
+    res = rltest.run(cmd, timeout=300)
+    if not res.ok:
+        return False, f"FAIL case {name}: {res.describe()}"
+    _, got = rltest.read_pb(os.path.join(d, "out", "output_0.pb"))
+    half = got.dtype == np.float16  # one float16 rounding apart at most, plus the sum's order
+    bf = got.dtype.name == "bfloat16"  # one bfloat16 rounding (2^-8) apart at most
+    if bf:
+        got, expected = got.astype(np.float32), [np.asarray(expected[0]).astype(np.float32)]
+    ok, msg, _, _ = rltest.compare(got, expected[0], rtol=8e-3 if bf else 2e-3 if half else 1e-3,
+                                   atol=8e-3 if bf else 2e-3 if half else 1e-5)
+    # every case has a parallel CUDA kernel: none may fall back to the serial loop nest
+    cu = os.path.join(d, "m.cu")
+    gen_args = [a for i, a in enumerate(args)  # run's --cflags X does not apply to -o
+                if a != "--cflags" and (i == 0 or args[i - 1] != "--cflags")]
+    gen = rltest.run([rlopt, path, "-o", cu] + gen_args, timeout=120)
+    if not gen.ok:
+        ok, msg = False, "rlopt -o m.cu: " + gen.describe()
+    else:
+        with open(cu) as f:
+            text = f.read()
+        if "; serial:" in text or " (0 serial)" not in text:
+            ok, msg = False, "a kernel fell back to the serial loop nest"
+        elif "--cuda-library" in args and "rl_blas_check(cublas" not in text:
+            ok, msg = False, "--cuda-library cublas: no cuBLAS call in the .cu"
+        elif name.endswith("_mma") and "mma.sync m16n8k16" not in text:
+            ok, msg = False, "the product did not take the mma.sync kernel"
+        elif name.endswith("_mma_pipe") and "by cp.async in" not in text:
+            ok, msg = False, "the product did not take the pipelined mma.sync kernel"
+        elif name.startswith("pad_") and "(Pad; one thread per output element)" not in text:
+            ok, msg = False, "Pad did not get its own kernel"
+    return ok, f"{'ok  ' if ok else 'FAIL'} case {name}{'' if ok else ': ' + msg}"
 
 
 def bad_inputs(rlopt, source, tmp, tally):
@@ -329,12 +370,23 @@ def bad_inputs(rlopt, source, tmp, tally):
 def main():
     ap = rltest.make_parser(__doc__)
     ap.add_argument("-j", "--jobs", type=int, default=2)
+    ap.add_argument("-k", dest="patterns", action="append", default=[],
+                    help="run only the built cases whose name matches this fnmatch pattern "
+                         "(repeatable); the bad inputs, examples and node tests are then left out")
+    ap.add_argument("--gpu", action="store_true",
+                    help="build for and run on the GPU (no --emulate): the built cases and the "
+                         "examples only (a device check; the bad inputs and node tests do not "
+                         "depend on the GPU)")
     args = ap.parse_args()
     rlopt = os.path.abspath(args.rlopt)
     tally = rltest.Tally()
     with tempfile.TemporaryDirectory(prefix="rlopt-cuda-emu-") as tmp:
-        run_cases(rlopt, tmp, tally)
-        bad_inputs(rlopt, args.source, tmp, tally)
+        run_cases(rlopt, tmp, tally, args.patterns, args.gpu, args.jobs)
+        if args.patterns:
+            print("-k: only the built cases ran (no bad inputs, examples or node tests)")
+            return tally.finish()
+        if not args.gpu:
+            bad_inputs(rlopt, args.source, tmp, tally)
         # 2. the examples
         examples = [(os.path.basename(m)[:-5], m, [])
                     for m in sorted(glob.glob(os.path.join(args.source, "examples", "*.onnx")))]
@@ -348,7 +400,8 @@ def main():
             ins = sorted(glob.glob(os.path.join(data, "input_*.pb")))
             out = os.path.join(tmp, name + ("_side" if extra else ""))
             name += " (side file)" if extra else ""
-            cmd = [rlopt, "run", model, "-d", out, "--target", "cuda", "--emulate"] + extra
+            cmd = [rlopt, "run", model, "-d", out, "--target", "cuda"] + \
+                ([] if args.gpu else ["--emulate"]) + extra
             for p in ins:
                 cmd += ["-i", p]
             r = rltest.run(cmd, timeout=300)
@@ -367,8 +420,11 @@ def main():
                 print(f"FAIL example {name}: " + "; ".join(bad))
                 tally.add("fail")
             else:
-                print(f"ok   example {name} (emulated CUDA matches the reference)")
+                print(f"ok   example {name} ({'the GPU' if args.gpu else 'emulated CUDA'} matches the reference)")
                 tally.add("pass")
+        if args.gpu:
+            print("--gpu: the node-test subset is left to the emulated run")
+            return tally.finish()
         # 3. the node-test subset
         ops = rltest.run([rlopt, "ops", "--target", "cuda"], timeout=60)
         if not ops.ok:

@@ -92,6 +92,16 @@ def mma_models(tmp):
         p = os.path.join(tmp, name + ".onnx")
         onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), p)
         out.append((name, p))
+    # rows a multiple of 8 elements: the pipelined kernel (cp.async stages in dynamic shared
+    # memory over 48 KiB, ldmatrix), A transposed (ldmatrix .trans on both operands)
+    b = np.random.default_rng(5).standard_normal((264, 136)).astype(np.float16)
+    g = helper.make_graph([helper.make_node("Gemm", ["a", "b"], ["y"], transA=1)], "pipe16",
+                          [helper.make_tensor_value_info("a", TensorProto.FLOAT16, [264, 200])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT16, None)],
+                          [numpy_helper.from_array(b, "b")])
+    p = os.path.join(tmp, "float16_gemm_mma_pipe.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), p)
+    out.append(("float16_gemm_mma_pipe", p))
     return out
 
 
@@ -114,7 +124,14 @@ def cublas_models(tmp):
                           [numpy_helper.from_array(rng.standard_normal((40, 27)).astype(np.float16), "b")])
     p16 = os.path.join(tmp, "blas16.onnx")
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), p16)
-    return [("cublas_gemm_relu", p32), ("cublas_float16_batched", p16)]
+    # a product the pipelined kernel would take (its shared-memory opt-in is emulation's too)
+    g = helper.make_graph([helper.make_node("MatMul", ["a", "b"], ["y"])], "blas16p",
+                          [helper.make_tensor_value_info("a", TensorProto.FLOAT16, [256, 256])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT16, None)],
+                          [numpy_helper.from_array(rng.standard_normal((256, 256)).astype(np.float16), "b")])
+    p16p = os.path.join(tmp, "blas16p.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), p16p)
+    return [("cublas_gemm_relu", p32), ("cublas_float16_batched", p16), ("cublas_float16_pipe", p16p)]
 
 
 # a program that links against the .cu's API (cuBLAS resolved at link time)

@@ -18,7 +18,9 @@ scheme asked for (checked from its comment: int8 per channel, int8 blocks, int4
 symmetric, int4 with zero points) and no serial fallback. The cases cover
 K not a multiple of the codes per 32-bit word (the guarded tail), K a
 multiple of 4 (128-bit activation loads), more rows than one block takes,
-Gemm with transB, bias and a Relu after, and blocks of 32 and 64 codes.
+Gemm with transB, bias and a Relu after, blocks of 32 and 64 codes, and
+whole groups of 16 units (the kernel with several channels a warp, checked
+from its comment too).
 With nvcc (PATH or /usr/local/cuda*/bin) the int8 and int4 .cu also compile
 for sm_90 and sm_80 with warnings as errors (skipped, with the reason, when
 nvcc is absent). Ends with "N passed, N failed, N skipped".
@@ -47,7 +49,7 @@ def cases():
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
                               [numpy_helper.from_array(a, n) for n, a in inits])
         m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
-        out.append((name, m, inputs, args, expect))
+        out.append((name, m, inputs, args, expect if isinstance(expect, tuple) else (expect,)))
 
     def r(*s):
         return rng.standard_normal(s).astype(np.float32)
@@ -71,11 +73,26 @@ def cases():
     add("int4_zero_points_batch3", mm, {"a": r(3, 2, 200)},
         [("w", rng.uniform(5, 6, (200, 40)).astype(np.float32))],
         ["--quantize", "int4", "--max-rel-error", "0.02"], "int4 weights, a zero point per block")
+    # whole groups of 16 units (K a multiple of 16 u): the kernel with 4 channels a warp
+    # sharing each load of A, codes made floats from their bits (q + 2^23)
+    fast = "channels per warp sharing each load of A"
+    add("int8_channel_whole_groups", mm, {"a": r(1, 512)}, [("w", r(512, 70) * 0.1)],
+        ["--quantize", "int8-channel"], ("int8 weights, one scale per output channel", fast))
+    add("int8_blocks_whole_groups_rows5", mm, {"a": r(5, 512)}, [("w", r(512, 40) * 0.1)],
+        ["--quantize", "int8"], ("int8 weights, symmetric blocks", fast))
+    add("int4_whole_groups_bias_relu", gemm, {"a": r(2, 1024)},
+        [("w", r(33, 1024) * 0.1), ("c", r(33))],
+        ["--quantize", "int4", "--max-rel-error", "0.2"], ("int4 weights, symmetric", fast))
+    add("int4_zero_points_whole_groups", mm, {"a": r(1, 512)},
+        [("w", rng.uniform(5, 6, (512, 40)).astype(np.float32))],
+        ["--quantize", "int4", "--max-rel-error", "0.02"], ("int4 weights, a zero point per block", fast))
     return out
 
 
 def main():
     ap = rltest.make_parser(__doc__)
+    ap.add_argument("--gpu", action="store_true",
+                    help="run the CUDA build on the GPU instead of emulating it (a device check)")
     args = ap.parse_args()
     rlopt = os.path.abspath(args.rlopt)
     tally = rltest.Tally()
@@ -96,7 +113,7 @@ def main():
             outs = {}
             msg = ""
             for tgt, extra in (("c", ["--cflags", "-DRL_NO_QVNNI"]),
-                               ("cuda", ["--target", "cuda", "--emulate"])):
+                               ("cuda", ["--target", "cuda"] + ([] if args.gpu else ["--emulate"]))):
                 res = rltest.run([rlopt, "run", path, "-d", os.path.join(d, tgt)] + ins + qargs + extra,
                                  timeout=300)
                 if not res.ok:
@@ -112,14 +129,15 @@ def main():
                 text = open(cu).read() if gen.ok else ""
                 if not gen.ok:
                     ok, msg = False, "rlopt -o: " + gen.describe()
-                elif expect not in text or "dequantized in registers" not in text:
-                    ok, msg = False, f"no QuantMatMul kernel with '{expect}' in the .cu"
+                elif any(e not in text for e in expect) or "dequantized in registers" not in text:
+                    ok, msg = False, f"no QuantMatMul kernel with {expect} in the .cu"
                 elif " (0 serial)" not in text:
                     ok, msg = False, "a kernel fell back to the serial loop nest"
             print(f"{'ok  ' if ok else 'FAIL'} {name}{'' if ok else ': ' + msg}")
             tally.add("pass" if ok else "fail")
             # nvcc: one int8 and one int4-with-zero-points file, both architectures in one call
-            kind = expect.split(",")[0] + ("z" if "zero point" in expect else "")
+            kind = expect[0].split(",")[0] + ("z" if "zero point" in expect[0] else "") + \
+                ("/fast" if len(expect) > 1 else "")
             if not ok or kind in compiled or kind == "int4 weights":
                 continue
             compiled.add(kind)
