@@ -811,16 +811,16 @@ Test(machine, launch_modes)
 	struct rl_machine g, c;
 	cr_assert(rl_machine_load("h200", &g, err, sizeof err) == RL_OK, "%s", err);
 	cr_assert_eq(g.launch_mode, RL_LAUNCH_GRAPH);
-	cr_assert(g.launch_eager == 4e-6 && g.launch_graph == 1e-6, "%g %g", g.launch_eager,
+	cr_assert(g.launch_eager == 4e-6 && g.launch_graph == 0.81e-6, "%g %g", g.launch_eager,
 	          g.launch_graph);
-	cr_assert(g.launch_latency == 1e-6);
+	cr_assert(g.launch_latency == 0.81e-6);
 	rl_machine_launch_note(&g, note, sizeof note);
 	cr_assert(strstr(note, "graph replay") && strstr(note, "eager launch 4 us"), "%s", note);
 	cr_assert(rl_machine_set_launch(&g, RL_LAUNCH_EAGER));
 	cr_assert(g.launch_latency == 4e-6);
 	rl_machine_launch_note(&g, note, sizeof note);
 	cr_assert(strstr(note, "eager launches, 4 us") != NULL, "%s", note);
-	cr_assert(rl_machine_set_launch(&g, RL_LAUNCH_GRAPH) && g.launch_latency == 1e-6);
+	cr_assert(rl_machine_set_launch(&g, RL_LAUNCH_GRAPH) && g.launch_latency == 0.81e-6);
 
 	cr_assert(rl_machine_load("epyc9654", &c, err, sizeof err) == RL_OK, "%s", err);
 	cr_assert_eq(c.launch_mode, RL_LAUNCH_EAGER);
@@ -830,7 +830,7 @@ Test(machine, launch_modes)
 
 	/* a GPU profile without the graph figure prices graph mode at eager, and says so */
 	char *text = shipped_text("h200");
-	char *nog = replace(text, "graph=\"1e-6\"", "");
+	char *nog = replace(text, "graph=\"0.81e-6\"", "");
 	char path[600];
 	tmp_path(path, sizeof path, "nograph.xml");
 	write_file(path, nog);
@@ -846,12 +846,12 @@ Test(machine, launch_contradictions_name_file_and_line)
 {
 	char *gpu = shipped_text("h200"), *cpu = shipped_text("epyc9654");
 	/* replaying a graph dearer than launching eagerly */
-	char *bad = replace(gpu, "graph=\"1e-6\"", "graph=\"5e-6\"");
+	char *bad = replace(gpu, "graph=\"0.81e-6\"", "graph=\"5e-6\"");
 	const char *err = load_bad("dear.xml", bad);
 	cr_assert(has_exact_line(err, "dear.xml", line_of(bad, "graph=\"5e-6\"")), "%s", err);
 	cr_assert(strstr(err, "graph replay latency") != NULL, "%s", err);
 	free(bad);
-	bad = replace(gpu, "graph=\"1e-6\"", "graph=\"0\"");
+	bad = replace(gpu, "graph=\"0.81e-6\"", "graph=\"0\"");
 	err = load_bad("zero.xml", bad);
 	cr_assert(strstr(err, "xsd") != NULL, "%s", err);
 	free(bad);
