@@ -3138,28 +3138,43 @@ static void emit_gather(struct rl_cgen *cg, uint32_t node, bool transposed,
 /*
  * Depthwise Conv (float, one input and one output channel a group) on rows
  * of at most CONV_DW_FLAT_OW outputs: the pools' flat form (emit_pool.c,
- * cg_flat_fill) with a weight per tap. Per plane the padded input goes to
- * stride-phase planes of Pq columns in L1, and every output j = oh * Pq + ow
+ * cg_flat_fill) with a weight per tap. Per plane (per band of OB output rows
+ * where the plane's phase planes exceed CONV_DW_FLAT_XP: the band's within
+ * CONV_DW_FLAT_BAND, so they and the band's sums stay in L1) the padded input
+ * goes to stride-phase planes of Pq columns, and every output j = oh * Pq + ow
  * sums bias + w[k] * xp[j + off_k] in whole 16-float vectors; the rows are
- * copied out and the fused epilogue runs on the plane. Band mode ran these
+ * copied out and the fused epilogue runs on the plane. Rows longer than 32
+ * outputs take it only where the whole plane fits: in MobileNet-v2-shaped
+ * CNN (bench/unseen_models.py, bench_cnn_split.py, one thread, kernel
+ * minima) the 3x3 on 144 x 56x56 went 248 -> 209 us (onnxruntime 153), but
+ * the 112x112 layers in bands went the other way (3x3 on 32: 241 -> 266 us,
+ * 3x3/2 on 96: 306 -> 321), though alone (bench_conv_layers.py, no Clip
+ * after) the 3x3/2 had run 0.365 -> 0.230 ms. Band mode ran these
  * a channel at a time with acc rounded up to whole 128-float tiles, its
  * rows copied out element by element (MobileNet-v2's 3x3 on 960 x 7x7:
  * 63 pixels computed as 128; 60 -> 49 us, onnxruntime 26). Stride 2 only
  * where the fill can split rows in pairs. A plane is one iteration, so the
  * bits do not depend on the thread count.
  */
-#define CONV_DW_FLAT_OW 32
-#define CONV_DW_FLAT_XP 32768 /* bytes of phase planes (one plane's, whole) */
+#define CONV_DW_FLAT_OW 256
+#define CONV_DW_FLAT_XP 32768 /* bytes of phase planes (a band's) */
+#define CONV_DW_FLAT_BAND 16384 /* bytes of phase planes a band, where the plane is larger: with
+                                 * the sums' band as large, both stay in L1 */
+#define CONV_DW_FLAT_MIN_OB 4 /* output rows a band at least */
+#define CONV_DW_FLAT_BAND_OW 32 /* rows longer than this: the flat form only for a whole plane */
 static bool emit_conv_dw_flat(struct rl_cgen *cg, const struct conv2d *p)
 {
 	if (p->G != p->C || p->M != p->C || p->OW > CONV_DW_FLAT_OW || p->KH * p->KW > 64)
 		return false;
 	int64_t S0 = p->SH, S1 = p->SW, D0 = p->DH, D1 = p->DW, KH = p->KH, KW = p->KW;
 	int64_t OH = p->OH, OW = p->OW, NP = S0 * S1;
-	int64_t Pq = OW + (KW - 1) * D1 / S1, NRq = OH + (KH - 1) * D0 / S0;
-	int64_t NJr = (OH * Pq + 15) / 16 * 16;
-	if (NP * NRq * Pq * 4 > CONV_DW_FLAT_XP)
-		return false;
+	int64_t Pq = OW + (KW - 1) * D1 / S1, halo = (KH - 1) * D0 / S0, OB = OH;
+	if (NP * (OH + halo) * Pq * 4 > CONV_DW_FLAT_XP) { /* bands of OB output rows */
+		OB = CONV_DW_FLAT_BAND / (4 * NP * Pq) - halo;
+		if (OB < CONV_DW_FLAT_MIN_OB || OW > CONV_DW_FLAT_BAND_OW)
+			return false;
+	}
+	int64_t NRq = OB + halo, NJr = (OB * Pq + 15) / 16 * 16;
 	/* stride 2 only where the fill splits the row in 16-pair chunks (a
 	 * scalar split made the 3x3/2 on 192 x 28x28 slower: 67 -> 90 us) */
 	if (S1 > 2 || (S1 == 2 && (p->W - 2 + p->PL) / 2 + 1 - (p->PL + 1) / 2 < 16))
@@ -3176,8 +3191,11 @@ static bool emit_conv_dw_flat(struct rl_cgen *cg, const struct conv2d *p)
 	int64_t work = OH * OW * KK;
 	cg->par_grain = work >= 32768 ? 1 : 32768 / work;
 	cg->simd = 1;
-	cg_line(cg, "/* Conv, depthwise flat form: per plane, the padded input in %lld phase plane%s of %lld columns; bias + weight x tap summed in chunks of 16 over j = oh * %lld + ow; planes split across threads */",
-	        (long long)NP, NP > 1 ? "s" : "", (long long)Pq, (long long)Pq);
+	char bands[80] = "";
+	if (OB < OH)
+		snprintf(bands, sizeof(bands), "; bands of %lld output rows", (long long)OB);
+	cg_line(cg, "/* Conv, depthwise flat form: per plane, the padded input in %lld phase plane%s of %lld columns; bias + weight x tap summed in chunks of 16 over j = oh * %lld + ow; planes split across threads%s */",
+	        (long long)NP, NP > 1 ? "s" : "", (long long)Pq, (long long)Pq, bands);
 	cg_flat_scratch(cg, "float", &fl, D0, D1, KH, KW, NJr);
 	cg_line(cg, "for (int64_t it = lo; it < hi; it++) {");
 	cg->indent++;
@@ -3187,7 +3205,9 @@ static bool emit_conv_dw_flat(struct rl_cgen *cg, const struct conv2d *p)
 	        (long long)(p->H * p->W));
 	cg_line(cg, "const float *restrict wk = X1 + g * %lld;", (long long)KK);
 	cg_line(cg, "const float bias = %s;", p->bias ? "X2[g]" : "0.0f");
-	cg_line(cg, "for (size_t ob = 0; ob < %lld; ob += %lld) {", (long long)OH, (long long)OH);
+	cg_line(cg, "float *restrict yc = Y0 + (n * %lld + g) * %lld;", (long long)p->M,
+	        (long long)(OH * OW));
+	cg_line(cg, "for (size_t ob = 0; ob < %lld; ob += %lld) {", (long long)OH, (long long)OB);
 	cg->indent++;
 	cg_flat_fill(cg, "float", &fl);
 	cg_line(cg, "/* the sums: bias, then the taps in rows-then-columns order */");
@@ -3212,16 +3232,18 @@ static bool emit_conv_dw_flat(struct rl_cgen *cg, const struct conv2d *p)
 	cg->indent--;
 	cg_line(cg, "}");
 	rl_buf_printf(&cg->body, "#endif\n");
-	cg_line(cg, "float *restrict yc = Y0 + (n * %lld + g) * %lld;", (long long)p->M,
-	        (long long)(OH * OW));
-	cg_line(cg, "for (size_t r = 0; r < %lld; r++)", (long long)OH);
-	cg_line(cg, "    memcpy(yc + r * %lld, sb + r * %lld, %lld * sizeof(*sb));", (long long)OW,
+	if (OB < OH)
+		cg_line(cg, "for (size_t r = 0; r < %lld && ob + r < %lld; r++)", (long long)OB,
+		        (long long)OH);
+	else
+		cg_line(cg, "for (size_t r = 0; r < %lld; r++)", (long long)OH);
+	cg_line(cg, "    memcpy(yc + (ob + r) * %lld, sb + r * %lld, %lld * sizeof(*sb));", (long long)OW,
 	        (long long)Pq, (long long)OW);
+	cg->indent--;
+	cg_line(cg, "}");
 	char base[160];
 	snprintf(base, sizeof(base), "(n * %lld + g) * %lld", (long long)p->M, (long long)(OH * OW));
 	conv_epilogue(cg, base, OH * OW, OH * OW);
-	cg->indent--;
-	cg_line(cg, "}");
 	cg->indent--;
 	cg_line(cg, "}");
 	return true;

@@ -64,11 +64,14 @@ static const struct conv_case convs[] = {
 	{1, 8, 37, 37, 8, 1, 1, 2, 0, 1, 1, true, false, false, false},    /* 1x1/2, odd rows: 18 even columns in pairs, the 19th alone */
 	{1, 24, 55, 55, 16, 1, 1, 1, 0, 1, 1, true, false, false, false},  /* 1x1 on 55x55: in place, bands never whole vectors (masked) */
 	{1, 3, 92, 92, 8, 3, 3, 2, 0, 1, 1, true, false, false, false},    /* 3x3/2 stem, 45 of 46 phase columns: sums into Y row by row (band_rows_out) */
-	/* depthwise in the flat form (rows of at most 32 outputs) */
+	/* depthwise in the flat form */
 	{2, 5, 40, 40, 5, 3, 3, 2, 1, 1, 5, true, false, false, false},    /* stride 2, phases filled in pairs, 2 images */
 	{1, 6, 15, 15, 6, 5, 5, 1, 4, 2, 6, false, false, false, false},   /* 5x5 dilated, no bias */
 	{1, 4, 1, 30, 4, 1, 3, 1, 1, 1, 4, true, true, false, false},      /* 1-D */
 	{1, 4, 28, 28, 4, 3, 3, 2, 1, 1, 4, true, false, false, false},    /* stride 2 on short rows: band mode */
+	{1, 3, 300, 30, 3, 3, 3, 1, 1, 1, 3, true, false, false, false},   /* a tall plane: bands of 126, 126, 48 rows */
+	{1, 3, 200, 60, 3, 3, 3, 2, 1, 1, 3, false, false, false, false},  /* stride 2, 30 columns: bands of 32 rows and 4 */
+	{1, 4, 50, 50, 4, 3, 3, 1, 1, 1, 4, true, false, false, false},    /* 50 columns, the plane whole */
 	/* channels on the vector lanes */
 	{1, 24, 7, 7, 40, 3, 3, 1, 1, 1, 1, true, false, true, false},    /* 7x7, 32 + 8 channels */
 	{1, 19, 14, 14, 33, 3, 3, 2, 1, 1, 1, false, false, true, false}, /* stride 2, odd counts */
@@ -644,6 +647,16 @@ Test(emit_conv, depthwise_takes_the_flat_form)
 	k = strstr(src, "X0 float32[1x6x15x15], X1 float32[6x1x5x5]");
 	cr_assert(k && strstr(k, "Conv, depthwise flat form: per plane, the padded input in 1 phase plane of 23 columns"),
 	          "the dilated 5x5 depthwise on 15x15 is not in the flat form");
+	k = strstr(src, "X0 float32[1x3x300x30], X1 float32[3x1x3x3]");
+	cr_assert(k && strstr(k, "1 phase plane of 32 columns") && strstr(k, "bands of 126 output rows"),
+	          "the 3x3 depthwise on 300x30 is not in the flat form in bands of 126 rows");
+	k = strstr(src, "X0 float32[1x3x200x60], X1 float32[3x1x3x3]");
+	cr_assert(k && strstr(k, "4 phase planes of 31 columns") && strstr(k, "bands of 32 output rows"),
+	          "the 3x3/2 depthwise on 200x60 is not in the flat form in bands of 32 rows");
+	k = strstr(src, "X0 float32[1x4x50x50], X1 float32[4x1x3x3]");
+	cr_assert(k && strstr(k, "1 phase plane of 52 columns") &&
+	              strstr(k, "1 phase plane of 52 columns") < strstr(k, "/* node '"),
+	          "the 3x3 depthwise on 50x50 is not in the flat form");
 	k = strstr(src, "X0 float32[1x4x28x28], X1 float32[4x1x3x3]");
 	cr_assert(k && strstr(k, "Conv, band mode") && strstr(k, "/* node '") &&
 	              strstr(k, "Conv, band mode") < strstr(k, "/* node '"),
