@@ -122,6 +122,29 @@ static void mm_store(struct rl_cgen *cg, const struct mm *m, enum rl_dtype dt, d
 	cg_epilogue(cg, "Y0 + o", "o", 1, m->N);
 }
 
+/* Opens one trip of a GEMV's K loop: u steps of `stride` from k0, the loads
+ * of B first (bk[s][0..V), a float4 from v4addr when V is 4, else the
+ * element bv, each at gk = k0 + s stride); the caller writes the FMAs and
+ * closes the loop. */
+static void gemv_trip(struct rl_cgen *cg, const char *ct, int u, int V, int stride, long long K,
+                      const char *v4addr, const char *bv)
+{
+	cg_line(cg, "for (; k0 + %d < %lldll; k0 += %d) {", (u - 1) * stride, K, u * stride);
+	cg->indent++;
+	cg_line(cg, "%s bk[%d][%d];", ct, u, V);
+	cg_line(cg, "for (int s = 0; s < %d; s++) {", u);
+	cg->indent++;
+	cg_line(cg, "const int64_t gk = k0 + s * %d;", stride);
+	if (V == 4) {
+		cg_line(cg, "const float4 v4 = rl_ld16f(%s);", v4addr);
+		cg_line(cg, "bk[s][0] = v4.x, bk[s][1] = v4.y, bk[s][2] = v4.z, bk[s][3] = v4.w;");
+	} else {
+		cg_line(cg, "bk[s][0] = %s;", bv);
+	}
+	cg->indent--;
+	cg_line(cg, "}");
+}
+
 /*
  * The GEMV reads every element of B once, and what bounds it is how many
  * bytes of B are in flight: a block of CU_GEMV_THREADS threads, loads four
@@ -184,20 +207,8 @@ static void k_gemv(struct rl_cgen *cg, const struct mm *m, enum rl_dtype dt, boo
 			int u = pass == 0 ? U : 1;
 			if (pass == 0)
 				cg_line(cg, "int64_t k0 = ty;");
-			cg_line(cg, "for (; k0 + %d < %lldll; k0 += %d) {", (u - 1) * TY, K, u * TY);
-			cg->indent++;
-			cg_line(cg, "%s bk[%d][%d];", ct, u, V);
-			cg_line(cg, "for (int s = 0; s < %d; s++) {", u);
-			cg->indent++;
-			cg_line(cg, "const int64_t gk = k0 + s * %d;", TY);
-			if (V == 4) {
-				cg_line(cg, "const float4 v4 = rl_ld16f(b + gk * %lldll + gj);", N);
-				cg_line(cg, "bk[s][0] = v4.x, bk[s][1] = v4.y, bk[s][2] = v4.z, bk[s][3] = v4.w;");
-			} else {
-				cg_line(cg, "bk[s][0] = %s;", bv);
-			}
-			cg->indent--;
-			cg_line(cg, "}");
+			snprintf(src, sizeof(src), "b + gk * %lldll + gj", N);
+			gemv_trip(cg, ct, u, V, TY, K, src, bv);
 			cg_line(cg, "for (int s = 0; s < %d; s++) {", u);
 			cg->indent++;
 			cg_line(cg, "const int64_t gk = k0 + s * %d;", TY);
@@ -262,20 +273,8 @@ static void k_gemv(struct rl_cgen *cg, const struct mm *m, enum rl_dtype dt, boo
 		int u = pass == 0 ? U : 1, step = 32 * V;
 		if (pass == 0)
 			cg_line(cg, "int64_t k0 = lane * %d;", V);
-		cg_line(cg, "for (; k0 + %d < %lldll; k0 += %d) {", (u - 1) * step, K, u * step);
-		cg->indent++;
-		cg_line(cg, "%s bk[%d][%d];", ct, u, V);
-		cg_line(cg, "for (int s = 0; s < %d; s++) {", u);
-		cg->indent++;
-		cg_line(cg, "const int64_t gk = k0 + s * %d;", step);
-		if (V == 4) {
-			cg_line(cg, "const float4 v4 = rl_ld16f(b + gj * %lldll + gk);", K);
-			cg_line(cg, "bk[s][0] = v4.x, bk[s][1] = v4.y, bk[s][2] = v4.z, bk[s][3] = v4.w;");
-		} else {
-			cg_line(cg, "bk[s][0] = %s;", bv);
-		}
-		cg->indent--;
-		cg_line(cg, "}");
+		snprintf(src, sizeof(src), "b + gj * %lldll + gk", K);
+		gemv_trip(cg, ct, u, V, step, K, src, bv);
 		cg_line(cg, "for (int s = 0; s < %d; s++) {", u);
 		cg->indent++;
 		cg_line(cg, "const int64_t gk0 = k0 + s * %d;", step);
@@ -464,6 +463,42 @@ static void mma_load_tile(struct rl_cgen *cg, const struct mma_operand *o, int64
 	cg_line(cg, "}");
 }
 
+/* The mma kernels' stores: each thread's accumulators c_r of tile (i, j),
+ * row g + 8 (r >> 1), column 2q + (r & 1) of the tile, warp w at rows
+ * w / wgn * WM and columns w % wgn * WN, through mm_store (alpha, C, the
+ * epilogue); `pre` a line first (or NULL), `unroll` the loops unrolled on the
+ * GPU (RL_UNROLL: the accumulators stay in registers). */
+static void mma_store_acc(struct rl_cgen *cg, const struct mm *m, enum rl_dtype dt, double alpha,
+                          const struct rl_value *C, double beta, const char *pre, int wgn, int WM,
+                          int WN, int MI, int NJ, bool unroll)
+{
+	const char *u = unroll ? "RL_UNROLL" : NULL;
+	cg_line(cg, "RL_THREADS {");
+	cg->indent++;
+	if (pre)
+		cg_line(cg, "%s", pre);
+	cg_line(cg, "const int w = threadIdx.x / 32, g = threadIdx.x %% 32 / 4, q = threadIdx.x %% 4;");
+	cg_line(cg, "const int wm = w / %d * %d, wn = w %% %d * %d;", wgn, WM, wgn, WN);
+	if (u)
+		cg_line(cg, "%s", u);
+	cg_line(cg, "for (int i = 0; i < %d; i++)", MI);
+	if (u)
+		cg_line(cg, "    %s", u);
+	cg_line(cg, "    for (int j = 0; j < %d; j++)", NJ);
+	if (u)
+		cg_line(cg, "        %s", u);
+	cg_line(cg, "        for (int r = 0; r < 4; r++) {");
+	cg->indent += 3;
+	cg_line(cg, "const int64_t gi = m0 + wm + i * 16 + g + (r >> 1) * 8, gj = n0 + wn + j * 8 + 2 * q + (r & 1);");
+	cg_line(cg, "if (gi >= %lld || gj >= %lld)", (long long)m->M, (long long)m->N);
+	cg_line(cg, "    continue;");
+	mm_store(cg, m, dt, alpha, C, beta, "RL_L(acc)[i][j][r]");
+	cg->indent -= 3;
+	cg_line(cg, "        }");
+	cg->indent--;
+	cg_line(cg, "}");
+}
+
 /*
  * The product through PTX mma.sync.aligned.m16n8k16 (float16 or bfloat16
  * operands, float accumulators, sm_80 and later): a block of BM x BN outputs
@@ -563,22 +598,7 @@ static void k_mma(struct cu *d, const struct mm *m, enum rl_dtype dt, bool ta, b
 	cg_line(cg, "RL_SYNC");
 	cg->indent--;
 	cg_line(cg, "}");
-	cg_line(cg, "RL_THREADS {");
-	cg->indent++;
-	cg_line(cg, "const int w = threadIdx.x / 32, g = threadIdx.x %% 32 / 4, q = threadIdx.x %% 4;");
-	cg_line(cg, "const int wm = w / %d * 32, wn = w %% %d * 32;", WN, WN);
-	cg_line(cg, "for (int i = 0; i < 2; i++)");
-	cg_line(cg, "    for (int j = 0; j < 4; j++)");
-	cg_line(cg, "        for (int r = 0; r < 4; r++) {");
-	cg->indent += 3;
-	cg_line(cg, "const int64_t gi = m0 + wm + i * 16 + g + (r >> 1) * 8, gj = n0 + wn + j * 8 + 2 * q + (r & 1);");
-	cg_line(cg, "if (gi >= %lld || gj >= %lld)", (long long)m->M, (long long)m->N);
-	cg_line(cg, "    continue;");
-	mm_store(cg, m, dt, alpha, C, beta, "RL_L(acc)[i][j][r]");
-	cg->indent -= 3;
-	cg_line(cg, "        }");
-	cg->indent--;
-	cg_line(cg, "}");
+	mma_store_acc(cg, m, dt, alpha, C, beta, NULL, WN, 32, 32, 2, 4, false);
 }
 
 /* ---- the pipelined mma.sync kernel: cp.async stages and ldmatrix ---------- */
@@ -648,6 +668,20 @@ static void pipe_load(struct rl_cgen *cg, const struct mma_operand *o, int64_t K
 	        o->along_k ? o->r : "kk", o->along_k ? "kk" : o->r, o->src, o->ix, o->src);
 	cg->indent--;
 	cg_line(cg, "}");
+}
+
+/* Both operands' tiles at depth k0 into stage st (none past K), one commit
+ * group either way, so the groups count tiles. */
+static void pipe_stage(struct rl_cgen *cg, const struct mma_operand *A, const struct mma_operand *B,
+                       int64_t K, int BK, int T)
+{
+	cg_line(cg, "if (k0 < %lldll) {", (long long)K);
+	cg->indent++;
+	pipe_load(cg, A, K, BK, T);
+	pipe_load(cg, B, K, BK, T);
+	cg->indent--;
+	cg_line(cg, "}");
+	cg_line(cg, "rl_cp_commit();");
 }
 
 /*
@@ -730,13 +764,7 @@ static void k_mma_pipe(struct cu *d, const struct mm *m, enum rl_dtype dt, bool 
 	cg_line(cg, "for (int st = 0; st < %d; st++) {", S - 1);
 	cg->indent++;
 	cg_line(cg, "const int64_t k0 = (int64_t)st * %d;", BK);
-	cg_line(cg, "if (k0 < %lldll) {", (long long)m->K);
-	cg->indent++;
-	pipe_load(cg, &A, m->K, BK, T);
-	pipe_load(cg, &B, m->K, BK, T);
-	cg->indent--;
-	cg_line(cg, "}");
-	cg_line(cg, "rl_cp_commit();");
+	pipe_stage(cg, &A, &B, m->K, BK, T);
 	cg->indent--;
 	cg_line(cg, "}");
 	cg->indent--;
@@ -751,13 +779,7 @@ static void k_mma_pipe(struct cu *d, const struct mm *m, enum rl_dtype dt, bool 
 	cg->indent++;
 	cg_line(cg, "const int st = (int)((kt + %d) %% %d);", S - 1, S);
 	cg_line(cg, "const int64_t k0 = (kt + %d) * %d;", S - 1, BK);
-	cg_line(cg, "if (k0 < %lldll) {", (long long)m->K);
-	cg->indent++;
-	pipe_load(cg, &A, m->K, BK, T);
-	pipe_load(cg, &B, m->K, BK, T);
-	cg->indent--;
-	cg_line(cg, "}");
-	cg_line(cg, "rl_cp_commit();");
+	pipe_stage(cg, &A, &B, m->K, BK, T);
 	cg->indent--;
 	cg_line(cg, "}");
 	cg_line(cg, "for (int kk = 0; kk < %d; kk += 16) {", BK);
@@ -824,26 +846,8 @@ static void k_mma_pipe(struct cu *d, const struct mm *m, enum rl_dtype dt, bool 
 	cg_line(cg, "}");
 	cg->indent--;
 	cg_line(cg, "}");
-	cg_line(cg, "RL_THREADS {");
-	cg->indent++;
-	cg_line(cg, "rl_cp_wait(0); /* the empty groups past K */");
-	cg_line(cg, "const int w = threadIdx.x / 32, g = threadIdx.x %% 32 / 4, q = threadIdx.x %% 4;");
-	cg_line(cg, "const int wm = w / %d * 64, wn = w %% %d * %d;", WGN, WGN, 8 * NJ);
-	cg_line(cg, "RL_UNROLL");
-	cg_line(cg, "for (int i = 0; i < %d; i++)", MI);
-	cg_line(cg, "    RL_UNROLL");
-	cg_line(cg, "    for (int j = 0; j < %d; j++)", NJ);
-	cg_line(cg, "        RL_UNROLL");
-	cg_line(cg, "        for (int r = 0; r < 4; r++) {");
-	cg->indent += 3;
-	cg_line(cg, "const int64_t gi = m0 + wm + i * 16 + g + (r >> 1) * 8, gj = n0 + wn + j * 8 + 2 * q + (r & 1);");
-	cg_line(cg, "if (gi >= %lld || gj >= %lld)", (long long)m->M, (long long)m->N);
-	cg_line(cg, "    continue;");
-	mm_store(cg, m, dt, alpha, C, beta, "RL_L(acc)[i][j][r]");
-	cg->indent -= 3;
-	cg_line(cg, "        }");
-	cg->indent--;
-	cg_line(cg, "}");
+	mma_store_acc(cg, m, dt, alpha, C, beta, "rl_cp_wait(0); /* the empty groups past K */", WGN,
+	              64, 8 * NJ, MI, NJ, true);
 }
 
 /* ---- float16 and bfloat16 products on tensor cores (WMMA) ------------------ */
