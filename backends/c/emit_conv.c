@@ -3232,13 +3232,7 @@ static bool emit_conv_dw_flat(struct rl_cgen *cg, const struct conv2d *p)
 	cg->indent--;
 	cg_line(cg, "}");
 	rl_buf_printf(&cg->body, "#endif\n");
-	if (OB < OH)
-		cg_line(cg, "for (size_t r = 0; r < %lld && ob + r < %lld; r++)", (long long)OB,
-		        (long long)OH);
-	else
-		cg_line(cg, "for (size_t r = 0; r < %lld; r++)", (long long)OH);
-	cg_line(cg, "    memcpy(yc + (ob + r) * %lld, sb + r * %lld, %lld * sizeof(*sb));", (long long)OW,
-	        (long long)Pq, (long long)OW);
+	cg_flat_copy_out(cg, &fl, OB, OH, OW);
 	cg->indent--;
 	cg_line(cg, "}");
 	char base[160];

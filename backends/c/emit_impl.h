@@ -285,6 +285,10 @@ int64_t cg_flat_off(const struct cg_flat *f, int64_t d0, int64_t d1, int64_t kh,
  * reads past them, zeroed) and sb (NJr sums) for KH x KW taps. */
 void cg_flat_scratch(struct rl_cgen *cg, const char *T, const struct cg_flat *f, int64_t d0,
                      int64_t d1, int64_t KH, int64_t KW, int64_t NJr);
+/* Copy the band's sums (sb, rows of Pq) out to rows of OW in `yc`: rows ob
+ * + r for r < OB, the last band cut at OH. */
+void cg_flat_copy_out(struct rl_cgen *cg, const struct cg_flat *f, int64_t OB, int64_t OH,
+                      int64_t OW);
 
 /* ---- GEMM runtime (emit_gemm.c) -------------------------------------------
  *

@@ -645,6 +645,18 @@ void cg_flat_scratch(struct rl_cgen *cg, const char *T, const struct cg_flat *f,
 		        (long long)planes, (long long)(XN - planes));
 }
 
+void cg_flat_copy_out(struct rl_cgen *cg, const struct cg_flat *f, int64_t OB, int64_t OH,
+                      int64_t OW)
+{
+	if (OB < OH)
+		cg_line(cg, "for (size_t r = 0; r < %lld && ob + r < %lld; r++)", (long long)OB,
+		        (long long)OH);
+	else
+		cg_line(cg, "for (size_t r = 0; r < %lld; r++)", (long long)OH);
+	cg_line(cg, "    memcpy(yc + (ob + r) * %lld, sb + r * %lld, %lld * sizeof(*sb));", (long long)OW,
+	        (long long)f->Pq, (long long)OW);
+}
+
 /*
  * The fill of the flat form (emit_flat here, the depthwise Conv's in
  * emit_conv.c): inside a loop whose `ob` is the band's first output row and
@@ -909,13 +921,7 @@ static bool emit_flat(struct rl_cgen *cg, const char *T, const struct pool_win *
 	}
 	if (vf)
 		rl_buf_printf(&cg->body, "#endif\n");
-	if (nb > 1)
-		cg_line(cg, "for (size_t r = 0; r < %lld && ob + r < %lld; r++)", (long long)br,
-		        (long long)OH);
-	else
-		cg_line(cg, "for (size_t r = 0; r < %lld; r++)", (long long)OH);
-	cg_line(cg, "    memcpy(yc + (ob + r) * %lld, sb + r * %lld, %lld * sizeof(*sb));", (long long)OW,
-	        (long long)Pq, (long long)OW);
+	cg_flat_copy_out(cg, &fl, br, OH, OW);
 	cg->indent--;
 	cg_line(cg, "}");
 	cg->indent--;

@@ -406,12 +406,14 @@ static enum rl_status emit_kernels(struct cu *d)
 			rl_buf_printf(&d->launches, "%s\n    /* emulation: rlopt's own kernel (cuBLAS is "
 			              "GPU-only; -DRL_CUDA_EMULATE_CUBLAS emulates the call instead) */\n",
 			              CU_EMU_OWN);
-		if (!d->first_kernel[0] && !d->blas.on) /* (a kernel cuBLAS replaces is emulation's) */
+		/* init names only kernels the GPU build has: one cuBLAS replaces is emulation's */
+		bool on_gpu = !d->blas.on;
+		if (!d->first_kernel[0] && on_gpu)
 			snprintf(d->first_kernel, sizeof(d->first_kernel), "%s", kname);
 		if (L.smem > 0) {
 			rl_buf_printf(&d->launches, "    RL_LAUNCH_SMEM(%s, %lld, %d, %d%s);\n", kname,
 			              (long long)L.grid, L.block, L.smem, args.s ? args.s : "");
-			if (L.smem > 48 * 1024 && !d->blas.on) /* (a kernel cuBLAS replaces is emulation's) */
+			if (L.smem > 48 * 1024 && on_gpu)
 				rl_buf_printf(&d->smem_attr, "    if (cudaFuncSetAttribute(%s, "
 				              "cudaFuncAttributeMaxDynamicSharedMemorySize, %d) != cudaSuccess)\n"
 				              "        goto fail;\n", kname, L.smem);

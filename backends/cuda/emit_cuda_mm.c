@@ -147,9 +147,9 @@ static void gemv_trip(struct rl_cgen *cg, const char *ct, int u, int V, int stri
 
 /*
  * The GEMV reads every element of B once, and what bounds it is how many
- * bytes of B are in flight: a block of CU_GEMV_THREADS threads, loads four
- * deep per thread (the loop unrolled by hand, loads first), 16-byte loads
- * for float32 where the stored rows allow.
+ * bytes of B are in flight: a block of CU_GEMV_THREADS threads, loads U = 8
+ * deep per thread (the loop unrolled by hand, loads first: gemv_trip),
+ * 16-byte loads for float32 where the stored rows allow.
  *
  * B stored K x N (b(k,j) = B[k N + j]): a block owns CB consecutive columns
  * (TX threads across them, V each: one 16-byte float4, else one element)
@@ -1038,11 +1038,13 @@ enum rl_status cu_k_matmul(struct cu *d, uint32_t node, struct launch *L)
 	}
 	if (dt == RL_DT_FLOAT16 || dt == RL_DT_BFLOAT16) {
 		/* every GPU profile shipped has float16 and bfloat16 tensor cores (sm_80 on):
-		 * mma.sync on the tile pass's block tile, else WMMA on 64 x 64 */
+		 * mma.sync on the tile pass's block tile (pipelined where pipe_ok), else WMMA on
+		 * 64 x 64 */
 		int bm, bn, bk;
-		if (mma_tile(&n->tile, &bm, &bn, &bk) && pipe_ok(&m, ta, tb, bm, bn, bk))
+		bool tiled = mma_tile(&n->tile, &bm, &bn, &bk);
+		if (tiled && pipe_ok(&m, ta, tb, bm, bn, bk))
 			k_mma_pipe(d, &m, dt, ta, tb, aoff, boff, aix, bix, alpha, C, beta, bm, bn, bk, L);
-		else if (mma_tile(&n->tile, &bm, &bn, &bk))
+		else if (tiled)
 			k_mma(d, &m, dt, ta, tb, aoff, boff, aix, bix, alpha, C, beta, bm, bn, bk, L);
 		else
 			k_wmma(d, &m, dt, ta, tb, aoff, boff, aix, bix, alpha, C, beta, L);
@@ -1283,6 +1285,33 @@ static void q_word(struct rl_cgen *cg, int bits, int64_t K, bool vec, bool guard
 	cg_line(cg, "}");
 }
 
+/* A QuantMatMul as both of its kernels see it (ir/qweights.h's layout). */
+struct qmm {
+	int64_t M, K, N, bits, bs;
+	int64_t nb, u, rowbytes; /* blocks a channel, codes a lane unit, bytes of codes a channel */
+	bool zp, bias, hs;       /* zero points, a bias, float16 scales */
+};
+
+/* The kernel's opening comment: the product, the scheme and `how`. */
+static void q_comment(struct rl_cgen *cg, const struct qmm *q, const char *how)
+{
+	cg_line(cg, "/* Y[%lld x %lld] = A[%lld x %lld] W: int%lld weights, %s, %lld codes per "
+	        "scale, %lld bytes of codes per channel, dequantized in registers, float "
+	        "accumulation; %s */", (long long)q->M, (long long)q->N, (long long)q->M,
+	        (long long)q->K, (long long)q->bits,
+	        q->bits == 8 ? (q->nb == 1 ? "one scale per output channel" : "symmetric blocks")
+	                     : (q->zp ? "a zero point per block" : "symmetric (zero point 8)"),
+	        (long long)(q->bits == 8 && q->nb == 1 ? q->K : q->bs), (long long)q->rowbytes, how);
+}
+
+/* The store of row `row`, channel gj from `sum`, with the bias and the fused epilogue. */
+static void q_store(struct rl_cgen *cg, const struct qmm *q, const char *row, const char *sum)
+{
+	cg_line(cg, "const size_t o = (size_t)((%s) * %lldll + gj);", row, (long long)q->N);
+	cg_line(cg, "Y0[o] = %s%s;", sum, q->bias ? " + X4[gj]" : "");
+	cg_epilogue(cg, "Y0 + o", "o", 1, q->N);
+}
+
 #define CU_QF_CH 4   /* output channels per warp in the whole-group kernel */
 #define CU_QF_U 2    /* 16-byte chunks per lane and channel in flight */
 
@@ -1300,29 +1329,23 @@ static void q_word(struct rl_cgen *cg, int bits, int64_t K, bool vec, bool guard
  * for int8 whose bytes are flipped to unsigned) leaves q - z exactly. The
  * lanes' partial sums are added in order from shared memory.
  */
-static bool q_fast(struct rl_cgen *cg, const struct rl_graph *g, const struct rl_node *n,
-                   int64_t M, int64_t K, int64_t N, int64_t bits, int64_t bs, struct launch *L)
+static bool q_fast(struct rl_cgen *cg, const struct qmm *q, struct launch *L)
 {
-	int64_t nb = (K + bs - 1) / bs, u = rl_qweight_unit((int)bits, K, bs);
-	int64_t rowbytes = rl_qweight_rowbytes((int)bits, K, bs), units = K / u;
+	int64_t M = q->M, K = q->K, N = q->N, bits = q->bits, nb = q->nb, u = q->u;
+	int64_t rowbytes = q->rowbytes, units = K / u;
 	int64_t cpg = u * bits / 8; /* 16-byte chunks a group: 16 units of u codes */
-	if (K % u || units % 16 || (u != bs && nb != 1) || cpg < 4 || cpg % 4 || rowbytes % 16)
+	if (K % u || units % 16 || (u != q->bs && nb != 1) || cpg < 4 || cpg % 4 || rowbytes % 16)
 		return false;
-	bool zp = rl_node_in(n, 3) != RL_NONE, bias = rl_node_in(n, 4) != RL_NONE;
-	bool hs = g->values[rl_node_in(n, 2)].dtype == RL_DT_FLOAT16;
+	bool zp = q->zp, hs = q->hs;
 	const int W = 8, R = CU_QF_CH, MR = CU_Q_ROWS, T = 32 * W, cpw = bits == 8 ? 4 : 8;
 	int64_t ng = (N + W * R - 1) / (W * R), mch = (M + MR - 1) / MR, ch = rowbytes / 16;
 	L->grid = ng * mch;
 	L->block = T;
 	L->phased = true;
-	cg_line(cg, "/* Y[%lld x %lld] = A[%lld x %lld] W: int%lld weights, %s, %lld codes per "
-	        "scale, %lld bytes of codes per channel, dequantized in registers, float "
-	        "accumulation; %d channels per warp sharing each load of A (%d warps a block), "
-	        "%d rows of A per block */", (long long)M, (long long)N, (long long)M, (long long)K,
-	        (long long)bits,
-	        bits == 8 ? (nb == 1 ? "one scale per output channel" : "symmetric blocks")
-	                  : (zp ? "a zero point per block" : "symmetric (zero point 8)"),
-	        (long long)(nb == 1 ? K : bs), (long long)rowbytes, R, W, MR);
+	char how[160];
+	snprintf(how, sizeof(how), "%d channels per warp sharing each load of A (%d warps a block), "
+	         "%d rows of A per block", R, W, MR);
+	q_comment(cg, q, how);
 	cg_line(cg, "__shared__ float red[%d][%d][%d][32];", W, R, MR);
 	cg_line(cg, "const int64_t m0 = (int64_t)(blockIdx.x / %lldu) * %d, mrows = %lldll;",
 	        (long long)ng, MR, (long long)M);
@@ -1438,9 +1461,7 @@ static bool q_fast(struct rl_cgen *cg, const struct rl_graph *g, const struct rl
 	cg_line(cg, "float sum = 0;");
 	cg_line(cg, "for (int k = 0; k < 32; k++)");
 	cg_line(cg, "    sum += red[w][r][i][k];");
-	cg_line(cg, "const size_t o = (size_t)((m0 + i) * %lldll + gj);", (long long)N);
-	cg_line(cg, "Y0[o] = sum%s;", bias ? " + X4[gj]" : "");
-	cg_epilogue(cg, "Y0 + o", "o", 1, N);
+	q_store(cg, q, "m0 + i", "sum");
 	cg->indent--;
 	cg_line(cg, "}");
 	cg->indent--;
@@ -1476,18 +1497,23 @@ enum rl_status cu_k_qmatmul(struct cu *d, uint32_t node, struct launch *L)
 		return cg_error(cg, node, "QuantMatMul with K=%lld N=%lld bits=%lld on %s has no "
 		                "CUDA kernel", (long long)K, (long long)N, (long long)bits,
 		                A ? rl_dtype_name(A->dtype) : "?");
-	int64_t M = rl_shape_numel(&Y->shape) / N;
-	int64_t nb = (K + bs - 1) / bs, u = rl_qweight_unit((int)bits, K, bs);
-	int64_t rowbytes = rl_qweight_rowbytes((int)bits, K, bs);
+	const struct qmm q = {
+		.M = rl_shape_numel(&Y->shape) / N, .K = K, .N = N, .bits = bits, .bs = bs,
+		.nb = (K + bs - 1) / bs, .u = rl_qweight_unit((int)bits, K, bs),
+		.rowbytes = rl_qweight_rowbytes((int)bits, K, bs),
+		.zp = rl_node_in(n, 3) != RL_NONE, .bias = rl_node_in(n, 4) != RL_NONE,
+		.hs = g->values[rl_node_in(n, 2)].dtype == RL_DT_FLOAT16,
+	};
+	int64_t M = q.M, nb = q.nb, u = q.u, rowbytes = q.rowbytes;
 	int64_t units = rowbytes * 8 / bits / u, spw = u * bits / 32; /* words per lane per group */
 	int cpw = bits == 8 ? 4 : 8;
-	bool zp = rl_node_in(n, 3) != RL_NONE, bias = rl_node_in(n, 4) != RL_NONE;
+	bool zp = q.zp, hs = q.hs;
 	if (rowbytes % 16 || u % cpw)
 		return cg_error(cg, node, "QuantMatMul with a %lld-byte row has no CUDA kernel",
 		                (long long)rowbytes);
 	if (M <= 0)
 		return RL_OK;
-	if (q_fast(cg, g, n, M, K, N, bits, bs, L))
+	if (q_fast(cg, &q, L))
 		return RL_OK;
 	int64_t ng = (N + CU_Q_WARPS - 1) / CU_Q_WARPS, mch = (M + CU_Q_ROWS - 1) / CU_Q_ROWS;
 	const int T = 32 * CU_Q_WARPS;
@@ -1495,14 +1521,10 @@ enum rl_status cu_k_qmatmul(struct cu *d, uint32_t node, struct launch *L)
 	L->block = T;
 	L->phased = true;
 	bool vec = K % 4 == 0; /* rows of A 16-byte aligned (the arenas align to 256) */
-	cg_line(cg, "/* Y[%lld x %lld] = A[%lld x %lld] W: int%lld weights, %s, %lld codes per "
-	        "scale, %lld bytes of codes per channel, dequantized in registers, float "
-	        "accumulation; one warp per output channel (%d per block), %d rows of A per "
-	        "block */", (long long)M, (long long)N, (long long)M, (long long)K, (long long)bits,
-	        bits == 8 ? (nb == 1 ? "one scale per output channel" : "symmetric blocks")
-	                  : (zp ? "a zero point per block" : "symmetric (zero point 8)"),
-	        (long long)(bits == 8 && nb == 1 ? K : bs), (long long)rowbytes, CU_Q_WARPS,
-	        CU_Q_ROWS);
+	char how[120];
+	snprintf(how, sizeof(how), "one warp per output channel (%d per block), %d rows of A per block",
+	         CU_Q_WARPS, CU_Q_ROWS);
+	q_comment(cg, &q, how);
 	cg_line(cg, "__shared__ float red[%d][%d];", CU_Q_ROWS, T);
 	cg_line(cg, "const int64_t m0 = (int64_t)(blockIdx.x / %lldu) * %d, mrows = %lldll;",
 	        (long long)ng, CU_Q_ROWS, (long long)M);
@@ -1516,7 +1538,6 @@ enum rl_status cu_k_qmatmul(struct cu *d, uint32_t node, struct launch *L)
 	cg_line(cg, "if (n < %lldll) {", (long long)N);
 	cg->indent++;
 	cg_line(cg, "const uint8_t *q = X1 + n * %lldll;", (long long)rowbytes);
-	bool hs = g->values[rl_node_in(n, 2)].dtype == RL_DT_FLOAT16; /* float16 scales */
 	cg_line(cg, "const %s *s = X2 + n * %lldll;", hs ? "uint16_t" : "float", (long long)nb);
 	if (zp)
 		cg_line(cg, "const uint8_t *z = X3 + n * %lldll;", (long long)nb);
@@ -1584,9 +1605,7 @@ enum rl_status cu_k_qmatmul(struct cu *d, uint32_t node, struct launch *L)
 	cg->indent++;
 	cg_line(cg, "for (int r = 0; r < %d && m0 + r < mrows; r++) {", CU_Q_ROWS);
 	cg->indent++;
-	cg_line(cg, "const size_t o = (size_t)((m0 + r) * %lldll + gj);", (long long)N);
-	cg_line(cg, "Y0[o] = red[r][threadIdx.x]%s;", bias ? " + X4[gj]" : "");
-	cg_epilogue(cg, "Y0 + o", "o", 1, N);
+	q_store(cg, &q, "m0 + r", "red[r][threadIdx.x]");
 	cg->indent--;
 	cg_line(cg, "}");
 	cg->indent--;
