@@ -295,7 +295,7 @@ static void conv_uk_tile(struct rl_buf *b, const struct conv_isa *is, int nv, bo
 	/* a 1x1 kernel (one tap) walks the channels in one loop, without the
 	 * tap loop's per-channel overhead (a fifth of the FMA issue slots on
 	 * the 1x1 layers, Zen 3); the same sums in the same order */
-	static const char *const one_tap[2] = {"kk == 1 && pf", "kk == 1"};
+	static const char *const one_tap[2] = {"kk == 1 && (pf & 1)", "kk == 1"};
 	for (int q = 0; q < 2; q++) {
 		rl_buf_printf(b, "%s%sif (%s) {\n", ind, q ? "} else " : "", one_tap[q]);
 		rl_buf_printf(b, "%s    const float *xs = xc + tap[0];\n", ind);
@@ -368,6 +368,17 @@ static void conv_uk_tiles(struct rl_buf *b, const struct conv_isa *is, int nv, b
 	static const char *const blk[6] = {"ab", "wb", "bb", "rb", "sb", "hb"};
 	rl_buf_printf(b, "        for (int64_t blk = 0; blk < nb; blk++) {\n");
 	rl_buf_printf(b, "            float *ab = acc + blk * 4 * as;\n");
+	if (nv == is->nv && !mask) {
+		/* the widest tiles: the lines of the next tile's sums, where the
+		 * call asks (pf & 2, conv_uk_call) */
+		int tw = nv * is->vw;
+		rl_buf_printf(b, "            if (pf & 2)\n"
+		                 "                for (int64_t r = 0; r < 4; r++) {\n");
+		for (int o = 0; o < tw; o += 16)
+			rl_buf_printf(b, "                    _mm_prefetch((const char *)((uintptr_t)(ab + r * as + t) + %d), _MM_HINT_T0);\n",
+			              (tw + o) * 4);
+		rl_buf_printf(b, "                }\n");
+	}
 	rl_buf_printf(b, "            const float *wb = w + blk * 4 * ws, *bb = bias ? bias + blk * 4 : NULL;\n");
 	rl_buf_printf(b, "            const float *rb = res ? res + blk * 4 * as : NULL;\n");
 	rl_buf_printf(b, "            const float *sb = scl ? scl + blk * 4 : NULL, *hb = shf ? shf + blk * 4 : NULL;\n");
@@ -1494,8 +1505,11 @@ static void conv_uk_call(struct rl_cgen *cg, const struct conv2d *p, const struc
 			snprintf(scl[q], sizeof(scl[q]), "%s%sX%d + %s%s", chunked ? last : "",
 			         chunked ? " ? " : "", x, mo, chunked ? " : NULL" : "");
 	}
-	/* the input's prefetch (conv_uk_step): read in place, larger than L2 is likely to hold */
-	bool pf = din && p->C * p->H * p->W * 4 > CONV_UK_PF_BYTES;
+	/* the input's prefetch (conv_uk_step, bit 0): read in place, larger
+	 * than L2 is likely to hold; the output's (conv_uk_tiles, bit 1):
+	 * written in place and larger than L2 */
+	int pf = (din && p->C * p->H * p->W * 4 > CONV_UK_PF_BYTES) |
+	         (dout && p->M * p->OH * p->OW * 4 > CONV_UK_PF_BYTES) << 1;
 	if (rows)
 		cg_line(cg, "for (size_t i = 0; i < %lld; i++)", (long long)b->R);
 	cg_line(cg, "%srl_conv4%s(%s, tap, %lld, %lld, %s, %lld, %s, %lld, %s, %s, %s, %s, %s, %s, %d, %s);",
