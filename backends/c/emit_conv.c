@@ -3177,7 +3177,9 @@ static void emit_gather(struct rl_cgen *cg, uint32_t node, bool transposed,
  * rows copied out element by element (MobileNet-v2's 3x3 on 960 x 7x7:
  * 63 pixels computed as 128; 60 -> 49 us, onnxruntime 26). Stride 2 only
  * where the fill can split rows in pairs. A plane is one iteration, so the
- * bits do not depend on the thread count.
+ * bits do not depend on the thread count. Since the row form (below), 3x3
+ * stride-1 layers with rows of 48 outputs or more and the 3x3/2 layers this
+ * form leaves take that instead (the 56x56 and 112x112 figures there).
  */
 #define CONV_DW_FLAT_OW 256
 #define CONV_DW_FLAT_XP 32768 /* bytes of phase planes (a band's) */
@@ -3256,6 +3258,177 @@ static bool emit_conv_dw_flat(struct rl_cgen *cg, const struct conv2d *p)
 	cg_line(cg, "}");
 	rl_buf_printf(&cg->body, "#endif\n");
 	cg_flat_copy_out(cg, &fl, OB, OH, OW);
+	cg->indent--;
+	cg_line(cg, "}");
+	char base[160];
+	snprintf(base, sizeof(base), "(n * %lld + g) * %lld", (long long)p->M, (long long)(OH * OW));
+	conv_epilogue(cg, base, OH * OW, OH * OW);
+	cg->indent--;
+	cg_line(cg, "}");
+	return true;
+}
+
+/* emit_conv_dw_rows: n (1-4) chunks of 16 outputs, sums s0.. over the nine
+ * taps (row buffer kh at off[kw]); at j + 16 q, or at st[q] where given */
+static void dw_rows_chunks(struct rl_cgen *cg, char off[3][24], int n, const int64_t *st)
+{
+	char at[4][32];
+	for (int q = 0; q < n; q++) {
+		if (st)
+			snprintf(at[q], sizeof(at[q]), "%lld", (long long)st[q]);
+		else
+			snprintf(at[q], sizeof(at[q]), "j + %d", 16 * q);
+	}
+	struct rl_buf ln = {0};
+	rl_buf_printf(&ln, "rl_vf s0 = (rl_vf){0} + bias");
+	for (int q = 1; q < n; q++)
+		rl_buf_printf(&ln, ", s%d = s0", q);
+	cg_line(cg, "%s;", ln.s);
+	for (int kh = 0; kh < 3; kh++)
+		for (int kw = 0; kw < 3; kw++) {
+			ln.len = 0;
+			rl_buf_printf(&ln, "{ const float w = wk[%d];", kh * 3 + kw);
+			for (int q = 0; q < n; q++)
+				rl_buf_printf(&ln, " s%d += w * *(const rl_vfu *)(p%d + %s + %s);", q, kh, off[kw],
+				              at[q]);
+			cg_line(cg, "%s }", ln.s);
+		}
+	for (int q = 0; q < n; q++)
+		cg_line(cg, "*(rl_vfu *)(yr + %s) = s%d;", at[q], q);
+	rl_buf_free(&ln);
+}
+
+/*
+ * Depthwise 3x3 Conv, stride 1 or 2, one row and column of padding above and
+ * to the left, rows of at least 16 outputs: the row form. Each input row is
+ * copied once into a ring of four row buffers: zero-padded for stride 1,
+ * split for stride 2 into its odd columns a (a[j] = x[2j - 1], a[0] the
+ * padding) and its even columns b (b[j] = x[2j]), so output j of a kernel row
+ * is w0 a[j] + w1 b[j] + w2 a[j + 1]. Each output row then sums bias + the
+ * nine taps (rows then columns, the flat form's order) in chunks of 16
+ * outputs, four chunks at once (four independent sums: one sum's nine
+ * dependent FMAs would wait on each other), stored straight into the output
+ * row (the last chunk moved back to end at the row's end), and the fused
+ * epilogue runs on the plane. Where it runs (rl_emit_c_conv): stride 1 on
+ * rows of CONV_DW_ROWS_FIRST_OW outputs or more, before the flat form;
+ * stride 2 only on the planes the flat form leaves (before: band mode).
+ * Alone, with a Relu, one thread, thread CPU minimum (AMD EPYC, Zen 4;
+ * bench_conv_layers.py's model, bench/timing_harness.c), flat or band -> row:
+ * 3x3/2 on 96 x 112x112 band 276 -> 170-197 us; 3x3 on 32 x 112x112 band
+ * 211-238 -> 150; 3x3 on 144 x 56x56 flat 204-207 -> 168-175; 3x3 on 32 x
+ * 56x56 flat 45-52 -> 37-42. Where the flat form stays: 3x3/2 on 144 x
+ * 56x56 flat 84-87 against 100-108; 3x3 on 192 x 28x28 57 against 78, on
+ * 64 x 20x20 13 against 19 (a row of 28 is two chunks, 32 sums for 28
+ * outputs, and the per-row work weighs more); rows under 16 outputs (band
+ * mode or the flat form were 1.5-3x faster than one 16-chunk a row). A
+ * plane is one iteration, so the bits do not depend on the thread count.
+ */
+#define CONV_DW_ROWS_OW 1024 /* the row buffers are on the stack: at most 4 x 2 x 1040 floats */
+#define CONV_DW_ROWS_FIRST_OW 48 /* stride 1: the row form before the flat form from here */
+static bool emit_conv_dw_rows(struct rl_cgen *cg, const struct conv2d *p)
+{
+	if (p->G != p->C || p->M != p->C || p->KH != 3 || p->KW != 3 || p->DH != 1 ||
+	    p->DW != 1 || p->SH != p->SW || p->SW > 2 || p->PT != 1 || p->PL != 1 ||
+	    p->OW < 16 || p->OW > CONV_DW_ROWS_OW)
+		return false;
+	const int64_t S = p->SW, H = p->H, W = p->W, OH = p->OH, OW = p->OW;
+	/* a buffer's pitch: the padded row (stride 1: W + 2 and what the last
+	 * chunk reads, OW + 2) or a split half (stride 2: OW + 1), whole lines */
+	const int64_t need = S == 1 ? (W + 2 > OW + 2 ? W + 2 : OW + 2) : OW + 1;
+	const int64_t RP = (need + 15) / 16 * 16, SLOT = S * RP;
+	/* stride 2: b[j] = x[2j] for 2j < W, a[j + 1] = x[2j + 1] for 2j + 1 < W */
+	const int64_t NB = OW < (W + 1) / 2 ? OW : (W + 1) / 2, NA = OW < W / 2 ? OW : W / 2;
+	cg->par_n = p->N * p->G;
+	const int64_t work = OH * OW * 9;
+	cg->par_grain = work >= 32768 ? 1 : 32768 / work;
+	cg->simd = 1;
+	cg_line(cg, "/* Conv, depthwise row form: each input row once into a ring of 4 row buffers (%s); every output row sums bias + the 9 taps over 4 chunks of 16 at a time, straight into the output; planes split across threads */",
+	        S == 1 ? "zero-padded" : "split into odd and even columns");
+	cg_line(cg, "float rb[%lld]; /* 4 slots of %lld floats: input row ih in slot (ih + 1) & 3 */",
+	        (long long)(4 * SLOT), (long long)SLOT);
+	cg_line(cg, "memset(rb, 0, sizeof(rb)); /* the padding columns: row data never overwrites them */");
+	cg_line(cg, "for (int64_t it = lo; it < hi; it++) {");
+	cg->indent++;
+	cg_line(cg, "const size_t n = (size_t)it / %lld, g = (size_t)it %% %lld;", (long long)p->G,
+	        (long long)p->G);
+	cg_line(cg, "const float *restrict xc = X0 + (n * %lld + g) * %lld;", (long long)p->C,
+	        (long long)(H * W));
+	cg_line(cg, "const float *restrict wk = X1 + g * 9;");
+	cg_line(cg, "const float bias = %s;", p->bias ? "X2[g]" : "0.0f");
+	cg_line(cg, "float *restrict yc = Y0 + (n * %lld + g) * %lld;", (long long)p->M,
+	        (long long)(OH * OW));
+	cg_line(cg, "long long next = -1; /* the next input row to copy */");
+	cg_line(cg, "for (size_t oh = 0; oh < %lld; oh++) {", (long long)OH);
+	cg->indent++;
+	cg_line(cg, "/* the rows output row oh reads: [oh * %lld - 1, oh * %lld + 1] */", (long long)S,
+	        (long long)S);
+	cg_line(cg, "for (; next <= (long long)(oh * %lld) + 1; next++) {", (long long)S);
+	cg->indent++;
+	cg_line(cg, "float *restrict d = rb + (size_t)((next + 1) & 3) * %lld;", (long long)SLOT);
+	cg_line(cg, "if (next < 0 || next >= %lld) {", (long long)H);
+	cg_line(cg, "    memset(d, 0, %lld * sizeof(float));", (long long)SLOT);
+	cg_line(cg, "    continue;");
+	cg_line(cg, "}");
+	cg_line(cg, "const float *restrict xr = xc + (size_t)next * %lld;", (long long)W);
+	if (S == 1) {
+		cg_line(cg, "memcpy(d + 1, xr, %lld * sizeof(float));", (long long)W);
+	} else {
+		cg_line(cg, "float *restrict a = d, *restrict b = d + %lld;", (long long)RP);
+		cg_line(cg, "for (size_t j = 0; j < %lld; j++) {", (long long)NA);
+		cg_line(cg, "    b[j] = xr[2 * j];");
+		cg_line(cg, "    a[j + 1] = xr[2 * j + 1];");
+		cg_line(cg, "}");
+		if (NB > NA)
+			cg_line(cg, "b[%lld] = xr[%lld];", (long long)NA, (long long)(2 * NA));
+	}
+	cg->indent--;
+	cg_line(cg, "}");
+	/* tap (kh, kw): row buffer kh at offset off[kw] */
+	char off[3][24];
+	for (int kw = 0; kw < 3; kw++)
+		snprintf(off[kw], sizeof(off[kw]), "%lld",
+		         (long long)(S == 1 ? kw : kw == 1 ? RP : kw / 2));
+	for (int kh = 0; kh < 3; kh++)
+		cg_line(cg, "const float *restrict p%d = rb + (size_t)((oh * %lld + %d) & 3) * %lld;", kh,
+		        (long long)S, kh, (long long)SLOT);
+	cg_line(cg, "float *restrict yr = yc + oh * %lld;", (long long)OW);
+	rl_buf_printf(&cg->body, "#ifdef RL_VEC\n");
+	/* chunks of 16 outputs at 16 i, the last moved back to end at the row's
+	 * end: whole groups of four in a loop, the rest (1-4) after it */
+	const int64_t nc = (OW + 15) / 16, g4 = OW / 16 / 4;
+	if (g4 > 0) {
+		cg_line(cg, "for (size_t j = 0; j < %lld; j += 64) { /* four chunks at once: four independent sums */",
+		        (long long)(64 * g4));
+		cg->indent++;
+		dw_rows_chunks(cg, off, 4, NULL);
+		cg->indent--;
+		cg_line(cg, "}");
+	}
+	if (nc > 4 * g4) {
+		int64_t st[4];
+		int r = (int)(nc - 4 * g4);
+		for (int q = 0; q < r; q++) {
+			st[q] = 16 * (4 * g4 + q);
+			if (st[q] > OW - 16)
+				st[q] = OW - 16;
+		}
+		cg_line(cg, "{ /* the last %d chunk%s */", r, r > 1 ? "s" : "");
+		cg->indent++;
+		dw_rows_chunks(cg, off, r, st);
+		cg->indent--;
+		cg_line(cg, "}");
+	}
+	rl_buf_printf(&cg->body, "#else\n");
+	cg_line(cg, "for (size_t j = 0; j < %lld; j++) {", (long long)OW);
+	cg->indent++;
+	cg_line(cg, "float s = bias;");
+	for (int kh = 0; kh < 3; kh++)
+		for (int kw = 0; kw < 3; kw++)
+			cg_line(cg, "s += wk[%d] * p%d[%s + j];", kh * 3 + kw, kh, off[kw]);
+	cg_line(cg, "yr[j] = s;");
+	cg->indent--;
+	cg_line(cg, "}");
+	rl_buf_printf(&cg->body, "#endif\n");
 	cg->indent--;
 	cg_line(cg, "}");
 	char base[160];
@@ -3394,8 +3567,13 @@ enum rl_status rl_emit_c_conv(struct rl_cgen *cg, uint32_t node)
 	} else if (transposed) {
 		cg_line(cg, "/* ConvTranspose, gather form: y[o] = b + sum x[i] * w[k] over o = i*s + k*d - pads */");
 		emit_gather(cg, node, true, &w, N, C, M, G, B != NULL);
+	} else if (fast && !pointwise && dt == RL_DT_FLOAT && p.SW == 1 &&
+	           p.OW >= CONV_DW_ROWS_FIRST_OW && emit_conv_dw_rows(cg, &p)) {
+		/* depthwise 3x3, stride 1, on long rows: the row form (above) */
 	} else if (fast && !pointwise && dt == RL_DT_FLOAT && emit_conv_dw_flat(cg, &p)) {
 		/* depthwise on short rows: the flat form (above) */
+	} else if (fast && !pointwise && dt == RL_DT_FLOAT && emit_conv_dw_rows(cg, &p)) {
+		/* depthwise 3x3/2 on the planes the flat form leaves: the row form */
 	} else if (fast && !cg->static_mode && conv_band_plan(&pb, es, &band)) {
 		/* (not in static mode: band scratch is allocated per thread at init) */
 		cg_line(cg, "/* Conv, band mode: per band of %lld output rows, the input rows it reads are copied (zero-padded, stride phases apart) to scratch; tiles of %d output channels x %d vectors sum weights x band over channels and taps in registers */",

@@ -4,7 +4,8 @@
  *
  * One graph holds a Conv per case the emitter tells apart (3x3 at strides 1
  * and 2, 1x1 at strides 1 and 2, a 7x7/2 stem, a 3x3/2 stem with rows wide
- * enough that both stride phases are filled in one pass, depthwise, grouped with
+ * enough that both stride phases are filled in one pass, depthwise (band mode,
+ * the flat form, the row form at strides 1 and 2), grouped with
  * dilation, an odd channel count, a batch of two whose channels do not fit
  * one band and are summed in chunks, a 1-D Conv) and the pools (MaxPool in
  * the vector form (strides 1 and 2, short rows, moved-back chunks), the
@@ -71,7 +72,12 @@ static const struct conv_case convs[] = {
 	{1, 4, 28, 28, 4, 3, 3, 2, 1, 1, 4, true, false, false, false},    /* stride 2 on short rows: band mode */
 	{1, 3, 300, 30, 3, 3, 3, 1, 1, 1, 3, true, false, false, false},   /* a tall plane: bands of 126, 126, 48 rows */
 	{1, 3, 200, 60, 3, 3, 3, 2, 1, 1, 3, false, false, false, false},  /* stride 2, 30 columns: bands of 32 rows and 4 */
-	{1, 4, 50, 50, 4, 3, 3, 1, 1, 1, 4, true, false, false, false},    /* 50 columns, the plane whole */
+	{1, 4, 50, 50, 4, 3, 3, 1, 1, 1, 4, true, false, false, false},    /* 50 columns: the row form */
+	{1, 4, 40, 40, 4, 3, 3, 1, 1, 1, 4, true, false, false, false},    /* 40 columns, the plane whole */
+	/* depthwise 3x3 in the row form (planes the flat form leaves) */
+	{2, 3, 100, 100, 3, 3, 3, 2, 1, 1, 3, true, false, false, false},  /* stride 2, 50 columns (chunks clamped), 2 images */
+	{1, 2, 99, 99, 2, 3, 3, 2, 1, 1, 2, false, false, false, false},   /* stride 2, odd rows and columns: the last column's right tap padding */
+	{1, 2, 80, 120, 2, 3, 3, 1, 1, 1, 2, true, false, false, false},   /* stride 1, 120 columns */
 	/* channels on the vector lanes */
 	{1, 24, 7, 7, 40, 3, 3, 1, 1, 1, 1, true, false, true, false},    /* 7x7, 32 + 8 channels */
 	{1, 19, 14, 14, 33, 3, 3, 2, 1, 1, 1, false, false, true, false}, /* stride 2, odd counts */
@@ -654,13 +660,38 @@ Test(emit_conv, depthwise_takes_the_flat_form)
 	cr_assert(k && strstr(k, "4 phase planes of 31 columns") && strstr(k, "bands of 32 output rows"),
 	          "the 3x3/2 depthwise on 200x60 is not in the flat form in bands of 32 rows");
 	k = strstr(src, "X0 float32[1x4x50x50], X1 float32[4x1x3x3]");
-	cr_assert(k && strstr(k, "1 phase plane of 52 columns") &&
-	              strstr(k, "1 phase plane of 52 columns") < strstr(k, "/* node '"),
-	          "the 3x3 depthwise on 50x50 is not in the flat form");
+	cr_assert(k && strstr(k, "Conv, depthwise row form") &&
+	              strstr(k, "Conv, depthwise row form") < strstr(k, "/* node '"),
+	          "the 3x3 depthwise on 50x50 (rows of 50) is not in the row form");
 	k = strstr(src, "X0 float32[1x4x28x28], X1 float32[4x1x3x3]");
 	cr_assert(k && strstr(k, "Conv, band mode") && strstr(k, "/* node '") &&
 	              strstr(k, "Conv, band mode") < strstr(k, "/* node '"),
 	          "the 3x3/2 depthwise on 28x28 (13 pair columns) left band mode");
+	k = strstr(src, "X0 float32[1x4x40x40], X1 float32[4x1x3x3]");
+	cr_assert(k && strstr(k, "1 phase plane of 42 columns") &&
+	              strstr(k, "1 phase plane of 42 columns") < strstr(k, "/* node '"),
+	          "the 3x3 depthwise on 40x40 is not in the flat form");
+	emitted_free(g, src, d);
+}
+
+Test(emit_conv, depthwise_takes_the_row_form)
+{
+	/* depthwise 3x3 on planes too large for the flat form, rows longer than
+	 * CONV_DW_FLAT_BAND_OW: the row form, split rows for stride 2 */
+	struct rl_graph *g = build();
+	char *d, *src = emitted(g, &d);
+	static const char *const shapes[] = {"X0 float32[2x3x100x100], X1 float32[3x1x3x3]",
+	                                     "X0 float32[1x2x99x99], X1 float32[2x1x3x3]",
+	                                     "X0 float32[1x2x80x120], X1 float32[2x1x3x3]"};
+	static const char *const fill[] = {"split into odd and even columns", "split into odd and even columns",
+	                                   "zero-padded"};
+	for (int i = 0; i < 3; i++) {
+		const char *k = strstr(src, shapes[i]);
+		const char *end = k ? strstr(k, "/* node '") : NULL;
+		const char *f = k ? strstr(k, "Conv, depthwise row form") : NULL;
+		cr_assert(k && f && (!end || f < end) && strstr(f, fill[i]) && strstr(f, fill[i]) < strstr(f, "\n"),
+		          "%s is not in the row form (%s)", shapes[i], fill[i]);
+	}
 	emitted_free(g, src, d);
 }
 
