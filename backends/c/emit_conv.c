@@ -3158,6 +3158,33 @@ static void emit_gather(struct rl_cgen *cg, uint32_t node, bool transposed,
 	line_close(cg); /* n */
 }
 
+/* The depthwise forms' loop over planes (one iteration a plane: the bits do
+ * not depend on the thread count): the plane's input, weights, bias, output. */
+static void dw_plane_open(struct rl_cgen *cg, const struct conv2d *p)
+{
+	cg_line(cg, "for (int64_t it = lo; it < hi; it++) {");
+	cg->indent++;
+	cg_line(cg, "const size_t n = (size_t)it / %lld, g = (size_t)it %% %lld;", (long long)p->G,
+	        (long long)p->G);
+	cg_line(cg, "const float *restrict xc = X0 + (n * %lld + g) * %lld;", (long long)p->C,
+	        (long long)(p->H * p->W));
+	cg_line(cg, "const float *restrict wk = X1 + g * %lld;", (long long)(p->KH * p->KW));
+	cg_line(cg, "const float bias = %s;", p->bias ? "X2[g]" : "0.0f");
+	cg_line(cg, "float *restrict yc = Y0 + (n * %lld + g) * %lld;", (long long)p->M,
+	        (long long)(p->OH * p->OW));
+}
+
+/* ... and its end: the fused epilogue on the plane, then the loop closed. */
+static void dw_plane_close(struct rl_cgen *cg, const struct conv2d *p)
+{
+	char base[160];
+	int64_t n = p->OH * p->OW;
+	snprintf(base, sizeof(base), "(n * %lld + g) * %lld", (long long)p->M, (long long)n);
+	conv_epilogue(cg, base, n, n);
+	cg->indent--;
+	cg_line(cg, "}");
+}
+
 /*
  * Depthwise Conv (float, one input and one output channel a group) on rows
  * of at most CONV_DW_FLAT_OW outputs: the pools' flat form (emit_pool.c,
@@ -3222,16 +3249,7 @@ static bool emit_conv_dw_flat(struct rl_cgen *cg, const struct conv2d *p)
 	cg_line(cg, "/* Conv, depthwise flat form: per plane, the padded input in %lld phase plane%s of %lld columns; bias + weight x tap summed in chunks of 16 over j = oh * %lld + ow; planes split across threads%s */",
 	        (long long)NP, NP > 1 ? "s" : "", (long long)Pq, (long long)Pq, bands);
 	cg_flat_scratch(cg, "float", &fl, D0, D1, KH, KW, NJr);
-	cg_line(cg, "for (int64_t it = lo; it < hi; it++) {");
-	cg->indent++;
-	cg_line(cg, "const size_t n = (size_t)it / %lld, g = (size_t)it %% %lld;", (long long)p->G,
-	        (long long)p->G);
-	cg_line(cg, "const float *restrict xc = X0 + (n * %lld + g) * %lld;", (long long)p->C,
-	        (long long)(p->H * p->W));
-	cg_line(cg, "const float *restrict wk = X1 + g * %lld;", (long long)KK);
-	cg_line(cg, "const float bias = %s;", p->bias ? "X2[g]" : "0.0f");
-	cg_line(cg, "float *restrict yc = Y0 + (n * %lld + g) * %lld;", (long long)p->M,
-	        (long long)(OH * OW));
+	dw_plane_open(cg, p);
 	cg_line(cg, "for (size_t ob = 0; ob < %lld; ob += %lld) {", (long long)OH, (long long)OB);
 	cg->indent++;
 	cg_flat_fill(cg, "float", &fl);
@@ -3260,11 +3278,7 @@ static bool emit_conv_dw_flat(struct rl_cgen *cg, const struct conv2d *p)
 	cg_flat_copy_out(cg, &fl, OB, OH, OW);
 	cg->indent--;
 	cg_line(cg, "}");
-	char base[160];
-	snprintf(base, sizeof(base), "(n * %lld + g) * %lld", (long long)p->M, (long long)(OH * OW));
-	conv_epilogue(cg, base, OH * OW, OH * OW);
-	cg->indent--;
-	cg_line(cg, "}");
+	dw_plane_close(cg, p);
 	return true;
 }
 
@@ -3347,16 +3361,7 @@ static bool emit_conv_dw_rows(struct rl_cgen *cg, const struct conv2d *p)
 	cg_line(cg, "float rb[%lld]; /* 4 slots of %lld floats: input row ih in slot (ih + 1) & 3 */",
 	        (long long)(4 * SLOT), (long long)SLOT);
 	cg_line(cg, "memset(rb, 0, sizeof(rb)); /* the padding columns: row data never overwrites them */");
-	cg_line(cg, "for (int64_t it = lo; it < hi; it++) {");
-	cg->indent++;
-	cg_line(cg, "const size_t n = (size_t)it / %lld, g = (size_t)it %% %lld;", (long long)p->G,
-	        (long long)p->G);
-	cg_line(cg, "const float *restrict xc = X0 + (n * %lld + g) * %lld;", (long long)p->C,
-	        (long long)(H * W));
-	cg_line(cg, "const float *restrict wk = X1 + g * 9;");
-	cg_line(cg, "const float bias = %s;", p->bias ? "X2[g]" : "0.0f");
-	cg_line(cg, "float *restrict yc = Y0 + (n * %lld + g) * %lld;", (long long)p->M,
-	        (long long)(OH * OW));
+	dw_plane_open(cg, p);
 	cg_line(cg, "long long next = -1; /* the next input row to copy */");
 	cg_line(cg, "for (size_t oh = 0; oh < %lld; oh++) {", (long long)OH);
 	cg->indent++;
@@ -3431,11 +3436,7 @@ static bool emit_conv_dw_rows(struct rl_cgen *cg, const struct conv2d *p)
 	rl_buf_printf(&cg->body, "#endif\n");
 	cg->indent--;
 	cg_line(cg, "}");
-	char base[160];
-	snprintf(base, sizeof(base), "(n * %lld + g) * %lld", (long long)p->M, (long long)(OH * OW));
-	conv_epilogue(cg, base, OH * OW, OH * OW);
-	cg->indent--;
-	cg_line(cg, "}");
+	dw_plane_close(cg, p);
 	return true;
 }
 
