@@ -3159,9 +3159,14 @@ static void emit_gather(struct rl_cgen *cg, uint32_t node, bool transposed,
 }
 
 /* The depthwise forms' loop over planes (one iteration a plane: the bits do
- * not depend on the thread count): the plane's input, weights, bias, output. */
+ * not depend on the thread count; a task at least 32768 taps): the plane's
+ * input, weights, bias, output. */
 static void dw_plane_open(struct rl_cgen *cg, const struct conv2d *p)
 {
+	const int64_t work = p->OH * p->OW * p->KH * p->KW;
+	cg->par_n = p->N * p->G;
+	cg->par_grain = work >= 32768 ? 1 : 32768 / work;
+	cg->simd = 1;
 	cg_line(cg, "for (int64_t it = lo; it < hi; it++) {");
 	cg->indent++;
 	cg_line(cg, "const size_t n = (size_t)it / %lld, g = (size_t)it %% %lld;", (long long)p->G,
@@ -3238,11 +3243,6 @@ static bool emit_conv_dw_flat(struct rl_cgen *cg, const struct conv2d *p)
 		for (int64_t kw = 0; kw < KW; kw++)
 			snprintf(offs[noff++], sizeof(offs[0]), "%lld",
 			         (long long)cg_flat_off(&fl, D0, D1, kh, kw));
-	int64_t KK = KH * KW;
-	cg->par_n = p->N * p->G;
-	int64_t work = OH * OW * KK;
-	cg->par_grain = work >= 32768 ? 1 : 32768 / work;
-	cg->simd = 1;
 	char bands[80] = "";
 	if (OB < OH)
 		snprintf(bands, sizeof(bands), "; bands of %lld output rows", (long long)OB);
@@ -3348,14 +3348,10 @@ static bool emit_conv_dw_rows(struct rl_cgen *cg, const struct conv2d *p)
 	const int64_t S = p->SW, H = p->H, W = p->W, OH = p->OH, OW = p->OW;
 	/* a buffer's pitch: the padded row (stride 1: W + 2 and what the last
 	 * chunk reads, OW + 2) or a split half (stride 2: OW + 1), whole lines */
-	const int64_t need = S == 1 ? (W + 2 > OW + 2 ? W + 2 : OW + 2) : OW + 1;
+	const int64_t need = S == 1 ? (W > OW ? W : OW) + 2 : OW + 1;
 	const int64_t RP = (need + 15) / 16 * 16, SLOT = S * RP;
 	/* stride 2: b[j] = x[2j] for 2j < W, a[j + 1] = x[2j + 1] for 2j + 1 < W */
 	const int64_t NB = OW < (W + 1) / 2 ? OW : (W + 1) / 2, NA = OW < W / 2 ? OW : W / 2;
-	cg->par_n = p->N * p->G;
-	const int64_t work = OH * OW * 9;
-	cg->par_grain = work >= 32768 ? 1 : 32768 / work;
-	cg->simd = 1;
 	cg_line(cg, "/* Conv, depthwise row form: each input row once into a ring of 4 row buffers (%s); every output row sums bias + the 9 taps over 4 chunks of 16 at a time, straight into the output; planes split across threads */",
 	        S == 1 ? "zero-padded" : "split into odd and even columns");
 	cg_line(cg, "float rb[%lld]; /* 4 slots of %lld floats: input row ih in slot (ih + 1) & 3 */",
@@ -3438,6 +3434,17 @@ static bool emit_conv_dw_rows(struct rl_cgen *cg, const struct conv2d *p)
 	cg_line(cg, "}");
 	dw_plane_close(cg, p);
 	return true;
+}
+
+/* A float depthwise Conv in the row or the flat form, where one takes it:
+ * stride 1 on rows of CONV_DW_ROWS_FIRST_OW or more in the row form, then
+ * the flat form, then the row form for the 3x3/2 planes the flat form leaves
+ * (the figures above emit_conv_dw_rows); false: band mode or another form. */
+static bool emit_conv_dw(struct rl_cgen *cg, const struct conv2d *p)
+{
+	if (p->SW == 1 && p->OW >= CONV_DW_ROWS_FIRST_OW && emit_conv_dw_rows(cg, p))
+		return true;
+	return emit_conv_dw_flat(cg, p) || emit_conv_dw_rows(cg, p);
 }
 
 enum rl_status rl_emit_c_conv(struct rl_cgen *cg, uint32_t node)
@@ -3568,13 +3575,8 @@ enum rl_status rl_emit_c_conv(struct rl_cgen *cg, uint32_t node)
 	} else if (transposed) {
 		cg_line(cg, "/* ConvTranspose, gather form: y[o] = b + sum x[i] * w[k] over o = i*s + k*d - pads */");
 		emit_gather(cg, node, true, &w, N, C, M, G, B != NULL);
-	} else if (fast && !pointwise && dt == RL_DT_FLOAT && p.SW == 1 &&
-	           p.OW >= CONV_DW_ROWS_FIRST_OW && emit_conv_dw_rows(cg, &p)) {
-		/* depthwise 3x3, stride 1, on long rows: the row form (above) */
-	} else if (fast && !pointwise && dt == RL_DT_FLOAT && emit_conv_dw_flat(cg, &p)) {
-		/* depthwise on short rows: the flat form (above) */
-	} else if (fast && !pointwise && dt == RL_DT_FLOAT && emit_conv_dw_rows(cg, &p)) {
-		/* depthwise 3x3/2 on the planes the flat form leaves: the row form */
+	} else if (fast && !pointwise && dt == RL_DT_FLOAT && emit_conv_dw(cg, &p)) {
+		/* depthwise: the row form or the flat form (above) */
 	} else if (fast && !cg->static_mode && conv_band_plan(&pb, es, &band)) {
 		/* (not in static mode: band scratch is allocated per thread at init) */
 		cg_line(cg, "/* Conv, band mode: per band of %lld output rows, the input rows it reads are copied (zero-padded, stride phases apart) to scratch; tiles of %d output channels x %d vectors sum weights x band over channels and taps in registers */",
