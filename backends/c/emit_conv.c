@@ -3447,6 +3447,316 @@ static bool emit_conv_dw(struct rl_cgen *cg, const struct conv2d *p)
 	return emit_conv_dw_flat(cg, p) || emit_conv_dw_rows(cg, p);
 }
 
+/*
+ * Winograd form, F(2x2, 3x3): 3x3 convolutions at stride 1 with one pixel of
+ * zero padding on every side (the output plane the size of the input), group
+ * 1, constant weights. Each 2x2 block of outputs (a tile) is computed from
+ * the 4x4 input patch around it as A^T [(G g G^T) . (B^T d B)] A: 16 products
+ * per tile and channel pair instead of 36 multiply-adds, so the products
+ * cost 4/9 of the direct form's. Per task (image, TR rows of tiles):
+ *
+ * 1. every input row the task reads is copied once, zero-padded, and split
+ *    into its even and odd padded columns (E: e[j] = x[2j - 1], o[j] =
+ *    x[2j]), so a patch's four columns are e[j], o[j], e[j + 1], o[j + 1]
+ *    and the loops below read them contiguously (gcc -O2 vectorizes the
+ *    split with two permutes a vector);
+ * 2. the input transform B^T d B of every tile and channel into V[16][C][tp]
+ *    (tile (r, j) at r * TW + j: the task's tiles back to back, no lanes
+ *    lost to short rows; a row's loop runs to a multiple of 16 and the
+ *    values past its end are overwritten by the next row's, the last row's
+ *    land in slack);
+ * 3. 16 products S[q] = U[q] V[q] (M x C times C x tp), U = G g G^T the
+ *    weights transformed once in NAME_init, by the band-mode micro-kernel
+ *    (rl_conv4: a 1x1 convolution over the tiles, kk = 1), or a plain loop
+ *    where no micro-kernel was picked;
+ * 4. the output transform A^T S A + bias per channel and tile row into two
+ *    output rows (interleaved back to NCHW), then the fused epilogue: a
+ *    per-channel Mul and Add, a residual Add and a Relu as the register
+ *    tiles apply them (conv_epi_regs), or any other epilogue on each row.
+ *
+ * V and S of a task stay under CONV_WINO_BYTES (L2). Every output is summed
+ * by one task in a fixed order, whatever the thread count; the sums are not
+ * the direct form's (the transforms add and subtract before the products):
+ * on 16 -> 16 channels with inputs in [-1, 1] the largest difference from a
+ * double-precision direct convolution was 1e-6 of the largest output.
+ * Measured alone (one thread, AMD EPYC Zen 4; see the README for the figures
+ * and the shapes where it is not taken).
+ */
+#define CONV_WINO_BYTES 524288 /* V and S of one task */
+#define CONV_WINO_TP 192       /* most tiles a task (the products' columns) */
+#define CONV_WINO_MIN_OW 24    /* narrower rows keep the other forms */
+#ifndef CONV_WINO_MIN_TP
+#define CONV_WINO_MIN_TP 64
+#endif
+
+struct conv_wino {
+	int64_t TH, TW, TWr, TR, NBLK, VP, EP, RB;
+};
+
+static int64_t wino_vp(int64_t TR, int64_t TW, int64_t TWr)
+{
+	return ((TR - 1) * TW + TWr + 15) / 16 * 16;
+}
+
+static bool wino_plan(struct rl_cgen *cg, uint32_t node, const struct conv2d *p,
+                      struct conv_wino *w)
+{
+	if (cg->static_mode || p->G != 1 || p->KH != 3 || p->KW != 3 || p->SH != 1 || p->SW != 1 ||
+	    p->DH != 1 || p->DW != 1 || p->PT != 1 || p->PL != 1 || p->OH != p->H ||
+	    p->OW != p->W || p->M % 4 || p->C < 8 || p->OW < CONV_WINO_MIN_OW || p->OW > CONV_ROW_MAX ||
+	    !cg_value_stored_const(cg, cg->g->nodes[node].in[1]))
+		return false;
+	w->TH = (p->OH + 1) / 2;
+	w->TW = (p->OW + 1) / 2;
+	w->TWr = (w->TW + 15) / 16 * 16;
+	w->EP = w->TWr + 16;
+	int64_t TR = CONV_WINO_TP / w->TW;
+	TR = TR < 1 ? 1 : TR > w->TH ? w->TH : TR;
+	/* enough tasks for the chunks the work pays for, while a task keeps
+	 * 64 tiles or more */
+	int64_t want = conv_par_want(p);
+	while (TR > 1 && p->N * ((w->TH + TR - 1) / TR) < want && (TR - 1) * w->TW >= CONV_WINO_MIN_TP)
+		TR--;
+	while (TR > 1 && 64 * (p->C + p->M) * wino_vp(TR, w->TW, w->TWr) > CONV_WINO_BYTES)
+		TR--;
+	if (64 * (p->C + p->M) * wino_vp(TR, w->TW, w->TWr) > CONV_WINO_BYTES)
+		return false;
+	w->TR = TR;
+	w->NBLK = (w->TH + TR - 1) / TR;
+	w->VP = wino_vp(TR, w->TW, w->TWr);
+	w->RB = 2 * TR + 2;
+	return true;
+}
+
+static bool emit_conv_wino(struct rl_cgen *cg, uint32_t node, const struct conv2d *p)
+{
+	struct conv_wino w;
+	if (!wino_plan(cg, node, p, &w))
+		return false;
+	const long long C = p->C, M = p->M, H = p->H, W = p->W, TW = w.TW, TWr = w.TWr, VP = w.VP,
+	                EP = w.EP, RB = w.RB, TR = w.TR, TH = w.TH;
+	const long long CVP = C * VP, MVP = M * VP;
+	struct conv_epi_regs e;
+	bool inreg = conv_epi_regs(cg, &e);
+	char wname[160], wptr[200];
+
+	conv_need_rt(cg);
+	/* U = G g G^T per (m, c), stored [16][M][C]: the rows of product q */
+	snprintf(wname, sizeof(wname), "%s_wu", cg->kname);
+	cg_value_ptr(cg, cg->g->nodes[node].in[1], wptr, sizeof(wptr));
+	rl_buf_printf(&cg->statics, "static float *%s; /* %s's weights, Winograd-transformed at init: [16][%lld][%lld] */\n\n",
+	              wname, cg->kname, M, C);
+	rl_buf_printf(&cg->init,
+	              "    %s = aligned_alloc(64, %lluu);\n"
+	              "    if (!%s)\n        return -1;\n"
+	              "    for (size_t m = 0; m < %lld; m++)\n"
+	              "        for (size_t c = 0; c < %lld; c++) {\n"
+	              "            const float *g = (%s) + (m * %lld + c) * 9;\n"
+	              "            float t[4][3]; /* G g: rows g0, (g0 + g1 + g2) / 2, (g0 - g1 + g2) / 2, g2 */\n"
+	              "            for (size_t k = 0; k < 3; k++) {\n"
+	              "                t[0][k] = g[k];\n"
+	              "                t[1][k] = 0.5f * (g[k] + g[3 + k] + g[6 + k]);\n"
+	              "                t[2][k] = 0.5f * (g[k] - g[3 + k] + g[6 + k]);\n"
+	              "                t[3][k] = g[6 + k];\n"
+	              "            }\n"
+	              "            for (size_t i = 0; i < 4; i++) { /* (G g) G^T */\n"
+	              "                float *u = %s + (i * 4 * %lld + m) * %lld + c;\n"
+	              "                u[0] = t[i][0];\n"
+	              "                u[%lld] = 0.5f * (t[i][0] + t[i][1] + t[i][2]);\n"
+	              "                u[%lld] = 0.5f * (t[i][0] - t[i][1] + t[i][2]);\n"
+	              "                u[%lld] = t[i][2];\n"
+	              "            }\n"
+	              "        }\n",
+	              wname, (unsigned long long)(16 * M * C * 4), wname, M, C, wptr, C, wname, M, C,
+	              M * C, 2 * M * C, 3 * M * C);
+	rl_buf_printf(&cg->fini, "    free(%s);\n    %s = NULL;\n", wname, wname);
+	/* the loops over a row, as functions of restrict parameters with
+	 * constant trip counts: plain -O2 vectorizes them (in the kernel, on
+	 * pointers into the scratch slot, GCC's cheap model would not: it
+	 * cannot prove them apart) */
+	struct rl_buf *st = &cg->statics;
+	const char *inl = "static inline __attribute__((always_inline)) void";
+	rl_buf_printf(st, "/* %s: a padded row split into its even and odd columns */\n"
+	                  "%s %s_split(const float *restrict p, float *restrict e, float *restrict o)\n{\n"
+	                  "    for (size_t j = 0; j < %lld; j++) {\n"
+	                  "        e[j] = p[2 * j];\n"
+	                  "        o[j] = p[2 * j + 1];\n"
+	                  "    }\n}\n\n",
+	              cg->kname, inl, cg->kname, EP);
+	rl_buf_printf(st, "/* %s: B^T d B of a row of tiles (patch rows 0-3 split in e, o) into the 16 planes of v */\n"
+	                  "%s %s_vin(const float *restrict e0, const float *restrict o0, const float *restrict e1,\n"
+	                  "    const float *restrict o1, const float *restrict e2, const float *restrict o2,\n"
+	                  "    const float *restrict e3, const float *restrict o3, float *restrict v)\n{\n"
+	                  "    for (size_t j = 0; j < %lld; j++) {\n",
+	              cg->kname, inl, cg->kname, TWr);
+	for (int i = 0; i < 4; i++)
+		rl_buf_printf(st, "        const float t%d0 = e%d[j] - e%d[j + 1], t%d1 = o%d[j] + e%d[j + 1], t%d2 = e%d[j + 1] - o%d[j],\n"
+		                  "                    t%d3 = o%d[j] - o%d[j + 1];\n",
+		              i, i, i, i, i, i, i, i, i, i, i, i);
+	for (int k = 0; k < 4; k++)
+		rl_buf_printf(st, "        v[%lld + j] = t0%d - t2%d;\n        v[%lld + j] = t1%d + t2%d;\n"
+		                  "        v[%lld + j] = t2%d - t1%d;\n        v[%lld + j] = t1%d - t3%d;\n",
+		              k * CVP, k, k, (4 + k) * CVP, k, k, (8 + k) * CVP, k, k, (12 + k) * CVP, k, k);
+	rl_buf_printf(st, "    }\n}\n\n");
+	rl_buf_printf(st, "/* %s: A^T S A + bias of a row of tiles into its two output rows */\n"
+	                  "%s %s_vout(const float *restrict s, float *restrict u0, float *restrict u1, float bm)\n{\n"
+	                  "    for (size_t j = 0; j < %lld; j++) {\n",
+	              cg->kname, inl, cg->kname, TWr);
+	for (int i = 0; i < 4; i++)
+		rl_buf_printf(st, "        const float a%d = s[%lld + j] + s[%lld + j] + s[%lld + j];\n"
+		                  "        const float b%d = s[%lld + j] - s[%lld + j] - s[%lld + j];\n",
+		              i, (4 * i) * MVP, (4 * i + 1) * MVP, (4 * i + 2) * MVP, i, (4 * i + 1) * MVP,
+		              (4 * i + 2) * MVP, (4 * i + 3) * MVP);
+	rl_buf_printf(st, "        u0[2 * j] = a0 + a1 + a2 + bm;\n"
+	                  "        u0[2 * j + 1] = b0 + b1 + b2 + bm;\n"
+	                  "        u1[2 * j] = a1 - a2 - a3 + bm;\n"
+	                  "        u1[2 * j + 1] = b1 - b2 - b3 + bm;\n"
+	                  "    }\n}\n\n");
+	rl_buf_printf(st, "/* %s: an output row%s */\n%s %s_row(const float *restrict u, float *restrict y%s%s%s)\n{\n"
+	                  "    for (size_t i = 0; i < %lld; i++) {\n"
+	                  "        float v = u[i];\n",
+	              cg->kname, inreg ? " and its fused epilogue" : "", inl, cg->kname,
+	              inreg && e.xsc >= 0 ? ", float sm" : "", inreg && e.xsh >= 0 ? ", float hm" : "",
+	              inreg && e.xres >= 0 ? ", const float *restrict rr" : "", (long long)p->OW);
+	if (inreg && e.xsc >= 0)
+		rl_buf_printf(st, "        v = v * sm;\n");
+	if (inreg && e.xsh >= 0)
+		rl_buf_printf(st, "        v = v + hm;\n");
+	if (inreg && e.xres >= 0)
+		rl_buf_printf(st, "        v = v + rr[i];\n");
+	if (inreg && e.relu)
+		rl_buf_printf(st, "        v = v < 0.0f ? 0.0f : v;\n");
+	rl_buf_printf(st, "        y[i] = v;\n    }\n}\n\n");
+	long long scratch = 4 * (16 * CVP + 16 * MVP + 2 * C * RB * 2 * EP);
+	rl_buf_printf(&cg->init, "    if (rl_conv_scratch_reserve(%lldu) != 0) /* %s */\n        return -1;\n",
+	              scratch, cg->kname);
+	cg->par_n = p->N * w.NBLK;
+	cg->par_grain = conv_par_grain(cg->par_n, conv_par_want(p));
+	conv_par_note(cg, p);
+	cg->simd = 1; /* the splits and transforms vectorize per ISA (RL_TARGETS) */
+
+	cg_line(cg, "/* Conv, Winograd F(2x2, 3x3): tiles of 2x2 outputs, %lld x %lld of them; a task is an image's %lld rows of tiles */",
+	        TH, TW, TR);
+	cg_line(cg, "const int slot = rl_conv_slot_take();");
+	cg_line(cg, "unsigned char *sc = rl_conv_scratch + (size_t)slot * rl_conv_slot;");
+	cg_line(cg, "float *restrict V = (float *)sc; /* [16][%lld][%lld]: the input tiles transformed, tile (r, j) at r * %lld + j */",
+	        C, VP, TW);
+	cg_line(cg, "float *restrict S = V + %lld; /* [16][%lld][%lld]: the products */", 16 * CVP, M, VP);
+	cg_line(cg, "float *restrict E = S + %lld; /* [%lld][%lld][2][%lld]: input rows, even and odd padded columns */",
+	        16 * MVP, C, RB, EP);
+	cg_line(cg, "float *restrict P = E + %lld; /* [%lld][%lld][%lld]: the same rows zero-padded, x[i] at 1 + i */",
+	        C * RB * 2 * EP, C, RB, 2 * EP);
+	cg_line(cg, "float u0[%lld], u1[%lld]; /* a tile row's two output rows */", 2 * TWr, 2 * TWr);
+	line_open(cg, "for (int64_t t = lo; t < hi; t++) {", 0, 0);
+	cg_line(cg, "const size_t n = (size_t)(t / %lld), tr0 = (size_t)(t %% %lld) * %lld;",
+	        (long long)w.NBLK, (long long)w.NBLK, TR);
+	if (TH % TR)
+		cg_line(cg, "const size_t nr = %lld - tr0 < %lld ? %lld - tr0 : %lld; /* rows of tiles */",
+		        TH, TR, TH, TR);
+	else
+		cg_line(cg, "const size_t nr = %lld; /* rows of tiles */", TR);
+	cg_line(cg, "/* the input rows the tiles read, 2 tr0 - 1 .. 2 (tr0 + nr): all copied, then all split (a split");
+	cg_line(cg, " * right after its row's copy waited on the copy's stores: a failed store forwarding a vector) */");
+	line_open(cg, "for (size_t c = 0; c < %lld; c++) {", C, 0);
+	cg_line(cg, "const float *restrict xc = X0 + (n * %lld + c) * %lld;", C, H * W);
+	line_open(cg, "for (size_t a = 0; a < 2 * nr + 2; a++) {", 0, 0);
+	cg_line(cg, "float *restrict d = P + (c * %lld + a) * %lld;", RB, 2 * EP);
+	cg_line(cg, "const long long ih = (long long)(2 * tr0 + a) - 1;");
+	line_open(cg, "if (ih < 0 || ih >= %lld) {", H, 0);
+	cg_line(cg, "memset(d, 0, %lld * sizeof(float));", 2 * EP);
+	cg_line(cg, "continue;");
+	line_close(cg);
+	cg_line(cg, "d[0] = 0.0f;");
+	cg_line(cg, "memcpy(d + 1, xc + (size_t)ih * %lld, %lld * sizeof(float));", W, W);
+	cg_line(cg, "memset(d + %lld, 0, %lld * sizeof(float));", W + 1, 2 * EP - W - 1);
+	line_close(cg); /* a */
+	line_close(cg); /* c */
+	line_open(cg, "for (size_t c = 0; c < %lld; c++)", C, 0);
+	cg_line(cg, "for (size_t a = 0; a < 2 * nr + 2; a++) {");
+	cg_line(cg, "    float *restrict e = E + (c * %lld + a) * %lld;", RB, 2 * EP);
+	cg_line(cg, "    %s_split(P + (c * %lld + a) * %lld, e, e + %lld);", cg->kname, RB, 2 * EP, EP);
+	cg_line(cg, "}");
+	cg->indent--;
+	cg_line(cg, "/* V = B^T d B: columns d0 - d2, d1 + d2, d2 - d1, d1 - d3 of each patch row, then the same down the rows */");
+	line_open(cg, "for (size_t c = 0; c < %lld; c++) {", C, 0);
+	line_open(cg, "for (size_t r = 0; r < nr; r++) {", 0, 0);
+	for (int i = 0; i < 4; i++)
+		cg_line(cg, "const float *restrict e%d = E + (c * %lld + 2 * r + %d) * %lld, *restrict o%d = e%d + %lld;",
+		        i, RB, i, 2 * EP, i, i, EP);
+	cg_line(cg, "%s_vin(e0, o0, e1, o1, e2, o2, e3, o3, V + c * %lld + r * %lld);", cg->kname, VP, TW);
+	line_close(cg); /* r */
+	line_close(cg); /* c */
+	cg_line(cg, "/* S[q] = U[q] V[q] for the 16 q: %lld x %lld times %lld x the task's tiles */", M, C, C);
+	cg_line(cg, "const int64_t tp = (int64_t)(nr - 1) * %lld + %lld; /* every column the output transform reads */", TW, TWr);
+	{
+		int ind = cg->indent;
+		cg->indent = -1;
+		cg_line(cg, "#ifdef RL_CONV_ISA");
+		cg->indent = ind;
+		line_open(cg, "if (rl_conv4) {", 0, 0);
+		cg_line(cg, "static const unsigned tap0[1] = {0}; /* a 1x1 over the tiles */");
+		cg_line(cg, "for (size_t q = 0; q < 16; q++)");
+		cg_line(cg, "    rl_conv4(V + q * %lld, %lld, tap0, 1, %lld, %s + q * %lld, %lld, S + q * %lld, %lld, tp, NULL, 1, 0, NULL, NULL, NULL, 0, %lld);",
+		        CVP, VP, C, wname, M * C, C, MVP, VP, M / 4);
+		cg->indent--;
+		cg_line(cg, "} else");
+		cg->indent = -1;
+		cg_line(cg, "#endif");
+		cg->indent = ind;
+	}
+	line_open(cg, "{", 0, 0);
+	line_open(cg, "for (size_t q = 0; q < 16; q++) {", 0, 0);
+	line_open(cg, "for (size_t m = 0; m < %lld; m++) {", M, 0);
+	cg_line(cg, "float *restrict s = S + q * %lld + m * %lld;", MVP, VP);
+	cg_line(cg, "const float *restrict u = %s + (q * %lld + m) * %lld;", wname, M, C);
+	cg_line(cg, "for (int64_t i = 0; i < tp; i++)");
+	cg_line(cg, "    s[i] = 0.0f;");
+	cg_line(cg, "for (size_t c = 0; c < %lld; c++)", C);
+	cg_line(cg, "    for (int64_t i = 0; i < tp; i++)");
+	cg_line(cg, "        s[i] += u[c] * V[q * %lld + c * %lld + i];", CVP, VP);
+	line_close(cg); /* m */
+	line_close(cg); /* q */
+	line_close(cg);
+	cg_line(cg, "/* Y = A^T S A + bias: per row of S, s0 + s1 + s2 and s1 - s2 - s3, then the same down the rows */");
+	line_open(cg, "for (size_t m = 0; m < %lld; m++) {", M, 0);
+	cg_line(cg, "const float bm = %s;", p->bias ? "X2[m]" : "0.0f");
+	if (inreg && e.xsc >= 0)
+		cg_line(cg, "const float sm = X%d[m];", e.xsc);
+	if (inreg && e.xsh >= 0)
+		cg_line(cg, "const float hm = X%d[m];", e.xsh);
+	line_open(cg, "for (size_t r = 0; r < nr; r++) {", 0, 0);
+	cg_line(cg, "const float *restrict s = S + m * %lld + r * %lld;", VP, TW);
+	cg_line(cg, "%s_vout(s, u0, u1, bm);", cg->kname);
+	line_open(cg, "for (size_t h = 0; h < 2; h++) {", 0, 0);
+	cg_line(cg, "const size_t oh = 2 * (tr0 + r) + h;");
+	if (p->OH % 2) {
+		cg_line(cg, "if (oh >= %lld)", (long long)p->OH);
+		cg_line(cg, "    break;");
+	}
+	cg_line(cg, "const float *restrict uh = h ? u1 : u0;");
+	cg_line(cg, "float *restrict y = Y0 + ((n * %lld + m) * %lld + oh) * %lld;", M,
+	        (long long)p->OH, (long long)p->OW);
+	if (inreg && e.xres >= 0)
+		cg_line(cg, "const float *restrict rr = X%d + ((n * %lld + m) * %lld + oh) * %lld;",
+		        e.xres, M, (long long)p->OH, (long long)p->OW);
+	cg_line(cg, "%s_row(uh, y%s%s%s);", cg->kname, inreg && e.xsc >= 0 ? ", sm" : "",
+	        inreg && e.xsh >= 0 ? ", hm" : "", inreg && e.xres >= 0 ? ", rr" : "");
+	if (cg->epi && !inreg) {
+		char base[160];
+		snprintf(base, sizeof(base), "((n * %lld + m) * %lld + oh) * %lld", M, (long long)p->OH,
+		         (long long)p->OW);
+		conv_epilogue(cg, base, p->OW, p->OH * p->OW);
+	}
+	line_close(cg); /* h */
+	line_close(cg); /* r */
+	line_close(cg); /* m */
+	line_close(cg); /* t */
+	cg_line(cg, "rl_conv_slot_give(slot);");
+	if (inreg)
+		cg->epi_calls++;
+	return true;
+}
+
 enum rl_status rl_emit_c_conv(struct rl_cgen *cg, uint32_t node)
 {
 	const struct rl_node *n = &cg->g->nodes[node];
@@ -3528,6 +3838,8 @@ enum rl_status rl_emit_c_conv(struct rl_cgen *cg, uint32_t node)
 	                              : rl_split_conv_chunks((double)N * (double)M *
 	                                                     (double)prod(w.out, nsp) *
 	                                                     (double)(C / G) * (double)ks);
+	if (fast && !pointwise && nsp == 2 && dt == RL_DT_FLOAT && emit_conv_wino(cg, node, &p))
+		return RL_OK;
 	char sh[64];
 	struct conv_band band;
 	struct conv2d pb = p;

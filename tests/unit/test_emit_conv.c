@@ -45,53 +45,59 @@ struct conv_case {
 	bool bias, one_d;
 	bool cv;    /* constant weights, tile.conv = RL_CONV_CHANVEC */
 	bool cvrun; /* tile.conv = RL_CONV_CHANVEC with the weights an input: packed per task */
+	bool cw;    /* constant weights, no tile choice (3x3/1 of these: the Winograd form) */
 };
 
 static const struct conv_case convs[] = {
-	{1, 16, 17, 17, 12, 3, 3, 1, 1, 1, 1, true, false, false, false},  /* 3x3/1, 4-channel blocks */
-	{1, 8, 20, 20, 16, 3, 3, 2, 1, 1, 1, false, false, false, false},  /* 3x3/2: stride phases */
-	{1, 32, 14, 14, 20, 1, 1, 1, 0, 1, 1, true, false, false, false},  /* pointwise */
-	{1, 16, 15, 15, 8, 1, 1, 2, 0, 1, 1, false, false, false, false},  /* 1x1/2 projection */
-	{1, 3, 30, 30, 8, 7, 7, 2, 3, 1, 1, true, false, false, false},    /* 7x7/2 stem */
-	{1, 8, 12, 12, 8, 3, 3, 1, 1, 1, 8, true, false, false, false},    /* depthwise */
-	{1, 8, 13, 13, 8, 3, 3, 1, 2, 2, 2, false, false, false, false},   /* grouped, dilated */
-	{1, 5, 9, 11, 6, 3, 3, 1, 0, 1, 1, true, false, false, false},     /* 2-channel blocks */
-	{2, 512, 12, 12, 8, 3, 3, 1, 1, 1, 1, true, false, false, false},  /* chunks of channels */
-	{1, 4, 1, 50, 8, 1, 5, 2, 2, 1, 1, true, true, false, false},      /* 1-D */
-	{1, 3, 40, 40, 8, 3, 3, 2, 1, 1, 1, true, false, false, false},    /* 3x3/2 stem: both phases in one pass */
-	{2, 24, 16, 16, 8, 1, 1, 1, 0, 1, 1, true, false, false, false},   /* 1x1 in place, sums into Y (band_direct) */
-	{1, 512, 16, 16, 8, 1, 1, 1, 0, 1, 1, false, false, false, false}, /* the same in chunks of channels */
-	{1, 32, 32, 32, 8, 1, 1, 2, 0, 1, 1, true, false, false, false},   /* 1x1/2: band filled, sums into Y */
-	{1, 8, 37, 37, 8, 1, 1, 2, 0, 1, 1, true, false, false, false},    /* 1x1/2, odd rows: 18 even columns in pairs, the 19th alone */
-	{1, 24, 55, 55, 16, 1, 1, 1, 0, 1, 1, true, false, false, false},  /* 1x1 on 55x55: in place, bands never whole vectors (masked) */
-	{1, 3, 92, 92, 8, 3, 3, 2, 0, 1, 1, true, false, false, false},    /* 3x3/2 stem, 45 of 46 phase columns: sums into Y row by row (band_rows_out) */
+	{1, 16, 17, 17, 12, 3, 3, 1, 1, 1, 1, true, false, false, false, false},  /* 3x3/1, 4-channel blocks */
+	{1, 8, 20, 20, 16, 3, 3, 2, 1, 1, 1, false, false, false, false, false},  /* 3x3/2: stride phases */
+	{1, 32, 14, 14, 20, 1, 1, 1, 0, 1, 1, true, false, false, false, false},  /* pointwise */
+	{1, 16, 15, 15, 8, 1, 1, 2, 0, 1, 1, false, false, false, false, false},  /* 1x1/2 projection */
+	{1, 3, 30, 30, 8, 7, 7, 2, 3, 1, 1, true, false, false, false, false},    /* 7x7/2 stem */
+	{1, 8, 12, 12, 8, 3, 3, 1, 1, 1, 8, true, false, false, false, false},    /* depthwise */
+	{1, 8, 13, 13, 8, 3, 3, 1, 2, 2, 2, false, false, false, false, false},   /* grouped, dilated */
+	{1, 5, 9, 11, 6, 3, 3, 1, 0, 1, 1, true, false, false, false, false},     /* 2-channel blocks */
+	{2, 512, 12, 12, 8, 3, 3, 1, 1, 1, 1, true, false, false, false, false},  /* chunks of channels */
+	{1, 4, 1, 50, 8, 1, 5, 2, 2, 1, 1, true, true, false, false, false},      /* 1-D */
+	{1, 3, 40, 40, 8, 3, 3, 2, 1, 1, 1, true, false, false, false, false},    /* 3x3/2 stem: both phases in one pass */
+	{2, 24, 16, 16, 8, 1, 1, 1, 0, 1, 1, true, false, false, false, false},   /* 1x1 in place, sums into Y (band_direct) */
+	{1, 512, 16, 16, 8, 1, 1, 1, 0, 1, 1, false, false, false, false, false}, /* the same in chunks of channels */
+	{1, 32, 32, 32, 8, 1, 1, 2, 0, 1, 1, true, false, false, false, false},   /* 1x1/2: band filled, sums into Y */
+	{1, 8, 37, 37, 8, 1, 1, 2, 0, 1, 1, true, false, false, false, false},    /* 1x1/2, odd rows: 18 even columns in pairs, the 19th alone */
+	{1, 24, 55, 55, 16, 1, 1, 1, 0, 1, 1, true, false, false, false, false},  /* 1x1 on 55x55: in place, bands never whole vectors (masked) */
+	{1, 3, 92, 92, 8, 3, 3, 2, 0, 1, 1, true, false, false, false, false},    /* 3x3/2 stem, 45 of 46 phase columns: sums into Y row by row (band_rows_out) */
 	/* depthwise in the flat form */
-	{2, 5, 40, 40, 5, 3, 3, 2, 1, 1, 5, true, false, false, false},    /* stride 2, phases filled in pairs, 2 images */
-	{1, 6, 15, 15, 6, 5, 5, 1, 4, 2, 6, false, false, false, false},   /* 5x5 dilated, no bias */
-	{1, 4, 1, 30, 4, 1, 3, 1, 1, 1, 4, true, true, false, false},      /* 1-D */
-	{1, 4, 28, 28, 4, 3, 3, 2, 1, 1, 4, true, false, false, false},    /* stride 2 on short rows: band mode */
-	{1, 3, 300, 30, 3, 3, 3, 1, 1, 1, 3, true, false, false, false},   /* a tall plane: bands of 126, 126, 48 rows */
-	{1, 3, 200, 60, 3, 3, 3, 2, 1, 1, 3, false, false, false, false},  /* stride 2, 30 columns: bands of 32 rows and 4 */
-	{1, 4, 50, 50, 4, 3, 3, 1, 1, 1, 4, true, false, false, false},    /* 50 columns: the row form */
-	{1, 4, 40, 40, 4, 3, 3, 1, 1, 1, 4, true, false, false, false},    /* 40 columns, the plane whole */
+	{2, 5, 40, 40, 5, 3, 3, 2, 1, 1, 5, true, false, false, false, false},    /* stride 2, phases filled in pairs, 2 images */
+	{1, 6, 15, 15, 6, 5, 5, 1, 4, 2, 6, false, false, false, false, false},   /* 5x5 dilated, no bias */
+	{1, 4, 1, 30, 4, 1, 3, 1, 1, 1, 4, true, true, false, false, false},      /* 1-D */
+	{1, 4, 28, 28, 4, 3, 3, 2, 1, 1, 4, true, false, false, false, false},    /* stride 2 on short rows: band mode */
+	{1, 3, 300, 30, 3, 3, 3, 1, 1, 1, 3, true, false, false, false, false},   /* a tall plane: bands of 126, 126, 48 rows */
+	{1, 3, 200, 60, 3, 3, 3, 2, 1, 1, 3, false, false, false, false, false},  /* stride 2, 30 columns: bands of 32 rows and 4 */
+	{1, 4, 50, 50, 4, 3, 3, 1, 1, 1, 4, true, false, false, false, false},    /* 50 columns: the row form */
+	{1, 4, 40, 40, 4, 3, 3, 1, 1, 1, 4, true, false, false, false, false},    /* 40 columns, the plane whole */
 	/* depthwise 3x3 in the row form (planes the flat form leaves) */
-	{2, 3, 100, 100, 3, 3, 3, 2, 1, 1, 3, true, false, false, false},  /* stride 2, 50 columns (chunks clamped), 2 images */
-	{1, 2, 99, 99, 2, 3, 3, 2, 1, 1, 2, false, false, false, false},   /* stride 2, odd rows and columns: the last column's right tap padding */
-	{1, 2, 80, 120, 2, 3, 3, 1, 1, 1, 2, true, false, false, false},   /* stride 1, 120 columns */
+	{2, 3, 100, 100, 3, 3, 3, 2, 1, 1, 3, true, false, false, false, false},  /* stride 2, 50 columns (chunks clamped), 2 images */
+	{1, 2, 99, 99, 2, 3, 3, 2, 1, 1, 2, false, false, false, false, false},   /* stride 2, odd rows and columns: the last column's right tap padding */
+	{1, 2, 80, 120, 2, 3, 3, 1, 1, 1, 2, true, false, false, false, false},   /* stride 1, 120 columns */
 	/* channels on the vector lanes */
-	{1, 24, 7, 7, 40, 3, 3, 1, 1, 1, 1, true, false, true, false},    /* 7x7, 32 + 8 channels */
-	{1, 19, 14, 14, 33, 3, 3, 2, 1, 1, 1, false, false, true, false}, /* stride 2, odd counts */
-	{1, 40, 7, 7, 64, 1, 1, 1, 0, 1, 1, true, false, true, false},    /* pointwise */
-	{1, 32, 13, 13, 16, 1, 1, 2, 0, 1, 1, true, false, true, false},  /* 1x1/2, no padding */
-	{2, 200, 14, 14, 48, 3, 3, 1, 1, 2, 1, true, false, true, false}, /* chunks, dilated, 2 images */
-	{1, 16, 27, 27, 32, 3, 3, 1, 1, 1, 1, true, false, true, false},  /* rows of 13 + 14 pixels */
-	{1, 24, 13, 13, 16, 1, 1, 1, 0, 1, 1, true, false, true, false},  /* 16 lanes, a 1x1 run: 12 tiles of 12 + 13 (5 + 4 + 4 on AVX2) */
-	{1, 300, 11, 11, 64, 1, 1, 1, 0, 1, 1, true, false, true, false}, /* a run in chunks, 32 lanes: 9 x 12 + 13 */
-	{2, 8, 14, 14, 24, 1, 1, 1, 0, 1, 1, false, false, true, false},  /* a run, 2 images: 16 x 12 + 4 */
-	{1, 6, 1, 40, 36, 1, 5, 2, 2, 1, 1, true, true, true, false},     /* 1-D */
-	{1, 16, 7, 7, 32, 3, 3, 1, 1, 1, 2, true, false, true, false},    /* grouped: band mode */
-	{1, 20, 14, 14, 40, 3, 3, 1, 1, 1, 1, true, false, false, true}, /* run-time weights */
-	{2, 24, 16, 16, 32, 1, 1, 1, 0, 1, 1, false, false, false, true}, /* the same, 1x1 */
+	{1, 24, 7, 7, 40, 3, 3, 1, 1, 1, 1, true, false, true, false, false},    /* 7x7, 32 + 8 channels */
+	{1, 19, 14, 14, 33, 3, 3, 2, 1, 1, 1, false, false, true, false, false}, /* stride 2, odd counts */
+	{1, 40, 7, 7, 64, 1, 1, 1, 0, 1, 1, true, false, true, false, false},    /* pointwise */
+	{1, 32, 13, 13, 16, 1, 1, 2, 0, 1, 1, true, false, true, false, false},  /* 1x1/2, no padding */
+	{2, 200, 14, 14, 48, 3, 3, 1, 1, 2, 1, true, false, true, false, false}, /* chunks, dilated, 2 images */
+	{1, 16, 27, 27, 30, 3, 3, 1, 1, 1, 1, true, false, true, false, false},  /* rows of 13 + 14 pixels (30 channels: not the Winograd form) */
+	{1, 24, 13, 13, 16, 1, 1, 1, 0, 1, 1, true, false, true, false, false},  /* 16 lanes, a 1x1 run: 12 tiles of 12 + 13 (5 + 4 + 4 on AVX2) */
+	{1, 300, 11, 11, 64, 1, 1, 1, 0, 1, 1, true, false, true, false, false}, /* a run in chunks, 32 lanes: 9 x 12 + 13 */
+	{2, 8, 14, 14, 24, 1, 1, 1, 0, 1, 1, false, false, true, false, false},  /* a run, 2 images: 16 x 12 + 4 */
+	{1, 6, 1, 40, 36, 1, 5, 2, 2, 1, 1, true, true, true, false, false},     /* 1-D */
+	{1, 16, 7, 7, 32, 3, 3, 1, 1, 1, 2, true, false, true, false, false},    /* grouped: band mode */
+	{1, 20, 14, 14, 40, 3, 3, 1, 1, 1, 1, true, false, false, true, false}, /* run-time weights */
+	{2, 24, 16, 16, 32, 1, 1, 1, 0, 1, 1, false, false, false, true, false}, /* the same, 1x1 */
+	/* the Winograd form F(2x2, 3x3): constant weights, 3x3/1, pads 1 */
+	{1, 16, 32, 32, 16, 3, 3, 1, 1, 1, 1, true, false, false, false, true},  /* 16 x 16 tiles, 4 rows a task */
+	{2, 8, 25, 27, 12, 3, 3, 1, 1, 1, 1, false, false, false, false, true}, /* odd rows (the last tiles' second row cut) and columns, 2 images */
+	{1, 40, 30, 56, 8, 3, 3, 1, 1, 1, 1, true, false, false, false, true},  /* 28 tiles a row, loops of 32 */
+	{1, 20, 30, 56, 8, 3, 3, 1, 1, 1, 1, true, false, true, false, false},         /* the same shape marked for channels on lanes: Winograd before it */
 };
 #define NCONV ((int)(sizeof(convs) / sizeof(convs[0])))
 
@@ -180,7 +186,7 @@ static struct rl_graph *build(void)
 		snprintf(nm, sizeof(nm), "cx%d", i);
 		in[0] = tu_input(g, nm, RL_DT_FLOAT, tu_dims(r, dx));
 		snprintf(nm, sizeof(nm), "cw%d", i);
-		if (c->cv) {
+		if (c->cv || c->cw) {
 			/* a constant: the kernel packs it at init */
 			struct rl_shape s;
 			rl_shape_set(&s, r, dw);
@@ -404,8 +410,9 @@ static void check_outputs(struct fixture *fx, const char *tag)
 		if (i < NCONV) {
 			const struct conv_case *c = &convs[i];
 			const uint32_t wv = fx->g->nodes[i].in[1];
-			const float *w = c->cv ? fx->g->values[wv].data : fx->in[xi + 1];
-			int nin = 2 - c->cv + c->bias;
+			const bool cw = c->cv || c->cw;
+			const float *w = cw ? fx->g->values[wv].data : fx->in[xi + 1];
+			int nin = 2 - cw + c->bias;
 			ref_conv(c, fx->in[xi], w, c->bias ? fx->in[xi + nin - 1] : NULL, y, mag);
 			xi += (uint32_t)nin;
 		} else {
@@ -542,7 +549,9 @@ Test(emit_conv, chanvec_taken_where_it_applies)
 	char *d, *src = emitted(g, &d);
 	int want = 0, got = 0;
 	for (int i = 0; i < NCONV; i++)
-		want += (convs[i].cv || convs[i].cvrun) && convs[i].G == 1;
+		want += (convs[i].cv || convs[i].cvrun) && convs[i].G == 1 &&
+		        !(convs[i].cv && convs[i].KH == 3 && convs[i].S == 1 && convs[i].P == 1 &&
+		          convs[i].D == 1 && convs[i].M % 4 == 0 && convs[i].C >= 8 && convs[i].W >= 24);
 	for (const char *q = src; (q = strstr(q, "Conv, channels on vector lanes (the tile")); q++)
 		got++;
 	cr_assert_eq(got, want, "%d channels-on-vector kernels, want %d", got, want);
@@ -564,6 +573,30 @@ Test(emit_conv, chanvec_taken_where_it_applies)
 	 * AVX-512 CPU, against the double reference */
 	cr_assert(strstr(src, "rows3 = tap[k + 1] == tap[k] + 1 && tap[k + 2] == tap[k] + 2;"),
 	          "no AVX-512 kernel with the rows-of-three broadcast");
+	emitted_free(g, src, d);
+}
+
+Test(emit_conv, winograd_taken_where_it_applies)
+{
+	/* 3x3/1 with pads of 1, constant weights, output channels a multiple
+	 * of 4, 8 input channels or more, rows of 24 or more: the Winograd
+	 * form (matches_reference checks its values against the double
+	 * reference with AVX-512, AVX2 and the portable products, at 1 to 3
+	 * threads); the same layers elsewhere keep the other forms */
+	struct rl_graph *g = build();
+	char *d, *src = emitted(g, &d);
+	int got = 0;
+	for (const char *q = src; (q = strstr(q, "Conv, Winograd F(2x2, 3x3)")); q++)
+		got++;
+	cr_assert_eq(got, 4, "%d Winograd kernels, want 4", got);
+	cr_assert(strstr(src, "tiles of 2x2 outputs, 13 x 14 of them"), "no 25x27 Winograd kernel");
+	cr_assert(strstr(src, "tiles of 2x2 outputs, 15 x 28 of them"), "no 30x56 Winograd kernel");
+	cr_assert(strstr(src, "_wu = aligned_alloc(64,"), "no weights transformed at init");
+	/* the 27x27 16->30 (a partial block of 4) and 3->8 stems keep theirs */
+	const char *k = strstr(src, "X0 float32[1x16x27x27]");
+	cr_assert(k && strstr(k, "Conv, channels on vector lanes") &&
+	          (!strstr(k, "Winograd F") || strstr(k, "Winograd F") > strstr(k, "Conv, channels on vector lanes")),
+	          "the 27x27 16->30 case left channels on lanes");
 	emitted_free(g, src, d);
 }
 
