@@ -22,6 +22,10 @@
  * compiled per ISA through RL_TARGETS. Threads split the band kernels over
  * (image, group, band, share of the output channels); see conv_band_parts.
  *
+ * A 3x3 Conv at stride 1 with pads of 1 and constant weights takes the
+ * Winograd form F(2x2, 3x3) where it applies (emit_conv_wino, before the
+ * forms below; see "Winograd form").
+ *
  * Small output planes (the tile pass's choice, node->tile.conv ==
  * RL_CONV_CHANVEC) take channels-on-vector mode instead: output channels on
  * the vector lanes, pixels in registers, weights packed at init (see
@@ -3455,9 +3459,9 @@ static bool emit_conv_dw(struct rl_cgen *cg, const struct conv2d *p)
  * per tile and channel pair instead of 36 multiply-adds, so the products
  * cost 4/9 of the direct form's. Per task (image, TR rows of tiles):
  *
- * 1. every input row the task reads is copied once, zero-padded, and split
- *    into its even and odd padded columns (E: e[j] = x[2j - 1], o[j] =
- *    x[2j]), so a patch's four columns are e[j], o[j], e[j + 1], o[j + 1]
+ * 1. every input row the block reads is split once into its even and odd
+ *    padded columns (E: e[j] = x[2j - 1], o[j] = x[2j], zero past the
+ *    row), so a patch's four columns are e[j], o[j], e[j + 1], o[j + 1]
  *    and the loops below read them contiguously (gcc -O2 vectorizes the
  *    split with two permutes a vector);
  * 2. the input transform B^T d B of every tile and channel into V[16][C][tp]
@@ -3474,23 +3478,30 @@ static bool emit_conv_dw(struct rl_cgen *cg, const struct conv2d *p)
  *    per-channel Mul and Add, a residual Add and a Relu as the register
  *    tiles apply them (conv_epi_regs), or any other epilogue on each row.
  *
- * V and S of a task stay under CONV_WINO_BYTES (L2). Every output is summed
- * by one task in a fixed order, whatever the thread count; the sums are not
+ * A task is TR rows of tiles of one image (wino_plan: as many tasks as
+ * the chunks the cost model wants); a range's consecutive tasks of one image
+ * run as one block of up to G * TR rows, whose V and S stay under
+ * CONV_WINO_BYTES (L2). Every output is summed by one block in a fixed
+ * order, whatever the thread count; the sums are not
  * the direct form's (the transforms add and subtract before the products):
  * on 16 -> 16 channels with inputs in [-1, 1] the largest difference from a
  * double-precision direct convolution was 1e-6 of the largest output.
- * Measured alone (one thread, AMD EPYC Zen 4; see the README for the figures
- * and the shapes where it is not taken).
+ * One layer with a Relu, one thread, AMD EPYC Zen 4 (bench_conv_layers.py,
+ * direct form before -> this form, onnxruntime): 64->64 on 56x56 2.117 ->
+ * 1.406 ms (2.005), 128->128 on 28x28 2.011 -> 1.300 (1.963); the README
+ * has more shapes and the models.
  */
-#define CONV_WINO_BYTES 524288 /* V and S of one task */
+#define CONV_WINO_BYTES 786432 /* V and S of one block (L2) */
 #define CONV_WINO_TP 192       /* most tiles a task (the products' columns) */
-#define CONV_WINO_MIN_OW 24    /* narrower rows keep the other forms */
-#ifndef CONV_WINO_MIN_TP
-#define CONV_WINO_MIN_TP 64
-#endif
+#define CONV_WINO_MIN_OW 14    /* narrower rows keep the other forms (7 tiles, 16 lanes) */
+#define CONV_WINO_MIN_TASK 24  /* fewer tiles a task keep the other forms */
+#define CONV_WINO_MIN_TP 64     /* a task keeps this many tiles when split for threads */
 
 struct conv_wino {
-	int64_t TH, TW, TWr, TR, NBLK, VP, EP, RB;
+	int64_t TH, TW, TWr; /* rows and columns of tiles, columns rounded up to 16 */
+	int64_t TR, NBLK;    /* a task: TR rows of tiles; NBLK tasks an image */
+	int64_t G;           /* consecutive tasks of a range run as one block of up to G * TR rows */
+	int64_t VP, EP, RB;  /* a block's V/S pitch, an E row's half, E rows a channel */
 };
 
 static int64_t wino_vp(int64_t TR, int64_t TW, int64_t TWr)
@@ -3510,21 +3521,35 @@ static bool wino_plan(struct rl_cgen *cg, uint32_t node, const struct conv2d *p,
 	w->TW = (p->OW + 1) / 2;
 	w->TWr = (w->TW + 15) / 16 * 16;
 	w->EP = w->TWr + 16;
-	int64_t TR = CONV_WINO_TP / w->TW;
-	TR = TR < 1 ? 1 : TR > w->TH ? w->TH : TR;
-	/* enough tasks for the chunks the work pays for, while a task keeps
-	 * 64 tiles or more */
-	int64_t want = conv_par_want(p);
+	/* the largest block: CONV_WINO_TP tiles, V and S in CONV_WINO_BYTES */
+	int64_t TB = CONV_WINO_TP / w->TW;
+	TB = TB < 1 ? 1 : TB > w->TH ? w->TH : TB;
+	while (TB > 1 && 64 * (p->C + p->M) * wino_vp(TB, w->TW, w->TWr) > CONV_WINO_BYTES)
+		TB--;
+	/* too few tiles a block for the products (the micro-kernel's tiles are
+	 * 96 columns): 3x3 256->256 on 14x14 (7 tiles a block in 512 KB) ran
+	 * 1.10x the channels-on-lanes form, 128->128 there (21) 1.00x */
+	if (64 * (p->C + p->M) * wino_vp(TB, w->TW, w->TWr) > CONV_WINO_BYTES ||
+	    TB * w->TW < CONV_WINO_MIN_TASK)
+		return false;
+	/* tasks: enough for the chunks the work pays for while a task keeps
+	 * CONV_WINO_MIN_TP tiles, two where the work pays for two, rows as even
+	 * as they go (8 rows in tasks of 7 were 7 + 1); a range's consecutive
+	 * tasks of one image then run as blocks of up to TB rows (one thread:
+	 * the blocks of TB rows; the products' tiles are wider there: 3x3 64->64
+	 * on 16x16, one thread, 160 us in tasks of 4 rows, 132 in 7) */
+	int64_t TR = TB, want = conv_par_want(p);
 	while (TR > 1 && p->N * ((w->TH + TR - 1) / TR) < want && (TR - 1) * w->TW >= CONV_WINO_MIN_TP)
 		TR--;
-	while (TR > 1 && 64 * (p->C + p->M) * wino_vp(TR, w->TW, w->TWr) > CONV_WINO_BYTES)
-		TR--;
-	if (64 * (p->C + p->M) * wino_vp(TR, w->TW, w->TWr) > CONV_WINO_BYTES)
-		return false;
+	if (p->N == 1 && want > 1 && TR == w->TH && TR > 1)
+		TR = (w->TH + 1) / 2;
+	int64_t nb = (w->TH + TR - 1) / TR;
+	TR = (w->TH + nb - 1) / nb;
 	w->TR = TR;
 	w->NBLK = (w->TH + TR - 1) / TR;
-	w->VP = wino_vp(TR, w->TW, w->TWr);
-	w->RB = 2 * TR + 2;
+	w->G = TB / TR < 1 ? 1 : TB / TR;
+	w->VP = wino_vp(w->G * TR, w->TW, w->TWr);
+	w->RB = 2 * w->G * TR + 2;
 	return true;
 }
 
@@ -3576,13 +3601,21 @@ static bool emit_conv_wino(struct rl_cgen *cg, uint32_t node, const struct conv2
 	 * cannot prove them apart) */
 	struct rl_buf *st = &cg->statics;
 	const char *inl = "static inline __attribute__((always_inline)) void";
-	rl_buf_printf(st, "/* %s: a padded row split into its even and odd columns */\n"
-	                  "%s %s_split(const float *restrict p, float *restrict e, float *restrict o)\n{\n"
+	/* read from the input row itself: a copy into a padded row first left
+	 * the split's vector loads waiting on the copy's stores */
+	rl_buf_printf(st, "/* %s: an input row split into its padded even and odd columns, e[j] = x[2j - 1], o[j] = x[2j], zero past the row */\n"
+	                  "%s %s_split(const float *restrict x, float *restrict e, float *restrict o)\n{\n"
+	                  "    e[0] = 0.0f;\n"
 	                  "    for (size_t j = 0; j < %lld; j++) {\n"
-	                  "        e[j] = p[2 * j];\n"
-	                  "        o[j] = p[2 * j + 1];\n"
-	                  "    }\n}\n\n",
-	              cg->kname, inl, cg->kname, EP);
+	                  "        o[j] = x[2 * j];\n"
+	                  "        e[j + 1] = x[2 * j + 1];\n"
+	                  "    }\n",
+	              cg->kname, inl, cg->kname, W / 2);
+	if (W % 2)
+		rl_buf_printf(st, "    o[%lld] = x[%lld];\n", W / 2, W - 1);
+	rl_buf_printf(st, "    for (size_t j = %lld; j < %lld; j++)\n        o[j] = 0.0f;\n"
+	                  "    for (size_t j = %lld; j < %lld; j++)\n        e[j] = 0.0f;\n}\n\n",
+	              (W + 1) / 2, EP, W / 2 + 1, EP);
 	rl_buf_printf(st, "/* %s: B^T d B of a row of tiles (patch rows 0-3 split in e, o) into the 16 planes of v */\n"
 	                  "%s %s_vin(const float *restrict e0, const float *restrict o0, const float *restrict e1,\n"
 	                  "    const float *restrict o1, const float *restrict e2, const float *restrict o2,\n"
@@ -3627,7 +3660,7 @@ static bool emit_conv_wino(struct rl_cgen *cg, uint32_t node, const struct conv2
 	if (inreg && e.relu)
 		rl_buf_printf(st, "        v = v < 0.0f ? 0.0f : v;\n");
 	rl_buf_printf(st, "        y[i] = v;\n    }\n}\n\n");
-	long long scratch = 4 * (16 * CVP + 16 * MVP + 2 * C * RB * 2 * EP);
+	long long scratch = 4 * (16 * CVP + 16 * MVP + C * RB * 2 * EP);
 	rl_buf_printf(&cg->init, "    if (rl_conv_scratch_reserve(%lldu) != 0) /* %s */\n        return -1;\n",
 	              scratch, cg->kname);
 	cg->par_n = p->N * w.NBLK;
@@ -3635,8 +3668,8 @@ static bool emit_conv_wino(struct rl_cgen *cg, uint32_t node, const struct conv2
 	conv_par_note(cg, p);
 	cg->simd = 1; /* the splits and transforms vectorize per ISA (RL_TARGETS) */
 
-	cg_line(cg, "/* Conv, Winograd F(2x2, 3x3): tiles of 2x2 outputs, %lld x %lld of them; a task is an image's %lld rows of tiles */",
-	        TH, TW, TR);
+	cg_line(cg, "/* Conv, Winograd F(2x2, 3x3): tiles of 2x2 outputs, %lld x %lld of them; a task is an image's %lld rows of tiles, a range's tasks run %lld at a time */",
+	        TH, TW, TR, (long long)w.G);
 	cg_line(cg, "const int slot = rl_conv_slot_take();");
 	cg_line(cg, "unsigned char *sc = rl_conv_scratch + (size_t)slot * rl_conv_slot;");
 	cg_line(cg, "float *restrict V = (float *)sc; /* [16][%lld][%lld]: the input tiles transformed, tile (r, j) at r * %lld + j */",
@@ -3644,39 +3677,30 @@ static bool emit_conv_wino(struct rl_cgen *cg, uint32_t node, const struct conv2
 	cg_line(cg, "float *restrict S = V + %lld; /* [16][%lld][%lld]: the products */", 16 * CVP, M, VP);
 	cg_line(cg, "float *restrict E = S + %lld; /* [%lld][%lld][2][%lld]: input rows, even and odd padded columns */",
 	        16 * MVP, C, RB, EP);
-	cg_line(cg, "float *restrict P = E + %lld; /* [%lld][%lld][%lld]: the same rows zero-padded, x[i] at 1 + i */",
-	        C * RB * 2 * EP, C, RB, 2 * EP);
 	cg_line(cg, "float u0[%lld], u1[%lld]; /* a tile row's two output rows */", 2 * TWr, 2 * TWr);
-	line_open(cg, "for (int64_t t = lo; t < hi; t++) {", 0, 0);
+	line_open(cg, "for (int64_t t = lo; t < hi;) {", 0, 0);
 	cg_line(cg, "const size_t n = (size_t)(t / %lld), tr0 = (size_t)(t %% %lld) * %lld;",
 	        (long long)w.NBLK, (long long)w.NBLK, TR);
-	if (TH % TR)
-		cg_line(cg, "const size_t nr = %lld - tr0 < %lld ? %lld - tr0 : %lld; /* rows of tiles */",
-		        TH, TR, TH, TR);
-	else
-		cg_line(cg, "const size_t nr = %lld; /* rows of tiles */", TR);
-	cg_line(cg, "/* the input rows the tiles read, 2 tr0 - 1 .. 2 (tr0 + nr): all copied, then all split (a split");
-	cg_line(cg, " * right after its row's copy waited on the copy's stores: a failed store forwarding a vector) */");
+	cg_line(cg, "/* this range's next tasks of image n, up to %lld of them, as one block */", (long long)w.G);
+	cg_line(cg, "int64_t t2 = t + %lld < hi ? t + %lld : hi;", (long long)w.G, (long long)w.G);
+	cg_line(cg, "if (t2 > (int64_t)(n + 1) * %lld)", (long long)w.NBLK);
+	cg_line(cg, "    t2 = (int64_t)(n + 1) * %lld;", (long long)w.NBLK);
+	cg_line(cg, "const size_t tr1 = (size_t)(t2 - (int64_t)n * %lld) * %lld < %lld ? (size_t)(t2 - (int64_t)n * %lld) * %lld : %lld;",
+	        (long long)w.NBLK, TR, TH, (long long)w.NBLK, TR, TH);
+	cg_line(cg, "const size_t nr = tr1 - tr0; /* rows of tiles */");
+	cg_line(cg, "t = t2;");
+	cg_line(cg, "/* the input rows the tiles read, 2 tr0 - 1 .. 2 (tr0 + nr), split */");
 	line_open(cg, "for (size_t c = 0; c < %lld; c++) {", C, 0);
 	cg_line(cg, "const float *restrict xc = X0 + (n * %lld + c) * %lld;", C, H * W);
 	line_open(cg, "for (size_t a = 0; a < 2 * nr + 2; a++) {", 0, 0);
-	cg_line(cg, "float *restrict d = P + (c * %lld + a) * %lld;", RB, 2 * EP);
+	cg_line(cg, "float *restrict e = E + (c * %lld + a) * %lld;", RB, 2 * EP);
 	cg_line(cg, "const long long ih = (long long)(2 * tr0 + a) - 1;");
-	line_open(cg, "if (ih < 0 || ih >= %lld) {", H, 0);
-	cg_line(cg, "memset(d, 0, %lld * sizeof(float));", 2 * EP);
-	cg_line(cg, "continue;");
-	line_close(cg);
-	cg_line(cg, "d[0] = 0.0f;");
-	cg_line(cg, "memcpy(d + 1, xc + (size_t)ih * %lld, %lld * sizeof(float));", W, W);
-	cg_line(cg, "memset(d + %lld, 0, %lld * sizeof(float));", W + 1, 2 * EP - W - 1);
+	cg_line(cg, "if (ih < 0 || ih >= %lld)", H);
+	cg_line(cg, "    memset(e, 0, %lld * sizeof(float));", 2 * EP);
+	cg_line(cg, "else");
+	cg_line(cg, "    %s_split(xc + (size_t)ih * %lld, e, e + %lld);", cg->kname, W, EP);
 	line_close(cg); /* a */
 	line_close(cg); /* c */
-	line_open(cg, "for (size_t c = 0; c < %lld; c++)", C, 0);
-	cg_line(cg, "for (size_t a = 0; a < 2 * nr + 2; a++) {");
-	cg_line(cg, "    float *restrict e = E + (c * %lld + a) * %lld;", RB, 2 * EP);
-	cg_line(cg, "    %s_split(P + (c * %lld + a) * %lld, e, e + %lld);", cg->kname, RB, 2 * EP, EP);
-	cg_line(cg, "}");
-	cg->indent--;
 	cg_line(cg, "/* V = B^T d B: columns d0 - d2, d1 + d2, d2 - d1, d1 - d3 of each patch row, then the same down the rows */");
 	line_open(cg, "for (size_t c = 0; c < %lld; c++) {", C, 0);
 	line_open(cg, "for (size_t r = 0; r < nr; r++) {", 0, 0);
