@@ -642,6 +642,33 @@ static void line_close(struct rl_cgen *cg)
 }
 
 /*
+ * `#ifdef RL_CONV_ISA` `if (rl_conv4) {` ... `} else` `#endif` `{` ... `}`:
+ * the micro-kernel's branch where one was picked at init, the portable one
+ * otherwise (and where the compiler has no micro-kernels). uk_open emits the
+ * first two lines and returns the indent to give uk_else, which closes the
+ * branch and opens the portable block (closed with line_close).
+ */
+static int uk_open(struct rl_cgen *cg)
+{
+	int ind = cg->indent;
+	cg->indent = -1;
+	cg_line(cg, "#ifdef RL_CONV_ISA");
+	cg->indent = ind;
+	line_open(cg, "if (rl_conv4) {", 0, 0);
+	return ind;
+}
+
+static void uk_else(struct rl_cgen *cg, int ind)
+{
+	cg->indent--;
+	cg_line(cg, "} else");
+	cg->indent = -1;
+	cg_line(cg, "#endif");
+	cg->indent = ind;
+	line_open(cg, "{", 0, 0);
+}
+
+/*
  * `for (size_t VAR = 0; VAR < n; VAR++) { body }` with a literal trip count
  * that is a multiple of 16 (or 4 when shorter) plus a scalar tail, so gcc's
  * -O2 vectorizer (which takes only loops it can cover without an epilogue)
@@ -1883,11 +1910,7 @@ static void emit_conv_band(struct rl_cgen *cg, const char *T, int64_t es, const 
 		 * output rows (or acc, one block's rows per block) stay in L2 for
 		 * the copies and the epilogue after it */
 		char w[120];
-		int ind = cg->indent;
-		cg->indent = -1;
-		cg_line(cg, "#ifdef RL_CONV_ISA");
-		cg->indent = ind;
-		line_open(cg, "if (rl_conv4) {", 0, 0);
+		int ind = uk_open(cg);
 		line_open(cg, "for (size_t mg = mlo; mg < mhi; mg += %lld) {", gb * b->mr, 0);
 		cg_line(cg, "const size_t me = mg + %lld < mhi ? mg + %lld : mhi;", (long long)(gb * b->mr),
 		        (long long)(gb * b->mr));
@@ -1911,12 +1934,7 @@ static void emit_conv_band(struct rl_cgen *cg, const char *T, int64_t es, const 
 			line_close(cg);
 		}
 		line_close(cg); /* mg */
-		cg->indent--;
-		cg_line(cg, "} else");
-		cg->indent = -1;
-		cg_line(cg, "#endif");
-		cg->indent = ind;
-		line_open(cg, "{", 0, 0);
+		uk_else(cg, ind);
 	}
 	cg_line(cg, "for (size_t mo = mlo; mo < mhi; mo += %d) {", b->mr);
 	cg->indent++;
@@ -3712,23 +3730,12 @@ static bool emit_conv_wino(struct rl_cgen *cg, uint32_t node, const struct conv2
 	line_close(cg); /* c */
 	cg_line(cg, "/* S[q] = U[q] V[q] for the 16 q: %lld x %lld times %lld x the task's tiles */", M, C, C);
 	cg_line(cg, "const int64_t tp = (int64_t)(nr - 1) * %lld + %lld; /* every column the output transform reads */", TW, TWr);
-	{
-		int ind = cg->indent;
-		cg->indent = -1;
-		cg_line(cg, "#ifdef RL_CONV_ISA");
-		cg->indent = ind;
-		line_open(cg, "if (rl_conv4) {", 0, 0);
-		cg_line(cg, "static const unsigned tap0[1] = {0}; /* a 1x1 over the tiles */");
-		cg_line(cg, "for (size_t q = 0; q < 16; q++)");
-		cg_line(cg, "    rl_conv4(V + q * %lld, %lld, tap0, 1, %lld, %s + q * %lld, %lld, S + q * %lld, %lld, tp, NULL, 1, 0, NULL, NULL, NULL, 0, %lld);",
-		        CVP, VP, C, wname, M * C, C, MVP, VP, M / 4);
-		cg->indent--;
-		cg_line(cg, "} else");
-		cg->indent = -1;
-		cg_line(cg, "#endif");
-		cg->indent = ind;
-	}
-	line_open(cg, "{", 0, 0);
+	int ind = uk_open(cg);
+	cg_line(cg, "static const unsigned tap0[1] = {0}; /* a 1x1 over the tiles */");
+	cg_line(cg, "for (size_t q = 0; q < 16; q++)");
+	cg_line(cg, "    rl_conv4(V + q * %lld, %lld, tap0, 1, %lld, %s + q * %lld, %lld, S + q * %lld, %lld, tp, NULL, 1, 0, NULL, NULL, NULL, 0, %lld);",
+	        CVP, VP, C, wname, M * C, C, MVP, VP, M / 4);
+	uk_else(cg, ind);
 	line_open(cg, "for (size_t q = 0; q < 16; q++) {", 0, 0);
 	line_open(cg, "for (size_t m = 0; m < %lld; m++) {", M, 0);
 	cg_line(cg, "float *restrict s = S + q * %lld + m * %lld;", MVP, VP);
