@@ -88,6 +88,19 @@ static void count_math(const struct rl_graph *g, const struct rl_node *n, struct
 			pad = tile_padding(g, n);
 		w[k] = 2 * c->macs * pad;
 		rest -= 2 * c->macs;
+		if (n->op == RL_OP_Conv && n->tile.conv == RL_CONV_WINO && n->nin >= 2) {
+			/* the Winograd form: 16 products per tile and channel pair
+			 * (4/9 of the direct form's multiply-adds, over the blocks'
+			 * columns) and the transforms' plain arithmetic */
+			const struct rl_shape *sw = &g->values[n->in[1]].shape;
+			const struct rl_shape *sy = &g->values[n->out[0]].shape;
+			double gemm, basic, l2;
+			rl_conv_wino_counts(sy->d[0].v, sw->d[1].v, sw->d[0].v, sy->d[2].v, sy->d[3].v,
+			                    &gemm, &basic, &l2);
+			w[k] = gemm;
+			rest += basic;
+			c->flops_run = c->flops - 2 * c->macs + gemm + basic;
+		}
 	} else if (rl_op_table[n->op].family == RL_FAM_ELEMWISE) {
 		/* up to three evaluations per element: the math columns of
 		 * ir/scalar.def (trigonometric and hyperbolic ops priced as a log) */
@@ -150,8 +163,10 @@ double rl_cost_compute_s(const struct rl_machine *m, const struct rl_counts *c, 
 	 * MACs (the GEMM class, in flops) elsewhere */
 	double q = c->qmacs > 0 && strcmp(m->kind, "cpu") == 0 ? c->qmacs : 0;
 	double tq = q > 0 ? quant_s(m, c, peak, cal) : 0;
-	if (!cal)
-		return (peak > 0 ? (c->flops - 2 * q) / peak : 0) + tq;
+	if (!cal) {
+		double f = c->flops_run > 0 ? c->flops_run : c->flops;
+		return (peak > 0 ? (f - 2 * q) / peak : 0) + tq;
+	}
 	double t = 0;
 	for (int k = 0; k < RL_MATH_COUNT_; k++) {
 		double rate = m->calib[k];
@@ -252,6 +267,53 @@ int64_t rl_split_conv_chunks(double macs)
 	 */
 	double w = macs / RL_SPLIT_CONV_MACS;
 	return w < 1 ? 1 : w > RL_SPLIT_CONV_TASKS ? RL_SPLIT_CONV_TASKS : (int64_t)w;
+}
+
+int64_t rl_conv_wino_pitch(int64_t TB, int64_t OW)
+{
+	int64_t TW = (OW + 1) / 2, TWr = (TW + 15) / 16 * 16;
+	return ((TB - 1) * TW + TWr + 15) / 16 * 16;
+}
+
+int64_t rl_conv_wino_rows(int64_t C, int64_t M, int64_t OH, int64_t OW)
+{
+	if (C < 8 || M < 4 || M % 4 || OW < RL_WINO_MIN_OW || OW > 1024 || OH < 1)
+		return 0;
+	int64_t TH = (OH + 1) / 2, TW = (OW + 1) / 2;
+	int64_t TB = RL_WINO_TP / TW;
+	TB = TB < 1 ? 1 : TB > TH ? TH : TB;
+	while (TB > 1 && 64.0 * (double)(C + M) * (double)rl_conv_wino_pitch(TB, OW) > RL_WINO_BYTES)
+		TB--;
+	/* too few tiles a block for the products (the micro-kernel's tiles are
+	 * 96 columns): 3x3 256->256 on 14x14 (7 tiles a block in 512 KB) ran
+	 * 1.10x the channels-on-lanes form, 128->128 there (21) 1.00x */
+	if (64.0 * (double)(C + M) * (double)rl_conv_wino_pitch(TB, OW) > RL_WINO_BYTES ||
+	    TB * TW < RL_WINO_MIN_TILES)
+		return 0;
+	return TB;
+}
+
+void rl_conv_wino_counts(int64_t N, int64_t C, int64_t M, int64_t OH, int64_t OW, double *gemm,
+                         double *basic, double *bytes)
+{
+	int64_t TH = (OH + 1) / 2, TW = (OW + 1) / 2, TWr = (TW + 15) / 16 * 16;
+	int64_t TB = rl_conv_wino_rows(C, M, OH, OW);
+	if (TB < 1)
+		TB = 1;
+	/* a block of b rows runs (b - 1) TW + TWr columns: the last row's loop
+	 * to a multiple of 16; one block per TB rows (one thread's view) */
+	double blocks = (double)((TH + TB - 1) / TB);
+	double cols = (double)TH * (double)TW + blocks * (double)(TWr - TW);
+	double n = (double)N;
+	*gemm = n * 2.0 * 16.0 * (double)C * (double)M * cols;
+	/* per channel and tile column: the row split (2 moves a column pair),
+	 * B^T d B (32 adds and subtracts a tile, 16 stores); per output channel
+	 * and tile column: A^T S A + bias (28), the row copy with the epilogue
+	 * (4 outputs) */
+	*basic = n * ((double)C * (double)TH * (double)TWr * 48.0 +
+	              (double)M * (double)TH * (double)TWr * 32.0);
+	/* V and S: 16 planes each, written by one step and read by the next */
+	*bytes = n * 4.0 * 16.0 * 2.0 * (double)(C + M) * cols;
 }
 
 #define RL_SPLIT_CHUNKS_PER_THREAD 4 /* rl_parallel_for's cap per thread */
@@ -750,6 +812,7 @@ static void group_counts(const struct rl_graph *g, const uint32_t *list, uint32_
 		struct rl_counts k;
 		if (rl_count_node(g, i, &k)) {
 			c->flops += k.flops;
+			c->flops_run += k.flops_run > 0 ? k.flops_run : k.flops;
 			c->macs += k.macs;
 			if (k.par_elems > c->par_elems)
 				c->par_elems = k.par_elems;

@@ -87,6 +87,11 @@ struct rl_counts {
 	 * threads (QuantMatMul's activation rows, quantized to int16), in BASIC
 	 * elements: priced on one core and added to the kernel's fixed cost */
 	double serial;
+	/* the FLOPs the kernel runs where its form does other arithmetic than
+	 * the node's FLOPs count (a Conv in the Winograd form: 4/9 of the
+	 * products and the transforms); 0 = flops. The peak-based estimate
+	 * prices these, the calibrated one the math classes. */
+	double flops_run;
 };
 
 /*
@@ -137,6 +142,35 @@ double rl_split_share(double n, double most, int threads, int *used);
 #define RL_SPLIT_CONV_MACS 65536.0
 #define RL_SPLIT_CONV_TASKS 8
 int64_t rl_split_conv_chunks(double macs);
+
+/*
+ * The Winograd form F(2x2, 3x3) of a 3x3/1 Conv with pads of 1 (C input and
+ * M output channels, an OH x OW output plane; backends/c/emit_conv.c
+ * emit_conv_wino): the most rows of 2x2 tiles one block of the kernel holds
+ * (the tiles' transformed input and products, 16 x (C + M) floats a tile
+ * column, under RL_WINO_BYTES, at most RL_WINO_TP tiles), or 0 where a
+ * block would hold fewer than RL_WINO_MIN_TILES tiles (the products' tiles
+ * too narrow: the form is not taken) or the plane does not fit the form
+ * (rows under RL_WINO_MIN_OW or over 1024, M not a multiple of 4, C under 8).
+ * The tile pass takes the form where this is positive (tile.conv =
+ * RL_CONV_WINO), the C backend runs it, the cost model prices it
+ * (rl_conv_wino_counts).
+ */
+#define RL_WINO_BYTES 786432.0
+#define RL_WINO_TP 192
+#define RL_WINO_MIN_TILES 24
+#define RL_WINO_MIN_OW 14
+int64_t rl_conv_wino_rows(int64_t C, int64_t M, int64_t OH, int64_t OW);
+/* The block's V and S pitch in floats for TB rows of tiles: (TB - 1) TW + TWr
+ * (TWr: TW rounded up to 16), rounded up to 16. */
+int64_t rl_conv_wino_pitch(int64_t TB, int64_t OW);
+/* Its work on N images: *gemm the products' FLOPs (16 per tile and channel
+ * pair, as the blocks' columns run them, the rows' loops to multiples of 16
+ * included), *basic the transforms' and epilogue's plain FLOPs, *bytes the
+ * bytes the transforms move through the block's L2 (V and S written and
+ * read once each). */
+void rl_conv_wino_counts(int64_t N, int64_t C, int64_t M, int64_t OH, int64_t OW, double *gemm,
+                         double *basic, double *bytes);
 /* The fixed cost of running kernel c: the profile's launch latency, plus its
  * fork/join latency (<latency fork=>) when the runtime splits c across more
  * than one CPU thread. */

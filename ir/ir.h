@@ -394,6 +394,7 @@ enum rl_conv_form {
 	RL_CONV_AUTO = 0,
 	RL_CONV_BAND,     /* output pixels on the vector lanes (backends/c/emit_conv.c) */
 	RL_CONV_CHANVEC,  /* output channels on the vector lanes, pixels in registers */
+	RL_CONV_WINO,     /* 3x3/1: the Winograd form F(2x2, 3x3) (rl_conv_wino_rows) */
 };
 
 struct rl_node {

@@ -952,6 +952,35 @@ static bool made_of_consts(const struct rl_graph *g, uint32_t v, int depth)
 	return k > 0;
 }
 
+/*
+ * The Winograd form F(2x2, 3x3) (RL_CONV_WINO, backends/c/emit_conv.c
+ * emit_conv_wino): a float32 2-D Conv, group 1, 3x3 at stride 1 and
+ * dilation 1 with one pixel of zero padding on every side, constant weights
+ * (transformed in NAME_init), and a plane rl_conv_wino_rows takes. It does
+ * 4/9 of the direct form's multiply-adds; measured on one AVX-512 core with
+ * a Relu, against band or channels-on-vector mode: 64->64 on 56x56 0.66,
+ * 128->128 on 28x28 0.65, 64->64 on 16x16 0.84, 16->16 on 32x32 0.83.
+ */
+static bool conv_wino(struct rl_graph *g, struct rl_node *n, const struct rl_shape *sx,
+                      const struct rl_shape *sw, const struct rl_shape *sy, int64_t *tb)
+{
+	const int64_t *a;
+	if (g->values[rl_node_in(n, 0)].dtype != RL_DT_FLOAT || sx->rank != 4 ||
+	    rl_node_attr_int(n, "group", 1) != 1 || sw->d[2].v != 3 || sw->d[3].v != 3 ||
+	    sy->d[2].v != sx->d[2].v || sy->d[3].v != sx->d[3].v ||
+	    !made_of_consts(g, rl_node_in(n, 1), 0))
+		return false;
+	if (rl_node_attr_ints(n, "strides", &a) == 2 && (a[0] != 1 || a[1] != 1))
+		return false;
+	if (rl_node_attr_ints(n, "dilations", &a) == 2 && (a[0] != 1 || a[1] != 1))
+		return false;
+	if (rl_node_attr_ints(n, "pads", &a) != 4 || a[0] != 1 || a[1] != 1 || a[2] != 1 ||
+	    a[3] != 1)
+		return false;
+	*tb = rl_conv_wino_rows(sx->d[1].v, sy->d[1].v, sy->d[2].v, sy->d[3].v);
+	return *tb > 0;
+}
+
 static void conv_form(struct rl_graph *g, uint32_t node, struct rl_pass_ctx *ctx,
                       const struct tgeom *t, const struct gdims *d)
 {
@@ -960,6 +989,19 @@ static void conv_form(struct rl_graph *g, uint32_t node, struct rl_pass_ctx *ctx
 	const struct rl_shape *sx = vshape(g, x), *sw = vshape(g, w), *sy = vshape(g, y);
 	int nsp = sx->rank - 2, vw = vwidth(t, 4);
 	const char *no = NULL;
+	int64_t tb;
+	if (conv_wino(g, n, sx, sw, sy, &tb)) {
+		n->tile.conv = RL_CONV_WINO;
+		rl_remark(ctx, "tile", n->name, "conv-winograd", -1, -1, -1, -1,
+		          "Conv form: Winograd F(2x2, 3x3): 16 products per 2x2 tile and channel pair "
+		          "for 36 multiply-adds (4/9), the %lldx%lld plane in blocks of up to %lld rows "
+		          "of %lld tiles (the transformed input and products of %lld + %lld channels "
+		          "under %.0f KB)",
+		          (long long)sy->d[2].v, (long long)sy->d[3].v, (long long)tb,
+		          (long long)((sy->d[3].v + 1) / 2), (long long)sx->d[1].v,
+		          (long long)sy->d[1].v, RL_WINO_BYTES / 1024);
+		return;
+	}
 	n->tile.conv = RL_CONV_BAND;
 	if (g->values[x].dtype != RL_DT_FLOAT)
 		no = "not float32";

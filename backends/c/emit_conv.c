@@ -23,8 +23,9 @@
  * (image, group, band, share of the output channels); see conv_band_parts.
  *
  * A 3x3 Conv at stride 1 with pads of 1 and constant weights takes the
- * Winograd form F(2x2, 3x3) where it applies (emit_conv_wino, before the
- * forms below; see "Winograd form").
+ * Winograd form F(2x2, 3x3) where the tile pass chose it (node->tile.conv
+ * == RL_CONV_WINO; emit_conv_wino, before the forms below; see "Winograd
+ * form").
  *
  * Small output planes (the tile pass's choice, node->tile.conv ==
  * RL_CONV_CHANVEC) take channels-on-vector mode instead: output channels on
@@ -3499,7 +3500,7 @@ static bool emit_conv_dw(struct rl_cgen *cg, const struct conv2d *p)
  * A task is TR rows of tiles of one image (wino_plan: as many tasks as
  * the chunks the cost model wants); a range's consecutive tasks of one image
  * run as one block of up to G * TR rows, whose V and S stay under
- * CONV_WINO_BYTES (L2). Every output is summed by one block in a fixed
+ * RL_WINO_BYTES (L2; ir/cost.h). Every output is summed by one block in a fixed
  * order, whatever the thread count; the sums are not
  * the direct form's (the transforms add and subtract before the products):
  * on 16 -> 16 channels with inputs in [-1, 1] the largest difference from a
@@ -3509,11 +3510,7 @@ static bool emit_conv_dw(struct rl_cgen *cg, const struct conv2d *p)
  * 1.406 ms (2.005), 128->128 on 28x28 2.011 -> 1.300 (1.963); the README
  * has more shapes and the models.
  */
-#define CONV_WINO_BYTES 786432 /* V and S of one block (L2) */
-#define CONV_WINO_TP 192       /* most tiles a task (the products' columns) */
-#define CONV_WINO_MIN_OW 14    /* narrower rows keep the other forms (7 tiles, 16 lanes) */
-#define CONV_WINO_MIN_TASK 24  /* fewer tiles a task keep the other forms */
-#define CONV_WINO_MIN_TP 64     /* a task keeps this many tiles when split for threads */
+#define CONV_WINO_MIN_TP 64 /* a task keeps this many tiles when split for threads */
 
 struct conv_wino {
 	int64_t TH, TW, TWr; /* rows and columns of tiles, columns rounded up to 16 */
@@ -3522,34 +3519,24 @@ struct conv_wino {
 	int64_t VP, EP, RB;  /* a block's V/S pitch, an E row's half, E rows a channel */
 };
 
-static int64_t wino_vp(int64_t TR, int64_t TW, int64_t TWr)
-{
-	return ((TR - 1) * TW + TWr + 15) / 16 * 16;
-}
-
 static bool wino_plan(struct rl_cgen *cg, uint32_t node, const struct conv2d *p,
                       struct conv_wino *w)
 {
-	if (cg->static_mode || p->G != 1 || p->KH != 3 || p->KW != 3 || p->SH != 1 || p->SW != 1 ||
-	    p->DH != 1 || p->DW != 1 || p->PT != 1 || p->PL != 1 || p->OH != p->H ||
-	    p->OW != p->W || p->M % 4 || p->C < 8 || p->OW < CONV_WINO_MIN_OW || p->OW > CONV_ROW_MAX ||
+	/* the tile pass's choice (rl_conv_wino_rows: the largest block), on what
+	 * the kernel can run here: not in static mode (no NAME_init to transform
+	 * the weights in), weights stored or made at init */
+	if (cg->g->nodes[node].tile.conv != RL_CONV_WINO || cg->static_mode || p->G != 1 ||
+	    p->KH != 3 || p->KW != 3 || p->SH != 1 || p->SW != 1 || p->DH != 1 || p->DW != 1 ||
+	    p->PT != 1 || p->PL != 1 || p->OH != p->H || p->OW != p->W ||
 	    !cg_value_stored_const(cg, cg->g->nodes[node].in[1]))
+		return false;
+	int64_t TB = rl_conv_wino_rows(p->C, p->M, p->OH, p->OW);
+	if (TB < 1)
 		return false;
 	w->TH = (p->OH + 1) / 2;
 	w->TW = (p->OW + 1) / 2;
 	w->TWr = (w->TW + 15) / 16 * 16;
 	w->EP = w->TWr + 16;
-	/* the largest block: CONV_WINO_TP tiles, V and S in CONV_WINO_BYTES */
-	int64_t TB = CONV_WINO_TP / w->TW;
-	TB = TB < 1 ? 1 : TB > w->TH ? w->TH : TB;
-	while (TB > 1 && 64 * (p->C + p->M) * wino_vp(TB, w->TW, w->TWr) > CONV_WINO_BYTES)
-		TB--;
-	/* too few tiles a block for the products (the micro-kernel's tiles are
-	 * 96 columns): 3x3 256->256 on 14x14 (7 tiles a block in 512 KB) ran
-	 * 1.10x the channels-on-lanes form, 128->128 there (21) 1.00x */
-	if (64 * (p->C + p->M) * wino_vp(TB, w->TW, w->TWr) > CONV_WINO_BYTES ||
-	    TB * w->TW < CONV_WINO_MIN_TASK)
-		return false;
 	/* tasks: enough for the chunks the work pays for while a task keeps
 	 * CONV_WINO_MIN_TP tiles, two where the work pays for two, rows as even
 	 * as they go (8 rows in tasks of 7 were 7 + 1); a range's consecutive
@@ -3566,7 +3553,7 @@ static bool wino_plan(struct rl_cgen *cg, uint32_t node, const struct conv2d *p,
 	w->TR = TR;
 	w->NBLK = (w->TH + TR - 1) / TR;
 	w->G = TB / TR < 1 ? 1 : TB / TR;
-	w->VP = wino_vp(w->G * TR, w->TW, w->TWr);
+	w->VP = rl_conv_wino_pitch(w->G * TR, p->OW);
 	w->RB = 2 * w->G * TR + 2;
 	return true;
 }

@@ -469,6 +469,12 @@ static void text_kernels(FILE *f, const struct rl_machine *m, const struct srows
 			levels_str(m, k, lv, sizeof(lv));
 			fprintf(f, "    tile %s; bytes per level: %s\n", tile_str(t, ts, sizeof(ts)), lv);
 		}
+		if (n->op == RL_OP_Conv && n->tile.conv == RL_CONV_WINO && k->c.flops_run > 0) {
+			char a2[32];
+			fprintf(f, "    form Winograd F(2x2, 3x3): runs %s FLOPs (the products 4/9 of "
+			        "the direct form's, and the transforms), priced as run\n",
+			        si(k->c.flops_run, a2, sizeof(a2)));
+		}
 	}
 }
 

@@ -663,7 +663,7 @@ Test(tile, small_maps_take_channels_on_the_lanes)
 	cr_assert_eq(conv_form_of(256, 14, 256, 1, 1, false, "conv-chanvec", "use 100%"),
 	             RL_CONV_CHANVEC);
 	/* a large map, grouped, run-time weights on a 7x7 plane, too few channels: band */
-	cr_assert_eq(conv_form_of(64, 56, 64, 3, 1, false, "conv-band", "above 1024 pixels"),
+	cr_assert_eq(conv_form_of(64, 56, 64, 5, 1, false, "conv-band", "above 1024 pixels"),
 	             RL_CONV_BAND);
 	cr_assert_eq(conv_form_of(64, 7, 64, 3, 2, false, "conv-band", "grouped"), RL_CONV_BAND);
 	cr_assert_eq(conv_form_of(512, 7, 512, 3, 1, true, "conv-band", "not constant"),
@@ -675,4 +675,60 @@ Test(tile, small_maps_take_channels_on_the_lanes)
 	/* run-time weights are packed in every run: worth it from 128 pixels */
 	cr_assert_eq(conv_form_of(256, 14, 256, 3, 1, true, "conv-chanvec", "use 100%"),
 	             RL_CONV_CHANVEC);
+}
+
+Test(tile, winograd_for_3x3_stride_1)
+{
+	/* 3x3/1 with pads of 1, constant weights: the Winograd form, the
+	 * remark giving the block (rl_conv_wino_rows: 64 + 64 channels on 28
+	 * tiles a row, 16 planes of V and S at 64 bytes per channel and pitch
+	 * float: 4 rows have pitch 3 x 28 + 32 = 116 -> 128, 8192 x 128 = 1 MiB
+	 * over 768 KB; 3 rows 2 x 28 + 32 = 88 -> 96, 768 KB) */
+	cr_assert_eq(conv_form_of(64, 56, 64, 3, 1, false, "conv-winograd",
+	                          "the 56x56 plane in blocks of up to 3 rows of 28 tiles"),
+	             RL_CONV_WINO);
+	cr_assert_eq(conv_form_of(16, 32, 16, 3, 1, false, "conv-winograd",
+	                          "blocks of up to 12 rows of 16 tiles"),
+	             RL_CONV_WINO);
+	/* run-time weights, grouped, a 5x5, too few channels a block (256 + 256
+	 * on 14x14: 7 tiles), rows under 14: the other forms */
+	cr_assert_eq(conv_form_of(64, 56, 64, 3, 1, true, "conv-band", "above 1024 pixels"),
+	             RL_CONV_BAND);
+	cr_assert_eq(conv_form_of(64, 56, 64, 3, 2, false, "conv-band", "grouped"), RL_CONV_BAND);
+	cr_assert_eq(conv_form_of(256, 14, 256, 3, 1, false, "conv-chanvec", "use 100%"),
+	             RL_CONV_CHANVEC);
+	cr_assert_eq(conv_form_of(512, 7, 512, 3, 1, false, "conv-chanvec", "use 100%"),
+	             RL_CONV_CHANVEC);
+	/* the block's rows by hand: 128 + 128 channels on 28x28 (14 tiles a
+	 * row, pitch (b - 1) 14 + 16): 2 rows (32 floats) x 256 x 64 = 512 KB,
+	 * 3 rows (48) = 768 KB, 4 rows (64) 1 MiB */
+	cr_assert_eq(rl_conv_wino_rows(128, 128, 28, 28), 3);
+	cr_assert_eq(rl_conv_wino_rows(256, 256, 14, 14), 0);
+	cr_assert_eq(rl_conv_wino_rows(64, 64, 13, 13), 0);  /* rows under 14 */
+	cr_assert_eq(rl_conv_wino_rows(64, 62, 28, 28), 0);  /* M not a multiple of 4 */
+	cr_assert_eq(rl_conv_wino_rows(4, 64, 28, 28), 0);   /* C under 8 */
+	cr_assert_eq(rl_conv_wino_pitch(3, 28), 48);
+
+	/* the cost model prices what the form runs: 16 -> 16 on 32x32, 16 x 16
+	 * tiles in blocks of 12 rows (2 blocks, rows of exactly 16 tiles: no
+	 * padded columns): the products 2 x 16 x 16 x 16 x 256 = 2097152 GEMM
+	 * FLOPs, 4/9 of the direct form's 2 x 16 x 16 x 9 x 1024 = 4718592,
+	 * which stay the node's FLOPs; the transforms 16 x 16 x 16 x 48 + 16 x
+	 * 16 x 16 x 32 = 327680 plain FLOPs more */
+	struct rl_machine m = machine("generic-cpu");
+	struct rl_graph *g = conv_graph(16, 32, 16, 3, 1, false);
+	struct rl_pass_ctx ctx;
+	run(g, &m, &ctx, "tile");
+	uint32_t cv = node_of(g, "conv");
+	struct rl_counts c;
+	cr_assert(rl_count_node(g, cv, &c));
+	cr_assert_float_eq(c.macs, 2359296.0, 1e-6, "%.0f", c.macs);
+	cr_assert_float_eq(c.math[RL_MATH_GEMM], 2097152.0, 1e-6, "%.0f", c.math[RL_MATH_GEMM]);
+	cr_assert_float_eq(c.math[RL_MATH_BASIC], c.flops - 2 * c.macs + 327680.0, 1e-6, "%.0f",
+	                   c.math[RL_MATH_BASIC]);
+	g->nodes[cv].tile.conv = RL_CONV_BAND; /* the direct form: every multiply-add */
+	cr_assert(rl_count_node(g, cv, &c));
+	cr_assert_float_eq(c.math[RL_MATH_GEMM], 4718592.0, 1e-6, "%.0f", c.math[RL_MATH_GEMM]);
+	rl_pass_ctx_free(&ctx);
+	rl_graph_free(g);
 }
