@@ -309,9 +309,17 @@ void rl_conv_wino_counts(int64_t N, int64_t C, int64_t M, int64_t OH, int64_t OW
 	/* per channel and tile column: the row split (2 moves a column pair),
 	 * B^T d B (32 adds and subtracts a tile, 16 stores); per output channel
 	 * and tile column: A^T S A + bias (28), the row copy with the epilogue
-	 * (4 outputs) */
+	 * (4 outputs). And the passes over V and S, each of their 16 (C + M)
+	 * floats a column written by one step and read by the next through L2,
+	 * with the products' register tiles started and stored per 16 columns
+	 * of K = C: about RL_WINO_ELEM_FLOPS plain FLOPs of time each, fitted on
+	 * one Zen 4 core (bench_conv_layers.py, one thread, with a Relu; ms
+	 * measured / priced with it / without): 64->64 on 56x56 1.41 / 1.34 /
+	 * 1.09, 128->128 on 28x28 1.30 / 1.19 / 1.07, 64->64 on 16x16 0.137 /
+	 * 0.120 / 0.098, 16->16 on 32x32 0.038 / 0.043 / 0.024 */
 	*basic = n * ((double)C * (double)TH * (double)TWr * 48.0 +
-	              (double)M * (double)TH * (double)TWr * 32.0);
+	              (double)M * (double)TH * (double)TWr * 32.0 +
+	              RL_WINO_ELEM_FLOPS * 16.0 * (double)(C + M) * cols);
 	/* V and S: 16 planes each, written by one step and read by the next */
 	*bytes = n * 4.0 * 16.0 * 2.0 * (double)(C + M) * cols;
 }

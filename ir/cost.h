@@ -160,13 +160,15 @@ int64_t rl_split_conv_chunks(double macs);
 #define RL_WINO_TP 192
 #define RL_WINO_MIN_TILES 24
 #define RL_WINO_MIN_OW 14
+#define RL_WINO_ELEM_FLOPS 12.0 /* the time of a V or S element's pass, in plain FLOPs */
 int64_t rl_conv_wino_rows(int64_t C, int64_t M, int64_t OH, int64_t OW);
 /* The block's V and S pitch in floats for TB rows of tiles: (TB - 1) TW + TWr
  * (TWr: TW rounded up to 16), rounded up to 16. */
 int64_t rl_conv_wino_pitch(int64_t TB, int64_t OW);
 /* Its work on N images: *gemm the products' FLOPs (16 per tile and channel
  * pair, as the blocks' columns run them, the rows' loops to multiples of 16
- * included), *basic the transforms' and epilogue's plain FLOPs, *bytes the
+ * included), *basic the transforms' and epilogue's plain FLOPs (and the
+ * passes over V and S, priced as RL_WINO_ELEM_FLOPS each), *bytes the
  * bytes the transforms move through the block's L2 (V and S written and
  * read once each). */
 void rl_conv_wino_counts(int64_t N, int64_t C, int64_t M, int64_t OH, int64_t OW, double *gemm,
