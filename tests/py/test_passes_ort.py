@@ -322,6 +322,30 @@ def case_depthwise_bn_clip_residual():
             [BN_FOLD.format("Conv")], None)
 
 
+WINO = r"remark: tile: .*: conv-winograd: Conv form: Winograd F\(2x2, 3x3\)"
+
+
+def case_winograd_bn_residual_relu():
+    # 3x3/1 16->16 on 26x30 (odd tiles a row: 15), 2 images: the Winograd
+    # form, BN folded into it, the residual Add and Relu in its epilogue
+    b = B(18)
+    c = b.op("Conv", ["x", w(b, "cw", [16, 16, 3, 3])], pads=[1, 1, 1, 1])
+    r = bn(b, c, 16, out=None)
+    a = b.op("Add", [r, "x"])
+    b.op("Relu", [a], outputs="y")
+    return (b.model([vi("x", [2, 16, 26, 30])], [vi("y", [2, 16, 26, 30])], 13),
+            [BN_FOLD.format("Conv"), WINO], None)
+
+
+def case_winograd_sigmoid_epilogue():
+    # 3x3/1 8->12 on 31x31 (odd rows: the last tiles' second row cut): the
+    # Winograd form with a Sigmoid epilogue run on each output row
+    b = B(19)
+    c = b.op("Conv", ["x", w(b, "cw", [12, 8, 3, 3]), w(b, "cb", [12])], pads=[1, 1, 1, 1])
+    b.op("Sigmoid", [c], outputs="y")
+    return (b.model([vi("x", [1, 8, 31, 31])], [vi("y", [1, 12, 31, 31])], 13), [WINO], None)
+
+
 def case_conv_bn_shared_output():
     # the Conv output is also a graph output: BN must not be folded
     b = B(16)
