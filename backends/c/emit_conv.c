@@ -3605,7 +3605,7 @@ static bool emit_conv_wino(struct rl_cgen *cg, uint32_t node, const struct conv2
 	 * pointers into the scratch slot, GCC's cheap model would not: it
 	 * cannot prove them apart) */
 	struct rl_buf *st = &cg->statics;
-	const char *inl = "static inline __attribute__((always_inline)) void";
+	const char *inl = "#ifdef __GNUC__\n__attribute__((always_inline))\n#endif\nstatic inline void";
 	/* read from the input row itself: a copy into a padded row first left
 	 * the split's vector loads waiting on the copy's stores */
 	rl_buf_printf(st, "/* %s: an input row split into its padded even and odd columns, e[j] = x[2j - 1], o[j] = x[2j], zero past the row */\n"
@@ -3631,20 +3631,25 @@ static bool emit_conv_wino(struct rl_cgen *cg, uint32_t node, const struct conv2
 		rl_buf_printf(st, "        const float t%d0 = e%d[j] - e%d[j + 1], t%d1 = o%d[j] + e%d[j + 1], t%d2 = e%d[j + 1] - o%d[j],\n"
 		                  "                    t%d3 = o%d[j] - o%d[j + 1];\n",
 		              i, i, i, i, i, i, i, i, i, i, i, i);
+	char ix[16][40]; /* plane q's element j: "j", or "q * pitch + j" */
+	for (int q = 0; q < 16; q++)
+		snprintf(ix[q], sizeof(ix[q]), q ? "%lld + j" : "j", (long long)q * CVP);
 	for (int k = 0; k < 4; k++)
-		rl_buf_printf(st, "        v[%lld + j] = t0%d - t2%d;\n        v[%lld + j] = t1%d + t2%d;\n"
-		                  "        v[%lld + j] = t2%d - t1%d;\n        v[%lld + j] = t1%d - t3%d;\n",
-		              k * CVP, k, k, (4 + k) * CVP, k, k, (8 + k) * CVP, k, k, (12 + k) * CVP, k, k);
+		rl_buf_printf(st, "        v[%s] = t0%d - t2%d;\n        v[%s] = t1%d + t2%d;\n"
+		                  "        v[%s] = t2%d - t1%d;\n        v[%s] = t1%d - t3%d;\n",
+		              ix[k], k, k, ix[4 + k], k, k, ix[8 + k], k, k, ix[12 + k], k, k);
 	rl_buf_printf(st, "    }\n}\n\n");
 	rl_buf_printf(st, "/* %s: A^T S A + bias of a row of tiles into its two output rows */\n"
 	                  "%s %s_vout(const float *restrict s, float *restrict u0, float *restrict u1, float bm)\n{\n"
 	                  "    for (size_t j = 0; j < %lld; j++) {\n",
 	              cg->kname, inl, cg->kname, TWr);
+	for (int q = 0; q < 16; q++)
+		snprintf(ix[q], sizeof(ix[q]), q ? "%lld + j" : "j", (long long)q * MVP);
 	for (int i = 0; i < 4; i++)
-		rl_buf_printf(st, "        const float a%d = s[%lld + j] + s[%lld + j] + s[%lld + j];\n"
-		                  "        const float b%d = s[%lld + j] - s[%lld + j] - s[%lld + j];\n",
-		              i, (4 * i) * MVP, (4 * i + 1) * MVP, (4 * i + 2) * MVP, i, (4 * i + 1) * MVP,
-		              (4 * i + 2) * MVP, (4 * i + 3) * MVP);
+		rl_buf_printf(st, "        const float a%d = s[%s] + s[%s] + s[%s];\n"
+		                  "        const float b%d = s[%s] - s[%s] - s[%s];\n",
+		              i, ix[4 * i], ix[4 * i + 1], ix[4 * i + 2], i, ix[4 * i + 1], ix[4 * i + 2],
+		              ix[4 * i + 3]);
 	rl_buf_printf(st, "        u0[2 * j] = a0 + a1 + a2 + bm;\n"
 	                  "        u0[2 * j + 1] = b0 + b1 + b2 + bm;\n"
 	                  "        u1[2 * j] = a1 - a2 - a3 + bm;\n"
