@@ -148,7 +148,8 @@ int64_t rl_split_conv_chunks(double macs);
  * M output channels, an OH x OW output plane; backends/c/emit_conv.c
  * emit_conv_wino): the most rows of 2x2 tiles one block of the kernel holds
  * (the tiles' transformed input and products, 16 x (C + M) floats a tile
- * column, under RL_WINO_BYTES, at most RL_WINO_TP tiles), or 0 where a
+ * column, under RL_WINO_BYTES, or RL_WINO_ROW_BYTES for one row; at most
+ * RL_WINO_TP tiles), or 0 where a
  * block would hold fewer than RL_WINO_MIN_TILES tiles (the products' tiles
  * too narrow: the form is not taken) or the plane does not fit the form
  * (rows under RL_WINO_MIN_OW or over 1024, M not a multiple of 4, C under 8).
@@ -157,6 +158,7 @@ int64_t rl_split_conv_chunks(double macs);
  * (rl_conv_wino_counts).
  */
 #define RL_WINO_BYTES 786432.0
+#define RL_WINO_ROW_BYTES 1310720.0 /* a block of one row of tiles */
 #define RL_WINO_TP 192
 #define RL_WINO_MIN_TILES 24
 #define RL_WINO_MIN_OW 14

@@ -708,6 +708,12 @@ Test(tile, winograd_for_3x3_stride_1)
 	cr_assert_eq(rl_conv_wino_rows(64, 62, 28, 28), 0);  /* M not a multiple of 4 */
 	cr_assert_eq(rl_conv_wino_rows(4, 64, 28, 28), 0);   /* C under 8 */
 	cr_assert_eq(rl_conv_wino_pitch(3, 28), 48);
+	/* one row of tiles may spill L2: 128 + 128 channels on 112x112 (56
+	 * tiles, pitch 64: 64 x 256 x 64 = 1 MiB, under 1.25 MiB); 512 + 512
+	 * on 28x28 (pitch 16 for 14 tiles, 1 MiB) has too few tiles */
+	cr_assert_eq(rl_conv_wino_rows(128, 128, 112, 112), 1);
+	cr_assert_eq(rl_conv_wino_rows(128, 128, 224, 224), 0); /* 112 tiles: 1.75 MiB */
+	cr_assert_eq(rl_conv_wino_rows(512, 512, 28, 28), 0);
 
 	/* the cost model prices what the form runs: 16 -> 16 on 32x32, 16 x 16
 	 * tiles in blocks of 12 rows (2 blocks, rows of exactly 16 tiles: no
