@@ -302,13 +302,21 @@ def per_kernel(exe, threads, seconds, kern):
 
 
 def level_of(node, machine):
-    """The memory level a memory-bound kernel was priced at: (name, read bw)."""
+    """The memory level a memory-bound kernel was priced at: (name, read bw of
+    the cores the kernel runs on). A kernel on k of the machine's cores gets
+    min(level, k x one core's rate) where the profile gives one core's rate
+    (as the cost model prices it), else k / cores of the level; a report
+    without the kernel's thread count: the whole level."""
     levels = machine["memory"]
     b = node.get("bound_level")
-    for lv in levels:
-        if lv["name"] == b:
-            return lv["name"], lv["read_bw"]
-    return levels[-1]["name"], levels[-1]["read_bw"]
+    lv = next((x for x in levels if x["name"] == b), levels[-1])
+    bw, k, cores = lv["read_bw"], node.get("threads"), machine.get("cores") or 1
+    if k:
+        if lv.get("core_read_bw"):
+            bw = min(bw, k * lv["core_read_bw"])
+        else:
+            bw = bw * min(k, cores) / cores
+    return lv["name"], bw
 
 
 def reason(ratio, node, machine, pred, meas, ws):

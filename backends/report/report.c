@@ -667,6 +667,8 @@ static void json_machine(FILE *f, const struct rl_machine *m)
 		fputs(", ", f);
 		json_kv_num(f, "capacity", m->level[i].capacity, true);
 		json_kv_num(f, "read_bw", m->level[i].read_bw, true);
+		if (m->level[i].core_read_bw > 0) /* one core's rate, where the profile has it */
+			json_kv_num(f, "core_read_bw", m->level[i].core_read_bw, true);
 		json_kv_num(f, "write_bw", m->level[i].write_bw, false);
 		fputc('}', f);
 	}
@@ -804,6 +806,9 @@ static void json_kernels(FILE *f, const struct rl_machine *m, const struct srows
 		json_str(f, access_name(k->c.access));
 		fputs(", ", f);
 		json_kv_num(f, "time_s", k->cost.time_s, true);
+		/* the cores the kernel is priced on (rl_cost_threads: how the
+		 * runtime splits it) */
+		fprintf(f, "\"threads\": %d, ", rl_cost_threads(m, &k->c));
 		json_kv_num(f, "share", s->kshare[q], true);
 		fprintf(f, "\"tiled\": %s, \"levels\": [", k->tiled ? "true" : "false");
 		for (int i = 0; i < m->nlevels; i++) {
