@@ -3491,7 +3491,7 @@ static bool emit_conv_dw(struct rl_cgen *cg, const struct conv2d *p)
  * 3. 16 products S[q] = U[q] V[q] (M x C times C x tp), U = G g G^T the
  *    weights transformed once in NAME_init, by the band-mode micro-kernel
  *    (rl_conv4: a 1x1 convolution over the tiles, kk = 1), or where none
- *    was picked a loop of 16-column sums gcc vectorizes (NAME_prod);
+ *    was picked a loop of 16-column sums gcc vectorizes (rl_wino_prod_*);
  * 4. the output transform A^T S A + bias per channel and tile row into two
  *    output rows (interleaved back to NCHW), then the fused epilogue: a
  *    per-channel Mul and Add, a residual Add and a Relu as the register
@@ -3558,6 +3558,15 @@ static bool wino_plan(struct rl_cgen *cg, uint32_t node, const struct conv2d *p,
 	return true;
 }
 
+/* Whether the statics have no function `name` yet (the Winograd row
+ * helpers are named by the constants they hold: written once per file). */
+static bool wino_fn_new(const struct rl_buf *st, const char *name)
+{
+	char def[96];
+	snprintf(def, sizeof(def), " %s(", name);
+	return !st->s || !strstr(st->s, def);
+}
+
 static bool emit_conv_wino(struct rl_cgen *cg, uint32_t node, const struct conv2d *p)
 {
 	struct conv_wino w;
@@ -3603,102 +3612,120 @@ static bool emit_conv_wino(struct rl_cgen *cg, uint32_t node, const struct conv2
 	/* the loops over a row, as functions of restrict parameters with
 	 * constant trip counts: plain -O2 vectorizes them (in the kernel, on
 	 * pointers into the scratch slot, GCC's cheap model would not: it
-	 * cannot prove them apart) */
+	 * cannot prove them apart). Named by the constants they hold, so the
+	 * kernels of one shape (a ResNet stage's 3x3 layers) share them. */
 	struct rl_buf *st = &cg->statics;
 	const char *inl = "#ifdef __GNUC__\n__attribute__((always_inline))\n#endif\nstatic inline void";
+	char fsplit[64], fvin[64], fprod[80], fvout[64], frow[80];
+	snprintf(fsplit, sizeof(fsplit), "rl_wino_split_%lld_%lld", W, EP);
+	snprintf(fvin, sizeof(fvin), "rl_wino_vin_%lld_%lld", TWr, CVP);
+	snprintf(fprod, sizeof(fprod), "rl_wino_prod_%lld_%lld_%lld", M, C, VP);
+	snprintf(fvout, sizeof(fvout), "rl_wino_vout_%lld_%lld", TWr, MVP);
+	snprintf(frow, sizeof(frow), "rl_wino_row_%lld%s%s%s%s", (long long)p->OW,
+	         inreg && e.xsc >= 0 ? "_mul" : "", inreg && e.xsh >= 0 ? "_add" : "",
+	         inreg && e.xres >= 0 ? "_res" : "", inreg && e.relu ? "_relu" : "");
 	/* read from the input row itself: a copy into a padded row first left
 	 * the split's vector loads waiting on the copy's stores */
-	rl_buf_printf(st, "/* %s: an input row split into its padded even and odd columns, e[j] = x[2j - 1], o[j] = x[2j], zero past the row */\n"
-	                  "%s %s_split(const float *restrict x, float *restrict e, float *restrict o)\n{\n"
-	                  "    e[0] = 0.0f;\n"
-	                  "    for (size_t j = 0; j < %lld; j++) {\n"
-	                  "        o[j] = x[2 * j];\n"
-	                  "        e[j + 1] = x[2 * j + 1];\n"
-	                  "    }\n",
-	              cg->kname, inl, cg->kname, W / 2);
-	if (W % 2)
-		rl_buf_printf(st, "    o[%lld] = x[%lld];\n", W / 2, W - 1);
-	rl_buf_printf(st, "    for (size_t j = %lld; j < %lld; j++)\n        o[j] = 0.0f;\n"
-	                  "    for (size_t j = %lld; j < %lld; j++)\n        e[j] = 0.0f;\n}\n\n",
-	              (W + 1) / 2, EP, W / 2 + 1, EP);
-	rl_buf_printf(st, "/* %s: B^T d B of a row of tiles (patch rows 0-3 split in e, o) into the 16 planes of v */\n"
-	                  "%s %s_vin(const float *restrict e0, const float *restrict o0, const float *restrict e1,\n"
-	                  "    const float *restrict o1, const float *restrict e2, const float *restrict o2,\n"
-	                  "    const float *restrict e3, const float *restrict o3, float *restrict v)\n{\n"
-	                  "    for (size_t j = 0; j < %lld; j++) {\n",
-	              cg->kname, inl, cg->kname, TWr);
-	for (int i = 0; i < 4; i++)
-		rl_buf_printf(st, "        const float t%d0 = e%d[j] - e%d[j + 1], t%d1 = o%d[j] + e%d[j + 1], t%d2 = e%d[j + 1] - o%d[j],\n"
-		                  "                    t%d3 = o%d[j] - o%d[j + 1];\n",
-		              i, i, i, i, i, i, i, i, i, i, i, i);
+	if (wino_fn_new(st, fsplit)) {
+		rl_buf_printf(st, "/* an input row of %lld split into its padded even and odd columns, e[j] = x[2j - 1], o[j] = x[2j], zero past the row */\n"
+		                  "%s %s(const float *restrict x, float *restrict e, float *restrict o)\n{\n"
+		                  "    e[0] = 0.0f;\n"
+		                  "    for (size_t j = 0; j < %lld; j++) {\n"
+		                  "        o[j] = x[2 * j];\n"
+		                  "        e[j + 1] = x[2 * j + 1];\n"
+		                  "    }\n",
+		              W, inl, fsplit, W / 2);
+		if (W % 2)
+			rl_buf_printf(st, "    o[%lld] = x[%lld];\n", W / 2, W - 1);
+		rl_buf_printf(st, "    for (size_t j = %lld; j < %lld; j++)\n        o[j] = 0.0f;\n"
+		                  "    for (size_t j = %lld; j < %lld; j++)\n        e[j] = 0.0f;\n}\n\n",
+		              (W + 1) / 2, EP, W / 2 + 1, EP);
+	}
 	char ix[16][40]; /* plane q's element j: "j", or "q * pitch + j" */
-	for (int q = 0; q < 16; q++)
-		snprintf(ix[q], sizeof(ix[q]), q ? "%lld + j" : "j", (long long)q * CVP);
-	for (int k = 0; k < 4; k++)
-		rl_buf_printf(st, "        v[%s] = t0%d - t2%d;\n        v[%s] = t1%d + t2%d;\n"
-		                  "        v[%s] = t2%d - t1%d;\n        v[%s] = t1%d - t3%d;\n",
-		              ix[k], k, k, ix[4 + k], k, k, ix[8 + k], k, k, ix[12 + k], k, k);
-	rl_buf_printf(st, "    }\n}\n\n");
+	if (wino_fn_new(st, fvin)) {
+		rl_buf_printf(st, "/* B^T d B of a row of %lld tiles (patch rows 0-3 split in e, o) into the 16 planes of v, %lld apart */\n"
+		                  "%s %s(const float *restrict e0, const float *restrict o0, const float *restrict e1,\n"
+		                  "    const float *restrict o1, const float *restrict e2, const float *restrict o2,\n"
+		                  "    const float *restrict e3, const float *restrict o3, float *restrict v)\n{\n"
+		                  "    for (size_t j = 0; j < %lld; j++) {\n",
+		              TWr, CVP, inl, fvin, TWr);
+		for (int i = 0; i < 4; i++)
+			rl_buf_printf(st, "        const float t%d0 = e%d[j] - e%d[j + 1], t%d1 = o%d[j] + e%d[j + 1], t%d2 = e%d[j + 1] - o%d[j],\n"
+			                  "                    t%d3 = o%d[j] - o%d[j + 1];\n",
+			              i, i, i, i, i, i, i, i, i, i, i, i);
+		for (int q = 0; q < 16; q++)
+			snprintf(ix[q], sizeof(ix[q]), q ? "%lld + j" : "j", (long long)q * CVP);
+		for (int k = 0; k < 4; k++)
+			rl_buf_printf(st, "        v[%s] = t0%d - t2%d;\n        v[%s] = t1%d + t2%d;\n"
+			                  "        v[%s] = t2%d - t1%d;\n        v[%s] = t1%d - t3%d;\n",
+			              ix[k], k, k, ix[4 + k], k, k, ix[8 + k], k, k, ix[12 + k], k, k);
+		rl_buf_printf(st, "    }\n}\n\n");
+	}
 	/* the products where no micro-kernel was picked (other CPUs, other
 	 * compilers): 16 columns of sums at a time over the channels, a loop
 	 * gcc -O2 vectorizes; as a plain loop over the columns per channel it
 	 * ran 14x slower than band mode's portable tiles (3x3 64->64 on 56x56,
 	 * one thread, -DRL_NO_ISA: 30.5 against 2.2 ms) */
-	rl_buf_printf(st, "/* %s: the products S = U V of one of the 16 planes, %lld x %lld times %lld x n (n a multiple of 16) */\n"
-	                  "%s %s_prod(const float *restrict u, const float *restrict v, float *restrict s, size_t n)\n{\n"
-	                  "    for (size_t m = 0; m < %lld; m += 4)\n"
-	                  "        for (size_t i0 = 0; i0 < n; i0 += 16) {\n"
-	                  "            float a0[16], a1[16], a2[16], a3[16];\n"
-	                  "            for (size_t i = 0; i < 16; i++)\n"
-	                  "                a0[i] = a1[i] = a2[i] = a3[i] = 0.0f;\n"
-	                  "            for (size_t c = 0; c < %lld; c++) {\n"
-	                  "                const float *restrict w = u + m * %lld + c, *restrict x = v + c * %lld + i0;\n"
-	                  "                for (size_t i = 0; i < 16; i++) {\n"
-	                  "                    a0[i] += w[0] * x[i];\n"
-	                  "                    a1[i] += w[%lld] * x[i];\n"
-	                  "                    a2[i] += w[%lld] * x[i];\n"
-	                  "                    a3[i] += w[%lld] * x[i];\n"
-	                  "                }\n"
-	                  "            }\n"
-	                  "            for (size_t i = 0; i < 16; i++) {\n"
-	                  "                s[m * %lld + i0 + i] = a0[i];\n"
-	                  "                s[(m + 1) * %lld + i0 + i] = a1[i];\n"
-	                  "                s[(m + 2) * %lld + i0 + i] = a2[i];\n"
-	                  "                s[(m + 3) * %lld + i0 + i] = a3[i];\n"
-	                  "            }\n"
-	                  "        }\n}\n\n",
-	              cg->kname, M, C, C, inl, cg->kname, M, C, C, VP, C, 2 * C, 3 * C, VP, VP, VP, VP);
-	rl_buf_printf(st, "/* %s: A^T S A + bias of a row of tiles into its two output rows */\n"
-	                  "%s %s_vout(const float *restrict s, float *restrict u0, float *restrict u1, float bm)\n{\n"
-	                  "    for (size_t j = 0; j < %lld; j++) {\n",
-	              cg->kname, inl, cg->kname, TWr);
-	for (int q = 0; q < 16; q++)
-		snprintf(ix[q], sizeof(ix[q]), q ? "%lld + j" : "j", (long long)q * MVP);
-	for (int i = 0; i < 4; i++)
-		rl_buf_printf(st, "        const float a%d = s[%s] + s[%s] + s[%s];\n"
-		                  "        const float b%d = s[%s] - s[%s] - s[%s];\n",
-		              i, ix[4 * i], ix[4 * i + 1], ix[4 * i + 2], i, ix[4 * i + 1], ix[4 * i + 2],
-		              ix[4 * i + 3]);
-	rl_buf_printf(st, "        u0[2 * j] = a0 + a1 + a2 + bm;\n"
-	                  "        u0[2 * j + 1] = b0 + b1 + b2 + bm;\n"
-	                  "        u1[2 * j] = a1 - a2 - a3 + bm;\n"
-	                  "        u1[2 * j + 1] = b1 - b2 - b3 + bm;\n"
-	                  "    }\n}\n\n");
-	rl_buf_printf(st, "/* %s: an output row%s */\n%s %s_row(const float *restrict u, float *restrict y%s%s%s)\n{\n"
-	                  "    for (size_t i = 0; i < %lld; i++) {\n"
-	                  "        float v = u[i];\n",
-	              cg->kname, inreg ? " and its fused epilogue" : "", inl, cg->kname,
-	              inreg && e.xsc >= 0 ? ", float sm" : "", inreg && e.xsh >= 0 ? ", float hm" : "",
-	              inreg && e.xres >= 0 ? ", const float *restrict rr" : "", (long long)p->OW);
-	if (inreg && e.xsc >= 0)
-		rl_buf_printf(st, "        v = v * sm;\n");
-	if (inreg && e.xsh >= 0)
-		rl_buf_printf(st, "        v = v + hm;\n");
-	if (inreg && e.xres >= 0)
-		rl_buf_printf(st, "        v = v + rr[i];\n");
-	if (inreg && e.relu)
-		rl_buf_printf(st, "        v = v < 0.0f ? 0.0f : v;\n");
-	rl_buf_printf(st, "        y[i] = v;\n    }\n}\n\n");
+	if (wino_fn_new(st, fprod))
+		rl_buf_printf(st, "/* the products S = U V of one of the 16 planes, %lld x %lld times %lld x n (n a multiple of 16, rows %lld apart) */\n"
+		                  "%s %s(const float *restrict u, const float *restrict v, float *restrict s, size_t n)\n{\n"
+		                  "    for (size_t m = 0; m < %lld; m += 4)\n"
+		                  "        for (size_t i0 = 0; i0 < n; i0 += 16) {\n"
+		                  "            float a0[16], a1[16], a2[16], a3[16];\n"
+		                  "            for (size_t i = 0; i < 16; i++)\n"
+		                  "                a0[i] = a1[i] = a2[i] = a3[i] = 0.0f;\n"
+		                  "            for (size_t c = 0; c < %lld; c++) {\n"
+		                  "                const float *restrict w = u + m * %lld + c, *restrict x = v + c * %lld + i0;\n"
+		                  "                for (size_t i = 0; i < 16; i++) {\n"
+		                  "                    a0[i] += w[0] * x[i];\n"
+		                  "                    a1[i] += w[%lld] * x[i];\n"
+		                  "                    a2[i] += w[%lld] * x[i];\n"
+		                  "                    a3[i] += w[%lld] * x[i];\n"
+		                  "                }\n"
+		                  "            }\n"
+		                  "            for (size_t i = 0; i < 16; i++) {\n"
+		                  "                s[m * %lld + i0 + i] = a0[i];\n"
+		                  "                s[(m + 1) * %lld + i0 + i] = a1[i];\n"
+		                  "                s[(m + 2) * %lld + i0 + i] = a2[i];\n"
+		                  "                s[(m + 3) * %lld + i0 + i] = a3[i];\n"
+		                  "            }\n"
+		                  "        }\n}\n\n",
+		              M, C, C, VP, inl, fprod, M, C, C, VP, C, 2 * C, 3 * C, VP, VP, VP, VP);
+	if (wino_fn_new(st, fvout)) {
+		rl_buf_printf(st, "/* A^T S A + bias of a row of %lld tiles (planes %lld apart) into its two output rows */\n"
+		                  "%s %s(const float *restrict s, float *restrict u0, float *restrict u1, float bm)\n{\n"
+		                  "    for (size_t j = 0; j < %lld; j++) {\n",
+		              TWr, MVP, inl, fvout, TWr);
+		for (int q = 0; q < 16; q++)
+			snprintf(ix[q], sizeof(ix[q]), q ? "%lld + j" : "j", (long long)q * MVP);
+		for (int i = 0; i < 4; i++)
+			rl_buf_printf(st, "        const float a%d = s[%s] + s[%s] + s[%s];\n"
+			                  "        const float b%d = s[%s] - s[%s] - s[%s];\n",
+			              i, ix[4 * i], ix[4 * i + 1], ix[4 * i + 2], i, ix[4 * i + 1],
+			              ix[4 * i + 2], ix[4 * i + 3]);
+		rl_buf_printf(st, "        u0[2 * j] = a0 + a1 + a2 + bm;\n"
+		                  "        u0[2 * j + 1] = b0 + b1 + b2 + bm;\n"
+		                  "        u1[2 * j] = a1 - a2 - a3 + bm;\n"
+		                  "        u1[2 * j + 1] = b1 - b2 - b3 + bm;\n"
+		                  "    }\n}\n\n");
+	}
+	if (wino_fn_new(st, frow)) {
+		rl_buf_printf(st, "/* an output row of %lld%s */\n%s %s(const float *restrict u, float *restrict y%s%s%s)\n{\n"
+		                  "    for (size_t i = 0; i < %lld; i++) {\n"
+		                  "        float v = u[i];\n",
+		              (long long)p->OW, inreg ? " and its fused epilogue" : "", inl, frow,
+		              inreg && e.xsc >= 0 ? ", float sm" : "", inreg && e.xsh >= 0 ? ", float hm" : "",
+		              inreg && e.xres >= 0 ? ", const float *restrict rr" : "", (long long)p->OW);
+		if (inreg && e.xsc >= 0)
+			rl_buf_printf(st, "        v = v * sm;\n");
+		if (inreg && e.xsh >= 0)
+			rl_buf_printf(st, "        v = v + hm;\n");
+		if (inreg && e.xres >= 0)
+			rl_buf_printf(st, "        v = v + rr[i];\n");
+		if (inreg && e.relu)
+			rl_buf_printf(st, "        v = v < 0.0f ? 0.0f : v;\n");
+		rl_buf_printf(st, "        y[i] = v;\n    }\n}\n\n");
+	}
 	long long scratch = 4 * (16 * CVP + 16 * MVP + C * RB * 2 * EP);
 	rl_buf_printf(&cg->init, "    if (rl_conv_scratch_reserve(%lldu) != 0) /* %s */\n        return -1;\n",
 	              scratch, cg->kname);
@@ -3737,7 +3764,7 @@ static bool emit_conv_wino(struct rl_cgen *cg, uint32_t node, const struct conv2
 	cg_line(cg, "if (ih < 0 || ih >= %lld)", H);
 	cg_line(cg, "    memset(e, 0, %lld * sizeof(float));", 2 * EP);
 	cg_line(cg, "else");
-	cg_line(cg, "    %s_split(xc + (size_t)ih * %lld, e, e + %lld);", cg->kname, W, EP);
+	cg_line(cg, "    %s(xc + (size_t)ih * %lld, e, e + %lld);", fsplit, W, EP);
 	line_close(cg); /* a */
 	line_close(cg); /* c */
 	cg_line(cg, "/* V = B^T d B: columns d0 - d2, d1 + d2, d2 - d1, d1 - d3 of each patch row, then the same down the rows */");
@@ -3746,7 +3773,7 @@ static bool emit_conv_wino(struct rl_cgen *cg, uint32_t node, const struct conv2
 	for (int i = 0; i < 4; i++)
 		cg_line(cg, "const float *restrict e%d = E + (c * %lld + 2 * r + %d) * %lld, *restrict o%d = e%d + %lld;",
 		        i, RB, i, 2 * EP, i, i, EP);
-	cg_line(cg, "%s_vin(e0, o0, e1, o1, e2, o2, e3, o3, V + c * %lld + r * %lld);", cg->kname, VP, TW);
+	cg_line(cg, "%s(e0, o0, e1, o1, e2, o2, e3, o3, V + c * %lld + r * %lld);", fvin, VP, TW);
 	line_close(cg); /* r */
 	line_close(cg); /* c */
 	cg_line(cg, "/* S[q] = U[q] V[q] for the 16 q: %lld x %lld times %lld x the task's tiles */", M, C, C);
@@ -3763,8 +3790,8 @@ static bool emit_conv_wino(struct rl_cgen *cg, uint32_t node, const struct conv2
 	cg_line(cg, "    for (size_t i = (size_t)tp; i < t16; i++)");
 	cg_line(cg, "        V[q * %lld + i] = 0.0f;", VP);
 	cg_line(cg, "for (size_t q = 0; q < 16; q++)");
-	cg_line(cg, "    %s_prod(%s + q * %lld, V + q * %lld, S + q * %lld, t16);", cg->kname, wname,
-	        M * C, CVP, MVP);
+	cg_line(cg, "    %s(%s + q * %lld, V + q * %lld, S + q * %lld, t16);", fprod, wname, M * C,
+	        CVP, MVP);
 	line_close(cg);
 	cg_line(cg, "/* Y = A^T S A + bias: per row of S, s0 + s1 + s2 and s1 - s2 - s3, then the same down the rows */");
 	line_open(cg, "for (size_t m = 0; m < %lld; m++) {", M, 0);
@@ -3775,7 +3802,7 @@ static bool emit_conv_wino(struct rl_cgen *cg, uint32_t node, const struct conv2
 		cg_line(cg, "const float hm = X%d[m];", e.xsh);
 	line_open(cg, "for (size_t r = 0; r < nr; r++) {", 0, 0);
 	cg_line(cg, "const float *restrict s = S + m * %lld + r * %lld;", VP, TW);
-	cg_line(cg, "%s_vout(s, u0, u1, bm);", cg->kname);
+	cg_line(cg, "%s(s, u0, u1, bm);", fvout);
 	line_open(cg, "for (size_t h = 0; h < 2; h++) {", 0, 0);
 	cg_line(cg, "const size_t oh = 2 * (tr0 + r) + h;");
 	if (p->OH % 2) {
@@ -3788,7 +3815,7 @@ static bool emit_conv_wino(struct rl_cgen *cg, uint32_t node, const struct conv2
 	if (inreg && e.xres >= 0)
 		cg_line(cg, "const float *restrict rr = X%d + ((n * %lld + m) * %lld + oh) * %lld;",
 		        e.xres, M, (long long)p->OH, (long long)p->OW);
-	cg_line(cg, "%s_row(uh, y%s%s%s);", cg->kname, inreg && e.xsc >= 0 ? ", sm" : "",
+	cg_line(cg, "%s(uh, y%s%s%s);", frow, inreg && e.xsc >= 0 ? ", sm" : "",
 	        inreg && e.xsh >= 0 ? ", hm" : "", inreg && e.xres >= 0 ? ", rr" : "");
 	if (cg->epi && !inreg) {
 		char base[160];
