@@ -3213,69 +3213,10 @@ static void dw_plane_close(struct rl_cgen *cg, const struct conv2d *p)
 	cg_line(cg, "}");
 }
 
-/*
- * Depthwise Conv (float, one input and one output channel a group) on rows
- * of at most CONV_DW_FLAT_OW outputs: the pools' flat form (emit_pool.c,
- * cg_flat_fill) with a weight per tap. Per plane (per band of OB output rows
- * where the plane's phase planes exceed CONV_DW_FLAT_XP: the band's within
- * CONV_DW_FLAT_BAND, so they and the band's sums stay in L1) the padded input
- * goes to stride-phase planes of Pq columns, and every output j = oh * Pq + ow
- * sums bias + w[k] * xp[j + off_k] in whole 16-float vectors; the rows are
- * copied out and the fused epilogue runs on the plane. Rows longer than 32
- * outputs take it only where the whole plane fits: in MobileNet-v2-shaped
- * CNN (bench/unseen_models.py, bench_cnn_split.py, one thread, kernel
- * minima) the 3x3 on 144 x 56x56 went 248 -> 209 us (onnxruntime 153), but
- * the 112x112 layers in bands went the other way (3x3 on 32: 241 -> 266 us,
- * 3x3/2 on 96: 306 -> 321), though alone (bench_conv_layers.py, no Clip
- * after) the 3x3/2 had run 0.365 -> 0.230 ms. Band mode ran these
- * a channel at a time with acc rounded up to whole 128-float tiles, its
- * rows copied out element by element (MobileNet-v2's 3x3 on 960 x 7x7:
- * 63 pixels computed as 128; 60 -> 49 us, onnxruntime 26). Stride 2 only
- * where the fill can split rows in pairs. A plane is one iteration, so the
- * bits do not depend on the thread count. Since the row form (below), 3x3
- * stride-1 layers with rows of 48 outputs or more and the 3x3/2 layers this
- * form leaves take that instead (the 56x56 and 112x112 figures there).
- */
-#define CONV_DW_FLAT_OW 256
-#define CONV_DW_FLAT_XP 32768 /* bytes of phase planes (a band's) */
-#define CONV_DW_FLAT_BAND 16384 /* bytes of phase planes a band, where the plane is larger: with
-                                 * the sums' band as large, both stay in L1 */
-#define CONV_DW_FLAT_MIN_OB 4 /* output rows a band at least */
-#define CONV_DW_FLAT_BAND_OW 32 /* rows longer than this: the flat form only for a whole plane */
-static bool emit_conv_dw_flat(struct rl_cgen *cg, const struct conv2d *p)
+/* The flat form's sums over the NJr outputs of xp into sb: bias, then the
+ * taps in rows-then-columns order (16 at a time where RL_VEC) */
+static void dw_flat_sums(struct rl_cgen *cg, char offs[][24], int noff, int64_t NJr)
 {
-	if (p->G != p->C || p->M != p->C || p->OW > CONV_DW_FLAT_OW || p->KH * p->KW > 64)
-		return false;
-	int64_t S0 = p->SH, S1 = p->SW, D0 = p->DH, D1 = p->DW, KH = p->KH, KW = p->KW;
-	int64_t OH = p->OH, OW = p->OW, NP = S0 * S1;
-	int64_t Pq = OW + (KW - 1) * D1 / S1, halo = (KH - 1) * D0 / S0, OB = OH;
-	if (NP * (OH + halo) * Pq * 4 > CONV_DW_FLAT_XP) { /* bands of OB output rows */
-		OB = CONV_DW_FLAT_BAND / (4 * NP * Pq) - halo;
-		if (OB < CONV_DW_FLAT_MIN_OB || OW > CONV_DW_FLAT_BAND_OW)
-			return false;
-	}
-	int64_t NRq = OB + halo, NJr = (OB * Pq + 15) / 16 * 16;
-	/* stride 2 only where the fill splits the row in 16-pair chunks (a
-	 * scalar split made the 3x3/2 on 192 x 28x28 slower: 67 -> 90 us) */
-	if (S1 > 2 || (S1 == 2 && (p->W - 2 + p->PL) / 2 + 1 - (p->PL + 1) / 2 < 16))
-		return false;
-	struct cg_flat fl = {p->H, p->W, S0, S1, p->PT, p->PL, NRq, Pq, "0.0f"};
-	char offs[64][24];
-	int noff = 0;
-	for (int64_t kh = 0; kh < KH; kh++)
-		for (int64_t kw = 0; kw < KW; kw++)
-			snprintf(offs[noff++], sizeof(offs[0]), "%lld",
-			         (long long)cg_flat_off(&fl, D0, D1, kh, kw));
-	char bands[80] = "";
-	if (OB < OH)
-		snprintf(bands, sizeof(bands), "; bands of %lld output rows", (long long)OB);
-	cg_line(cg, "/* Conv, depthwise flat form: per plane, the padded input in %lld phase plane%s of %lld columns; bias + weight x tap summed in chunks of 16 over j = oh * %lld + ow; planes split across threads%s */",
-	        (long long)NP, NP > 1 ? "s" : "", (long long)Pq, (long long)Pq, bands);
-	cg_flat_scratch(cg, "float", &fl, D0, D1, KH, KW, NJr);
-	dw_plane_open(cg, p);
-	cg_line(cg, "for (size_t ob = 0; ob < %lld; ob += %lld) {", (long long)OH, (long long)OB);
-	cg->indent++;
-	cg_flat_fill(cg, "float", &fl);
 	cg_line(cg, "/* the sums: bias, then the taps in rows-then-columns order */");
 	rl_buf_printf(&cg->body, "#ifdef RL_VEC\n");
 	cg_line(cg, "for (size_t j = 0; j < %lld; j += 16) {", (long long)NJr);
@@ -3298,6 +3239,186 @@ static bool emit_conv_dw_flat(struct rl_cgen *cg, const struct conv2d *p)
 	cg->indent--;
 	cg_line(cg, "}");
 	rl_buf_printf(&cg->body, "#endif\n");
+}
+
+/*
+ * The flat form on whole planes, software-pipelined across the range's
+ * planes: plane it + 1 is filled into one of two buffers while plane it's
+ * sums are made from the other, and plane it - 1's sums are copied out (and
+ * the fused epilogue run) one iteration after they were stored. Straight
+ * after a fill, the sums' 16-float loads straddle the fill's short stores
+ * (rows of 7-28 floats, single padding floats) still in the store buffer,
+ * and the copy-out's rows straddle the sums' 16-float stores: both loads
+ * wait for the stores to reach L1 instead of being forwarded. A plane later
+ * they are in L1. Alone, one thread, MobileNet-v2's 3x3 on 960 x 7x7 with
+ * its Relu (bench_conv_layers.py's model, thread CPU minimum): 49-53 -> 28-30
+ * us (onnxruntime, NCHWc, 26 in the model). Same sums in the same order: the
+ * bits are those of the plain flat form.
+ */
+#define CONV_DW_FLAT_PIPE 8192 /* bytes of one padded plane, at most (two are kept) */
+static void dw_flat_pipelined(struct rl_cgen *cg, const struct conv2d *p, const struct cg_flat *fl,
+                              char offs[][24], int noff, int64_t NJr, int64_t maxoff, int64_t cs)
+{
+	const int64_t NP = fl->S0 * fl->S1, planes = NP * fl->NRq * fl->Pq, OHW = p->OH * p->OW;
+	/* one buffer: the planes and what the last chunk reads past them (zero),
+	 * rounded to whole lines so the two do not share one */
+	int64_t XN = planes > NJr + maxoff ? planes : NJr + maxoff;
+	XN = (XN + 15) / 16 * 16;
+	cg_line(cg, "/* Conv, depthwise flat form, pipelined: the padded input of plane it + 1 in %lld phase plane%s of %lld columns while plane it's sums (bias + weight x tap in chunks of 16 over j = oh * %lld + %s) are made, and plane it - 1's copied out%s; planes split across threads */",
+	        (long long)NP, NP > 1 ? "s" : "", (long long)fl->Pq, (long long)fl->Pq,
+	        cs > 1 ? "column" : "ow", cs > 1 ? " (columns 2 ow: stride 2 summed at stride 1 along the rows)" : "");
+	cg_scratch_array(cg, "float", "xpb", 2 * XN, 0);
+	cg_scratch_array(cg, "float", "sbb", 2 * NJr, 0);
+	cg_line(cg, "memset(xpb, 0, sizeof(float) * %lld); /* past the planes: read, never used */",
+	        (long long)(2 * XN));
+	cg->par_n = p->N * p->G;
+	{
+		const int64_t work = OHW * p->KH * p->KW;
+		cg->par_grain = work >= 32768 ? 1 : 32768 / work;
+	}
+	cg->simd = 1;
+	cg_line(cg, "for (int64_t it = lo; it <= hi; it++) {");
+	cg->indent++;
+	/* the fill of plane it + 1 (of plane lo first) */
+	cg_line(cg, "for (int64_t f = it == lo ? lo : it + 1; f <= it + 1 && f < hi; f++) {");
+	cg->indent++;
+	cg_line(cg, "const size_t n = (size_t)f / %lld, g = (size_t)f %% %lld, ob = 0;",
+	        (long long)p->G, (long long)p->G);
+	cg_line(cg, "const float *restrict xc = X0 + (n * %lld + g) * %lld;", (long long)p->C,
+	        (long long)(p->H * p->W));
+	cg_line(cg, "float *restrict xp = xpb + (size_t)(f & 1) * %lld;", (long long)XN);
+	cg_flat_fill(cg, "float", fl);
+	cg->indent--;
+	cg_line(cg, "}");
+	/* the sums of plane it */
+	cg_line(cg, "if (it < hi) {");
+	cg->indent++;
+	cg_line(cg, "const size_t g = (size_t)it %% %lld;", (long long)p->G);
+	cg_line(cg, "const float *restrict wk = X1 + g * %lld;", (long long)(p->KH * p->KW));
+	cg_line(cg, "const float bias = %s;", p->bias ? "X2[g]" : "0.0f");
+	cg_line(cg, "const float *restrict xp = xpb + (size_t)(it & 1) * %lld;", (long long)XN);
+	cg_line(cg, "float *restrict sb = sbb + (size_t)(it & 1) * %lld;", (long long)NJr);
+	dw_flat_sums(cg, offs, noff, NJr);
+	cg->indent--;
+	cg_line(cg, "}");
+	/* plane it - 1 out, and its epilogue */
+	cg_line(cg, "if (it > lo) {");
+	cg->indent++;
+	cg_line(cg, "const size_t n = (size_t)(it - 1) / %lld, g = (size_t)(it - 1) %% %lld%s;",
+	        (long long)p->G, (long long)p->G, cs > 1 ? "" : ", ob = 0");
+	cg_line(cg, "const float *restrict sb = sbb + (size_t)((it - 1) & 1) * %lld;", (long long)NJr);
+	cg_line(cg, "float *restrict yc = Y0 + (n * %lld + g) * %lld;", (long long)p->M,
+	        (long long)OHW);
+	if (cs > 1) {
+		cg_line(cg, "for (size_t r = 0; r < %lld; r++)", (long long)p->OH);
+		cg_line(cg, "    for (size_t ow = 0; ow < %lld; ow++)", (long long)p->OW);
+		cg_line(cg, "        yc[r * %lld + ow] = sb[r * %lld + %lld * ow];", (long long)p->OW,
+		        (long long)fl->Pq, (long long)cs);
+	} else {
+		cg_flat_copy_out(cg, fl, p->OH, p->OH, p->OW);
+	}
+	char base[160];
+	snprintf(base, sizeof(base), "(n * %lld + g) * %lld", (long long)p->M, (long long)OHW);
+	conv_epilogue(cg, base, OHW, OHW);
+	cg->indent--;
+	cg_line(cg, "}");
+	cg->indent--;
+	cg_line(cg, "}");
+}
+
+/*
+ * Depthwise Conv (float, one input and one output channel a group) on rows
+ * of at most CONV_DW_FLAT_OW outputs: the pools' flat form (emit_pool.c,
+ * cg_flat_fill) with a weight per tap. Per plane (per band of OB output rows
+ * where the plane's phase planes exceed CONV_DW_FLAT_XP: the band's within
+ * CONV_DW_FLAT_BAND, so they and the band's sums stay in L1) the padded input
+ * goes to stride-phase planes of Pq columns, and every output j = oh * Pq + ow
+ * sums bias + w[k] * xp[j + off_k] in whole 16-float vectors; the rows are
+ * copied out and the fused epilogue runs on the plane. Rows longer than 32
+ * outputs take it only where the whole plane fits: in MobileNet-v2-shaped
+ * CNN (bench/unseen_models.py, bench_cnn_split.py, one thread, kernel
+ * minima) the 3x3 on 144 x 56x56 went 248 -> 209 us (onnxruntime 153), but
+ * the 112x112 layers in bands went the other way (3x3 on 32: 241 -> 266 us,
+ * 3x3/2 on 96: 306 -> 321), though alone (bench_conv_layers.py, no Clip
+ * after) the 3x3/2 had run 0.365 -> 0.230 ms. Band mode ran these
+ * a channel at a time with acc rounded up to whole 128-float tiles, its
+ * rows copied out element by element (MobileNet-v2's 3x3 on 960 x 7x7:
+ * 63 pixels computed as 128; 60 -> 49 us, onnxruntime 26). Stride 2 where
+ * the fill can split rows in pairs; on shorter rows (MobileNet-v2's 3x3/2
+ * from 28x28 and 14x14, band mode before) only the rows are split into
+ * phases and the columns summed at stride 1, every other one kept: twice
+ * the sums, no column split (a scalar one made the 3x3/2 on 192 x 28x28
+ * slower than band mode, 67 -> 90 us). Whole planes of at most
+ * CONV_DW_FLAT_PIPE bytes are pipelined (dw_flat_pipelined). Alone, one
+ * thread, thread CPU minimum, with a Relu: 3x3/2 on 192 x 28x28 band 70 ->
+ * 44 us, on 576 x 14x14 band 73 -> 31 us (onnxruntime, NCHWc, 21 and 18 in
+ * the model). A plane is one iteration, so the
+ * bits do not depend on the thread count. Since the row form (below), 3x3
+ * stride-1 layers with rows of 48 outputs or more and the 3x3/2 layers this
+ * form leaves take that instead (the 56x56 and 112x112 figures there).
+ */
+#define CONV_DW_FLAT_OW 256
+#define CONV_DW_FLAT_XP 32768 /* bytes of phase planes (a band's) */
+#define CONV_DW_FLAT_BAND 16384 /* bytes of phase planes a band, where the plane is larger: with
+                                 * the sums' band as large, both stay in L1 */
+#define CONV_DW_FLAT_MIN_OB 4 /* output rows a band at least */
+#define CONV_DW_FLAT_BAND_OW 32 /* rows longer than this: the flat form only for a whole plane */
+static bool emit_conv_dw_flat(struct rl_cgen *cg, const struct conv2d *p)
+{
+	if (p->G != p->C || p->M != p->C || p->OW > CONV_DW_FLAT_OW || p->KH * p->KW > 64)
+		return false;
+	int64_t S0 = p->SH, S1 = p->SW, D0 = p->DH, D1 = p->DW, KH = p->KH, KW = p->KW;
+	int64_t OH = p->OH, OW = p->OW, NP = S0 * S1;
+	int64_t Pq = OW + (KW - 1) * D1 / S1, halo = (KH - 1) * D0 / S0, OB = OH;
+	/* stride 2 on rows too short for the fill to split columns in 16-pair
+	 * chunks: rows split in phases (whole rows copied), columns summed at
+	 * stride 1 and every other one kept (twice the sums, no split) */
+	const bool cols2 = S1 == 2 && D1 == 1 && (p->W - 2 + p->PL) / 2 + 1 - (p->PL + 1) / 2 < 16;
+	if (cols2) {
+		S1 = 1;
+		NP = S0;
+		Pq = 2 * (OW - 1) + 1 + (KW - 1);
+	}
+	if (NP * (OH + halo) * Pq * 4 > CONV_DW_FLAT_XP) { /* bands of OB output rows */
+		OB = CONV_DW_FLAT_BAND / (4 * NP * Pq) - halo;
+		if (OB < CONV_DW_FLAT_MIN_OB || OW > CONV_DW_FLAT_BAND_OW)
+			return false;
+	}
+	int64_t NRq = OB + halo, NJr = (OB * Pq + 15) / 16 * 16;
+	/* stride 2 only where the fill splits the row in 16-pair chunks (a
+	 * scalar split made the 3x3/2 on 192 x 28x28 slower: 67 -> 90 us) */
+	if (S1 > 2 || (S1 == 2 && (p->W - 2 + p->PL) / 2 + 1 - (p->PL + 1) / 2 < 16))
+		return false;
+	const bool pipe = (NP == 1 || cols2) && OB == OH && NP * NRq * Pq * 4 <= CONV_DW_FLAT_PIPE;
+	if (cols2 && !pipe)
+		return false;
+	struct cg_flat fl = {p->H, p->W, S0, S1, p->PT, p->PL, NRq, Pq, "0.0f"};
+	char offs[64][24];
+	int noff = 0;
+	for (int64_t kh = 0; kh < KH; kh++)
+		for (int64_t kw = 0; kw < KW; kw++)
+			snprintf(offs[noff++], sizeof(offs[0]), "%lld",
+			         (long long)cg_flat_off(&fl, D0, D1, kh, kw));
+	char bands[80] = "";
+	if (OB < OH)
+		snprintf(bands, sizeof(bands), "; bands of %lld output rows", (long long)OB);
+	if (pipe) {
+		int64_t maxoff = 0;
+		for (int64_t kh = 0; kh < KH; kh++)
+			for (int64_t kw = 0; kw < KW; kw++)
+				if (cg_flat_off(&fl, D0, D1, kh, kw) > maxoff)
+					maxoff = cg_flat_off(&fl, D0, D1, kh, kw);
+		dw_flat_pipelined(cg, p, &fl, offs, noff, NJr, maxoff, cols2 ? 2 : 1);
+		return true;
+	}
+	cg_line(cg, "/* Conv, depthwise flat form: per plane, the padded input in %lld phase plane%s of %lld columns; bias + weight x tap summed in chunks of 16 over j = oh * %lld + ow; planes split across threads%s */",
+	        (long long)NP, NP > 1 ? "s" : "", (long long)Pq, (long long)Pq, bands);
+	cg_flat_scratch(cg, "float", &fl, D0, D1, KH, KW, NJr);
+	dw_plane_open(cg, p);
+	cg_line(cg, "for (size_t ob = 0; ob < %lld; ob += %lld) {", (long long)OH, (long long)OB);
+	cg->indent++;
+	cg_flat_fill(cg, "float", &fl);
+	dw_flat_sums(cg, offs, noff, NJr);
 	cg_flat_copy_out(cg, &fl, OB, OH, OW);
 	cg->indent--;
 	cg_line(cg, "}");
@@ -3629,12 +3750,27 @@ static bool emit_conv_wino(struct rl_cgen *cg, uint32_t node, const struct conv2
 	if (wino_fn_new(st, fsplit)) {
 		rl_buf_printf(st, "/* an input row of %lld split into its padded even and odd columns, e[j] = x[2j - 1], o[j] = x[2j], zero past the row */\n"
 		                  "%s %s(const float *restrict x, float *restrict e, float *restrict o)\n{\n"
-		                  "    e[0] = 0.0f;\n"
-		                  "    for (size_t j = 0; j < %lld; j++) {\n"
-		                  "        o[j] = x[2 * j];\n"
-		                  "        e[j + 1] = x[2 * j + 1];\n"
-		                  "    }\n",
-		              W, inl, fsplit, W / 2);
+		                  "    e[0] = 0.0f;\n",
+		              W, inl, fsplit);
+		if (W / 2 > 16 && (W / 2) % 16)
+			/* 16 pairs at a time, the last 16 moved back to end at the
+			 * row's end (each store is of the same value): gcc -O2
+			 * vectorizes no loop whose trip count needs a scalar tail */
+			rl_buf_printf(st, "    for (size_t j0 = 0;; j0 += 16) {\n"
+			                  "        if (j0 > %lld)\n            j0 = %lld;\n"
+			                  "        for (size_t t = 0; t < 16; t++) {\n"
+			                  "            o[j0 + t] = x[2 * (j0 + t)];\n"
+			                  "            e[j0 + t + 1] = x[2 * (j0 + t) + 1];\n"
+			                  "        }\n"
+			                  "        if (j0 == %lld)\n            break;\n"
+			                  "    }\n",
+			              W / 2 - 16, W / 2 - 16, W / 2 - 16);
+		else
+			rl_buf_printf(st, "    for (size_t j = 0; j < %lld; j++) {\n"
+			                  "        o[j] = x[2 * j];\n"
+			                  "        e[j + 1] = x[2 * j + 1];\n"
+			                  "    }\n",
+			              W / 2);
 		if (W % 2)
 			rl_buf_printf(st, "    o[%lld] = x[%lld];\n", W / 2, W - 1);
 		rl_buf_printf(st, "    for (size_t j = %lld; j < %lld; j++)\n        o[j] = 0.0f;\n"
@@ -3710,21 +3846,27 @@ static bool emit_conv_wino(struct rl_cgen *cg, uint32_t node, const struct conv2
 		                  "    }\n}\n\n");
 	}
 	if (wino_fn_new(st, frow)) {
-		rl_buf_printf(st, "/* an output row of %lld%s */\n%s %s(const float *restrict u, float *restrict y%s%s%s)\n{\n"
-		                  "    for (size_t i = 0; i < %lld; i++) {\n"
-		                  "        float v = u[i];\n",
-		              (long long)p->OW, inreg ? " and its fused epilogue" : "", inl, frow,
+		/* rows of more than 16 not a multiple of 16: the whole 16s in a loop
+		 * gcc -O2 vectorizes, the rest after it (a 55-wide loop ran scalar;
+		 * the last 16 moved back to end at the row's end load u across two
+		 * of the A^T S A's stores and were slower still) */
+		const long long OW = p->OW, OW16 = OW > 16 ? OW / 16 * 16 : 0;
+		char ep[200];
+		snprintf(ep, sizeof(ep), "%s%s%s%s", inreg && e.xsc >= 0 ? "        v = v * sm;\n" : "",
+		         inreg && e.xsh >= 0 ? "        v = v + hm;\n" : "",
+		         inreg && e.xres >= 0 ? "        v = v + rr[i];\n" : "",
+		         inreg && e.relu ? "        v = v < 0.0f ? 0.0f : v;\n" : "");
+		rl_buf_printf(st, "/* an output row of %lld%s */\n%s %s(const float *restrict u, float *restrict y%s%s%s)\n{\n",
+		              OW, inreg ? " and its fused epilogue" : "", inl, frow,
 		              inreg && e.xsc >= 0 ? ", float sm" : "", inreg && e.xsh >= 0 ? ", float hm" : "",
-		              inreg && e.xres >= 0 ? ", const float *restrict rr" : "", (long long)p->OW);
-		if (inreg && e.xsc >= 0)
-			rl_buf_printf(st, "        v = v * sm;\n");
-		if (inreg && e.xsh >= 0)
-			rl_buf_printf(st, "        v = v + hm;\n");
-		if (inreg && e.xres >= 0)
-			rl_buf_printf(st, "        v = v + rr[i];\n");
-		if (inreg && e.relu)
-			rl_buf_printf(st, "        v = v < 0.0f ? 0.0f : v;\n");
-		rl_buf_printf(st, "        y[i] = v;\n    }\n}\n\n");
+		              inreg && e.xres >= 0 ? ", const float *restrict rr" : "");
+		if (OW16 && OW16 < OW)
+			rl_buf_printf(st, "    for (size_t i = 0; i < %lld; i++) {\n        float v = u[i];\n%s"
+			                  "        y[i] = v;\n    }\n",
+			              OW16, ep);
+		rl_buf_printf(st, "    for (size_t i = %lld; i < %lld; i++) {\n        float v = u[i];\n%s"
+		                  "        y[i] = v;\n    }\n}\n\n",
+		              OW16 < OW ? OW16 : 0, OW, ep);
 	}
 	long long scratch = 4 * (16 * CVP + 16 * MVP + C * RB * 2 * EP);
 	rl_buf_printf(&cg->init, "    if (rl_conv_scratch_reserve(%lldu) != 0) /* %s */\n        return -1;\n",

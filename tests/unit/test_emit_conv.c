@@ -70,11 +70,14 @@ static const struct conv_case convs[] = {
 	{2, 5, 40, 40, 5, 3, 3, 2, 1, 1, 5, true, false, false, false, false},    /* stride 2, phases filled in pairs, 2 images */
 	{1, 6, 15, 15, 6, 5, 5, 1, 4, 2, 6, false, false, false, false, false},   /* 5x5 dilated, no bias */
 	{1, 4, 1, 30, 4, 1, 3, 1, 1, 1, 4, true, true, false, false, false},      /* 1-D */
-	{1, 4, 28, 28, 4, 3, 3, 2, 1, 1, 4, true, false, false, false, false},    /* stride 2 on short rows: band mode */
+	{1, 4, 28, 28, 4, 3, 3, 2, 1, 1, 4, true, false, false, false, false},    /* stride 2 on short rows: columns at stride 1, every other kept */
+	{2, 5, 15, 15, 5, 3, 3, 2, 1, 1, 5, false, false, false, false, false},   /* the same on odd rows, 2 images, no bias */
+	{1, 6, 14, 14, 6, 5, 5, 2, 2, 1, 6, true, false, false, false, false},    /* the same, 5x5/2 with two pads */
 	{1, 3, 300, 30, 3, 3, 3, 1, 1, 1, 3, true, false, false, false, false},   /* a tall plane: bands of 126, 126, 48 rows */
 	{1, 3, 200, 60, 3, 3, 3, 2, 1, 1, 3, false, false, false, false, false},  /* stride 2, 30 columns: bands of 32 rows and 4 */
 	{1, 4, 50, 50, 4, 3, 3, 1, 1, 1, 4, true, false, false, false, false},    /* 50 columns: the row form */
 	{1, 4, 40, 40, 4, 3, 3, 1, 1, 1, 4, true, false, false, false, false},    /* 40 columns, the plane whole */
+	{2, 9, 7, 7, 9, 3, 3, 1, 1, 1, 9, true, false, false, false, false},      /* 7x7 planes, pipelined across a range's planes, 2 images */
 	/* depthwise 3x3 in the row form (planes the flat form leaves) */
 	{2, 3, 100, 100, 3, 3, 3, 2, 1, 1, 3, true, false, false, false, false},  /* stride 2, 50 columns (chunks clamped), 2 images */
 	{1, 2, 99, 99, 2, 3, 3, 2, 1, 1, 2, false, false, false, false, false},   /* stride 2, odd rows and columns: the last column's right tap padding */
@@ -115,6 +118,7 @@ static const struct pool_case pools[] = {
 	{POOL_MAX, 2, 20, 20, 3, 3, 1, false},     /* stride 3: separable form */
 	{POOL_MAX, 2, 6, 600, 2, 2, 0, false},     /* rows too wide: row form */
 	{POOL_MAX, 3, 27, 27, 3, 2, 0, false},     /* vector form: 13 outputs, one partial chunk */
+	{POOL_MAX, 2, 55, 55, 3, 2, 0, false},     /* vector form: 27 outputs, 8 from each of r's 4 chunks (the last moved back) */
 	{POOL_MAX, 2, 37, 37, 3, 2, 1, false},     /* vector form: a moved-back chunk and edges */
 	{POOL_MAX, 2, 34, 34, 2, 2, 0, false},     /* vector form: 2x2/2, pairs straight from v */
 	{POOL_MAX, 2, 35, 35, 3, 1, 1, false},     /* vector form: stride 1, edges both sides */
@@ -678,18 +682,25 @@ Test(emit_conv, depthwise_takes_the_flat_form)
 	              strstr(k, "16 pairs at a time"),
 	          "the 3x3/2 depthwise on 40x40 is not in the flat form with pairs");
 	k = strstr(src, "X0 float32[1x6x15x15], X1 float32[6x1x5x5]");
-	cr_assert(k && strstr(k, "Conv, depthwise flat form: per plane, the padded input in 1 phase plane of 23 columns"),
-	          "the dilated 5x5 depthwise on 15x15 is not in the flat form");
+	cr_assert(k && strstr(k, "Conv, depthwise flat form, pipelined: the padded input of plane it + 1 in 1 phase plane of 23 columns"),
+	          "the dilated 5x5 depthwise on 15x15 is not in the pipelined flat form");
+	k = strstr(src, "X0 float32[2x9x7x7], X1 float32[9x1x3x3]");
+	cr_assert(k && strstr(k, "flat form, pipelined: the padded input of plane it + 1 in 1 phase plane of 9 columns") &&
+	              strstr(k, "float xpb[192];") && strstr(k, "/* node '") &&
+	              strstr(k, "float xpb[192];") < strstr(k, "/* node '"),
+	          "the 3x3 depthwise on 7x7 is not pipelined over two 96-float buffers");
 	k = strstr(src, "X0 float32[1x3x300x30], X1 float32[3x1x3x3]");
 	cr_assert(k && strstr(k, "1 phase plane of 32 columns") && strstr(k, "bands of 126 output rows"),
 	          "the 3x3 depthwise on 300x30 is not in the flat form in bands of 126 rows");
 	k = strstr(src, "X0 float32[1x3x200x60], X1 float32[3x1x3x3]");
-	cr_assert(k && strstr(k, "4 phase planes of 31 columns") && strstr(k, "bands of 32 output rows"),
+	cr_assert(k && strstr(k, "4 phase planes of 31 columns") && strstr(k, "bands of 32 output rows") &&
+	              (!strstr(k, "pipelined") || strstr(k, "pipelined") > strstr(k, "/* node '")),
 	          "the 3x3/2 depthwise on 200x60 is not in the flat form in bands of 32 rows");
 	k = strstr(src, "X0 float32[1x4x28x28], X1 float32[4x1x3x3]");
-	cr_assert(k && strstr(k, "Conv, band mode") && strstr(k, "/* node '") &&
-	              strstr(k, "Conv, band mode") < strstr(k, "/* node '"),
-	          "the 3x3/2 depthwise on 28x28 (13 pair columns) left band mode");
+	cr_assert(k && strstr(k, "in 2 phase planes of 29 columns") &&
+	              strstr(k, "columns 2 ow: stride 2 summed at stride 1") && strstr(k, "/* node '") &&
+	              strstr(k, "columns 2 ow") < strstr(k, "/* node '"),
+	          "the 3x3/2 depthwise on 28x28 (13 pair columns) is not summed at stride 1 along the rows");
 	k = strstr(src, "X0 float32[1x4x40x40], X1 float32[4x1x3x3]");
 	cr_assert(k && strstr(k, "1 phase plane of 42 columns") &&
 	              strstr(k, "1 phase plane of 42 columns") < strstr(k, "/* node '"),
