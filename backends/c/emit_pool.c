@@ -164,6 +164,11 @@ static const char *lowest(enum rl_dtype t)
  */
 #define POOL_GRAIN 16384
 #define POOL_GRAIN_VEC 65536
+/* what a plane costs the row and flat forms besides its taps (loops, the
+ * flat form's fill and copy-out), in taps: DenseNet's 2x2/2 AveragePool on
+ * 512 x 14x14 (196 taps a plane) runs 37 ns a plane, about 490 taps' time;
+ * without it the pool's 19 us stayed on one thread */
+#define POOL_PLANE_TAPS 256
 
 static void pool_par(struct rl_cgen *cg, int64_t planes, int64_t work_per_plane, int64_t grain)
 {
@@ -607,6 +612,7 @@ static void emit_max_horiz(struct rl_cgen *cg, const char *T, const struct pool_
  */
 #define POOL_FLAT_XP 32768 /* bytes of phase planes a band (L1-sized) */
 #define POOL_FLAT_SB 16384 /* bytes of sums a band */
+#define POOL_FLAT_PIPE 8192 /* bytes of one plane's phase planes, at most, to pipeline (two are kept) */
 #define POOL_FLAT_TAB 65536 /* entries of a count table (exact in T; read once a plane, as the plane is) */
 
 /* Taps of output o along one axis that count: inside the input, or with
@@ -797,6 +803,32 @@ static bool emit_flat(struct rl_cgen *cg, const char *T, const struct pool_win *
 	int64_t KH = w->k[0], KW = w->k[1], S0 = w->s[0], S1 = w->s[1], D0 = w->d[0], D1 = w->d[1];
 	int64_t PT = w->pb[0], PL = w->pb[1], es = strcmp(T, "double") ? 4 : 8;
 	int64_t Pq = OW + (KW - 1) * D1 / S1, NP = S0 * S1, extra = (KH - 1) * D0 / S0;
+	/* stride 2 on rows too short for the fill to split columns in 16-pair
+	 * chunks (a scalar split: DenseNet's 2x2/2 AveragePools from 28x28 and
+	 * 14x14): rows split in phases (whole rows copied), columns reduced at
+	 * stride 1 and every other one kept, where every output divides by the
+	 * same count and the plane is pipelined (as the depthwise Conv's flat
+	 * form, emit_conv.c). One thread, alone, thread CPU minimum, 2x2/2 on
+	 * 512 x 14x14: 38 -> 33 us pipelined, -> 16 us so (onnxruntime 22) */
+	int64_t CS = 1;
+	if (S1 == 2 && D1 == 1 && (W - 2 + PL) / 2 + 1 - (PL + 1) / 2 < 16) {
+		int64_t Pq2 = 2 * (OW - 1) + 1 + (KW - 1);
+		bool one = true;
+		int64_t c1 = -1;
+		for (int64_t oh = 0; oh < OH && one; oh++)
+			for (int64_t ow = 0; ow < OW && one; ow++) {
+				int64_t c = avg_axis_count(w, 0, oh, include_pad && !is_max) *
+				            avg_axis_count(w, 1, ow, include_pad && !is_max);
+				one = c > 0 && (c1 < 0 || c == c1);
+				c1 = c;
+			}
+		if ((is_max || one) && S0 * (OH + extra) * Pq2 * es <= POOL_FLAT_PIPE) {
+			S1 = 1;
+			NP = S0;
+			Pq = Pq2;
+			CS = 2;
+		}
+	}
 	/* the largest band that fits */
 	int64_t br = OH;
 	while (br > 0 && (NP * (br + extra) * Pq * es > POOL_FLAT_XP ||
@@ -805,6 +837,8 @@ static bool emit_flat(struct rl_cgen *cg, const char *T, const struct pool_win *
 	if (br < 1)
 		return false;
 	int64_t nb = (OH + br - 1) / br;
+	if (CS > 1 && nb != 1)
+		return false; /* only whole planes take the stride-1 columns (pipelined) */
 	br = (OH + nb - 1) / nb; /* bands of even size */
 	int64_t NRq = br + extra, NJr = (br * Pq + 15) / 16 * 16;
 	const char *pad = is_max ? (es == 8 ? "-(double)INFINITY" : "-INFINITY") : cg_zero(T);
@@ -840,18 +874,55 @@ static bool emit_flat(struct rl_cgen *cg, const char *T, const struct pool_win *
 		rl_buf_printf(&cg->statics, "\n};\n");
 	}
 
-	cg_line(cg, "/* %s, flat form: per band of %lld output rows, the rows it reads copied %s-padded into %lld phase plane%s of %lld columns; %s in chunks of 16 over j = oh * %lld + ow; planes split across threads */",
+	cg_line(cg, "/* %s, flat form: per band of %lld output rows, the rows it reads copied %s-padded into %lld phase plane%s of %lld columns; %s in chunks of 16 over j = oh * %lld + %s; planes split across threads */",
 	        is_max ? "MaxPool" : "AveragePool", (long long)br, is_max ? "-inf" : "zero",
 	        (long long)NP, NP > 1 ? "s" : "", (long long)Pq, is_max ? "maxima" : "sums",
-	        (long long)Pq);
-	cg_flat_scratch(cg, T, &fl, D0, D1, KH, KW, NJr);
-	cg_line(cg, "for (size_t nc = (size_t)lo; nc < (size_t)hi; nc++) {");
-	cg->indent++;
-	cg_line(cg, "const %s *restrict xc = X0 + nc * %lld;", T, (long long)(H * W));
-	cg_line(cg, "%s *restrict yc = Y0 + nc * %lld;", T, (long long)(OH * OW));
-	cg_line(cg, "for (size_t ob = 0; ob < %lld; ob += %lld) {", (long long)OH, (long long)br);
-	cg->indent++;
-	cg_flat_fill(cg, T, &fl);
+	        (long long)Pq, CS > 1 ? "column (stride 2 along the rows: every other column kept)" : "ow");
+	/* whole planes of at most POOL_FLAT_PIPE bytes: pipelined across the
+	 * range's planes, as the depthwise Conv's flat form (emit_conv.c,
+	 * dw_flat_pipelined, which says why) */
+	const bool pipe = nb == 1 && NP * NRq * Pq * es <= POOL_FLAT_PIPE;
+	int64_t XN = 0;
+	if (pipe) {
+		int64_t maxoff = 0;
+		for (int64_t kh = 0; kh < KH; kh++)
+			for (int64_t kw = 0; kw < KW; kw++)
+				if (cg_flat_off(&fl, D0, D1, kh, kw) > maxoff)
+					maxoff = cg_flat_off(&fl, D0, D1, kh, kw);
+		XN = NP * NRq * Pq > NJr + maxoff ? NP * NRq * Pq : NJr + maxoff;
+		XN = (XN + 15) / 16 * 16;
+		cg_line(cg, "/* pipelined: plane it + 1 filled while plane it's %s are made and plane it - 1's copied out */",
+		        is_max ? "maxima" : "sums");
+		cg_scratch_array(cg, T, "xpb", 2 * XN, 0);
+		cg_scratch_array(cg, T, "sbb", 2 * NJr, 0);
+		cg_line(cg, "memset(xpb, 0, sizeof(xpb[0]) * %lld); /* past the planes: read, never used */",
+		        (long long)(2 * XN));
+		cg_line(cg, "for (int64_t it = lo; it <= hi; it++) {");
+		cg->indent++;
+		cg_line(cg, "for (int64_t f = it == lo ? lo : it + 1; f <= it + 1 && f < hi; f++) {");
+		cg->indent++;
+		cg_line(cg, "const %s *restrict xc = X0 + (size_t)f * %lld;", T, (long long)(H * W));
+		cg_line(cg, "const size_t ob = 0;");
+		cg_line(cg, "%s *restrict xp = xpb + (size_t)(f & 1) * %lld;", T, (long long)XN);
+		cg_flat_fill(cg, T, &fl);
+		cg->indent--;
+		cg_line(cg, "}");
+		cg_line(cg, "if (it < hi) {");
+		cg->indent++;
+		cg_line(cg, "const %s *restrict xp = xpb + (size_t)(it & 1) * %lld;", T, (long long)XN);
+		cg_line(cg, "%s *restrict sb = sbb + (size_t)(it & 1) * %lld;", T, (long long)NJr);
+		if (!is_max && !same)
+			cg_line(cg, "const size_t ob = 0;");
+	} else {
+		cg_flat_scratch(cg, T, &fl, D0, D1, KH, KW, NJr);
+		cg_line(cg, "for (size_t nc = (size_t)lo; nc < (size_t)hi; nc++) {");
+		cg->indent++;
+		cg_line(cg, "const %s *restrict xc = X0 + nc * %lld;", T, (long long)(H * W));
+		cg_line(cg, "%s *restrict yc = Y0 + nc * %lld;", T, (long long)(OH * OW));
+		cg_line(cg, "for (size_t ob = 0; ob < %lld; ob += %lld) {", (long long)OH, (long long)br);
+		cg->indent++;
+		cg_flat_fill(cg, T, &fl);
+	}
 	/* the tap offsets from j, rows then columns */
 	char offs[64][24];
 	int noff = 0;
@@ -936,6 +1007,28 @@ static bool emit_flat(struct rl_cgen *cg, const char *T, const struct pool_win *
 	}
 	if (vf)
 		rl_buf_printf(&cg->body, "#endif\n");
+	if (pipe) {
+		cg->indent--;
+		cg_line(cg, "}");
+		cg_line(cg, "if (it > lo) {");
+		cg->indent++;
+		cg_line(cg, "%s *restrict yc = Y0 + (size_t)(it - 1) * %lld;", T, (long long)(OH * OW));
+		cg_line(cg, "const %s *restrict sb = sbb + (size_t)((it - 1) & 1) * %lld;", T, (long long)NJr);
+		if (CS > 1) {
+			cg_line(cg, "for (size_t r = 0; r < %lld; r++) /* columns 2 ow */", (long long)OH);
+			cg_line(cg, "    for (size_t ow = 0; ow < %lld; ow++)", (long long)OW);
+			cg_line(cg, "        yc[r * %lld + ow] = sb[r * %lld + 2 * ow];", (long long)OW,
+			        (long long)Pq);
+		} else {
+			cg_line(cg, "const size_t ob = 0;");
+			cg_flat_copy_out(cg, &fl, br, OH, OW);
+		}
+		cg->indent--;
+		cg_line(cg, "}");
+		cg->indent--;
+		cg_line(cg, "}");
+		return true;
+	}
 	cg_flat_copy_out(cg, &fl, br, OH, OW);
 	cg->indent--;
 	cg_line(cg, "}");
@@ -973,7 +1066,7 @@ static enum rl_status emit_rows(struct rl_cgen *cg, uint32_t node, const struct 
 	int64_t H = w.in[0], W = w.in[1], OH = w.out[0], OW = w.out[1], KH = w.k[0], KW = w.k[1];
 	int64_t a, b;
 	pool_interior(&w, 1, &a, &b);
-	pool_par(cg, NC, OH * OW * KH * KW, POOL_GRAIN_VEC);
+	pool_par(cg, NC, OH * OW * KH * KW + POOL_PLANE_TAPS, POOL_GRAIN_VEC);
 	cg->simd = 1;
 	if ((!is_max || flat_max_ok(&w)) && emit_flat(cg, T, &w, is_max, include_pad))
 		return RL_OK;

@@ -130,6 +130,7 @@ static const struct pool_case pools[] = {
 	{POOL_AVG, 3, 28, 28, 3, 1, 1, false},     /* flat form: one band, a table of counts */
 	{POOL_AVG_PAD, 2, 28, 28, 3, 1, 1, false}, /* flat form: one count for all */
 	{POOL_AVG, 2, 40, 40, 2, 2, 0, false},     /* flat form: 2x2/2, phases filled in pairs */
+	{POOL_AVG, 3, 14, 14, 2, 2, 0, false},     /* flat form: 2x2/2 on rows of 7 pairs, columns at stride 1, pipelined */
 	{POOL_AVG, 2, 20, 20, 3, 3, 1, false},     /* flat form: stride 3, phases one by one */
 	{POOL_AVG, 2, 130, 130, 3, 1, 1, false},   /* flat form: 5 bands of 26 rows */
 	{POOL_AVG, 2, 1, 50, 3, 1, 1, true},       /* flat form: 1-D */
@@ -749,6 +750,10 @@ Test(emit_conv, avgpool_takes_the_flat_form)
 	cr_assert(k && strstr(k, "into 4 phase planes of 20 columns") &&
 	              strstr(k, "16 pairs at a time"),
 	          "the 2x2/2 on 40x40 does not fill 4 phase planes in pairs");
+	k = strstr(src, "X0 float32[1x3x14x14] -> Y0 float32[1x3x7x7]");
+	cr_assert(k && strstr(k, "into 2 phase planes of 14 columns") &&
+	              strstr(k, "every other column kept") && strstr(k, "pipelined: plane it + 1 filled"),
+	          "the 2x2/2 on 14x14 is not pipelined with its columns at stride 1");
 	k = strstr(src, "X0 float32[1x2x130x130]");
 	cr_assert(k && strstr(k, "per band of 26 output rows"), "the 130x130 plane is not in bands of 26 rows");
 	cr_assert(strstr(src, "X0 float32[1x2x50]") &&
