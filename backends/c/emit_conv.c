@@ -3257,13 +3257,11 @@ static void dw_flat_sums(struct rl_cgen *cg, char offs[][24], int noff, int64_t 
  */
 #define CONV_DW_FLAT_PIPE 8192 /* bytes of one padded plane, at most (two are kept) */
 static void dw_flat_pipelined(struct rl_cgen *cg, const struct conv2d *p, const struct cg_flat *fl,
-                              char offs[][24], int noff, int64_t NJr, int64_t maxoff, int64_t cs)
+                              char offs[][24], int noff, int64_t NJr, int64_t XN, int64_t cs)
 {
-	const int64_t NP = fl->S0 * fl->S1, planes = NP * fl->NRq * fl->Pq, OHW = p->OH * p->OW;
-	/* one buffer: the planes and what the last chunk reads past them (zero),
-	 * rounded to whole lines so the two do not share one */
-	int64_t XN = planes > NJr + maxoff ? planes : NJr + maxoff;
-	XN = (XN + 15) / 16 * 16;
+	/* XN: one buffer, the planes and what the last chunk reads past them
+	 * (zero), in whole lines so the two do not share one (cg_flat_buf) */
+	const int64_t NP = fl->S0 * fl->S1, OHW = p->OH * p->OW;
 	cg_line(cg, "/* Conv, depthwise flat form, pipelined: the padded input of plane it + 1 in %lld phase plane%s of %lld columns while plane it's sums (bias + weight x tap in chunks of 16 over j = oh * %lld + %s) are made, and plane it - 1's copied out%s; planes split across threads */",
 	        (long long)NP, NP > 1 ? "s" : "", (long long)fl->Pq, (long long)fl->Pq,
 	        cs > 1 ? "column" : "ow", cs > 1 ? " (columns 2 ow: stride 2 summed at stride 1 along the rows)" : "");
@@ -3310,10 +3308,7 @@ static void dw_flat_pipelined(struct rl_cgen *cg, const struct conv2d *p, const 
 	cg_line(cg, "float *restrict yc = Y0 + (n * %lld + g) * %lld;", (long long)p->M,
 	        (long long)OHW);
 	if (cs > 1) {
-		cg_line(cg, "for (size_t r = 0; r < %lld; r++)", (long long)p->OH);
-		cg_line(cg, "    for (size_t ow = 0; ow < %lld; ow++)", (long long)p->OW);
-		cg_line(cg, "        yc[r * %lld + ow] = sb[r * %lld + %lld * ow];", (long long)p->OW,
-		        (long long)fl->Pq, (long long)cs);
+		cg_flat_copy_cols2(cg, fl, p->OH, p->OW);
 	} else {
 		cg_flat_copy_out(cg, fl, p->OH, p->OH, p->OW);
 	}
@@ -3403,12 +3398,8 @@ static bool emit_conv_dw_flat(struct rl_cgen *cg, const struct conv2d *p)
 	if (OB < OH)
 		snprintf(bands, sizeof(bands), "; bands of %lld output rows", (long long)OB);
 	if (pipe) {
-		int64_t maxoff = 0;
-		for (int64_t kh = 0; kh < KH; kh++)
-			for (int64_t kw = 0; kw < KW; kw++)
-				if (cg_flat_off(&fl, D0, D1, kh, kw) > maxoff)
-					maxoff = cg_flat_off(&fl, D0, D1, kh, kw);
-		dw_flat_pipelined(cg, p, &fl, offs, noff, NJr, maxoff, cols2 ? 2 : 1);
+		dw_flat_pipelined(cg, p, &fl, offs, noff, NJr, cg_flat_buf(&fl, D0, D1, KH, KW, NJr),
+		                  cols2 ? 2 : 1);
 		return true;
 	}
 	cg_line(cg, "/* Conv, depthwise flat form: per plane, the padded input in %lld phase plane%s of %lld columns; bias + weight x tap summed in chunks of 16 over j = oh * %lld + ow; planes split across threads%s */",

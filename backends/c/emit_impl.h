@@ -285,6 +285,14 @@ int64_t cg_flat_off(const struct cg_flat *f, int64_t d0, int64_t d1, int64_t kh,
  * reads past them, zeroed) and sb (NJr sums) for KH x KW taps. */
 void cg_flat_scratch(struct rl_cgen *cg, const char *T, const struct cg_flat *f, int64_t d0,
                      int64_t d1, int64_t KH, int64_t KW, int64_t NJr);
+/* The floats of one buffer of a pipelined flat form: the planes, and what
+ * the last chunk of 16 outputs reads past them with the farthest tap, in
+ * whole lines. */
+int64_t cg_flat_buf(const struct cg_flat *f, int64_t d0, int64_t d1, int64_t KH, int64_t KW,
+                    int64_t NJr);
+/* Copy every other column of the sums (sb, OH rows of Pq) out to rows of OW
+ * in `yc`: the stride-2 outputs of columns summed at stride 1. */
+void cg_flat_copy_cols2(struct rl_cgen *cg, const struct cg_flat *f, int64_t OH, int64_t OW);
 /* Copy the band's sums (sb, rows of Pq) out to rows of OW in `yc`: rows ob
  * + r for r < OB, the last band cut at OH. */
 void cg_flat_copy_out(struct rl_cgen *cg, const struct cg_flat *f, int64_t OB, int64_t OH,

@@ -666,6 +666,25 @@ void cg_flat_scratch(struct rl_cgen *cg, const char *T, const struct cg_flat *f,
 		        (long long)planes, (long long)(XN - planes));
 }
 
+int64_t cg_flat_buf(const struct cg_flat *f, int64_t d0, int64_t d1, int64_t KH, int64_t KW,
+                    int64_t NJr)
+{
+	int64_t planes = f->S0 * f->S1 * f->NRq * f->Pq, maxoff = 0;
+	for (int64_t kh = 0; kh < KH; kh++)
+		for (int64_t kw = 0; kw < KW; kw++)
+			if (cg_flat_off(f, d0, d1, kh, kw) > maxoff)
+				maxoff = cg_flat_off(f, d0, d1, kh, kw);
+	int64_t XN = planes > NJr + maxoff ? planes : NJr + maxoff;
+	return (XN + 15) / 16 * 16;
+}
+
+void cg_flat_copy_cols2(struct rl_cgen *cg, const struct cg_flat *f, int64_t OH, int64_t OW)
+{
+	cg_line(cg, "for (size_t r = 0; r < %lld; r++) /* columns 2 ow */", (long long)OH);
+	cg_line(cg, "    for (size_t ow = 0; ow < %lld; ow++)", (long long)OW);
+	cg_line(cg, "        yc[r * %lld + ow] = sb[r * %lld + 2 * ow];", (long long)OW, (long long)f->Pq);
+}
+
 void cg_flat_copy_out(struct rl_cgen *cg, const struct cg_flat *f, int64_t OB, int64_t OH,
                       int64_t OW)
 {
@@ -882,15 +901,8 @@ static bool emit_flat(struct rl_cgen *cg, const char *T, const struct pool_win *
 	 * range's planes, as the depthwise Conv's flat form (emit_conv.c,
 	 * dw_flat_pipelined, which says why) */
 	const bool pipe = nb == 1 && NP * NRq * Pq * es <= POOL_FLAT_PIPE;
-	int64_t XN = 0;
 	if (pipe) {
-		int64_t maxoff = 0;
-		for (int64_t kh = 0; kh < KH; kh++)
-			for (int64_t kw = 0; kw < KW; kw++)
-				if (cg_flat_off(&fl, D0, D1, kh, kw) > maxoff)
-					maxoff = cg_flat_off(&fl, D0, D1, kh, kw);
-		XN = NP * NRq * Pq > NJr + maxoff ? NP * NRq * Pq : NJr + maxoff;
-		XN = (XN + 15) / 16 * 16;
+		const int64_t XN = cg_flat_buf(&fl, D0, D1, KH, KW, NJr);
 		cg_line(cg, "/* pipelined: plane it + 1 filled while plane it's %s are made and plane it - 1's copied out */",
 		        is_max ? "maxima" : "sums");
 		cg_scratch_array(cg, T, "xpb", 2 * XN, 0);
@@ -1007,29 +1019,20 @@ static bool emit_flat(struct rl_cgen *cg, const char *T, const struct pool_win *
 	}
 	if (vf)
 		rl_buf_printf(&cg->body, "#endif\n");
-	if (pipe) {
+	if (pipe) { /* plane it - 1 out */
 		cg->indent--;
 		cg_line(cg, "}");
 		cg_line(cg, "if (it > lo) {");
 		cg->indent++;
 		cg_line(cg, "%s *restrict yc = Y0 + (size_t)(it - 1) * %lld;", T, (long long)(OH * OW));
 		cg_line(cg, "const %s *restrict sb = sbb + (size_t)((it - 1) & 1) * %lld;", T, (long long)NJr);
-		if (CS > 1) {
-			cg_line(cg, "for (size_t r = 0; r < %lld; r++) /* columns 2 ow */", (long long)OH);
-			cg_line(cg, "    for (size_t ow = 0; ow < %lld; ow++)", (long long)OW);
-			cg_line(cg, "        yc[r * %lld + ow] = sb[r * %lld + 2 * ow];", (long long)OW,
-			        (long long)Pq);
-		} else {
+		if (CS == 1)
 			cg_line(cg, "const size_t ob = 0;");
-			cg_flat_copy_out(cg, &fl, br, OH, OW);
-		}
-		cg->indent--;
-		cg_line(cg, "}");
-		cg->indent--;
-		cg_line(cg, "}");
-		return true;
 	}
-	cg_flat_copy_out(cg, &fl, br, OH, OW);
+	if (CS > 1)
+		cg_flat_copy_cols2(cg, &fl, OH, OW);
+	else
+		cg_flat_copy_out(cg, &fl, br, OH, OW);
 	cg->indent--;
 	cg_line(cg, "}");
 	cg->indent--;
