@@ -3458,9 +3458,9 @@ static void dw_rows_chunks(struct rl_cgen *cg, char off[3][24], int n, const int
  * outputs, four chunks at once (four independent sums: one sum's nine
  * dependent FMAs would wait on each other), stored straight into the output
  * row (the last chunk moved back to end at the row's end), and the fused
- * epilogue runs on the plane. Where it runs (rl_emit_c_conv): stride 1 on
- * rows of CONV_DW_ROWS_FIRST_OW outputs or more, before the flat form;
- * stride 2 only on the planes the flat form leaves (before: band mode).
+ * epilogue runs on the plane. Where it runs: emit_conv_dw (rows whose
+ * 16-output chunks are mostly used, before the flat form; the planes the
+ * flat form leaves; before: band mode).
  * Alone, with a Relu, one thread, thread CPU minimum (AMD EPYC, Zen 4;
  * bench_conv_layers.py's model, bench/timing_harness.c), flat or band -> row:
  * 3x3/2 on 96 x 112x112 band 276 -> 170-197 us; 3x3 on 32 x 112x112 band
@@ -3473,7 +3473,7 @@ static void dw_rows_chunks(struct rl_cgen *cg, char off[3][24], int n, const int
  * plane is one iteration, so the bits do not depend on the thread count.
  */
 #define CONV_DW_ROWS_OW 1024 /* the row buffers: at most 8 x 2 x 1040 floats (on the stack, or the static workspace) */
-#define CONV_DW_ROWS_FIRST_OW 48 /* stride 1: the row form before the flat form from here */
+#define CONV_DW_ROWS_FIRST_OW 20 /* stride 1: the row form before the flat form from here (emit_conv_dw) */
 static bool emit_conv_dw_rows(struct rl_cgen *cg, const struct conv2d *p)
 {
 	if (p->G != p->C || p->M != p->C || p->KH != 3 || p->KW != 3 || p->DH != 1 ||
@@ -3581,13 +3581,28 @@ static bool emit_conv_dw_rows(struct rl_cgen *cg, const struct conv2d *p)
 	return true;
 }
 
-/* A float depthwise Conv in the row or the flat form, where one takes it:
- * stride 1 on rows of CONV_DW_ROWS_FIRST_OW or more in the row form, then
- * the flat form, then the row form for the 3x3/2 planes the flat form leaves
- * (the figures above emit_conv_dw_rows); false: band mode or another form. */
+/*
+ * A float depthwise Conv in the row or the flat form, where one takes it:
+ * the row form first where its 16-output chunks are mostly used (OW over
+ * 16 ceil(OW / 16) at least CONV_DW_ROWS_USE) and, at stride 1, the rows
+ * hold CONV_DW_ROWS_FIRST_OW outputs or more; then the flat form, then the
+ * row form for the 3x3/2 planes the flat form leaves; false: band mode or
+ * another form. Since the row form copies its rows one output row ahead
+ * (twenty-third session), one thread, alone, thread CPU minimum, flat ->
+ * rows: 3x3/2 on 144 x 56x56 (28 outputs a row) 87-90 -> 63-68 us, on 32
+ * x 32x32 (16) 11.9 -> 7.8-8.8, on 24 x 40x40 (20) 10.5 -> 8.5; 3x3 on 192
+ * x 28x28 59-60 -> 55-56, 64 x 40x40 48 -> 36, 48 x 24x24 13.4-13.5 ->
+ * 12.4; where the flat form stays: 3x3/2 on 96 x 34x34 (17 a row: two
+ * chunks for 17 outputs) 23 against 40, 3x3 on 96 x 16x16 11.5-11.7
+ * against 12.9, 64 x 17x17 10.8-11.2 against 12.8-16.2, 64 x 20x20 13.2-14.6
+ * against 14.0-14.1.
+ */
+#define CONV_DW_ROWS_USE 0.6
 static bool emit_conv_dw(struct rl_cgen *cg, const struct conv2d *p)
 {
-	if (p->SW == 1 && p->OW >= CONV_DW_ROWS_FIRST_OW && emit_conv_dw_rows(cg, p))
+	const double use = (double)p->OW / (double)(16 * ((p->OW + 15) / 16));
+	if (use >= CONV_DW_ROWS_USE && (p->SW == 2 || p->OW >= CONV_DW_ROWS_FIRST_OW) &&
+	    emit_conv_dw_rows(cg, p))
 		return true;
 	return emit_conv_dw_flat(cg, p) || emit_conv_dw_rows(cg, p);
 }

@@ -67,16 +67,17 @@ static const struct conv_case convs[] = {
 	{1, 24, 55, 55, 16, 1, 1, 1, 0, 1, 1, true, false, false, false, false},  /* 1x1 on 55x55: in place, bands never whole vectors (masked) */
 	{1, 3, 92, 92, 8, 3, 3, 2, 0, 1, 1, true, false, false, false, false},    /* 3x3/2 stem, 45 of 46 phase columns: sums into Y row by row (band_rows_out) */
 	/* depthwise in the flat form */
-	{2, 5, 40, 40, 5, 3, 3, 2, 1, 1, 5, true, false, false, false, false},    /* stride 2, phases filled in pairs, 2 images */
+	{2, 5, 34, 34, 5, 3, 3, 2, 1, 1, 5, true, false, false, false, false},    /* stride 2, phases filled in pairs, 2 images (rows of 17: flat) */
 	{1, 6, 15, 15, 6, 5, 5, 1, 4, 2, 6, false, false, false, false, false},   /* 5x5 dilated, no bias */
 	{1, 4, 1, 30, 4, 1, 3, 1, 1, 1, 4, true, true, false, false, false},      /* 1-D */
 	{1, 4, 28, 28, 4, 3, 3, 2, 1, 1, 4, true, false, false, false, false},    /* stride 2 on short rows: columns at stride 1, every other kept */
 	{2, 5, 15, 15, 5, 3, 3, 2, 1, 1, 5, false, false, false, false, false},   /* the same on odd rows, 2 images, no bias */
 	{1, 6, 14, 14, 6, 5, 5, 2, 2, 1, 6, true, false, false, false, false},    /* the same, 5x5/2 with two pads */
-	{1, 3, 300, 30, 3, 3, 3, 1, 1, 1, 3, true, false, false, false, false},   /* a tall plane: bands of 126, 126, 48 rows */
-	{1, 3, 200, 60, 3, 3, 3, 2, 1, 1, 3, false, false, false, false, false},  /* stride 2, 30 columns: bands of 32 rows and 4 */
+	{1, 3, 600, 14, 3, 3, 3, 1, 1, 1, 3, true, false, false, false, false},   /* a tall plane of short rows: bands of 254, 254, 92 rows */
+	{1, 3, 400, 34, 3, 3, 3, 2, 1, 1, 3, false, false, false, false, false},  /* stride 2, 17 columns: bands of 55 rows (the last 35) */
 	{1, 4, 50, 50, 4, 3, 3, 1, 1, 1, 4, true, false, false, false, false},    /* 50 columns: the row form */
-	{1, 4, 40, 40, 4, 3, 3, 1, 1, 1, 4, true, false, false, false, false},    /* 40 columns, the plane whole */
+	{1, 4, 40, 17, 4, 3, 3, 1, 1, 1, 4, true, false, false, false, false},    /* 17 columns, the plane whole (pipelined) */
+	{1, 4, 40, 40, 4, 3, 3, 1, 1, 1, 4, true, false, false, false, false},    /* 40 columns: the row form */
 	{2, 9, 7, 7, 9, 3, 3, 1, 1, 1, 9, true, false, false, false, false},      /* 7x7 planes, pipelined across a range's planes, 2 images */
 	/* depthwise 3x3 in the row form (planes the flat form leaves) */
 	{2, 3, 100, 100, 3, 3, 3, 2, 1, 1, 3, true, false, false, false, false},  /* stride 2, 50 columns (chunks clamped), 2 images */
@@ -678,10 +679,10 @@ Test(emit_conv, depthwise_takes_the_flat_form)
 	 * stride 2 only where the fill can split rows in pairs */
 	struct rl_graph *g = build();
 	char *d, *src = emitted(g, &d);
-	const char *k = strstr(src, "X0 float32[2x5x40x40], X1 float32[5x1x3x3]");
-	cr_assert(k && strstr(k, "Conv, depthwise flat form: per plane, the padded input in 4 phase planes of 21 columns") &&
+	const char *k = strstr(src, "X0 float32[2x5x34x34], X1 float32[5x1x3x3]");
+	cr_assert(k && strstr(k, "Conv, depthwise flat form: per plane, the padded input in 4 phase planes of 18 columns") &&
 	              strstr(k, "16 pairs at a time"),
-	          "the 3x3/2 depthwise on 40x40 is not in the flat form with pairs");
+	          "the 3x3/2 depthwise on 34x34 is not in the flat form with pairs");
 	k = strstr(src, "X0 float32[1x6x15x15], X1 float32[6x1x5x5]");
 	cr_assert(k && strstr(k, "Conv, depthwise flat form, pipelined: the padded input of plane it + 1 in 1 phase plane of 23 columns"),
 	          "the dilated 5x5 depthwise on 15x15 is not in the pipelined flat form");
@@ -690,38 +691,39 @@ Test(emit_conv, depthwise_takes_the_flat_form)
 	              strstr(k, "float xpb[192];") && strstr(k, "/* node '") &&
 	              strstr(k, "float xpb[192];") < strstr(k, "/* node '"),
 	          "the 3x3 depthwise on 7x7 is not pipelined over two 96-float buffers");
-	k = strstr(src, "X0 float32[1x3x300x30], X1 float32[3x1x3x3]");
-	cr_assert(k && strstr(k, "1 phase plane of 32 columns") && strstr(k, "bands of 126 output rows"),
-	          "the 3x3 depthwise on 300x30 is not in the flat form in bands of 126 rows");
-	k = strstr(src, "X0 float32[1x3x200x60], X1 float32[3x1x3x3]");
-	cr_assert(k && strstr(k, "4 phase planes of 31 columns") && strstr(k, "bands of 32 output rows") &&
+	k = strstr(src, "X0 float32[1x3x600x14], X1 float32[3x1x3x3]");
+	cr_assert(k && strstr(k, "1 phase plane of 16 columns") && strstr(k, "bands of 254 output rows"),
+	          "the 3x3 depthwise on 600x14 is not in the flat form in bands of 254 rows");
+	k = strstr(src, "X0 float32[1x3x400x34], X1 float32[3x1x3x3]");
+	cr_assert(k && strstr(k, "4 phase planes of 18 columns") && strstr(k, "bands of 55 output rows") &&
 	              (!strstr(k, "pipelined") || strstr(k, "pipelined") > strstr(k, "/* node '")),
-	          "the 3x3/2 depthwise on 200x60 is not in the flat form in bands of 32 rows");
+	          "the 3x3/2 depthwise on 400x34 is not in the flat form in bands of 55 rows");
 	k = strstr(src, "X0 float32[1x4x28x28], X1 float32[4x1x3x3]");
 	cr_assert(k && strstr(k, "in 2 phase planes of 29 columns") &&
 	              strstr(k, "columns 2 ow: stride 2 summed at stride 1") && strstr(k, "/* node '") &&
 	              strstr(k, "columns 2 ow") < strstr(k, "/* node '"),
 	          "the 3x3/2 depthwise on 28x28 (13 pair columns) is not summed at stride 1 along the rows");
-	k = strstr(src, "X0 float32[1x4x40x40], X1 float32[4x1x3x3]");
-	cr_assert(k && strstr(k, "1 phase plane of 42 columns") &&
-	              strstr(k, "1 phase plane of 42 columns") < strstr(k, "/* node '"),
-	          "the 3x3 depthwise on 40x40 is not in the flat form");
+	k = strstr(src, "X0 float32[1x4x40x17], X1 float32[4x1x3x3]");
+	cr_assert(k && strstr(k, "1 phase plane of 19 columns") &&
+	              strstr(k, "1 phase plane of 19 columns") < strstr(k, "/* node '"),
+	          "the 3x3 depthwise on 40x17 is not in the flat form");
 	emitted_free(g, src, d);
 }
 
 Test(emit_conv, depthwise_takes_the_row_form)
 {
-	/* depthwise 3x3: stride 2 on planes too large for the flat form, stride 1
-	 * on rows of CONV_DW_ROWS_FIRST_OW or more (50x50 too): the row form */
+	/* depthwise 3x3 on rows whose 16-output chunks are mostly used (at
+	 * stride 1, rows of CONV_DW_ROWS_FIRST_OW or more): the row form */
 	struct rl_graph *g = build();
 	char *d, *src = emitted(g, &d);
 	static const char *const shapes[] = {"X0 float32[2x3x100x100], X1 float32[3x1x3x3]",
 	                                     "X0 float32[1x2x99x99], X1 float32[2x1x3x3]",
 	                                     "X0 float32[1x2x80x120], X1 float32[2x1x3x3]",
-	                                     "X0 float32[1x4x50x50], X1 float32[4x1x3x3]"};
+	                                     "X0 float32[1x4x50x50], X1 float32[4x1x3x3]",
+	                                     "X0 float32[1x4x40x40], X1 float32[4x1x3x3]"};
 	static const char *const fill[] = {"split into odd and even columns", "split into odd and even columns",
-	                                   "zero-padded", "zero-padded"};
-	for (int i = 0; i < 4; i++) {
+	                                   "zero-padded", "zero-padded", "zero-padded"};
+	for (int i = 0; i < 5; i++) {
 		const char *k = strstr(src, shapes[i]);
 		const char *end = k ? strstr(k, "/* node '") : NULL;
 		const char *f = k ? strstr(k, "Conv, depthwise row form") : NULL;
