@@ -3184,12 +3184,17 @@ static void emit_gather(struct rl_cgen *cg, uint32_t node, bool transposed,
 /* The depthwise forms' loop over planes (one iteration a plane: the bits do
  * not depend on the thread count; a task at least 32768 taps): the plane's
  * input, weights, bias, output. */
-static void dw_plane_open(struct rl_cgen *cg, const struct conv2d *p)
+static void dw_par(struct rl_cgen *cg, const struct conv2d *p)
 {
 	const int64_t work = p->OH * p->OW * p->KH * p->KW;
 	cg->par_n = p->N * p->G;
 	cg->par_grain = work >= 32768 ? 1 : 32768 / work;
 	cg->simd = 1;
+}
+
+static void dw_plane_open(struct rl_cgen *cg, const struct conv2d *p)
+{
+	dw_par(cg, p);
 	cg_line(cg, "for (int64_t it = lo; it < hi; it++) {");
 	cg->indent++;
 	cg_line(cg, "const size_t n = (size_t)it / %lld, g = (size_t)it %% %lld;", (long long)p->G,
@@ -3265,55 +3270,23 @@ static void dw_flat_pipelined(struct rl_cgen *cg, const struct conv2d *p, const 
 	cg_line(cg, "/* Conv, depthwise flat form, pipelined: the padded input of plane it + 1 in %lld phase plane%s of %lld columns while plane it's sums (bias + weight x tap in chunks of 16 over j = oh * %lld + %s) are made, and plane it - 1's copied out%s; planes split across threads */",
 	        (long long)NP, NP > 1 ? "s" : "", (long long)fl->Pq, (long long)fl->Pq,
 	        cs > 1 ? "column" : "ow", cs > 1 ? " (columns 2 ow: stride 2 summed at stride 1 along the rows)" : "");
-	cg_scratch_array(cg, "float", "xpb", 2 * XN, 0);
-	cg_scratch_array(cg, "float", "sbb", 2 * NJr, 0);
-	cg_line(cg, "memset(xpb, 0, sizeof(float) * %lld); /* past the planes: read, never used */",
-	        (long long)(2 * XN));
-	cg->par_n = p->N * p->G;
-	{
-		const int64_t work = OHW * p->KH * p->KW;
-		cg->par_grain = work >= 32768 ? 1 : 32768 / work;
-	}
-	cg->simd = 1;
-	cg_line(cg, "for (int64_t it = lo; it <= hi; it++) {");
-	cg->indent++;
-	/* the fill of plane it + 1 (of plane lo first) */
-	cg_line(cg, "for (int64_t f = it == lo ? lo : it + 1; f <= it + 1 && f < hi; f++) {");
-	cg->indent++;
-	cg_line(cg, "const size_t n = (size_t)f / %lld, g = (size_t)f %% %lld, ob = 0;",
-	        (long long)p->G, (long long)p->G);
-	cg_line(cg, "const float *restrict xc = X0 + (n * %lld + g) * %lld;", (long long)p->C,
-	        (long long)(p->H * p->W));
-	cg_line(cg, "float *restrict xp = xpb + (size_t)(f & 1) * %lld;", (long long)XN);
-	cg_flat_fill(cg, "float", fl);
-	cg->indent--;
-	cg_line(cg, "}");
-	/* the sums of plane it */
-	cg_line(cg, "if (it < hi) {");
-	cg->indent++;
+	/* planes of one channel: with one channel a group, plane (n, g) is n * G + g */
+	dw_par(cg, p);
+	cg_flat_pipe_open(cg, "float", fl, XN, NJr);
 	cg_line(cg, "const size_t g = (size_t)it %% %lld;", (long long)p->G);
 	cg_line(cg, "const float *restrict wk = X1 + g * %lld;", (long long)(p->KH * p->KW));
 	cg_line(cg, "const float bias = %s;", p->bias ? "X2[g]" : "0.0f");
-	cg_line(cg, "const float *restrict xp = xpb + (size_t)(it & 1) * %lld;", (long long)XN);
-	cg_line(cg, "float *restrict sb = sbb + (size_t)(it & 1) * %lld;", (long long)NJr);
 	dw_flat_sums(cg, offs, noff, NJr);
-	cg->indent--;
-	cg_line(cg, "}");
 	/* plane it - 1 out, and its epilogue */
-	cg_line(cg, "if (it > lo) {");
-	cg->indent++;
-	cg_line(cg, "const size_t n = (size_t)(it - 1) / %lld, g = (size_t)(it - 1) %% %lld%s;",
-	        (long long)p->G, (long long)p->G, cs > 1 ? "" : ", ob = 0");
-	cg_line(cg, "const float *restrict sb = sbb + (size_t)((it - 1) & 1) * %lld;", (long long)NJr);
-	cg_line(cg, "float *restrict yc = Y0 + (n * %lld + g) * %lld;", (long long)p->M,
-	        (long long)OHW);
+	cg_flat_pipe_out(cg, "float", NJr, OHW);
 	if (cs > 1) {
 		cg_flat_copy_cols2(cg, fl, p->OH, p->OW);
 	} else {
+		cg_line(cg, "const size_t ob = 0;");
 		cg_flat_copy_out(cg, fl, p->OH, p->OH, p->OW);
 	}
 	char base[160];
-	snprintf(base, sizeof(base), "(n * %lld + g) * %lld", (long long)p->M, (long long)OHW);
+	snprintf(base, sizeof(base), "(size_t)(it - 1) * %lld", (long long)OHW);
 	conv_epilogue(cg, base, OHW, OHW);
 	cg->indent--;
 	cg_line(cg, "}");
@@ -3368,7 +3341,8 @@ static bool emit_conv_dw_flat(struct rl_cgen *cg, const struct conv2d *p)
 	/* stride 2 on rows too short for the fill to split columns in 16-pair
 	 * chunks: rows split in phases (whole rows copied), columns summed at
 	 * stride 1 and every other one kept (twice the sums, no split) */
-	const bool cols2 = S1 == 2 && D1 == 1 && (p->W - 2 + p->PL) / 2 + 1 - (p->PL + 1) / 2 < 16;
+	const bool short_pairs = S1 == 2 && cg_flat_pairs(p->W, p->PL) < 16;
+	const bool cols2 = short_pairs && D1 == 1;
 	if (cols2) {
 		S1 = 1;
 		NP = S0;
@@ -3382,7 +3356,7 @@ static bool emit_conv_dw_flat(struct rl_cgen *cg, const struct conv2d *p)
 	int64_t NRq = OB + halo, NJr = (OB * Pq + 15) / 16 * 16;
 	/* stride 2 only where the fill splits the row in 16-pair chunks (a
 	 * scalar split made the 3x3/2 on 192 x 28x28 slower: 67 -> 90 us) */
-	if (S1 > 2 || (S1 == 2 && (p->W - 2 + p->PL) / 2 + 1 - (p->PL + 1) / 2 < 16))
+	if (S1 > 2 || (short_pairs && !cols2))
 		return false;
 	const bool pipe = (NP == 1 || cols2) && OB == OH && NP * NRq * Pq * 4 <= CONV_DW_FLAT_PIPE;
 	if (cols2 && !pipe)

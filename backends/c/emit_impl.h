@@ -290,6 +290,18 @@ void cg_flat_scratch(struct rl_cgen *cg, const char *T, const struct cg_flat *f,
  * whole lines. */
 int64_t cg_flat_buf(const struct cg_flat *f, int64_t d0, int64_t d1, int64_t KH, int64_t KW,
                     int64_t NJr);
+/* Interior column pairs of a row of W at stride 2 with PL padded columns
+ * before it: the fill splits them 16 at a time where there are 16 or more. */
+int64_t cg_flat_pairs(int64_t W, int64_t PL);
+/* The flat form pipelined across a range's whole planes (plane f at X0 + f
+ * H W): declares the two buffers xpb (XN floats each) and sbb (NJr), opens
+ * the loop over it, fills plane it + 1 and opens plane it's sums block with
+ * xp and sb; cg_flat_pipe_out closes it and opens plane it - 1's copy-out
+ * block with yc (planes of OHW) and sb; the caller closes that block and
+ * the loop (two braces). */
+void cg_flat_pipe_open(struct rl_cgen *cg, const char *T, const struct cg_flat *f, int64_t XN,
+                       int64_t NJr);
+void cg_flat_pipe_out(struct rl_cgen *cg, const char *T, int64_t NJr, int64_t OHW);
 /* Copy every other column of the sums (sb, OH rows of Pq) out to rows of OW
  * in `yc`: the stride-2 outputs of columns summed at stride 1. */
 void cg_flat_copy_cols2(struct rl_cgen *cg, const struct cg_flat *f, int64_t OH, int64_t OW);

@@ -505,7 +505,7 @@ static void emit_max_horiz(struct rl_cgen *cg, const char *T, const struct pool_
 			 * loaded as it was stored (the 16-output chunks below load r[16..31]
 			 * across the last chunk's store, moved back to end at the row's
 			 * end, and wait for it to reach L1: SqueezeNet's 3x3/2 on 256 x
-			 * 27x27, one thread, alone, thread CPU minimum: 45 -> 29 us) */
+			 * 27x27, one thread, alone, thread CPU minimum: 45 -> 34 us) */
 			int64_t nr = 2 * n;
 			cg_line(cg, "if (rdone) {");
 			cg->indent++;
@@ -678,6 +678,46 @@ int64_t cg_flat_buf(const struct cg_flat *f, int64_t d0, int64_t d1, int64_t KH,
 	return (XN + 15) / 16 * 16;
 }
 
+int64_t cg_flat_pairs(int64_t W, int64_t PL)
+{
+	return (W - 2 + PL) / 2 + 1 - (PL + 1) / 2;
+}
+
+void cg_flat_pipe_open(struct rl_cgen *cg, const char *T, const struct cg_flat *f, int64_t XN,
+                       int64_t NJr)
+{
+	cg_scratch_array(cg, T, "xpb", 2 * XN, 0);
+	cg_scratch_array(cg, T, "sbb", 2 * NJr, 0);
+	cg_line(cg, "memset(xpb, 0, sizeof(xpb[0]) * %lld); /* past the planes: read, never used */",
+	        (long long)(2 * XN));
+	cg_line(cg, "for (int64_t it = lo; it <= hi; it++) {");
+	cg->indent++;
+	/* the fill of plane it + 1 (of plane lo first) */
+	cg_line(cg, "for (int64_t f = it == lo ? lo : it + 1; f <= it + 1 && f < hi; f++) {");
+	cg->indent++;
+	cg_line(cg, "const %s *restrict xc = X0 + (size_t)f * %lld;", T, (long long)(f->H * f->W));
+	cg_line(cg, "const size_t ob = 0;");
+	cg_line(cg, "%s *restrict xp = xpb + (size_t)(f & 1) * %lld;", T, (long long)XN);
+	cg_flat_fill(cg, T, f);
+	cg->indent--;
+	cg_line(cg, "}");
+	/* the sums of plane it */
+	cg_line(cg, "if (it < hi) {");
+	cg->indent++;
+	cg_line(cg, "const %s *restrict xp = xpb + (size_t)(it & 1) * %lld;", T, (long long)XN);
+	cg_line(cg, "%s *restrict sb = sbb + (size_t)(it & 1) * %lld;", T, (long long)NJr);
+}
+
+void cg_flat_pipe_out(struct rl_cgen *cg, const char *T, int64_t NJr, int64_t OHW)
+{
+	cg->indent--;
+	cg_line(cg, "}");
+	cg_line(cg, "if (it > lo) {");
+	cg->indent++;
+	cg_line(cg, "%s *restrict yc = Y0 + (size_t)(it - 1) * %lld;", T, (long long)OHW);
+	cg_line(cg, "const %s *restrict sb = sbb + (size_t)((it - 1) & 1) * %lld;", T, (long long)NJr);
+}
+
 void cg_flat_copy_cols2(struct rl_cgen *cg, const struct cg_flat *f, int64_t OH, int64_t OW)
 {
 	cg_line(cg, "for (size_t r = 0; r < %lld; r++) /* columns 2 ow */", (long long)OH);
@@ -829,19 +869,24 @@ static bool emit_flat(struct rl_cgen *cg, const char *T, const struct pool_win *
 	 * same count and the plane is pipelined (as the depthwise Conv's flat
 	 * form, emit_conv.c). One thread, alone, thread CPU minimum, 2x2/2 on
 	 * 512 x 14x14: 38 -> 33 us pipelined, -> 16 us so (onnxruntime 22) */
+	/* the counts: one for all (c0), or a table (made below) */
+	int64_t c0 = -1;
+	bool same = true;
+	for (int64_t oh = 0; oh < OH; oh++) {
+		int64_t ch = avg_axis_count(w, 0, oh, include_pad && !is_max);
+		for (int64_t ow = 0; ow < OW; ow++) {
+			int64_t c = ch * avg_axis_count(w, 1, ow, include_pad && !is_max);
+			if (c <= 0)
+				return false;
+			if (c0 < 0)
+				c0 = c;
+			same = same && c == c0;
+		}
+	}
 	int64_t CS = 1;
-	if (S1 == 2 && D1 == 1 && (W - 2 + PL) / 2 + 1 - (PL + 1) / 2 < 16) {
+	if (S1 == 2 && D1 == 1 && cg_flat_pairs(W, PL) < 16) {
 		int64_t Pq2 = 2 * (OW - 1) + 1 + (KW - 1);
-		bool one = true;
-		int64_t c1 = -1;
-		for (int64_t oh = 0; oh < OH && one; oh++)
-			for (int64_t ow = 0; ow < OW && one; ow++) {
-				int64_t c = avg_axis_count(w, 0, oh, include_pad && !is_max) *
-				            avg_axis_count(w, 1, ow, include_pad && !is_max);
-				one = c > 0 && (c1 < 0 || c == c1);
-				c1 = c;
-			}
-		if ((is_max || one) && S0 * (OH + extra) * Pq2 * es <= POOL_FLAT_PIPE) {
+		if ((is_max || same) && S0 * (OH + extra) * Pq2 * es <= POOL_FLAT_PIPE) {
 			S1 = 1;
 			NP = S0;
 			Pq = Pq2;
@@ -862,20 +907,8 @@ static bool emit_flat(struct rl_cgen *cg, const char *T, const struct pool_win *
 	int64_t NRq = br + extra, NJr = (br * Pq + 15) / 16 * 16;
 	const char *pad = is_max ? (es == 8 ? "-(double)INFINITY" : "-INFINITY") : cg_zero(T);
 	struct cg_flat fl = {H, W, S0, S1, PT, PL, NRq, Pq, pad};
-	/* the counts: one for all, or a table (1 past the outputs) */
-	int64_t ntab = (nb - 1) * br * Pq + NJr, c0 = -1;
-	bool same = true;
-	for (int64_t oh = 0; oh < OH; oh++) {
-		int64_t ch = avg_axis_count(w, 0, oh, include_pad && !is_max);
-		for (int64_t ow = 0; ow < OW; ow++) {
-			int64_t c = ch * avg_axis_count(w, 1, ow, include_pad && !is_max);
-			if (c <= 0)
-				return false;
-			if (c0 < 0)
-				c0 = c;
-			same = same && c == c0;
-		}
-	}
+	/* the count table: 1 past the outputs */
+	int64_t ntab = (nb - 1) * br * Pq + NJr;
 	if (!is_max && !same && ntab > POOL_FLAT_TAB)
 		return false;
 	if (!is_max && !same) {
@@ -902,27 +935,9 @@ static bool emit_flat(struct rl_cgen *cg, const char *T, const struct pool_win *
 	 * dw_flat_pipelined, which says why) */
 	const bool pipe = nb == 1 && NP * NRq * Pq * es <= POOL_FLAT_PIPE;
 	if (pipe) {
-		const int64_t XN = cg_flat_buf(&fl, D0, D1, KH, KW, NJr);
 		cg_line(cg, "/* pipelined: plane it + 1 filled while plane it's %s are made and plane it - 1's copied out */",
 		        is_max ? "maxima" : "sums");
-		cg_scratch_array(cg, T, "xpb", 2 * XN, 0);
-		cg_scratch_array(cg, T, "sbb", 2 * NJr, 0);
-		cg_line(cg, "memset(xpb, 0, sizeof(xpb[0]) * %lld); /* past the planes: read, never used */",
-		        (long long)(2 * XN));
-		cg_line(cg, "for (int64_t it = lo; it <= hi; it++) {");
-		cg->indent++;
-		cg_line(cg, "for (int64_t f = it == lo ? lo : it + 1; f <= it + 1 && f < hi; f++) {");
-		cg->indent++;
-		cg_line(cg, "const %s *restrict xc = X0 + (size_t)f * %lld;", T, (long long)(H * W));
-		cg_line(cg, "const size_t ob = 0;");
-		cg_line(cg, "%s *restrict xp = xpb + (size_t)(f & 1) * %lld;", T, (long long)XN);
-		cg_flat_fill(cg, T, &fl);
-		cg->indent--;
-		cg_line(cg, "}");
-		cg_line(cg, "if (it < hi) {");
-		cg->indent++;
-		cg_line(cg, "const %s *restrict xp = xpb + (size_t)(it & 1) * %lld;", T, (long long)XN);
-		cg_line(cg, "%s *restrict sb = sbb + (size_t)(it & 1) * %lld;", T, (long long)NJr);
+		cg_flat_pipe_open(cg, T, &fl, cg_flat_buf(&fl, D0, D1, KH, KW, NJr), NJr);
 		if (!is_max && !same)
 			cg_line(cg, "const size_t ob = 0;");
 	} else {
@@ -1020,12 +1035,7 @@ static bool emit_flat(struct rl_cgen *cg, const char *T, const struct pool_win *
 	if (vf)
 		rl_buf_printf(&cg->body, "#endif\n");
 	if (pipe) { /* plane it - 1 out */
-		cg->indent--;
-		cg_line(cg, "}");
-		cg_line(cg, "if (it > lo) {");
-		cg->indent++;
-		cg_line(cg, "%s *restrict yc = Y0 + (size_t)(it - 1) * %lld;", T, (long long)(OH * OW));
-		cg_line(cg, "const %s *restrict sb = sbb + (size_t)((it - 1) & 1) * %lld;", T, (long long)NJr);
+		cg_flat_pipe_out(cg, T, NJr, OH * OW);
 		if (CS == 1)
 			cg_line(cg, "const size_t ob = 0;");
 	}
