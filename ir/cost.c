@@ -269,9 +269,14 @@ int64_t rl_split_conv_chunks(double macs)
 	return w < 1 ? 1 : w > RL_SPLIT_CONV_TASKS ? RL_SPLIT_CONV_TASKS : (int64_t)w;
 }
 
+int64_t rl_conv_wino_rowlen(int64_t TW)
+{
+	return (TW + 7) / 8 * 8;
+}
+
 int64_t rl_conv_wino_pitch(int64_t TB, int64_t OW)
 {
-	int64_t TW = (OW + 1) / 2, TWr = (TW + 15) / 16 * 16;
+	int64_t TW = (OW + 1) / 2, TWr = rl_conv_wino_rowlen(TW);
 	return ((TB - 1) * TW + TWr + 15) / 16 * 16;
 }
 
@@ -304,12 +309,12 @@ int64_t rl_conv_wino_rows(int64_t C, int64_t M, int64_t OH, int64_t OW)
 void rl_conv_wino_counts(int64_t N, int64_t C, int64_t M, int64_t OH, int64_t OW, double *gemm,
                          double *basic, double *bytes)
 {
-	int64_t TH = (OH + 1) / 2, TW = (OW + 1) / 2, TWr = (TW + 15) / 16 * 16;
+	int64_t TH = (OH + 1) / 2, TW = (OW + 1) / 2, TWr = rl_conv_wino_rowlen(TW);
 	int64_t TB = rl_conv_wino_rows(C, M, OH, OW);
 	if (TB < 1)
 		TB = 1;
 	/* a block of b rows runs (b - 1) TW + TWr columns: the last row's loop
-	 * to a multiple of 16; one block per TB rows (one thread's view) */
+	 * to TWr (rl_conv_wino_rowlen); one block per TB rows (one thread's view) */
 	double blocks = (double)((TH + TB - 1) / TB);
 	double cols = (double)TH * (double)TW + blocks * (double)(TWr - TW);
 	double n = (double)N;

@@ -164,11 +164,19 @@ int64_t rl_split_conv_chunks(double macs);
 #define RL_WINO_MIN_OW 14
 #define RL_WINO_ELEM_FLOPS 12.0 /* the time of a V or S element's pass, in plain FLOPs */
 int64_t rl_conv_wino_rows(int64_t C, int64_t M, int64_t OH, int64_t OW);
-/* The block's V and S pitch in floats for TB rows of tiles: (TB - 1) TW + TWr
- * (TWr: TW rounded up to 16), rounded up to 16. */
+/* The columns the transforms' loops run for a row of TW tiles (TWr): 8
+ * where TW <= 8, else TW rounded up to 16; a whole number of vectors, so
+ * gcc -O2 vectorizes the loops without a scalar tail. A row's loop runs
+ * past its TW tiles into the next row's (which overwrites them), so only a
+ * block's last row costs the difference: with 16 for TW = 8 (16x16 planes)
+ * every row's transforms ran twice the columns kept and a task of 4 rows
+ * took its products over 48 columns for 32 tiles. */
+int64_t rl_conv_wino_rowlen(int64_t TW);
+/* The block's V and S pitch in floats for TB rows of tiles: (TB - 1) TW + TWr,
+ * rounded up to 16. */
 int64_t rl_conv_wino_pitch(int64_t TB, int64_t OW);
 /* Its work on N images: *gemm the products' FLOPs (16 per tile and channel
- * pair, as the blocks' columns run them, the rows' loops to multiples of 16
+ * pair, as the blocks' columns run them, the rows' loops to TWr
  * included), *basic the transforms' and epilogue's plain FLOPs (and the
  * passes over V and S, priced as RL_WINO_ELEM_FLOPS each), *bytes the
  * bytes the transforms move through the block's L2 (V and S written and

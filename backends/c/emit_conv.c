@@ -3596,9 +3596,9 @@ static bool emit_conv_dw(struct rl_cgen *cg, const struct conv2d *p)
  *    split with two permutes a vector);
  * 2. the input transform B^T d B of every tile and channel into V[16][C][tp]
  *    (tile (r, j) at r * TW + j: the task's tiles back to back, no lanes
- *    lost to short rows; a row's loop runs to a multiple of 16 and the
- *    values past its end are overwritten by the next row's, the last row's
- *    land in slack);
+ *    lost to short rows; a row's loop runs TW rounded up to 8 columns,
+ *    rl_conv_wino_rowlen, and the values past its end are overwritten by the
+ *    next row's, the last row's land in slack);
  * 3. 16 products S[q] = U[q] V[q] (M x C times C x tp), U = G g G^T the
  *    weights transformed once in NAME_init, by the band-mode micro-kernel
  *    (rl_conv4: a 1x1 convolution over the tiles, kk = 1), or where none
@@ -3624,7 +3624,7 @@ static bool emit_conv_dw(struct rl_cgen *cg, const struct conv2d *p)
 #define CONV_WINO_MIN_TP 64 /* a task keeps this many tiles when split for threads */
 
 struct conv_wino {
-	int64_t TH, TW, TWr; /* rows and columns of tiles, columns rounded up to 16 */
+	int64_t TH, TW, TWr; /* rows and columns of tiles, columns a row's loops run (rl_conv_wino_rowlen) */
 	int64_t TR, NBLK;    /* a task: TR rows of tiles; NBLK tasks an image */
 	int64_t G;           /* consecutive tasks of a range run as one block of up to G * TR rows */
 	int64_t VP, EP, RB;  /* a block's V/S pitch, an E row's half, E rows a channel */
@@ -3646,7 +3646,7 @@ static bool wino_plan(struct rl_cgen *cg, uint32_t node, const struct conv2d *p,
 		return false;
 	w->TH = (p->OH + 1) / 2;
 	w->TW = (p->OW + 1) / 2;
-	w->TWr = (w->TW + 15) / 16 * 16;
+	w->TWr = rl_conv_wino_rowlen(w->TW);
 	w->EP = w->TWr + 16;
 	/* tasks: enough for the chunks the work pays for while a task keeps
 	 * CONV_WINO_MIN_TP tiles, two where the work pays for two, rows as even

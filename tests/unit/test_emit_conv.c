@@ -101,6 +101,8 @@ static const struct conv_case convs[] = {
 	{1, 16, 32, 32, 16, 3, 3, 1, 1, 1, 1, true, false, false, false, true},  /* 16 x 16 tiles, 4 rows a task */
 	{2, 8, 25, 27, 12, 3, 3, 1, 1, 1, 1, false, false, false, false, true}, /* odd rows (the last tiles' second row cut) and columns, 2 images */
 	{1, 40, 30, 56, 8, 3, 3, 1, 1, 1, 1, true, false, false, false, true},  /* 28 tiles a row, loops of 32 */
+	{2, 16, 15, 15, 8, 3, 3, 1, 1, 1, 1, true, false, false, false, true},  /* 8 tiles a row, loops of 8, 2 images */
+	{1, 12, 9, 37, 16, 3, 3, 1, 1, 1, 1, false, false, false, false, true}, /* 19 tiles a row, loops of 24 */
 	{1, 8, 26, 26, 8, 3, 3, 1, 1, 1, 1, false, false, false, false, false},       /* constant-free weights: band mode */
 };
 #define NCONV ((int)(sizeof(convs) / sizeof(convs[0])))
@@ -593,9 +595,16 @@ Test(emit_conv, winograd_taken_where_it_applies)
 	int got = 0;
 	for (const char *q = src; (q = strstr(q, "Conv, Winograd F(2x2, 3x3)")); q++)
 		got++;
-	cr_assert_eq(got, 3, "%d Winograd kernels, want 3", got);
+	cr_assert_eq(got, 5, "%d Winograd kernels, want 5", got);
 	cr_assert(strstr(src, "tiles of 2x2 outputs, 13 x 14 of them"), "no 25x27 Winograd kernel");
 	cr_assert(strstr(src, "tiles of 2x2 outputs, 15 x 28 of them"), "no 30x56 Winograd kernel");
+	/* a row's transforms run TW rounded up to 8 columns (rl_conv_wino_rowlen):
+	 * 8 for 8 tiles a row, 24 for 19, 32 for 28 */
+	cr_assert(strstr(src, "tiles of 2x2 outputs, 8 x 8 of them"), "no 15x15 Winograd kernel");
+	cr_assert(strstr(src, "tiles of 2x2 outputs, 5 x 19 of them"), "no 9x37 Winograd kernel");
+	cr_assert(strstr(src, " rl_wino_vin_8_"), "no 8-column input transform");
+	cr_assert(strstr(src, " rl_wino_vout_24_"), "no 24-column output transform");
+	cr_assert(strstr(src, " rl_wino_vin_32_"), "no 32-column input transform");
 	cr_assert(strstr(src, "_wu = aligned_alloc(64,"), "no weights transformed at init");
 	emitted_free(g, src, d);
 }
