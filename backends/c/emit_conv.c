@@ -3587,7 +3587,7 @@ static bool emit_conv_dw(struct rl_cgen *cg, const struct conv2d *p)
  * 1, constant weights. Each 2x2 block of outputs (a tile) is computed from
  * the 4x4 input patch around it as A^T [(G g G^T) . (B^T d B)] A: 16 products
  * per tile and channel pair instead of 36 multiply-adds, so the products
- * cost 4/9 of the direct form's. Per task (image, TR rows of tiles):
+ * cost 4/9 of the direct form's. Per block (image, rows of tiles):
  *
  * 1. every input row the block reads is split once into its even and odd
  *    padded columns (E: e[j] = x[2j - 1], o[j] = x[2j], zero past the
@@ -3608,10 +3608,9 @@ static bool emit_conv_dw(struct rl_cgen *cg, const struct conv2d *p)
  *    per-channel Mul and Add, a residual Add and a Relu as the register
  *    tiles apply them (conv_epi_regs), or any other epilogue on each row.
  *
- * A task is TR rows of tiles of one image (wino_plan: as many tasks as
- * the chunks the cost model wants); a range's consecutive tasks of one image
- * run as one block of up to G * TR rows, whose V and S stay under
- * RL_WINO_BYTES (L2; ir/cost.h). Every output is summed by one block in a fixed
+ * A task is a row of tiles of one image (wino_plan); a range's rows of one
+ * image run as blocks of up to TB rows, as even as they go, whose V and S
+ * stay under RL_WINO_BYTES (L2; ir/cost.h). Every output is summed by one block in a fixed
  * order, whatever the thread count; the sums are not
  * the direct form's (the transforms add and subtract before the products):
  * on 16 -> 16 channels with inputs in [-1, 1] the largest difference from a
@@ -3621,12 +3620,9 @@ static bool emit_conv_dw(struct rl_cgen *cg, const struct conv2d *p)
  * 1.406 ms (2.005), 128->128 on 28x28 2.011 -> 1.300 (1.963); the README
  * has more shapes and the models.
  */
-#define CONV_WINO_MIN_TP 64 /* a task keeps this many tiles when split for threads */
-
 struct conv_wino {
 	int64_t TH, TW, TWr; /* rows and columns of tiles, columns a row's loops run (rl_conv_wino_rowlen) */
-	int64_t TR, NBLK;    /* a task: TR rows of tiles; NBLK tasks an image */
-	int64_t G;           /* consecutive tasks of a range run as one block of up to G * TR rows */
+	int64_t TB;          /* a range's rows of one image run as blocks of up to TB rows */
 	int64_t VP, EP, RB;  /* a block's V/S pitch, an E row's half, E rows a channel */
 };
 
@@ -3648,24 +3644,16 @@ static bool wino_plan(struct rl_cgen *cg, uint32_t node, const struct conv2d *p,
 	w->TW = (p->OW + 1) / 2;
 	w->TWr = rl_conv_wino_rowlen(w->TW);
 	w->EP = w->TWr + 16;
-	/* tasks: enough for the chunks the work pays for while a task keeps
-	 * CONV_WINO_MIN_TP tiles, two where the work pays for two, rows as even
-	 * as they go (8 rows in tasks of 7 were 7 + 1); a range's consecutive
-	 * tasks of one image then run as blocks of up to TB rows (one thread:
-	 * the blocks of TB rows; the products' tiles are wider there: 3x3 64->64
-	 * on 16x16, one thread, 160 us in tasks of 4 rows, 132 in 7) */
-	int64_t TR = TB, want = conv_par_want(p);
-	while (TR > 1 && p->N * ((w->TH + TR - 1) / TR) < want && (TR - 1) * w->TW >= CONV_WINO_MIN_TP)
-		TR--;
-	if (p->N == 1 && want > 1 && TR == w->TH && TR > 1)
-		TR = (w->TH + 1) / 2;
-	int64_t nb = (w->TH + TR - 1) / TR;
-	TR = (w->TH + nb - 1) / nb;
-	w->TR = TR;
-	w->NBLK = (w->TH + TR - 1) / TR;
-	w->G = TB / TR < 1 ? 1 : TB / TR;
-	w->VP = rl_conv_wino_pitch(w->G * TR, p->OW);
-	w->RB = 2 * w->G * TR + 2;
+	/* tasks of one row of tiles: rl_parallel_for cuts an image's TH rows
+	 * into chunks as even as they go (28 rows in 8 chunks: 14 a thread of
+	 * two), and a range's rows of one image run as blocks of up to TB rows,
+	 * as even as they go. Tasks of TB rows (3 on 28x28 and 56x56 planes)
+	 * left 5 tasks of 14 rows or 10 of 28, one thread with 8 of 14 or 15
+	 * of 28; two threads, 128->128 on 28x28 with a Relu: 1442 us one
+	 * thread, 880 two (1.64x) */
+	w->TB = TB;
+	w->VP = rl_conv_wino_pitch(TB, p->OW);
+	w->RB = 2 * TB + 2;
 	return true;
 }
 
@@ -3684,7 +3672,7 @@ static bool emit_conv_wino(struct rl_cgen *cg, uint32_t node, const struct conv2
 	if (!wino_plan(cg, node, p, &w))
 		return false;
 	const long long C = p->C, M = p->M, H = p->H, W = p->W, TW = w.TW, TWr = w.TWr, VP = w.VP,
-	                EP = w.EP, RB = w.RB, TR = w.TR, TH = w.TH;
+	                EP = w.EP, RB = w.RB, TB = w.TB, TH = w.TH;
 	const long long CVP = C * VP, MVP = M * VP;
 	struct conv_epi_regs e;
 	bool inreg = conv_epi_regs(cg, &e);
@@ -3861,13 +3849,20 @@ static bool emit_conv_wino(struct rl_cgen *cg, uint32_t node, const struct conv2
 	long long scratch = 4 * (16 * CVP + 16 * MVP + C * RB * 2 * EP);
 	rl_buf_printf(&cg->init, "    if (rl_conv_scratch_reserve(%lldu) != 0) /* %s */\n        return -1;\n",
 	              scratch, cg->kname);
-	cg->par_n = p->N * w.NBLK;
-	cg->par_grain = conv_par_grain(cg->par_n, conv_par_want(p));
+	cg->par_n = p->N * TH;
+	/* an even number of chunks: with an odd one the chunk left over runs as
+	 * a block of its own (7 rows of 14x14 in 7 chunks on two threads: 3 + 3
+	 * + 1 rows, the last a block of 8 columns; 96->128 on 14x14, two
+	 * threads, 175 us in 6 chunks, 214 in 7) */
+	int64_t chunks = conv_par_want(p) < cg->par_n ? conv_par_want(p) : cg->par_n;
+	if (chunks > 2)
+		chunks &= ~(int64_t)1;
+	cg->par_grain = conv_par_grain(cg->par_n, chunks);
 	conv_par_note(cg, p);
 	cg->simd = 1; /* the splits and transforms vectorize per ISA (RL_TARGETS) */
 
-	cg_line(cg, "/* Conv, Winograd F(2x2, 3x3): tiles of 2x2 outputs, %lld x %lld of them; a task is an image's %lld rows of tiles, a range's tasks run %lld at a time */",
-	        TH, TW, TR, (long long)w.G);
+	cg_line(cg, "/* Conv, Winograd F(2x2, 3x3): tiles of 2x2 outputs, %lld x %lld of them; a task is an image's row of tiles, a range's rows run in blocks of up to %lld */",
+	        TH, TW, TB);
 	cg_line(cg, "const int slot = rl_conv_slot_take();");
 	cg_line(cg, "unsigned char *sc = rl_conv_scratch + (size_t)slot * rl_conv_slot;");
 	cg_line(cg, "float *restrict V = (float *)sc; /* [16][%lld][%lld]: the input tiles transformed, tile (r, j) at r * %lld + j */",
@@ -3877,16 +3872,12 @@ static bool emit_conv_wino(struct rl_cgen *cg, uint32_t node, const struct conv2
 	        16 * MVP, C, RB, EP);
 	cg_line(cg, "float u0[%lld], u1[%lld]; /* a tile row's two output rows */", 2 * TWr, 2 * TWr);
 	line_open(cg, "for (int64_t t = lo; t < hi;) {", 0, 0);
-	cg_line(cg, "const size_t n = (size_t)(t / %lld), tr0 = (size_t)(t %% %lld) * %lld;",
-	        (long long)w.NBLK, (long long)w.NBLK, TR);
-	cg_line(cg, "/* this range's next tasks of image n, up to %lld of them, as one block */", (long long)w.G);
-	cg_line(cg, "int64_t t2 = t + %lld < hi ? t + %lld : hi;", (long long)w.G, (long long)w.G);
-	cg_line(cg, "if (t2 > (int64_t)(n + 1) * %lld)", (long long)w.NBLK);
-	cg_line(cg, "    t2 = (int64_t)(n + 1) * %lld;", (long long)w.NBLK);
-	cg_line(cg, "const size_t tr1 = (size_t)(t2 - (int64_t)n * %lld) * %lld < %lld ? (size_t)(t2 - (int64_t)n * %lld) * %lld : %lld;",
-	        (long long)w.NBLK, TR, TH, (long long)w.NBLK, TR, TH);
-	cg_line(cg, "const size_t nr = tr1 - tr0; /* rows of tiles */");
-	cg_line(cg, "t = t2;");
+	cg_line(cg, "const size_t n = (size_t)(t / %lld), tr0 = (size_t)(t %% %lld);", TH, TH);
+	cg_line(cg, "/* this range's rows of image n left, in blocks of up to %lld as even as they go */", TB);
+	cg_line(cg, "const int64_t left = (hi < (int64_t)(n + 1) * %lld ? hi : (int64_t)(n + 1) * %lld) - t;", TH, TH);
+	cg_line(cg, "const int64_t nblk = (left + %lld) / %lld;", TB - 1, TB);
+	cg_line(cg, "const size_t nr = (size_t)((left + nblk - 1) / nblk); /* rows of tiles */");
+	cg_line(cg, "t += (int64_t)nr;");
 	cg_line(cg, "/* the input rows the tiles read, 2 tr0 - 1 .. 2 (tr0 + nr), split */");
 	line_open(cg, "for (size_t c = 0; c < %lld; c++) {", C, 0);
 	cg_line(cg, "const float *restrict xc = X0 + (n * %lld + c) * %lld;", C, H * W);
