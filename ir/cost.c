@@ -228,13 +228,16 @@ bool rl_count_node(const struct rl_graph *g, uint32_t node, struct rl_counts *c)
 		c->par_tasks = ch;
 		c->par_chunks = ch;
 	}
-	/* the C backend's kernels of these families run on the calling thread
+	/* the C backend's kernels of these families run on the calling thread (but Transpose)
 	 * (backends/c/emit_shape.c, emit_index.c, emit_const.c, emit_attn.c,
 	 * emit_seq.c, emit_detect.c set no parallel range) */
-	if (fam == RL_FAM_SHAPE || fam == RL_FAM_CONST || fam == RL_FAM_ATTN ||
-	    fam == RL_FAM_SEQ || fam == RL_FAM_DETECT)
+	if ((fam == RL_FAM_SHAPE && n->op != RL_OP_Transpose) || fam == RL_FAM_CONST ||
+	    fam == RL_FAM_ATTN || fam == RL_FAM_SEQ || fam == RL_FAM_DETECT)
 		c->par_tasks = 1;
-	if (fam == RL_FAM_ELEMWISE || fam == RL_FAM_NORM || fam == RL_FAM_REDUCE) {
+	/* Transpose splits its outermost output loop as the elementwise kernels
+	 * do (emit_shape.c emit_transpose) */
+	if (fam == RL_FAM_ELEMWISE || fam == RL_FAM_NORM || fam == RL_FAM_REDUCE ||
+	    n->op == RL_OP_Transpose) {
 		for (int i = 0; i < n->nin + n->nout; i++) {
 			uint32_t v = i < n->nin ? n->in[i] : n->out[i - n->nin];
 			if (v == RL_NONE || rl_value_is_const(g, v))

@@ -26,6 +26,7 @@
  */
 #include "emit_impl.h"
 #include "emit_index.h"
+#include "cost.h"
 
 #include <string.h>
 
@@ -56,10 +57,12 @@ static int64_t prod(const struct rl_shape *s, int from, int to)
 
 /*
  * Y0[...] = X0[base + sum_k j_k * s[k]] over output dims n[0..r) (row-major,
- * Y0 contiguous). Strides may be negative or zero.
+ * Y0 contiguous). Strides may be negative or zero. With min_par > 0 the
+ * outermost merged loop is split across threads (cg->par_n) where the copy
+ * has 2 x min_par elements or more, in chunks of at least min_par.
  */
 static void emit_affine_copy(struct rl_cgen *cg, const char *ct, int r,
-                             const int64_t *n, const int64_t *s, int64_t base)
+                             const int64_t *n, const int64_t *s, int64_t base, int64_t min_par)
 {
 	int64_t mn[4 * RL_MAX_RANK], ms[4 * RL_MAX_RANK];
 	int m = 0;
@@ -97,8 +100,17 @@ static void emit_affine_copy(struct rl_cgen *cg, const char *ct, int r,
 	char xprev[32], yprev[32];
 	snprintf(xprev, sizeof(xprev), "%lld", (long long)base);
 	snprintf(yprev, sizeof(yprev), "0");
+	bool par = min_par > 0 && acc >= 2 * min_par && mn[0] > 1;
+	if (par) {
+		int64_t inner = acc / mn[0];
+		cg->par_n = mn[0];
+		cg->par_grain = (min_par + inner - 1) / inner;
+	}
 	for (int k = 0; k < m; k++) {
-		cg_line(cg, "for (size_t j%d = 0; j%d < %lld; j%d++) {", k, k, (long long)mn[k], k);
+		if (k == 0 && par)
+			cg_line(cg, "for (size_t j0 = (size_t)lo; j0 < (size_t)hi; j0++) {");
+		else
+			cg_line(cg, "for (size_t j%d = 0; j%d < %lld; j%d++) {", k, k, (long long)mn[k], k);
 		cg->indent++;
 		if (k == m - 1)
 			break;
@@ -236,7 +248,10 @@ static enum rl_status emit_transpose(struct rl_cgen *cg, uint32_t node)
 			                (long long)y->shape.d[i].v, (long long)n[i]);
 	}
 	cg_line(cg, "/* output in order; each input element read once */");
-	emit_affine_copy(cg, cg_ctype(x->dtype), r, n, s, 0);
+	/* split across threads like an elementwise op (ir/cost.c prices it so):
+	 * bert2's 393 KB transposes of the attention heads ran 41-85 us on the
+	 * calling thread at two threads */
+	emit_affine_copy(cg, cg_ctype(x->dtype), r, n, s, 0, RL_COST_PAR_MIN_ELEMS);
 	return RL_OK;
 }
 
@@ -559,7 +574,7 @@ static enum rl_status emit_slice(struct rl_cgen *cg, uint32_t node)
 		s[d] = step[d] * xs[d];
 	}
 	cg_line(cg, "/* slice: start, step per axis folded into offset and strides */");
-	emit_affine_copy(cg, cg_ctype(x->dtype), r, len, s, base);
+	emit_affine_copy(cg, cg_ctype(x->dtype), r, len, s, base, 0);
 	return RL_OK;
 }
 
@@ -719,7 +734,7 @@ static enum rl_status emit_tile(struct rl_cgen *cg, uint32_t node)
 		s[2 * d + 1] = xs[d];
 	}
 	cg_line(cg, "/* each output dim is (repeat, input dim); a repeat reads from the start */");
-	emit_affine_copy(cg, cg_ctype(x->dtype), 2 * r, n, s, 0);
+	emit_affine_copy(cg, cg_ctype(x->dtype), 2 * r, n, s, 0, 0);
 	return RL_OK;
 }
 
@@ -764,7 +779,7 @@ static enum rl_status emit_depth_space(struct rl_cgen *cg, uint32_t node, bool t
 	}
 	if (numel(y) != N * C * H * W)
 		return cg_error(cg, node, "output size differs from the input's");
-	emit_affine_copy(cg, cg_ctype(x->dtype), 6, n, s, 0);
+	emit_affine_copy(cg, cg_ctype(x->dtype), 6, n, s, 0, 0);
 	return RL_OK;
 }
 

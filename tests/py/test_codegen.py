@@ -81,6 +81,46 @@ def cst_model(tmp, check, rl):
         check(f"rlopt run: output {k} of constants made by nodes matches onnxruntime", ok, why)
 
 
+def transpose_model(tmp, check, rl):
+    """The transposes of attention heads, big enough to be split across
+    threads (emit_shape.c emit_transpose: 2 x 32768 elements or more): the
+    head split (0, 2, 1, 3), K's (0, 2, 3, 1) and one that moves the inner
+    axis outermost; each output equals numpy's transpose bit for bit at 1, 2
+    and 3 threads."""
+    from onnx import TensorProto, helper
+    d = os.path.join(tmp, "transpose")
+    os.makedirs(d)
+    perms = {"a": [0, 2, 1, 3], "b": [0, 2, 3, 1], "c": [3, 1, 0, 2]}
+    shp = [2, 96, 12, 64]
+    outs = {k: [shp[i] for i in p] for k, p in perms.items()}
+    g = helper.make_graph(
+        [helper.make_node("Transpose", ["x"], [k], perm=p) for k, p in perms.items()],
+        "transpose", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shp)],
+        [helper.make_tensor_value_info(k, TensorProto.FLOAT, o) for k, o in outs.items()])
+    mp = os.path.join(d, "transpose.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), mp)
+    x = np.random.default_rng(9).standard_normal(shp).astype(np.float32)
+    xin = os.path.join(d, "x.pb")
+    rltest.write_pb(xin, x, "x")
+    c = os.path.join(d, "transpose.c")
+    r = rltest.run([rl, mp, "-o", c], timeout=120)
+    check("transposes: rlopt", r.ok, r.describe())
+    if r.ok:
+        src = open(c).read()
+        check("transposes: split across threads (a range kernel each)",
+              src.count("Transpose): X0") == 3 and src.count("_range(const float") >= 3)
+    for nt in (1, 2, 3):
+        od = os.path.join(d, f"out{nt}")
+        r = rltest.run([rl, "run", mp, "--threads", str(nt), "-i", xin, "-d", od], timeout=300)
+        check(f"transposes: rlopt run --threads {nt}", r.ok, r.describe())
+        if not r.ok:
+            continue
+        for k, (name, p) in enumerate(perms.items()):
+            got = rltest.read_pb(os.path.join(od, f"output_{k}.pb"))[1]
+            check(f"transposes: perm {p} at {nt} threads equals numpy's",
+                  np.array_equal(got, x.transpose(p)))
+
+
 def column_conv_model(tmp, check, rl):
     """A 1-D convolution written as N x C x L x 1 (jax2tf, Keras) after a
     Mul(x, x), then a nearest 2x Resize: the Conv runs as the 1-D Conv over
@@ -218,6 +258,7 @@ def main():
         # the run only reads them (the conv packs them at init)
         cst_model(tmp, check, rl)
         column_conv_model(tmp, check, rl)
+        transpose_model(tmp, check, rl)
         # portable paths: a compiler that is neither gcc nor clang (tcc: no
         # GNU vectors, no target_clones, the scalar #else code) and aarch64
         # (cross gcc, run under qemu-user: generic vectors, no x86 dispatch)
