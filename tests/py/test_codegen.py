@@ -85,13 +85,14 @@ def transpose_model(tmp, check, rl):
     """The transposes of attention heads, big enough to be split across
     threads (emit_shape.c emit_transpose: 2 x 32768 elements or more): the
     head split (0, 2, 1, 3), K's (0, 2, 3, 1) and one that moves the inner
-    axis outermost; each output equals numpy's transpose bit for bit at 1, 2
-    and 3 threads."""
+    axis outermost, the last two in tiles of 16 x 16 (emit_tiled_copy, with
+    part tiles); each output equals numpy's transpose bit for bit at 1, 2 and
+    3 threads."""
     from onnx import TensorProto, helper
     d = os.path.join(tmp, "transpose")
     os.makedirs(d)
     perms = {"a": [0, 2, 1, 3], "b": [0, 2, 3, 1], "c": [3, 1, 0, 2]}
-    shp = [2, 96, 12, 64]
+    shp = [2, 96, 12, 72]  # 72: a part tile of 8
     outs = {k: [shp[i] for i in p] for k, p in perms.items()}
     g = helper.make_graph(
         [helper.make_node("Transpose", ["x"], [k], perm=p) for k, p in perms.items()],
@@ -107,8 +108,9 @@ def transpose_model(tmp, check, rl):
     check("transposes: rlopt", r.ok, r.describe())
     if r.ok:
         src = open(c).read()
-        check("transposes: split across threads (a range kernel each)",
-              src.count("Transpose): X0") == 3 and src.count("_range(const float") >= 3)
+        check("transposes: split across threads (a range kernel each), two in tiles",
+              src.count("Transpose): X0") == 3 and src.count("_range(const float") >= 3
+              and src.count("tiles of 16 x 16") == 2)
     for nt in (1, 2, 3):
         od = os.path.join(d, f"out{nt}")
         r = rltest.run([rl, "run", mp, "--threads", str(nt), "-i", xin, "-d", od], timeout=300)
