@@ -100,18 +100,16 @@ static void emit_tiled_copy(struct rl_cgen *cg, int m, const int64_t *mn, const 
 		snprintf(yprev, sizeof(yprev), "yo%d", k);
 	}
 	long long nk = mn[kk], nl = mn[L];
-	/* a dim of one tile gets no loop (a loop that runs once is filler) */
-	int loops = 1;
+	/* a dim of one tile gets no loop (a loop that runs once is filler), a
+	 * block instead: three braces either way, with the i loop's */
 	if (kk == 0 && min_par > 0) {
 		cg_line(cg, "for (size_t ib = (size_t)lo * 16; ib < (size_t)hi * 16 && ib < %lld; ib += 16) {", nk);
 		cg->indent++;
 		cg_line(cg, "const size_t in = %lld - ib < 16 ? %lld - ib : 16;", nk, nk);
-		loops++;
 	} else if (nk > 16) {
 		cg_line(cg, "for (size_t ib = 0; ib < %lld; ib += 16) {", nk);
 		cg->indent++;
 		cg_line(cg, "const size_t in = %lld - ib < 16 ? %lld - ib : 16;", nk, nk);
-		loops++;
 	} else {
 		cg_line(cg, "{");
 		cg->indent++;
@@ -132,7 +130,7 @@ static void emit_tiled_copy(struct rl_cgen *cg, int m, const int64_t *mn, const 
 	cg_line(cg, "const size_t yi = %s + (ib + i) * %lld + jb;", yprev, (long long)os[kk]);
 	cg_line(cg, "for (size_t j = 0; j < jn; j++)");
 	cg_line(cg, "    Y0[yi + j] = X0[xi + (int64_t)(jb + j) * %lld];", (long long)ms[L]);
-	cg_loops_close(cg, loops + 1 + depth);
+	cg_loops_close(cg, 3 + depth);
 }
 
 /*

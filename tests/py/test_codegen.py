@@ -86,41 +86,47 @@ def transpose_model(tmp, check, rl):
     threads (emit_shape.c emit_transpose: 2 x 32768 elements or more): the
     head split (0, 2, 1, 3), K's (0, 2, 3, 1) and one that moves the inner
     axis outermost, the last two in tiles of 16 x 16 (emit_tiled_copy, with
-    part tiles); each output equals numpy's transpose bit for bit at 1, 2 and
-    3 threads."""
+    part tiles); and a small one, 4x16x12 -> 4x12x16, whose tile dims hold
+    one tile each (no loop over them: e26a5c1 closed a brace too few there).
+    Each output equals numpy's transpose bit for bit at 1, 2 and 3 threads."""
     from onnx import TensorProto, helper
     d = os.path.join(tmp, "transpose")
     os.makedirs(d)
-    perms = {"a": [0, 2, 1, 3], "b": [0, 2, 3, 1], "c": [3, 1, 0, 2]}
-    shp = [2, 96, 12, 72]  # 72: a part tile of 8
-    outs = {k: [shp[i] for i in p] for k, p in perms.items()}
+    perms = {"a": ("x", [0, 2, 1, 3]), "b": ("x", [0, 2, 3, 1]), "c": ("x", [3, 1, 0, 2]),
+             "e": ("x2", [0, 2, 1])}
+    shp = {"x": [2, 96, 12, 72], "x2": [4, 16, 12]}  # 72: a part tile of 8
+    outs = {k: [shp[x][i] for i in p] for k, (x, p) in perms.items()}
     g = helper.make_graph(
-        [helper.make_node("Transpose", ["x"], [k], perm=p) for k, p in perms.items()],
-        "transpose", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shp)],
+        [helper.make_node("Transpose", [x], [k], perm=p) for k, (x, p) in perms.items()],
+        "transpose", [helper.make_tensor_value_info(x, TensorProto.FLOAT, v) for x, v in shp.items()],
         [helper.make_tensor_value_info(k, TensorProto.FLOAT, o) for k, o in outs.items()])
     mp = os.path.join(d, "transpose.onnx")
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), mp)
-    x = np.random.default_rng(9).standard_normal(shp).astype(np.float32)
-    xin = os.path.join(d, "x.pb")
-    rltest.write_pb(xin, x, "x")
+    rng = np.random.default_rng(9)
+    xs = {x: rng.standard_normal(v).astype(np.float32) for x, v in shp.items()}
+    feeds = []
+    for x, v in xs.items():
+        pb = os.path.join(d, f"{x}.pb")
+        rltest.write_pb(pb, v, x)
+        feeds += ["-i", pb]
     c = os.path.join(d, "transpose.c")
     r = rltest.run([rl, mp, "-o", c], timeout=120)
     check("transposes: rlopt", r.ok, r.describe())
     if r.ok:
         src = open(c).read()
-        check("transposes: split across threads (a range kernel each), two in tiles",
-              src.count("Transpose): X0") == 3 and src.count("_range(const float") >= 3
-              and src.count("tiles of 16 x 16") == 2)
+        check("transposes: three split across threads (range kernels), three in tiles",
+              src.count("Transpose): X0") == 4 and src.count("_range(const float") >= 3
+              and src.count("tiles of 16 x 16") == 3)
     for nt in (1, 2, 3):
         od = os.path.join(d, f"out{nt}")
-        r = rltest.run([rl, "run", mp, "--threads", str(nt), "-i", xin, "-d", od], timeout=300)
+        r = rltest.run([rl, "run", mp, "--threads", str(nt), "-d", od] + feeds, timeout=300)
         check(f"transposes: rlopt run --threads {nt}", r.ok, r.describe())
         if not r.ok:
             continue
-        for k, (name, p) in enumerate(perms.items()):
+        for k, (name, (x, p)) in enumerate(perms.items()):
             got = rltest.read_pb(os.path.join(od, f"output_{k}.pb"))[1]
-            check(f"transposes: perm {p} at {nt} threads equals numpy's",
-                  np.array_equal(got, x.transpose(p)))
+            check(f"transposes: {x} perm {p} at {nt} threads equals numpy's",
+                  np.array_equal(got, xs[x].transpose(p)))
 
 
 def column_conv_model(tmp, check, rl):
