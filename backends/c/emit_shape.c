@@ -55,6 +55,24 @@ static int64_t prod(const struct rl_shape *s, int from, int to)
 	return p;
 }
 
+/* One tile dim of emit_tiled_copy: a loop over blocks of 16 of n (from
+ * lo * 16 to hi * 16 where par), or one block where n <= 16; opens one brace. */
+static void tile_dim(struct rl_cgen *cg, const char *b, const char *len, long long n, bool par)
+{
+	if (par)
+		cg_line(cg, "for (size_t %s = (size_t)lo * 16; %s < (size_t)hi * 16 && %s < %lld; %s += 16) {",
+		        b, b, b, n, b);
+	else if (n > 16)
+		cg_line(cg, "for (size_t %s = 0; %s < %lld; %s += 16) {", b, b, n, b);
+	else
+		cg_line(cg, "{");
+	cg->indent++;
+	if (par || n > 16)
+		cg_line(cg, "const size_t %s = %lld - %s < 16 ? %lld - %s : 16;", len, n, b, n, b);
+	else
+		cg_line(cg, "const size_t %s = 0, %s = %lld;", b, len, n);
+}
+
 /*
  * emit_affine_copy's nest where the output's inner dim L = m - 1 is strided
  * in the input and dim kk is contiguous there (a transpose that moves the
@@ -102,28 +120,8 @@ static void emit_tiled_copy(struct rl_cgen *cg, int m, const int64_t *mn, const 
 	long long nk = mn[kk], nl = mn[L];
 	/* a dim of one tile gets no loop (a loop that runs once is filler), a
 	 * block instead: three braces either way, with the i loop's */
-	if (kk == 0 && min_par > 0) {
-		cg_line(cg, "for (size_t ib = (size_t)lo * 16; ib < (size_t)hi * 16 && ib < %lld; ib += 16) {", nk);
-		cg->indent++;
-		cg_line(cg, "const size_t in = %lld - ib < 16 ? %lld - ib : 16;", nk, nk);
-	} else if (nk > 16) {
-		cg_line(cg, "for (size_t ib = 0; ib < %lld; ib += 16) {", nk);
-		cg->indent++;
-		cg_line(cg, "const size_t in = %lld - ib < 16 ? %lld - ib : 16;", nk, nk);
-	} else {
-		cg_line(cg, "{");
-		cg->indent++;
-		cg_line(cg, "const size_t ib = 0, in = %lld;", nk);
-	}
-	if (nl > 16) {
-		cg_line(cg, "for (size_t jb = 0; jb < %lld; jb += 16) {", nl);
-		cg->indent++;
-		cg_line(cg, "const size_t jn = %lld - jb < 16 ? %lld - jb : 16;", nl, nl);
-	} else {
-		cg_line(cg, "{");
-		cg->indent++;
-		cg_line(cg, "const size_t jb = 0, jn = %lld;", nl);
-	}
+	tile_dim(cg, "ib", "in", nk, kk == 0 && min_par > 0);
+	tile_dim(cg, "jb", "jn", nl, false);
 	cg_line(cg, "for (size_t i = 0; i < in; i++) {");
 	cg->indent++;
 	cg_line(cg, "const int64_t xi = %s + (int64_t)(ib + i);", xprev);
