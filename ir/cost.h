@@ -164,13 +164,14 @@ int64_t rl_split_conv_chunks(double macs);
 #define RL_WINO_MIN_OW 14
 #define RL_WINO_ELEM_FLOPS 12.0 /* the time of a V or S element's pass, in plain FLOPs */
 int64_t rl_conv_wino_rows(int64_t C, int64_t M, int64_t OH, int64_t OW);
-/* The columns the transforms' loops run for a row of TW tiles (TWr): 8
- * where TW <= 8, else TW rounded up to 16; a whole number of vectors, so
- * gcc -O2 vectorizes the loops without a scalar tail. A row's loop runs
- * past its TW tiles into the next row's (which overwrites them), so only a
- * block's last row costs the difference: with 16 for TW = 8 (16x16 planes)
- * every row's transforms ran twice the columns kept and a task of 4 rows
- * took its products over 48 columns for 32 tiles. */
+/* The columns the transforms' loops run for a row of TW tiles (TWr): TW
+ * rounded up to 8, a whole number of 8-float vectors, so gcc -O2
+ * vectorizes the loops without a scalar tail. Every row's transforms run
+ * TWr columns (past its TW tiles into the next row's, which overwrites
+ * them); the products run the block's columns, (b - 1) TW + TWr, so only
+ * the last row adds to theirs. Rounded up to 16, rows of 8 tiles (16x16
+ * planes) ran twice the columns kept and a task of 4 rows took its
+ * products over 48 columns for 32 tiles. */
 int64_t rl_conv_wino_rowlen(int64_t TW);
 /* The block's V and S pitch in floats for TB rows of tiles: (TB - 1) TW + TWr,
  * rounded up to 16. */
