@@ -173,9 +173,6 @@ static void emit_affine_copy(struct rl_cgen *cg, const char *ct, int r,
 		os[k] = acc;
 		acc *= mn[k];
 	}
-	char xprev[32], yprev[32];
-	snprintf(xprev, sizeof(xprev), "%lld", (long long)base);
-	snprintf(yprev, sizeof(yprev), "0");
 	/* the output's inner loop strided in the input, another dim contiguous
 	 * there: tiles of 16 x 16 (emit_tiled_copy) */
 	int kk = -1;
@@ -188,6 +185,9 @@ static void emit_affine_copy(struct rl_cgen *cg, const char *ct, int r,
 		emit_tiled_copy(cg, m, mn, ms, os, kk, base, par ? min_par : 0, acc);
 		return;
 	}
+	char xprev[32], yprev[32];
+	snprintf(xprev, sizeof(xprev), "%lld", (long long)base);
+	snprintf(yprev, sizeof(yprev), "0");
 	if (par) {
 		int64_t inner = acc / mn[0];
 		cg->par_n = mn[0];
