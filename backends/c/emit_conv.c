@@ -90,8 +90,9 @@
  * - scratch: band and acc no longer live on the stack (tens of KB, and a
  *   worker thread's stack is the user's business) but in one buffer of
  *   RL_MAX_THREADS slots, sized at init for the largest kernel. A running
- *   range takes a free slot and gives it back; which slot it gets does not
- *   change any result.
+ *   range uses its thread's slot (rl_self, emit_rt.c), the same one in
+ *   every kernel, so a thread's band stays in its own core's caches; which
+ *   slot it is does not change any result.
  * - micro-kernels: GCC with -std=c11 never contracts a * b + c, and the
  *   x86-64 baseline has no FMA, so the register tiles are written with
  *   intrinsics per ISA (AVX-512 and AVX2 with FMA), one of them picked at
@@ -101,10 +102,7 @@
 static const char conv_rt_scratch[] =
 	"/* ---- Conv scratch: one slot per running range, sized at init ---- */\n"
 	"static unsigned char *rl_conv_scratch; /* RL_MAX_THREADS slots */\n"
-	"static size_t rl_conv_slot;            /* bytes per slot, a multiple of 64 */\n"
-	"#ifdef RL_THREADS\n"
-	"static atomic_int rl_conv_busy[RL_MAX_THREADS];\n"
-	"#endif\n\n"
+	"static size_t rl_conv_slot;            /* bytes per slot, a multiple of 64 */\n\n"
 	"/* make every slot at least `bytes` long (init only: nothing runs) */\n"
 	"static int rl_conv_scratch_reserve(size_t bytes)\n"
 	"{\n"
@@ -122,25 +120,18 @@ static const char conv_rt_scratch[] =
 	"    rl_conv_scratch = NULL;\n"
 	"    rl_conv_slot = 0;\n"
 	"}\n\n"
-	"/* a slot no other running range holds: at most one range per thread runs,\n"
-	" * so one of the first RL_MAX_THREADS is free */\n"
+	"/* the running thread's slot: at most one range per thread runs */\n"
 	"static int rl_conv_slot_take(void)\n"
 	"{\n"
 	"#ifdef RL_THREADS\n"
-	"    for (int s = 0;; s = (s + 1) % RL_MAX_THREADS)\n"
-	"        if (!atomic_exchange_explicit(&rl_conv_busy[s], 1, memory_order_acquire))\n"
-	"            return s;\n"
+	"    return rl_self;\n"
 	"#else\n"
 	"    return 0;\n"
 	"#endif\n"
 	"}\n\n"
 	"static void rl_conv_slot_give(int s)\n"
 	"{\n"
-	"#ifdef RL_THREADS\n"
-	"    atomic_store_explicit(&rl_conv_busy[s], 0, memory_order_release);\n"
-	"#else\n"
 	"    (void)s;\n"
-	"#endif\n"
 	"}\n\n";
 
 /* One ISA's spelling of the few vector operations the micro-kernel uses. */
