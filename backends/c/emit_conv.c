@@ -237,8 +237,8 @@ static void uk_prefetch_x(struct rl_buf *b, const char *ind, const char *stride,
 	}
 }
 
-static void conv_uk_step(struct rl_buf *b, const struct conv_isa *is, int nv, bool mask, bool pf,
-                         const char *ind, const char *wb, const char *wi)
+static void conv_uk_step(struct rl_buf *b, const struct conv_isa *is, int nr, int nv, bool mask,
+                         bool pf, const char *ind, const char *wb, const char *wi)
 {
 	char ad[64];
 	if (pf) {
@@ -255,30 +255,33 @@ static void conv_uk_step(struct rl_buf *b, const struct conv_isa *is, int nv, bo
 		conv_uk_load(b, is, mask, cg_addr(ad, sizeof(ad), "xs", 0, NULL, NULL, v * is->vw));
 	}
 	rl_buf_printf(b, ";\n");
-	for (int r = 0; r < 4; r++) {
+	for (int r = 0; r < nr; r++) {
+		char wo[16] = "";
+		if (r)
+			snprintf(wo, sizeof(wo), r == 1 ? "ws + " : "%d * ws + ", r);
 		rl_buf_printf(b, "%s        const %s a%d = %s_set1_ps(%s[%s%s]);", ind, is->vt, r,
-		              is->pfx, wb, r == 0 ? "" : r == 1 ? "ws + " : r == 2 ? "2 * ws + " : "3 * ws + ",
-		              wi);
+		              is->pfx, wb, wo, wi);
 		for (int v = 0; v < nv; v++)
 			rl_buf_printf(b, " s%d%d = %s_fmadd_ps(a%d, x%d, s%d%d);", r, v, is->pfx, r, v, r, v);
 		rl_buf_printf(b, "\n");
 	}
 }
 
-/* One register tile of 4 channels x nv vectors at column t, sums in registers. */
-/* acc, w, bias, res, scl and shf are named by nm[0..5] (the block's, in the AVX2 kernel). */
-static void conv_uk_tile(struct rl_buf *b, const struct conv_isa *is, int nv, bool mask,
+/* One register tile of nr channels (one block of four, or two blocks) x nv
+ * vectors at column t, sums in registers. acc, w, bias, res, scl and shf
+ * are named by nm[0..5] (the first block's). */
+static void conv_uk_tile(struct rl_buf *b, const struct conv_isa *is, int nr, int nv, bool mask,
                          const char *ind, const char *const *nm)
 {
 	char ad[64];
-	for (int r = 0; r < 4; r++) {
+	for (int r = 0; r < nr; r++) {
 		rl_buf_printf(b, "%s%s", ind, is->vt);
 		for (int v = 0; v < nv; v++)
 			rl_buf_printf(b, "%s s%d%d", v ? "," : "", r, v);
 		rl_buf_printf(b, ";\n");
 	}
 	rl_buf_printf(b, "%sif (fresh) {\n", ind);
-	for (int r = 0; r < 4; r++) {
+	for (int r = 0; r < nr; r++) {
 		rl_buf_printf(b, "%s    s%d0 = %s ? %s_set1_ps(%s[%d]) : %s_setzero_ps();", ind, r,
 		              nm[2], is->pfx, nm[2], r, is->pfx);
 		for (int v = 1; v < nv; v++)
@@ -286,7 +289,7 @@ static void conv_uk_tile(struct rl_buf *b, const struct conv_isa *is, int nv, bo
 		rl_buf_printf(b, "\n");
 	}
 	rl_buf_printf(b, "%s} else {\n", ind);
-	for (int r = 0; r < 4; r++) {
+	for (int r = 0; r < nr; r++) {
 		rl_buf_printf(b, "%s   ", ind);
 		for (int v = 0; v < nv; v++) {
 			rl_buf_printf(b, " s%d%d = ", r, v);
@@ -305,20 +308,20 @@ static void conv_uk_tile(struct rl_buf *b, const struct conv_isa *is, int nv, bo
 		rl_buf_printf(b, "%s%sif (%s) {\n", ind, q ? "} else " : "", one_tap[q]);
 		rl_buf_printf(b, "%s    const float *xs = xc + tap[0];\n", ind);
 		rl_buf_printf(b, "%s    for (int64_t c = 0; c < cc; c++, xs += bc) {\n", ind);
-		conv_uk_step(b, is, nv, mask, q == 0, ind, nm[1], "c");
+		conv_uk_step(b, is, nr, nv, mask, q == 0, ind, nm[1], "c");
 		rl_buf_printf(b, "%s    }\n", ind);
 	}
 	rl_buf_printf(b, "%s} else\n", ind);
 	rl_buf_printf(b, "%sfor (int64_t c = 0; c < cc; c++, xc += bc, wc += kk) {\n", ind);
 	rl_buf_printf(b, "%s    for (int64_t k = 0; k < kk; k++) {\n", ind);
 	rl_buf_printf(b, "%s        const float *xs = xc + tap[k];\n", ind);
-	conv_uk_step(b, is, nv, mask, false, ind, "wc", "k");
+	conv_uk_step(b, is, nr, nv, mask, false, ind, "wc", "k");
 	rl_buf_printf(b, "%s    }\n%s}\n", ind, ind);
 	/* a fused per-channel Mul and Add on the final sums (conv_epi_regs):
 	 * s * scl[r], then + shf[r], one rounding each as in the epilogue */
 	for (int q = 4; q < 6; q++) {
 		rl_buf_printf(b, "%sif (%s) {\n", ind, nm[q]);
-		for (int r = 0; r < 4; r++) {
+		for (int r = 0; r < nr; r++) {
 			rl_buf_printf(b, "%s    const %s f%d = %s_set1_ps(%s[%d]);", ind, is->vt, r, is->pfx,
 			              nm[q], r);
 			for (int v = 0; v < nv; v++)
@@ -333,7 +336,7 @@ static void conv_uk_tile(struct rl_buf *b, const struct conv_isa *is, int nv, bo
 	 * prefetch of the tile's residual lines before its channel loop was
 	 * 1-4% slower on light_resnet50's 1x1 residual layers, in the model) */
 	rl_buf_printf(b, "%sif (%s) {\n", ind, nm[3]);
-	for (int r = 0; r < 4; r++) {
+	for (int r = 0; r < nr; r++) {
 		rl_buf_printf(b, "%s   ", ind);
 		for (int v = 0; v < nv; v++) {
 			rl_buf_printf(b, " s%d%d = %s_add_ps(s%d%d, ", r, v, is->pfx, r, v);
@@ -347,14 +350,14 @@ static void conv_uk_tile(struct rl_buf *b, const struct conv_isa *is, int nv, bo
 	 * returns s where s is NaN or -0, as the epilogue's s < 0 ? 0 : s */
 	rl_buf_printf(b, "%sif (relu) {\n%s    const %s z = %s_setzero_ps();\n", ind, ind, is->vt,
 	              is->pfx);
-	for (int r = 0; r < 4; r++) {
+	for (int r = 0; r < nr; r++) {
 		rl_buf_printf(b, "%s   ", ind);
 		for (int v = 0; v < nv; v++)
 			rl_buf_printf(b, " s%d%d = %s_max_ps(z, s%d%d);", r, v, is->pfx, r, v);
 		rl_buf_printf(b, "\n");
 	}
 	rl_buf_printf(b, "%s}\n", ind);
-	for (int r = 0; r < 4; r++) {
+	for (int r = 0; r < nr; r++) {
 		rl_buf_printf(b, "%s", ind);
 		for (int v = 0; v < nv; v++) {
 			char sv[16];
@@ -366,12 +369,31 @@ static void conv_uk_tile(struct rl_buf *b, const struct conv_isa *is, int nv, bo
 	}
 }
 
-/* The tiles of one column step, for each of the nb blocks in turn (the
- * blocks inner, see conv_emit_uk). */
+/*
+ * The tiles of one column step, for each of the nb blocks in turn (the
+ * blocks inner, see conv_emit_uk). A tile of one vector has only four sums,
+ * too few to cover the FMA latency on two pipes (it ran at half the rate
+ * of the wide tiles), so those take two blocks at once where there are
+ * two: eight sums, each still over c and k in order (the same bits).
+ * SqueezeNet's first layer, 3->64 3x3/2 to 111x111 (rows of 96 + 15
+ * columns), alone, one thread, Xeon VM, minimum thread CPU time: AVX-512
+ * 322 -> 314 us, the AVX2 kernels (-DRL_CONV_NO_AVX512) 473 -> 448 us;
+ * light_squeezenet whole, best of 5: 3.84 -> 3.81 ms.
+ */
 static void conv_uk_tiles(struct rl_buf *b, const struct conv_isa *is, int nv, bool mask)
 {
 	static const char *const blk[6] = {"ab", "wb", "bb", "rb", "sb", "hb"};
-	rl_buf_printf(b, "        for (int64_t blk = 0; blk < nb; blk++) {\n");
+	rl_buf_printf(b, "        int64_t blk = 0;\n");
+	if (nv == 1) {
+		rl_buf_printf(b, "        for (; blk + 2 <= nb; blk += 2) { /* two blocks: eight sums */\n");
+		rl_buf_printf(b, "            float *ab = acc + blk * 4 * as;\n");
+		rl_buf_printf(b, "            const float *wb = w + blk * 4 * ws, *bb = bias ? bias + blk * 4 : NULL;\n");
+		rl_buf_printf(b, "            const float *rb = res ? res + blk * 4 * as : NULL;\n");
+		rl_buf_printf(b, "            const float *sb = scl ? scl + blk * 4 : NULL, *hb = shf ? shf + blk * 4 : NULL;\n");
+		conv_uk_tile(b, is, 8, nv, mask, "            ", blk);
+		rl_buf_printf(b, "        }\n");
+	}
+	rl_buf_printf(b, "        for (; blk < nb; blk++) {\n");
 	rl_buf_printf(b, "            float *ab = acc + blk * 4 * as;\n");
 	if (nv == is->nv && !mask) {
 		/* the widest tiles: the lines of the next tile's sums, where the
@@ -387,7 +409,7 @@ static void conv_uk_tiles(struct rl_buf *b, const struct conv_isa *is, int nv, b
 	rl_buf_printf(b, "            const float *wb = w + blk * 4 * ws, *bb = bias ? bias + blk * 4 : NULL;\n");
 	rl_buf_printf(b, "            const float *rb = res ? res + blk * 4 * as : NULL;\n");
 	rl_buf_printf(b, "            const float *sb = scl ? scl + blk * 4 : NULL, *hb = shf ? shf + blk * 4 : NULL;\n");
-	conv_uk_tile(b, is, nv, mask, "            ", blk);
+	conv_uk_tile(b, is, 4, nv, mask, "            ", blk);
 	rl_buf_printf(b, "        }\n");
 }
 
