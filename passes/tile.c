@@ -918,9 +918,27 @@ static const char *dt_name(const struct rl_graph *g, uint32_t v)
  * 3x3 16->16 (K 144) 1.03 (hence the K limit): per output the kernel
  * spends a few instructions putting the sums back into NCHW planes, which
  * K multiply-adds must pay for.
+ *
+ * Above TILE_CV_PIX pixels the pass used to keep band mode, whose pixels
+ * fill the lanes there. But a kernel with taps across the row (KW > 1)
+ * reads its band at every tap's column offset, a vector load that crosses
+ * a cache line for most taps, and on Intel cores such a load takes the
+ * load port twice; channels on the lanes broadcast single pixels and load
+ * whole, aligned weight vectors. Measured alone on a Sapphire Rapids-class
+ * Xeon VM (one core, minimum thread CPU time, band / channels-on-vector,
+ * us): the 7x7/2 stem 3->64 to 112x112 (K 147) 1357/1162, 3x3/2 32->64 to
+ * 56x56 (K 288) 795/578, 3x3/2 64->128 to 56x56 3107/2222, 3x3/2 16->32 to
+ * 56x56 (K 144) 200/160, 5x5 48->64 on 56x56 (K 1200) 2953/2350, 5x5/2
+ * 3->64 to 112x112 (K 75) 787/664-725, 7x7 8->16 on 128x128 (K 392)
+ * 1240/1217; at two threads the stem 816/690 and 3x3/2 64->128 1995/1365.
+ * Below K 64 it went both ways: 3x3/2 3->32 to 112x112 (K 27) 198/172 but
+ * to 64x64 51/62, SqueezeNet's 3x3/2 3->64 to 111x111 315/400. So above
+ * the limit: channels on the lanes where KW > 1 and K >= TILE_CV_BIG_K. A
+ * 1x1 (or Kx1) kernel reads the band aligned and keeps band mode.
  */
-#define TILE_CV_PIX 1024 /* largest output plane for channels on the lanes (32x32) */
+#define TILE_CV_PIX 1024 /* above: channels on the lanes only for taps across rows and TILE_CV_BIG_K */
 #define TILE_CV_MIN_K 128 /* least channels x taps per output for channels on the lanes */
+#define TILE_CV_BIG_K 64 /* the same, output planes above TILE_CV_PIX */
 #define TILE_CV_RUN_PIX 128 /* least plane for channels on the lanes with run-time weights */
 
 /*
@@ -1012,14 +1030,18 @@ static void conv_form(struct rl_graph *g, uint32_t node, struct rl_pass_ctx *ctx
 	else if (!made_of_consts(g, w, 0) && d->N < TILE_CV_RUN_PIX)
 		no = "weights not constant and a plane below 128 pixels: packing the weights in "
 		     "every run costs more than the lanes save";
-	else if (d->N > TILE_CV_PIX)
-		no = "output plane above 1024 pixels: the band's rows fill the lanes";
-	else if (d->K < TILE_CV_MIN_K)
+	int64_t kw = nsp >= 1 && nsp <= 2 ? sw->d[sx->rank - 1].v : 1;
+	if (!no && d->N > TILE_CV_PIX && kw == 1)
+		no = "output plane above 1024 pixels and one tap per row: the band's rows fill the "
+		     "lanes, its loads aligned";
+	else if (!no && d->N > TILE_CV_PIX && d->K < TILE_CV_BIG_K)
+		no = "output plane above 1024 pixels and K = channels x taps below 64: turning the "
+		     "sums back into NCHW planes costs more than band mode's shifted loads";
+	else if (!no && d->N <= TILE_CV_PIX && d->K < TILE_CV_MIN_K)
 		no = "K = channels x taps below 128: turning the sums back into NCHW planes costs "
 		     "more than the lanes save";
 	/* band mode's lane share over the plane: OH rows at pitch OW + the taps' reach */
-	int64_t oh = nsp == 2 ? sy->d[2].v : 1, ow = sy->d[sx->rank - 1].v;
-	int64_t kw = sw->d[sx->rank - 1].v, rw = 0;
+	int64_t oh = nsp == 2 ? sy->d[2].v : 1, ow = sy->d[sx->rank - 1].v, rw = 0;
 	const int64_t *a;
 	int64_t sxw = 1, dxw = 1;
 	if (rl_node_attr_ints(n, "strides", &a) == nsp)

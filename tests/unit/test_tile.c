@@ -662,9 +662,19 @@ Test(tile, small_maps_take_channels_on_the_lanes)
 	                          "would use 77%"), RL_CONV_CHANVEC);
 	cr_assert_eq(conv_form_of(256, 14, 256, 1, 1, false, "conv-chanvec", "use 100%"),
 	             RL_CONV_CHANVEC);
-	/* a large map, grouped, run-time weights on a 7x7 plane, too few channels: band */
-	cr_assert_eq(conv_form_of(64, 56, 64, 5, 1, false, "conv-band", "above 1024 pixels"),
+	/* a large map: channels on the lanes for taps across the row and K of
+	 * 64 or more (band mode's shifted loads cross cache lines), band mode
+	 * for a 1x1 (aligned loads) or a small K */
+	cr_assert_eq(conv_form_of(64, 56, 64, 5, 1, false, "conv-chanvec", "use 100%"),
+	             RL_CONV_CHANVEC);
+	cr_assert_eq(conv_form_of(64, 56, 64, 1, 1, false, "conv-band", "one tap per row"),
 	             RL_CONV_BAND);
+	cr_assert_eq(conv_form_of(3, 64, 64, 3, 1, false, "conv-band", "below 64"), RL_CONV_BAND);
+	/* the K limit: 5x5 over 2 channels (K 50) and over 3 (K 75) */
+	cr_assert_eq(conv_form_of(2, 64, 64, 5, 1, false, "conv-band", "below 64"), RL_CONV_BAND);
+	cr_assert_eq(conv_form_of(3, 64, 64, 5, 1, false, "conv-chanvec", "use 100%"),
+	             RL_CONV_CHANVEC);
+	/* grouped, run-time weights on a 7x7 plane, too few channels: band */
 	cr_assert_eq(conv_form_of(64, 7, 64, 3, 2, false, "conv-band", "grouped"), RL_CONV_BAND);
 	cr_assert_eq(conv_form_of(512, 7, 512, 3, 1, true, "conv-band", "not constant"),
 	             RL_CONV_BAND);
@@ -692,8 +702,8 @@ Test(tile, winograd_for_3x3_stride_1)
 	             RL_CONV_WINO);
 	/* run-time weights, grouped, a 5x5, too few channels a block (256 + 256
 	 * on 14x14: 7 tiles), rows under 14: the other forms */
-	cr_assert_eq(conv_form_of(64, 56, 64, 3, 1, true, "conv-band", "above 1024 pixels"),
-	             RL_CONV_BAND);
+	cr_assert_eq(conv_form_of(64, 56, 64, 3, 1, true, "conv-chanvec", "use 100%"),
+	             RL_CONV_CHANVEC);
 	cr_assert_eq(conv_form_of(64, 56, 64, 3, 2, false, "conv-band", "grouped"), RL_CONV_BAND);
 	cr_assert_eq(conv_form_of(256, 14, 256, 3, 1, false, "conv-chanvec", "use 100%"),
 	             RL_CONV_CHANVEC);
