@@ -148,6 +148,7 @@ struct tgeom {
 	bool gpu;
 	int simd_bits, regs, fma_units, fma_lat;
 	int cores;
+	double core_fp32;                /* a core's fp32 vector peak, FLOP/s (0: unknown) */
 	int ncache;                      /* cache levels; the memory is level ncache */
 	double cap[RL_MAX_MEM_LEVELS];   /* a core's share (GPU: an SM's), bytes */
 	int line[RL_MAX_MEM_LEVELS];     /* bytes */
@@ -170,6 +171,7 @@ static void geom(const struct rl_machine *m, struct tgeom *t)
 	memset(t, 0, sizeof(*t));
 	t->gpu = strcmp(m->kind, "gpu") == 0;
 	t->cores = m->cores > 0 ? m->cores : 1;
+	t->core_fp32 = rl_machine_peak(m, RL_PREC_FP32, false) / t->cores;
 	t->simd_bits = m->simd_bits;
 	t->regs = m->simd_registers;
 	t->fma_units = m->fma_units;
@@ -999,6 +1001,29 @@ static bool conv_wino(struct rl_graph *g, struct rl_node *n, const struct rl_sha
 	return *tb > 0;
 }
 
+/*
+ * Winograd on short rows, by the core's FMA rate. On the 2-vCPU Zen 4 VM of
+ * session 24 (172.7 GFLOP/s fp32 a core) the form beat the direct one on
+ * 14x14 planes (one layer with a Relu, one thread: 128->160 628 -> 472 us,
+ * 160->192 940 -> 691). On a Sapphire Rapids-class Xeon VM (249 GFLOP/s a
+ * core: twice the FMAs a cycle, while the transforms' loads, stores and
+ * adds and the passes over V and S through L2 run no faster) the direct
+ * form won below rows of 28, and more so in the model, where the 16/9 larger
+ * transformed weights stream past V and S (alone, us, Winograd / direct
+ * form, one thread; two threads): 192->192 on 14x14 670-712 / 561-626,
+ * 128->128 on 14x14 307 / 250-279; 183-189 / 158-162, 160->192 on 14x14
+ * 568-596 / 520, 32->128 on 27x27 290-299 / 276, 32->32 on 16x16 31 / 26;
+ * 17.5-18.6 / 13.8-14.7, 32->32 on 20x20 36.4 / 36.8; 24.8-26.6 /
+ * 21.8-22.6; from rows of 28 up it kept its lead: 128->128 on 28x28 994 /
+ * 1014-1125, 64->96 on 28x28 383-393 / 443-449, 64->64 on 32x32 230-244 /
+ * 345. light_inception_v2 with its 14x14 layers direct: 24.9 -> 24.0 ms at
+ * one thread, 14.3-14.6 -> 12.9-13.4 at two; resnet_small at two threads
+ * 77.9-84.3 -> 73.7-78.8 us (one thread 101-109 -> 104). So on a core of
+ * TILE_WINO_WIDE_FMA or more the form needs rows of TILE_WINO_WIDE_MIN_OW.
+ */
+#define TILE_WINO_WIDE_FMA 200e9
+#define TILE_WINO_WIDE_MIN_OW 28
+
 static void conv_form(struct rl_graph *g, uint32_t node, struct rl_pass_ctx *ctx,
                       const struct tgeom *t, const struct gdims *d)
 {
@@ -1008,7 +1033,19 @@ static void conv_form(struct rl_graph *g, uint32_t node, struct rl_pass_ctx *ctx
 	int nsp = sx->rank - 2, vw = vwidth(t, 4);
 	const char *no = NULL;
 	int64_t tb;
-	if (conv_wino(g, n, sx, sw, sy, &tb)) {
+	bool wino = conv_wino(g, n, sx, sw, sy, &tb);
+	if (wino && !t->gpu && t->core_fp32 >= TILE_WINO_WIDE_FMA &&
+	    sy->d[3].v < TILE_WINO_WIDE_MIN_OW) {
+		wino = false;
+		rl_remark(ctx, "tile", n->name, "conv-winograd-declined", -1, -1, -1, -1,
+		          "Winograd F(2x2, 3x3) declined: a core of %.0f GFLOP/s fp32 (at least %.0f: "
+		          "two 512-bit FMA pipes) runs the direct form faster on rows under %d "
+		          "outputs (%lld here), where the transforms and the passes over V and S "
+		          "outweigh the multiply-adds saved",
+		          t->core_fp32 * 1e-9, TILE_WINO_WIDE_FMA * 1e-9, TILE_WINO_WIDE_MIN_OW,
+		          (long long)sy->d[3].v);
+	}
+	if (wino) {
 		n->tile.conv = RL_CONV_WINO;
 		rl_remark(ctx, "tile", n->name, "conv-winograd", -1, -1, -1, -1,
 		          "Conv form: Winograd F(2x2, 3x3): 16 products per 2x2 tile and channel pair "

@@ -687,6 +687,41 @@ Test(tile, small_maps_take_channels_on_the_lanes)
 	             RL_CONV_CHANVEC);
 }
 
+/* The form on a core of twice generic-cpu's FMA rate (250 GFLOP/s fp32 a
+ * core: a Sapphire Rapids-class Xeon): Winograd needs rows of 28 there, and
+ * a remark says why it was declined on shorter ones. */
+static uint8_t wide_fma_form(int64_t C, int64_t H, int64_t M, const char *verdict,
+                             const char *text)
+{
+	struct rl_machine m = machine("generic-cpu");
+	m.peak_vector[RL_PREC_FP32] = 250e9 * m.cores;
+	struct rl_graph *g = conv_graph(C, H, M, 3, 1, false);
+	struct rl_pass_ctx ctx;
+	run(g, &m, &ctx, "tile");
+	uint8_t f = tile_of(g, "conv")->conv;
+	cr_assert_eq(remarks(&ctx, verdict, text), 1, "C=%lld H=%lld M=%lld: no %s remark with '%s'",
+	             (long long)C, (long long)H, (long long)M, verdict, text);
+	rl_pass_ctx_free(&ctx);
+	rl_graph_free(g);
+	return f;
+}
+
+Test(tile, winograd_needs_longer_rows_on_wide_fma_cores)
+{
+	cr_assert_eq(wide_fma_form(32, 16, 32, "conv-winograd-declined",
+	                           "a core of 250 GFLOP/s fp32 (at least 200"), RL_CONV_CHANVEC);
+	cr_assert_eq(wide_fma_form(128, 14, 128, "conv-winograd-declined", "(14 here)"),
+	             RL_CONV_CHANVEC);
+	cr_assert_eq(wide_fma_form(32, 27, 128, "conv-winograd-declined", "(27 here)"),
+	             RL_CONV_CHANVEC);
+	/* rows of 28 and more: Winograd as on any core */
+	cr_assert_eq(wide_fma_form(128, 28, 128, "conv-winograd", "the 28x28 plane"), RL_CONV_WINO);
+	cr_assert_eq(wide_fma_form(16, 32, 16, "conv-winograd", "the 32x32 plane"), RL_CONV_WINO);
+	/* generic-cpu's own cores (96 GFLOP/s): Winograd from rows of 14 */
+	cr_assert_eq(conv_form_of(32, 16, 32, 3, 1, false, "conv-winograd", "the 16x16 plane"),
+	             RL_CONV_WINO);
+}
+
 Test(tile, winograd_for_3x3_stride_1)
 {
 	/* 3x3/1 with pads of 1, constant weights: the Winograd form, the
