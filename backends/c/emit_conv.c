@@ -2267,9 +2267,18 @@ static void cv_uk_prefetch(struct rl_buf *b, const char *ind, int nbytes)
  * pixels (uk_prefetch_x). In the model, with the weights' prefetch: the 1x1/2 512->1024
  * projection 1820-1947 -> 1690-1759 us (4 rounds each; 8 channels ahead no
  * better than 4). 1x1 kernels only: per tap of a 3x3 it fetched each row
- * three times and the 3x3 256->256 on 14x14 ran 3% slower.
+ * three times and the 3x3 256->256 on 14x14 ran 3% slower. 16 channels
+ * ahead, not 4: at two threads a layer reads half its input from the other
+ * core's cache (the layer before split its output channels, this one
+ * splits rows), a line each channel step of 14 pixels, about 15 ns of
+ * FMAs, against 100 ns and more for a line from the other core; SqueezeNet's
+ * squeeze layers (256->32 on 27x27 and the like) ran slower at two threads
+ * than at one. Xeon VM, light_squeezenet at two threads, wall medians of
+ * 3-4 rounds: 2.59-2.74 -> 2.45-2.67 ms (32 ahead no better than 16); one
+ * thread, light_resnet50 and light_inception_v2 at one and two threads
+ * within the noise.
  */
-#define CONV_CV_PF_X 4
+#define CONV_CV_PF_X 16
 
 /* One step of a sub-tile: the lanes' weights at wc, pn pixels of xs (from
  * pixel j0) broadcast; the input's prefetch under the condition pfx (NULL:
