@@ -609,21 +609,29 @@ static struct rl_graph *conv_graph(int64_t C, int64_t H, int64_t M, int64_t K, i
 	return g;
 }
 
-/* The form the tile pass picks for conv_graph(...) on generic-cpu, and that
+/* The form the tile pass picks for conv_graph(...) on machine m, and that
  * exactly one remark with `verdict` says so. */
-static uint8_t conv_form_of(int64_t C, int64_t H, int64_t M, int64_t K, int64_t G, bool w_input,
-                            const char *verdict, const char *text)
+static uint8_t conv_form_on(const struct rl_machine *m, int64_t C, int64_t H, int64_t M,
+                            int64_t K, int64_t G, bool w_input, const char *verdict,
+                            const char *text)
 {
-	struct rl_machine m = machine("generic-cpu");
 	struct rl_graph *g = conv_graph(C, H, M, K, G, w_input);
 	struct rl_pass_ctx ctx;
-	run(g, &m, &ctx, "tile");
+	run(g, m, &ctx, "tile");
 	uint8_t f = tile_of(g, "conv")->conv;
 	cr_assert_eq(remarks(&ctx, verdict, text), 1, "C=%lld H=%lld M=%lld: no %s remark with '%s'",
 	             (long long)C, (long long)H, (long long)M, verdict, text);
 	rl_pass_ctx_free(&ctx);
 	rl_graph_free(g);
 	return f;
+}
+
+/* The same on generic-cpu. */
+static uint8_t conv_form_of(int64_t C, int64_t H, int64_t M, int64_t K, int64_t G, bool w_input,
+                            const char *verdict, const char *text)
+{
+	struct rl_machine m = machine("generic-cpu");
+	return conv_form_on(&m, C, H, M, K, G, w_input, verdict, text);
 }
 
 /* The chunks a Conv is cut into across threads: the tile pass records
@@ -695,15 +703,7 @@ static uint8_t wide_fma_form(int64_t C, int64_t H, int64_t M, const char *verdic
 {
 	struct rl_machine m = machine("generic-cpu");
 	m.peak_vector[RL_PREC_FP32] = 250e9 * m.cores;
-	struct rl_graph *g = conv_graph(C, H, M, 3, 1, false);
-	struct rl_pass_ctx ctx;
-	run(g, &m, &ctx, "tile");
-	uint8_t f = tile_of(g, "conv")->conv;
-	cr_assert_eq(remarks(&ctx, verdict, text), 1, "C=%lld H=%lld M=%lld: no %s remark with '%s'",
-	             (long long)C, (long long)H, (long long)M, verdict, text);
-	rl_pass_ctx_free(&ctx);
-	rl_graph_free(g);
-	return f;
+	return conv_form_on(&m, C, H, M, 3, 1, false, verdict, text);
 }
 
 Test(tile, winograd_needs_longer_rows_on_wide_fma_cores)
