@@ -1058,6 +1058,7 @@ static void conv_form(struct rl_graph *g, uint32_t node, struct rl_pass_ctx *ctx
 		return;
 	}
 	n->tile.conv = RL_CONV_BAND;
+	int64_t kw = sw->d[sx->rank - 1].v;
 	if (g->values[x].dtype != RL_DT_FLOAT)
 		no = "not float32";
 	else if (nsp < 1 || nsp > 2)
@@ -1067,14 +1068,13 @@ static void conv_form(struct rl_graph *g, uint32_t node, struct rl_pass_ctx *ctx
 	else if (!made_of_consts(g, w, 0) && d->N < TILE_CV_RUN_PIX)
 		no = "weights not constant and a plane below 128 pixels: packing the weights in "
 		     "every run costs more than the lanes save";
-	int64_t kw = nsp >= 1 && nsp <= 2 ? sw->d[sx->rank - 1].v : 1;
-	if (!no && d->N > TILE_CV_PIX && kw == 1)
+	else if (d->N > TILE_CV_PIX && kw == 1)
 		no = "output plane above 1024 pixels and one tap per row: the band's rows fill the "
 		     "lanes, its loads aligned";
-	else if (!no && d->N > TILE_CV_PIX && d->K < TILE_CV_BIG_K)
+	else if (d->N > TILE_CV_PIX && d->K < TILE_CV_BIG_K)
 		no = "output plane above 1024 pixels and K = channels x taps below 64: turning the "
 		     "sums back into NCHW planes costs more than band mode's shifted loads";
-	else if (!no && d->N <= TILE_CV_PIX && d->K < TILE_CV_MIN_K)
+	else if (d->N <= TILE_CV_PIX && d->K < TILE_CV_MIN_K)
 		no = "K = channels x taps below 128: turning the sums back into NCHW planes costs "
 		     "more than the lanes save";
 	/* band mode's lane share over the plane: OH rows at pitch OW + the taps' reach */

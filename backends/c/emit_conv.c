@@ -100,7 +100,7 @@
  *   kernels keep their own portable tiles (generic vectors).
  */
 static const char conv_rt_scratch[] =
-	"/* ---- Conv scratch: one slot per running range, sized at init ---- */\n"
+	"/* ---- Conv scratch: one slot per thread, sized at init ---- */\n"
 	"static unsigned char *rl_conv_scratch; /* RL_MAX_THREADS slots */\n"
 	"static size_t rl_conv_slot;            /* bytes per slot, a multiple of 64 */\n\n"
 	"/* make every slot at least `bytes` long (init only: nothing runs) */\n"
@@ -121,17 +121,13 @@ static const char conv_rt_scratch[] =
 	"    rl_conv_slot = 0;\n"
 	"}\n\n"
 	"/* the running thread's slot: at most one range per thread runs */\n"
-	"static int rl_conv_slot_take(void)\n"
+	"static int rl_conv_slot_own(void)\n"
 	"{\n"
 	"#ifdef RL_THREADS\n"
 	"    return rl_self;\n"
 	"#else\n"
 	"    return 0;\n"
 	"#endif\n"
-	"}\n\n"
-	"static void rl_conv_slot_give(int s)\n"
-	"{\n"
-	"    (void)s;\n"
 	"}\n\n";
 
 /* One ISA's spelling of the few vector operations the micro-kernel uses. */
@@ -380,6 +376,15 @@ static void conv_uk_tile(struct rl_buf *b, const struct conv_isa *is, int nr, in
  * 322 -> 314 us, the AVX2 kernels (-DRL_CONV_NO_AVX512) 473 -> 448 us;
  * light_squeezenet whole, best of 5: 3.84 -> 3.81 ms.
  */
+/* Block blk's sums, weights, bias, residual and per-channel factors
+ * (nm[0..5] of conv_uk_tile); ab is declared by the caller. */
+static void conv_uk_block(struct rl_buf *b)
+{
+	rl_buf_printf(b, "            const float *wb = w + blk * 4 * ws, *bb = bias ? bias + blk * 4 : NULL;\n");
+	rl_buf_printf(b, "            const float *rb = res ? res + blk * 4 * as : NULL;\n");
+	rl_buf_printf(b, "            const float *sb = scl ? scl + blk * 4 : NULL, *hb = shf ? shf + blk * 4 : NULL;\n");
+}
+
 static void conv_uk_tiles(struct rl_buf *b, const struct conv_isa *is, int nv, bool mask)
 {
 	static const char *const blk[6] = {"ab", "wb", "bb", "rb", "sb", "hb"};
@@ -387,9 +392,7 @@ static void conv_uk_tiles(struct rl_buf *b, const struct conv_isa *is, int nv, b
 	if (nv == 1) {
 		rl_buf_printf(b, "        for (; blk + 2 <= nb; blk += 2) { /* two blocks: eight sums */\n");
 		rl_buf_printf(b, "            float *ab = acc + blk * 4 * as;\n");
-		rl_buf_printf(b, "            const float *wb = w + blk * 4 * ws, *bb = bias ? bias + blk * 4 : NULL;\n");
-		rl_buf_printf(b, "            const float *rb = res ? res + blk * 4 * as : NULL;\n");
-		rl_buf_printf(b, "            const float *sb = scl ? scl + blk * 4 : NULL, *hb = shf ? shf + blk * 4 : NULL;\n");
+		conv_uk_block(b);
 		conv_uk_tile(b, is, 8, nv, mask, "            ", blk);
 		rl_buf_printf(b, "        }\n");
 	}
@@ -406,9 +409,7 @@ static void conv_uk_tiles(struct rl_buf *b, const struct conv_isa *is, int nv, b
 			              (tw + o) * 4);
 		rl_buf_printf(b, "                }\n");
 	}
-	rl_buf_printf(b, "            const float *wb = w + blk * 4 * ws, *bb = bias ? bias + blk * 4 : NULL;\n");
-	rl_buf_printf(b, "            const float *rb = res ? res + blk * 4 * as : NULL;\n");
-	rl_buf_printf(b, "            const float *sb = scl ? scl + blk * 4 : NULL, *hb = shf ? shf + blk * 4 : NULL;\n");
+	conv_uk_block(b);
 	conv_uk_tile(b, is, 4, nv, mask, "            ", blk);
 	rl_buf_printf(b, "        }\n");
 }
@@ -1851,7 +1852,7 @@ static void emit_conv_band(struct rl_cgen *cg, const char *T, int64_t es, const 
 	cg_line(cg, "/* this range's scratch slot: the band, %lld channels x %d phase planes of %lld rows x %lld (+ %lld), then acc, the block's %lld band rows at pitch %lld */",
 	        (long long)b->CC, b->nh * b->nw, (long long)b->A, (long long)b->WJ,
 	        (long long)(b->PLN - b->A * b->WJ), (long long)b->R, (long long)b->WJ);
-	cg_line(cg, "const int slot = rl_conv_slot_take();");
+	cg_line(cg, "const int slot = rl_conv_slot_own();");
 	cg_line(cg, "unsigned char *sc = rl_conv_scratch + (size_t)slot * rl_conv_slot;");
 	cg_line(cg, "%s *restrict band = (%s *)sc;", T, T);
 	cg_line(cg, "%s (*restrict acc)[%lld] = (%s (*)[%lld])(sc + %lld);", T, (long long)b->TP, T,
@@ -1975,7 +1976,6 @@ static void emit_conv_band(struct rl_cgen *cg, const char *T, int64_t es, const 
 		line_close(cg);
 	line_close(cg); /* c0 */
 	line_close(cg); /* it */
-	cg_line(cg, "rl_conv_slot_give(slot);");
 }
 
 /*
@@ -2768,7 +2768,7 @@ static void emit_conv_cv(struct rl_cgen *cg, uint32_t node, const struct conv2d 
 	        (long long)(R * p->OW), cb,
 	        pad ? ", then the padded input rows [C][rows][pitch]" : "",
 	        wbytes ? ", then the block's packed weights" : "");
-	cg_line(cg, "const int slot = rl_conv_slot_take();");
+	cg_line(cg, "const int slot = rl_conv_slot_own();");
 	cg_line(cg, "unsigned char *sc = rl_conv_scratch + (size_t)slot * rl_conv_slot;");
 	cg_line(cg, "float *restrict ob = (float *)sc;");
 	if (pad) {
@@ -2990,7 +2990,6 @@ static void emit_conv_cv(struct rl_cgen *cg, uint32_t node, const struct conv2d 
 		conv_epilogue(cg, base, cb * p->OH * p->OW, cb * p->OH * p->OW);
 	}
 	line_close(cg); /* t */
-	cg_line(cg, "rl_conv_slot_give(slot);");
 }
 
 /* Flat index expression sum(var_i * stride_i) over nsp axes. */
@@ -3885,7 +3884,7 @@ static bool emit_conv_wino(struct rl_cgen *cg, uint32_t node, const struct conv2
 
 	cg_line(cg, "/* Conv, Winograd F(2x2, 3x3): tiles of 2x2 outputs, %lld x %lld of them; a task is an image's row of tiles, a range's rows run in blocks of up to %lld */",
 	        TH, TW, TB);
-	cg_line(cg, "const int slot = rl_conv_slot_take();");
+	cg_line(cg, "const int slot = rl_conv_slot_own();");
 	cg_line(cg, "unsigned char *sc = rl_conv_scratch + (size_t)slot * rl_conv_slot;");
 	cg_line(cg, "float *restrict V = (float *)sc; /* [16][%lld][%lld]: the input tiles transformed, tile (r, j) at r * %lld + j */",
 	        C, VP, TW);
@@ -3972,7 +3971,6 @@ static bool emit_conv_wino(struct rl_cgen *cg, uint32_t node, const struct conv2
 	line_close(cg); /* r */
 	line_close(cg); /* m */
 	line_close(cg); /* t */
-	cg_line(cg, "rl_conv_slot_give(slot);");
 	if (inreg)
 		cg->epi_calls++;
 	return true;

@@ -571,17 +571,13 @@ static const char rt_body[] =
 	"}\n\n"
 	"/* the running thread's slot (rl_self: the same in every kernel, so packed\n"
 	" * panels stay in that core's caches); at most one range per thread runs */\n"
-	"RL_GEMM_FN int rl_gemm_acquire(void)\n"
+	"RL_GEMM_FN int rl_gemm_slot_own(void)\n"
 	"{\n"
 	"#ifdef RL_THREADS\n"
 	"    return rl_self;\n"
 	"#else\n"
 	"    return 0;\n"
 	"#endif\n"
-	"}\n\n"
-	"RL_GEMM_FN void rl_gemm_release(int s)\n"
-	"{\n"
-	"    (void)s;\n"
 	"}\n\n"
 	"/* ---- packing ---- */\n\n"
 	"/* B'(k0.., j0..) (kb x nb) to panels of nr columns, each kb x nr k-major and\n"
@@ -1010,10 +1006,8 @@ void cg_gemm_emit_task(struct rl_cgen *cg, const struct cg_gemm_call *c,
 	        (long long)c->a_ks, alpha);
 	cg_line(cg, "                             %s, %lld, %lld, %s, g_y, %lld};", c->b ? c->b : "NULL",
 	        (long long)c->b_rs, (long long)c->b_cs, c->bp ? c->bp : "NULL", (long long)c->ldy);
-	cg_line(cg, "const int g_slot = rl_gemm_acquire();");
-	cg_line(cg, "rl_sgemm_block(&g_p, rl_gemm_slot[g_slot], g_i0, g_mb, g_j0, g_nb, %d);",
+	cg_line(cg, "rl_sgemm_block(&g_p, rl_gemm_slot[rl_gemm_slot_own()], g_i0, g_mb, g_j0, g_nb, %d);",
 	        c->init ? 1 : 0);
-	cg_line(cg, "rl_gemm_release(g_slot);");
 	if (cg->epi) {
 		long long last = N - (pl->njb - 1) * nc;
 		if (last == nc) {
